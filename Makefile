@@ -1,0 +1,70 @@
+# costguard: one target per habit. `make demo` and `make test` install what they need.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+SAM_VENV := .venv-sam
+BIN := $(VENV)/bin
+SAM := $(SAM_VENV)/bin/sam
+export SAM_CLI_TELEMETRY := 0
+# Never talk to a real AWS account from tests or the demo by accident.
+export AWS_EC2_METADATA_DISABLED := true
+
+.PHONY: help demo test unit integration template lint format typecheck validate bench build clean
+
+help:
+	@echo "make demo       the whole governance cycle against a local emulated AWS account"
+	@echo "make test       lint, typecheck, sam validate --lint, and every test"
+	@echo "make bench      the benchmarks under bench/"
+	@echo "make build      sam build (needs python3.13 on PATH)"
+
+$(BIN)/.installed: requirements-dev.txt layers/costguard/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+$(SAM_VENV)/.installed: requirements-sam.txt
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/pip install --quiet -r requirements-sam.txt
+	touch $@
+
+venv: $(BIN)/.installed $(SAM_VENV)/.installed
+
+demo: $(BIN)/.installed
+	$(BIN)/python -m demo
+
+test: lint typecheck validate
+	$(BIN)/pytest
+
+unit: $(BIN)/.installed
+	$(BIN)/pytest tests/unit
+
+integration: $(BIN)/.installed
+	$(BIN)/pytest tests/integration
+
+template: validate
+	$(BIN)/pytest tests/template
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(BIN)/.installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy layers/costguard/costguard functions demo tests bench
+
+validate: $(SAM_VENV)/.installed
+	$(SAM) validate --lint
+
+bench: $(BIN)/.installed
+	$(BIN)/python -m bench
+
+build: $(SAM_VENV)/.installed
+	PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(11|13)' | tr '\n' ':') $(SAM) build
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output

@@ -1,0 +1,214 @@
+"""A small local stand-in for the Slack Web API and incoming webhooks, on 127.0.0.1.
+
+It answers the methods costguard calls, the way Slack answers them (same JSON shapes, same error
+codes), records every message, and can be told to fail (rate limits with Retry-After, outages) so
+the real slack-sdk client's retries and costguard's fallbacks are exercised over HTTP.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+BOT_TOKEN = "xoxb-costguard-demo-token"
+
+
+@dataclass
+class Posted:
+    route: str  # "bot" or "webhook"
+    channel: str
+    text: str
+    blocks: list[Any]
+    ts: str
+    direct: bool = False
+    updated: bool = False
+
+
+@dataclass
+class Fault:
+    status: int
+    count: int
+    retry_after: int | None = None
+    error: str = ""
+
+
+@dataclass
+class SlackStandIn:
+    users: dict[str, str] = field(default_factory=dict)  # email -> user id
+    channels: set[str] = field(default_factory=set)  # empty: every channel exists
+    token: str = BOT_TOKEN
+    messages: list[Posted] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    faults: dict[str, list[Fault]] = field(default_factory=dict)
+    _server: ThreadingHTTPServer | None = None
+    _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # ------------------------------------------------------------------ control
+    def start(self) -> SlackStandIn:
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                standin._handle(self)
+
+            def do_POST(self) -> None:
+                standin._handle(self)
+
+            def do_PUT(self) -> None:
+                standin._handle(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    @property
+    def webhook_url(self) -> str:
+        return f"{self.url}/services/T000/B000/demo"
+
+    def fail(
+        self, method: str, status: int, *, count: int = 1, retry_after: int | None = None, error: str = ""
+    ) -> None:
+        """The next `count` calls of `method` ("chat.postMessage", "webhook", ...) fail this way."""
+        self.faults.setdefault(method, []).append(Fault(status, count, retry_after, error))
+
+    def messages_to(self, channel: str) -> list[Posted]:
+        return [m for m in self.messages if m.channel == channel]
+
+    # ------------------------------------------------------------------ HTTP
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        parsed = urlparse(request.path)
+        length = int(request.headers.get("Content-Length") or 0)
+        raw = request.rfile.read(length) if length else b""
+        if parsed.path.startswith("/services/"):
+            method = "webhook"
+        elif parsed.path.startswith("/upload/"):
+            method = "upload"
+        else:
+            method = parsed.path.removeprefix("/api/")
+        with self._lock:
+            self.calls.append(method)
+            fault = self._take_fault(method)
+        if fault is not None:
+            headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+            body: Any = {"ok": False, "error": fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")}
+            self._reply(request, fault.status, body if method != "webhook" else "error", headers)
+            return
+        if method == "webhook":
+            payload = json.loads(raw or b"{}")
+            self._record("webhook", "webhook", payload)
+            self._reply(request, 200, "ok")
+            return
+        if method == "upload":
+            with self._lock:
+                self.files.append({"id": parsed.path.rsplit("/", 1)[-1], "bytes": raw})
+            self._reply(request, 200, "OK - uploaded")
+            return
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
+            self._reply(request, 200, {"ok": False, "error": "invalid_auth"})
+            return
+        args = self._args(request, parsed.query, raw)
+        self._reply(request, 200, self._api(method, args))
+
+    def _take_fault(self, method: str) -> Fault | None:
+        queue = self.faults.get(method) or []
+        if not queue:
+            return None
+        fault = queue[0]
+        fault.count -= 1
+        if fault.count <= 0:
+            queue.pop(0)
+        return fault
+
+    @staticmethod
+    def _args(request: BaseHTTPRequestHandler, query: str, raw: bytes) -> dict[str, Any]:
+        args: dict[str, Any] = {k: v[0] for k, v in parse_qs(query).items()}
+        content_type = request.headers.get("Content-Type", "")
+        if raw and "json" in content_type:
+            args.update(json.loads(raw))
+        elif raw:
+            args.update({k: v[0] for k, v in parse_qs(raw.decode()).items()})
+        for key in ("blocks", "files"):
+            if isinstance(args.get(key), str):
+                args[key] = json.loads(args[key])
+        return args
+
+    def _api(self, method: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        if method == "users.lookupByEmail":
+            user = self.users.get(str(args.get("email", "")).lower())
+            if user is None:
+                return {"ok": False, "error": "users_not_found"}
+            return {"ok": True, "user": {"id": user, "profile": {"email": args["email"]}}}
+        if method == "chat.postMessage":
+            channel = str(args.get("channel", ""))
+            direct = channel in self.users.values()
+            if not direct and self.channels and channel not in self.channels:
+                return {"ok": False, "error": "channel_not_found"}
+            posted = self._record("bot", channel, args, direct=direct)
+            return {"ok": True, "channel": channel, "ts": posted.ts, "message": {"text": posted.text}}
+        if method == "chat.update":
+            for message in self.messages:
+                if message.ts == args.get("ts"):
+                    message.text = str(args.get("text", message.text))
+                    message.blocks = list(args.get("blocks") or message.blocks)
+                    message.updated = True
+                    return {"ok": True, "channel": message.channel, "ts": message.ts}
+            return {"ok": False, "error": "message_not_found"}
+        if method == "files.getUploadURLExternal":
+            file_id = f"F{len(self.files) + 1:06d}"
+            return {"ok": True, "upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
+        if method == "files.completeUploadExternal":
+            channel = str(args.get("channel_id", ""))
+            for entry in args.get("files") or []:
+                for f in self.files:
+                    if f["id"] == entry.get("id"):
+                        f.update(title=entry.get("title", ""), channel=channel)
+            return {"ok": True, "files": [{"id": e.get("id")} for e in args.get("files") or []]}
+        if method == "auth.test":
+            return {"ok": True, "user_id": "UCOSTGUARD", "team": "demo"}
+        return {"ok": False, "error": "unknown_method"}
+
+    def _record(self, route: str, channel: str, payload: Mapping[str, Any], *, direct: bool = False) -> Posted:
+        with self._lock:
+            ts = f"{int(time.time())}.{next(self._ts):06d}"
+            posted = Posted(route, channel, str(payload.get("text", "")), list(payload.get("blocks") or []), ts, direct)
+            self.messages.append(posted)
+            return posted
+
+    @staticmethod
+    def _reply(
+        request: BaseHTTPRequestHandler, status: int, body: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        request.send_response(status)
+        request.send_header("Content-Type", "text/plain" if isinstance(body, str) else "application/json")
+        request.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            request.send_header(key, value)
+        request.end_headers()
+        request.wfile.write(data)

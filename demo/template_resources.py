@@ -1,0 +1,31 @@
+"""Resources the tests and the demo create exactly as template.yaml defines them (one source of truth)."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from samtranslator.yaml_helper import yaml_parse
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
+
+
+@cache
+def template() -> dict[str, Any]:
+    return yaml_parse(TEMPLATE.read_text())  # type: ignore[no-any-return]
+
+
+def create_state_table(dynamodb: Any, name: str) -> None:
+    """Create the StateTable with the template's keys and TTL."""
+    props = template()["Resources"]["StateTable"]["Properties"]
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode=props["BillingMode"],
+        AttributeDefinitions=props["AttributeDefinitions"],
+        KeySchema=props["KeySchema"],
+    )
+    ttl = props["TimeToLiveSpecification"]
+    dynamodb.update_time_to_live(
+        TableName=name, TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": ttl["Enabled"]}
+    )

@@ -1,0 +1,83 @@
+"""owner_tagger: tags each launched instance (and its volumes) with its owner; daily backfill.
+
+Triggers: EventBridge rule on CloudTrail RunInstances (real time, this region) and an EventBridge
+Scheduler schedule whose input is {"costguard": "backfill"} (every governed region).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from costguard.ec2 import Ec2
+from costguard.launches import Skipped, parse_eventbridge_event
+from costguard.observability import logger, metrics
+from costguard.owner_tagging import OwnerTagger, Tagging, TaggingReport, unattributed_message
+from costguard.runtime import Runtime
+
+BACKFILL_INPUT = {"costguard": "backfill"}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
+    runtime = runtime or Runtime.current()
+    if event == BACKFILL_INPUT:
+        return backfill(runtime)
+    launch = parse_eventbridge_event(event)
+    if isinstance(launch, Skipped):
+        return _ignored(launch.reason)
+    if launch.region not in runtime.settings.governed_regions:
+        return _ignored(f"region {launch.region} is not governed")
+    report = _tagger(runtime, launch.region).tag_launch(launch, runtime.now())
+    _emit(report)
+    return {"status": "tagged", "region": launch.region, **report.summary()}
+
+
+def backfill(runtime: Runtime) -> dict[str, Any]:
+    settings = runtime.settings
+    now = runtime.now()
+    regions: dict[str, Any] = {}
+    failures: dict[str, str] = {}
+
+    def notify(results: Sequence[Tagging]) -> None:
+        runtime.notifier.post(settings.alerts_channel, unattributed_message(results, settings.owner_tag_key))
+
+    for region in settings.governed_regions:
+        try:
+            report = _tagger(runtime, region).backfill(runtime.client("cloudtrail", region), now, notify=notify)
+        except Exception as exc:  # one region's failure must not stop the others' work
+            logger.exception("backfill failed", region=region)
+            failures[region] = f"{type(exc).__name__}: {exc}"
+            continue
+        _emit(report)
+        regions[region] = report.summary()
+    if failures:
+        # Fail the invocation so the scheduler retries it; settled instances are not looked up again.
+        raise RuntimeError(f"backfill failed in {len(failures)} region(s): {failures}")
+    return {"status": "backfilled", "regions": regions}
+
+
+def _ignored(reason: str) -> dict[str, Any]:
+    logger.info("event ignored", reason=reason)
+    metrics.add_metric(name="EventsIgnored", unit=MetricUnit.Count, value=1)
+    return {"status": "ignored", "reason": reason}
+
+
+def _tagger(runtime: Runtime, region: str) -> OwnerTagger:
+    settings = runtime.settings
+    return OwnerTagger(
+        ec2=Ec2(runtime.client("ec2", region), region, settings.mode),
+        autoscaling=runtime.client("autoscaling", region),
+        ledger=runtime.ledger,
+        owner_tag_key=settings.owner_tag_key,
+        mode=settings.mode,
+    )
+
+
+def _emit(report: TaggingReport) -> None:
+    summary = report.summary()
+    metrics.add_metric(name="InstancesTagged", unit=MetricUnit.Count, value=summary["tagged"])
+    metrics.add_metric(name="InstancesUnattributed", unit=MetricUnit.Count, value=len(summary["unattributed"]))

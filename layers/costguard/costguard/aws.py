@@ -1,0 +1,44 @@
+"""boto3 clients, made once per service and region per Lambda container.
+
+Adaptive retries: the client backs off on throttling (CloudTrail LookupEvents allows 2 calls per
+second, CloudWatch GetMetricData 50) instead of failing the run. The endpoint is boto3's own
+business: AWS_ENDPOINT_URL points every client at the local emulated account in the demo.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+RETRY_CONFIG = Config(
+    retries={"mode": "adaptive", "max_attempts": 10},
+    user_agent_extra="costguard",
+    connect_timeout=5,
+    read_timeout=30,
+)
+
+
+class ClientFactory:
+    """Hands out one client per (service, region); thread-safe, cached for the container's life."""
+
+    def __init__(self, session: boto3.session.Session | None = None, default_region: str | None = None) -> None:
+        self._session = session
+        self._default_region = default_region
+        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, service: str, region: str | None = None) -> Any:
+        region = region or self._default_region
+        key = (service, region)
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                # boto3.Session() is not thread-safe to create clients from concurrently: keep it in the lock.
+                session = self._session or boto3.session.Session()
+                self._session = session
+                client = session.client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
+                self._clients[key] = client
+            return client

@@ -1,0 +1,69 @@
+"""What a handler needs, built once per Lambda container: settings, clients, ledger, Slack.
+
+Handlers take an optional Runtime so tests can pass their own; in Lambda, `Runtime.current()`
+builds one at the first invocation and keeps it for the container's life.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, ClassVar
+
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+from costguard.aws import ClientFactory
+from costguard.ledger import Ledger
+from costguard.settings import Settings
+from costguard.slack.notifier import SlackCredentials, SlackNotifier
+
+SECRET_MAX_AGE_SECONDS = 300
+
+
+class Runtime:
+    _current: ClassVar[Runtime | None] = None
+
+    def __init__(self, settings: Settings, clients: ClientFactory | None = None) -> None:
+        self.settings = settings
+        self.clients = clients or ClientFactory(default_region=settings.governed_regions[0])
+        self._notifier: SlackNotifier | None = None
+        self._notifier_token = ""
+
+    @classmethod
+    def current(cls) -> Runtime:
+        if cls._current is None:
+            cls._current = cls(Settings.from_env())
+        return cls._current
+
+    @classmethod
+    def reset(cls) -> None:
+        cls._current = None
+
+    @staticmethod
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+    def client(self, service: str, region: str | None = None) -> Any:
+        return self.clients.get(service, region)
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        return Ledger(self.client("dynamodb"), self.settings.state_table, self.settings.state_ttl_days)
+
+    @cached_property
+    def _secrets(self) -> SecretsProvider:
+        return SecretsProvider(boto3_client=self.client("secretsmanager"))
+
+    def slack_credentials(self) -> SlackCredentials:
+        """Fetched by name at run time and cached for five minutes, so a rotated token is picked up."""
+        value = self._secrets.get(self.settings.slack_secret_name, max_age=SECRET_MAX_AGE_SECONDS)
+        return SlackCredentials.from_secret(value)
+
+    @property
+    def notifier(self) -> SlackNotifier:
+        credentials = self.slack_credentials()
+        fingerprint = f"{credentials.bot_token}|{credentials.webhook_url}"
+        if self._notifier is None or fingerprint != self._notifier_token:
+            self._notifier = SlackNotifier(credentials, base_url=self.settings.slack_api_url)
+            self._notifier_token = fingerprint
+        return self._notifier

@@ -1,0 +1,110 @@
+"""Typed settings, read from the environment in this one place.
+
+Every function builds one settings object at cold start. A missing or invalid variable raises
+ConfigError naming every problem at once, so a broken deployment fails loudly on its first event.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from costguard.errors import ConfigError
+
+
+class Mode(StrEnum):
+    """How far costguard may act. Every mutating call honours it."""
+
+    ENFORCE = "enforce"
+    NOTIFY_ONLY = "notify-only"
+    DRY_RUN = "dry-run"
+
+    @property
+    def mutates(self) -> bool:
+        """dry-run makes no mutating AWS call at all (not even tags)."""
+        return self is not Mode.DRY_RUN
+
+
+class _Reader:
+    """Collects every problem in the environment before raising, instead of failing on the first."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[str] = []
+
+    def required(self, name: str) -> str:
+        value = self.env.get(name, "").strip()
+        if not value:
+            self.problems.append(f"{name} is not set")
+        return value
+
+    def optional(self, name: str, default: str = "") -> str:
+        return self.env.get(name, default).strip()
+
+    def choice(self, name: str, enum: type[Mode], default: str) -> Mode:
+        raw = self.optional(name, default)
+        try:
+            return enum(raw)
+        except ValueError:
+            allowed = ", ".join(m.value for m in enum)
+            self.problems.append(f"{name}={raw!r} is not one of: {allowed}")
+            return enum(default)
+
+    def number(self, name: str, default: float, *, minimum: float = 0.0) -> float:
+        raw = self.optional(name, str(default))
+        try:
+            value = float(raw)
+        except ValueError:
+            self.problems.append(f"{name}={raw!r} is not a number")
+            return default
+        if value < minimum:
+            self.problems.append(f"{name}={raw!r} is below {minimum}")
+        return value
+
+    def csv(self, name: str) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.optional(name).split(",") if part.strip())
+
+    def check(self) -> None:
+        if self.problems:
+            raise ConfigError("invalid costguard configuration: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings every costguard function shares (template Globals)."""
+
+    mode: Mode
+    slack_secret_name: str
+    alerts_channel: str
+    digest_channel: str
+    owner_tag_key: str
+    email_domain: str
+    governed_regions: tuple[str, ...]
+    state_table: str
+    state_ttl_days: int
+    # Only set by the local demo and tests, to point slack-sdk at a stand-in for the Slack Web API.
+    slack_api_url: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        read = _Reader(os.environ if env is None else env)
+        home_region = read.optional("AWS_REGION") or read.optional("AWS_DEFAULT_REGION")
+        regions = read.csv("GOVERNED_REGIONS") or ((home_region,) if home_region else ())
+        if not regions:
+            read.problems.append("GOVERNED_REGIONS is empty and AWS_REGION is not set")
+        settings = cls(
+            mode=read.choice("COSTGUARD_MODE", Mode, "dry-run"),
+            slack_secret_name=read.required("SLACK_SECRET_NAME"),
+            alerts_channel=read.required("ALERTS_CHANNEL"),
+            digest_channel=read.optional("DIGEST_CHANNEL") or read.optional("ALERTS_CHANNEL"),
+            owner_tag_key=read.optional("OWNER_TAG_KEY", "Owner") or "Owner",
+            email_domain=read.optional("EMAIL_DOMAIN").lstrip("@"),
+            governed_regions=regions,
+            state_table=read.required("STATE_TABLE"),
+            state_ttl_days=int(read.number("STATE_TTL_DAYS", 400, minimum=1)),
+            slack_api_url=read.optional("SLACK_API_URL"),
+        )
+        read.check()
+        return settings

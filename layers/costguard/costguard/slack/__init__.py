@@ -1,0 +1,1 @@
+"""Slack: Block Kit built by pure functions (blocks), sent by one notifier (notifier)."""

@@ -1,0 +1,173 @@
+"""The one way costguard talks to Slack.
+
+Routes, in order: the bot token (chat.postMessage to a channel, or to a user found with
+users.lookupByEmail for a direct message); the incoming webhook as a channel-only fallback when the
+bot has no token or its call fails. Rate limits (HTTP 429) are retried after Retry-After, connection
+errors and 5xx a few times; when every route has failed, SlackDeliveryError is raised so that the
+invocation fails and is retried: a notification is never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.error import URLError
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_handlers import (
+    ConnectionErrorRetryHandler,
+    RateLimitErrorRetryHandler,
+    ServerErrorRetryHandler,
+)
+from slack_sdk.webhook import WebhookClient
+
+from costguard.errors import ConfigError, SlackDeliveryError
+from costguard.observability import logger
+from costguard.slack.blocks import Message, context
+
+# Slack's own error codes that mean "this person is not in the workspace under that email".
+_NO_SUCH_USER = {"users_not_found", "user_not_found"}
+
+
+@dataclass(frozen=True)
+class SlackCredentials:
+    """The content of the Slack secret (a JSON object in Secrets Manager)."""
+
+    bot_token: str = ""
+    webhook_url: str = ""
+    signing_secret: str = ""
+
+    @classmethod
+    def from_secret(cls, value: Any) -> SlackCredentials:
+        if isinstance(value, (str, bytes)):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"the Slack secret is not JSON: {exc.msg}") from None
+        if not isinstance(value, Mapping):
+            raise ConfigError("the Slack secret must be a JSON object with bot_token and/or webhook_url")
+        creds = cls(
+            bot_token=str(value.get("bot_token") or "").strip(),
+            webhook_url=str(value.get("webhook_url") or "").strip(),
+            signing_secret=str(value.get("signing_secret") or "").strip(),
+        )
+        if not creds.bot_token and not creds.webhook_url:
+            raise ConfigError("the Slack secret has neither bot_token nor webhook_url")
+        if creds.bot_token and not creds.bot_token.startswith("xoxb-"):
+            raise ConfigError("the Slack secret's bot_token is not a bot token (xoxb-...)")
+        return creds
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Where a message went. `ts` identifies a bot message for later updates; webhooks have none."""
+
+    route: str
+    channel: str
+    ts: str = ""
+    direct: bool = False
+
+
+def _retry_handlers(rate_limit_retries: int) -> list[Any]:
+    return [
+        ConnectionErrorRetryHandler(max_retry_count=2),
+        RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
+        ServerErrorRetryHandler(max_retry_count=2),
+    ]
+
+
+class SlackNotifier:
+    def __init__(
+        self,
+        credentials: SlackCredentials,
+        *,
+        base_url: str = "",
+        web_client: WebClient | None = None,
+        webhook_client: WebhookClient | None = None,
+        rate_limit_retries: int = 3,
+        timeout: int = 10,
+    ) -> None:
+        self.web = web_client
+        if self.web is None and credentials.bot_token:
+            kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
+            self.web = WebClient(
+                token=credentials.bot_token,
+                timeout=timeout,
+                retry_handlers=_retry_handlers(rate_limit_retries),
+                **kwargs,
+            )
+        self.webhook = webhook_client
+        if self.webhook is None and credentials.webhook_url:
+            self.webhook = WebhookClient(
+                credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries)
+            )
+        self._user_ids: dict[str, str | None] = {}
+
+    def post(self, channel: str, message: Message) -> Delivery:
+        """Post to a channel by the bot, else by the webhook; raise if neither delivered."""
+        failures: list[str] = []
+        if self.web is not None:
+            try:
+                response = self.web.chat_postMessage(channel=channel, text=message.text, blocks=message.slack_blocks())
+                return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ""))
+            except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+                failures.append(f"bot: {_describe(exc)}")
+                logger.warning("slack bot post failed", channel=channel, error=_describe(exc))
+        if self.webhook is not None:
+            try:
+                return self._post_webhook(message)
+            except (SlackClientError, URLError, OSError, SlackDeliveryError) as exc:
+                failures.append(f"webhook: {_describe(exc)}")
+        raise SlackDeliveryError(f"could not post to {channel}: " + "; ".join(failures or ["no Slack route"]))
+
+    def send_to_owner(self, email: str | None, message: Message, *, fallback_channel: str, owner: str) -> Delivery:
+        """Direct-message the owner; if Slack does not know them, post to the fallback channel naming them."""
+        user_id = self._lookup_user(email) if email else None
+        if user_id is not None and self.web is not None:
+            try:
+                response = self.web.chat_postMessage(channel=user_id, text=message.text, blocks=message.slack_blocks())
+                return Delivery("bot", user_id, str(response.get("ts") or ""), direct=True)
+            except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+                logger.warning("slack direct message failed", owner=owner, error=_describe(exc))
+        why = f"Sent here because {owner or 'the owner'} could not be reached by direct message"
+        why += f" (no Slack user for {email})." if email and user_id is None else "."
+        fallback = Message(message.text, (*message.blocks, context(why)))
+        return self.post(fallback_channel, fallback)
+
+    def _lookup_user(self, email: str) -> str | None:
+        if email in self._user_ids:
+            return self._user_ids[email]
+        if self.web is None:
+            return None
+        try:
+            response = self.web.users_lookupByEmail(email=email)
+        except SlackApiError as exc:
+            if exc.response.get("error") in _NO_SUCH_USER:
+                self._user_ids[email] = None
+                return None
+            # Anything else (missing users:read.email scope, rate limit after retries): fall back to
+            # the channel for this message, but do not cache, so the next message tries again.
+            logger.warning("slack user lookup failed", email=email, error=_describe(exc))
+            return None
+        except (SlackClientError, URLError, OSError) as exc:
+            logger.warning("slack user lookup failed", email=email, error=_describe(exc))
+            return None
+        user_id = str((response.get("user") or {}).get("id") or "") or None
+        self._user_ids[email] = user_id
+        return user_id
+
+    def _post_webhook(self, message: Message) -> Delivery:
+        assert self.webhook is not None
+        response = self.webhook.send(text=message.text, blocks=message.slack_blocks())
+        if response.status_code != 200:
+            raise SlackDeliveryError(f"webhook answered HTTP {response.status_code}: {response.body[:200]}")
+        return Delivery("webhook", "webhook")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SlackApiError):
+        return f"{exc.response.status_code} {exc.response.get('error')}"
+    return f"{type(exc).__name__}: {exc}"

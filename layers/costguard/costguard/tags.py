@@ -1,0 +1,19 @@
+"""Tag keys costguard owns. State that belongs to an instance lives in its tags, under `costguard:`.
+
+One name for one thing: the template's IAM conditions, the code and the README use these keys.
+"""
+
+from __future__ import annotations
+
+PREFIX = "costguard:"
+
+CREATED_BY = "costguard:created-by"
+OWNER_SOURCE = "costguard:owner-source"
+
+# Tag values are limited to 256 characters by EC2.
+MAX_VALUE_LENGTH = 256
+
+
+def clip(value: str) -> str:
+    """EC2 refuses tag values over 256 characters; a long role-session ARN must not fail the call."""
+    return value if len(value) <= MAX_VALUE_LENGTH else value[: MAX_VALUE_LENGTH - 1] + "…"

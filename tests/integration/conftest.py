@@ -1,0 +1,63 @@
+"""Integration tests: handlers run in-process against moto's emulated AWS."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from costguard.aws import ClientFactory
+from costguard.runtime import Runtime
+from costguard.settings import Mode, Settings
+from demo.slack_standin import SlackStandIn
+from demo.template_resources import create_state_table
+
+REGION = "us-east-1"
+TABLE = "costguard-state"
+SECRET = "costguard/slack"
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    standin = SlackStandIn(users={"alice@example.com": "U0ALICE", "carol@example.com": "U0CAROL"}).start()
+    yield standin
+    standin.stop()
+
+
+def make_runtime(slack: SlackStandIn | None, mode: Mode = Mode.ENFORCE, **overrides: Any) -> Runtime:
+    """A Runtime over moto with the state table and Slack secret in place."""
+    create_state_table(boto3.client("dynamodb", region_name=REGION), TABLE)
+    secret: dict[str, str] = (
+        {"bot_token": slack.token, "webhook_url": slack.webhook_url} if slack else {"bot_token": "xoxb-x"}
+    )
+    boto3.client("secretsmanager", region_name=REGION).create_secret(Name=SECRET, SecretString=json.dumps(secret))
+    settings = Settings(
+        mode=mode,
+        slack_secret_name=SECRET,
+        alerts_channel="C0ALERTS",
+        digest_channel="C0DIGEST",
+        owner_tag_key="Owner",
+        email_domain="example.com",
+        governed_regions=(REGION,),
+        state_table=TABLE,
+        state_ttl_days=400,
+        slack_api_url=slack.api_url if slack else "",
+    )
+    for key, value in overrides.items():
+        object.__setattr__(settings, key, value)
+    return Runtime(settings, ClientFactory(default_region=REGION))
+
+
+@pytest.fixture
+def runtime(aws: None, slack: SlackStandIn) -> Runtime:
+    return make_runtime(slack)

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costguard.errors import EventValidationError
+from costguard.launches import LaunchEvent, Skipped, parse_eventbridge_event, parse_lookup_event
+from tests.conftest import load_event
+
+
+def test_runinstances_event_gives_instances_region_and_time() -> None:
+    launch = parse_eventbridge_event(load_event("owner_tagger/runinstances-iam-user.json"))
+    assert isinstance(launch, LaunchEvent)
+    assert launch.instance_ids == ("i-0a1b2c3d4e5f60718",)
+    assert launch.region == "us-east-1"
+    assert launch.event_time.isoformat() == "2026-11-20T09:14:03+00:00"
+
+
+def test_failed_runinstances_is_skipped_with_its_error_code() -> None:
+    result = parse_eventbridge_event(load_event("owner_tagger/runinstances-failed.json"))
+    assert isinstance(result, Skipped)
+    assert "InsufficientInstanceCapacity" in result.reason
+
+
+def test_other_ec2_calls_are_skipped() -> None:
+    result = parse_eventbridge_event(load_event("owner_tagger/stopinstances.json"))
+    assert result == Skipped("ec2.amazonaws.com StopInstances is not an EC2 RunInstances call")
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        ([], "not a JSON object"),
+        ({"detail-type": "EC2 Instance State-change Notification", "detail": {}}, "detail-type"),
+        ({"detail-type": "AWS API Call via CloudTrail"}, "no 'detail'"),
+        ({"detail-type": "AWS API Call via CloudTrail", "detail": {"eventName": "RunInstances"}}, "eventSource"),
+    ],
+)
+def test_malformed_events_raise_validation_errors(event: object, message: str) -> None:
+    with pytest.raises(EventValidationError, match=message):
+        parse_eventbridge_event(event)
+
+
+def test_successful_runinstances_without_instances_is_malformed() -> None:
+    with pytest.raises(EventValidationError, match="names no instance"):
+        parse_eventbridge_event(load_event("owner_tagger/malformed.json"))
+
+
+def test_bad_event_time_is_malformed() -> None:
+    event = load_event("owner_tagger/runinstances-iam-user.json")
+    event["detail"]["eventTime"] = "yesterday"
+    with pytest.raises(EventValidationError, match="eventTime"):
+        parse_eventbridge_event(event)
+
+
+def test_lookup_result_with_truncated_record_uses_resources_list() -> None:
+    record = load_event("owner_tagger/runinstances-root.json")["detail"]
+    record["responseElements"] = None  # CloudTrail drops oversized responseElements
+    result = {
+        "EventId": record["eventID"],
+        "CloudTrailEvent": json.dumps(record),
+        "Resources": [
+            {"ResourceType": "AWS::EC2::Instance", "ResourceName": "i-0aaaaaaaaaaaaaaa1"},
+            {"ResourceType": "AWS::EC2::Ami", "ResourceName": "ami-0f3c9c4d6a1b2e8f7"},
+        ],
+    }
+    launch = parse_lookup_event(result)
+    assert isinstance(launch, LaunchEvent)
+    assert launch.instance_ids == ("i-0aaaaaaaaaaaaaaa1",)
+
+
+def test_lookup_result_that_is_not_json_raises() -> None:
+    with pytest.raises(EventValidationError, match="not JSON"):
+        parse_lookup_event({"CloudTrailEvent": "{truncated"})

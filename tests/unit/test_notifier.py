@@ -1,0 +1,134 @@
+"""The notifier's routing and failure rules, with a hand-written fake of slack-sdk's WebClient."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web import SlackResponse
+
+from costguard.errors import ConfigError, SlackDeliveryError
+from costguard.slack.blocks import Message, section
+from costguard.slack.notifier import SlackCredentials, SlackNotifier
+
+MESSAGE = Message("idle GPU", (section("i-1 is idle"),))
+
+
+def slack_error(error: str, status: int = 200) -> SlackApiError:
+    response = SlackResponse(
+        client=None,
+        http_verb="POST",
+        api_url="https://slack.com/api/x",
+        req_args={},
+        data={"ok": False, "error": error},
+        headers={},
+        status_code=status,
+    )
+    return SlackApiError(error, response)
+
+
+class FakeWebClient:
+    def __init__(self, users: dict[str, str] | None = None, fail_posts: dict[str, str] | None = None) -> None:
+        self.users = users or {}
+        self.fail_posts = fail_posts or {}  # channel -> error
+        self.posts: list[dict[str, Any]] = []
+        self.lookups: list[str] = []
+
+    def chat_postMessage(self, **kwargs: Any) -> dict[str, Any]:
+        if kwargs["channel"] in self.fail_posts:
+            raise slack_error(self.fail_posts[kwargs["channel"]])
+        self.posts.append(kwargs)
+        return {"ok": True, "channel": kwargs["channel"], "ts": f"1.{len(self.posts)}"}
+
+    def users_lookupByEmail(self, email: str) -> dict[str, Any]:
+        self.lookups.append(email)
+        if email not in self.users:
+            raise slack_error("users_not_found")
+        return {"ok": True, "user": {"id": self.users[email]}}
+
+
+class FakeWebhook:
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.sent: list[dict[str, Any]] = []
+
+    def send(self, **kwargs: Any) -> Any:
+        self.sent.append(kwargs)
+        return type("R", (), {"status_code": self.status, "body": "ok" if self.status == 200 else "no_service"})()
+
+
+def notifier(web: FakeWebClient | None = None, webhook: FakeWebhook | None = None) -> SlackNotifier:
+    creds = SlackCredentials(bot_token="xoxb-1" if web else "", webhook_url="https://h" if webhook else "")
+    return SlackNotifier(creds, web_client=web, webhook_client=webhook)  # type: ignore[arg-type]
+
+
+def test_owner_found_by_email_gets_a_direct_message() -> None:
+    web = FakeWebClient(users={"alice@example.com": "U0ALICE"})
+    delivery = notifier(web).send_to_owner("alice@example.com", MESSAGE, fallback_channel="C0ALERTS", owner="alice")
+    assert (delivery.channel, delivery.direct) == ("U0ALICE", True)
+    assert web.posts[0]["channel"] == "U0ALICE"
+    assert web.posts[0]["blocks"] == [section("i-1 is idle")]
+
+
+def test_owner_slack_does_not_know_is_named_in_the_alerts_channel() -> None:
+    web = FakeWebClient()
+    delivery = notifier(web).send_to_owner("zed@example.com", MESSAGE, fallback_channel="C0ALERTS", owner="zed")
+    assert (delivery.channel, delivery.direct) == ("C0ALERTS", False)
+    last = web.posts[0]["blocks"][-1]["elements"][0]["text"]
+    assert "zed could not be reached" in last
+    assert "no Slack user for zed@example.com" in last
+
+
+def test_user_lookups_are_cached_per_container() -> None:
+    web = FakeWebClient(users={"a@x.io": "U1"})
+    n = notifier(web)
+    for _ in range(3):
+        n.send_to_owner("a@x.io", MESSAGE, fallback_channel="C", owner="a")
+    assert web.lookups == ["a@x.io"]
+
+
+def test_bot_failure_falls_back_to_the_webhook() -> None:
+    web = FakeWebClient(fail_posts={"C0ALERTS": "not_in_channel"})
+    hook = FakeWebhook()
+    delivery = notifier(web, hook).post("C0ALERTS", MESSAGE)
+    assert delivery.route == "webhook"
+    assert hook.sent == [{"text": "idle GPU", "blocks": [section("i-1 is idle")]}]
+
+
+def test_every_route_failing_raises_instead_of_dropping_the_message() -> None:
+    web = FakeWebClient(fail_posts={"C0ALERTS": "channel_not_found"})
+    with pytest.raises(SlackDeliveryError, match=r"channel_not_found.*webhook answered HTTP 404"):
+        notifier(web, FakeWebhook(status=404)).post("C0ALERTS", MESSAGE)
+
+
+def test_bot_failure_without_webhook_raises() -> None:
+    web = FakeWebClient(fail_posts={"C0ALERTS": "invalid_auth"})
+    with pytest.raises(SlackDeliveryError, match="invalid_auth"):
+        notifier(web).post("C0ALERTS", MESSAGE)
+
+
+def test_webhook_only_setup_sends_owner_messages_to_its_channel() -> None:
+    hook = FakeWebhook()
+    delivery = notifier(webhook=hook).send_to_owner("a@x.io", MESSAGE, fallback_channel="C0ALERTS", owner="a")
+    assert delivery.route == "webhook"
+    assert len(hook.sent) == 1
+
+
+@pytest.mark.parametrize(
+    ("secret", "message"),
+    [
+        ("{", "not JSON"),
+        ("[]", "JSON object"),
+        ({"signing_secret": "s"}, "neither bot_token nor webhook_url"),
+        ({"bot_token": "xoxp-user-token"}, "not a bot token"),
+    ],
+)
+def test_bad_slack_secrets_are_refused_with_a_reason(secret: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SlackCredentials.from_secret(secret)
+
+
+def test_secret_json_is_read() -> None:
+    creds = SlackCredentials.from_secret('{"bot_token": "xoxb-9", "signing_secret": "abc"}')
+    assert (creds.bot_token, creds.webhook_url, creds.signing_secret) == ("xoxb-9", "", "abc")
