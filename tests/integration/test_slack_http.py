@@ -1,0 +1,74 @@
+"""The notifier with the real slack-sdk client over HTTP, against the local Slack stand-in."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from costguard.errors import SlackDeliveryError
+from costguard.slack.blocks import Message, section
+from costguard.slack.notifier import SlackCredentials, SlackNotifier
+from demo.slack_standin import SlackStandIn
+
+MESSAGE = Message("g5.12xlarge idle for 2 h", (section("`i-0abc` has been idle for 2 h"),))
+
+
+def notifier(slack: SlackStandIn, *, bot: bool = True, webhook: bool = True) -> SlackNotifier:
+    creds = SlackCredentials(bot_token=slack.token if bot else "", webhook_url=slack.webhook_url if webhook else "")
+    return SlackNotifier(creds, base_url=slack.api_url, timeout=5)
+
+
+def test_channel_post_reaches_slack_with_blocks(slack: SlackStandIn) -> None:
+    delivery = notifier(slack).post("C0ALERTS", MESSAGE)
+    [posted] = slack.messages
+    assert (posted.route, posted.channel, posted.text) == ("bot", "C0ALERTS", MESSAGE.text)
+    assert posted.blocks == [section("`i-0abc` has been idle for 2 h")]
+    assert delivery.ts == posted.ts
+
+
+def test_rate_limit_is_retried_after_the_retry_after_delay(slack: SlackStandIn) -> None:
+    slack.fail("chat.postMessage", 429, count=2, retry_after=1)
+    started = time.monotonic()
+    delivery = notifier(slack).post("C0ALERTS", MESSAGE)
+    elapsed = time.monotonic() - started
+    assert delivery.route == "bot"
+    assert slack.calls.count("chat.postMessage") == 3
+    assert elapsed >= 2.0, "each 429 waits its Retry-After second"
+    assert len(slack.messages) == 1
+
+
+def test_direct_message_goes_to_the_user_found_by_email(slack: SlackStandIn) -> None:
+    delivery = notifier(slack).send_to_owner("alice@example.com", MESSAGE, fallback_channel="C0ALERTS", owner="alice")
+    assert delivery.direct
+    assert [m.channel for m in slack.messages] == ["U0ALICE"]
+    assert slack.calls[:1] == ["users.lookupByEmail"]
+
+
+def test_unknown_user_falls_back_to_the_alerts_channel(slack: SlackStandIn) -> None:
+    notifier(slack).send_to_owner("nobody@example.com", MESSAGE, fallback_channel="C0ALERTS", owner="nobody")
+    [posted] = slack.messages
+    assert posted.channel == "C0ALERTS"
+    assert "no Slack user for nobody@example.com" in posted.blocks[-1]["elements"][0]["text"]
+
+
+def test_bot_outage_falls_back_to_the_webhook(slack: SlackStandIn) -> None:
+    slack.fail("chat.postMessage", 503, count=10)
+    delivery = notifier(slack).post("C0ALERTS", MESSAGE)
+    assert delivery.route == "webhook"
+    assert [m.route for m in slack.messages] == ["webhook"]
+
+
+def test_slack_outage_on_every_route_raises(slack: SlackStandIn) -> None:
+    slack.fail("chat.postMessage", 500, count=10)
+    slack.fail("webhook", 500, count=10)
+    with pytest.raises(SlackDeliveryError, match="could not post to C0ALERTS"):
+        notifier(slack).post("C0ALERTS", MESSAGE)
+    assert slack.messages == []
+
+
+def test_revoked_token_without_webhook_raises(slack: SlackStandIn) -> None:
+    stale = notifier(slack, webhook=False)
+    slack.token = "xoxb-rotated"
+    with pytest.raises(SlackDeliveryError, match="invalid_auth"):
+        stale.post("C0ALERTS", MESSAGE)
