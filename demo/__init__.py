@@ -1,1 +1,9 @@
 """The local demo: costguard's whole governance cycle against an emulated AWS account and Slack."""
+
+import sys
+from pathlib import Path
+
+# In Lambda the costguard layer is on the path (/opt/python); locally it is layers/costguard.
+_LAYER = str(Path(__file__).resolve().parents[1] / "layers" / "costguard")
+if _LAYER not in sys.path:
+    sys.path.insert(0, _LAYER)

@@ -1,0 +1,193 @@
+"""`make demo`: costguard's governance cycle against a local emulated AWS account and Slack.
+
+Starts moto's server on 127.0.0.1 behind the gap proxy (demo/aws_gaps.py), the Slack stand-in,
+seeds the fleet (demo/fleet.py), runs each function's handler in-process on the payloads in
+events/, with the real boto3 and slack-sdk clients, then prints a summary and writes
+demo-output/index.html with every Slack message as Slack would show it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+from demo import fleet, render
+from demo.aws_gaps import AwsGaps, GapProxy
+from demo.slack_standin import SlackStandIn
+from demo.template_resources import create_state_table
+from tests.conftest import LambdaContext, load_handler
+
+OUT = Path("demo-output")
+ALERTS = "#ml-costs"
+DIGEST = "#ml-weekly"
+USERS = {
+    "alice@example.com": "U0ALICE",
+    "bob@example.com": "U0BOB",
+    "carol@example.com": "U0CAROL",
+    "dave@example.com": "U0DAVE",
+    "erin@example.com": "U0ERIN",
+    "frank@example.com": "U0FRANK",
+    "grace@example.com": "U0GRACE",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Demo:
+    def __init__(self) -> None:
+        OUT.mkdir(exist_ok=True)
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+        self.moto_port = free_port()
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self.moto.start()
+        self.gaps = AwsGaps()
+        self.proxy = GapProxy(self.gaps, self.moto_port).start()
+        self.slack = SlackStandIn(users=dict(USERS)).start()
+        self.log = (OUT / "lambda-logs.jsonl").open("w")
+        self.invocations: list[tuple[str, str, float]] = []
+        os.environ.update(
+            AWS_ENDPOINT_URL=self.proxy.url,
+            AWS_ACCESS_KEY_ID="demo",
+            AWS_SECRET_ACCESS_KEY="demo",
+            AWS_DEFAULT_REGION=fleet.HOME,
+            AWS_REGION=fleet.HOME,
+            COSTGUARD_MODE="enforce",
+            SLACK_SECRET_NAME="costguard/slack",
+            ALERTS_CHANNEL=ALERTS,
+            DIGEST_CHANNEL=DIGEST,
+            OWNER_TAG_KEY="Owner",
+            EMAIL_DOMAIN="example.com",
+            GOVERNED_REGIONS=f"{fleet.HOME},{fleet.OTHER}",
+            STATE_TABLE="costguard-demo-state",
+            SLACK_API_URL=self.slack.api_url,
+            POWERTOOLS_SERVICE_NAME="costguard",
+            POWERTOOLS_LOG_LEVEL="INFO",
+            POWERTOOLS_METRICS_NAMESPACE="costguard",
+        )
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            os.environ.pop(key, None)
+
+    def client(self, service: str, region: str = fleet.HOME) -> Any:
+        return boto3.client(service, region_name=region, endpoint_url=self.proxy.url)
+
+    def install(self) -> None:
+        """What `sam deploy` and the operator would have set up: the state table and the Slack secret."""
+        create_state_table(self.client("dynamodb"), os.environ["STATE_TABLE"])
+        secret = {"bot_token": self.slack.token, "webhook_url": self.slack.webhook_url, "signing_secret": "demo-signing-secret"}
+        self.client("secretsmanager").create_secret(Name=os.environ["SLACK_SECRET_NAME"], SecretString=json.dumps(secret))
+        from costguard.observability import logger
+
+        handler = logger.registered_handler
+        if hasattr(handler, "setStream"):
+            handler.setStream(self.log)  # Lambda's stdout goes to a file, the terminal keeps the story
+
+    def invoke(self, function: str, event: Any) -> Any:
+        handler = load_handler(function).lambda_handler
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(self.log):
+            result = handler(event, LambdaContext())
+        self.invocations.append((function, event.get("detail-type") or json.dumps(event), time.perf_counter() - started))
+        return result
+
+    def close(self) -> None:
+        self.slack.stop()
+        self.proxy.stop()
+        self.moto.stop()
+        self.log.close()
+
+
+@contextlib.contextmanager
+def step(title: str) -> Iterator[None]:
+    print(f"\n== {title}")
+    started = time.perf_counter()
+    yield
+    print(f"   ({time.perf_counter() - started:.1f} s)")
+
+
+def instance_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
+    names = seeded.by_id()
+    rows = []
+    for region in (fleet.HOME, fleet.OTHER):
+        for reservation in demo.client("ec2", region).describe_instances()["Reservations"]:
+            for raw in reservation["Instances"]:
+                tags = {t["Key"]: t["Value"] for t in raw.get("Tags", [])}
+                machine = names.get(raw["InstanceId"])
+                name = machine.name if machine else tags.get("Name", f"{fleet.ASG_NAME} member")
+                rows.append([
+                    name, raw["InstanceId"], region, raw["InstanceType"], raw["State"]["Name"],
+                    tags.get("Owner", "—"), tags.get("costguard:owner-source", "—"),
+                    tags.get("costguard:created-by", "—"),
+                ])
+    return rows
+
+
+def main() -> int:
+    demo = Demo()
+    try:
+        print("costguard demo: an emulated AWS account (moto on 127.0.0.1) and a local Slack stand-in")
+        demo.install()
+        with step("Seeding the ML fleet"):
+            seeded = fleet.seed(demo.client, demo.gaps)
+            print(f"   {len(seeded.machines) + len(seeded.asg_instances)} instances in {fleet.HOME} and {fleet.OTHER}, "
+                  f"3 h of CPU and GPU metrics, {sum(len(v) for v in demo.gaps.trail.values())} launches in CloudTrail history")
+
+        with step("owner_tagger: real-time RunInstances events (events/owner_tagger/*.json)"):
+            for machine in seeded.machines:
+                if machine.launch_event:
+                    result = demo.invoke("owner_tagger", fleet.launch_event(machine))
+                    print(f"   {machine.name:<14} {machine.launch_event:<36} → {result['by_source']}")
+            for instance_id in seeded.asg_instances:
+                event = fleet.launch_event(fleet.Machine("asg", fleet.HOME, "g5.2xlarge", "", "runinstances-autoscaling.json", instance_id=instance_id))
+                result = demo.invoke("owner_tagger", event)
+                print(f"   {fleet.ASG_NAME + ' member':<14} {'runinstances-autoscaling.json':<36} → {result['by_source']}")
+
+        with step("owner_tagger: daily backfill over every governed region (events/owner_tagger/backfill.json)"):
+            result = demo.invoke("owner_tagger", json.loads((fleet.EVENTS / "owner_tagger/backfill.json").read_text()))
+            for region, summary in result["regions"].items():
+                print(f"   {region}: {summary['instances']} untagged found, by source {summary['by_source']}, "
+                      f"{summary['volumes_tagged']} volumes tagged, {summary['cloudtrail_pages']} CloudTrail page(s)")
+
+        rows = instance_rows(demo, seeded)
+        print("\n== The fleet after tagging")
+        for row in rows:
+            print(f"   {row[0]:<20} {row[2]:<10} {row[3]:<13} Owner={row[5]:<20} source={row[6]}")
+        print(f"\n== Slack: {len(demo.slack.messages)} message(s)")
+        for message in demo.slack.messages:
+            where = "DM " + message.channel if message.direct else message.channel
+            print(f"   [{where}] {message.text}")
+
+        sections = [
+            render.Section(
+                "Owner tags after the run",
+                render.table(["name", "instance", "region", "type", "state", "Owner", "owner-source", "created-by"], rows),
+            ),
+            render.Section(
+                "Invocations",
+                render.table(["function", "event", "seconds"], [[f, e[:80], f"{s:.2f}"] for f, e, s in demo.invocations]),
+            ),
+        ]
+        (OUT / "index.html").write_text(render.page("costguard demo", sections, demo.slack.messages, USERS))
+        print(f"\nHTML: {OUT / 'index.html'}   Lambda logs: {OUT / 'lambda-logs.jsonl'}")
+        print(f"Calls answered by demo/aws_gaps.py instead of moto: {sorted(set(demo.gaps.answered))}")
+        return 0
+    finally:
+        demo.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""AWS calls moto does not implement, answered from the seeded fleet. The one place the demo fakes AWS.
+
+The demo's AWS endpoint is a small proxy on 127.0.0.1: every request is forwarded to moto's server,
+except the operations listed in `AwsGaps.handlers`, which are answered here in AWS's own wire format
+(so the handlers and boto3 run unchanged). Today: CloudTrail LookupEvents (90-day event history).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+Answer = tuple[int, dict[str, str], bytes]
+
+
+@dataclass
+class TrailEvent:
+    """One CloudTrail record of the demo account's history."""
+
+    record: dict[str, Any]
+
+    @property
+    def time(self) -> datetime:
+        return datetime.fromisoformat(self.record["eventTime"].replace("Z", "+00:00"))
+
+    @property
+    def instance_ids(self) -> list[str]:
+        items = ((self.record.get("responseElements") or {}).get("instancesSet") or {}).get("items") or []
+        return [i["instanceId"] for i in items]
+
+
+@dataclass
+class AwsGaps:
+    trail: dict[str, list[TrailEvent]] = field(default_factory=dict)  # region -> events
+    answered: list[str] = field(default_factory=list)
+
+    @property
+    def handlers(self) -> dict[str, Callable[[dict[str, Any], str], Answer]]:
+        return {"CloudTrail_20131101.LookupEvents": self.lookup_events}
+
+    def add_launch(self, region: str, record: dict[str, Any]) -> None:
+        self.trail.setdefault(region, []).append(TrailEvent(record))
+
+    # ------------------------------------------------------------------ CloudTrail
+    def lookup_events(self, body: dict[str, Any], region: str) -> Answer:
+        attributes = body.get("LookupAttributes") or []
+        if len(attributes) > 1:
+            return _json_error(400, "InvalidLookupAttributesException", "Only one lookup attribute is allowed.")
+        start = _epoch(body.get("StartTime"), datetime.min.replace(tzinfo=UTC))
+        end = _epoch(body.get("EndTime"), datetime.now(UTC))
+        page_size = min(int(body.get("MaxResults") or 50), 50)
+        offset = int(body.get("NextToken") or 0)
+        events = [e for e in self.trail.get(region, []) if start <= e.time <= end and _matches(e, attributes)]
+        events.sort(key=lambda e: e.time, reverse=True)  # newest first, as CloudTrail returns them
+        page = events[offset : offset + page_size]
+        result: dict[str, Any] = {"Events": [_lookup_entry(e) for e in page]}
+        if offset + page_size < len(events):
+            result["NextToken"] = str(offset + page_size)
+        return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(result).encode()
+
+
+def _matches(event: TrailEvent, attributes: list[dict[str, str]]) -> bool:
+    for attribute in attributes:
+        key, value = attribute["AttributeKey"], attribute["AttributeValue"]
+        if key == "EventName" and event.record["eventName"] != value:
+            return False
+        if key == "ResourceName" and value not in event.instance_ids:
+            return False
+    return True
+
+
+def _lookup_entry(event: TrailEvent) -> dict[str, Any]:
+    record = event.record
+    identity = record["userIdentity"]
+    return {
+        "EventId": record["eventID"],
+        "EventName": record["eventName"],
+        "ReadOnly": "false",
+        "EventTime": event.time.timestamp(),
+        "EventSource": record["eventSource"],
+        "Username": identity.get("userName") or identity.get("arn", "").rsplit("/", 1)[-1],
+        "Resources": [{"ResourceType": "AWS::EC2::Instance", "ResourceName": i} for i in event.instance_ids],
+        "CloudTrailEvent": json.dumps(record),
+    }
+
+
+def _epoch(value: Any, default: datetime) -> datetime:
+    if value is None:
+        return default
+    return datetime.fromtimestamp(float(value), UTC)
+
+
+def _json_error(status: int, code: str, message: str) -> Answer:
+    body = json.dumps({"__type": code, "message": message}).encode()
+    return status, {"Content-Type": "application/x-amz-json-1.1"}, body
+
+
+class GapProxy:
+    """127.0.0.1 endpoint: gaps answered by AwsGaps, everything else forwarded to moto."""
+
+    def __init__(self, gaps: AwsGaps, moto_port: int) -> None:
+        self.gaps = gaps
+        self.moto_port = moto_port
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> GapProxy:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                proxy._handle(self)
+
+            def do_POST(self) -> None:
+                proxy._handle(self)
+
+            def do_PUT(self) -> None:
+                proxy._handle(self)
+
+            def do_DELETE(self) -> None:
+                proxy._handle(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        body = request.rfile.read(length) if length else b""
+        operation = self._operation(request, body)
+        handler = self.gaps.handlers.get(operation)
+        if handler is not None:
+            self.gaps.answered.append(operation)
+            payload = json.loads(body or b"{}") if body.startswith(b"{") else {}
+            status, headers, data = handler(payload, _region(request.headers.get("Authorization", "")))
+        else:
+            status, headers, data = self._forward(request, body)
+        request.send_response(status)
+        for key, value in headers.items():
+            request.send_header(key, value)
+        request.send_header("Content-Length", str(len(data)))
+        request.end_headers()
+        request.wfile.write(data)
+
+    @staticmethod
+    def _operation(request: BaseHTTPRequestHandler, body: bytes) -> str:
+        target = request.headers.get("X-Amz-Target", "")
+        if target:  # com.amazonaws.cloudtrail.v20131101.CloudTrail_20131101.LookupEvents
+            return ".".join(target.split(".")[-2:])
+        if request.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
+            action = parse_qs(body.decode(errors="replace")).get("Action", [""])[0]
+            return f"query.{action}"
+        return f"rest.{request.path}"
+
+    def _forward(self, request: BaseHTTPRequestHandler, body: bytes) -> Answer:
+        connection = http.client.HTTPConnection("127.0.0.1", self.moto_port, timeout=300)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("connection", "content-length")}
+        connection.request(request.command, request.path, body=body, headers=headers)
+        response = connection.getresponse()
+        data = response.read()
+        skip = {"connection", "content-length", "transfer-encoding", "server", "date"}
+        out = {k: v for k, v in response.getheaders() if k.lower() not in skip}
+        connection.close()
+        return response.status, out, data
+
+
+def _region(authorization: str) -> str:
+    # AWS4-HMAC-SHA256 Credential=AKID/20261121/us-east-1/cloudtrail/aws4_request, ...
+    try:
+        return authorization.split("Credential=", 1)[1].split("/")[2]
+    except IndexError:
+        return "us-east-1"
