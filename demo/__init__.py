@@ -1,5 +1,6 @@
 """The local demo: costguard's whole governance cycle against an emulated AWS account and Slack."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -7,3 +8,8 @@ from pathlib import Path
 _LAYER = str(Path(__file__).resolve().parents[1] / "layers" / "costguard")
 if _LAYER not in sys.path:
     sys.path.insert(0, _LAYER)
+
+# Powertools reads these when costguard.observability is first imported, as Lambda sets them at start.
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "costguard")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "INFO")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "costguard")

@@ -22,6 +22,7 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
+from costguard.observability import logger
 from demo import fleet, render
 from demo.aws_gaps import AwsGaps, GapProxy
 from demo.slack_standin import SlackStandIn
@@ -83,15 +84,19 @@ class Demo:
             os.environ.pop(key, None)
 
     def client(self, service: str, region: str = fleet.HOME) -> Any:
-        return boto3.client(service, region_name=region, endpoint_url=self.proxy.url)
+        return boto3.client(service, region_name=region, endpoint_url=self.proxy.url)  # type: ignore[call-overload]
 
     def install(self) -> None:
         """What `sam deploy` and the operator would have set up: the state table and the Slack secret."""
         create_state_table(self.client("dynamodb"), os.environ["STATE_TABLE"])
-        secret = {"bot_token": self.slack.token, "webhook_url": self.slack.webhook_url, "signing_secret": "demo-signing-secret"}
-        self.client("secretsmanager").create_secret(Name=os.environ["SLACK_SECRET_NAME"], SecretString=json.dumps(secret))
-        from costguard.observability import logger
-
+        secret = {
+            "bot_token": self.slack.token,
+            "webhook_url": self.slack.webhook_url,
+            "signing_secret": "demo-signing-secret",
+        }
+        self.client("secretsmanager").create_secret(
+            Name=os.environ["SLACK_SECRET_NAME"], SecretString=json.dumps(secret)
+        )
         handler = logger.registered_handler
         if hasattr(handler, "setStream"):
             handler.setStream(self.log)  # Lambda's stdout goes to a file, the terminal keeps the story
@@ -101,7 +106,9 @@ class Demo:
         started = time.perf_counter()
         with contextlib.redirect_stdout(self.log):
             result = handler(event, LambdaContext())
-        self.invocations.append((function, event.get("detail-type") or json.dumps(event), time.perf_counter() - started))
+        self.invocations.append(
+            (function, event.get("detail-type") or json.dumps(event), time.perf_counter() - started)
+        )
         return result
 
     def close(self) -> None:
@@ -128,11 +135,18 @@ def instance_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
                 tags = {t["Key"]: t["Value"] for t in raw.get("Tags", [])}
                 machine = names.get(raw["InstanceId"])
                 name = machine.name if machine else tags.get("Name", f"{fleet.ASG_NAME} member")
-                rows.append([
-                    name, raw["InstanceId"], region, raw["InstanceType"], raw["State"]["Name"],
-                    tags.get("Owner", "—"), tags.get("costguard:owner-source", "—"),
-                    tags.get("costguard:created-by", "—"),
-                ])
+                rows.append(
+                    [
+                        name,
+                        raw["InstanceId"],
+                        region,
+                        raw["InstanceType"],
+                        raw["State"]["Name"],
+                        tags.get("Owner", "—"),
+                        tags.get("costguard:owner-source", "—"),
+                        tags.get("costguard:created-by", "—"),
+                    ]
+                )
     return rows
 
 
@@ -143,8 +157,12 @@ def main() -> int:
         demo.install()
         with step("Seeding the ML fleet"):
             seeded = fleet.seed(demo.client, demo.gaps)
-            print(f"   {len(seeded.machines) + len(seeded.asg_instances)} instances in {fleet.HOME} and {fleet.OTHER}, "
-                  f"3 h of CPU and GPU metrics, {sum(len(v) for v in demo.gaps.trail.values())} launches in CloudTrail history")
+            count = len(seeded.machines) + len(seeded.asg_instances)
+            history = sum(len(v) for v in demo.gaps.trail.values())
+            print(
+                f"   {count} instances in {fleet.HOME} and {fleet.OTHER}, 3 h of CPU and GPU metrics, "
+                f"{history} launches in CloudTrail history"
+            )
 
         with step("owner_tagger: real-time RunInstances events (events/owner_tagger/*.json)"):
             for machine in seeded.machines:
@@ -152,15 +170,23 @@ def main() -> int:
                     result = demo.invoke("owner_tagger", fleet.launch_event(machine))
                     print(f"   {machine.name:<14} {machine.launch_event:<36} → {result['by_source']}")
             for instance_id in seeded.asg_instances:
-                event = fleet.launch_event(fleet.Machine("asg", fleet.HOME, "g5.2xlarge", "", "runinstances-autoscaling.json", instance_id=instance_id))
+                event = fleet.launch_event(
+                    fleet.Machine(
+                        "asg", fleet.HOME, "g5.2xlarge", "", "runinstances-autoscaling.json", instance_id=instance_id
+                    )
+                )
                 result = demo.invoke("owner_tagger", event)
-                print(f"   {fleet.ASG_NAME + ' member':<14} {'runinstances-autoscaling.json':<36} → {result['by_source']}")
+                print(
+                    f"   {fleet.ASG_NAME + ' member':<14} {'runinstances-autoscaling.json':<36} → {result['by_source']}"
+                )
 
         with step("owner_tagger: daily backfill over every governed region (events/owner_tagger/backfill.json)"):
             result = demo.invoke("owner_tagger", json.loads((fleet.EVENTS / "owner_tagger/backfill.json").read_text()))
             for region, summary in result["regions"].items():
-                print(f"   {region}: {summary['instances']} untagged found, by source {summary['by_source']}, "
-                      f"{summary['volumes_tagged']} volumes tagged, {summary['cloudtrail_pages']} CloudTrail page(s)")
+                print(
+                    f"   {region}: {summary['instances']} untagged found, by source {summary['by_source']}, "
+                    f"{summary['volumes_tagged']} volumes tagged, {summary['cloudtrail_pages']} CloudTrail page(s)"
+                )
 
         rows = instance_rows(demo, seeded)
         print("\n== The fleet after tagging")
@@ -174,11 +200,15 @@ def main() -> int:
         sections = [
             render.Section(
                 "Owner tags after the run",
-                render.table(["name", "instance", "region", "type", "state", "Owner", "owner-source", "created-by"], rows),
+                render.table(
+                    ["name", "instance", "region", "type", "state", "Owner", "owner-source", "created-by"], rows
+                ),
             ),
             render.Section(
                 "Invocations",
-                render.table(["function", "event", "seconds"], [[f, e[:80], f"{s:.2f}"] for f, e, s in demo.invocations]),
+                render.table(
+                    ["function", "event", "seconds"], [[f, e[:80], f"{s:.2f}"] for f, e, s in demo.invocations]
+                ),
             ),
         ]
         (OUT / "index.html").write_text(render.page("costguard demo", sections, demo.slack.messages, USERS))

@@ -56,7 +56,11 @@ def person(user: str) -> dict[str, Any]:
         "type": "AssumedRole",
         "arn": f"arn:aws:sts::123456789012:assumed-role/ml-research/{user}",
         "sessionContext": {
-            "sessionIssuer": {"type": "Role", "arn": "arn:aws:iam::123456789012:role/ml-research", "userName": "ml-research"}
+            "sessionIssuer": {
+                "type": "Role",
+                "arn": "arn:aws:iam::123456789012:role/ml-research",
+                "userName": "ml-research",
+            }
         },
     }
 
@@ -66,15 +70,69 @@ def iam_user(user: str) -> dict[str, Any]:
 
 
 FLEET = [
-    Machine("alice-train", HOME, "p4d.24xlarge", "fine-tuning run, GPUs busy", "runinstances-iam-user.json", gpu_pattern="busy", cpu_pattern="busy"),
-    Machine("bob-notebook", HOME, "g5.12xlarge", "notebook left open over lunch", "runinstances-assumed-role.json", gpu_pattern="idle"),
-    Machine("carol-eval", HOME, "p5.48xlarge", "evaluation sweep", "runinstances-identity-center.json", gpu_pattern="busy", cpu_pattern="busy"),
+    Machine(
+        "alice-train",
+        HOME,
+        "p4d.24xlarge",
+        "fine-tuning run, GPUs busy",
+        "runinstances-iam-user.json",
+        gpu_pattern="busy",
+        cpu_pattern="busy",
+    ),
+    Machine(
+        "bob-notebook",
+        HOME,
+        "g5.12xlarge",
+        "notebook left open over lunch",
+        "runinstances-assumed-role.json",
+        gpu_pattern="idle",
+    ),
+    Machine(
+        "carol-eval",
+        HOME,
+        "p5.48xlarge",
+        "evaluation sweep",
+        "runinstances-identity-center.json",
+        gpu_pattern="busy",
+        cpu_pattern="busy",
+    ),
     Machine("root-test", HOME, "g6.xlarge", "launched as root to test a driver", "runinstances-root.json"),
-    Machine("dave-prep", HOME, "c6i.4xlarge", "CPU data prep, owner tagged at launch", "runinstances-launch-tagged.json", launch_tags={"Owner": "dave@example.com"}, cpu_pattern="busy"),
-    Machine("erin-spot", HOME, "g5.2xlarge", "one-time Spot job from last week", history_identity=person("erin@example.com"), gpu_pattern="idle", spot=True),
-    Machine("frank-west", OTHER, "g5.xlarge", "launched in us-west-2 (no real-time event there)", history_identity=iam_user("frank"), gpu_pattern="idle"),
+    Machine(
+        "dave-prep",
+        HOME,
+        "c6i.4xlarge",
+        "CPU data prep, owner tagged at launch",
+        "runinstances-launch-tagged.json",
+        launch_tags={"Owner": "dave@example.com"},
+        cpu_pattern="busy",
+    ),
+    Machine(
+        "erin-spot",
+        HOME,
+        "g5.2xlarge",
+        "one-time Spot job from last week",
+        history_identity=person("erin@example.com"),
+        gpu_pattern="idle",
+        spot=True,
+    ),
+    Machine(
+        "frank-west",
+        OTHER,
+        "g5.xlarge",
+        "launched in us-west-2 (no real-time event there)",
+        history_identity=iam_user("frank"),
+        gpu_pattern="idle",
+    ),
     Machine("mystery-west", OTHER, "g4dn.xlarge", "no launch in CloudTrail's 90 days"),
-    Machine("grace-west", OTHER, "g5.xlarge", "owner tagged by hand", launch_tags={"Owner": "grace@example.com"}, gpu_pattern="busy", cpu_pattern="busy"),
+    Machine(
+        "grace-west",
+        OTHER,
+        "g5.xlarge",
+        "owner tagged by hand",
+        launch_tags={"Owner": "grace@example.com"},
+        gpu_pattern="busy",
+        cpu_pattern="busy",
+    ),
 ]
 ASG_NAME = "inference-g5"
 ASG_OWNER = "team-inference"
@@ -97,16 +155,22 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime | None = None) -> SeededFlee
         ec2 = clients("ec2", machine.region)
         params: dict[str, Any] = {"ImageId": AMI, "MinCount": 1, "MaxCount": 1, "InstanceType": machine.instance_type}
         tags = {"Name": machine.name, **machine.launch_tags}
-        params["TagSpecifications"] = [{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+        params["TagSpecifications"] = [
+            {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+        ]
         if machine.spot:
             params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time"}}
         machine.instance_id = ec2.run_instances(**params)["Instances"][0]["InstanceId"]
         if machine.history_identity:
-            gaps.add_launch(machine.region, launch_record(machine, machine.history_identity, now - timedelta(minutes=3)))
+            gaps.add_launch(
+                machine.region, launch_record(machine, machine.history_identity, now - timedelta(minutes=3))
+            )
 
     ec2 = clients("ec2", HOME)
     autoscaling = clients("autoscaling", HOME)
-    ec2.create_launch_template(LaunchTemplateName=ASG_NAME, LaunchTemplateData={"ImageId": AMI, "InstanceType": "g5.2xlarge"})
+    ec2.create_launch_template(
+        LaunchTemplateName=ASG_NAME, LaunchTemplateData={"ImageId": AMI, "InstanceType": "g5.2xlarge"}
+    )
     autoscaling.create_auto_scaling_group(
         AutoScalingGroupName=ASG_NAME,
         LaunchTemplate={"LaunchTemplateName": ASG_NAME},
@@ -114,7 +178,15 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime | None = None) -> SeededFlee
         MaxSize=4,
         DesiredCapacity=2,
         AvailabilityZones=[f"{HOME}a"],
-        Tags=[{"Key": "Owner", "Value": ASG_OWNER, "PropagateAtLaunch": False, "ResourceId": ASG_NAME, "ResourceType": "auto-scaling-group"}],
+        Tags=[
+            {
+                "Key": "Owner",
+                "Value": ASG_OWNER,
+                "PropagateAtLaunch": False,
+                "ResourceId": ASG_NAME,
+                "ResourceType": "auto-scaling-group",
+            }
+        ],
     )
     group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[ASG_NAME])["AutoScalingGroups"][0]
     asg_instances = [i["InstanceId"] for i in group["Instances"]]
@@ -124,7 +196,9 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime | None = None) -> SeededFlee
 
 def launch_record(machine: Machine, identity: dict[str, Any], when: datetime) -> dict[str, Any]:
     """A RunInstances CloudTrail record in the same shape as the events/ fixtures."""
-    record: dict[str, Any] = copy.deepcopy(json.loads((EVENTS / "owner_tagger/runinstances-iam-user.json").read_text())["detail"])
+    record: dict[str, Any] = copy.deepcopy(
+        json.loads((EVENTS / "owner_tagger/runinstances-iam-user.json").read_text())["detail"]
+    )
     record.update(userIdentity=identity, eventTime=when.strftime("%Y-%m-%dT%H:%M:%SZ"), awsRegion=machine.region)
     record["eventID"] = f"demo-{machine.name}"
     record["requestParameters"]["instanceType"] = machine.instance_type
@@ -146,14 +220,26 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
     points = [now - timedelta(minutes=5 * k) for k in range(hours * 12, 0, -1)]
     series: dict[str, list[dict[str, Any]]] = {}
     level = {"busy": (70.0, 99.0), "idle": (0.0, 2.5)}
-    machines = [*FLEET, *(Machine(f"{ASG_NAME}-{n}", HOME, "g5.2xlarge", "", gpu_pattern="busy" if n == 0 else "idle", instance_id=i) for n, i in enumerate(asg_instances))]
+    machines = [
+        *FLEET,
+        *(
+            Machine(f"{ASG_NAME}-{n}", HOME, "g5.2xlarge", "", gpu_pattern="busy" if n == 0 else "idle", instance_id=i)
+            for n, i in enumerate(asg_instances)
+        ),
+    ]
     for machine in machines:
         datums = series.setdefault(machine.region, [])
         cpu = level["busy"] if machine.cpu_pattern == "busy" else (0.5, 4.0)
         for at in points:
             datums.append(
-                {"MetricName": "CPUUtilization", "Dimensions": [{"Name": "InstanceId", "Value": machine.instance_id}],
-                 "Timestamp": at, "Value": round(rng.uniform(*cpu), 2), "Unit": "Percent", "_ns": "AWS/EC2"}
+                {
+                    "MetricName": "CPUUtilization",
+                    "Dimensions": [{"Name": "InstanceId", "Value": machine.instance_id}],
+                    "Timestamp": at,
+                    "Value": round(rng.uniform(*cpu), 2),
+                    "Unit": "Percent",
+                    "_ns": "AWS/EC2",
+                }
             )
         if machine.gpu_pattern and machine.instance_type in GPUS:
             name, arch, count = GPUS[machine.instance_type]
@@ -166,8 +252,14 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
                 ]
                 for at in points:
                     datums.append(
-                        {"MetricName": "nvidia_smi_utilization_gpu", "Dimensions": dims, "Timestamp": at,
-                         "Value": round(rng.uniform(*level[machine.gpu_pattern]), 1), "Unit": "Percent", "_ns": "CWAgent"}
+                        {
+                            "MetricName": "nvidia_smi_utilization_gpu",
+                            "Dimensions": dims,
+                            "Timestamp": at,
+                            "Value": round(rng.uniform(*level[machine.gpu_pattern]), 1),
+                            "Unit": "Percent",
+                            "_ns": "CWAgent",
+                        }
                     )
     for region, datums in series.items():
         cloudwatch = clients("cloudwatch", region)

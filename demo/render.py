@@ -81,7 +81,9 @@ def block(b: dict[str, Any], users: dict[str, str], files: dict[str, str]) -> st
         if b.get("text"):
             parts.append(f'<div class="text">{_text(b["text"], users)}</div>')
         if b.get("fields"):
-            parts.append('<div class="fields">' + "".join(f"<div>{_text(f, users)}</div>" for f in b["fields"]) + "</div>")
+            parts.append(
+                '<div class="fields">' + "".join(f"<div>{_text(f, users)}</div>" for f in b["fields"]) + "</div>"
+            )
         accessory = f'<div class="accessory">{_element(b["accessory"], users)}</div>' if b.get("accessory") else ""
         return f'<div class="section"><div class="body">{"".join(parts)}</div>{accessory}</div>'
     return f'<div class="unknown">[{html.escape(str(kind))} block]</div>'
@@ -99,13 +101,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def page(title: str, sections: Sequence[Section], messages: Sequence[Posted], users: dict[str, str], files: dict[str, str] | None = None) -> str:
+def page(
+    title: str,
+    sections: Sequence[Section],
+    messages: Sequence[Posted],
+    users: dict[str, str],
+    files: dict[str, str] | None = None,
+) -> str:
     names = {v: k for k, v in users.items()}
     files = files or {}
     rendered = []
     for m in messages:
-        where = f"Direct message to {names.get(m.channel, m.channel)}" if m.direct else (
-            "#channel of the incoming webhook" if m.route == "webhook" else m.channel
+        where = (
+            f"Direct message to {names.get(m.channel, m.channel)}"
+            if m.direct
+            else ("#channel of the incoming webhook" if m.route == "webhook" else m.channel)
         )
         blocks = "".join(block(b, users, files) for b in m.blocks) or f'<div class="text">{mrkdwn(m.text, users)}</div>'
         edited = ' <span class="edited">(edited)</span>' if m.updated else ""

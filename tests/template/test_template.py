@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from costguard import tags
-from tests.conftest import load_event
+from tests.conftest import ROOT, load_event
 
 # Actions AWS offers no resource-level permission for: the only ones allowed on Resource "*".
 RESOURCELESS_READS = {
@@ -121,7 +121,7 @@ def test_every_function_has_a_log_group_with_retention(sam_template: dict[str, A
 
 
 def test_no_secret_value_in_template_or_samconfig(sam_template: dict[str, Any]) -> None:
-    text = json.dumps(sam_template) + open("samconfig.toml").read()
+    text = json.dumps(sam_template) + (ROOT / "samconfig.toml").read_text()
     assert re.findall(r"xox[abpr]-[0-9A-Za-z-]{8,}|hooks\.slack\.com/services/T", text) == []
 
 

@@ -7,7 +7,8 @@ retry delivers twice is posted once. A claim whose send failed is released, so t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -15,11 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from costguard.errors import CostguardError
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+BATCH = 25  # BatchWriteItem's maximum
+MAX_BATCH_ATTEMPTS = 8
+
 _ser = TypeSerializer()
 _de = TypeDeserializer()
+
+
+class LedgerWriteError(CostguardError):
+    """DynamoDB kept refusing part of a batch; raised so the invocation is retried."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,24 @@ class Ledger:
         self.ttl = timedelta(days=ttl_days)
 
     def record(self, action: Action) -> None:
+        self.record_many([action])
+
+    def record_many(self, actions: Sequence[Action]) -> None:
+        """Write actions 25 at a time (BatchWriteItem's limit), retrying what DynamoDB leaves unprocessed."""
+        for start in range(0, len(actions), BATCH):
+            requests: list[Any] = [{"PutRequest": {"Item": self._item(a)}} for a in actions[start : start + BATCH]]
+            for attempt in range(MAX_BATCH_ATTEMPTS):
+                response = self.client.batch_write_item(RequestItems={self.table: requests})
+                requests = list((response.get("UnprocessedItems") or {}).get(self.table, []))
+                if not requests:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 2.0))  # throttled: back off, then resend the rest
+            else:
+                raise LedgerWriteError(
+                    f"{len(requests)} ledger items still unprocessed after {MAX_BATCH_ATTEMPTS} tries"
+                )
+
+    def _item(self, action: Action) -> dict[str, Any]:
         item: dict[str, Any] = {
             "pk": f"action#{action.at:%Y-%m-%d}",
             "sk": f"{action.at.isoformat()}#{action.instance_id}#{action.kind}",
@@ -58,7 +86,7 @@ class Ledger:
                 item[key] = Decimal(str(round(value, 6)))
             else:
                 item[key] = value
-        self.client.put_item(TableName=self.table, Item={k: _ser.serialize(v) for k, v in item.items()})
+        return {k: _ser.serialize(v) for k, v in item.items()}
 
     def actions_between(self, start: datetime, end: datetime) -> Iterator[Action]:
         """Actions with start <= at < end, oldest first."""

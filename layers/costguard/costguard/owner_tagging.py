@@ -129,6 +129,7 @@ class OwnerTagger:
         writes = {i.instance_id: decisions[i.instance_id].tags_to_write(self.owner_tag_key, i.tags) for i in instances}
         applied = self._write_grouped(writes)
         results: list[Tagging] = []
+        actions: list[Action] = []
         for instance in instances:
             decision = decisions[instance.instance_id]
             written = writes[instance.instance_id]
@@ -142,28 +143,30 @@ class OwnerTagger:
                 applied.get(instance.instance_id, True),
             )
             results.append(result)
-            if written:
-                logger.info(
-                    "owner tagged",
+            if not written:
+                continue
+            logger.info(
+                "owner tagged",
+                instance_id=instance.instance_id,
+                owner=decision.owner,
+                source=decision.source.value,
+                reason=decision.reason,
+                applied=result.applied,
+            )
+            actions.append(
+                Action(
+                    at=now,
+                    kind="owner-unknown" if decision.source in UNATTRIBUTED else "owner-tagged",
                     instance_id=instance.instance_id,
-                    owner=decision.owner,
-                    source=decision.source.value,
-                    reason=decision.reason,
+                    region=instance.region,
+                    mode=self.mode.value,
                     applied=result.applied,
+                    owner=decision.owner or instance.owner(self.owner_tag_key),
+                    instance_type=instance.instance_type,
+                    reason=decision.reason,
                 )
-                self.ledger.record(
-                    Action(
-                        at=now,
-                        kind="owner-unknown" if decision.source in UNATTRIBUTED else "owner-tagged",
-                        instance_id=instance.instance_id,
-                        region=instance.region,
-                        mode=self.mode.value,
-                        applied=result.applied,
-                        owner=decision.owner or instance.owner(self.owner_tag_key),
-                        instance_type=instance.instance_type,
-                        reason=decision.reason,
-                    )
-                )
+            )
+        self.ledger.record_many(actions)
         return results
 
     def _write_grouped(self, writes: Mapping[str, Mapping[str, str]]) -> dict[str, bool]:
@@ -266,6 +269,7 @@ class OwnerTagger:
 def unattributed_message(results: Sequence[Tagging], owner_tag_key: str) -> Message:
     """The alerts-channel notice for instances costguard could not give an owner."""
     count = len(results)
+    how = f"`{escape(owner_tag_key)}={escape('<name or email>')}`"
     noun = "instance has" if count == 1 else "instances have"
     lines = [
         f"`{escape(r.instance_id)}` {escape(r.instance_type)} in {escape(r.region)}, "
@@ -278,7 +282,7 @@ def unattributed_message(results: Sequence[Tagging], owner_tag_key: str) -> Mess
             header(f"{count} {noun} no owner"),
             section(
                 "costguard could not tell who launched these, so nobody can be warned before they are "
-                f"stopped and their cost is charged to no one. Tag each with `{escape(owner_tag_key)}=<name or email>`."
+                f"stopped and their cost is charged to no one. Tag each with {how}."
             ),
             section(bullet_list(lines)),
             context("They are tagged `costguard:owner-source` and listed again in the weekly digest."),

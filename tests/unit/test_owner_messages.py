@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from costguard.owner_tagging import Tagging, unattributed_message
+from costguard.ownership import OwnerDecision, OwnerSource
+
+
+def tagging(instance_id: str, region: str = "us-west-2") -> Tagging:
+    decision = OwnerDecision(None, OwnerSource.UNKNOWN, "", "no launch event found in CloudTrail (90 days)")
+    return Tagging(instance_id, region, "g4dn.xlarge", datetime(2026, 8, 1, tzinfo=UTC), decision, {}, True)
+
+
+def test_unattributed_message_lists_each_instance_with_its_reason() -> None:
+    message = unattributed_message([tagging("i-0aaa"), tagging("i-0bbb", "us-east-1")], "Owner")
+    assert message.text == "2 instances have no owner"
+    listing = message.blocks[2]["text"]["text"]
+    assert listing.splitlines() == [
+        "• `i-0bbb` g4dn.xlarge in us-east-1, launched 2026-08-01: no launch event found in CloudTrail (90 days)",
+        "• `i-0aaa` g4dn.xlarge in us-west-2, launched 2026-08-01: no launch event found in CloudTrail (90 days)",
+    ]
+
+
+def test_unattributed_message_has_no_raw_angle_brackets_slack_would_parse_as_links() -> None:
+    message = unattributed_message([tagging("i-0aaa")], "Owner<x>")
+    for block in message.blocks:
+        text = str(block)
+        assert re.search(r"<[^@!#][^>]*>", text.replace("&lt;", "").replace("&gt;", "")) is None, text
+    assert "`Owner&lt;x&gt;=&lt;name or email&gt;`" in message.blocks[1]["text"]["text"]
