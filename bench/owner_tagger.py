@@ -6,58 +6,27 @@ seeded history), with the real handler, boto3 and the Slack stand-in.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import boto3
-from moto.server import ThreadedMotoServer
 
 from bench.common import CallCounter, cold_import_seconds, save
 from costguard.aws import ClientFactory
 from costguard.runtime import Runtime
 from costguard.settings import Settings
-from demo.__main__ import free_port
-from demo.aws_gaps import AwsGaps, GapProxy
+from demo.account import LocalAccount
 from demo.fleet import AMI, Machine, iam_user, launch_event, launch_record
-from demo.slack_standin import SlackStandIn
-from demo.template_resources import create_state_table
 from tests.conftest import LambdaContext, load_handler
 
 REGION = "us-east-1"
 
 
 def run(n_backfill: int = 200, people: int = 20) -> dict[str, Any]:
-    moto_port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
-    server.start()
-    gaps = AwsGaps()
-    proxy = GapProxy(gaps, moto_port).start()
-    slack = SlackStandIn().start()
+    account = LocalAccount()
     try:
-        os.environ.update(
-            AWS_ENDPOINT_URL=proxy.url,
-            AWS_ACCESS_KEY_ID="bench",
-            AWS_SECRET_ACCESS_KEY="bench",
-            AWS_DEFAULT_REGION=REGION,
-            AWS_REGION=REGION,
-            COSTGUARD_MODE="enforce",
-            SLACK_SECRET_NAME="costguard/slack",
-            ALERTS_CHANNEL="C0ALERTS",
-            STATE_TABLE="state",
-            GOVERNED_REGIONS=REGION,
-            SLACK_API_URL=slack.api_url,
-            POWERTOOLS_LOG_LEVEL="ERROR",
-            POWERTOOLS_METRICS_DISABLED="true",
-        )
-        admin = boto3.session.Session()
-        create_state_table(admin.client("dynamodb", region_name=REGION), "state")
-        admin.client("secretsmanager", region_name=REGION).create_secret(
-            Name="costguard/slack", SecretString=json.dumps({"bot_token": slack.token})
-        )
-        ec2 = admin.client("ec2", region_name=REGION)
+        account.activate(POWERTOOLS_METRICS_DISABLED="true")
+        gaps = account.gaps
+        ec2 = account.client("ec2", REGION)
 
         counter = CallCounter()
         runtime = Runtime(Settings.from_env(), ClientFactory(counter.session(), default_region=REGION))
@@ -112,9 +81,7 @@ def run(n_backfill: int = 200, people: int = 20) -> dict[str, Any]:
             "cold_import": cold_import_seconds("owner_tagger"),
         }
     finally:
-        slack.stop()
-        proxy.stop()
-        server.stop()
+        account.close()
 
 
 def main() -> dict[str, Any]:

@@ -10,23 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
-import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
-from moto.server import ThreadedMotoServer
-
 from costguard.observability import logger
 from demo import fleet, render
-from demo.aws_gaps import AwsGaps, GapProxy
-from demo.slack_standin import SlackStandIn
-from demo.template_resources import create_state_table
+from demo.account import LocalAccount
 from tests.conftest import LambdaContext, load_handler
 
 OUT = Path("demo-output")
@@ -43,63 +35,21 @@ USERS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Demo:
     def __init__(self) -> None:
         OUT.mkdir(exist_ok=True)
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
-        self.moto_port = free_port()
-        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
-        self.moto.start()
-        self.gaps = AwsGaps()
-        self.proxy = GapProxy(self.gaps, self.moto_port).start()
-        self.slack = SlackStandIn(users=dict(USERS)).start()
+        self.account = LocalAccount(USERS)
+        self.gaps = self.account.gaps
+        self.slack = self.account.slack
+        self.client = self.account.client
+        self.account.activate(
+            ALERTS_CHANNEL=ALERTS, DIGEST_CHANNEL=DIGEST, GOVERNED_REGIONS=f"{fleet.HOME},{fleet.OTHER}"
+        )
         self.log = (OUT / "lambda-logs.jsonl").open("w")
-        self.invocations: list[tuple[str, str, float]] = []
-        os.environ.update(
-            AWS_ENDPOINT_URL=self.proxy.url,
-            AWS_ACCESS_KEY_ID="demo",
-            AWS_SECRET_ACCESS_KEY="demo",
-            AWS_DEFAULT_REGION=fleet.HOME,
-            AWS_REGION=fleet.HOME,
-            COSTGUARD_MODE="enforce",
-            SLACK_SECRET_NAME="costguard/slack",
-            ALERTS_CHANNEL=ALERTS,
-            DIGEST_CHANNEL=DIGEST,
-            OWNER_TAG_KEY="Owner",
-            EMAIL_DOMAIN="example.com",
-            GOVERNED_REGIONS=f"{fleet.HOME},{fleet.OTHER}",
-            STATE_TABLE="costguard-demo-state",
-            SLACK_API_URL=self.slack.api_url,
-            POWERTOOLS_SERVICE_NAME="costguard",
-            POWERTOOLS_LOG_LEVEL="INFO",
-            POWERTOOLS_METRICS_NAMESPACE="costguard",
-        )
-        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-            os.environ.pop(key, None)
-
-    def client(self, service: str, region: str = fleet.HOME) -> Any:
-        return boto3.client(service, region_name=region, endpoint_url=self.proxy.url)  # type: ignore[call-overload]
-
-    def install(self) -> None:
-        """What `sam deploy` and the operator would have set up: the state table and the Slack secret."""
-        create_state_table(self.client("dynamodb"), os.environ["STATE_TABLE"])
-        secret = {
-            "bot_token": self.slack.token,
-            "webhook_url": self.slack.webhook_url,
-            "signing_secret": "demo-signing-secret",
-        }
-        self.client("secretsmanager").create_secret(
-            Name=os.environ["SLACK_SECRET_NAME"], SecretString=json.dumps(secret)
-        )
         handler = logger.registered_handler
         if hasattr(handler, "setStream"):
             handler.setStream(self.log)  # Lambda's stdout goes to a file, the terminal keeps the story
+        self.invocations: list[tuple[str, str, float]] = []
 
     def invoke(self, function: str, event: Any) -> Any:
         handler = load_handler(function).lambda_handler
@@ -112,9 +62,7 @@ class Demo:
         return result
 
     def close(self) -> None:
-        self.slack.stop()
-        self.proxy.stop()
-        self.moto.stop()
+        self.account.close()
         self.log.close()
 
 
@@ -154,7 +102,6 @@ def main() -> int:
     demo = Demo()
     try:
         print("costguard demo: an emulated AWS account (moto on 127.0.0.1) and a local Slack stand-in")
-        demo.install()
         with step("Seeding the ML fleet"):
             seeded = fleet.seed(demo.client, demo.gaps)
             count = len(seeded.machines) + len(seeded.asg_instances)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from demo import local_http
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -113,37 +114,14 @@ class GapProxy:
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return local_http.url(self._server)
 
     def start(self) -> GapProxy:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                proxy._handle(self)
-
-            def do_POST(self) -> None:
-                proxy._handle(self)
-
-            def do_PUT(self) -> None:
-                proxy._handle(self)
-
-            def do_DELETE(self) -> None:
-                proxy._handle(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._server = local_http.serve(self._handle, http11=True)
         return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        local_http.stop(self._server)
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length") or 0)

@@ -17,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from demo import local_http
+
 BOT_TOKEN = "xoxb-costguard-demo-token"
 
 
@@ -54,34 +56,16 @@ class SlackStandIn:
 
     # ------------------------------------------------------------------ control
     def start(self) -> SlackStandIn:
-        standin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                standin._handle(self)
-
-            def do_POST(self) -> None:
-                standin._handle(self)
-
-            def do_PUT(self) -> None:
-                standin._handle(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._server = local_http.serve(self._handle)
         return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        local_http.stop(self._server)
 
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return local_http.url(self._server)
 
     @property
     def api_url(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,3 +30,9 @@ def create_state_table(dynamodb: Any, name: str) -> None:
     dynamodb.update_time_to_live(
         TableName=name, TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": ttl["Enabled"]}
     )
+
+
+def install_costguard(dynamodb: Any, secretsmanager: Any, env: Mapping[str, str], slack_secret: str) -> None:
+    """What `sam deploy` and the operator set up: the state table, and the Slack secret by name."""
+    create_state_table(dynamodb, env["STATE_TABLE"])
+    secretsmanager.create_secret(Name=env["SLACK_SECRET_NAME"], SecretString=slack_secret)

@@ -14,7 +14,7 @@ from costguard.aws import ClientFactory
 from costguard.runtime import Runtime
 from costguard.settings import Mode, Settings
 from demo.slack_standin import SlackStandIn
-from demo.template_resources import create_state_table
+from demo.template_resources import install_costguard
 
 REGION = "us-east-1"
 TABLE = "costguard-state"
@@ -36,11 +36,13 @@ def slack() -> Iterator[SlackStandIn]:
 
 def make_runtime(slack: SlackStandIn | None, mode: Mode = Mode.ENFORCE, **overrides: Any) -> Runtime:
     """A Runtime over moto with the state table and Slack secret in place."""
-    create_state_table(boto3.client("dynamodb", region_name=REGION), TABLE)
-    secret: dict[str, str] = (
-        {"bot_token": slack.token, "webhook_url": slack.webhook_url} if slack else {"bot_token": "xoxb-x"}
+    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url} if slack else {"bot_token": "xoxb-x"}
+    install_costguard(
+        boto3.client("dynamodb", region_name=REGION),
+        boto3.client("secretsmanager", region_name=REGION),
+        {"STATE_TABLE": TABLE, "SLACK_SECRET_NAME": SECRET},
+        json.dumps(secret),
     )
-    boto3.client("secretsmanager", region_name=REGION).create_secret(Name=SECRET, SecretString=json.dumps(secret))
     settings = Settings(
         mode=mode,
         slack_secret_name=SECRET,

@@ -1,0 +1,77 @@
+"""A local AWS account and Slack workspace: moto's server behind the gap proxy, and the Slack stand-in.
+
+Used by `make demo` and `make bench`. `environ()` is the Lambda environment `sam deploy` would set,
+pointed at the local endpoints; `install()` creates what the stack and the operator would have made.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from typing import Any
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+from demo.aws_gaps import AwsGaps, GapProxy
+from demo.slack_standin import SlackStandIn
+from demo.template_resources import install_costguard
+
+HOME = "us-east-1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalAccount:
+    def __init__(self, users: dict[str, str] | None = None) -> None:
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+        self.moto_port = free_port()
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self.moto.start()
+        self.gaps = AwsGaps()
+        self.proxy = GapProxy(self.gaps, self.moto_port).start()
+        self.slack = SlackStandIn(users=dict(users or {})).start()
+
+    def client(self, service: str, region: str = HOME) -> Any:
+        return boto3.client(service, region_name=region, endpoint_url=self.proxy.url)  # type: ignore[call-overload]
+
+    def environ(self, **overrides: str) -> dict[str, str]:
+        env = {
+            "AWS_ENDPOINT_URL": self.proxy.url,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": HOME,
+            "AWS_REGION": HOME,
+            "COSTGUARD_MODE": "enforce",
+            "SLACK_SECRET_NAME": "costguard/slack",
+            "ALERTS_CHANNEL": "#ml-costs",
+            "DIGEST_CHANNEL": "#ml-weekly",
+            "OWNER_TAG_KEY": "Owner",
+            "EMAIL_DOMAIN": "example.com",
+            "GOVERNED_REGIONS": HOME,
+            "STATE_TABLE": "costguard-state",
+            "SLACK_API_URL": self.slack.api_url,
+        }
+        env.update(overrides)
+        return env
+
+    def activate(self, **overrides: str) -> dict[str, str]:
+        """Set the Lambda environment in this process and install costguard's resources."""
+        env = self.environ(**overrides)
+        os.environ.update(env)
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            os.environ.pop(key, None)
+        secret = {"bot_token": self.slack.token, "webhook_url": self.slack.webhook_url, "signing_secret": "local"}
+        install_costguard(self.client("dynamodb"), self.client("secretsmanager"), env, json.dumps(secret))
+        return env
+
+    def close(self) -> None:
+        self.slack.stop()
+        self.proxy.stop()
+        self.moto.stop()
