@@ -63,6 +63,13 @@ class _Reader:
             self.problems.append(f"{name}={raw!r} is below {minimum}")
         return value
 
+    def flag(self, name: str, default: bool) -> bool:
+        raw = self.optional(name, "true" if default else "false").lower()
+        if raw not in ("true", "false"):
+            self.problems.append(f"{name}={raw!r} is not true or false")
+            return default
+        return raw == "true"
+
     def csv(self, name: str) -> tuple[str, ...]:
         return tuple(part.strip() for part in self.optional(name).split(",") if part.strip())
 
@@ -108,3 +115,41 @@ class Settings:
         )
         read.check()
         return settings
+
+
+@dataclass(frozen=True)
+class IdlePolicy:
+    """When a GPU instance counts as idle, and what costguard may do about it (idle_stopper)."""
+
+    accelerator_families: tuple[str, ...] = ("p*", "g*", "trn*", "inf*", "dl*")
+    window_minutes: int = 120
+    gpu_idle_percent: float = 5.0
+    cpu_idle_percent: float = 10.0
+    network_idle_bytes_per_second: float = 0.0  # 0: network is not a signal
+    grace_minutes: int = 30
+    period_seconds: int = 300
+    # CloudWatch publishes EC2 metrics a few minutes late: the newest periods may be empty without
+    # meaning anything. Gaps older than this are insufficient data.
+    allowed_lag_minutes: int = 10
+    stop_without_gpu_telemetry: bool = True
+    idle_alarms: bool = True
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> IdlePolicy:
+        read = _Reader(os.environ if env is None else env)
+        families = read.csv("ACCELERATOR_FAMILIES") or cls.accelerator_families
+        window = int(read.number("IDLE_WINDOW_MINUTES", cls.window_minutes, minimum=30))
+        policy = cls(
+            accelerator_families=tuple(f if f.endswith("*") else f"{f}*" for f in families),
+            window_minutes=window,
+            gpu_idle_percent=read.number("GPU_IDLE_PERCENT", cls.gpu_idle_percent),
+            cpu_idle_percent=read.number("CPU_IDLE_PERCENT", cls.cpu_idle_percent),
+            network_idle_bytes_per_second=read.number("NETWORK_IDLE_BYTES_PER_SECOND", 0.0),
+            grace_minutes=int(read.number("GRACE_MINUTES", cls.grace_minutes, minimum=5)),
+            stop_without_gpu_telemetry=read.flag("STOP_WITHOUT_GPU_TELEMETRY", True),
+            idle_alarms=read.flag("IDLE_ALARMS", True),
+        )
+        if window > 1440:
+            read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")
+        read.check()
+        return policy
