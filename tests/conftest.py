@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+from demo import moto_fixes
+
+moto_fixes.apply()  # AWS's wildcard filters, in every test that uses moto
+
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
 

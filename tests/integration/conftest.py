@@ -54,6 +54,7 @@ def make_runtime(slack: SlackStandIn | None, mode: Mode = Mode.ENFORCE, **overri
         state_table=TABLE,
         state_ttl_days=400,
         slack_api_url=slack.api_url if slack else "",
+        home_region=REGION,
     )
     for key, value in overrides.items():
         object.__setattr__(settings, key, value)

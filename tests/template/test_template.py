@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from costguard import tags
+from costguard.settings import IdlePolicy
 from tests.conftest import ROOT, load_event
 
 # Actions AWS offers no resource-level permission for: the only ones allowed on Resource "*".
 RESOURCELESS_READS = {
     "ec2:DescribeInstances",
     "ec2:DescribeVolumes",
+    "ec2:DescribeSpotInstanceRequests",
     "ec2:DescribeReservedInstances",
     "autoscaling:DescribeAutoScalingGroups",
     "cloudtrail:LookupEvents",
@@ -71,19 +73,58 @@ def test_resource_star_only_for_reads_without_resource_level_permissions(cfn: di
             assert extra == set(), f"{role} grants {extra} on every resource"
 
 
-def test_create_tags_is_limited_to_costguard_keys(cfn: dict[str, Any]) -> None:
-    grants = [(role, s) for role, s in statements(cfn) if "ec2:CreateTags" in as_list(s["Action"])]
-    assert grants, "owner_tagger must be able to tag"
+def test_tag_writes_are_limited_to_costguard_keys(cfn: dict[str, Any]) -> None:
+    grants = [
+        (role, s) for role, s in statements(cfn) if {"ec2:CreateTags", "ec2:DeleteTags"} & set(as_list(s["Action"]))
+    ]
+    assert len(grants) >= 2, "owner_tagger and idle_stopper both tag"
     for role, statement in grants:
-        assert as_list(statement["Action"]) == ["ec2:CreateTags"], f"{role}: CreateTags shares a statement"
+        assert set(as_list(statement["Action"])) <= {"ec2:CreateTags", "ec2:DeleteTags"}, role
         keys = statement["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
         literal = [k for k in keys if isinstance(k, str)]
+        assert literal, role
         assert all(k.startswith(tags.PREFIX) for k in literal), keys
-        assert [k for k in keys if not isinstance(k, str)] == [{"Ref": "OwnerTagKey"}]
+        assert [k for k in keys if not isinstance(k, str)] in ([], [{"Ref": "OwnerTagKey"}])
         # ForAllValues passes a request with no tag keys at all: require that keys are present.
         assert statement["Condition"]["Null"] == {"aws:TagKeys": "false"}
         for resource in as_list(statement["Resource"]):
             assert ":instance/*" in resource["Fn::Sub"] or ":volume/*" in resource["Fn::Sub"]
+
+
+def test_idle_stopper_tags_exactly_its_state_keys(cfn: dict[str, Any]) -> None:
+    [statement] = [
+        s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and s.get("Sid") == "TagIdleStateOnly"
+    ]
+    keys = statement["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+    assert keys == [tags.IDLE_WARNED_AT, tags.STOP_AFTER, tags.STOPPED_AT, tags.STOP_REASON]
+
+
+def test_stop_is_allowed_only_for_accelerator_types_and_never_for_exempt_instances(cfn: dict[str, Any]) -> None:
+    grants = [(r, s) for r, s in statements(cfn) if "ec2:StopInstances" in as_list(s["Action"])]
+    assert [r for r, _ in grants] == ["IdleStopperFunctionRole"]
+    [(_, statement)] = grants
+    assert as_list(statement["Action"]) == ["ec2:StopInstances"]
+    assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
+    assert statement["Condition"]["StringLike"] == {
+        "ec2:InstanceType": {"Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]}
+    }
+    assert statement["Condition"]["Null"] == {"aws:ResourceTag/costguard:exempt": "true"}
+
+
+def test_accelerator_families_default_matches_the_code(sam_template: dict[str, Any]) -> None:
+    default = sam_template["Parameters"]["AcceleratorFamilies"]["Default"]
+    assert tuple(default.split(",")) == IdlePolicy().accelerator_families
+
+
+def test_alarm_rights_are_limited_to_costguard_idle_alarms(cfn: dict[str, Any]) -> None:
+    grants = [
+        s
+        for _, s in statements(cfn)
+        if {"cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"} & set(as_list(s["Action"]))
+    ]
+    assert grants
+    for statement in grants:
+        assert statement["Resource"]["Fn::Sub"].endswith(":alarm:costguard-idle-*")
 
 
 def test_owner_tagger_tags_exactly_the_three_owner_keys(cfn: dict[str, Any]) -> None:
@@ -156,16 +197,24 @@ def matches_pattern(pattern: dict[str, Any], event: Any) -> bool:
         if isinstance(expected, dict):
             if not matches_pattern(expected, value):
                 return False
-        elif not any(v in expected for v in (value if isinstance(value, list) else [value])):
+        elif not any(_matches(e, v) for e in expected for v in (value if isinstance(value, list) else [value])):
             return False
     return True
+
+
+def _matches(expected: Any, value: Any) -> bool:
+    if isinstance(expected, dict):  # content filters: only `prefix` is used
+        return isinstance(value, str) and value.startswith(expected["prefix"])
+    return bool(expected == value)
 
 
 def test_patterns_use_only_values_and_nesting(cfn: dict[str, Any]) -> None:
     def plain(pattern: Any) -> bool:
         if isinstance(pattern, dict):
             return all(plain(v) for v in pattern.values())
-        return isinstance(pattern, list) and all(isinstance(v, (str, int, bool)) for v in pattern)
+        return isinstance(pattern, list) and all(
+            isinstance(v, (str, int, bool)) or (isinstance(v, dict) and set(v) == {"prefix"}) for v in pattern
+        )
 
     assert rule_patterns(cfn)
     for name, pattern in rule_patterns(cfn).items():
@@ -178,6 +227,11 @@ def test_patterns_use_only_values_and_nesting(cfn: dict[str, Any]) -> None:
         ("OwnerTaggerFunctionRunInstances", "owner_tagger/runinstances-iam-user.json", True),
         ("OwnerTaggerFunctionRunInstances", "owner_tagger/runinstances-autoscaling.json", True),
         ("OwnerTaggerFunctionRunInstances", "owner_tagger/stopinstances.json", False),
+        ("IdleStopperFunctionIdleAlarm", "idle_stopper/alarm-state-change.json", True),
+        ("IdleStopperFunctionIdleAlarm", "idle_stopper/alarm-back-to-ok.json", False),
+        ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-running.json", True),
+        ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-stopped.json", True),
+        ("IdleStopperFunctionInstanceState", "owner_tagger/runinstances-iam-user.json", False),
     ],
 )
 def test_rule_patterns_match_the_real_shaped_events(
@@ -186,7 +240,14 @@ def test_rule_patterns_match_the_real_shaped_events(
     assert matches_pattern(rule_patterns(cfn)[rule], load_event(fixture)) is matches
 
 
-def test_backfill_schedule_sends_the_input_the_handler_expects(cfn: dict[str, Any]) -> None:
-    [schedule] = [r["Properties"] for n, r in cfn["Resources"].items() if n == "OwnerTaggerFunctionBackfill"]
-    assert json.loads(schedule["Target"]["Input"]) == load_event("owner_tagger/backfill.json")
-    assert schedule["Target"]["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+@pytest.mark.parametrize(
+    ("schedule", "fixture"),
+    [
+        ("OwnerTaggerFunctionBackfill", "owner_tagger/backfill.json"),
+        ("IdleStopperFunctionSweep", "idle_stopper/sweep.json"),
+    ],
+)
+def test_schedules_send_the_input_the_handlers_expect(cfn: dict[str, Any], schedule: str, fixture: str) -> None:
+    props = cfn["Resources"][schedule]["Properties"]
+    assert json.loads(props["Target"]["Input"]) == load_event(fixture)
+    assert props["Target"]["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}

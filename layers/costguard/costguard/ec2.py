@@ -55,6 +55,7 @@ def instance_from_api(raw: Mapping[str, Any], region: str) -> Instance:
         spot_request_id=raw.get("SpotInstanceRequestId", ""),
         hibernation_configured=bool((raw.get("HibernationOptions") or {}).get("Configured")),
         platform=raw.get("PlatformDetails", ""),
+        private_dns_name=raw.get("PrivateDnsName", ""),
     )
 
 
@@ -101,6 +102,28 @@ class Ec2:
             )
             for raw in response.get("Volumes", [])
         ]
+
+    def spot_request_types(self, request_ids: Sequence[str]) -> dict[str, str]:
+        """Spot request id → "one-time" or "persistent" (only persistent Spot instances can be stopped)."""
+        if not request_ids:
+            return {}
+        response = self.client.describe_spot_instance_requests(SpotInstanceRequestIds=sorted(set(request_ids)))
+        return {r["SpotInstanceRequestId"]: r.get("Type", "one-time") for r in response.get("SpotInstanceRequests", [])}
+
+    def stop(self, instance_id: str, *, hibernate: bool) -> bool:
+        """Stop (or hibernate) one instance; False in dry-run, when nothing is sent."""
+        if not self.mode.mutates:
+            return False
+        self.client.stop_instances(InstanceIds=[instance_id], Hibernate=hibernate)
+        return True
+
+    def delete_tags(self, resource_ids: Sequence[str], keys: Sequence[str]) -> bool:
+        if not resource_ids or not keys:
+            return True
+        if not self.mode.mutates:
+            return False
+        self.client.delete_tags(Resources=list(resource_ids), Tags=[{"Key": k} for k in keys])
+        return True
 
     def create_tags(self, resource_ids: Sequence[str], tags: Mapping[str, str]) -> bool:
         """Tag resources; returns False (and sends nothing) in dry-run."""

@@ -112,12 +112,10 @@ def decide(
         return clear_or(Action.SKIP, blocked)
 
     if instance.auto_scaling_group:
-        group = instance.auto_scaling_group
-        if judgement.verdict is Verdict.BUSY and protected_from_scale_in is False:
-            return Decision(iid, Action.PROTECT, f"busy member of {group}: {judgement.reason}", judgement=judgement)
-        if judgement.verdict is Verdict.IDLE and protected_from_scale_in is True:
-            return Decision(iid, Action.UNPROTECT, f"idle member of {group}: {judgement.reason}", judgement=judgement)
-        return clear_or(Action.NONE, f"member of Auto Scaling group {group}: never stopped, only scale-in protection")
+        change = _scale_in_protection(instance, judgement, protected_from_scale_in)
+        return change or clear_or(
+            Action.NONE, f"member of Auto Scaling group {instance.auto_scaling_group}: never stopped, only protected"
+        )
 
     running_for = now - instance.launch_time
     if running_for < timedelta(minutes=policy.window_minutes):
@@ -128,17 +126,18 @@ def decide(
         return clear_or(Action.NONE, judgement.reason)
 
     will_stop = gpu_telemetry or policy.stop_without_gpu_telemetry
+    if not will_stop:
+        if warned:
+            return Decision(iid, Action.NONE, "warned; no GPU telemetry, so it is not stopped automatically")
+        return Decision(iid, Action.WARN, judgement.reason, will_stop=False, judgement=judgement)
     if not warned or stop_after is None:
         return Decision(
             iid,
             Action.WARN,
             judgement.reason,
-            stop_after=now + timedelta(minutes=policy.grace_minutes) if will_stop else None,
-            will_stop=will_stop,
+            stop_after=now + timedelta(minutes=policy.grace_minutes),
             judgement=judgement,
         )
-    if not will_stop:
-        return Decision(iid, Action.NONE, "warned; no GPU telemetry, so it is not stopped automatically")
     if now < stop_after:
         return Decision(iid, Action.WAIT, judgement.reason, stop_after=stop_after, judgement=judgement)
     if judgement.judged_from is None or warned_at is None or judgement.judged_from > warned_at:
@@ -152,3 +151,15 @@ def decide(
         hibernate=instance.hibernation_configured,
         judgement=judgement,
     )
+
+
+def _scale_in_protection(instance: Instance, judgement: Judgement, protected: bool | None) -> Decision | None:
+    """Busy members are protected from scale-in, idle ones released, so the group removes idle ones first."""
+    group = instance.auto_scaling_group
+    if judgement.verdict is Verdict.BUSY and protected is False:
+        reason = f"busy member of {group}: {judgement.reason}"
+        return Decision(instance.instance_id, Action.PROTECT, reason, judgement=judgement)
+    if judgement.verdict is Verdict.IDLE and protected is True:
+        reason = f"idle member of {group}: {judgement.reason}"
+        return Decision(instance.instance_id, Action.UNPROTECT, reason, judgement=judgement)
+    return None

@@ -23,6 +23,7 @@ class Instance:
     spot_request_id: str = ""
     hibernation_configured: bool = False
     platform: str = ""
+    private_dns_name: str = ""
 
     @property
     def auto_scaling_group(self) -> str:

@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from costguard.aws import ClientFactory
 from costguard.ledger import Ledger
+from costguard.pricing import PRICING_REGION, PriceBook
 from costguard.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 
@@ -49,6 +50,10 @@ class Runtime:
     @cached_property
     def ledger(self) -> Ledger:
         return Ledger(self.client("dynamodb"), self.settings.state_table, self.settings.state_ttl_days)
+
+    @cached_property
+    def prices(self) -> PriceBook:
+        return PriceBook(self.client("pricing", PRICING_REGION))
 
     @cached_property
     def _secrets(self) -> SecretsProvider:

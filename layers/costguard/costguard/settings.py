@@ -93,6 +93,8 @@ class Settings:
     state_ttl_days: int
     # Only set by the local demo and tests, to point slack-sdk at a stand-in for the Slack Web API.
     slack_api_url: str
+    # The region the functions run in: EventBridge delivers CloudWatch and EC2 events only there.
+    home_region: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -112,6 +114,7 @@ class Settings:
             state_table=read.required("STATE_TABLE"),
             state_ttl_days=int(read.number("STATE_TTL_DAYS", 400, minimum=1)),
             slack_api_url=read.optional("SLACK_API_URL"),
+            home_region=home_region or (regions[0] if regions else ""),
         )
         read.check()
         return settings

@@ -8,7 +8,7 @@ signal is idle: every GPU, the CPU, and the network when it is a signal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -182,6 +182,7 @@ class FleetUtilization:
     """Utilization of many instances, as one fetch returns it."""
 
     by_instance: dict[str, Utilization] = field(default_factory=dict)
+    gpu_series: Mapping[str, Sequence[tuple[tuple[str, str], ...]]] = field(default_factory=dict)
 
     def get(self, instance_id: str) -> Utilization:
         return self.by_instance.get(instance_id) or Utilization(instance_id, error="no metrics were fetched")

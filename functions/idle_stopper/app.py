@@ -1,0 +1,90 @@
+"""idle_stopper: warns the owner of an idle GPU instance, stops it after the grace period if still idle.
+
+Triggers: EventBridge Scheduler sweep ({"costguard": "sweep"}, every governed region); the state
+change of a costguard idle alarm (one instance, fresh data); EC2 state changes (alarm lifecycle).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from costguard import idle_events
+from costguard.autoscaling import AutoScaling
+from costguard.cloudwatch import CloudWatchMetrics
+from costguard.ec2 import Ec2
+from costguard.idle_stopping import IdleStopper, RegionReport
+from costguard.launches import Skipped
+from costguard.observability import logger, metrics
+from costguard.runtime import Runtime
+from costguard.settings import IdlePolicy
+
+
+class SweepIncomplete(RuntimeError):
+    """Some work failed in a way a retry can fix (Slack outage, throttling): fail so the run is retried."""
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(
+    event: Any, context: Any, runtime: Runtime | None = None, policy: IdlePolicy | None = None
+) -> dict[str, Any]:
+    runtime = runtime or Runtime.current()
+    policy = policy or _policy()
+    what = idle_events.parse(event)
+    now = runtime.now()
+    if isinstance(what, Skipped):
+        logger.info("event ignored", reason=what.reason)
+        metrics.add_metric(name="EventsIgnored", unit=MetricUnit.Count, value=1)
+        return {"status": "ignored", "reason": what.reason}
+    if isinstance(what, idle_events.Sweep):
+        reports = {region: _stopper(runtime, policy, region).sweep(now) for region in runtime.settings.governed_regions}
+    elif isinstance(what, idle_events.AlarmFired):
+        reports = {what.region: _stopper(runtime, policy, what.region).evaluate(what.instance_id, now)}
+    else:
+        reports = {what.region: _stopper(runtime, policy, what.region).on_state_change(what.instance_id, what.state)}
+    _emit(reports)
+    errors = [e for r in reports.values() for e in r.retryable_errors]
+    if errors:
+        raise SweepIncomplete(f"{len(errors)} action(s) to retry: {errors[:5]}")
+    return {
+        "status": "done",
+        "mode": runtime.settings.mode.value,
+        "regions": {k: v.summary() for k, v in reports.items()},
+    }
+
+
+@cache
+def _policy() -> IdlePolicy:
+    return IdlePolicy.from_env()
+
+
+def _stopper(runtime: Runtime, policy: IdlePolicy, region: str) -> IdleStopper:
+    settings = runtime.settings
+    return IdleStopper(
+        region=region,
+        ec2=Ec2(runtime.client("ec2", region), region, settings.mode),
+        cloudwatch=CloudWatchMetrics(runtime.client("cloudwatch", region), policy),
+        autoscaling=AutoScaling(runtime.client("autoscaling", region), settings.mode),
+        ledger=runtime.ledger,
+        notifier=lambda: runtime.notifier,
+        prices=runtime.prices,
+        settings=settings,
+        policy=policy,
+        # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
+        manage_alarms=region == settings.home_region,
+    )
+
+
+def _emit(reports: dict[str, RegionReport]) -> None:
+    counts: dict[str, int] = {}
+    for report in reports.values():
+        for outcome in report.outcomes:
+            if outcome.applied:
+                counts[outcome.action.value] = counts.get(outcome.action.value, 0) + 1
+    for action in ("warn", "stop", "clear-warning", "protect", "unprotect"):
+        metrics.add_metric(
+            name=f"Idle{action.title().replace('-', '')}", unit=MetricUnit.Count, value=counts.get(action, 0)
+        )

@@ -1,0 +1,506 @@
+"""idle_stopper end to end against moto: instance states, tags, alarms, the exact CloudWatch requests, Slack."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from costguard import tags
+from costguard.errors import EventValidationError
+from costguard.runtime import Runtime
+from costguard.settings import IdlePolicy, Mode
+from demo import moto_fixes
+from demo.slack_standin import SlackStandIn
+from tests.conftest import load_event, load_handler
+from tests.integration.conftest import REGION, TABLE, make_runtime
+
+app = load_handler("idle_stopper")
+POLICY = IdlePolicy()
+SWEEP = {"costguard": "sweep"}
+A10G = [("name", "NVIDIA A10G"), ("arch", "Ampere")]
+
+
+@pytest.fixture
+def now() -> datetime:
+    # Aligned to a 5-minute boundary, as CloudWatch periods are, and recent enough for CloudWatch.
+    t = datetime.now(UTC).replace(second=0, microsecond=0)
+    return t - timedelta(minutes=t.minute % 5)
+
+
+@pytest.fixture
+def calls(runtime: Runtime) -> list[tuple[str, dict[str, Any]]]:
+    """Every request the handler's own clients send: (operation, params)."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        seen.append((model.name, json.loads(json.dumps(params, default=str))))
+
+    for service in ("ec2", "cloudwatch", "autoscaling"):
+        runtime.client(service, REGION).meta.events.register("provide-client-params.*.*", record)
+    return seen
+
+
+def ec2() -> Any:
+    return boto3.client("ec2", region_name=REGION)
+
+
+def launch(
+    now: datetime, instance_type: str = "g5.12xlarge", owner: str = "alice@example.com", hours: float = 6, **extra: Any
+) -> str:
+    tag_map = {"Owner": owner, "Name": f"{owner.split('@', maxsplit=1)[0]}-box"} if owner else {}
+    tag_map.update(extra.pop("tags", {}))
+    params: dict[str, Any] = {
+        "ImageId": "ami-12c6146b",
+        "MinCount": 1,
+        "MaxCount": 1,
+        "InstanceType": instance_type,
+        **extra,
+    }
+    if tag_map:
+        params["TagSpecifications"] = [
+            {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tag_map.items()]}
+        ]
+    instance_id = str(ec2().run_instances(**params)["Instances"][0]["InstanceId"])
+    moto_fixes.set_launch_time(instance_id, REGION, now - timedelta(hours=hours))
+    return instance_id
+
+
+def publish(
+    instance_id: str, now: datetime, *, gpus: list[list[float]] | None = None, cpu: Sequence[float | None] | None = None
+) -> None:
+    """Points every 5 minutes, the last one 5 minutes before now (None: no point for that period);
+    GPU series as the CloudWatch agent names them."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    cpu = [2.0] * 36 if cpu is None else cpu
+    data: list[Any] = []
+    for k, value in enumerate(cpu):
+        if value is None:
+            continue
+        at = now - timedelta(minutes=5 * (len(cpu) - k))
+        data.append(
+            {
+                "MetricName": "CPUUtilization",
+                "Dimensions": [{"Name": "InstanceId", "Value": instance_id}],
+                "Timestamp": at,
+                "Value": value,
+            }
+        )
+    for start in range(0, len(data), 500):
+        cloudwatch.put_metric_data(Namespace="AWS/EC2", MetricData=data[start : start + 500])
+    for index, values in enumerate(gpus or []):
+        dims = [{"Name": "InstanceId", "Value": instance_id}, {"Name": "index", "Value": str(index)}] + [
+            {"Name": k, "Value": v} for k, v in A10G
+        ]
+        gdata: list[Any] = [
+            {
+                "MetricName": "nvidia_smi_utilization_gpu",
+                "Dimensions": dims,
+                "Timestamp": now - timedelta(minutes=5 * (len(values) - k)),
+                "Value": v,
+            }
+            for k, v in enumerate(values)
+        ]
+        cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=gdata)
+
+
+def idle(n: int = 36) -> list[float]:
+    return [1.0] * n
+
+
+def tags_of(instance_id: str) -> dict[str, str]:
+    found = ec2().describe_tags(Filters=[{"Name": "resource-id", "Values": [instance_id]}])["Tags"]
+    return {t["Key"]: t["Value"] for t in found}
+
+
+def state_of(instance_id: str) -> str:
+    return str(ec2().describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]["Name"])
+
+
+def warn_tags(now: datetime, warned_minutes_ago: int, grace: int = 30) -> dict[str, str]:
+    at = now - timedelta(minutes=warned_minutes_ago)
+    return {tags.IDLE_WARNED_AT: tags.format_time(at), tags.STOP_AFTER: tags.format_time(at + timedelta(minutes=grace))}
+
+
+def run(
+    event: Any, runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    return app.lambda_handler(event, lambda_context, runtime=runtime, policy=POLICY)  # type: ignore[no-any-return]
+
+
+def ledger_kinds() -> list[tuple[str, str]]:
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    return sorted((i["kind"]["S"], i["instance_id"]["S"]) for i in items if i["pk"]["S"].startswith("action#"))
+
+
+# ------------------------------------------------------------------ the sweep
+
+
+def test_sweep_warns_the_owner_of_an_idle_gpu_instance_and_records_the_warning(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    calls: list[Any],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle(), idle(), idle()])
+
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    assert state_of(iid) == "running"
+    t = tags_of(iid)
+    assert t[tags.IDLE_WARNED_AT] == tags.format_time(now)
+    assert t[tags.STOP_AFTER] == tags.format_time(now + timedelta(minutes=30))
+    [dm] = slack.messages
+    assert (dm.channel, dm.direct) == ("U0ALICE", True)
+    text = json.dumps(dm.blocks)
+    assert iid in text
+    assert "$5.67/h" in text, "the hourly price of a g5.12xlarge"
+    assert f"{now + timedelta(minutes=30):%H:%M} UTC" in dm.text
+    assert "costguard:keep-until" in text
+    assert result["regions"][REGION]["warned"] == [iid]
+    assert ledger_kinds() == [("warn", iid)]
+
+
+def test_sweep_sends_the_exact_requests_aws_needs(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    calls: list[Any],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    [describe] = [p for op, p in calls if op == "DescribeInstances"]
+    assert describe["Filters"] == [
+        {"Name": "instance-state-name", "Values": ["running"]},
+        {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
+    ]
+    assert describe["MaxResults"] == 1000
+    [listing] = [p for op, p in calls if op == "ListMetrics"]
+    assert listing == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu", "RecentlyActive": "PT3H"}
+    [query] = [p for op, p in calls if op == "GetMetricData"]
+    queried = sorted(
+        (
+            q["MetricStat"]["Metric"]["MetricName"],
+            sorted((d["Name"], d["Value"]) for d in q["MetricStat"]["Metric"]["Dimensions"]),
+            q["MetricStat"]["Stat"],
+        )
+        for q in query["MetricDataQueries"]
+    )
+    gpu_dims = [sorted([("InstanceId", iid), ("index", str(i)), *A10G]) for i in range(2)]
+    assert queried == [
+        ("CPUUtilization", [("InstanceId", iid)], "Maximum"),
+        ("nvidia_smi_utilization_gpu", gpu_dims[0], "Maximum"),
+        ("nvidia_smi_utilization_gpu", gpu_dims[1], "Maximum"),
+    ], "exactly the published dimension sets: real CloudWatch returns nothing for a subset"
+    assert all(q["MetricStat"]["Period"] == 300 for q in query["MetricDataQueries"])
+
+
+def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    calls: list[Any],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = launch(now, tags=warn_tags(now, 35))
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    assert state_of(iid) in ("stopping", "stopped")
+    t = tags_of(iid)
+    assert t[tags.STOPPED_AT] == tags.format_time(now)
+    assert t[tags.STOP_REASON] == "idle for 120 min: GPU max 1.0% < 5%, CPU max 1.0% < 10%"
+    assert tags.IDLE_WARNED_AT not in t
+    assert tags.STOP_AFTER not in t
+    [dm] = slack.messages
+    assert dm.channel == "U0ALICE"
+    assert dm.text.startswith(f"Stopping idle g5.12xlarge {iid} now")
+    assert f"aws ec2 start-instances --region {REGION} --instance-ids {iid}" in json.dumps(dm.blocks)
+    [stop] = [p for op, p in calls if op == "StopInstances"]
+    assert stop == {"InstanceIds": [iid], "Hibernate": False}
+    assert result["regions"][REGION]["stopped"] == [iid]
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    [stopped] = [i for i in items if i.get("kind", {}).get("S") == "stop"]
+    assert float(stopped["hourly_saving"]["N"]) == pytest.approx(5.672)
+    assert float(stopped["idle_hours"]["N"]) >= 2.5
+
+
+def test_instance_configured_for_hibernation_is_hibernated(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    calls: list[Any],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = launch(now, tags=warn_tags(now, 35), HibernationOptions={"Configured": True})
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert [p for op, p in calls if op == "StopInstances"] == [{"InstanceIds": [iid], "Hibernate": True}]
+    assert slack.messages[0].text.startswith("Hibernating idle")
+
+
+def test_warned_machine_back_at_work_has_its_warning_cleared_and_nothing_is_said(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, 20))
+    publish(iid, now, gpus=[[*idle(47), 93.0]], cpu=idle(48))
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert state_of(iid) == "running"
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    assert slack.messages == []
+    assert ledger_kinds() == [("clear-warning", iid)]
+
+
+def test_missing_data_is_never_idle(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warned = launch(now, tags=warn_tags(now, 40))
+    fresh = launch(now)
+    for iid in (warned, fresh):
+        cpu: list[float | None] = [*idle(36)]
+        cpu[10:16] = [None] * 6  # 30 minutes without CPU data, inside the window
+        publish(iid, now, gpus=[idle(36)], cpu=cpu)
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert state_of(warned) == "running"
+    assert state_of(fresh) == "running"
+    assert tags.IDLE_WARNED_AT not in tags_of(fresh)
+    assert slack.messages == []
+
+
+def test_protected_machines_are_never_warned_or_stopped(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept_until = tags.format_time(now + timedelta(hours=3))
+    cases = {
+        "exempt": launch(now, tags={tags.EXEMPT: "long eval", **warn_tags(now, 60)}),
+        "kept": launch(now, tags={tags.KEEP_UNTIL: kept_until}),
+        "spot": launch(
+            now, InstanceMarketOptions={"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time"}}
+        ),
+        "young": launch(now, hours=1.5),
+        "cpu": launch(now, instance_type="c6i.4xlarge"),
+        "karpenter": launch(now, tags={"karpenter.sh/nodepool": "gpu"}),
+    }
+    for iid in cases.values():
+        publish(iid, now, gpus=[idle()])
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    for case, iid in cases.items():
+        assert state_of(iid) == "running", case
+        assert tags.IDLE_WARNED_AT not in tags_of(iid), case
+    assert slack.messages == []
+    skipped = result["regions"][REGION]["skipped"]
+    assert skipped[cases["spot"]] == "one-time Spot instance: it cannot be stopped"
+    assert skipped[cases["young"]] == "running for 90 min, less than the 120-min window"
+    assert cases["cpu"] not in skipped, "CPU instances are not candidates at all"
+
+
+def test_auto_scaling_members_get_scale_in_protection_instead_of_stops(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autoscaling = boto3.client("autoscaling", region_name=REGION)
+    ec2().create_launch_template(
+        LaunchTemplateName="gpu-lt", LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "g5.2xlarge"}
+    )
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName="inference",
+        LaunchTemplate={"LaunchTemplateName": "gpu-lt"},
+        MinSize=2,
+        MaxSize=2,
+        AvailabilityZones=[f"{REGION}a"],
+    )
+    busy, lazy = [
+        m["InstanceId"] for m in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]["Instances"]
+    ]
+    autoscaling.set_instance_protection(AutoScalingGroupName="inference", InstanceIds=[lazy], ProtectedFromScaleIn=True)
+    for iid in (busy, lazy):
+        moto_fixes.set_launch_time(iid, REGION, now - timedelta(hours=5))
+    publish(busy, now, gpus=[[80.0] * 36], cpu=[40.0] * 36)
+    publish(lazy, now, gpus=[idle()])
+
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    members = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]["Instances"]
+    assert {m["InstanceId"]: m["ProtectedFromScaleIn"] for m in members} == {busy: True, lazy: False}
+    assert state_of(lazy) == "running"
+    assert slack.messages == []
+    assert ledger_kinds() == sorted([("protect", busy), ("unprotect", lazy)])
+
+
+# ------------------------------------------------------------------ modes
+
+
+def test_notify_only_warns_but_never_stops_and_says_so_once(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(slack, mode=Mode.NOTIFY_ONLY)
+    iid = launch(now, tags=warn_tags(now, 35))
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    run(SWEEP, runtime, now + timedelta(minutes=1), lambda_context, monkeypatch)
+    assert state_of(iid) == "running"
+    [notice] = slack.messages
+    assert notice.channel == "C0ALERTS"
+    assert notice.text == f"[notify-only] g5.12xlarge {iid} is still idle after the grace period; not stopped"
+
+
+def test_dry_run_makes_no_mutating_call_and_reports_once_to_the_alerts_channel(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(slack, mode=Mode.DRY_RUN)
+    sent: list[str] = []
+    for service in ("ec2", "cloudwatch", "autoscaling"):
+        runtime.client(service, REGION).meta.events.register(
+            "before-call.*.*", lambda model, **_: sent.append(model.name)
+        )
+    idle_one = launch(now)
+    warned_one = launch(now, tags=warn_tags(now, 35))
+    for iid in (idle_one, warned_one):
+        publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    run(SWEEP, runtime, now + timedelta(minutes=15), lambda_context, monkeypatch)
+
+    mutating = {"StopInstances", "CreateTags", "DeleteTags", "PutMetricAlarm", "DeleteAlarms", "SetInstanceProtection"}
+    assert sorted(set(sent) & mutating) == []
+    assert state_of(warned_one) == "running"
+    assert all(m.channel == "C0ALERTS" for m in slack.messages)
+    assert sorted(m.text.split(" about ")[0] for m in slack.messages) == [
+        "[dry-run] g5.12xlarge " + warned_one + " is still idle after the grace period; not stopped",
+        "[dry-run] would warn alice@example.com",
+    ]
+
+
+# ------------------------------------------------------------------ failures
+
+
+def test_slack_outage_fails_the_run_and_records_no_warning(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle()])
+    slack.fail("chat.postMessage", 500, count=50)
+    slack.fail("webhook", 500, count=50)
+    with pytest.raises(app.SweepIncomplete, match="Slack"):
+        run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid), "no warning recorded: the next sweep warns again"
+    assert ledger_kinds() == []
+
+
+def test_malformed_event_raises(
+    runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(EventValidationError):
+        run(
+            {"detail-type": "CloudWatch Alarm State Change", "region": REGION, "detail": {"state": {}}},
+            runtime,
+            now,
+            lambda_context,
+            monkeypatch,
+        )
+
+
+# ------------------------------------------------------------------ alarms
+
+
+def alarms() -> dict[str, Any]:
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    return {a["AlarmName"]: a for a in cloudwatch.describe_alarms(AlarmNamePrefix="costguard-idle-")["MetricAlarms"]}
+
+
+def test_sweep_reconciles_one_idle_alarm_per_stoppable_gpu_instance(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    busy = launch(now)
+    publish(busy, now, gpus=[[70.0] * 36, [70.0] * 36], cpu=[30.0] * 36)
+    boto3.client("cloudwatch", region_name=REGION).put_metric_alarm(
+        AlarmName="costguard-idle-i-0000000000000dead",
+        MetricName="CPUUtilization",
+        Namespace="AWS/EC2",
+        Statistic="Maximum",
+        Period=300,
+        EvaluationPeriods=1,
+        Threshold=1,
+        ComparisonOperator="LessThanThreshold",
+    )
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    assert set(alarms()) == {f"costguard-idle-{busy}"}
+    alarm = alarms()[f"costguard-idle-{busy}"]
+    expression = next(m for m in alarm["Metrics"] if m.get("Expression"))
+    assert expression["Expression"] == "IF(MAX([g0, g1]) < 5 AND c < 10, 1, 0)"
+    gpu_dims = [
+        sorted((d["Name"], d["Value"]) for d in m["MetricStat"]["Metric"]["Dimensions"])
+        for m in alarm["Metrics"]
+        if m["Id"].startswith("g")
+    ]
+    assert gpu_dims == [sorted([("InstanceId", busy), ("index", str(i)), *A10G]) for i in range(2)]
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"], alarm["TreatMissingData"]) == (
+        24,
+        24,
+        "notBreaching",
+    )
+    assert result["regions"][REGION]["alarms_deleted"] == 1
+    # A second sweep finds everything in place and changes nothing.
+    again = run(SWEEP, runtime, now + timedelta(minutes=15), lambda_context, monkeypatch)
+    assert (again["regions"][REGION]["alarms_created"], again["regions"][REGION]["alarms_deleted"]) == (0, 0)
+
+
+def test_idle_alarm_evaluates_just_that_instance_on_fresh_data(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    calls: list[Any],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = launch(now)
+    other = launch(now, owner="carol@example.com")
+    for iid in (target, other):
+        publish(iid, now, gpus=[idle()])
+    event = load_event("idle_stopper/alarm-state-change.json")
+    event["detail"]["alarmName"] = f"costguard-idle-{target}"
+
+    run(event, runtime, now, lambda_context, monkeypatch)
+
+    assert tags.IDLE_WARNED_AT in tags_of(target)
+    assert tags.IDLE_WARNED_AT not in tags_of(other)
+    assert [p for op, p in calls if op == "DescribeInstances"] == [{"InstanceIds": [target]}]
+    [listing] = [p for op, p in calls if op == "ListMetrics"]
+    assert listing["Dimensions"] == [{"Name": "InstanceId", "Value": target}]
+    assert [m.channel for m in slack.messages] == ["U0ALICE"]
+
+
+def test_alarm_back_to_ok_is_ignored(
+    runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run(load_event("idle_stopper/alarm-back-to-ok.json"), runtime, now, lambda_context, monkeypatch)
+    assert result == {"status": "ignored", "reason": "alarm costguard-idle-i-0a1b2c3d4e5f60718 went to OK, not ALARM"}
+
+
+def test_instance_state_changes_create_and_delete_its_alarm(
+    runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now)
+    running = load_event("idle_stopper/ec2-state-running.json")
+    running["detail"]["instance-id"] = iid
+    run(running, runtime, now, lambda_context, monkeypatch)
+    assert set(alarms()) == {f"costguard-idle-{iid}"}
+    stopped = load_event("idle_stopper/ec2-state-stopped.json")
+    stopped["detail"]["instance-id"] = iid
+    run(stopped, runtime, now, lambda_context, monkeypatch)
+    assert alarms() == {}
