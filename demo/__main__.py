@@ -1,9 +1,9 @@
 """`make demo`: costguard's governance cycle against a local emulated AWS account and Slack.
 
-Starts moto's server on 127.0.0.1 behind the gap proxy (demo/aws_gaps.py), the Slack stand-in,
-seeds the fleet (demo/fleet.py), runs each function's handler in-process on the payloads in
-events/, with the real boto3 and slack-sdk clients, then prints a summary and writes
-demo-output/index.html with every Slack message as Slack would show it.
+Starts moto's server on 127.0.0.1 behind the gap proxy (demo/aws_gaps.py) and the Slack stand-in,
+seeds the fleet (demo/fleet.py), then runs each function's handler in-process on the payloads in
+events/, with the real boto3 and slack-sdk clients, on a demo clock that lets 40 minutes pass. It
+prints what happened and writes demo-output/index.html with every Slack message as Slack shows it.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from costguard.observability import logger
+from costguard.runtime import Runtime
 from demo import fleet, render
 from demo.account import LocalAccount
 from tests.conftest import LambdaContext, load_handler
@@ -25,21 +27,23 @@ OUT = Path("demo-output")
 ALERTS = "#ml-costs"
 DIGEST = "#ml-weekly"
 USERS = {
-    "alice@example.com": "U0ALICE",
-    "bob@example.com": "U0BOB",
-    "carol@example.com": "U0CAROL",
-    "dave@example.com": "U0DAVE",
-    "erin@example.com": "U0ERIN",
-    "frank@example.com": "U0FRANK",
-    "grace@example.com": "U0GRACE",
+    f"{name}@example.com": f"U0{name.upper()}"
+    for name in ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "ivy")
 }
+
+
+def event(path: str, **changes: Any) -> Any:
+    """events/<path>, with `detail` fields replaced where given."""
+    body = json.loads((fleet.EVENTS / path).read_text())
+    for key, value in changes.items():
+        body["detail"][key] = value
+    return body
 
 
 class Demo:
     def __init__(self) -> None:
         OUT.mkdir(exist_ok=True)
         self.account = LocalAccount(USERS)
-        self.gaps = self.account.gaps
         self.slack = self.account.slack
         self.client = self.account.client
         self.account.activate(
@@ -48,17 +52,21 @@ class Demo:
         self.log = (OUT / "lambda-logs.jsonl").open("w")
         handler = logger.registered_handler
         if hasattr(handler, "setStream"):
-            handler.setStream(self.log)  # Lambda's stdout goes to a file, the terminal keeps the story
-        self.invocations: list[tuple[str, str, float]] = []
+            handler.setStream(self.log)  # Lambda's stdout goes to a file; the terminal keeps the story
+        real = datetime.now(UTC).replace(second=0, microsecond=0)
+        self.t0 = real - timedelta(minutes=real.minute % 5)  # the fleet's metrics run up to here
+        self.clock = self.t0
+        # The handlers ask Runtime for the time; the demo moves it forward instead of waiting 40 minutes.
+        Runtime.now = staticmethod(lambda: self.clock)  # type: ignore[method-assign]
+        self.invocations: list[tuple[str, str, str, float]] = []
+        self.timeline: list[list[str]] = []
 
-    def invoke(self, function: str, event: Any) -> Any:
+    def invoke(self, function: str, payload: Any, label: str) -> Any:
         handler = load_handler(function).lambda_handler
         started = time.perf_counter()
         with contextlib.redirect_stdout(self.log):
-            result = handler(event, LambdaContext())
-        self.invocations.append(
-            (function, event.get("detail-type") or json.dumps(event), time.perf_counter() - started)
-        )
+            result = handler(payload, LambdaContext())
+        self.invocations.append((f"{self.clock:%H:%M}", function, label, time.perf_counter() - started))
         return result
 
     def close(self) -> None:
@@ -74,7 +82,79 @@ def step(title: str) -> Iterator[None]:
     print(f"   ({time.perf_counter() - started:.1f} s)")
 
 
-def instance_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
+def owner_tagging(demo: Demo, seeded: fleet.SeededFleet) -> None:
+    with step("owner_tagger: real-time RunInstances events (events/owner_tagger/*.json)"):
+        for machine in seeded.machines:
+            if machine.launch_event:
+                result = demo.invoke("owner_tagger", fleet.launch_event(machine), machine.launch_event)
+                print(f"   {machine.name:<20} {machine.launch_event:<36} → {result['by_source']}")
+        for instance_id in seeded.asg_instances:
+            member = fleet.Machine(
+                "asg", fleet.HOME, "g5.2xlarge", "", "runinstances-autoscaling.json", instance_id=instance_id
+            )
+            result = demo.invoke("owner_tagger", fleet.launch_event(member), "runinstances-autoscaling.json")
+            print(f"   {fleet.ASG_NAME + ' member':<20} {'runinstances-autoscaling.json':<36} → {result['by_source']}")
+
+    with step("owner_tagger: daily backfill over every governed region (events/owner_tagger/backfill.json)"):
+        result = demo.invoke("owner_tagger", event("owner_tagger/backfill.json"), "backfill")
+        for region, summary in result["regions"].items():
+            print(
+                f"   {region}: {summary['instances']} untagged found, by source {summary['by_source']}, "
+                f"{summary['volumes_tagged']} volumes tagged, {summary['cloudtrail_pages']} CloudTrail page(s)"
+            )
+
+
+def print_decisions(demo: Demo, seeded: fleet.SeededFleet, result: dict[str, Any], when: str) -> None:
+    names = seeded.by_id()
+    for index, member in enumerate(seeded.asg_instances):
+        names.setdefault(member, fleet.Machine(f"{fleet.ASG_NAME} #{index + 1}", fleet.HOME, "g5.2xlarge", ""))
+    for region, summary in result.get("regions", {}).items():
+        for d in summary["decisions"]:
+            name = names[d["instance_id"]].name if d["instance_id"] in names else d["instance_id"]
+            print(f"   {name:<20} {d['action']:<14} {d['reason']}")
+            demo.timeline.append([when, name, region, d["action"], d["reason"]])
+        if summary.get("no_gpu_telemetry"):
+            silent = ", ".join(names[i].name for i in summary["no_gpu_telemetry"] if i in names)
+            print(f"   {region}: no GPU telemetry from {silent}")
+
+
+def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
+    bob = seeded.named("bob-notebook")
+    demo.clock = demo.t0 - timedelta(minutes=40)
+    with step(
+        f"{demo.clock:%H:%M} idle_stopper: EC2 state changes create idle alarms (events/idle_stopper/ec2-state-running.json)"
+    ):
+        for machine in seeded.machines:
+            if machine.region == fleet.HOME:
+                demo.invoke(
+                    "idle_stopper",
+                    event("idle_stopper/ec2-state-running.json", **{"instance-id": machine.instance_id}),
+                    "running",
+                )
+        names = demo.client("cloudwatch").describe_alarms(AlarmNamePrefix="costguard-idle-")["MetricAlarms"]
+        print(
+            f"   {len(names)} idle alarms, one per stoppable GPU instance in {fleet.HOME} (moto never evaluates them)"
+        )
+
+    demo.clock = demo.t0 - timedelta(minutes=35)
+    with step(
+        f"{demo.clock:%H:%M} idle_stopper: bob-notebook's idle alarm goes to ALARM (events/idle_stopper/alarm-state-change.json)"
+    ):
+        result = demo.invoke(
+            "idle_stopper",
+            event("idle_stopper/alarm-state-change.json", alarmName=f"costguard-idle-{bob.instance_id}"),
+            "alarm",
+        )
+        print_decisions(demo, seeded, result, f"{demo.clock:%H:%M}")
+
+    for minutes, note in ((30, "the 15-minute sweep"), (0, "the sweep after the grace period")):
+        demo.clock = demo.t0 - timedelta(minutes=minutes)
+        with step(f"{demo.clock:%H:%M} idle_stopper: {note} (events/idle_stopper/sweep.json)"):
+            result = demo.invoke("idle_stopper", event("idle_stopper/sweep.json"), "sweep")
+            print_decisions(demo, seeded, result, f"{demo.clock:%H:%M}")
+
+
+def fleet_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
     names = seeded.by_id()
     rows = []
     for region in (fleet.HOME, fleet.OTHER):
@@ -82,7 +162,12 @@ def instance_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
             for raw in reservation["Instances"]:
                 tags = {t["Key"]: t["Value"] for t in raw.get("Tags", [])}
                 machine = names.get(raw["InstanceId"])
-                name = machine.name if machine else tags.get("Name", f"{fleet.ASG_NAME} member")
+                name = machine.name if machine else f"{fleet.ASG_NAME} member"
+                state = [
+                    f"{k.removeprefix('costguard:')}={v}"
+                    for k, v in sorted(tags.items())
+                    if k.startswith("costguard:") and k not in ("costguard:created-by", "costguard:owner-source")
+                ]
                 rows.append(
                     [
                         name,
@@ -92,7 +177,8 @@ def instance_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
                         raw["State"]["Name"],
                         tags.get("Owner", "—"),
                         tags.get("costguard:owner-source", "—"),
-                        tags.get("costguard:created-by", "—"),
+                        "; ".join(state) or "—",
+                        machine.story if machine else "Auto Scaling group member",
                     ]
                 )
     return rows
@@ -103,42 +189,20 @@ def main() -> int:
     try:
         print("costguard demo: an emulated AWS account (moto on 127.0.0.1) and a local Slack stand-in")
         with step("Seeding the ML fleet"):
-            seeded = fleet.seed(demo.client, demo.gaps)
-            count = len(seeded.machines) + len(seeded.asg_instances)
-            history = sum(len(v) for v in demo.gaps.trail.values())
+            seeded = fleet.seed(demo.client, demo.account.gaps, demo.t0)
+            history = sum(len(v) for v in demo.account.gaps.trail.values())
             print(
-                f"   {count} instances in {fleet.HOME} and {fleet.OTHER}, 3 h of CPU and GPU metrics, "
-                f"{history} launches in CloudTrail history"
+                f"   {len(seeded.machines) + len(seeded.asg_instances)} instances in {fleet.HOME} and {fleet.OTHER}, "
+                f"4 h of CPU and GPU metrics up to {demo.t0:%H:%M} UTC, {history} launches in CloudTrail history"
             )
+        demo.clock = demo.t0 - timedelta(minutes=45)
+        owner_tagging(demo, seeded)
+        idle_stopping(demo, seeded)
 
-        with step("owner_tagger: real-time RunInstances events (events/owner_tagger/*.json)"):
-            for machine in seeded.machines:
-                if machine.launch_event:
-                    result = demo.invoke("owner_tagger", fleet.launch_event(machine))
-                    print(f"   {machine.name:<14} {machine.launch_event:<36} → {result['by_source']}")
-            for instance_id in seeded.asg_instances:
-                event = fleet.launch_event(
-                    fleet.Machine(
-                        "asg", fleet.HOME, "g5.2xlarge", "", "runinstances-autoscaling.json", instance_id=instance_id
-                    )
-                )
-                result = demo.invoke("owner_tagger", event)
-                print(
-                    f"   {fleet.ASG_NAME + ' member':<14} {'runinstances-autoscaling.json':<36} → {result['by_source']}"
-                )
-
-        with step("owner_tagger: daily backfill over every governed region (events/owner_tagger/backfill.json)"):
-            result = demo.invoke("owner_tagger", json.loads((fleet.EVENTS / "owner_tagger/backfill.json").read_text()))
-            for region, summary in result["regions"].items():
-                print(
-                    f"   {region}: {summary['instances']} untagged found, by source {summary['by_source']}, "
-                    f"{summary['volumes_tagged']} volumes tagged, {summary['cloudtrail_pages']} CloudTrail page(s)"
-                )
-
-        rows = instance_rows(demo, seeded)
-        print("\n== The fleet after tagging")
+        rows = fleet_rows(demo, seeded)
+        print("\n== The fleet at the end")
         for row in rows:
-            print(f"   {row[0]:<20} {row[2]:<10} {row[3]:<13} Owner={row[5]:<20} source={row[6]}")
+            print(f"   {row[0]:<20} {row[2]:<10} {row[3]:<13} {row[4]:<8} Owner={row[5]:<20} {row[7]}")
         print(f"\n== Slack: {len(demo.slack.messages)} message(s)")
         for message in demo.slack.messages:
             where = "DM " + message.channel if message.direct else message.channel
@@ -146,21 +210,37 @@ def main() -> int:
 
         sections = [
             render.Section(
-                "Owner tags after the run",
+                "The fleet at the end",
                 render.table(
-                    ["name", "instance", "region", "type", "state", "Owner", "owner-source", "created-by"], rows
+                    [
+                        "name",
+                        "instance",
+                        "region",
+                        "type",
+                        "state",
+                        "Owner",
+                        "owner-source",
+                        "costguard state",
+                        "story",
+                    ],
+                    rows,
                 ),
+            ),
+            render.Section(
+                "What the idle stopper decided",
+                render.table(["time (UTC)", "name", "region", "action", "reason"], demo.timeline),
             ),
             render.Section(
                 "Invocations",
                 render.table(
-                    ["function", "event", "seconds"], [[f, e[:80], f"{s:.2f}"] for f, e, s in demo.invocations]
+                    ["time (UTC)", "function", "event", "seconds"],
+                    [[t, f, e, f"{s:.2f}"] for t, f, e, s in demo.invocations],
                 ),
             ),
         ]
         (OUT / "index.html").write_text(render.page("costguard demo", sections, demo.slack.messages, USERS))
         print(f"\nHTML: {OUT / 'index.html'}   Lambda logs: {OUT / 'lambda-logs.jsonl'}")
-        print(f"Calls answered by demo/aws_gaps.py instead of moto: {sorted(set(demo.gaps.answered))}")
+        print(f"Calls answered by demo/aws_gaps.py instead of moto: {sorted(set(demo.account.gaps.answered))}")
         return 0
     finally:
         demo.close()

@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
+from demo import moto_fixes
 from demo.aws_gaps import AwsGaps, GapProxy
 from demo.slack_standin import SlackStandIn
 from demo.template_resources import install_costguard
@@ -31,6 +32,7 @@ def free_port() -> int:
 class LocalAccount:
     def __init__(self, users: dict[str, str] | None = None) -> None:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+        moto_fixes.apply()  # the server runs in this process: the same corrections as in the tests
         self.moto_port = free_port()
         self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self.moto.start()

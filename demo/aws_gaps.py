@@ -2,7 +2,8 @@
 
 The demo's AWS endpoint is a small proxy on 127.0.0.1: every request is forwarded to moto's server,
 except the operations listed in `AwsGaps.handlers`, which are answered here in AWS's own wire format
-(so the handlers and boto3 run unchanged). Today: CloudTrail LookupEvents (90-day event history).
+(so the handlers and boto3 run unchanged). Today: CloudTrail LookupEvents (90-day event history) and
+the Pricing API's GetProducts (on-demand prices of the demo's instance types).
 """
 
 from __future__ import annotations
@@ -40,11 +41,48 @@ class TrailEvent:
 @dataclass
 class AwsGaps:
     trail: dict[str, list[TrailEvent]] = field(default_factory=dict)  # region -> events
+    prices: dict[tuple[str, str], float] = field(default_factory=dict)  # (instance type, region) -> USD/h
     answered: list[str] = field(default_factory=list)
 
     @property
     def handlers(self) -> dict[str, Callable[[dict[str, Any], str], Answer]]:
-        return {"CloudTrail_20131101.LookupEvents": self.lookup_events}
+        return {
+            "CloudTrail_20131101.LookupEvents": self.lookup_events,
+            "AWSPriceListService.GetProducts": self.get_products,
+        }
+
+    # ------------------------------------------------------------------ Pricing
+    def get_products(self, body: dict[str, Any], region: str) -> Answer:
+        """GetProducts for EC2 on-demand Linux: one product in AWS's PriceList shape, or none."""
+        fields = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
+        price = self.prices.get((fields.get("instanceType", ""), fields.get("regionCode", "")))
+        products = []
+        if price is not None and body.get("ServiceCode") == "AmazonEC2":
+            sku = "DEMO" + fields["instanceType"].replace(".", "").upper()
+            products.append(
+                json.dumps(
+                    {
+                        "product": {"sku": sku, "attributes": {**fields, "servicecode": "AmazonEC2"}},
+                        "serviceCode": "AmazonEC2",
+                        "terms": {
+                            "OnDemand": {
+                                f"{sku}.JRTCKXETXF": {
+                                    "priceDimensions": {
+                                        f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
+                                            "unit": "Hrs",
+                                            "pricePerUnit": {"USD": f"{price:.10f}"},
+                                            "description": f"${price} per On Demand Linux {fields['instanceType']} Instance Hour",
+                                        }
+                                    },
+                                    "sku": sku,
+                                }
+                            }
+                        },
+                    }
+                )
+            )
+        body_out = {"PriceList": products, "FormatVersion": "aws_v1"}
+        return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(body_out).encode()
 
     def add_launch(self, region: str, record: dict[str, Any]) -> None:
         self.trail.setdefault(region, []).append(TrailEvent(record))

@@ -2,7 +2,8 @@
 
 Realistic on purpose: GPU types of several generations, people who launch from the CLI, from an
 assumed role, from IAM Identity Center and as root, a group launched by Auto Scaling, a one-time Spot
-instance, instances in a second region that only the backfill sees, and one nobody can account for.
+instance, instances in a second region that only the backfill sees, one nobody can account for, a
+notebook left idle, a machine that gets back to work during its grace period, one just started.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import copy
 import json
 import random
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from costguard.pricing import BUNDLED_USD_PER_HOUR
+from demo import moto_fixes
 from demo.aws_gaps import AwsGaps
 
 HOME = "us-east-1"
@@ -45,9 +48,10 @@ class Machine:
     launch_event: str = ""  # events/owner_tagger fixture used on the real-time launch path
     history_identity: dict[str, Any] | None = None  # a CloudTrail record only the backfill finds
     launch_tags: dict[str, str] = field(default_factory=dict)
-    gpu_pattern: str = ""  # "busy", "idle" or "" for no GPU telemetry
+    gpu_pattern: str = ""  # "busy", "idle", "wakes" (idle, then busy for the last 15 min), "" = no GPU metrics
     cpu_pattern: str = "idle"
     spot: bool = False
+    hours_running: float = 6.0
     instance_id: str = ""
 
 
@@ -74,7 +78,7 @@ FLEET = [
         "alice-train",
         HOME,
         "p4d.24xlarge",
-        "fine-tuning run, GPUs busy",
+        "fine-tuning run, all 8 GPUs busy",
         "runinstances-iam-user.json",
         gpu_pattern="busy",
         cpu_pattern="busy",
@@ -83,7 +87,7 @@ FLEET = [
         "bob-notebook",
         HOME,
         "g5.12xlarge",
-        "notebook left open over lunch",
+        "notebook left open since lunch",
         "runinstances-assumed-role.json",
         gpu_pattern="idle",
     ),
@@ -96,7 +100,9 @@ FLEET = [
         gpu_pattern="busy",
         cpu_pattern="busy",
     ),
-    Machine("root-test", HOME, "g6.xlarge", "launched as root to test a driver", "runinstances-root.json"),
+    Machine(
+        "root-test", HOME, "g6.xlarge", "launched as root to test a driver; no GPU agent", "runinstances-root.json"
+    ),
     Machine(
         "dave-prep",
         HOME,
@@ -110,7 +116,7 @@ FLEET = [
         "erin-spot",
         HOME,
         "g5.2xlarge",
-        "one-time Spot job from last week",
+        "one-time Spot job, idle",
         history_identity=person("erin@example.com"),
         gpu_pattern="idle",
         spot=True,
@@ -119,19 +125,28 @@ FLEET = [
         "frank-west",
         OTHER,
         "g5.xlarge",
-        "launched in us-west-2 (no real-time event there)",
+        "us-west-2 (no real-time event there); back at work during its grace period",
         history_identity=iam_user("frank"),
-        gpu_pattern="idle",
+        gpu_pattern="wakes",
     ),
-    Machine("mystery-west", OTHER, "g4dn.xlarge", "no launch in CloudTrail's 90 days"),
+    Machine("mystery-west", OTHER, "g4dn.xlarge", "no launch in CloudTrail's 90 days; no GPU agent"),
     Machine(
         "grace-west",
         OTHER,
         "g5.xlarge",
-        "owner tagged by hand",
+        "owner tagged by hand, busy",
         launch_tags={"Owner": "grace@example.com"},
         gpu_pattern="busy",
         cpu_pattern="busy",
+    ),
+    Machine(
+        "ivy-new",
+        HOME,
+        "g6.xlarge",
+        "started 40 minutes ago",
+        launch_tags={"Owner": "ivy@example.com"},
+        gpu_pattern="idle",
+        hours_running=40 / 60,
     ),
 ]
 ASG_NAME = "inference-g5"
@@ -147,10 +162,12 @@ class SeededFleet:
     def by_id(self) -> dict[str, Machine]:
         return {m.instance_id: m for m in self.machines}
 
+    def named(self, name: str) -> Machine:
+        return next(m for m in self.machines if m.name == name)
 
-def seed(clients: Any, gaps: AwsGaps, now: datetime | None = None) -> SeededFleet:
-    """Create the fleet through the emulated AWS APIs; record launches in the demo's CloudTrail."""
-    now = now or datetime.now(UTC)
+
+def seed(clients: Any, gaps: AwsGaps, now: datetime) -> SeededFleet:
+    """Create the fleet through the emulated AWS APIs, as it stands at `now`; record launches in CloudTrail."""
     for machine in FLEET:
         ec2 = clients("ec2", machine.region)
         params: dict[str, Any] = {"ImageId": AMI, "MinCount": 1, "MaxCount": 1, "InstanceType": machine.instance_type}
@@ -161,10 +178,12 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime | None = None) -> SeededFlee
         if machine.spot:
             params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time"}}
         machine.instance_id = ec2.run_instances(**params)["Instances"][0]["InstanceId"]
+        launched = now - timedelta(hours=machine.hours_running)
+        moto_fixes.set_launch_time(machine.instance_id, machine.region, launched)
         if machine.history_identity:
-            gaps.add_launch(
-                machine.region, launch_record(machine, machine.history_identity, now - timedelta(minutes=3))
-            )
+            gaps.add_launch(machine.region, launch_record(machine, machine.history_identity, launched))
+        if machine.instance_type in BUNDLED_USD_PER_HOUR:
+            gaps.prices[(machine.instance_type, machine.region)] = BUNDLED_USD_PER_HOUR[machine.instance_type]
 
     ec2 = clients("ec2", HOME)
     autoscaling = clients("autoscaling", HOME)
@@ -190,6 +209,13 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime | None = None) -> SeededFlee
     )
     group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[ASG_NAME])["AutoScalingGroups"][0]
     asg_instances = [i["InstanceId"] for i in group["Instances"]]
+    for instance_id in asg_instances:
+        moto_fixes.set_launch_time(instance_id, HOME, now - timedelta(hours=5))
+    # The second member starts protected from scale-in; idle, it should be released.
+    autoscaling.set_instance_protection(
+        AutoScalingGroupName=ASG_NAME, InstanceIds=asg_instances[1:], ProtectedFromScaleIn=True
+    )
+    gaps.prices[("g5.2xlarge", HOME)] = BUNDLED_USD_PER_HOUR["g5.2xlarge"]
     seed_metrics(clients, now, asg_instances)
     return SeededFleet(FLEET, asg_instances, now)
 
@@ -214,23 +240,25 @@ def launch_event(machine: Machine) -> dict[str, Any]:
     return event
 
 
-def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: int = 3) -> None:
-    """CPUUtilization and CWAgent nvidia_smi_utilization_gpu, one point every 5 minutes."""
+def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: int = 4) -> None:
+    """CPUUtilization and CWAgent nvidia_smi_utilization_gpu, one point every 5 minutes until `now`."""
     rng = random.Random(42)
     points = [now - timedelta(minutes=5 * k) for k in range(hours * 12, 0, -1)]
     series: dict[str, list[dict[str, Any]]] = {}
     level = {"busy": (70.0, 99.0), "idle": (0.0, 2.5)}
-    machines = [
-        *FLEET,
-        *(
-            Machine(f"{ASG_NAME}-{n}", HOME, "g5.2xlarge", "", gpu_pattern="busy" if n == 0 else "idle", instance_id=i)
-            for n, i in enumerate(asg_instances)
-        ),
+    members = [
+        Machine(f"{ASG_NAME}-{n}", HOME, "g5.2xlarge", "", gpu_pattern="busy" if n == 0 else "idle", instance_id=i)
+        for n, i in enumerate(asg_instances)
     ]
-    for machine in machines:
+    for index, member in enumerate(members):
+        member.cpu_pattern = "busy" if index == 0 else "idle"
+        member.hours_running = 5
+    for machine in [*FLEET, *members]:
         datums = series.setdefault(machine.region, [])
+        launched = now - timedelta(hours=machine.hours_running)
+        moments = [p for p in points if p >= launched]
         cpu = level["busy"] if machine.cpu_pattern == "busy" else (0.5, 4.0)
-        for at in points:
+        for at in moments:
             datums.append(
                 {
                     "MetricName": "CPUUtilization",
@@ -241,26 +269,30 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
                     "_ns": "AWS/EC2",
                 }
             )
-        if machine.gpu_pattern and machine.instance_type in GPUS:
-            name, arch, count = GPUS[machine.instance_type]
-            for index in range(count):
-                dims = [
-                    {"Name": "InstanceId", "Value": machine.instance_id},
-                    {"Name": "index", "Value": str(index)},
-                    {"Name": "name", "Value": name},
-                    {"Name": "arch", "Value": arch},
-                ]
-                for at in points:
-                    datums.append(
-                        {
-                            "MetricName": "nvidia_smi_utilization_gpu",
-                            "Dimensions": dims,
-                            "Timestamp": at,
-                            "Value": round(rng.uniform(*level[machine.gpu_pattern]), 1),
-                            "Unit": "Percent",
-                            "_ns": "CWAgent",
-                        }
-                    )
+        if not machine.gpu_pattern or machine.instance_type not in GPUS:
+            continue
+        name, arch, count = GPUS[machine.instance_type]
+        for gpu in range(count):
+            dims = [
+                {"Name": "InstanceId", "Value": machine.instance_id},
+                {"Name": "index", "Value": str(gpu)},
+                {"Name": "name", "Value": name},
+                {"Name": "arch", "Value": arch},
+            ]
+            for at in moments:
+                pattern = machine.gpu_pattern
+                if pattern == "wakes":
+                    pattern = "busy" if at >= now - timedelta(minutes=15) else "idle"
+                datums.append(
+                    {
+                        "MetricName": "nvidia_smi_utilization_gpu",
+                        "Dimensions": dims,
+                        "Timestamp": at,
+                        "Value": round(rng.uniform(*level[pattern]), 1),
+                        "Unit": "Percent",
+                        "_ns": "CWAgent",
+                    }
+                )
     for region, datums in series.items():
         cloudwatch = clients("cloudwatch", region)
         for namespace in ("AWS/EC2", "CWAgent"):

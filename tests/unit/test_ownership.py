@@ -117,6 +117,7 @@ def test_long_principal_arn_is_clipped_to_ec2_tag_limit() -> None:
         ("alice", "", None),
         ("team inference", "example.com", None),
         ("", "example.com", None),
+        ("root", "example.com", None),
     ],
 )
 def test_owner_email(owner: str, domain: str, email: str | None) -> None:

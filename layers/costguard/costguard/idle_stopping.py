@@ -75,6 +75,11 @@ class RegionReport:
             "warned": [o.instance_id for o in self.outcomes if o.action is Action.WARN and o.applied],
             "skipped": {o.instance_id: o.reason for o in self.outcomes if o.action is Action.SKIP},
             "no_gpu_telemetry": self.no_gpu_telemetry,
+            "decisions": [
+                {"instance_id": o.instance_id, "action": o.action.value, "reason": o.reason, "applied": o.applied}
+                for o in self.outcomes
+                if o.action is not Action.NONE
+            ],
             "alarms_created": self.alarms_created,
             "alarms_deleted": self.alarms_deleted,
             "errors": self.retryable_errors,
@@ -133,7 +138,7 @@ class IdleStopper:
         if not self.manage_alarms:
             return report
         if state == "running":
-            instances = [i for i in self.ec2.describe([instance_id]) if is_accelerated(i.instance_type, self.policy)]
+            instances = [i for i in self.ec2.describe([instance_id]) if self._wants_alarm(i)]
             if instances:
                 gpu = self.cloudwatch.discover_gpu_series(instances, one_instance=True)
                 self.cloudwatch.put_alarm(self.cloudwatch.alarm_spec(instance_id, gpu.get(instance_id, [])))
@@ -301,7 +306,7 @@ class IdleStopper:
         existing = self.cloudwatch.existing_alarms()
         wanted: dict[str, dict[str, Any]] = {}
         for instance in candidates:
-            if instance.auto_scaling_group or instance.root_device_type == "instance-store":
+            if not self._wants_alarm(instance):
                 continue
             spec = self.cloudwatch.alarm_spec(instance.instance_id, fleet.gpu_series.get(instance.instance_id, []))
             wanted[spec["AlarmName"]] = spec
@@ -315,6 +320,15 @@ class IdleStopper:
             report.alarms_deleted = len(orphans)
 
     # ------------------------------------------------------------------ helpers
+    def _wants_alarm(self, instance: Instance) -> bool:
+        """Alarms only for machines costguard could ever stop (tags like exempt can change; these cannot)."""
+        return (
+            is_accelerated(instance.instance_type, self.policy)
+            and not instance.auto_scaling_group
+            and instance.root_device_type != "instance-store"
+            and instance.lifecycle != "spot"
+        )
+
     def _owner(self, instance: Instance) -> str:
         return instance.owner(self.settings.owner_tag_key)
 
