@@ -122,7 +122,8 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
     bob = seeded.named("bob-notebook")
     demo.clock = demo.t0 - timedelta(minutes=40)
     with step(
-        f"{demo.clock:%H:%M} idle_stopper: EC2 state changes create idle alarms (events/idle_stopper/ec2-state-running.json)"
+        f"{demo.clock:%H:%M} idle_stopper: EC2 state changes create idle alarms "
+        "(events/idle_stopper/ec2-state-running.json)"
     ):
         for machine in seeded.machines:
             if machine.region == fleet.HOME:
@@ -138,7 +139,8 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
 
     demo.clock = demo.t0 - timedelta(minutes=35)
     with step(
-        f"{demo.clock:%H:%M} idle_stopper: bob-notebook's idle alarm goes to ALARM (events/idle_stopper/alarm-state-change.json)"
+        f"{demo.clock:%H:%M} idle_stopper: bob-notebook's idle alarm goes to ALARM "
+        "(events/idle_stopper/alarm-state-change.json)"
     ):
         result = demo.invoke(
             "idle_stopper",

@@ -52,7 +52,7 @@ class AwsGaps:
         }
 
     # ------------------------------------------------------------------ Pricing
-    def get_products(self, body: dict[str, Any], region: str) -> Answer:
+    def get_products(self, body: dict[str, Any], _region: str) -> Answer:
         """GetProducts for EC2 on-demand Linux: one product in AWS's PriceList shape, or none."""
         fields = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
         price = self.prices.get((fields.get("instanceType", ""), fields.get("regionCode", "")))
@@ -71,7 +71,7 @@ class AwsGaps:
                                         f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
                                             "unit": "Hrs",
                                             "pricePerUnit": {"USD": f"{price:.10f}"},
-                                            "description": f"${price} per On Demand Linux {fields['instanceType']} Instance Hour",
+                                            "description": f"${price} per On Demand Linux instance hour",
                                         }
                                     },
                                     "sku": sku,
