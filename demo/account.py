@@ -39,6 +39,7 @@ class LocalAccount:
         self.gaps = AwsGaps()
         self.proxy = GapProxy(self.gaps, self.moto_port).start()
         self.slack = SlackStandIn(users=dict(users or {})).start()
+        self._saved_env: dict[str, str | None] = {}
 
     def client(self, service: str, region: str = HOME) -> Any:
         return boto3.client(service, region_name=region, endpoint_url=self.proxy.url)  # type: ignore[call-overload]
@@ -66,6 +67,8 @@ class LocalAccount:
     def activate(self, **overrides: str) -> dict[str, str]:
         """Set the Lambda environment in this process and install costguard's resources."""
         env = self.environ(**overrides)
+        for key in [*env, "AWS_PROFILE", "AWS_SESSION_TOKEN"]:
+            self._saved_env.setdefault(key, os.environ.get(key))
         os.environ.update(env)
         for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
             os.environ.pop(key, None)
@@ -74,6 +77,12 @@ class LocalAccount:
         return env
 
     def close(self) -> None:
+        """Stop the servers and give the process its environment back."""
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         self.slack.stop()
         self.proxy.stop()
         self.moto.stop()

@@ -21,6 +21,37 @@ TABLE = "costguard-state"
 SECRET = "costguard/slack"
 
 
+def ec2() -> Any:
+    return boto3.client("ec2", region_name=REGION)
+
+
+def tags_of(resource_id: str) -> dict[str, str]:
+    """The tags of an instance or volume, read back from (emulated) EC2."""
+    found = ec2().describe_tags(Filters=[{"Name": "resource-id", "Values": [resource_id]}])["Tags"]
+    return {t["Key"]: t["Value"] for t in found}
+
+
+def gpu_group(name: str, size: int, tags: dict[str, str] | None = None) -> list[str]:
+    """An Auto Scaling group of g5.2xlarge instances; returns its members' instance ids."""
+    ec2().create_launch_template(
+        LaunchTemplateName=name, LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "g5.2xlarge"}
+    )
+    autoscaling = boto3.client("autoscaling", region_name=REGION)
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        LaunchTemplate={"LaunchTemplateName": name},
+        MinSize=size,
+        MaxSize=size,
+        AvailabilityZones=[f"{REGION}a"],
+        Tags=[
+            {"Key": k, "Value": v, "PropagateAtLaunch": False, "ResourceId": name, "ResourceType": "auto-scaling-group"}
+            for k, v in (tags or {}).items()
+        ],
+    )
+    group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+    return [m["InstanceId"] for m in group["Instances"]]
+
+
 @pytest.fixture
 def aws() -> Iterator[None]:
     with mock_aws():

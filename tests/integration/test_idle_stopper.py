@@ -17,7 +17,7 @@ from costguard.settings import IdlePolicy, Mode
 from demo import moto_fixes
 from demo.slack_standin import SlackStandIn
 from tests.conftest import load_event, load_handler
-from tests.integration.conftest import REGION, TABLE, make_runtime
+from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of
 
 app = load_handler("idle_stopper")
 POLICY = IdlePolicy()
@@ -43,10 +43,6 @@ def calls(runtime: Runtime) -> list[tuple[str, dict[str, Any]]]:
     for service in ("ec2", "cloudwatch", "autoscaling"):
         runtime.client(service, REGION).meta.events.register("provide-client-params.*.*", record)
     return seen
-
-
-def ec2() -> Any:
-    return boto3.client("ec2", region_name=REGION)
 
 
 def launch(
@@ -110,11 +106,6 @@ def publish(
 
 def idle(n: int = 36) -> list[float]:
     return [1.0] * n
-
-
-def tags_of(instance_id: str) -> dict[str, str]:
-    found = ec2().describe_tags(Filters=[{"Name": "resource-id", "Values": [instance_id]}])["Tags"]
-    return {t["Key"]: t["Value"] for t in found}
 
 
 def state_of(instance_id: str) -> str:
@@ -224,8 +215,7 @@ def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
     t = tags_of(iid)
     assert t[tags.STOPPED_AT] == tags.format_time(now)
     assert t[tags.STOP_REASON] == "idle for 120 min: GPU max 1.0% < 5%, CPU max 1.0% < 10%"
-    assert tags.IDLE_WARNED_AT not in t
-    assert tags.STOP_AFTER not in t
+    assert t[tags.IDLE_WARNED_AT] == tags.format_time(now - timedelta(minutes=35)), "kept as the record"
     [dm] = slack.messages
     assert dm.channel == "U0ALICE"
     assert dm.text.startswith(f"Stopping idle g5.12xlarge {iid} now")
@@ -312,20 +302,8 @@ def test_protected_machines_are_never_warned_or_stopped(
 def test_auto_scaling_members_get_scale_in_protection_instead_of_stops(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    busy, lazy = gpu_group("inference", 2)
     autoscaling = boto3.client("autoscaling", region_name=REGION)
-    ec2().create_launch_template(
-        LaunchTemplateName="gpu-lt", LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "g5.2xlarge"}
-    )
-    autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName="inference",
-        LaunchTemplate={"LaunchTemplateName": "gpu-lt"},
-        MinSize=2,
-        MaxSize=2,
-        AvailabilityZones=[f"{REGION}a"],
-    )
-    busy, lazy = [
-        m["InstanceId"] for m in autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]["Instances"]
-    ]
     autoscaling.set_instance_protection(AutoScalingGroupName="inference", InstanceIds=[lazy], ProtectedFromScaleIn=True)
     for iid in (busy, lazy):
         moto_fixes.set_launch_time(iid, REGION, now - timedelta(hours=5))
@@ -504,3 +482,15 @@ def test_instance_state_changes_create_and_delete_its_alarm(
     stopped["detail"]["instance-id"] = iid
     run(stopped, runtime, now, lambda_context, monkeypatch)
     assert alarms() == {}
+
+
+def test_alarm_creation_is_spread_over_sweeps_on_a_large_fleet(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("costguard.idle_stopping.MAX_ALARM_PUTS_PER_SWEEP", 3)
+    for _ in range(5):
+        publish(launch(now), now, gpus=[[70.0] * 36], cpu=[30.0] * 36)
+    first = run(SWEEP, runtime, now, lambda_context, monkeypatch)["regions"][REGION]
+    assert (first["alarms_created"], first["alarms_pending"], len(alarms())) == (3, 2, 3)
+    second = run(SWEEP, runtime, now, lambda_context, monkeypatch)["regions"][REGION]
+    assert (second["alarms_created"], second["alarms_pending"], len(alarms())) == (2, 0, 5)

@@ -15,13 +15,9 @@ from costguard.runtime import Runtime
 from costguard.settings import Mode
 from demo.slack_standin import SlackStandIn
 from tests.conftest import load_event, load_handler
-from tests.integration.conftest import REGION, TABLE, make_runtime
+from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of
 
 handler = load_handler("owner_tagger").lambda_handler
-
-
-def ec2() -> Any:
-    return boto3.client("ec2", region_name=REGION)
 
 
 def launch(instance_type: str = "p4d.24xlarge", tags: dict[str, str] | None = None) -> str:
@@ -37,11 +33,6 @@ def event_for(fixture: str, instance_id: str) -> dict[str, Any]:
     event: dict[str, Any] = load_event(f"owner_tagger/{fixture}")
     event["detail"]["responseElements"]["instancesSet"]["items"][0]["instanceId"] = instance_id
     return event
-
-
-def tags_of(resource_id: str) -> dict[str, str]:
-    found = ec2().describe_tags(Filters=[{"Name": "resource-id", "Values": [resource_id]}])["Tags"]
-    return {t["Key"]: t["Value"] for t in found}
 
 
 def volumes_of(instance_id: str) -> list[str]:
@@ -91,28 +82,7 @@ def test_each_identity_kind_tags_the_right_owner_on_instance_and_volumes(
 
 
 def test_auto_scaling_launch_takes_the_owner_from_the_group_tags(runtime: Runtime, lambda_context: Any) -> None:
-    autoscaling = boto3.client("autoscaling", region_name=REGION)
-    ec2().create_launch_template(
-        LaunchTemplateName="inference-g5", LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "g5.2xlarge"}
-    )
-    autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName="inference-g5",
-        LaunchTemplate={"LaunchTemplateName": "inference-g5"},
-        MinSize=1,
-        MaxSize=1,
-        AvailabilityZones=[f"{REGION}a"],
-        Tags=[
-            {
-                "Key": "Owner",
-                "Value": "team-inference",
-                "PropagateAtLaunch": False,
-                "ResourceId": "inference-g5",
-                "ResourceType": "auto-scaling-group",
-            }
-        ],
-    )
-    [member] = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]["Instances"]
-    instance_id = member["InstanceId"]
+    [instance_id] = gpu_group("inference-g5", 1, {"Owner": "team-inference"})
 
     handler(event_for("runinstances-autoscaling.json", instance_id), lambda_context, runtime=runtime)
 

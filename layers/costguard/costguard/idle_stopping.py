@@ -41,6 +41,9 @@ PERMANENT_STOP_ERRORS = {
     "InvalidInstanceID.NotFound",
     "UnsupportedHibernationConfiguration",
 }
+# CloudWatch allows few PutMetricAlarm calls a second: a first sweep over a large fleet creates its
+# alarms over several sweeps instead of running into the function's timeout.
+MAX_ALARM_PUTS_PER_SWEEP = 100
 HISTORY = timedelta(hours=2)  # read this much before the window, to say how long a machine has been idle
 MAX_LOOKBACK = timedelta(hours=24)
 
@@ -64,6 +67,7 @@ class RegionReport:
     no_gpu_telemetry: list[str] = field(default_factory=list)
     alarms_created: int = 0
     alarms_deleted: int = 0
+    alarms_pending: int = 0  # left for the next sweep
     retryable_errors: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -82,6 +86,7 @@ class RegionReport:
             ],
             "alarms_created": self.alarms_created,
             "alarms_deleted": self.alarms_deleted,
+            "alarms_pending": self.alarms_pending,
             "errors": self.retryable_errors,
         }
 
@@ -282,11 +287,12 @@ class IdleStopper:
                 return False, f"stop refused: {code}"
             else:
                 raise
+        # The warning tags stay as the record of what happened; after a restart they are older than the
+        # instance's LaunchTime and are ignored, so no extra call is spent removing them.
         self.ec2.create_tags(
             [instance.instance_id],
             {tags.STOPPED_AT: tags.format_time(now), tags.STOP_REASON: tags.clip(decision.reason)},
         )
-        self.ec2.delete_tags([instance.instance_id], tags.WARNING_TAGS)
         return True, ""
 
     def _post_once(self, key: str, message: Message, now: datetime) -> bool:
@@ -310,10 +316,11 @@ class IdleStopper:
                 continue
             spec = self.cloudwatch.alarm_spec(instance.instance_id, fleet.gpu_series.get(instance.instance_id, []))
             wanted[spec["AlarmName"]] = spec
-        for name, spec in sorted(wanted.items()):
-            if existing.get(name) != alarm_signature(spec):
-                self.cloudwatch.put_alarm(spec)
-                report.alarms_created += 1
+        changed = [spec for name, spec in sorted(wanted.items()) if existing.get(name) != alarm_signature(spec)]
+        for spec in changed[:MAX_ALARM_PUTS_PER_SWEEP]:
+            self.cloudwatch.put_alarm(spec)
+            report.alarms_created += 1
+        report.alarms_pending = max(0, len(changed) - MAX_ALARM_PUTS_PER_SWEEP)
         orphans = sorted(set(existing) - set(wanted))
         if orphans:
             self.cloudwatch.delete_alarms(orphans)
