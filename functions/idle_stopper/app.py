@@ -39,14 +39,21 @@ def lambda_handler(
         logger.info("event ignored", reason=what.reason)
         metrics.add_metric(name="EventsIgnored", unit=MetricUnit.Count, value=1)
         return {"status": "ignored", "reason": what.reason}
+    failures: list[str] = []
     if isinstance(what, idle_events.Sweep):
-        reports = {region: _stopper(runtime, policy, region).sweep(now) for region in runtime.settings.governed_regions}
+        reports = {}
+        for region in runtime.settings.governed_regions:
+            try:
+                reports[region] = _stopper(runtime, policy, region).sweep(now)
+            except Exception as exc:  # one region's outage must not stop the others' sweep
+                logger.exception("sweep failed", region=region)
+                failures.append(f"{region}: {type(exc).__name__}: {exc}")
     elif isinstance(what, idle_events.AlarmFired):
         reports = {what.region: _stopper(runtime, policy, what.region).evaluate(what.instance_id, now)}
     else:
         reports = {what.region: _stopper(runtime, policy, what.region).on_state_change(what.instance_id, what.state)}
     _emit(reports)
-    errors = [e for r in reports.values() for e in r.retryable_errors]
+    errors = failures + [e for r in reports.values() for e in r.retryable_errors]
     if errors:
         raise SweepIncomplete(f"{len(errors)} action(s) to retry: {errors[:5]}")
     return {

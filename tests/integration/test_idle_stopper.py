@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 
 from costguard import tags
 from costguard.errors import EventValidationError
@@ -494,3 +495,28 @@ def test_alarm_creation_is_spread_over_sweeps_on_a_large_fleet(
     assert (first["alarms_created"], first["alarms_pending"], len(alarms())) == (3, 2, 3)
     second = run(SWEEP, runtime, now, lambda_context, monkeypatch)["regions"][REGION]
     assert (second["alarms_created"], second["alarms_pending"], len(alarms())) == (2, 0, 5)
+
+
+def test_warning_older_than_the_data_read_is_given_again_not_acted_on(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, hours=40, tags=warn_tags(now, 30 * 60))  # warned 30 hours ago; sweeps failed since
+    publish(iid, now, gpus=[idle(300)], cpu=idle(300))  # 25 hours, all idle
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert state_of(iid) == "running"
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == tags.format_time(now)
+    assert [m.channel for m in slack.messages] == ["U0ALICE"]
+    assert "stops it at" in slack.messages[0].text
+
+
+def test_one_region_failing_does_not_stop_the_others_and_fails_the_run(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(slack, governed_regions=(REGION, "eu-west-1"))
+    iid = launch(now)
+    publish(iid, now, gpus=[idle()])
+    with Stubber(runtime.client("ec2", "eu-west-1")) as broken:
+        broken.add_client_error("describe_instances", "RequestLimitExceeded", http_status_code=503)
+        with pytest.raises(app.SweepIncomplete, match="eu-west-1: ClientError"):
+            run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert tags.IDLE_WARNED_AT in tags_of(iid), "us-east-1 was swept"

@@ -141,7 +141,8 @@ def test_stop_needs_data_covering_everything_since_the_warning() -> None:
     # Warned 3 h ago (a sweep was missed): a 2-hour judgement does not cover the grace period.
     inst = instance(tags=warned(NOW - timedelta(hours=3), NOW - timedelta(hours=2, minutes=30)))
     d = decide(inst, judge(utilization(), POLICY, NOW), POLICY, NOW)
-    assert d.action is Action.WAIT
+    assert d.action is Action.WARN, "warned again, with a new grace period, instead of stopped"
+    assert d.stop_after == NOW + timedelta(minutes=30)
 
 
 def test_warned_instance_back_at_work_has_its_warning_cleared() -> None:

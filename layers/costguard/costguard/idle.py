@@ -142,7 +142,14 @@ def decide(
         return Decision(iid, Action.WAIT, judgement.reason, stop_after=stop_after, judgement=judgement)
     if judgement.judged_from is None or warned_at is None or judgement.judged_from > warned_at:
         # The fresh data must cover the whole grace period, or a burst of work in it could be missed.
-        return Decision(iid, Action.WAIT, "data does not cover the time since the warning", judgement=judgement)
+        # A warning older than the data read (sweeps failed for a day, notify-only) is given again.
+        return Decision(
+            iid,
+            Action.WARN,
+            f"still {judgement.reason}; the earlier warning is older than the data read",
+            stop_after=now + timedelta(minutes=policy.grace_minutes),
+            judgement=judgement,
+        )
     return Decision(
         iid,
         Action.STOP,

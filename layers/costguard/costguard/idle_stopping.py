@@ -167,7 +167,7 @@ class IdleStopper:
             [i.spot_request_id for i in candidates if i.lifecycle == "spot" and i.spot_request_id]
         )
         protected = self.autoscaling.protection(i.auto_scaling_group for i in candidates if i.auto_scaling_group)
-        warned = [t for i in candidates if (t := tags.parse_time(i.tags.get(tags.IDLE_WARNED_AT)))]
+        warned = [t for i in candidates if (t := self._live_warning(i))]
         start = now - timedelta(minutes=self.policy.window_minutes) - HISTORY
         if warned:
             start = max(min([start, *warned]), now - MAX_LOOKBACK)
@@ -179,8 +179,10 @@ class IdleStopper:
                 utilization = fleet.get(instance.instance_id)
                 if not utilization.gpu_telemetry:
                     report.no_gpu_telemetry.append(instance.instance_id)
-                warned_at = tags.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
-                judgement = judge(utilization, self.policy, now, since=warned_at)
+                warned_at = self._live_warning(instance)
+                # Judged since the warning, as far back as the data read goes (the decision checks it).
+                since = max(warned_at, start) if warned_at else None
+                judgement = judge(utilization, self.policy, now, since=since)
                 decision = decide(
                     instance,
                     judgement,
@@ -327,6 +329,14 @@ class IdleStopper:
             report.alarms_deleted = len(orphans)
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _live_warning(instance: Instance) -> datetime | None:
+        """When this run of the instance was warned with a stop time; None for none, or one from before a restart."""
+        warned_at = tags.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
+        if warned_at is None or warned_at < instance.launch_time or tags.STOP_AFTER not in instance.tags:
+            return None
+        return warned_at
+
     def _wants_alarm(self, instance: Instance) -> bool:
         """Alarms only for machines costguard could ever stop (tags like exempt can change; these cannot)."""
         return (
