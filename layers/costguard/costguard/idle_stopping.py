@@ -24,6 +24,7 @@ from costguard.idle import Action, Decision, decide, is_accelerated
 from costguard.idle_messages import dry_run_notice, idle_warning, not_stopped_notice, stop_failed_notice, stop_notice
 from costguard.ledger import Action as LedgerAction
 from costguard.ledger import Ledger
+from costguard.notices import post_once
 from costguard.observability import logger
 from costguard.ownership import owner_email
 from costguard.pricing import PriceBook
@@ -299,14 +300,11 @@ class IdleStopper:
 
     def _post_once(self, key: str, message: Message, now: datetime) -> bool:
         """Post to the alerts channel unless this key was posted before; True if posted now."""
-        if not self.ledger.claim(key, now, ttl=timedelta(days=2)):
-            return False
-        try:
-            self.notifier().post(self.settings.alerts_channel, message)
-        except SlackDeliveryError:
-            self.ledger.release(key)  # so the retry can post it
-            raise
-        return True
+        channel = self.settings.alerts_channel
+        posted = post_once(
+            self.ledger, self.notifier(), channel, key=key, message=message, now=now, ttl=timedelta(days=2)
+        )
+        return posted is not None
 
     # ------------------------------------------------------------------ alarms
     def _reconcile_alarms(self, candidates: Sequence[Instance], fleet: FleetUtilization, report: RegionReport) -> None:

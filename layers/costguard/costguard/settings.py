@@ -156,3 +156,19 @@ class IdlePolicy:
             read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")
         read.check()
         return policy
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """budget_alerts: how far Cost Explorer looks when it explains a budget alert."""
+
+    ec2_only: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BudgetSettings:
+        read = _Reader(os.environ if env is None else env)
+        scope = read.optional("BUDGET_SCOPE", "all")
+        if scope not in ("all", "ec2"):
+            read.problems.append(f"BUDGET_SCOPE={scope!r} is not one of: all, ec2")
+        read.check()
+        return cls(ec2_only=scope == "ec2")

@@ -1,0 +1,50 @@
+"""budget_alerts: turns AWS Budgets notifications (via SNS) into tiered Slack alerts that say who and
+what is driving the spend. A notification it cannot read is posted raw, never dropped; the same tier
+of the same budget and month is posted once, however often SNS delivers it.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from costguard.budget_alerting import handle_notification
+from costguard.budgets import parse_sns_event
+from costguard.costexplorer import CostExplorer
+from costguard.observability import logger, metrics
+from costguard.runtime import Runtime
+from costguard.settings import BudgetSettings
+
+CE_REGION = "us-east-1"  # Cost Explorer's endpoint
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
+    runtime = runtime or Runtime.current()
+    settings = runtime.settings
+
+    def explorer() -> CostExplorer:
+        return CostExplorer(runtime.client("ce", CE_REGION), settings.owner_tag_key, _budget_settings().ec2_only)
+
+    handled = []
+    for notification in parse_sns_event(event):
+        result = handle_notification(
+            notification,
+            explorer=explorer,
+            ledger=runtime.ledger,
+            notifier=runtime.notifier,
+            channel=settings.alerts_channel,
+            now=runtime.now(),
+        )
+        logger.info("budget notification", message_id=result.message_id, status=result.status, key=result.key)
+        metrics.add_metric(name=f"Budget{result.status.title().replace('-', '')}", unit=MetricUnit.Count, value=1)
+        handled.append({"message_id": result.message_id, "status": result.status, "key": result.key})
+    return {"status": "done", "notifications": handled}
+
+
+@cache
+def _budget_settings() -> BudgetSettings:
+    return BudgetSettings.from_env()

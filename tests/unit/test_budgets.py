@@ -1,0 +1,147 @@
+"""The AWS Budgets parser over messages in AWS's own wording, and the alert it becomes."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from costguard.budget_messages import budget_alert_message, drivers_line, raw_budget_message
+from costguard.budgets import BudgetParseError, Severity, parse_budget_message, parse_sns_event
+from costguard.costexplorer import Mover, SpendPicture, periods
+from costguard.errors import EventValidationError
+from tests.conftest import load_event
+
+
+def message_of(fixture: str) -> str:
+    return str(load_event(f"budget_alerts/{fixture}")["Records"][0]["Sns"]["Message"])
+
+
+@pytest.mark.parametrize(
+    ("fixture", "alert_type", "threshold", "amount", "tier", "severity"),
+    [
+        ("sns-actual-25.json", "ACTUAL", 2500.0, 2612.40, 25, Severity.INFO),
+        ("sns-actual-75.json", "ACTUAL", 7500.0, 7612.34, 75, Severity.WARNING),
+        ("sns-actual-100.json", "ACTUAL", 10000.0, 10148.90, 100, Severity.CRITICAL),
+        ("sns-forecasted-100.json", "FORECASTED", 10000.0, 11240.0, 100, Severity.CRITICAL),
+    ],
+)
+def test_real_notifications_are_read(
+    fixture: str, alert_type: str, threshold: float, amount: float, tier: int, severity: Severity
+) -> None:
+    alert = parse_budget_message(message_of(fixture))
+    assert (alert.budget_name, alert.budget_type, alert.budgeted, alert.account) == (
+        "ml-monthly",
+        "Cost",
+        10000.0,
+        "123456789012",
+    )
+    assert (alert.alert_type, alert.threshold, alert.amount) == (alert_type, threshold, amount)
+    assert (alert.tier, alert.severity) == (tier, severity)
+
+
+def test_fifty_percent_is_a_notice_and_forecast_under_budget_a_warning() -> None:
+    half = message_of("sns-actual-75.json").replace("$7,500.00", "$5,000.00")
+    assert parse_budget_message(half).severity is Severity.NOTICE
+    under = (
+        message_of("sns-forecasted-100.json").replace("$11,240.00", "$9,800.00").replace("> $10,000.00", "> $9,000.00")
+    )
+    assert parse_budget_message(under).severity is Severity.WARNING
+
+
+def test_amounts_without_cents_and_daily_budgets_are_read() -> None:
+    text = (
+        "AWS Budget Notification June 27, 2026\nAWS Account 123456789012\n\nYou requested that we alert you when the "
+        "ACTUAL Cost associated with your gpu-daily budget is greater than $80 per day.\n\nBudget Name: gpu-daily\n"
+        "Budget Type: Cost\nBudgeted Amount: $100\nAlert Type: ACTUAL\nAlert Threshold: > $80\nACTUAL Amount: $81\n"
+    )
+    alert = parse_budget_message(text)
+    assert (alert.budgeted, alert.threshold, alert.amount, alert.daily) == (100.0, 80.0, 81.0, True)
+    assert alert.dedupe_key(date(2026, 6, 27)) == "budget:123456789012:gpu-daily:ACTUAL:80:2026-06-27"
+
+
+def test_same_tier_same_month_has_the_same_key_whatever_the_day() -> None:
+    alert = parse_budget_message(message_of("sns-actual-75.json"))
+    assert alert.dedupe_key(date(2026, 11, 30)) == "budget:123456789012:ml-monthly:ACTUAL:75:2026-11"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "reason"),
+    [("sns-unknown.json", "not an AWS Budgets notification"), ("sns-truncated.json", "could not read: budgeted")],
+)
+def test_unknown_and_truncated_messages_raise_with_a_reason(fixture: str, reason: str) -> None:
+    with pytest.raises(BudgetParseError, match=reason):
+        parse_budget_message(message_of(fixture))
+
+
+def test_usage_budgets_are_refused() -> None:
+    text = message_of("sns-actual-75.json").replace("Budget Type: Cost", "Budget Type: Usage")
+    with pytest.raises(BudgetParseError, match="Usage"):
+        parse_budget_message(text)
+
+
+def test_sns_event_is_read_and_malformed_ones_refused() -> None:
+    [note] = parse_sns_event(load_event("budget_alerts/sns-actual-75.json"))
+    assert (note.message_id, note.subject) == (
+        "0da238f6-da6c-5214-96e1-635d27a9b79b",
+        "AWS Budgets: ml-monthly has exceeded your alert threshold",
+    )
+    bad_events: list[object] = [{}, {"Records": []}, {"Records": [{"Sns": {}}]}, [1]]
+    for bad in bad_events:
+        with pytest.raises(EventValidationError):
+            parse_sns_event(bad)
+
+
+def picture() -> SpendPicture:
+    return SpendPicture(
+        month_to_date=7612.34,
+        forecast_month=11020.0,
+        by_service=[Mover("Amazon Elastic Compute Cloud - Compute", 6100.0, 3790.0), Mover("Amazon S3", 300.0, 310.0)],
+        by_instance_type=[Mover("p4d.24xlarge", 3950.0, 1970.0), Mover("g5.12xlarge", 900.0, 800.0)],
+        by_owner=[Mover("alice", 2900.0, 1450.0), Mover("(no owner tag)", 800.0, 700.0)],
+    )
+
+
+def test_the_alert_says_in_one_line_who_and_what_drives_the_spend() -> None:
+    assert drivers_line(picture()) == (
+        "Driving the spend, versus the same days last month: *Amazon Elastic Compute Cloud - Compute* +$2,310"
+        " · *p4d.24xlarge* +$1,980 · owner *alice* +$1,450"
+    )
+
+
+def test_critical_alerts_mention_here_and_others_do_not() -> None:
+    critical = budget_alert_message(parse_budget_message(message_of("sns-actual-100.json")), picture())
+    warning = budget_alert_message(parse_budget_message(message_of("sns-actual-75.json")), picture())
+    assert critical.text.startswith("<!here> Budget ml-monthly: 100%")
+    assert "<!here>" not in json.dumps(warning.slack_blocks())
+    assert warning.text == "Budget ml-monthly: 75% of this month's budget spent"
+    fields = json.dumps(warning.blocks[2])
+    assert "$7,612" in fields
+    assert "$11,020" in fields
+
+
+def test_cost_explorer_failures_are_said_in_the_alert() -> None:
+    partial = SpendPicture(errors=["GetCostForecast: AccessDeniedException"])
+    message = budget_alert_message(parse_budget_message(message_of("sns-actual-75.json")), partial)
+    assert "Cost Explorer could not answer GetCostForecast: AccessDeniedException" in json.dumps(message.blocks)
+    assert "unknown" in json.dumps(message.blocks[2])
+
+
+def test_raw_message_keeps_the_text_as_aws_sent_it() -> None:
+    [note] = parse_sns_event(load_event("budget_alerts/sns-unknown.json"))
+    message = raw_budget_message(note, "no 'Budget Name:' line")
+    assert "Amazon SageMaker spend is $412.55 above expected" in message.blocks[2]["text"]["text"]
+    assert message.text == "AWS notification costguard could not read: AWS Cost Anomaly Detection Alert"
+
+
+@pytest.mark.parametrize(
+    ("today", "current", "previous"),
+    [
+        (date(2026, 11, 21), (date(2026, 11, 1), date(2026, 11, 21)), (date(2026, 10, 1), date(2026, 10, 21))),
+        (date(2026, 3, 31), (date(2026, 3, 1), date(2026, 3, 31)), (date(2026, 2, 1), date(2026, 3, 1))),
+        (date(2026, 1, 1), (date(2026, 1, 1), date(2026, 1, 1)), (date(2025, 12, 1), date(2025, 12, 1))),
+    ],
+)
+def test_same_days_of_last_month(today: date, current: tuple[date, date], previous: tuple[date, date]) -> None:
+    assert periods(today) == (current, previous)
