@@ -251,3 +251,34 @@ def test_schedules_send_the_input_the_handlers_expect(cfn: dict[str, Any], sched
     props = cfn["Resources"][schedule]["Properties"]
     assert json.loads(props["Target"]["Input"]) == load_event(fixture)
     assert props["Target"]["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+
+
+def test_budget_notifies_costguard_at_every_tier_and_the_forecast(cfn: dict[str, Any]) -> None:
+    budget = cfn["Resources"]["MonthlyBudget"]["Properties"]
+    notes = budget["NotificationsWithSubscribers"]
+    assert [n["Notification"]["NotificationType"] for n in notes] == ["ACTUAL"] * 4 + ["FORECASTED"]
+    assert [n["Notification"]["Threshold"] for n in notes[:4]] == [
+        {"Fn::Select": [i, {"Ref": "BudgetTiers"}]} for i in range(4)
+    ]
+    assert all(n["Subscribers"] == [{"SubscriptionType": "SNS", "Address": {"Ref": "BudgetTopic"}}] for n in notes)
+    assert budget["Budget"]["TimeUnit"] == "MONTHLY"
+
+
+def test_only_aws_budgets_of_this_account_may_publish_to_the_budget_topic(cfn: dict[str, Any]) -> None:
+    [statement] = cfn["Resources"]["BudgetTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "budgets.amazonaws.com"}
+    assert statement["Action"] == "sns:Publish"
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+
+
+def test_budget_alerts_function_is_subscribed_to_the_budget_topic(cfn: dict[str, Any]) -> None:
+    subscriptions = [r["Properties"] for r in cfn["Resources"].values() if r["Type"] == "AWS::SNS::Subscription"]
+    assert {
+        "Endpoint": {"Fn::GetAtt": ["BudgetAlertsFunction", "Arn"]},
+        "Protocol": "lambda",
+        "TopicArn": {"Ref": "BudgetTopic"},
+    } in subscriptions
+
+
+def test_budget_tier_defaults_are_the_quarters(sam_template: dict[str, Any]) -> None:
+    assert sam_template["Parameters"]["BudgetTiers"]["Default"] == "25,50,75,100"
