@@ -31,6 +31,7 @@ RESOURCELESS_READS = {
     "ce:GetReservationUtilization",
     "ce:GetReservationCoverage",
     "ce:GetSavingsPlansUtilization",
+    "ce:GetSavingsPlansUtilizationDetails",
     "ce:GetSavingsPlansCoverage",
     "ce:GetReservationPurchaseRecommendation",
     "ce:GetSavingsPlansPurchaseRecommendation",
@@ -245,6 +246,7 @@ def test_rule_patterns_match_the_real_shaped_events(
     [
         ("OwnerTaggerFunctionBackfill", "owner_tagger/backfill.json"),
         ("IdleStopperFunctionSweep", "idle_stopper/sweep.json"),
+        ("ReservationTrackerFunctionDaily", "reservation_tracker/daily.json"),
     ],
 )
 def test_schedules_send_the_input_the_handlers_expect(cfn: dict[str, Any], schedule: str, fixture: str) -> None:

@@ -172,3 +172,27 @@ class BudgetSettings:
             read.problems.append(f"BUDGET_SCOPE={scope!r} is not one of: all, ec2")
         read.check()
         return cls(ec2_only=scope == "ec2")
+
+
+@dataclass(frozen=True)
+class ReservationSettings:
+    """reservation_tracker: when to remind, and what counts as under-used."""
+
+    lead_days: tuple[int, ...] = (60, 30, 14, 7, 1)
+    utilization_threshold: float = 80.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ReservationSettings:
+        read = _Reader(os.environ if env is None else env)
+        leads: list[int] = []
+        for raw in read.csv("RESERVATION_LEAD_DAYS") or tuple(str(d) for d in cls.lead_days):
+            if not raw.isdigit() or int(raw) < 1:
+                read.problems.append(f"RESERVATION_LEAD_DAYS has {raw!r}, not a whole number of days")
+            else:
+                leads.append(int(raw))
+        settings = cls(
+            lead_days=tuple(sorted(set(leads), reverse=True)) or cls.lead_days,
+            utilization_threshold=read.number("RESERVATION_UTILIZATION_PERCENT", cls.utilization_threshold),
+        )
+        read.check()
+        return settings

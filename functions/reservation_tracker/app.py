@@ -1,0 +1,52 @@
+"""reservation_tracker: daily reminders before Reserved Instances and Savings Plans expire, saying
+what to do, and alerts when one is under-used. Trigger: EventBridge Scheduler, {"costguard": "reservations"}.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from costguard.commitments import CommitmentReader
+from costguard.errors import EventValidationError
+from costguard.observability import logger, metrics
+from costguard.reservation_tracking import ReservationTracker
+from costguard.runtime import Runtime
+from costguard.settings import ReservationSettings
+
+DAILY_INPUT = {"costguard": "reservations"}
+GLOBAL_ENDPOINT = "us-east-1"  # Savings Plans and Cost Explorer answer from here
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
+    if event != DAILY_INPUT:
+        raise EventValidationError(f"reservation_tracker expects {DAILY_INPUT}, got {str(event)[:200]}")
+    runtime = runtime or Runtime.current()
+    settings = runtime.settings
+    policy = _settings()
+    reader = CommitmentReader(
+        ec2={region: runtime.client("ec2", region) for region in settings.governed_regions},
+        savingsplans=runtime.client("savingsplans", GLOBAL_ENDPOINT),
+        ce=runtime.client("ce", GLOBAL_ENDPOINT),
+    )
+    tracker = ReservationTracker(
+        reader=reader,
+        ledger=runtime.ledger,
+        notifier=runtime.notifier,
+        channel=settings.alerts_channel,
+        lead_days=policy.lead_days,
+        utilization_threshold=policy.utilization_threshold,
+    )
+    report = tracker.run(runtime.now())
+    metrics.add_metric(name="ReservationReminders", unit=MetricUnit.Count, value=len(report.reminders))
+    metrics.add_metric(name="ReservationsUnderused", unit=MetricUnit.Count, value=len(report.underused))
+    return {"status": "done", **report.summary()}
+
+
+@cache
+def _settings() -> ReservationSettings:
+    return ReservationSettings.from_env()

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from costguard.reservations import Commitment, advice, reminder_due, underused
+
+TODAY = date(2026, 11, 21)
+LEADS = (60, 30, 14, 7, 1)
+
+
+def ri(days_left: int, instance_type: str = "p4d.24xlarge") -> Commitment:
+    end = datetime(2026, 11, 21, 12, tzinfo=UTC) + timedelta(days=days_left)
+    return Commitment(
+        "reserved-instance", "ri-1", end=end, start=end - timedelta(days=365), instance_type=instance_type, count=8
+    )
+
+
+@pytest.mark.parametrize(
+    ("days_left", "sent", "due"),
+    [
+        (90, set(), None),
+        (60, set(), 60),
+        (45, {60}, None),
+        (30, {60}, 30),
+        (29, {60}, 30),  # yesterday's run failed: caught up today
+        (10, set(), 14),  # first seen late: only the most urgent reminder, not three at once
+        (10, {14}, None),
+        (1, {60, 30, 14, 7}, 1),
+        (0, set(), 1),
+        (-1, set(), None),
+    ],
+)
+def test_reminder_due(days_left: int, sent: set[int], due: int | None) -> None:
+    assert reminder_due(ri(days_left), TODAY, LEADS, sent) == due
+
+
+def test_used_gpu_reservation_is_renewed_convertible() -> None:
+    text = advice(ri(30), 92.0, 80.0)
+    assert text.startswith("It was 92% used over the last 30 days. *Renew it*")
+    assert "*convertible*" in text
+
+
+def test_underused_reservation_is_not_renewed_as_is() -> None:
+    text = advice(ri(30, "c6i.4xlarge"), 41.0, 80.0)
+    assert "*Do not renew it as is*" in text
+    assert "Compute Savings Plan" in text
+
+
+def test_unknown_utilization_says_so() -> None:
+    assert advice(ri(30), None, 80.0).startswith("Its 30-day utilization is unknown")
+
+
+def test_savings_plan_advice_prefers_compute_plans() -> None:
+    plan = Commitment(
+        "savings-plan",
+        "sp-1",
+        end=datetime(2027, 1, 1, tzinfo=UTC),
+        start=datetime(2026, 1, 1, tzinfo=UTC),
+        offering_class="EC2Instance",
+        hourly_commitment=12.5,
+    )
+    assert plan.label == "EC2Instance Savings Plan ($12.50/h)"
+    assert "Compute Savings Plan over an EC2 Instance Savings Plan" in advice(plan, 95.0, 80.0)
+
+
+def test_underused_needs_a_known_utilization_below_threshold() -> None:
+    assert underused(79.9, 80.0)
+    assert not underused(80.0, 80.0)
+    assert not underused(None, 80.0)
