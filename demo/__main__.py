@@ -156,6 +156,33 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
             print_decisions(demo, seeded, result, f"{demo.clock:%H:%M}")
 
 
+def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
+    budget_event = event("budget_alerts/sns-actual-75.json")
+    month_to_date = float(
+        budget_event["Records"][0]["Sns"]["Message"].split("ACTUAL Amount: $")[1].split()[0].replace(",", "")
+    )
+    fleet.seed_billing(demo.account.gaps, seeded, demo.clock, month_to_date)
+    with step(
+        f"{demo.clock:%H:%M} budget_alerts: AWS Budgets at 75 % of the month, delivered twice by SNS "
+        "(events/budget_alerts/sns-actual-75.json)"
+    ):
+        for _ in range(2):
+            result = demo.invoke("budget_alerts", budget_event, "sns-actual-75")
+            for note in result["notifications"]:
+                print(f"   {note['status']:<12} {note['key']}")
+    with step(
+        f"{demo.clock:%H:%M} budget_alerts: a notification costguard cannot read "
+        "(events/budget_alerts/sns-unknown.json)"
+    ):
+        result = demo.invoke("budget_alerts", event("budget_alerts/sns-unknown.json"), "sns-unknown")
+        print(f"   {result['notifications'][0]['status']}")
+    with step(f"{demo.clock:%H:%M} reservation_tracker: the daily check (events/reservation_tracker/daily.json)"):
+        result = demo.invoke("reservation_tracker", event("reservation_tracker/daily.json"), "daily")
+        print(
+            f"   {result['commitments']} commitments, reminders {result['reminders']}, under-used {result['underused']}"
+        )
+
+
 def fleet_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
     names = seeded.by_id()
     rows = []
@@ -200,6 +227,7 @@ def main() -> int:
         demo.clock = demo.t0 - timedelta(minutes=45)
         owner_tagging(demo, seeded)
         idle_stopping(demo, seeded)
+        billing(demo, seeded)
 
         rows = fleet_rows(demo, seeded)
         print("\n== The fleet at the end")

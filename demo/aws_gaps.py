@@ -2,8 +2,9 @@
 
 The demo's AWS endpoint is a small proxy on 127.0.0.1: every request is forwarded to moto's server,
 except the operations listed in `AwsGaps.handlers`, which are answered here in AWS's own wire format
-(so the handlers and boto3 run unchanged). Today: CloudTrail LookupEvents (90-day event history) and
-the Pricing API's GetProducts (on-demand prices of the demo's instance types).
+(so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), the
+Pricing API's GetProducts, EC2 DescribeReservedInstances, Savings Plans DescribeSavingsPlans, and the
+Cost Explorer reports (costs, forecast, reservation and Savings Plans use, purchase recommendations).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, parse_qsl
 
 from demo import local_http
 
@@ -42,6 +43,12 @@ class TrailEvent:
 class AwsGaps:
     trail: dict[str, list[TrailEvent]] = field(default_factory=dict)  # region -> events
     prices: dict[tuple[str, str], float] = field(default_factory=dict)  # (instance type, region) -> USD/h
+    # Cost Explorer: (group-by key, period start) -> {group: USD}; the forecast of the rest of the month.
+    costs: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    forecast_rest_of_month: float = 0.0
+    reserved_instances: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # region -> RIs
+    savings_plans: list[dict[str, Any]] = field(default_factory=list)
+    utilization: dict[str, float] = field(default_factory=dict)  # RI id or SP ARN -> %
     answered: list[str] = field(default_factory=list)
 
     @property
@@ -49,7 +56,106 @@ class AwsGaps:
         return {
             "CloudTrail_20131101.LookupEvents": self.lookup_events,
             "AWSPriceListService.GetProducts": self.get_products,
+            "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
+            "AWSInsightsIndexService.GetCostForecast": self.get_cost_forecast,
+            "AWSInsightsIndexService.GetReservationUtilization": self.get_reservation_utilization,
+            "AWSInsightsIndexService.GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
+            "AWSInsightsIndexService.GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
+            "AWSInsightsIndexService.GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
+            "query.DescribeReservedInstances": self.describe_reserved_instances,
+            "rest./DescribeSavingsPlans": self.describe_savings_plans,
         }
+
+    # ------------------------------------------------------------------ Cost Explorer
+    def get_cost_and_usage(self, body: dict[str, Any], _region: str) -> Answer:
+        key = body["GroupBy"][0]["Key"]
+        period = body["TimePeriod"]
+        groups = self.costs.get((key, period["Start"]), {})
+        result = {
+            "ResultsByTime": [
+                {
+                    "TimePeriod": period,
+                    "Total": {},
+                    "Groups": [
+                        {"Keys": [k], "Metrics": {"UnblendedCost": {"Amount": f"{v:.2f}", "Unit": "USD"}}}
+                        for k, v in groups.items()
+                    ],
+                    "Estimated": True,
+                }
+            ],
+            "DimensionValueAttributes": [],
+        }
+        return _json(result)
+
+    def get_cost_forecast(self, body: dict[str, Any], _region: str) -> Answer:
+        amount = f"{self.forecast_rest_of_month:.2f}"
+        return _json({"Total": {"Amount": amount, "Unit": "USD"}, "ForecastResultsByTime": []})
+
+    def get_reservation_utilization(self, body: dict[str, Any], _region: str) -> Answer:
+        groups = [
+            {
+                "Key": "SUBSCRIPTION_ID",
+                "Value": str(1_000_000 + n),
+                "Attributes": {"leaseId": ri["ReservedInstancesId"], "instanceType": ri["InstanceType"]},
+                "Utilization": {"UtilizationPercentage": f"{self.utilization.get(ri['ReservedInstancesId'], 0):.1f}"},
+            }
+            for n, ri in enumerate(r for ris in self.reserved_instances.values() for r in ris)
+        ]
+        return _json({"UtilizationsByTime": [{"TimePeriod": body["TimePeriod"], "Groups": groups}], "Total": {}})
+
+    def get_savings_plans_utilization_details(self, body: dict[str, Any], _region: str) -> Answer:
+        details = [
+            {
+                "SavingsPlanArn": p["savingsPlanArn"],
+                "Utilization": {"UtilizationPercentage": f"{self.utilization.get(p['savingsPlanArn'], 0):.1f}"},
+            }
+            for p in self.savings_plans
+        ]
+        return _json({"SavingsPlansUtilizationDetails": details, "TimePeriod": body["TimePeriod"]})
+
+    def get_reservation_recommendation(self, body: dict[str, Any], _region: str) -> Answer:
+        details = [
+            {
+                "InstanceDetails": {"EC2InstanceDetails": {"InstanceType": ri["InstanceType"], "Region": region}},
+                "RecommendedNumberOfInstancesToPurchase": str(ri["InstanceCount"]),
+                # A 1-year no-upfront reservation saves roughly 31 % of on-demand over a 730-hour month.
+                "EstimatedMonthlySavingsAmount": f"{self._hourly(ri, region) * 730 * 0.31:.2f}",
+            }
+            for region, ris in self.reserved_instances.items()
+            for ri in ris
+        ]
+        return _json({"Recommendations": [{"RecommendationDetails": details}]})
+
+    def _hourly(self, ri: dict[str, Any], region: str) -> float:
+        return float(self.prices.get((ri["InstanceType"], region), 0.0)) * int(ri["InstanceCount"])
+
+    def get_savings_plans_recommendation(self, body: dict[str, Any], _region: str) -> Answer:
+        return _json({"SavingsPlansPurchaseRecommendation": {}})
+
+    # ------------------------------------------------------------------ reservations
+    def describe_reserved_instances(self, body: dict[str, Any], region: str) -> Answer:
+        items = "".join(
+            "<item>"
+            f"<reservedInstancesId>{ri['ReservedInstancesId']}</reservedInstancesId>"
+            f"<instanceType>{ri['InstanceType']}</instanceType>"
+            f"<start>{ri['Start']}</start><end>{ri['End']}</end><duration>31536000</duration>"
+            "<fixedPrice>0.0</fixedPrice><usagePrice>0.0</usagePrice>"
+            f"<instanceCount>{ri['InstanceCount']}</instanceCount><productDescription>Linux/UNIX</productDescription>"
+            "<state>active</state><instanceTenancy>default</instanceTenancy><currencyCode>USD</currencyCode>"
+            f"<offeringType>{ri['OfferingType']}</offeringType><offeringClass>{ri['OfferingClass']}</offeringClass>"
+            "<scope>Region</scope></item>"
+            for ri in self.reserved_instances.get(region, [])
+        )
+        xml = (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<DescribeReservedInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+            "<requestId>demo-0000</requestId>"
+            f"<reservedInstancesSet>{items}</reservedInstancesSet></DescribeReservedInstancesResponse>"
+        )
+        return 200, {"Content-Type": "text/xml;charset=UTF-8"}, xml.encode()
+
+    def describe_savings_plans(self, body: dict[str, Any], _region: str) -> Answer:
+        return _json({"savingsPlans": self.savings_plans}, content_type="application/json")
 
     # ------------------------------------------------------------------ Pricing
     def get_products(self, body: dict[str, Any], _region: str) -> Answer:
@@ -136,6 +242,10 @@ def _epoch(value: Any, default: datetime) -> datetime:
     return datetime.fromtimestamp(float(value), UTC)
 
 
+def _json(body: Any, content_type: str = "application/x-amz-json-1.1") -> Answer:
+    return 200, {"Content-Type": content_type}, json.dumps(body).encode()
+
+
 def _json_error(status: int, code: str, message: str) -> Answer:
     body = json.dumps({"__type": code, "message": message}).encode()
     return status, {"Content-Type": "application/x-amz-json-1.1"}, body
@@ -168,7 +278,7 @@ class GapProxy:
         handler = self.gaps.handlers.get(operation)
         if handler is not None:
             self.gaps.answered.append(operation)
-            payload = json.loads(body or b"{}") if body.startswith(b"{") else {}
+            payload = json.loads(body or b"{}") if body.startswith(b"{") else dict(parse_qsl(body.decode()))
             status, headers, data = handler(payload, _region(request.headers.get("Authorization", "")))
         else:
             status, headers, data = self._forward(request, body)

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from costguard.costexplorer import EC2_COMPUTE, periods
 from costguard.pricing import BUNDLED_USD_PER_HOUR
 from demo import moto_fixes
 from demo.aws_gaps import AwsGaps
@@ -299,3 +300,99 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
             batch = [{k: v for k, v in d.items() if k != "_ns"} for d in datums if d["_ns"] == namespace]
             for start in range(0, len(batch), 500):
                 cloudwatch.put_metric_data(Namespace=namespace, MetricData=batch[start : start + 500])
+
+
+# How much each machine cost on the same days of last month, relative to this month.
+LAST_MONTH = {"alice-train": 0.45, "carol-eval": 0.0, "bob-notebook": 1.1}
+OTHER_SERVICES = {
+    "Amazon SageMaker": (1212.0, 900.0),
+    "Amazon Simple Storage Service": (300.0, 310.0),
+    "AmazonCloudWatch": (45.0, 40.0),
+}
+
+
+def seed_billing(gaps: AwsGaps, seeded: SeededFleet, today: datetime, month_to_date: float) -> None:
+    """Cost Explorer's view of the fleet, Reserved Instances and a Savings Plan, for the demo's gap proxy."""
+    (start, end), (previous_start, _) = periods(today.date())
+    days = max(1, (end - start).days)
+    raw: list[tuple[Machine, float, float]] = []
+    for machine in seeded.machines:
+        hourly = BUNDLED_USD_PER_HOUR.get(machine.instance_type, 0.68)  # c6i.4xlarge and the like
+        current = hourly * 24 * days
+        raw.append((machine, current, current * LAST_MONTH.get(machine.name, 0.9)))
+    others = sum(c for c, _ in OTHER_SERVICES.values())
+    scale = (month_to_date - others) / sum(c for _, c, _ in raw)
+    ec2_now = sum(c for _, c, _ in raw) * scale
+    ec2_before = sum(p for _, _, p in raw) * scale
+    services = {EC2_COMPUTE: (ec2_now, ec2_before), **OTHER_SERVICES}
+    by_type: dict[str, list[float]] = {}
+    by_owner: dict[str, list[float]] = {}
+    for machine, current, previous in raw:
+        for table, key in (
+            (by_type, machine.instance_type),
+            (by_owner, f"Owner${machine.launch_tags.get('Owner', _OWNERS.get(machine.name, ''))}"),
+        ):
+            totals = table.setdefault(key, [0.0, 0.0])
+            totals[0] += current * scale
+            totals[1] += previous * scale
+    tables: list[tuple[str, dict[str, Any]]] = [("SERVICE", services), ("INSTANCE_TYPE", by_type), ("Owner", by_owner)]
+    for key, table in tables:
+        gaps.costs[(key, start.isoformat())] = {k: v[0] for k, v in table.items()}
+        gaps.costs[(key, previous_start.isoformat())] = {k: v[1] for k, v in table.items()}
+    month_days = 30
+    gaps.forecast_rest_of_month = month_to_date / days * (month_days - days)
+
+    def stamp(moment: datetime) -> str:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    expiring = today + timedelta(days=30, hours=3)
+    later = today + timedelta(days=200)
+    gaps.reserved_instances[HOME] = [
+        {
+            "ReservedInstancesId": "9d5cb137-5d65-4479-b4ac-8c3370000001",
+            "InstanceType": "p4d.24xlarge",
+            "InstanceCount": 2,
+            "Start": stamp(expiring - timedelta(days=365)),
+            "End": stamp(expiring),
+            "OfferingType": "No Upfront",
+            "OfferingClass": "convertible",
+        },
+        {
+            "ReservedInstancesId": "4b1d0c2e-7f3a-4a8e-9d6c-2f1e0d9c0002",
+            "InstanceType": "g5.12xlarge",
+            "InstanceCount": 4,
+            "Start": stamp(later - timedelta(days=365)),
+            "End": stamp(later),
+            "OfferingType": "Partial Upfront",
+            "OfferingClass": "standard",
+        },
+    ]
+    gaps.utilization["9d5cb137-5d65-4479-b4ac-8c3370000001"] = 96.4
+    gaps.utilization["4b1d0c2e-7f3a-4a8e-9d6c-2f1e0d9c0002"] = 38.2
+    plan_arn = "arn:aws:savingsplans::123456789012:savingsplan/3f9e8d7c-6b5a-4e3d-9c2b-1a0f9e8d0003"
+    gaps.savings_plans = [
+        {
+            "savingsPlanId": "3f9e8d7c-6b5a-4e3d-9c2b-1a0f9e8d0003",
+            "savingsPlanArn": plan_arn,
+            "start": stamp(today - timedelta(days=65)),
+            "end": stamp(today + timedelta(days=300)),
+            "state": "active",
+            "savingsPlanType": "Compute",
+            "paymentOption": "No Upfront",
+            "commitment": "12.5",
+            "currency": "USD",
+        }
+    ]
+    gaps.utilization[plan_arn] = 91.0
+
+
+# Owners that the demo's real-time and backfill tagging give machines without a launch tag.
+_OWNERS = {
+    "alice-train": "alice",
+    "bob-notebook": "bob@example.com",
+    "carol-eval": "carol@example.com",
+    "root-test": "root",
+    "erin-spot": "erin@example.com",
+    "frank-west": "frank",
+    "mystery-west": "",
+}

@@ -33,8 +33,13 @@ def mrkdwn(text: str, users: dict[str, str] | None = None) -> str:
     return "".join(out)
 
 
+EMOJI = {":warning:": "⚠️", ":rotating_light:": "🚨", ":information_source:": "ℹ️", ":large_blue_circle:": "🔵"}
+
+
 def _inline(text: str) -> str:
     text = html.escape(html.unescape(text), quote=False)
+    for code, character in EMOJI.items():
+        text = text.replace(code, character)
     text = re.sub(r"```(.+?)```", r"<pre>\1</pre>", text, flags=re.S)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
     text = re.sub(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])", r"<b>\1</b>", text)

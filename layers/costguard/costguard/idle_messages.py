@@ -60,7 +60,7 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
     keep_until = now + timedelta(hours=4)
     blocks = [
         header(title),
-        section(f"{_mention(owner)}, your `{iid}`{_name(instance)} has done no work for *{idle}*."),
+        section(f"{_subject(owner, instance)} has done no work for *{idle}*."),
         fields_section(
             [
                 f"*Type*\n{escape(instance.instance_type)} in {escape(instance.region)}",
@@ -99,7 +99,7 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
         (
             header(f"{verb} idle GPU machine {iid}"),
             section(
-                f"{_mention(owner)}, `{iid}`{_name(instance)} was still idle after the warning, so costguard is "
+                f"{_subject(owner, instance)} was still idle after the warning, so costguard is "
                 f"{verb.lower()} it now. {kept}"
             ),
             fields_section(
@@ -162,5 +162,7 @@ def stop_failed_notice(instance: Instance, error: str, owner: str) -> Message:
     )
 
 
-def _mention(owner: str) -> str:
-    return escape(owner) if owner else "Someone"
+def _subject(owner: str, instance: Instance) -> str:
+    """Who and what the message is about: "alice, your `i-…` (name)" or "`i-…` (name), whose owner is unknown,"."""
+    machine = f"`{instance.instance_id}`{_name(instance)}"
+    return f"{escape(owner)}, your {machine}" if owner else f"{machine}, whose owner is unknown,"

@@ -126,7 +126,8 @@ def expiry_reminder(
 
 def underused_alert(commitment: Commitment, used: float, threshold: float) -> Message:
     title = f"{commitment.label} only {used:.0f}% used"
-    fact = f"Over the last 30 days {escape(commitment.label)} was used {used:.0f}% (alert below {threshold:g}%)"
+    verb = "were" if commitment.kind == "reserved-instance" and commitment.count != 1 else "was"
+    fact = f"Over the last 30 days {escape(commitment.label)} {verb} used {used:.0f}% (alert below {threshold:g}%)"
     if commitment.kind == "reserved-instance":
         what = (
             "you pay for the rest. Move matching workloads onto it, exchange it if it is convertible, or sell "
