@@ -69,3 +69,16 @@ def save(name: str, result: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps({"machine": machine(), **result}, indent=2, default=str) + "\n")
     return path
+
+
+def built_sizes() -> dict[str, str]:
+    """Unzipped size of each function and the layer as `sam build` left them (run `make build` first)."""
+    build = ROOT / ".aws-sam" / "build"
+    if not build.is_dir():
+        return {"note": "no .aws-sam/build: run `make build` first"}
+    sizes = {}
+    for entry in sorted(build.iterdir()):
+        if entry.is_dir():
+            total = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+            sizes[entry.name] = f"{total / 1_000_000:.2f} MB" if total > 100_000 else f"{total / 1000:.0f} KB"
+    return sizes

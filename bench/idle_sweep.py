@@ -20,7 +20,7 @@ import boto3
 from moto import mock_aws
 
 from bench import moto_at_scale
-from bench.common import CallCounter, save
+from bench.common import CallCounter, built_sizes, cold_import_seconds, save
 from costguard import tags
 from costguard.aws import ClientFactory
 from costguard.runtime import Runtime
@@ -180,6 +180,8 @@ def run(n: int = 1000) -> dict[str, Any]:
         "floor": floor,
         "floor_total": sum(floor.values()),
         "core_total": sum(core.values()),
+        "cold_import": cold_import_seconds("idle_stopper"),
+        "built_sizes": built_sizes(),
     }
 
 
@@ -200,6 +202,8 @@ def main() -> dict[str, Any]:
             print(f"    {op:<36} {count}")
     print(f"  floor: {result['floor']} = {result['floor_total']}")
     print(f"  the first sweep's EC2 and metric calls: {result['core_total']}")
+    print(f"  cold import of the handler: {result['cold_import']}")
+    print(f"  sam build sizes: {result['built_sizes']}")
     return result
 
 
