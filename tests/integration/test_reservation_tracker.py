@@ -200,3 +200,78 @@ def test_cost_explorer_failure_still_reminds_and_says_use_is_unknown(
 def test_wrong_event_is_refused(runtime: Runtime, lambda_context: Any) -> None:
     with pytest.raises(Exception, match="expects"):
         app.lambda_handler({"costguard": "sweep"}, lambda_context, runtime=runtime)
+
+
+def test_savings_plan_reminder_carries_cost_explorers_compute_plan_recommendation(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: NOW)
+    end = NOW + timedelta(days=6, hours=20)
+    with ExitStack() as stack:
+        stack.enter_context(Stubber(runtime.client("ec2", REGION))).add_response(
+            "describe_reserved_instances",
+            {"ReservedInstances": []},
+            {"Filters": [{"Name": "state", "Values": ["active"]}]},
+        )
+        stack.enter_context(Stubber(runtime.client("savingsplans", "us-east-1"))).add_response(
+            "describe_savings_plans",
+            {
+                "savingsPlans": [
+                    {
+                        "savingsPlanId": "sp-ending",
+                        "savingsPlanArn": SP_ARN,
+                        "start": "2025-11-28T04:00:00.000Z",
+                        "end": end.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+                        "state": "active",
+                        "savingsPlanType": "EC2Instance",
+                        "ec2InstanceFamily": "g5",
+                        "region": "us-east-1",
+                        "paymentOption": "All Upfront",
+                        "commitment": "4.2",
+                    }
+                ]
+            },
+            {"states": ["active"]},
+        )
+        ce = stack.enter_context(Stubber(runtime.client("ce", "us-east-1")))
+        ce.add_response(
+            "get_reservation_utilization",
+            {"UtilizationsByTime": [], "Total": {}},
+            {"TimePeriod": PERIOD, "GroupBy": [{"Type": "DIMENSION", "Key": "SUBSCRIPTION_ID"}]},
+        )
+        ce.add_response(
+            "get_savings_plans_utilization_details",
+            {
+                "SavingsPlansUtilizationDetails": [
+                    {"SavingsPlanArn": SP_ARN, "Utilization": {"UtilizationPercentage": "97.2"}}
+                ],
+                "TimePeriod": PERIOD,
+            },
+            {"TimePeriod": PERIOD},
+        )
+        ce.add_response(
+            "get_savings_plans_purchase_recommendation",
+            {
+                "SavingsPlansPurchaseRecommendation": {
+                    "SavingsPlansPurchaseRecommendationSummary": {
+                        "HourlyCommitmentToPurchase": "5.1",
+                        "EstimatedMonthlySavingsAmount": "1540.25",
+                    }
+                }
+            },
+            {
+                "SavingsPlansType": "COMPUTE_SP",
+                "TermInYears": "ONE_YEAR",
+                "PaymentOption": "NO_UPFRONT",
+                "LookbackPeriodInDays": "THIRTY_DAYS",
+            },
+        )
+        result = app.lambda_handler(load_event("reservation_tracker/daily.json"), lambda_context, runtime=runtime)
+        ce.assert_no_pending_responses()
+    assert result["reminders"] == ["sp-ending:7d"]
+    [reminder] = slack.messages
+    assert reminder.text == "EC2Instance Savings Plan ($4.20/h) expires in 7 days: 97% used over the last 30 days"
+    body = json.dumps(reminder.blocks)
+    assert "g5 in us-east-1" in body
+    assert "Compute Savings Plan over an EC2 Instance Savings Plan" in body
+    assert "Compute Savings Plan of $5.10/h (1 year, no upfront), saving about $1,540 a month" in body
