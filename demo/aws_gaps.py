@@ -68,24 +68,9 @@ class AwsGaps:
 
     # ------------------------------------------------------------------ Cost Explorer
     def get_cost_and_usage(self, body: dict[str, Any], _region: str) -> Answer:
-        key = body["GroupBy"][0]["Key"]
         period = body["TimePeriod"]
-        groups = self.costs.get((key, period["Start"]), {})
-        result = {
-            "ResultsByTime": [
-                {
-                    "TimePeriod": period,
-                    "Total": {},
-                    "Groups": [
-                        {"Keys": [k], "Metrics": {"UnblendedCost": {"Amount": f"{v:.2f}", "Unit": "USD"}}}
-                        for k, v in groups.items()
-                    ],
-                    "Estimated": True,
-                }
-            ],
-            "DimensionValueAttributes": [],
-        }
-        return _json(result)
+        groups = self.costs.get((body["GroupBy"][0]["Key"], period["Start"]), {})
+        return _json(cost_and_usage(groups, period["Start"], period["End"]))
 
     def get_cost_forecast(self, body: dict[str, Any], _region: str) -> Answer:
         amount = f"{self.forecast_rest_of_month:.2f}"
@@ -240,6 +225,24 @@ def _epoch(value: Any, default: datetime) -> datetime:
     if value is None:
         return default
     return datetime.fromtimestamp(float(value), UTC)
+
+
+def cost_and_usage(groups: dict[str, float], start: str, end: str) -> dict[str, Any]:
+    """A GetCostAndUsage answer, grouped, in Cost Explorer's shape (also used by the tests)."""
+    return {
+        "ResultsByTime": [
+            {
+                "TimePeriod": {"Start": start, "End": end},
+                "Total": {},
+                "Groups": [
+                    {"Keys": [k], "Metrics": {"UnblendedCost": {"Amount": f"{v:.2f}", "Unit": "USD"}}}
+                    for k, v in groups.items()
+                ],
+                "Estimated": True,
+            }
+        ],
+        "DimensionValueAttributes": [],
+    }
 
 
 def _json(body: Any, content_type: str = "application/x-amz-json-1.1") -> Answer:

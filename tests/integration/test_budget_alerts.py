@@ -12,6 +12,7 @@ import requests
 from botocore.stub import Stubber
 
 from costguard.runtime import Runtime
+from demo.aws_gaps import cost_and_usage
 from demo.slack_standin import SlackStandIn
 from tests.conftest import load_event, load_handler
 
@@ -20,31 +21,18 @@ NOW = datetime(2026, 11, 21, 9, 13, tzinfo=UTC)
 EC2 = "Amazon Elastic Compute Cloud - Compute"
 
 
-def ce_result(groups: dict[str, float], start: str, end: str) -> dict[str, Any]:
-    return {
-        "ResultsByTime": [
-            {
-                "TimePeriod": {"Start": start, "End": end},
-                "Total": {},
-                "Groups": [
-                    {"Keys": [k], "Metrics": {"UnblendedCost": {"Amount": f"{v:.2f}", "Unit": "USD"}}}
-                    for k, v in groups.items()
-                ],
-                "Estimated": True,
-            }
-        ],
-        "DimensionValueAttributes": [],
-    }
-
-
 # What Cost Explorer says about November 1-21 and October 1-21, in the order costguard asks.
 ANSWERS = [
-    ce_result({EC2: 6100.0, "Amazon S3": 300.0, "Amazon SageMaker": 1212.34}, "2026-11-01", "2026-11-21"),
-    ce_result({EC2: 3790.0, "Amazon S3": 310.0, "Amazon SageMaker": 900.0}, "2026-10-01", "2026-10-21"),
-    ce_result({"p4d.24xlarge": 3950.0, "g5.12xlarge": 900.0, "c6i.4xlarge": 1250.0}, "2026-11-01", "2026-11-21"),
-    ce_result({"p4d.24xlarge": 1970.0, "g5.12xlarge": 800.0, "c6i.4xlarge": 1020.0}, "2026-10-01", "2026-10-21"),
-    ce_result({"Owner$alice": 2900.0, "Owner$bob@example.com": 1100.0, "Owner$": 3612.34}, "2026-11-01", "2026-11-21"),
-    ce_result({"Owner$alice": 1450.0, "Owner$bob@example.com": 1000.0, "Owner$": 2550.0}, "2026-10-01", "2026-10-21"),
+    cost_and_usage({EC2: 6100.0, "Amazon S3": 300.0, "Amazon SageMaker": 1212.34}, "2026-11-01", "2026-11-21"),
+    cost_and_usage({EC2: 3790.0, "Amazon S3": 310.0, "Amazon SageMaker": 900.0}, "2026-10-01", "2026-10-21"),
+    cost_and_usage({"p4d.24xlarge": 3950.0, "g5.12xlarge": 900.0, "c6i.4xlarge": 1250.0}, "2026-11-01", "2026-11-21"),
+    cost_and_usage({"p4d.24xlarge": 1970.0, "g5.12xlarge": 800.0, "c6i.4xlarge": 1020.0}, "2026-10-01", "2026-10-21"),
+    cost_and_usage(
+        {"Owner$alice": 2900.0, "Owner$bob@example.com": 1100.0, "Owner$": 3612.34}, "2026-11-01", "2026-11-21"
+    ),
+    cost_and_usage(
+        {"Owner$alice": 1450.0, "Owner$bob@example.com": 1000.0, "Owner$": 2550.0}, "2026-10-01", "2026-10-21"
+    ),
 ]
 
 
