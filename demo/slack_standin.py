@@ -48,6 +48,8 @@ class SlackStandIn:
     token: str = BOT_TOKEN
     messages: list[Posted] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
+    ephemeral: list[dict[str, Any]] = field(default_factory=list)  # replies only the clicker sees
+    groups: dict[str, list[str]] = field(default_factory=dict)  # user group id -> member ids
     calls: list[str] = field(default_factory=list)
     faults: dict[str, list[Fault]] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
@@ -71,6 +73,10 @@ class SlackStandIn:
     def api_url(self) -> str:
         return f"{self.url}/api/"
 
+    def response_url(self, message_ts: str) -> str:
+        """The response_url Slack gives a click on the message with this ts."""
+        return f"{self.url}/actions/T000/{message_ts}"
+
     @property
     def webhook_url(self) -> str:
         return f"{self.url}/services/T000/B000/demo"
@@ -93,6 +99,8 @@ class SlackStandIn:
             method = "webhook"
         elif parsed.path.startswith("/upload/"):
             method = "upload"
+        elif parsed.path.startswith("/actions/"):
+            method = "response_url"
         else:
             method = parsed.path.removeprefix("/api/")
         with self._lock:
@@ -108,6 +116,10 @@ class SlackStandIn:
             self._record("webhook", "webhook", payload)
             self._reply(request, 200, "ok")
             return
+        if method == "response_url":
+            self._respond(parsed.path.rsplit("/", 1)[-1], json.loads(raw or b"{}"))
+            self._reply(request, 200, "ok")
+            return
         if method == "upload":
             with self._lock:
                 self.files.append({"id": parsed.path.rsplit("/", 1)[-1], "bytes": raw})
@@ -118,6 +130,17 @@ class SlackStandIn:
             return
         args = self._args(request, parsed.query, raw)
         self._reply(request, 200, self._api(method, args))
+
+    def _respond(self, message_ts: str, body: Mapping[str, Any]) -> None:
+        with self._lock:
+            if body.get("replace_original"):
+                for message in self.messages:
+                    if message.ts == message_ts:
+                        message.text = str(body.get("text", message.text))
+                        message.blocks = list(body.get("blocks") or message.blocks)
+                        message.updated = True
+                        return
+            self.ephemeral.append({"message_ts": message_ts, **body})
 
     def _take_fault(self, method: str) -> Fault | None:
         queue = self.faults.get(method) or []
@@ -173,6 +196,11 @@ class SlackStandIn:
                     if f["id"] == entry.get("id"):
                         f.update(title=entry.get("title", ""), channel=channel)
             return {"ok": True, "files": [{"id": e.get("id")} for e in args.get("files") or []]}
+        if method == "usergroups.users.list":
+            group = self.groups.get(str(args.get("usergroup", "")))
+            if group is None:
+                return {"ok": False, "error": "no_such_subteam"}
+            return {"ok": True, "users": group}
         if method == "auth.test":
             return {"ok": True, "user_id": "UCOSTGUARD", "team": "demo"}
         return {"ok": False, "error": "unknown_method"}

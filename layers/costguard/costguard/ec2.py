@@ -117,6 +117,12 @@ class Ec2:
         self.client.stop_instances(InstanceIds=[instance_id], Hibernate=hibernate)
         return True
 
+    def start(self, instance_id: str) -> bool:
+        if not self.mode.mutates:
+            return False
+        self.client.start_instances(InstanceIds=[instance_id])
+        return True
+
     def delete_tags(self, resource_ids: Sequence[str], keys: Sequence[str]) -> bool:
         if not resource_ids or not keys:
             return True

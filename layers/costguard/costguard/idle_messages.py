@@ -9,7 +9,8 @@ from costguard import tags
 from costguard.idle import Decision
 from costguard.pricing import Price
 from costguard.records import Instance
-from costguard.slack.blocks import Message, context, escape, fields_section, header, section
+from costguard.slack.blocks import Message, actions, context, escape, fields_section, header, section
+from costguard.slack_actions import start_buttons, warning_buttons
 
 
 def duration(minutes: int) -> str:
@@ -70,12 +71,13 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
             ]
         ),
         section(
-            "*To keep it*, tag it before then:\n"
+            "*To keep it*, press a button below, or tag it before then:\n"
             f"• `{tags.KEEP_UNTIL}=<time>` keeps it until that time (ISO 8601, UTC)\n".replace("<time>", "&lt;time&gt;")
             + f"• `{tags.EXEMPT}=&lt;reason&gt;` keeps it for good\n"
             f"```{_keep_cli(instance, keep_until)}```"
         ),
     ]
+    blocks.append(actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop)))
     notes = []
     if decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
         notes.append("No GPU telemetry: judged on CPU. Install the CloudWatch agent's nvidia_gpu plugin.")
@@ -110,7 +112,8 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
                     f"*Why*\n{escape(judgement.reason) if judgement else escape(decision.reason)}",
                 ]
             ),
-            section(f"*To start it again*\n```{start}```"),
+            section(f"*To start it again*, press the button or run\n```{start}```"),
+            actions(f"costguard:{iid}", start_buttons(iid, instance.region)),
         ),
     )
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from costguard.errors import ConfigError
 
@@ -194,5 +195,30 @@ class ReservationSettings:
             lead_days=tuple(sorted(set(leads), reverse=True)) or cls.lead_days,
             utilization_threshold=read.number("RESERVATION_UTILIZATION_PERCENT", cls.utilization_threshold),
         )
+        read.check()
+        return settings
+
+
+@dataclass(frozen=True)
+class ActionSettings:
+    """slack_actions: who besides the owner may press the buttons, the team's clock, the work queue."""
+
+    admins: tuple[str, ...] = ()
+    timezone: str = "UTC"
+    queue_url: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ActionSettings:
+        read = _Reader(os.environ if env is None else env)
+        admins = read.csv("SLACK_ADMINS")
+        for entry in admins:
+            if entry[:1] not in ("U", "W", "S"):
+                read.problems.append(f"SLACK_ADMINS entry {entry!r} is not a Slack user (U…/W…) or user group (S…) id")
+        zone = read.optional("TEAM_TIMEZONE", "UTC") or "UTC"
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            read.problems.append(f"TEAM_TIMEZONE={zone!r} is not an IANA time zone")
+        settings = cls(admins=admins, timezone=zone, queue_url=read.required("ACTIONS_QUEUE_URL"))
         read.check()
         return settings

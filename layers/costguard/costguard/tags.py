@@ -15,6 +15,7 @@ OWNER_SOURCE = "costguard:owner-source"
 # Set by people to keep a machine from being stopped.
 KEEP_UNTIL = "costguard:keep-until"
 EXEMPT = "costguard:exempt"
+KEPT_BY = "costguard:kept-by"  # who pressed a keep button
 
 # The idle stopper's state, on the instance itself, visible in the console.
 IDLE_WARNED_AT = "costguard:idle-warned-at"

@@ -105,6 +105,7 @@ class SlackNotifier:
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries)
             )
         self._user_ids: dict[str, str | None] = {}
+        self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message) -> Delivery:
         """Post to a channel by the bot, else by the webhook; raise if neither delivered."""
@@ -136,6 +137,22 @@ class SlackNotifier:
         why += f" (no Slack user for {email})." if email and user_id is None else "."
         fallback = Message(message.text, (*message.blocks, context(why)))
         return self.post(fallback_channel, fallback)
+
+    def user_id_for(self, email: str) -> str | None:
+        """The Slack user id of an email, or None if Slack does not know it (cached per container)."""
+        return self._lookup_user(email)
+
+    def group_members(self, group_id: str) -> set[str]:
+        """Members of a Slack user group (usergroups:read scope); empty if it cannot be read."""
+        if group_id not in self._groups:
+            members: set[str] = set()
+            if self.web is not None:
+                try:
+                    members = set(self.web.usergroups_users_list(usergroup=group_id).get("users") or [])
+                except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+                    logger.warning("slack user group unreadable", group=group_id, error=_describe(exc))
+            self._groups[group_id] = members
+        return self._groups[group_id]
 
     def _lookup_user(self, email: str) -> str | None:
         if email in self._user_ids:
@@ -171,3 +188,10 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, SlackApiError):
         return f"{exc.response.status_code} {exc.response.get('error')}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def post_response(url: str, body: Mapping[str, Any]) -> None:
+    """Answer an interaction through its response_url (update the message, or an ephemeral reply)."""
+    response = WebhookClient(url, timeout=10, retry_handlers=_retry_handlers(3)).send_dict(dict(body))
+    if response.status_code != 200:
+        raise SlackDeliveryError(f"response_url answered HTTP {response.status_code}: {response.body[:200]}")
