@@ -101,15 +101,17 @@ def test_idle_stopper_tags_exactly_its_state_keys(cfn: dict[str, Any]) -> None:
 
 
 def test_stop_is_allowed_only_for_accelerator_types_and_never_for_exempt_instances(cfn: dict[str, Any]) -> None:
-    grants = [(r, s) for r, s in statements(cfn) if "ec2:StopInstances" in as_list(s["Action"])]
-    assert [r for r, _ in grants] == ["IdleStopperFunctionRole"]
-    [(_, statement)] = grants
-    assert as_list(statement["Action"]) == ["ec2:StopInstances"]
-    assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
-    assert statement["Condition"]["StringLike"] == {
-        "ec2:InstanceType": {"Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]}
-    }
-    assert statement["Condition"]["Null"] == {"aws:ResourceTag/costguard:exempt": "true"}
+    grants = [
+        (r, s) for r, s in statements(cfn) if {"ec2:StopInstances", "ec2:StartInstances"} & set(as_list(s["Action"]))
+    ]
+    assert sorted(r for r, _ in grants) == ["IdleStopperFunctionRole", "SlackActionsFunctionRole"]
+    for _, statement in grants:
+        assert set(as_list(statement["Action"])) <= {"ec2:StopInstances", "ec2:StartInstances"}
+        assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
+        assert statement["Condition"]["StringLike"] == {
+            "ec2:InstanceType": {"Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]}
+        }
+        assert statement["Condition"]["Null"] == {"aws:ResourceTag/costguard:exempt": "true"}
 
 
 def test_accelerator_families_default_matches_the_code(sam_template: dict[str, Any]) -> None:
@@ -284,3 +286,30 @@ def test_budget_alerts_function_is_subscribed_to_the_budget_topic(cfn: dict[str,
 
 def test_budget_tier_defaults_are_the_quarters(sam_template: dict[str, Any]) -> None:
     assert sam_template["Parameters"]["BudgetTiers"]["Default"] == "25,50,75,100"
+
+
+def test_the_only_public_endpoint_is_the_slack_actions_url(cfn: dict[str, Any]) -> None:
+    urls = [(n, r["Properties"]) for n, r in cfn["Resources"].items() if r["Type"] == "AWS::Lambda::Url"]
+    assert [(n, p["AuthType"]) for n, p in urls] == [("SlackActionsFunctionUrl", "NONE")]
+    public = [
+        r["Properties"]
+        for r in cfn["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Permission" and r["Properties"].get("Principal") == "*"
+    ]
+    # Both public permissions are for the Function URL only (the second is AWS's newer requirement).
+    assert sorted((p["Action"], p.get("FunctionUrlAuthType"), p.get("InvokedViaFunctionUrl")) for p in public) == [
+        ("lambda:InvokeFunction", None, True),
+        ("lambda:InvokeFunctionUrl", "NONE", None),
+    ]
+    assert all(p["FunctionName"] == {"Ref": "SlackActionsFunction"} for p in public)
+
+
+def test_the_slack_actions_function_reads_only_its_own_queue(cfn: dict[str, Any]) -> None:
+    reads = [
+        s
+        for r, s in statements(cfn)
+        if r == "SlackActionsFunctionRole" and "sqs:ReceiveMessage" in as_list(s["Action"])
+    ]
+    assert [s["Resource"] for s in reads] == [{"Fn::GetAtt": ["ActionsQueue", "Arn"]}]
+    mapping = cfn["Resources"]["SlackActionsClicks"]["Properties"]
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["ActionsQueue", "Arn"]}
