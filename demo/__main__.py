@@ -8,6 +8,7 @@ prints what happened and writes demo-output/index.html with every Slack message 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import sys
@@ -16,9 +17,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from costguard.observability import logger
 from costguard.runtime import Runtime
+from costguard.slack.signature import sign
 from demo import fleet, render
 from demo.account import LocalAccount
 from tests.conftest import LambdaContext, load_handler
@@ -28,7 +31,7 @@ ALERTS = "#ml-costs"
 DIGEST = "#ml-weekly"
 USERS = {
     f"{name}@example.com": f"U0{name.upper()}"
-    for name in ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "ivy")
+    for name in ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "ivy", "platform")
 }
 
 
@@ -47,8 +50,14 @@ class Demo:
         self.slack = self.account.slack
         self.client = self.account.client
         self.account.activate(
-            ALERTS_CHANNEL=ALERTS, DIGEST_CHANNEL=DIGEST, GOVERNED_REGIONS=f"{fleet.HOME},{fleet.OTHER}"
+            ALERTS_CHANNEL=ALERTS,
+            DIGEST_CHANNEL=DIGEST,
+            GOVERNED_REGIONS=f"{fleet.HOME},{fleet.OTHER}",
+            SLACK_ADMINS="U0PLATFORM",
+            TEAM_TIMEZONE="Europe/Paris",
         )
+        self.queue = str(self.account.client("sqs").create_queue(QueueName="costguard-actions")["QueueUrl"])
+        self.account.set_env(ACTIONS_QUEUE_URL=self.queue)
         self.log = (OUT / "lambda-logs.jsonl").open("w")
         handler = logger.registered_handler
         if hasattr(handler, "setStream"):
@@ -149,11 +158,44 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
         )
         print_decisions(demo, seeded, result, f"{demo.clock:%H:%M}")
 
-    for minutes, note in ((30, "the 15-minute sweep"), (0, "the sweep after the grace period")):
+    for minutes, note in ((30, "the 15-minute sweep"), (10, "a button"), (0, "the sweep after the grace period")):
+        if note == "a button":
+            demo.clock = demo.t0 - timedelta(minutes=minutes)
+            mystery = seeded.named("mystery-west")
+            press(demo, mystery.instance_id, "costguard.keep_monday", "U0PLATFORM", "platform")
+            continue
         demo.clock = demo.t0 - timedelta(minutes=minutes)
         with step(f"{demo.clock:%H:%M} idle_stopper: {note} (events/idle_stopper/sweep.json)"):
             result = demo.invoke("idle_stopper", event("idle_stopper/sweep.json"), "sweep")
             print_decisions(demo, seeded, result, f"{demo.clock:%H:%M}")
+
+
+def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: str) -> None:
+    """A Slack user presses a button on costguard's message about the instance: Slack's signed request to the
+    Function URL, then the queued click, as in AWS."""
+    message = next(m for m in reversed(demo.slack.messages) if instance_id in json.dumps(m.blocks))
+    region = json.loads(next(e["value"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]))[
+        "r"
+    ]
+    payload = json.loads((fleet.EVENTS / "slack_actions/block-actions-keep-2h.json").read_text())
+    payload["actions"][0].update(
+        action_id=button, value=json.dumps({"i": instance_id, "r": region}, separators=(",", ":"))
+    )
+    payload["user"].update(id=user_id, username=user_name, name=user_name)
+    payload["message"].update(ts=message.ts, blocks=message.blocks, text=message.text)
+    payload["container"]["message_ts"] = message.ts
+    payload["response_url"] = demo.slack.response_url(message.ts)
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    stamp = str(int(demo.clock.timestamp()))
+    request = json.loads((fleet.EVENTS / "slack_actions/function-url-request.json").read_text())
+    request["headers"].update({"x-slack-request-timestamp": stamp, "x-slack-signature": sign("local", stamp, body)})
+    request["body"] = base64.b64encode(body).decode()
+    with step(f"{demo.clock:%H:%M} slack_actions: {user_name} presses {button} (events/slack_actions/*.json)"):
+        answer = demo.invoke("slack_actions", request, f"{button} request")
+        records = demo.client("sqs").receive_message(QueueUrl=demo.queue, MaxNumberOfMessages=10).get("Messages", [])
+        result = demo.invoke("slack_actions", {"Records": [{"body": m["Body"]} for m in records]}, f"{button} click")
+        print(f"   Slack got HTTP {answer['statusCode']} at once; the queued click: {result['clicks']}")
+        demo.timeline.append([f"{demo.clock:%H:%M}", user_name, region, button, result["clicks"][0]["status"]])
 
 
 def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
@@ -227,6 +269,8 @@ def main() -> int:
         demo.clock = demo.t0 - timedelta(minutes=45)
         owner_tagging(demo, seeded)
         idle_stopping(demo, seeded)
+        demo.clock = demo.t0 + timedelta(minutes=5)
+        press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
         billing(demo, seeded)
 
         rows = fleet_rows(demo, seeded)

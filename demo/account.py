@@ -76,6 +76,12 @@ class LocalAccount:
         install_costguard(self.client("dynamodb"), self.client("secretsmanager"), env, json.dumps(secret))
         return env
 
+    def set_env(self, **values: str) -> None:
+        """More of the Lambda environment, known only once the account exists (a queue URL); restored on close."""
+        for key, value in values.items():
+            self._saved_env.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+
     def close(self) -> None:
         """Stop the servers and give the process its environment back."""
         for key, value in self._saved_env.items():
