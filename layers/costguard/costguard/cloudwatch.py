@@ -112,10 +112,10 @@ class CloudWatchMetrics:
 
     # ------------------------------------------------------------------ reading
     def fetch(
-        self, refs: Sequence[MetricRef], start: datetime, end: datetime
+        self, refs: Sequence[MetricRef], start: datetime, end: datetime, *, period: int | None = None
     ) -> tuple[dict[MetricRef, list[Point]], dict[MetricRef, str]]:
         """Points per series, 500 queries a call; and the series CloudWatch could not answer, with why."""
-        period = self.policy.period_seconds
+        period = period or self.policy.period_seconds
         start = align_down(start, period)
         end = align_down(end, period) + timedelta(seconds=period)
         points: dict[MetricRef, list[Point]] = {ref: [] for ref in refs}

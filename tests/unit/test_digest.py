@@ -1,0 +1,103 @@
+"""The digest's arithmetic on hand-built weeks: every expected figure is worked out here, by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from costguard.digest import Hour, InstanceWeek, hours_from_points, summarize, worst_idle
+from costguard.settings import IdlePolicy
+
+START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
+END = START + timedelta(days=7)
+POLICY = IdlePolicy()
+
+
+def hours(day: int, first: int, count: int, *, cpu: float, gpu_max: float | None, gpu_avg: float | None) -> list[Hour]:
+    base = START + timedelta(days=day, hours=first)
+    return [Hour(base + timedelta(hours=k), cpu, gpu_max, gpu_avg) for k in range(count)]
+
+
+def machine(
+    iid: str,
+    owner: str,
+    gpus: int,
+    price: float,
+    hs: list[Hour],
+    *,
+    team: str = "",
+    telemetry: bool = True,
+    state: str = "running",
+) -> InstanceWeek:
+    return InstanceWeek(iid, "g5.12xlarge", "us-east-1", owner, team, gpus, price, telemetry, state, tuple(hs))
+
+
+def test_busy_and_idle_hours_become_gpu_hours_waste_and_utilization() -> None:
+    # alice: 4 GPUs at $5.672/h; Monday 10 busy hours (avg 80 %), Tuesday 6 idle hours (avg 1 %).
+    alice = machine(
+        "i-a",
+        "alice",
+        4,
+        5.672,
+        hours(0, 8, 10, cpu=40, gpu_max=95, gpu_avg=80) + hours(1, 8, 6, cpu=2, gpu_max=3, gpu_avg=1),
+    )
+    # bob: 1 GPU at $1.006/h; Monday 4 idle hours.
+    bob = machine("i-b", "bob", 1, 1.006, hours(0, 0, 4, cpu=1, gpu_max=0.5, gpu_avg=0.5), team="vision")
+    week = summarize([alice, bob], START, END, POLICY)
+
+    assert week.fleet.instances == 2
+    assert week.fleet.gpu_hours == 16 * 4 + 4 * 1  # 68
+    assert week.fleet.idle_gpu_hours == 6 * 4 + 4 * 1  # 28
+    assert week.fleet.waste_usd == pytest.approx(6 * 5.672 + 4 * 1.006)  # 38.056
+    # utilization is averaged over running instance-hours: (10*80 + 6*1 + 4*0.5) / 20
+    assert week.fleet.avg_gpu_util == pytest.approx(808 / 20)
+    assert week.per_owner["alice"].waste_usd == pytest.approx(34.032)
+    assert week.per_team == {"vision": week.per_team["vision"]}
+    assert week.per_team["vision"].idle_gpu_hours == 4
+    assert week.per_day[date(2026, 11, 16)] == (40.0, 4.0)  # alice's 10 busy hours * 4 GPUs; bob's 4 idle
+    assert week.per_day[date(2026, 11, 17)] == (0.0, 24.0)
+    assert len(week.per_day) == 7
+
+
+def test_an_hour_without_gpu_data_is_never_idle_when_the_instance_has_gpu_telemetry() -> None:
+    gap = machine("i-g", "carol", 8, 21.96, hours(2, 0, 5, cpu=1, gpu_max=None, gpu_avg=None))
+    week = summarize([gap], START, END, POLICY)
+    assert (week.fleet.gpu_hours, week.fleet.idle_gpu_hours, week.fleet.waste_usd) == (40, 0, 0)
+
+
+def test_without_gpu_telemetry_an_hour_is_judged_on_cpu() -> None:
+    blind = machine("i-n", "", 1, 0.8048, hours(3, 0, 3, cpu=2, gpu_max=None, gpu_avg=None), telemetry=False)
+    week = summarize([blind], START, END, POLICY)
+    assert week.fleet.idle_gpu_hours == 3
+    assert week.per_owner["(no owner)"].waste_usd == pytest.approx(3 * 0.8048)
+
+
+def test_hours_outside_the_week_do_not_count() -> None:
+    early = machine(
+        "i-e",
+        "dave",
+        1,
+        1.0,
+        hours(-1, 0, 5, cpu=1, gpu_max=1, gpu_avg=1) + hours(7, 0, 5, cpu=1, gpu_max=1, gpu_avg=1),
+    )
+    assert summarize([early], START, END, POLICY).fleet.instances == 0
+
+
+def test_worst_idle_lists_running_machines_by_idle_cost() -> None:
+    a = machine("i-a", "alice", 4, 5.672, hours(0, 0, 10, cpu=1, gpu_max=1, gpu_avg=1))  # $56.72 idle
+    b = machine("i-b", "bob", 1, 1.006, hours(0, 0, 30, cpu=1, gpu_max=1, gpu_avg=1))  # $30.18 idle
+    c = machine("i-c", "carol", 8, 21.96, hours(0, 0, 30, cpu=1, gpu_max=1, gpu_avg=1), state="stopped")
+    week = summarize([a, b, c], START, END, POLICY)
+    ranked = worst_idle([a, b, c], week)
+    assert [(i.instance_id, h, round(d, 2)) for i, h, d in ranked] == [("i-a", 10, 136.13), ("i-b", 30, 24.14)]
+
+
+def test_hours_are_built_from_hourly_series() -> None:
+    t0, t1 = START, START + timedelta(hours=1)
+    built = hours_from_points(
+        cpu=[(t0, 5.0), (t1, 50.0)],
+        gpu_max=[[(t0, 2.0), (t1, 90.0)], [(t0, 4.0)]],  # GPU 1 has no point at t1
+        gpu_avg=[[(t0, 1.0), (t1, 70.0)], [(t0, 3.0)]],
+    )
+    assert built == (Hour(t0, 5.0, 4.0, 2.0), Hour(t1, 50.0, None, 70.0))
