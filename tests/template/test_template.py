@@ -249,6 +249,7 @@ def test_rule_patterns_match_the_real_shaped_events(
         ("OwnerTaggerFunctionBackfill", "owner_tagger/backfill.json"),
         ("IdleStopperFunctionSweep", "idle_stopper/sweep.json"),
         ("ReservationTrackerFunctionDaily", "reservation_tracker/daily.json"),
+        ("WeeklyDigestFunctionWeekly", "weekly_digest/weekly.json"),
     ],
 )
 def test_schedules_send_the_input_the_handlers_expect(cfn: dict[str, Any], schedule: str, fixture: str) -> None:
@@ -313,3 +314,16 @@ def test_the_slack_actions_function_reads_only_its_own_queue(cfn: dict[str, Any]
     assert [s["Resource"] for s in reads] == [{"Fn::GetAtt": ["ActionsQueue", "Arn"]}]
     mapping = cfn["Resources"]["SlackActionsClicks"]["Properties"]
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["ActionsQueue", "Arn"]}
+
+
+def test_the_digest_runs_in_the_teams_own_time(cfn: dict[str, Any]) -> None:
+    props = cfn["Resources"]["WeeklyDigestFunctionWeekly"]["Properties"]
+    assert props["ScheduleExpression"] == {"Fn::Sub": "cron(0 ${DigestHour} ? * ${DigestDay} *)"}
+    assert props["ScheduleExpressionTimezone"] == {"Ref": "TeamTimezone"}
+
+
+def test_dashboards_written_are_costguards_own(cfn: dict[str, Any]) -> None:
+    grants = [s for _, s in statements(cfn) if "cloudwatch:PutDashboard" in as_list(s["Action"])]
+    assert [g["Resource"]["Fn::Sub"] for g in grants] == [
+        "arn:${AWS::Partition}:cloudwatch::${AWS::AccountId}:dashboard/costguard-*"
+    ]

@@ -72,7 +72,7 @@ class CloudWatchMetrics:
 
     # ------------------------------------------------------------------ discovery
     def discover_gpu_series(
-        self, instances: Sequence[Instance], *, one_instance: bool = False
+        self, instances: Sequence[Instance], *, one_instance: bool = False, recently_active: bool = True
     ) -> dict[str, list[Dimensions]]:
         """GPU series per instance id, from a ListMetrics walk of the metric (region-wide, deduplicated).
 
@@ -81,7 +81,9 @@ class CloudWatchMetrics:
         """
         by_id = {i.instance_id: i for i in instances}
         by_host = {i.private_dns_name.split(".")[0]: i.instance_id for i in instances if i.private_dns_name}
-        params: dict[str, Any] = {"Namespace": GPU_NAMESPACE, "MetricName": GPU_METRIC, "RecentlyActive": "PT3H"}
+        params: dict[str, Any] = {"Namespace": GPU_NAMESPACE, "MetricName": GPU_METRIC}
+        if recently_active:  # the sweep wants running machines; the digest wants the whole fortnight
+            params["RecentlyActive"] = "PT3H"
         if one_instance and len(instances) == 1:
             params["Dimensions"] = [{"Name": "InstanceId", "Value": instances[0].instance_id}]
         found: dict[str, set[Dimensions]] = defaultdict(set)

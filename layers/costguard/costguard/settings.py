@@ -222,3 +222,21 @@ class ActionSettings:
         settings = cls(admins=admins, timezone=zone, queue_url=read.required("ACTIONS_QUEUE_URL"))
         read.check()
         return settings
+
+
+@dataclass(frozen=True)
+class DigestSettings:
+    """weekly_digest: how teams are told apart, and whether each owner gets their own digest."""
+
+    team_tag_key: str = "Team"
+    owner_digests: bool = True
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> DigestSettings:
+        read = _Reader(os.environ if env is None else env)
+        settings = cls(
+            team_tag_key=read.optional("TEAM_TAG_KEY", "Team") or "Team",
+            owner_digests=read.flag("OWNER_DIGESTS", True),
+        )
+        read.check()
+        return settings

@@ -138,6 +138,19 @@ class SlackNotifier:
         fallback = Message(message.text, (*message.blocks, context(why)))
         return self.post(fallback_channel, fallback)
 
+    def upload_image(self, channel: str, content: bytes, *, filename: str, title: str, comment: str = "") -> str:
+        """Upload an image to a channel with files_upload_v2 (needs files:write and a channel ID); its file id."""
+        if self.web is None:
+            raise SlackDeliveryError("uploading a file needs a bot token")
+        try:
+            response = self.web.files_upload_v2(
+                channel=channel, content=content, filename=filename, title=title, initial_comment=comment or None
+            )
+        except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+            raise SlackDeliveryError(f"could not upload {filename} to {channel}: {_describe(exc)}") from exc
+        files = response.get("files") or [response.get("file") or {}]
+        return str(files[0].get("id", ""))
+
     def user_id_for(self, email: str) -> str | None:
         """The Slack user id of an email, or None if Slack does not know it (cached per container)."""
         return self._lookup_user(email)

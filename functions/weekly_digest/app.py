@@ -1,0 +1,84 @@
+"""weekly_digest: what the GPU fleet did, wasted and what costguard saved, posted to the digest channel
+each week in the team's time, with a chart, and to each owner. Input: {"costguard": "digest"}."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from costguard.cloudwatch import CloudWatchMetrics
+from costguard.commitments import CommitmentReader
+from costguard.digest_sending import send_digest
+from costguard.ec2 import Ec2
+from costguard.errors import EventValidationError
+from costguard.observability import logger, metrics
+from costguard.runtime import Runtime
+from costguard.settings import DigestSettings, IdlePolicy
+from costguard.weekly_digest import DigestCollector, Region
+
+WEEKLY_INPUT = {"costguard": "digest"}
+GLOBAL_ENDPOINT = "us-east-1"  # Savings Plans and Cost Explorer
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
+    if event != WEEKLY_INPUT:
+        raise EventValidationError(f"weekly_digest expects {WEEKLY_INPUT}, got {str(event)[:200]}")
+    runtime = runtime or Runtime.current()
+    settings = runtime.settings
+    policy = IdlePolicy.from_env()
+    regions = [
+        Region(
+            name,
+            Ec2(runtime.client("ec2", name), name, settings.mode),
+            CloudWatchMetrics(runtime.client("cloudwatch", name), policy),
+            runtime.client("cloudwatch", name),
+        )
+        for name in settings.governed_regions
+    ]
+    ce = runtime.client("ce", GLOBAL_ENDPOINT)
+    collector = DigestCollector(
+        regions=regions,
+        prices=runtime.prices,
+        ledger=runtime.ledger,
+        reader=CommitmentReader(
+            ec2={r.name: runtime.client("ec2", r.name) for r in regions},
+            savingsplans=runtime.client("savingsplans", GLOBAL_ENDPOINT),
+            ce=ce,
+        ),
+        ce=ce,
+        policy=policy,
+        owner_tag_key=settings.owner_tag_key,
+        team_tag_key=_settings().team_tag_key,
+    )
+    now = runtime.now()
+    data = collector.collect(now)
+    report = send_digest(
+        data,
+        notifier=runtime.notifier,
+        ledger=runtime.ledger,
+        channel=settings.digest_channel,
+        email_domain=settings.email_domain,
+        owner_digests=_settings().owner_digests,
+        now=now,
+    )
+    metrics.add_metric(name="DigestIdleGpuHours", unit=MetricUnit.Count, value=data.this_week.fleet.idle_gpu_hours)
+    return {
+        "status": "posted" if report.posted else "already-posted",
+        "instances": data.this_week.fleet.instances,
+        "idle_gpu_hours": data.this_week.fleet.idle_gpu_hours,
+        "waste_usd": round(data.this_week.fleet.waste_usd, 2),
+        "chart_file": report.chart_file,
+        "owners_told": report.owners_told,
+        "owners_unreachable": report.owners_unreachable,
+        "dashboards": data.dashboards,
+        "errors": data.errors,
+    }
+
+
+@cache
+def _settings() -> DigestSettings:
+    return DigestSettings.from_env()

@@ -1,0 +1,71 @@
+"""Sending the weekly digest: once per week to the channel (with its chart), and to each owner."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from costguard.chart import week_chart
+from costguard.digest import InstanceWeek
+from costguard.digest_messages import chart_days, digest_message, owner_message
+from costguard.errors import SlackDeliveryError
+from costguard.ledger import Ledger
+from costguard.notices import post_once
+from costguard.observability import logger
+from costguard.ownership import owner_email
+from costguard.slack.notifier import SlackNotifier
+from costguard.weekly_digest import DigestData, DigestReport
+
+
+def send_digest(
+    data: DigestData,
+    *,
+    notifier: SlackNotifier,
+    ledger: Ledger,
+    channel: str,
+    email_domain: str,
+    owner_digests: bool,
+    now: datetime,
+) -> DigestReport:
+    week = f"{data.start:%G-W%V}"
+    delivery = post_once(
+        ledger, notifier, channel, key=f"digest:{week}", message=digest_message(data), now=now, ttl=timedelta(days=30)
+    )
+    report = DigestReport(posted=delivery is not None)
+    if delivery is None:
+        return report  # this week's digest went out already: a retry says nothing twice
+    report.chart_file = notifier.upload_image(
+        delivery.channel,
+        week_chart(chart_days(data)),
+        filename=f"gpu-week-{week}.png",
+        title="GPU-hours used and idle, day by day",
+    )
+    if not owner_digests:
+        return report
+    machines: dict[str, list[InstanceWeek]] = defaultdict(list)
+    for instance in data.instances:
+        if instance.owner:
+            machines[instance.owner].append(instance)
+    for owner, theirs in sorted(machines.items()):
+        email = owner_email(owner, email_domain)
+        user = notifier.user_id_for(email) if email else None
+        if user is None:
+            report.owners_unreachable.append(owner)
+            continue
+        try:
+            posted = post_once(
+                ledger,
+                notifier,
+                user,
+                key=f"digest:{week}:{owner}",
+                message=owner_message(data, owner, theirs),
+                now=now,
+                ttl=timedelta(days=30),
+            )
+        except SlackDeliveryError as exc:  # one owner's DM must not cost the others theirs
+            logger.warning("owner digest not delivered", owner=owner, error=str(exc))
+            report.owners_unreachable.append(owner)
+            continue
+        if posted is not None:
+            report.owners_told.append(owner)
+    return report

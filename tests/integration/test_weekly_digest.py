@@ -1,0 +1,137 @@
+"""weekly_digest end to end against moto: hourly metrics in, the digest's figures, blocks, chart and DMs out."""
+
+from __future__ import annotations
+
+import json
+import struct
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from costguard.ledger import Action
+from costguard.runtime import Runtime
+from demo import moto_fixes
+from demo.slack_standin import SlackStandIn
+from tests.conftest import load_event, load_handler
+from tests.integration.conftest import REGION, ec2
+
+app = load_handler("weekly_digest")
+A10G = [{"Name": "name", "Value": "NVIDIA A10G"}, {"Name": "arch", "Value": "Ampere"}]
+
+
+@pytest.fixture
+def now() -> datetime:
+    return datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def launch(instance_type: str, owner: str, team: str, now: datetime) -> str:
+    tags = [{"Key": "Owner", "Value": owner}, {"Key": "Team", "Value": team}]
+    iid = str(
+        ec2().run_instances(
+            ImageId="ami-12c6146b",
+            MinCount=1,
+            MaxCount=1,
+            InstanceType=instance_type,
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        )["Instances"][0]["InstanceId"]
+    )
+    moto_fixes.set_launch_time(iid, REGION, now - timedelta(days=10))
+    return iid
+
+
+def publish_hours(iid: str, gpus: int, start: datetime, count: int, *, cpu: float, gpu: float) -> None:
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    moments = [start + timedelta(hours=k, minutes=30) for k in range(count)]
+    cloudwatch.put_metric_data(
+        Namespace="AWS/EC2",
+        MetricData=[
+            {
+                "MetricName": "CPUUtilization",
+                "Dimensions": [{"Name": "InstanceId", "Value": iid}],
+                "Timestamp": t,
+                "Value": cpu,
+            }
+            for t in moments
+        ],
+    )
+    for index in range(gpus):
+        dims: Any = [{"Name": "InstanceId", "Value": iid}, {"Name": "index", "Value": str(index)}, *A10G]
+        cloudwatch.put_metric_data(
+            Namespace="CWAgent",
+            MetricData=[
+                {"MetricName": "nvidia_smi_utilization_gpu", "Dimensions": dims, "Timestamp": t, "Value": gpu}
+                for t in moments
+            ],
+        )
+
+
+def test_a_digest_run_reports_the_week_with_its_chart_and_tells_each_owner(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    alice = launch("g5.12xlarge", "alice@example.com", "nlp", now)  # 4 GPUs, $5.672/h (bundled price)
+    bob = launch("g5.xlarge", "bob@example.com", "vision", now)  # 1 GPU, $1.006/h
+    day = now - timedelta(days=3)
+    publish_hours(alice, 4, day, 10, cpu=40, gpu=90)  # 10 busy hours: 40 GPU-hours used
+    publish_hours(bob, 1, day, 20, cpu=2, gpu=1)  # 20 idle hours: 20 idle GPU-hours, $20.12
+    publish_hours(bob, 1, now - timedelta(days=10), 5, cpu=2, gpu=1)  # the week before: 5 idle hours
+    ec2().stop_instances(InstanceIds=[bob])
+    runtime.ledger.record(
+        Action(
+            at=now - timedelta(hours=5),
+            kind="stop",
+            instance_id=bob,
+            region=REGION,
+            mode="enforce",
+            owner="bob@example.com",
+            instance_type="g5.xlarge",
+            hourly_saving=1.006,
+        )
+    )
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    assert (result["status"], result["instances"], result["idle_gpu_hours"], result["waste_usd"]) == (
+        "posted",
+        2,
+        20.0,
+        20.12,
+    )
+    digest, *dms = slack.messages
+    assert digest.channel == "C0DIGEST"
+    body = json.dumps(digest.blocks)
+    assert "*2* GPU machines ran *60 GPU-hours* at 31% average GPU use" in body  # (10*90 + 20*1) / 30 running hours
+    assert "*20 GPU-hours were idle*: *$20.12* of on-demand time (+300% vs last week)" in body  # last week: 5 h, $5.03
+    assert "*bob@example.com*: 1 machine, 20 GPU-h at 1%, idle 20 GPU-h, waste $20.12" in body
+    did = "*What costguard did*: 0 warnings, 1 stop, 0 machines kept from Slack. Stopped machines stayed off 5 h"
+    assert f"{did}: *$5.03 saved*." in body
+    assert "*nlp*" in body
+    assert "*vision*" in body
+    assert "Not available this week: GetReservationUtilization: NotImplementedError" in body  # moto has no CE reports
+    # The chart: a real PNG, uploaded to the digest channel.
+    [chart] = slack.files
+    assert chart["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", chart["bytes"][16:24]) == (720, 360)
+    assert chart["channel"] == "C0DIGEST"
+    # Each owner gets their own week.
+    assert sorted(m.channel for m in dms) == ["U0ALICE"]
+    assert result["owners_unreachable"] == ["bob@example.com"]  # not in the stand-in's workspace
+    assert set(result["dashboards"]) == {"nlp", "vision"}
+    dashboards = boto3.client("cloudwatch", region_name=REGION).list_dashboards(DashboardNamePrefix="costguard-")[
+        "DashboardEntries"
+    ]
+    assert sorted(d["DashboardName"] for d in dashboards) == ["costguard-nlp-us-east-1", "costguard-vision-us-east-1"]
+
+
+def test_a_retried_digest_run_posts_nothing_twice(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    publish_hours(launch("g5.xlarge", "alice@example.com", "nlp", now), 1, now - timedelta(days=1), 3, cpu=50, gpu=80)
+    first = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    again = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    assert (first["status"], again["status"]) == ("posted", "already-posted")
+    assert len(slack.messages) == 2  # the digest and alice's DM, once each
+    assert len(slack.files) == 1
