@@ -2,10 +2,10 @@
 
 The fleet: N instances of 1, 4 and 8 GPUs (70/20/10 %), every one publishing CPU and per-GPU metrics;
 10 % idle and never warned (a warning each), 5 % warned and idle through the grace period (a stop
-each), the rest busy. Two sweeps: the first also creates the idle alarms; the second, 15 minutes
-later, is the steady state. moto is slow at this size (its GetMetricData scans every datapoint for
-every query), so bench/moto_at_scale.py indexes it, the window is 30 minutes and the metrics cover 60:
-the number of calls depends on none of these.
+each), the rest busy. Two sweeps: the first also creates the idle alarms; the second, on the same
+data, is the steady state. moto is slow at this size (its GetMetricData scans every datapoint for
+every query), so `index_metric_queries` in demo/moto_fixes.py indexes it, the window is 30 minutes
+and the metrics cover 60: the number of calls depends on none of these.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from bench import moto_at_scale
 from bench.common import CallCounter, built_sizes, cold_import_seconds, save
 from costguard import tags
 from costguard.aws import ClientFactory
@@ -105,7 +104,7 @@ def seed(n: int, now: datetime) -> dict[str, Any]:
 
 def run(n: int = 1000) -> dict[str, Any]:
     moto_fixes.apply()
-    moto_at_scale.apply()
+    moto_fixes.index_metric_queries()
     slack = SlackStandIn(users={f"user{k}@example.com": f"U{k:04d}" for k in range(100)}).start()
     try:
         with mock_aws():

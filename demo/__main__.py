@@ -225,6 +225,15 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
         )
 
 
+def weekly(demo: Demo) -> None:
+    with step(f"{demo.clock:%H:%M} weekly_digest: the Monday digest (events/weekly_digest/weekly.json)"):
+        result = demo.invoke("weekly_digest", event("weekly_digest/weekly.json"), "weekly")
+        print(
+            f"   {result['instances']} GPU machines, {result['idle_gpu_hours']:.0f} idle GPU-hours, "
+            f"${result['waste_usd']:,.0f} wasted; chart {result['chart_file']}; owners told {result['owners_told']}"
+        )
+
+
 def fleet_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
     names = seeded.by_id()
     rows = []
@@ -261,10 +270,12 @@ def main() -> int:
         print("costguard demo: an emulated AWS account (moto on 127.0.0.1) and a local Slack stand-in")
         with step("Seeding the ML fleet"):
             seeded = fleet.seed(demo.client, demo.account.gaps, demo.t0)
+            hourly = fleet.seed_week(demo.client, seeded, demo.t0)
             history = sum(len(v) for v in demo.account.gaps.trail.values())
             print(
                 f"   {len(seeded.machines) + len(seeded.asg_instances)} instances in {fleet.HOME} and {fleet.OTHER}, "
-                f"4 h of CPU and GPU metrics up to {demo.t0:%H:%M} UTC, {history} launches in CloudTrail history"
+                f"4 h of CPU and GPU metrics up to {demo.t0:%H:%M} UTC and {hourly:,} hourly points before, "
+                f"{history} launches in CloudTrail history"
             )
         demo.clock = demo.t0 - timedelta(minutes=45)
         owner_tagging(demo, seeded)
@@ -272,6 +283,7 @@ def main() -> int:
         demo.clock = demo.t0 + timedelta(minutes=5)
         press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
         billing(demo, seeded)
+        weekly(demo)
 
         rows = fleet_rows(demo, seeded)
         print("\n== The fleet at the end")
@@ -312,7 +324,9 @@ def main() -> int:
                 ),
             ),
         ]
-        (OUT / "index.html").write_text(render.page("costguard demo", sections, demo.slack.messages, USERS))
+        (OUT / "index.html").write_text(
+            render.page("costguard demo", sections, demo.slack.messages, USERS, uploads=demo.slack.files)
+        )
         print(f"\nHTML: {OUT / 'index.html'}   Lambda logs: {OUT / 'lambda-logs.jsonl'}")
         print(f"Calls answered by demo/aws_gaps.py instead of moto: {sorted(set(demo.account.gaps.answered))}")
         return 0

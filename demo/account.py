@@ -33,6 +33,7 @@ class LocalAccount:
     def __init__(self, users: dict[str, str] | None = None) -> None:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
         moto_fixes.apply()  # the server runs in this process: the same corrections as in the tests
+        moto_fixes.index_metric_queries()  # a week of hourly data would take moto minutes to scan
         self.moto_port = free_port()
         self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self.moto.start()

@@ -46,6 +46,8 @@ class AwsGaps:
     # Cost Explorer: (group-by key, period start) -> {group: USD}; the forecast of the rest of the month.
     costs: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     forecast_rest_of_month: float = 0.0
+    daily_spend: dict[str, float] = field(default_factory=dict)  # ISO date -> USD
+    coverage: dict[str, float] = field(default_factory=lambda: {"ri": 0.0, "sp": 0.0})  # % of eligible use covered
     reserved_instances: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # region -> RIs
     savings_plans: list[dict[str, Any]] = field(default_factory=list)
     utilization: dict[str, float] = field(default_factory=dict)  # RI id or SP ARN -> %
@@ -60,6 +62,9 @@ class AwsGaps:
             "AWSInsightsIndexService.GetCostForecast": self.get_cost_forecast,
             "AWSInsightsIndexService.GetReservationUtilization": self.get_reservation_utilization,
             "AWSInsightsIndexService.GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
+            "AWSInsightsIndexService.GetReservationCoverage": self.get_reservation_coverage,
+            "AWSInsightsIndexService.GetSavingsPlansUtilization": self.get_savings_plans_utilization,
+            "AWSInsightsIndexService.GetSavingsPlansCoverage": self.get_savings_plans_coverage,
             "AWSInsightsIndexService.GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
             "AWSInsightsIndexService.GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
             "query.DescribeReservedInstances": self.describe_reserved_instances,
@@ -69,6 +74,22 @@ class AwsGaps:
     # ------------------------------------------------------------------ Cost Explorer
     def get_cost_and_usage(self, body: dict[str, Any], _region: str) -> Answer:
         period = body["TimePeriod"]
+        if not body.get("GroupBy"):  # the digest's daily spend
+            return _json(
+                {
+                    "ResultsByTime": [
+                        {
+                            "TimePeriod": {"Start": day, "End": day},
+                            "Total": {"UnblendedCost": {"Amount": f"{amount:.2f}", "Unit": "USD"}},
+                            "Groups": [],
+                            "Estimated": True,
+                        }
+                        for day, amount in sorted(self.daily_spend.items())
+                        if period["Start"] <= day < period["End"]
+                    ],
+                    "DimensionValueAttributes": [],
+                }
+            )
         groups = self.costs.get((body["GroupBy"][0]["Key"], period["Start"]), {})
         return _json(cost_and_usage(groups, period["Start"], period["End"]))
 
@@ -86,7 +107,33 @@ class AwsGaps:
             }
             for n, ri in enumerate(r for ris in self.reserved_instances.values() for r in ris)
         ]
-        return _json({"UtilizationsByTime": [{"TimePeriod": body["TimePeriod"], "Groups": groups}], "Total": {}})
+        ris = [r for rs in self.reserved_instances.values() for r in rs]
+        total = sum(self.utilization.get(r["ReservedInstancesId"], 0) * r["InstanceCount"] for r in ris)
+        count = sum(r["InstanceCount"] for r in ris) or 1
+        summary = {"UtilizationPercentage": f"{total / count:.1f}"}
+        return _json(
+            {
+                "UtilizationsByTime": [{"TimePeriod": body["TimePeriod"], "Groups": groups, "Total": summary}],
+                "Total": summary,
+            }
+        )
+
+    def get_reservation_coverage(self, body: dict[str, Any], _region: str) -> Answer:
+        total = {"CoverageHours": {"CoverageHoursPercentage": f"{self.coverage['ri']:.1f}"}}
+        return _json(
+            {"CoveragesByTime": [{"TimePeriod": body["TimePeriod"], "Groups": [], "Total": total}], "Total": total}
+        )
+
+    def get_savings_plans_utilization(self, body: dict[str, Any], _region: str) -> Answer:
+        plans = [self.utilization.get(p["savingsPlanArn"], 0) for p in self.savings_plans] or [0.0]
+        total = {"Utilization": {"UtilizationPercentage": f"{sum(plans) / len(plans):.1f}"}}
+        return _json({"SavingsPlansUtilizationsByTime": [], "Total": total})
+
+    def get_savings_plans_coverage(self, body: dict[str, Any], _region: str) -> Answer:
+        coverage = {"CoveragePercentage": f"{self.coverage['sp']:.1f}"}
+        return _json(
+            {"SavingsPlansCoverages": [{"Attributes": {}, "Coverage": coverage, "TimePeriod": body["TimePeriod"]}]}
+        )
 
     def get_savings_plans_utilization_details(self, body: dict[str, Any], _region: str) -> Answer:
         details = [

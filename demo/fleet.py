@@ -341,6 +341,9 @@ def seed_billing(gaps: AwsGaps, seeded: SeededFleet, today: datetime, month_to_d
         gaps.costs[(key, previous_start.isoformat())] = {k: v[1] for k, v in table.items()}
     month_days = 30
     gaps.forecast_rest_of_month = month_to_date / days * (month_days - days)
+    for back in range(1, 15):  # the digest's spend: the last week ran hotter than the one before
+        day = today.date() - timedelta(days=back)
+        gaps.daily_spend[day.isoformat()] = month_to_date / days * (1.0 if back <= 7 else 0.82)
 
     def stamp(moment: datetime) -> str:
         return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
@@ -384,6 +387,7 @@ def seed_billing(gaps: AwsGaps, seeded: SeededFleet, today: datetime, month_to_d
         }
     ]
     gaps.utilization[plan_arn] = 91.0
+    gaps.coverage.update(ri=34.0, sp=41.0)
 
 
 # Owners that the demo's real-time and backfill tagging give machines without a launch tag.
@@ -396,3 +400,79 @@ _OWNERS = {
     "frank-west": "frank",
     "mystery-west": "",
 }
+
+
+# How each machine spent the fortnight before the last four hours: which hours it ran, and whether busy.
+def _week_pattern(name: str, at: datetime) -> str | None:
+    """ "busy", "idle", or None when the machine was not running at that hour."""
+    workday = at.weekday() < 5
+    office = workday and 9 <= at.hour < 18
+    patterns = {
+        "alice-train": "busy",
+        "carol-eval": "busy" if at >= _NOW[0] - timedelta(days=3) else None,
+        "bob-notebook": "busy" if office and at.hour in (10, 11, 14) else "idle",
+        "root-test": "idle" if at >= _NOW[0] - timedelta(days=5) else None,
+        "erin-spot": "idle" if at >= _NOW[0] - timedelta(days=2) else None,
+        "frank-west": ("busy" if office else "idle") if workday else None,
+        "grace-west": "busy" if office else None,
+        "mystery-west": "idle",
+        "inference-g5 #1": "busy",
+        "inference-g5 #2": "idle" if not office else "busy",
+    }
+    if name == "bob-notebook" and at < _NOW[0] - timedelta(days=7):
+        return "busy" if office else None  # the week before, bob stopped his notebook at night
+    return patterns.get(name)
+
+
+_NOW: list[datetime] = []
+
+
+def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
+    """Hourly CPU and GPU points for the 14 days before the last four hours (the digest's fortnight)."""
+    _NOW[:] = [now]
+    rng = random.Random(7)
+    members = [
+        Machine(f"{ASG_NAME} #{n + 1}", HOME, "g5.2xlarge", "", gpu_pattern="busy", instance_id=i)
+        for n, i in enumerate(seeded.asg_instances)
+    ]
+    series: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    hours = [now - timedelta(hours=k, minutes=30) for k in range(14 * 24, 4, -1)]
+    count = 0
+    for machine in [*seeded.machines, *members]:
+        per_namespace = series.setdefault(machine.region, {"AWS/EC2": [], "CWAgent": []})
+        gpus = GPUS.get(machine.instance_type, ("", "", 0)) if machine.gpu_pattern else ("", "", 0)
+        for at in hours:
+            state = _week_pattern(machine.name, at)
+            if state is None:
+                continue
+            low, high = (60.0, 98.0) if state == "busy" else (0.2, 3.0)
+            per_namespace["AWS/EC2"].append(
+                {
+                    "MetricName": "CPUUtilization",
+                    "Dimensions": [{"Name": "InstanceId", "Value": machine.instance_id}],
+                    "Timestamp": at,
+                    "Value": round(rng.uniform(low / 2, high / 2), 2),
+                }
+            )
+            for index in range(gpus[2]):
+                dims = [
+                    {"Name": "InstanceId", "Value": machine.instance_id},
+                    {"Name": "index", "Value": str(index)},
+                    {"Name": "name", "Value": gpus[0]},
+                    {"Name": "arch", "Value": gpus[1]},
+                ]
+                per_namespace["CWAgent"].append(
+                    {
+                        "MetricName": "nvidia_smi_utilization_gpu",
+                        "Dimensions": dims,
+                        "Timestamp": at,
+                        "Value": round(rng.uniform(low, high), 1),
+                    }
+                )
+    for region, namespaces in series.items():
+        cloudwatch = clients("cloudwatch", region)
+        for namespace, data in namespaces.items():
+            count += len(data)
+            for start in range(0, len(data), 1000):
+                cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
+    return count

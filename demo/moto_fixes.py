@@ -6,15 +6,19 @@
   been running for hours. `set_launch_time` moves one back.
 
 Used by the integration tests (in-process moto) and the demo (moto's server runs in this process).
+`index_metric_queries` (demo and benchmarks only) makes moto's CloudWatch fast enough for a week of
+hourly data or a thousand instances, without changing its answers.
 """
 
 from __future__ import annotations
 
 import fnmatch
+from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
 import moto.ec2.utils as ec2_utils
+from moto.cloudwatch.models import CloudWatchBackend
 from moto.ec2.models import ec2_backends
 
 ACCOUNT = "123456789012"  # moto's default account
@@ -37,3 +41,54 @@ def apply() -> None:
 def set_launch_time(instance_id: str, region: str, when: datetime, account: str = ACCOUNT) -> None:
     instance = ec2_backends[account][region].get_instance(instance_id)
     instance.launch_time = when.astimezone(UTC).replace(tzinfo=None)
+
+
+def index_metric_queries() -> None:
+    """moto's GetMetricData rescans every datapoint for every period of every query (quadratic in fleet
+    size). Each query is answered here by moto's own code over just the datapoints of its namespace,
+    metric and InstanceId, indexed once per call: the same answers, since every costguard query names
+    its InstanceId. Also makes ListMetrics list each series once, as AWS does (the tests do not use
+    this, so costguard's own de-duplication stays exercised). Used by the demo and the benchmarks."""
+    if getattr(CloudWatchBackend, "_costguard_at_scale", False):
+        return
+    original_get = CloudWatchBackend.get_metric_data
+    original_filtered = CloudWatchBackend.get_filtered_metrics
+
+    def get_metric_data(
+        self: Any, queries: list[dict[str, Any]], start_time: Any, end_time: Any, scan_by: str = "TimestampAscending"
+    ) -> Any:
+        if any("MetricStat" not in q for q in queries):
+            return original_get(self, queries, start_time, end_time, scan_by)
+        index: dict[tuple[str, str, Any], list[Any]] = defaultdict(list)
+        everything = CloudWatchBackend.get_all_metrics(self)
+        for datum in everything:
+            if start_time <= datum.timestamp < end_time:
+                instance = next((d.value for d in datum.dimensions if d.name == "InstanceId"), "")
+                index[(datum.namespace, datum.name, instance)].append(datum)
+        results: list[Any] = []
+        try:
+            for query in queries:
+                metric = query["MetricStat"]["Metric"]
+                instance = next((d["Value"] for d in metric.get("Dimensions", []) if d["Name"] == "InstanceId"), None)
+                subset = (
+                    index.get((metric["Namespace"], metric["MetricName"], instance), []) if instance else everything
+                )
+                self.get_all_metrics = lambda subset=subset: subset
+                results += original_get(self, [query], start_time, end_time, scan_by)
+        finally:
+            self.__dict__.pop("get_all_metrics", None)
+        return results
+
+    def get_filtered_metrics(self: Any, metric_name: str, namespace: str, dimensions: list[dict[str, str]]) -> Any:
+        seen: set[Any] = set()
+        unique = []
+        for datum in original_filtered(self, metric_name, namespace, dimensions):
+            key = (datum.namespace, datum.name, tuple(sorted((d.name, d.value) for d in datum.dimensions)))
+            if key not in seen:
+                seen.add(key)
+                unique.append(datum)
+        return unique
+
+    CloudWatchBackend.get_metric_data = get_metric_data  # type: ignore[method-assign]
+    CloudWatchBackend.get_filtered_metrics = get_filtered_metrics  # type: ignore[method-assign]
+    CloudWatchBackend._costguard_at_scale = True  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 from collections.abc import Sequence
@@ -112,6 +113,7 @@ def page(
     messages: Sequence[Posted],
     users: dict[str, str],
     files: dict[str, str] | None = None,
+    uploads: Sequence[dict[str, Any]] = (),
 ) -> str:
     names = {v: k for k, v in users.items()}
     files = files or {}
@@ -129,6 +131,16 @@ def page(
             f'<div class="meta"><b>costguard</b> <span class="app">APP</span> <span class="where">{html.escape(where)}</span>{edited}</div>'
             f'<div class="notification">Notification: {html.escape(m.text)}</div>{blocks}</div></div>'
         )
+    for upload in uploads:
+        if upload.get("bytes", b"")[:8] == b"\x89PNG\r\n\x1a\n":
+            data = base64.b64encode(upload["bytes"]).decode()
+            rendered.append(
+                f'<div class="message"><div class="avatar">cg</div><div class="content">'
+                f'<div class="meta"><b>costguard</b> <span class="app">APP</span> <span class="where">'
+                f"{html.escape(str(upload.get('channel', '')))}: uploaded a file</span></div>"
+                f'<div class="header">{html.escape(str(upload.get("title", "")))}</div>'
+                f'<div class="image"><img src="data:image/png;base64,{data}" alt="chart"></div></div></div>'
+            )
     body = "".join(f"<h2>{html.escape(s.title)}</h2>{s.body_html}" for s in sections)
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>

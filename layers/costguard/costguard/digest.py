@@ -81,8 +81,10 @@ def is_idle(hour: Hour, instance: InstanceWeek, policy: IdlePolicy) -> bool:
 
 def summarize(instances: Iterable[InstanceWeek], start: datetime, end: datetime, policy: IdlePolicy) -> Week:
     week = Week(start, end)
-    for offset in range((end - start).days):
-        week.per_day[(start + timedelta(days=offset)).date()] = (0.0, 0.0)
+    day = start.date()
+    while day <= (end - timedelta(microseconds=1)).date():
+        week.per_day[day] = (0.0, 0.0)
+        day += timedelta(days=1)
     for instance in instances:
         hours = [h for h in instance.hours if start <= h.at < end and h.running]
         if not hours:

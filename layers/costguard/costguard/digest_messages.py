@@ -31,12 +31,16 @@ def _row(name: str, figures: Figures) -> str:
 
 
 def chart_days(data: DigestData) -> list[tuple[str, float, float]]:
-    return [(day.strftime("%a").upper(), used, idle) for day, (used, idle) in sorted(data.this_week.per_day.items())]
+    today = data.end.date()
+    return [
+        ("TODAY" if day == today else day.strftime("%a").upper(), used, idle)
+        for day, (used, idle) in sorted(data.this_week.per_day.items())
+    ]
 
 
 def digest_message(data: DigestData) -> Message:
     week, before = data.this_week.fleet, data.last_week.fleet
-    title = f"GPU fleet, {data.start:%a %d %b} to {data.end:%a %d %b}"
+    title = f"GPU fleet, {data.start:%a %d %b} to today"
     summary = (
         f"*{week.instances}* GPU machines ran *{week.gpu_hours:,.0f} GPU-hours* "
         f"at {_pct(week.avg_gpu_util)} average GPU use. "

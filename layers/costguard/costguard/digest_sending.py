@@ -47,6 +47,8 @@ def send_digest(
         if instance.owner:
             machines[instance.owner].append(instance)
     for owner, theirs in sorted(machines.items()):
+        if data.this_week.per_owner.get(owner) is None:
+            continue  # nothing of theirs ran this week: nothing to tell them
         email = owner_email(owner, email_domain)
         user = notifier.user_id_for(email) if email else None
         if user is None:

@@ -84,8 +84,9 @@ class DigestCollector:
     team_tag_key: str
 
     def collect(self, now: datetime) -> DigestData:
-        end = now.replace(minute=0, second=0, microsecond=0)
-        start = end - timedelta(days=7)
+        # The seven full days before today, and today so far; compared with the seven days before them.
+        end = now
+        start = (now - timedelta(days=7)).replace(hour=0, minute=0, second=0, microsecond=0)
         earlier = start - timedelta(days=7)
         errors: list[str] = []
         weeks: list[InstanceWeek] = []
