@@ -10,14 +10,13 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from costguard.aws import GLOBAL_ENDPOINT_REGION
 from costguard.budget_alerting import handle_notification
 from costguard.budgets import parse_sns_event
 from costguard.costexplorer import CostExplorer
 from costguard.observability import logger, metrics
 from costguard.runtime import Runtime
 from costguard.settings import BudgetSettings
-
-CE_REGION = "us-east-1"  # Cost Explorer's endpoint
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -27,7 +26,9 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     settings = runtime.settings
 
     def explorer() -> CostExplorer:
-        return CostExplorer(runtime.client("ce", CE_REGION), settings.owner_tag_key, _budget_settings().ec2_only)
+        return CostExplorer(
+            runtime.client("ce", GLOBAL_ENDPOINT_REGION), settings.owner_tag_key, _budget_settings().ec2_only
+        )
 
     handled = []
     for notification in parse_sns_event(event):

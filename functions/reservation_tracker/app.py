@@ -9,7 +9,6 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard.commitments import CommitmentReader
 from costguard.errors import EventValidationError
 from costguard.observability import logger, metrics
 from costguard.reservation_tracking import ReservationTracker
@@ -17,7 +16,6 @@ from costguard.runtime import Runtime
 from costguard.settings import ReservationSettings
 
 DAILY_INPUT = {"costguard": "reservations"}
-GLOBAL_ENDPOINT = "us-east-1"  # Savings Plans and Cost Explorer answer from here
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -28,13 +26,8 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     runtime = runtime or Runtime.current()
     settings = runtime.settings
     policy = _settings()
-    reader = CommitmentReader(
-        ec2={region: runtime.client("ec2", region) for region in settings.governed_regions},
-        savingsplans=runtime.client("savingsplans", GLOBAL_ENDPOINT),
-        ce=runtime.client("ce", GLOBAL_ENDPOINT),
-    )
     tracker = ReservationTracker(
-        reader=reader,
+        reader=runtime.commitments(),
         ledger=runtime.ledger,
         notifier=runtime.notifier,
         channel=settings.alerts_channel,

@@ -8,8 +8,8 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from costguard.aws import GLOBAL_ENDPOINT_REGION
 from costguard.cloudwatch import CloudWatchMetrics
-from costguard.commitments import CommitmentReader
 from costguard.digest_sending import send_digest
 from costguard.ec2 import Ec2
 from costguard.errors import EventValidationError
@@ -19,7 +19,6 @@ from costguard.settings import DigestSettings, IdlePolicy
 from costguard.weekly_digest import DigestCollector, Region
 
 WEEKLY_INPUT = {"costguard": "digest"}
-GLOBAL_ENDPOINT = "us-east-1"  # Savings Plans and Cost Explorer
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -39,17 +38,12 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         )
         for name in settings.governed_regions
     ]
-    ce = runtime.client("ce", GLOBAL_ENDPOINT)
     collector = DigestCollector(
         regions=regions,
         prices=runtime.prices,
         ledger=runtime.ledger,
-        reader=CommitmentReader(
-            ec2={r.name: runtime.client("ec2", r.name) for r in regions},
-            savingsplans=runtime.client("savingsplans", GLOBAL_ENDPOINT),
-            ce=ce,
-        ),
-        ce=ce,
+        reader=runtime.commitments(),
+        ce=runtime.client("ce", GLOBAL_ENDPOINT_REGION),
         policy=policy,
         owner_tag_key=settings.owner_tag_key,
         team_tag_key=_settings().team_tag_key,

@@ -13,6 +13,9 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+# Cost Explorer, Savings Plans and the Pricing API answer from this region, whatever the fleet's.
+GLOBAL_ENDPOINT_REGION = "us-east-1"
+
 RETRY_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 10},
     user_agent_extra="costguard",

@@ -56,8 +56,6 @@ BUNDLED_USD_PER_HOUR: dict[str, float] = {
     "dl1.24xlarge": 13.109,
 }
 
-PRICING_REGION = "us-east-1"  # the Pricing API's own endpoint region
-
 
 @dataclass(frozen=True)
 class Price:

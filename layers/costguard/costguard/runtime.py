@@ -12,9 +12,10 @@ from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-from costguard.aws import ClientFactory
+from costguard.aws import GLOBAL_ENDPOINT_REGION, ClientFactory
+from costguard.commitments import CommitmentReader
 from costguard.ledger import Ledger
-from costguard.pricing import PRICING_REGION, PriceBook
+from costguard.pricing import PriceBook
 from costguard.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 
@@ -53,7 +54,15 @@ class Runtime:
 
     @cached_property
     def prices(self) -> PriceBook:
-        return PriceBook(self.client("pricing", PRICING_REGION))
+        return PriceBook(self.client("pricing", GLOBAL_ENDPOINT_REGION))
+
+    def commitments(self) -> CommitmentReader:
+        """Reserved Instances of every governed region, Savings Plans, and Cost Explorer's view of them."""
+        return CommitmentReader(
+            ec2={region: self.client("ec2", region) for region in self.settings.governed_regions},
+            savingsplans=self.client("savingsplans", GLOBAL_ENDPOINT_REGION),
+            ce=self.client("ce", GLOBAL_ENDPOINT_REGION),
+        )
 
     @cached_property
     def _secrets(self) -> SecretsProvider:
