@@ -102,7 +102,7 @@ class DigestCollector:
         this_week = summarize(weeks, start, end, self.policy)
         last_week = summarize(weeks, earlier, start, self.policy)
         actions = list(self.ledger.actions_between(start, end))
-        saved_hours, saved_usd = _saved(actions, raw, end)
+        saved_hours, saved_usd = _saved(actions, raw, end, self.prices)
         commitments = self._commitments(start, end, now, errors)
         spend_this, spend_last = self._spend(earlier, start, end, errors)
         errors += self.reader.errors
@@ -291,8 +291,11 @@ def dashboard_body(members: Sequence[InstanceWeek], region: str) -> dict[str, An
     return {"widgets": widgets}
 
 
-def _saved(actions: Sequence[Action], raw: Mapping[str, Instance], end: datetime) -> tuple[float, float]:
-    """Hours each stopped machine stayed stopped this week, and what that saved at its hourly price."""
+def _saved(
+    actions: Sequence[Action], raw: Mapping[str, Instance], end: datetime, prices: PriceBook
+) -> tuple[float, float]:
+    """Hours each stopped machine stayed stopped this week, and what that saved at its hourly price
+    (the price the stop recorded; the price book's for stops pressed in Slack, which record none)."""
     hours = usd = 0.0
     for action in actions:
         if action.kind not in ("stop", "stop-from-slack") or not action.applied:
@@ -308,7 +311,8 @@ def _saved(actions: Sequence[Action], raw: Mapping[str, Instance], end: datetime
             continue
         stopped = max(0.0, (until - action.at).total_seconds() / 3600)
         hours += stopped
-        usd += stopped * action.hourly_saving
+        price = action.hourly_saving or prices.hourly(action.instance_type, action.region).usd_per_hour or 0.0
+        usd += stopped * price
     return hours, usd
 
 
