@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
 # Cost Explorer, Savings Plans and the Pricing API answer from this region, whatever the fleet's.
 GLOBAL_ENDPOINT_REGION = "us-east-1"
@@ -22,6 +23,19 @@ RETRY_CONFIG = Config(
     connect_timeout=5,
     read_timeout=30,
 )
+
+
+# What an optional read may raise: an AWS error, a transport error after the retries, or (moto in
+# tests and the demo) an operation the emulator does not implement. Callers that can go on without
+# the answer catch these and say what was missing.
+READ_ERRORS = (ClientError, BotoCoreError, NotImplementedError)
+
+
+def error_code(exc: BaseException) -> str:
+    """The AWS error code of a failed call (AccessDeniedException, ...), else the exception's name."""
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", "error"))
+    return type(exc).__name__
 
 
 class ClientFactory:

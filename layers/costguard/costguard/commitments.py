@@ -11,8 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from costguard.aws import READ_ERRORS, error_code
 from costguard.costexplorer import EC2_COMPUTE
 from costguard.observability import logger
 from costguard.reservations import Commitment
@@ -20,8 +19,6 @@ from costguard.reservations import Commitment
 if TYPE_CHECKING:
     from mypy_boto3_ce import CostExplorerClient
     from mypy_boto3_savingsplans import SavingsPlansClient
-
-CE_ERRORS = (ClientError, BotoCoreError, NotImplementedError)
 
 
 @dataclass
@@ -89,7 +86,7 @@ class CommitmentReader:
                 for group in window.get("Groups", []):
                     lease = (group.get("Attributes") or {}).get("leaseId") or group.get("Value", "")
                     out[lease] = float(group["Utilization"]["UtilizationPercentage"])
-        except CE_ERRORS as exc:
+        except READ_ERRORS as exc:
             self._failed("GetReservationUtilization", exc)
         try:
             token: str | None = None
@@ -103,7 +100,7 @@ class CommitmentReader:
                 token = details.get("NextToken")
                 if not token:
                     break
-        except CE_ERRORS as exc:
+        except READ_ERRORS as exc:
             self._failed("GetSavingsPlansUtilizationDetails", exc)
         return out
 
@@ -122,7 +119,7 @@ class CommitmentReader:
                 TermInYears="ONE_YEAR",
                 PaymentOption="NO_UPFRONT",
             )
-        except CE_ERRORS as exc:
+        except READ_ERRORS as exc:
             self._failed("GetReservationPurchaseRecommendation", exc)
             return {}
         out: dict[str, str] = {}
@@ -150,7 +147,7 @@ class CommitmentReader:
                 PaymentOption="NO_UPFRONT",
                 LookbackPeriodInDays="THIRTY_DAYS",
             )
-        except CE_ERRORS as exc:
+        except READ_ERRORS as exc:
             self._failed("GetSavingsPlansPurchaseRecommendation", exc)
             return None
         summary = (response.get("SavingsPlansPurchaseRecommendation") or {}).get(
@@ -166,8 +163,7 @@ class CommitmentReader:
         )
 
     def _failed(self, call: str, exc: BaseException) -> None:
-        reason = exc.response["Error"].get("Code", "error") if isinstance(exc, ClientError) else type(exc).__name__
-        self.errors.append(f"{call}: {reason}")
+        self.errors.append(f"{call}: {error_code(exc)}")
         logger.warning("cost explorer call failed", call=call, error=str(exc))
 
 

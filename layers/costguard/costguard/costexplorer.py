@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from costguard.aws import READ_ERRORS, error_code
 from costguard.observability import logger
 
 if TYPE_CHECKING:
@@ -117,7 +116,7 @@ class CostExplorer:
                 if not token:
                     return totals
                 params["NextPageToken"] = token
-        except (ClientError, BotoCoreError, NotImplementedError) as exc:
+        except READ_ERRORS as exc:
             self._failed(picture, f"GetCostAndUsage by {group_by['Key']}", exc)
             return None
 
@@ -135,15 +134,14 @@ class CostExplorer:
             params["Filter"] = scope
         try:
             response = self.client.get_cost_forecast(**params)
-        except (ClientError, BotoCoreError, NotImplementedError) as exc:
+        except READ_ERRORS as exc:
             self._failed(picture, "GetCostForecast", exc)
             return None
         return picture.month_to_date + float(response["Total"]["Amount"])
 
     @staticmethod
     def _failed(picture: SpendPicture, call: str, exc: BaseException) -> None:
-        reason = exc.response["Error"].get("Code", "error") if isinstance(exc, ClientError) else type(exc).__name__
-        picture.errors.append(f"{call}: {reason}")
+        picture.errors.append(f"{call}: {error_code(exc)}")
         logger.warning("cost explorer call failed", call=call, error=str(exc))
 
 

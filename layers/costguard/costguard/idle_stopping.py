@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard import tags
 from costguard.autoscaling import AutoScaling
+from costguard.aws import error_code
 from costguard.cloudwatch import ALARM_PREFIX, CloudWatchMetrics, alarm_signature
 from costguard.ec2 import Ec2
 from costguard.errors import SlackDeliveryError
@@ -280,7 +281,7 @@ class IdleStopper:
         try:
             self.ec2.stop(instance.instance_id, hibernate=decision.hibernate)
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
+            code = error_code(exc)
             if decision.hibernate and code in ("UnsupportedHibernationConfiguration", "UnsupportedOperation"):
                 self.ec2.stop(instance.instance_id, hibernate=False)
             elif code in PERMANENT_STOP_ERRORS:

@@ -10,8 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from costguard.aws import READ_ERRORS
 from costguard.observability import logger
 
 if TYPE_CHECKING:
@@ -102,7 +101,7 @@ class PriceBook:
                 if price is not None:
                     return Price(price, "pricing-api")
                 logger.warning("no on-demand price in Pricing API answer", instance_type=instance_type, region=region)
-            except (ClientError, BotoCoreError, NotImplementedError) as exc:
+            except READ_ERRORS as exc:
                 logger.warning("pricing API unavailable, using bundled prices", error=str(exc))
         bundled = BUNDLED_USD_PER_HOUR.get(instance_type)
         return Price(bundled, "bundled" if bundled is not None else "unknown")

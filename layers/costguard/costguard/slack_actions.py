@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from botocore.exceptions import ClientError
 
 from costguard import tags
+from costguard.aws import error_code
 from costguard.ec2 import Ec2
 from costguard.errors import EventValidationError
 from costguard.idle import is_accelerated
@@ -238,7 +239,7 @@ class ActionWorker:
             try:
                 applied = ec2.start(click.instance_id)
             except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code", "")
+                code = error_code(exc)
                 return Outcome("refused", f"AWS would not start it: {code}.")
             text = f"{who} started {iid} again."
         if not applied:

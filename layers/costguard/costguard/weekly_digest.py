@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from costguard.aws import READ_ERRORS, error_code
 from costguard.cloudwatch import GPU_METRIC, GPU_NAMESPACE, CloudWatchMetrics, MetricRef
 from costguard.commitments import CommitmentReader
 from costguard.digest import InstanceWeek, Week, hours_from_points, summarize
@@ -26,7 +25,6 @@ from costguard.settings import IdlePolicy
 from costguard.utilization import Signal
 
 HOUR = 3600
-CE_ERRORS = (ClientError, BotoCoreError, NotImplementedError)
 
 
 @dataclass
@@ -203,15 +201,15 @@ class DigestCollector:
         for name, call, pick, attribute in calls:
             try:
                 setattr(out, attribute, float(pick(call())))
-            except CE_ERRORS as exc:
-                errors.append(f"{name}: {_code(exc)}")
+            except READ_ERRORS as exc:
+                errors.append(f"{name}: {error_code(exc)}")
             except (KeyError, IndexError, TypeError, ValueError):
                 setattr(out, attribute, None)  # no commitment of that kind: nothing to report
         soon = now + timedelta(days=30)
         try:
             listed = self.reader.commitments()
-        except CE_ERRORS as exc:  # one section of the digest, not a reason to send none
-            errors.append(f"listing Reserved Instances and Savings Plans: {_code(exc)}")
+        except READ_ERRORS as exc:  # one section of the digest, not a reason to send none
+            errors.append(f"listing Reserved Instances and Savings Plans: {error_code(exc)}")
             return out
         out.expiring = sorted((c for c in listed if now <= c.end <= soon), key=lambda c: c.end)
         return out
@@ -225,8 +223,8 @@ class DigestCollector:
                 Granularity="DAILY",
                 Metrics=["UnblendedCost"],
             )
-        except CE_ERRORS as exc:
-            errors.append(f"GetCostAndUsage: {_code(exc)}")
+        except READ_ERRORS as exc:
+            errors.append(f"GetCostAndUsage: {error_code(exc)}")
             return None, None
         this_week = last_week = 0.0
         for day in response.get("ResultsByTime", []):
@@ -252,7 +250,7 @@ class DigestCollector:
                 body = dashboard_body(here, region.name)
                 try:
                     region.dashboards.put_dashboard(DashboardName=name, DashboardBody=json.dumps(body))
-                except CE_ERRORS as exc:
+                except READ_ERRORS as exc:
                     logger.warning("dashboard not updated", dashboard=name, error=str(exc))
                     continue
                 links[team] = (
@@ -318,10 +316,6 @@ def _saved(
 
 def _slug(team: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in team.lower())[:60] or "fleet"
-
-
-def _code(exc: BaseException) -> str:
-    return exc.response["Error"].get("Code", "error") if isinstance(exc, ClientError) else type(exc).__name__
 
 
 @dataclass
