@@ -3,6 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 SAM_VENV := .venv-sam
+C7N_VENV := .venv-c7n
 BIN := $(VENV)/bin
 SAM := $(SAM_VENV)/bin/sam
 export SAM_CLI_TELEMETRY := 0
@@ -27,6 +28,13 @@ $(SAM_VENV)/.installed: requirements-sam.txt
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/pip install --quiet -r requirements-sam.txt
+	touch $@
+
+# Cloud Custodian for the side-by-side benchmark: its own environment, its own boto3.
+$(C7N_VENV)/.installed: requirements-c7n.txt
+	$(PYTHON) -m venv $(C7N_VENV)
+	$(C7N_VENV)/bin/pip install --quiet --upgrade pip
+	$(C7N_VENV)/bin/pip install --quiet -r requirements-c7n.txt
 	touch $@
 
 venv: $(BIN)/.installed $(SAM_VENV)/.installed
@@ -60,11 +68,11 @@ typecheck: $(BIN)/.installed
 validate: $(SAM_VENV)/.installed
 	$(SAM) validate --lint
 
-bench: $(BIN)/.installed
+bench: $(BIN)/.installed $(C7N_VENV)/.installed
 	$(BIN)/python -m bench
 
 build: $(SAM_VENV)/.installed
 	PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(11|13)' | tr '\n' ':') $(SAM) build
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output
+	rm -rf $(VENV) $(SAM_VENV) $(C7N_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output

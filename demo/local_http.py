@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,6 +12,12 @@ from typing import Any
 def serve(handle: Callable[[BaseHTTPRequestHandler], None], *, http11: bool = False) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1" if http11 else "HTTP/1.0"
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in separate writes: without this, Nagle's algorithm holds the
+            # body until the client's delayed ACK (40 ms) on every kept-alive request.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

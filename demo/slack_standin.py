@@ -52,6 +52,7 @@ class SlackStandIn:
     groups: dict[str, list[str]] = field(default_factory=dict)  # user group id -> member ids
     calls: list[str] = field(default_factory=list)
     faults: dict[str, list[Fault]] = field(default_factory=dict)
+    latency_s: float = 0.0  # slept before each answer (the benchmark's injected round trip)
     _server: ThreadingHTTPServer | None = None
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -106,6 +107,8 @@ class SlackStandIn:
         with self._lock:
             self.calls.append(method)
             fault = self._take_fault(method)
+        if self.latency_s:
+            time.sleep(self.latency_s)
         if fault is not None:
             headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
             body: Any = {"ok": False, "error": fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")}

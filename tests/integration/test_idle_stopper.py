@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from costguard import tags
@@ -199,6 +200,26 @@ def test_sweep_sends_the_exact_requests_aws_needs(
     assert all(q["MetricStat"]["Period"] == 300 for q in query["MetricDataQueries"])
 
 
+def test_an_aggregate_gpu_series_beside_the_per_gpu_ones_is_not_read(
+    runtime: Runtime, calls: list[Any], now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    aggregate = [{"Name": "InstanceId", "Value": iid}]  # the agent's aggregation_dimensions: [["InstanceId"]]
+    boto3.client("cloudwatch", region_name=REGION).put_metric_data(
+        Namespace="CWAgent",
+        MetricData=[{"MetricName": "nvidia_smi_utilization_gpu", "Dimensions": aggregate, "Value": 1.0}],
+    )
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    [query] = [p for op, p in calls if op == "GetMetricData"]
+    gpu_dims = [
+        sorted(d["Name"] for d in q["MetricStat"]["Metric"]["Dimensions"])
+        for q in query["MetricDataQueries"]
+        if q["MetricStat"]["Metric"]["MetricName"] == "nvidia_smi_utilization_gpu"
+    ]
+    assert gpu_dims == [["InstanceId", "arch", "index", "name"]] * 2
+
+
 def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
     runtime: Runtime,
     slack: SlackStandIn,
@@ -215,7 +236,9 @@ def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
     assert state_of(iid) in ("stopping", "stopped")
     t = tags_of(iid)
     assert t[tags.STOPPED_AT] == tags.format_time(now)
-    assert t[tags.STOP_REASON] == "idle for 120 min: GPU max 1.0% < 5%, CPU max 1.0% < 10%"
+    assert t[tags.STOP_REASON] == "idle: GPU < 5%, CPU < 10% for 120 min", (
+        "the rule: the same for every stop of a sweep"
+    )
     assert t[tags.IDLE_WARNED_AT] == tags.format_time(now - timedelta(minutes=35)), "kept as the record"
     [dm] = slack.messages
     assert dm.channel == "U0ALICE"
@@ -243,6 +266,67 @@ def test_instance_configured_for_hibernation_is_hibernated(
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert [p for op, p in calls if op == "StopInstances"] == [{"InstanceIds": [iid], "Hibernate": True}]
     assert slack.messages[0].text.startswith("Hibernating idle")
+
+
+def test_a_sweep_writes_to_ec2_once_per_kind_of_write_not_once_per_instance(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    calls: list[Any],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    idle_ones = [launch(now, tags=warn_tags(now, 35), owner=f"user{k}@example.com") for k in range(3)]
+    back_at_work = [launch(now, tags=warn_tags(now, 20)) for _ in range(2)]
+    new_idle = [launch(now) for _ in range(2)]
+    for iid in idle_ones + new_idle:
+        publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    for iid in back_at_work:
+        publish(iid, now, gpus=[[*idle(47), 93.0]], cpu=idle(48))
+
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    writes = [(op, p) for op, p in calls if op in ("StopInstances", "CreateTags", "DeleteTags")]
+    assert [(op, sorted(p.get("InstanceIds") or p["Resources"])) for op, p in writes] == [
+        ("StopInstances", sorted(idle_ones)),
+        ("CreateTags", sorted(idle_ones)),  # the record of the stops
+        ("CreateTags", sorted(new_idle)),  # the warnings
+        ("DeleteTags", sorted(back_at_work)),
+    ]
+    assert all(state_of(iid) == "stopped" for iid in idle_ones)
+    assert sorted(result["regions"][REGION]["stopped"]) == sorted(idle_ones)
+    assert sorted(result["regions"][REGION]["warned"]) == sorted(new_idle)
+    assert len(slack.messages) == 5, "every owner told, one message each, before the writes"
+
+
+def test_a_refused_batch_is_retried_one_instance_at_a_time_so_one_refusal_costs_no_one_else(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    calls: list[Any],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first, refused, third = (launch(now, tags=warn_tags(now, 35)) for _ in range(3))
+    for iid in (first, refused, third):
+        publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+
+    def deny(params: dict[str, Any], **_: Any) -> None:
+        # As IAM does when one instance was tagged costguard:exempt after the sweep read it.
+        if refused in params["InstanceIds"]:
+            raise ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "denied"}}, "StopInstances")
+
+    runtime.client("ec2", REGION).meta.events.register("provide-client-params.ec2.StopInstances", deny)
+
+    with pytest.raises(app.SweepIncomplete, match=f"{refused}: .*UnauthorizedOperation"):
+        run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    stops = [sorted(p["InstanceIds"]) for op, p in calls if op == "StopInstances"]
+    assert stops == [sorted([first, refused, third]), *sorted([[first], [refused], [third]])]
+    assert (state_of(first), state_of(refused), state_of(third)) == ("stopped", "running", "stopped")
+    assert tags.STOPPED_AT in tags_of(first)
+    assert tags.STOPPED_AT not in tags_of(refused)
+    assert ledger_kinds() == sorted([("stop", first), ("stop", third)]), "the refused one is retried next sweep"
 
 
 def test_warned_machine_back_at_work_has_its_warning_cleared_and_nothing_is_said(

@@ -8,11 +8,14 @@ business: AWS_ENDPOINT_URL points every client at the local emulated account in 
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.utils import parse_timestamp
 
 # Cost Explorer, Savings Plans and the Pricing API answer from this region, whatever the fleet's.
 GLOBAL_ENDPOINT_REGION = "us-east-1"
@@ -38,6 +41,24 @@ def error_code(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def fast_timestamp(value: Any) -> datetime:
+    """botocore's timestamp parser, made fast for the epoch numbers JSON services send.
+
+    botocore builds each datetime with dateutil's tzutc: 7.5 µs apiece on the dev machine against
+    0.4 µs with the stdlib's UTC, for equal datetimes; a sweep of 10,000 instances reads 1.7 million
+    CloudWatch timestamps.
+    """
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    return parse_timestamp(value)
+
+
+def new_session() -> boto3.session.Session:
+    core = botocore.session.get_session()
+    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=fast_timestamp)
+    return boto3.session.Session(botocore_session=core)
+
+
 class ClientFactory:
     """Hands out one client per (service, region); thread-safe, cached for the container's life."""
 
@@ -54,7 +75,7 @@ class ClientFactory:
             client = self._clients.get(key)
             if client is None:
                 # boto3.Session() is not thread-safe to create clients from concurrently: keep it in the lock.
-                session = self._session or boto3.session.Session()
+                session = self._session or new_session()
                 self._session = session
                 client = session.client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
                 self._clients[key] = client

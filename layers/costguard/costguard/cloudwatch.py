@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -95,7 +95,7 @@ class CloudWatchMetrics:
                 instance_id = named.get("InstanceId") or by_host.get(named.get("host", "").split(".")[0], "")
                 if instance_id in by_id:
                     found[instance_id].add(dims)  # moto lists one entry per datapoint: a set de-duplicates
-        return {iid: sorted(series, key=_gpu_order) for iid, series in found.items()}
+        return {iid: sorted(_per_gpu(series), key=_gpu_order) for iid, series in found.items()}
 
     def refs(self, instances: Iterable[Instance], gpu_series: Mapping[str, Sequence[Dimensions]]) -> list[MetricRef]:
         refs: list[MetricRef] = []
@@ -155,11 +155,38 @@ class CloudWatchMetrics:
             series.sort()
         return points, failed
 
-    def utilization(
-        self, instances: Sequence[Instance], start: datetime, end: datetime, *, one_instance: bool = False
+    def chunks(
+        self,
+        instances: Sequence[Instance],
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        start: datetime,
+        end: datetime,
+    ) -> Iterator[tuple[Sequence[Instance], FleetUtilization]]:
+        """The instances in runs of at most one GetMetricData call's series, each with its utilization.
+
+        A caller that judges a run and lets it go holds one answer's points at a time, not the fleet's
+        (10,000 GPU instances are 36,000 series of 48 points: about 900 MB of Python objects at once).
+        """
+        run: list[Instance] = []
+        refs: list[MetricRef] = []
+        for instance in instances:
+            mine = self.refs([instance], gpu_series)
+            if run and len(refs) + len(mine) > MAX_QUERIES:
+                yield run, self._read(run, refs, gpu_series, start, end)
+                run, refs = [], []
+            run.append(instance)
+            refs += mine
+        if run:
+            yield run, self._read(run, refs, gpu_series, start, end)
+
+    def _read(
+        self,
+        instances: Sequence[Instance],
+        refs: Sequence[MetricRef],
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        start: datetime,
+        end: datetime,
     ) -> FleetUtilization:
-        gpu_series = self.discover_gpu_series(instances, one_instance=one_instance)
-        refs = self.refs(instances, gpu_series)
         points, failed = self.fetch(refs, start, end)
         fleet = FleetUtilization()
         grouped: dict[str, list[Series]] = defaultdict(list)
@@ -173,7 +200,6 @@ class CloudWatchMetrics:
             fleet.by_instance[iid] = Utilization(
                 iid, tuple(grouped.get(iid, [])), gpu_telemetry=bool(gpu_series.get(iid)), error=errors.get(iid, "")
             )
-        fleet.gpu_series = gpu_series
         return fleet
 
     # ------------------------------------------------------------------ alarms
@@ -252,6 +278,13 @@ def alarm_signature(alarm: Mapping[str, Any]) -> str:
         sort_keys=True,
         default=str,
     )
+
+
+def _per_gpu(series: set[Dimensions]) -> set[Dimensions]:
+    """The per-GPU series when there are any: an aggregate the agent also publishes (its
+    `aggregation_dimensions`, e.g. InstanceId alone) says nothing they do not, and would hide a gap in one GPU."""
+    indexed = {dims for dims in series if "index" in dict(dims)}
+    return indexed or series
 
 
 def _gpu_order(dims: Dimensions) -> tuple[int, Dimensions]:

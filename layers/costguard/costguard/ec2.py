@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ec2.type_defs import FilterTypeDef
 
-# DescribeInstances returns at most 1,000 instances a page; CreateTags takes many resources per call,
-# but AWS recommends smaller batches, so tags are written 500 resources at a time.
+# DescribeInstances returns at most 1,000 instances a page; CreateTags takes up to 1,000 resources per
+# call, but AWS recommends smaller batches, so tags are written (and instances stopped) 500 at a time.
 DESCRIBE_PAGE = 1000
 TAG_BATCH = 500
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -110,11 +110,14 @@ class Ec2:
         response = self.client.describe_spot_instance_requests(SpotInstanceRequestIds=sorted(set(request_ids)))
         return {r["SpotInstanceRequestId"]: r.get("Type", "one-time") for r in response.get("SpotInstanceRequests", [])}
 
-    def stop(self, instance_id: str, *, hibernate: bool) -> bool:
-        """Stop (or hibernate) one instance; False in dry-run, when nothing is sent."""
+    def stop(self, instance_ids: Sequence[str], *, hibernate: bool) -> bool:
+        """Stop (or hibernate) instances in one call; False in dry-run, when nothing is sent.
+
+        AWS checks every instance before stopping any: one refusal (state, permission) fails the call.
+        """
         if not self.mode.mutates:
             return False
-        self.client.stop_instances(InstanceIds=[instance_id], Hibernate=hibernate)
+        self.client.stop_instances(InstanceIds=list(instance_ids), Hibernate=hibernate)
         return True
 
     def start(self, instance_id: str) -> bool:
@@ -128,7 +131,10 @@ class Ec2:
             return True
         if not self.mode.mutates:
             return False
-        self.client.delete_tags(Resources=list(resource_ids), Tags=[{"Key": k} for k in keys])
+        for start in range(0, len(resource_ids), TAG_BATCH):
+            self.client.delete_tags(
+                Resources=list(resource_ids[start : start + TAG_BATCH]), Tags=[{"Key": k} for k in keys]
+            )
         return True
 
     def create_tags(self, resource_ids: Sequence[str], tags: Mapping[str, str]) -> bool:

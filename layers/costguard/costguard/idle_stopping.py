@@ -7,10 +7,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -19,7 +22,7 @@ from costguard import tags
 from costguard.autoscaling import AutoScaling
 from costguard.aws import error_code
 from costguard.cloudwatch import ALARM_PREFIX, CloudWatchMetrics, alarm_signature
-from costguard.ec2 import Ec2
+from costguard.ec2 import TAG_BATCH, Ec2
 from costguard.errors import SlackDeliveryError
 from costguard.idle import Action, Decision, decide, is_accelerated
 from costguard.idle_messages import dry_run_notice, idle_warning, not_stopped_notice, stop_failed_notice, stop_notice
@@ -33,7 +36,7 @@ from costguard.records import Instance
 from costguard.settings import IdlePolicy, Mode, Settings
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
-from costguard.utilization import FleetUtilization, judge
+from costguard.utilization import FleetUtilization, Utilization, judge
 
 # Stop failures that no retry will fix: reported once, not retried every sweep.
 PERMANENT_STOP_ERRORS = {
@@ -43,6 +46,9 @@ PERMANENT_STOP_ERRORS = {
     "InvalidInstanceID.NotFound",
     "UnsupportedHibernationConfiguration",
 }
+# Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines sends
+# 1,000 messages, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
+NOTIFY_WORKERS = 8
 # CloudWatch allows few PutMetricAlarm calls a second: a first sweep over a large fleet creates its
 # alarms over several sweeps instead of running into the function's timeout.
 MAX_ALARM_PUTS_PER_SWEEP = 100
@@ -59,6 +65,25 @@ class Outcome:
     reason: str
     applied: bool = True
     detail: str = ""
+
+
+@dataclass
+class _Batch:
+    """The EC2 writes a sweep has decided, applied together once every instance is judged."""
+
+    decided: list[tuple[Instance, Decision, Future[Outcome]]] = field(default_factory=list)
+    stops: defaultdict[bool, list[tuple[Instance, Outcome]]] = field(default_factory=lambda: defaultdict(list))
+    tags: defaultdict[tuple[tuple[str, str], ...], list[tuple[Instance, Outcome]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    clears: list[tuple[Instance, Outcome]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the notifying threads queue here
+
+
+def _chunks(items: Sequence[tuple[Instance, Outcome]]) -> list[Sequence[tuple[Instance, Outcome]]]:
+    """Runs of TAG_BATCH instances, in instance-id order (the notifying threads queue in any order)."""
+    ordered = sorted(items, key=lambda pair: pair[0].instance_id)
+    return [ordered[n : n + TAG_BATCH] for n in range(0, len(ordered), TAG_BATCH)]
 
 
 @dataclass
@@ -173,12 +198,13 @@ class IdleStopper:
         start = now - timedelta(minutes=self.policy.window_minutes) - HISTORY
         if warned:
             start = max(min([start, *warned]), now - MAX_LOOKBACK)
-        fleet = self.cloudwatch.utilization(candidates, start, now, one_instance=one_instance)
+        gpu_series = self.cloudwatch.discover_gpu_series(candidates, one_instance=one_instance)
         ledger_actions: list[LedgerAction] = []
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
+        batch = _Batch()
+        pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
         try:
-            for instance in candidates:
-                utilization = fleet.get(instance.instance_id)
+            for instance, utilization in self._utilization(candidates, gpu_series, start, now):
                 if not utilization.gpu_telemetry:
                     report.no_gpu_telemetry.append(instance.instance_id)
                 warned_at = self._live_warning(instance)
@@ -199,7 +225,16 @@ class IdleStopper:
                         instance
                     )
                     continue
-                outcome = self._act(instance, decision, now)
+                if decision.action in (Action.WARN, Action.STOP):
+                    # Made here, once, not by racing threads: the price lookup and the Slack client.
+                    self.prices.hourly(instance.instance_type, instance.region)
+                    self.notifier()
+                batch.decided.append((instance, decision, pool.submit(self._act, instance, decision, now, batch)))
+            pool.shutdown(wait=True)
+            decided = [(instance, decision, future.result()) for instance, decision, future in batch.decided]
+            # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance.
+            self._apply(batch, now)
+            for instance, decision, outcome in decided:
                 report.outcomes.append(outcome)
                 if outcome.detail.startswith("retry:"):
                     report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
@@ -218,11 +253,21 @@ class IdleStopper:
                         self._ledger_action(member, Decision(member.instance_id, action, reason), outcome, now)
                     )
         finally:
+            pool.shutdown(wait=True)
             self.ledger.record_many(ledger_actions)
-        return fleet
+        return FleetUtilization(gpu_series=gpu_series)
+
+    def _utilization(
+        self, candidates: Sequence[Instance], gpu_series: Mapping[str, Any], start: datetime, now: datetime
+    ) -> Iterator[tuple[Instance, Utilization]]:
+        """Each candidate with its utilization, read one GetMetricData call's worth at a time."""
+        for run, fleet in self.cloudwatch.chunks(candidates, gpu_series, start, now):
+            for instance in run:
+                yield instance, fleet.get(instance.instance_id)
 
     # ------------------------------------------------------------------ acting
-    def _act(self, instance: Instance, decision: Decision, now: datetime) -> Outcome:
+    def _act(self, instance: Instance, decision: Decision, now: datetime, batch: _Batch) -> Outcome:
+        """Tell Slack now; queue the EC2 write for `_apply`. The outcome is settled there."""
         owner = self._owner(instance)
         outcome = Outcome(instance.instance_id, instance.instance_type, owner, decision.action, decision.reason)
         logger.info(
@@ -234,41 +279,46 @@ class IdleStopper:
         )
         try:
             if decision.action is Action.WARN:
-                outcome.applied, outcome.detail = self._warn(instance, decision, owner, now)
+                self._warn(instance, decision, outcome, now, batch)
             elif decision.action is Action.STOP:
-                outcome.applied, outcome.detail = self._stop(instance, decision, owner, now)
+                self._stop(instance, decision, outcome, now, batch)
             elif decision.action is Action.CLEAR_WARNING:
                 # Back at work, or kept: the warning tags go, and nothing more is said.
-                outcome.applied = self.ec2.delete_tags([instance.instance_id], tags.WARNING_TAGS)
+                with batch.lock:
+                    batch.clears.append((instance, outcome))
         except SlackDeliveryError as exc:
             outcome.applied, outcome.detail = False, f"retry: Slack: {exc}"
         except (ClientError, BotoCoreError) as exc:
             outcome.applied, outcome.detail = False, f"retry: {exc}"
         return outcome
 
-    def _warn(self, instance: Instance, decision: Decision, owner: str, now: datetime) -> tuple[bool, str]:
+    def _warn(self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, batch: _Batch) -> None:
         price = self.prices.hourly(instance.instance_type, instance.region)
         if self.mode is Mode.DRY_RUN:
             # No tags in dry-run, so no state: say it once a day per instance instead of every sweep.
             key = f"dry-run:warn:{instance.instance_id}:{now:%Y-%m-%d}"
-            posted = self._post_once(key, dry_run_notice(instance, decision, price, owner), now)
-            return False, "" if posted else "reported already"
+            posted = self._post_once(key, dry_run_notice(instance, decision, price, outcome.owner), now)
+            outcome.applied, outcome.detail = False, "" if posted else "reported already"
+            return
         # The warning is delivered first; only a delivered warning is recorded on the instance, so a
         # machine is never stopped on a warning nobody received.
+        owner = outcome.owner
         email = owner_email(owner, self.settings.email_domain) if owner else None
         message = idle_warning(instance, decision, price, owner, now)
         self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
         state = {tags.IDLE_WARNED_AT: tags.format_time(now)}
         if decision.stop_after is not None:
             state[tags.STOP_AFTER] = tags.format_time(decision.stop_after)
-        return self.ec2.create_tags([instance.instance_id], state), ""
+        with batch.lock:
+            batch.tags[tuple(sorted(state.items()))].append((instance, outcome))
 
-    def _stop(self, instance: Instance, decision: Decision, owner: str, now: datetime) -> tuple[bool, str]:
-        warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+    def _stop(self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, batch: _Batch) -> None:
+        owner = outcome.owner
         if self.mode is not Mode.ENFORCE:
-            key = f"{self.mode.value}:stop:{instance.instance_id}:{warned_at}"
+            key = f"{self.mode.value}:stop:{instance.instance_id}:{instance.tags.get(tags.IDLE_WARNED_AT, '')}"
             posted = self._post_once(key, not_stopped_notice(instance, decision, self.mode.value, owner), now)
-            return False, "" if posted else "reported already"
+            outcome.applied, outcome.detail = False, "" if posted else "reported already"
+            return
         price = self.prices.hourly(instance.instance_type, instance.region)
         email = owner_email(owner, self.settings.email_domain) if owner else None
         # Told first, then stopped: a failed message stops nothing, and is retried next sweep.
@@ -278,26 +328,81 @@ class IdleStopper:
             fallback_channel=self.settings.alerts_channel,
             owner=owner,
         )
-        try:
-            self.ec2.stop(instance.instance_id, hibernate=decision.hibernate)
-        except ClientError as exc:
-            code = error_code(exc)
-            if decision.hibernate and code in ("UnsupportedHibernationConfiguration", "UnsupportedOperation"):
-                self.ec2.stop(instance.instance_id, hibernate=False)
-            elif code in PERMANENT_STOP_ERRORS:
-                self._post_once(
-                    f"stop-failed:{instance.instance_id}:{warned_at}", stop_failed_notice(instance, code, owner), now
-                )
-                return False, f"stop refused: {code}"
-            else:
-                raise
+        with batch.lock:
+            batch.stops[decision.hibernate].append((instance, outcome))
+
+    def _apply(self, batch: _Batch, now: datetime) -> None:
+        """Stops, then the record of them, warnings and clears: a call per 500 instances that share the
+        write, and one call per instance only for a batch AWS refused (so one refusal costs no one else)."""
+        stopped: list[tuple[Instance, Outcome]] = []
+        for hibernate, queued in batch.stops.items():
+            for chunk in _chunks(queued):
+                try:
+                    self.ec2.stop([i.instance_id for i, _ in chunk], hibernate=hibernate)
+                    stopped += chunk
+                except (ClientError, BotoCoreError):
+                    stopped += [(i, o) for i, o in chunk if self._stop_one(i, o, hibernate, now)]
         # The warning tags stay as the record of what happened; after a restart they are older than the
-        # instance's LaunchTime and are ignored, so no extra call is spent removing them.
-        self.ec2.create_tags(
-            [instance.instance_id],
-            {tags.STOPPED_AT: tags.format_time(now), tags.STOP_REASON: tags.clip(decision.reason)},
-        )
-        return True, ""
+        # instance's LaunchTime and are ignored, so no call is spent removing them.
+        record = {
+            tags.STOPPED_AT: tags.format_time(now),
+            tags.STOP_REASON: tags.clip(
+                f"idle: GPU < {self.policy.gpu_idle_percent:g}%, CPU < {self.policy.cpu_idle_percent:g}% "
+                f"for {self.policy.window_minutes} min"
+            ),
+        }
+        self._each_or_all(stopped, partial(self.ec2.create_tags, tags=record), settles=False)
+        for state, queued in batch.tags.items():
+            self._each_or_all(queued, partial(self.ec2.create_tags, tags=dict(state)))
+        self._each_or_all(batch.clears, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS))
+
+    def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime) -> bool:
+        """One instance of a refused batch, alone; True if it stopped. Settles the outcome if not."""
+        warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+        try:
+            try:
+                self.ec2.stop([instance.instance_id], hibernate=hibernate)
+            except ClientError as exc:
+                code = error_code(exc)
+                if hibernate and code in ("UnsupportedHibernationConfiguration", "UnsupportedOperation"):
+                    self.ec2.stop([instance.instance_id], hibernate=False)
+                elif code in PERMANENT_STOP_ERRORS:
+                    self._post_once(
+                        f"stop-failed:{instance.instance_id}:{warned_at}",
+                        stop_failed_notice(instance, code, outcome.owner),
+                        now,
+                    )
+                    outcome.applied, outcome.detail = False, f"stop refused: {code}"
+                    return False
+                else:
+                    raise
+        except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+            outcome.applied, outcome.detail = False, f"retry: {exc}"
+            return False
+        return True
+
+    def _each_or_all(
+        self, queued: Sequence[tuple[Instance, Outcome]], write: Callable[[list[str]], bool], *, settles: bool = True
+    ) -> None:
+        """One write for all the instances; if AWS refuses it, one write each. `settles`: the write's
+        result is the action's outcome (a warning's or a clear's tags); else a failure is only logged (a
+        stop's record: the stop happened, and is in the ledger)."""
+        for chunk in _chunks(queued):
+            try:
+                applied = write([i.instance_id for i, _ in chunk])
+                results: list[tuple[Outcome, bool, str]] = [(o, applied, "") for _, o in chunk]
+            except (ClientError, BotoCoreError):
+                results = []
+                for instance, outcome in chunk:
+                    try:
+                        results.append((outcome, write([instance.instance_id]), ""))
+                    except (ClientError, BotoCoreError) as exc:
+                        results.append((outcome, False, f"retry: {exc}"))
+            for outcome, applied, detail in results:
+                if settles:
+                    outcome.applied, outcome.detail = applied, detail
+                elif detail:
+                    logger.warning("stop not recorded on the instance", instance_id=outcome.instance_id, error=detail)
 
     def _post_once(self, key: str, message: Message, now: datetime) -> bool:
         """Post to the alerts channel unless this key was posted before; True if posted now."""

@@ -225,7 +225,7 @@ class ActionWorker:
                 return Outcome(
                     "refused", "costguard is in notify-only mode and stops nothing; stop it from the console or CLI."
                 )
-            applied = ec2.stop(click.instance_id, hibernate=hibernate)
+            applied = ec2.stop([click.instance_id], hibernate=hibernate)
             if applied:
                 ec2.create_tags(
                     [click.instance_id],
