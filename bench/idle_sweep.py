@@ -164,8 +164,9 @@ def run(n: int = 1000) -> dict[str, Any]:
         "ec2:DescribeInstances": math.ceil(fleet["instances"] / 1000),
         "cloudwatch:ListMetrics": math.ceil(fleet["gpu_series"] / 500),
         "cloudwatch:GetMetricData": math.ceil(fleet["series"] / 500),
-        "ec2:CreateTags (one per warning, one per stop)": fleet["warn"] + fleet["stop"],
-        "ec2:StopInstances (one per stop)": fleet["stop"],
+        "ec2:CreateTags (warnings, then the stops' record, 500 instances a call)": math.ceil(fleet["warn"] / 500)
+        + math.ceil(fleet["stop"] / 500),
+        "ec2:StopInstances (500 instances a call)": math.ceil(fleet["stop"] / 500),
     }
     core = {
         k: v

@@ -205,10 +205,16 @@ def test_an_aggregate_gpu_series_beside_the_per_gpu_ones_is_not_read(
 ) -> None:
     iid = launch(now)
     publish(iid, now, gpus=[idle(), idle()])
-    aggregate = [{"Name": "InstanceId", "Value": iid}]  # the agent's aggregation_dimensions: [["InstanceId"]]
+    # The agent's aggregation_dimensions: [["InstanceId"]] adds a series with that dimension alone.
     boto3.client("cloudwatch", region_name=REGION).put_metric_data(
         Namespace="CWAgent",
-        MetricData=[{"MetricName": "nvidia_smi_utilization_gpu", "Dimensions": aggregate, "Value": 1.0}],
+        MetricData=[
+            {
+                "MetricName": "nvidia_smi_utilization_gpu",
+                "Dimensions": [{"Name": "InstanceId", "Value": iid}],
+                "Value": 1.0,
+            }
+        ],
     )
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     [query] = [p for op, p in calls if op == "GetMetricData"]
