@@ -316,9 +316,10 @@ def measure_all(sizes: tuple[int, ...], latencies: tuple[int, ...]) -> list[Run]
 
 def summarize(runs: list[Run], sizes: tuple[int, ...], latencies: tuple[int, ...]) -> dict[str, Any]:
     rows = []
+    floors = {}
     for n in sizes:
         fleet = Fleet(n)
-        bottom = floor(fleet)
+        bottom = floors[n] = floor(fleet)
         for tool in ("costguard", "custodian"):
             mine = {r.latency_ms: r for r in runs if r.n == n and r.tool == tool}
             first = mine[latencies[0]]
@@ -342,7 +343,7 @@ def summarize(runs: list[Run], sizes: tuple[int, ...], latencies: tuple[int, ...
                     "slack_calls": first.detail.get("slack_calls", 0),
                 }
             )
-    return {"rows": rows, "floors": {n: floor(Fleet(n)) for n in sizes}}
+    return {"rows": rows, "floors": floors}
 
 
 def targets(summary: dict[str, Any], biggest: int, latency: int) -> list[tuple[str, str, bool]]:

@@ -230,7 +230,6 @@ class IdleStopper:
                     self.prices.hourly(instance.instance_type, instance.region)
                     self.notifier()
                 batch.decided.append((instance, decision, pool.submit(self._act, instance, decision, now, batch)))
-            pool.shutdown(wait=True)
             decided = [(instance, decision, future.result()) for instance, decision, future in batch.decided]
             # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance.
             self._apply(batch, now)
