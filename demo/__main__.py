@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -327,6 +328,8 @@ def main() -> int:
         (OUT / "index.html").write_text(
             render.page("costguard demo", sections, demo.slack.messages, USERS, uploads=demo.slack.files)
         )
+        # Every message as Slack received it, for comparing two runs of the demo (text and blocks).
+        (OUT / "messages.json").write_text(json.dumps([asdict(m) for m in demo.slack.messages], indent=1))
         print(f"\nHTML: {OUT / 'index.html'}   Lambda logs: {OUT / 'lambda-logs.jsonl'}")
         print(f"Calls answered by demo/aws_gaps.py instead of moto: {sorted(set(demo.account.gaps.answered))}")
         return 0
