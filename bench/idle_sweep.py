@@ -20,10 +20,10 @@ import boto3
 from moto import mock_aws
 
 from bench.common import CallCounter, built_sizes, cold_import_seconds, save
-from costguard import tags
-from costguard.aws import ClientFactory
+from costguard.aws.clients import ClientFactory
+from costguard.core import formatting, tags
+from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.runtime import Runtime
-from costguard.settings import IdlePolicy, Mode, Settings
 from demo import moto_fixes
 from demo.slack_standin import SlackStandIn
 from demo.template_resources import install_costguard
@@ -59,8 +59,8 @@ def seed(n: int, now: datetime) -> dict[str, Any]:
     ec2.create_tags(
         Resources=sorted(to_stop),
         Tags=[
-            {"Key": tags.IDLE_WARNED_AT, "Value": tags.format_time(warned_at)},
-            {"Key": tags.STOP_AFTER, "Value": tags.format_time(warned_at + timedelta(minutes=30))},
+            {"Key": tags.IDLE_WARNED_AT, "Value": formatting.format_time(warned_at)},
+            {"Key": tags.STOP_AFTER, "Value": formatting.format_time(warned_at + timedelta(minutes=30))},
         ],
     )
     points = [now - timedelta(minutes=5 * k) for k in range(12, 0, -1)]

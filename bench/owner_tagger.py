@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.common import CallCounter, cold_import_seconds, save
-from costguard.aws import ClientFactory
+from costguard.aws.clients import ClientFactory
+from costguard.core.settings import Settings
 from costguard.runtime import Runtime
-from costguard.settings import Settings
 from demo.account import LocalAccount
 from demo.fleet import AMI, Machine, iam_user, launch_event, launch_record
 from tests.conftest import LambdaContext, load_handler

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from costguard.observability import logger
+from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
 from demo import fleet, render

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from costguard.costexplorer import EC2_COMPUTE, periods
-from costguard.pricing import BUNDLED_USD_PER_HOUR
+from costguard.aws.costexplorer import EC2_COMPUTE, periods
+from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from demo import moto_fixes
 from demo.aws_gaps import AwsGaps
 

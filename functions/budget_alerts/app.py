@@ -10,13 +10,13 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard.aws import GLOBAL_ENDPOINT_REGION
-from costguard.budget_alerting import handle_notification
-from costguard.budgets import parse_sns_event
-from costguard.costexplorer import CostExplorer
-from costguard.observability import logger, metrics
+from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
+from costguard.aws.costexplorer import CostExplorer
+from costguard.budgets.alerting import handle_notification
+from costguard.budgets.notifications import parse_sns_event
+from costguard.core.observability import logger, metrics
+from costguard.core.settings import BudgetSettings
 from costguard.runtime import Runtime
-from costguard.settings import BudgetSettings
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -35,7 +35,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         result = handle_notification(
             notification,
             explorer=explorer,
-            ledger=runtime.ledger,
+            claims=runtime.claims,
             notifier=runtime.notifier,
             channel=settings.alerts_channel,
             now=runtime.now(),

@@ -11,15 +11,18 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard import idle_events
-from costguard.autoscaling import AutoScaling
-from costguard.cloudwatch import CloudWatchMetrics
-from costguard.ec2 import Ec2
-from costguard.idle_stopping import IdleStopper, RegionReport
-from costguard.launches import Skipped
-from costguard.observability import logger, metrics
+from costguard.aws.autoscaling import AutoScaling
+from costguard.aws.cloudwatch.alarms import IdleAlarms
+from costguard.aws.cloudwatch.reads import MetricReader
+from costguard.aws.cloudwatch.series import GpuSeriesFinder
+from costguard.aws.ec2 import Ec2
+from costguard.core.observability import logger, metrics
+from costguard.core.records import Skipped
+from costguard.core.settings import IdlePolicy
+from costguard.idle import events as idle_events
+from costguard.idle.report import RegionReport
+from costguard.idle.sweep import IdleStopper
 from costguard.runtime import Runtime
-from costguard.settings import IdlePolicy
 
 
 class SweepIncomplete(RuntimeError):
@@ -70,12 +73,16 @@ def _policy() -> IdlePolicy:
 
 def _stopper(runtime: Runtime, policy: IdlePolicy, region: str) -> IdleStopper:
     settings = runtime.settings
+    cloudwatch = runtime.client("cloudwatch", region)
     return IdleStopper(
         region=region,
         ec2=Ec2(runtime.client("ec2", region), region, settings.mode),
-        cloudwatch=CloudWatchMetrics(runtime.client("cloudwatch", region), policy),
+        gpu_series=GpuSeriesFinder(cloudwatch),
+        metrics=MetricReader(cloudwatch, policy),
+        alarms=IdleAlarms(cloudwatch, policy),
         autoscaling=AutoScaling(runtime.client("autoscaling", region), settings.mode),
         ledger=runtime.ledger,
+        claims=runtime.claims,
         notifier=lambda: runtime.notifier,
         prices=runtime.prices,
         settings=settings,

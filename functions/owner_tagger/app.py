@@ -11,10 +11,16 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard.ec2 import Ec2
-from costguard.launches import Skipped, parse_eventbridge_event
-from costguard.observability import logger, metrics
-from costguard.owner_tagging import OwnerTagger, Tagging, TaggingReport, unattributed_message
+from costguard.aws.cloudtrail import CloudTrail
+from costguard.aws.ec2 import Ec2
+from costguard.core.observability import logger, metrics
+from costguard.core.records import Skipped
+from costguard.owners.backfill import Backfill
+from costguard.owners.launch import tag_launch
+from costguard.owners.launches import parse_eventbridge_event
+from costguard.owners.messages import unattributed_message
+from costguard.owners.report import Tagging, TaggingReport
+from costguard.owners.writer import OwnerTagWriter
 from costguard.runtime import Runtime
 
 BACKFILL_INPUT = {"costguard": "backfill"}
@@ -31,7 +37,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         return _ignored(launch.reason)
     if launch.region not in runtime.settings.governed_regions:
         return _ignored(f"region {launch.region} is not governed")
-    report = _tagger(runtime, launch.region).tag_launch(launch, runtime.now())
+    report = tag_launch(_writer(runtime, launch.region), launch, runtime.now())
     _emit(report)
     return {"status": "tagged", "region": launch.region, **report.summary()}
 
@@ -47,7 +53,8 @@ def backfill(runtime: Runtime) -> dict[str, Any]:
 
     for region in settings.governed_regions:
         try:
-            report = _tagger(runtime, region).backfill(runtime.client("cloudtrail", region), now, notify=notify)
+            trail = CloudTrail(runtime.client("cloudtrail", region))
+            report = Backfill(_writer(runtime, region), trail).run(now, notify=notify)
         except Exception as exc:  # one region's failure must not stop the others' work
             logger.exception("backfill failed", region=region)
             failures[region] = f"{type(exc).__name__}: {exc}"
@@ -66,9 +73,9 @@ def _ignored(reason: str) -> dict[str, Any]:
     return {"status": "ignored", "reason": reason}
 
 
-def _tagger(runtime: Runtime, region: str) -> OwnerTagger:
+def _writer(runtime: Runtime, region: str) -> OwnerTagWriter:
     settings = runtime.settings
-    return OwnerTagger(
+    return OwnerTagWriter(
         ec2=Ec2(runtime.client("ec2", region), region, settings.mode),
         autoscaling=runtime.client("autoscaling", region),
         ledger=runtime.ledger,

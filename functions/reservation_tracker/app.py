@@ -9,11 +9,11 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard.errors import EventValidationError
-from costguard.observability import logger, metrics
-from costguard.reservation_tracking import ReservationTracker
+from costguard.commitments.check import CommitmentTracker
+from costguard.core.errors import EventValidationError
+from costguard.core.observability import logger, metrics
+from costguard.core.settings import CommitmentSettings
 from costguard.runtime import Runtime
-from costguard.settings import ReservationSettings
 
 DAILY_INPUT = {"costguard": "reservations"}
 
@@ -26,9 +26,9 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     runtime = runtime or Runtime.current()
     settings = runtime.settings
     policy = _settings()
-    tracker = ReservationTracker(
+    tracker = CommitmentTracker(
         reader=runtime.commitments(),
-        ledger=runtime.ledger,
+        claims=runtime.claims,
         notifier=runtime.notifier,
         channel=settings.alerts_channel,
         lead_days=policy.lead_days,
@@ -41,5 +41,5 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
 
 
 @cache
-def _settings() -> ReservationSettings:
-    return ReservationSettings.from_env()
+def _settings() -> CommitmentSettings:
+    return CommitmentSettings.from_env()

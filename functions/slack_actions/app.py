@@ -14,14 +14,15 @@ from zoneinfo import ZoneInfo
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard.ec2 import Ec2
-from costguard.errors import EventValidationError
-from costguard.observability import logger, metrics
+from costguard.aws.ec2 import Ec2
+from costguard.buttons.worker import ClickWorker
+from costguard.core.errors import EventValidationError
+from costguard.core.observability import logger, metrics
+from costguard.core.settings import ButtonSettings, IdlePolicy
 from costguard.runtime import Runtime
-from costguard.settings import ActionSettings, IdlePolicy
+from costguard.slack.interactions import Click, parse_interaction
 from costguard.slack.notifier import post_response
 from costguard.slack.signature import SignatureError, verify
-from costguard.slack_actions import ActionWorker, Click, parse_interaction
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -67,10 +68,11 @@ def work(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """The queued side: act on each click; an exception returns it to the queue for a retry."""
     settings = runtime.settings
     actions = _settings()
-    worker = ActionWorker(
+    worker = ClickWorker(
         ec2_for=lambda region: Ec2(runtime.client("ec2", region), region, settings.mode),
         notifier=runtime.notifier,
         ledger=runtime.ledger,
+        claims=runtime.claims,
         respond=post_response,
         policy=_policy(),
         mode=settings.mode,
@@ -89,8 +91,8 @@ def work(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
 
 
 @cache
-def _settings() -> ActionSettings:
-    return ActionSettings.from_env()
+def _settings() -> ButtonSettings:
+    return ButtonSettings.from_env()
 
 
 @cache

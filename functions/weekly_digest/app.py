@@ -8,15 +8,16 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard.aws import GLOBAL_ENDPOINT_REGION
-from costguard.cloudwatch import CloudWatchMetrics
-from costguard.digest_sending import send_digest
-from costguard.ec2 import Ec2
-from costguard.errors import EventValidationError
-from costguard.observability import logger, metrics
+from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
+from costguard.aws.cloudwatch.reads import MetricReader
+from costguard.aws.cloudwatch.series import GpuSeriesFinder
+from costguard.aws.ec2 import Ec2
+from costguard.core.errors import EventValidationError
+from costguard.core.observability import logger, metrics
+from costguard.core.settings import DigestSettings, IdlePolicy
+from costguard.digest.collection import DigestCollector, Region
+from costguard.digest.sending import send_digest
 from costguard.runtime import Runtime
-from costguard.settings import DigestSettings, IdlePolicy
-from costguard.weekly_digest import DigestCollector, Region
 
 WEEKLY_INPUT = {"costguard": "digest"}
 
@@ -33,7 +34,8 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         Region(
             name,
             Ec2(runtime.client("ec2", name), name, settings.mode),
-            CloudWatchMetrics(runtime.client("cloudwatch", name), policy),
+            GpuSeriesFinder(runtime.client("cloudwatch", name)),
+            MetricReader(runtime.client("cloudwatch", name), policy),
             runtime.client("cloudwatch", name),
         )
         for name in settings.governed_regions
@@ -53,7 +55,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     report = send_digest(
         data,
         notifier=runtime.notifier,
-        ledger=runtime.ledger,
+        claims=runtime.claims,
         channel=settings.digest_channel,
         email_domain=settings.email_domain,
         owner_digests=_settings().owner_digests,

@@ -10,9 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from costguard.aws import ClientFactory
+from costguard.aws.clients import ClientFactory
+from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
-from costguard.settings import Mode, Settings
 from demo.slack_standin import SlackStandIn
 from demo.template_resources import install_costguard
 

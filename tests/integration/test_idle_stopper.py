@@ -12,10 +12,10 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from costguard import tags
-from costguard.errors import EventValidationError
+from costguard.core import formatting, tags
+from costguard.core.errors import EventValidationError
+from costguard.core.settings import IdlePolicy, Mode
 from costguard.runtime import Runtime
-from costguard.settings import IdlePolicy, Mode
 from demo import moto_fixes
 from demo.slack_standin import SlackStandIn
 from tests.conftest import load_event, load_handler
@@ -116,7 +116,10 @@ def state_of(instance_id: str) -> str:
 
 def warn_tags(now: datetime, warned_minutes_ago: int, grace: int = 30) -> dict[str, str]:
     at = now - timedelta(minutes=warned_minutes_ago)
-    return {tags.IDLE_WARNED_AT: tags.format_time(at), tags.STOP_AFTER: tags.format_time(at + timedelta(minutes=grace))}
+    return {
+        tags.IDLE_WARNED_AT: formatting.format_time(at),
+        tags.STOP_AFTER: formatting.format_time(at + timedelta(minutes=grace)),
+    }
 
 
 def run(
@@ -149,8 +152,8 @@ def test_sweep_warns_the_owner_of_an_idle_gpu_instance_and_records_the_warning(
 
     assert state_of(iid) == "running"
     t = tags_of(iid)
-    assert t[tags.IDLE_WARNED_AT] == tags.format_time(now)
-    assert t[tags.STOP_AFTER] == tags.format_time(now + timedelta(minutes=30))
+    assert t[tags.IDLE_WARNED_AT] == formatting.format_time(now)
+    assert t[tags.STOP_AFTER] == formatting.format_time(now + timedelta(minutes=30))
     [dm] = slack.messages
     assert (dm.channel, dm.direct) == ("U0ALICE", True)
     text = json.dumps(dm.blocks)
@@ -241,11 +244,11 @@ def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
 
     assert state_of(iid) in ("stopping", "stopped")
     t = tags_of(iid)
-    assert t[tags.STOPPED_AT] == tags.format_time(now)
+    assert t[tags.STOPPED_AT] == formatting.format_time(now)
     assert t[tags.STOP_REASON] == "idle: GPU < 5%, CPU < 10% for 120 min", (
         "the rule: the same for every stop of a sweep"
     )
-    assert t[tags.IDLE_WARNED_AT] == tags.format_time(now - timedelta(minutes=35)), "kept as the record"
+    assert t[tags.IDLE_WARNED_AT] == formatting.format_time(now - timedelta(minutes=35)), "kept as the record"
     [dm] = slack.messages
     assert dm.channel == "U0ALICE"
     assert dm.text.startswith(f"Stopping idle g5.12xlarge {iid} now")
@@ -366,7 +369,7 @@ def test_missing_data_is_never_idle(
 def test_protected_machines_are_never_warned_or_stopped(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kept_until = tags.format_time(now + timedelta(hours=3))
+    kept_until = formatting.format_time(now + timedelta(hours=3))
     cases = {
         "exempt": launch(now, tags={tags.EXEMPT: "long eval", **warn_tags(now, 60)}),
         "kept": launch(now, tags={tags.KEEP_UNTIL: kept_until}),
@@ -578,7 +581,7 @@ def test_instance_state_changes_create_and_delete_its_alarm(
 def test_alarm_creation_is_spread_over_sweeps_on_a_large_fleet(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("costguard.idle_stopping.MAX_ALARM_PUTS_PER_SWEEP", 3)
+    monkeypatch.setattr("costguard.idle.alarms.MAX_ALARM_PUTS_PER_SWEEP", 3)
     for _ in range(5):
         publish(launch(now), now, gpus=[[70.0] * 36], cpu=[30.0] * 36)
     first = run(SWEEP, runtime, now, lambda_context, monkeypatch)["regions"][REGION]
@@ -594,7 +597,7 @@ def test_warning_older_than_the_data_read_is_given_again_not_acted_on(
     publish(iid, now, gpus=[idle(300)], cpu=idle(300))  # 25 hours, all idle
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert state_of(iid) == "running"
-    assert tags_of(iid)[tags.IDLE_WARNED_AT] == tags.format_time(now)
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == formatting.format_time(now)
     assert [m.channel for m in slack.messages] == ["U0ALICE"]
     assert "stops it at" in slack.messages[0].text
 

@@ -10,9 +10,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from costguard.errors import EventValidationError
+from costguard.core.errors import EventValidationError
+from costguard.core.settings import Mode
 from costguard.runtime import Runtime
-from costguard.settings import Mode
 from demo.slack_standin import SlackStandIn
 from tests.conftest import load_event, load_handler
 from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of

@@ -13,9 +13,9 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 
-from costguard import tags
+from costguard.core import tags
+from costguard.core.settings import Mode
 from costguard.runtime import Runtime
-from costguard.settings import Mode
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.slack.signature import sign

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from costguard.errors import SlackDeliveryError
+from costguard.core.errors import SlackDeliveryError
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from demo.slack_standin import SlackStandIn

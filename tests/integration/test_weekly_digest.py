@@ -10,8 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from costguard.ledger import Action
 from costguard.runtime import Runtime
+from costguard.state.entries import Entry, EntryKind
 from demo import moto_fixes
 from demo.slack_standin import SlackStandIn
 from tests.conftest import load_event, load_handler
@@ -79,9 +79,9 @@ def test_a_digest_run_reports_the_week_with_its_chart_and_tells_each_owner(
     publish_hours(bob, 1, now - timedelta(days=10), 5, cpu=2, gpu=1)  # the week before: 5 idle hours
     ec2().stop_instances(InstanceIds=[bob])
     runtime.ledger.record(
-        Action(
+        Entry(
             at=now - timedelta(hours=5),
-            kind="stop",
+            kind=EntryKind.STOP,
             instance_id=bob,
             region=REGION,
             mode="enforce",

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from costguard import tags
-from costguard.settings import IdlePolicy
+from costguard.core import tags
+from costguard.core.settings import IdlePolicy
 from tests.conftest import ROOT, load_event
 
 # Actions AWS offers no resource-level permission for: the only ones allowed on Resource "*".

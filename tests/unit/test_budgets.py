@@ -7,10 +7,11 @@ from datetime import date
 
 import pytest
 
-from costguard.budget_messages import budget_alert_message, drivers_line, raw_budget_message
-from costguard.budgets import BudgetParseError, Severity, parse_budget_message, parse_sns_event
-from costguard.costexplorer import Mover, SpendPicture, periods
-from costguard.errors import EventValidationError
+from costguard.aws.costexplorer import periods
+from costguard.budgets.messages import budget_alert_message, drivers_line, raw_budget_message
+from costguard.budgets.notifications import BudgetParseError, Severity, parse_budget_message, parse_sns_event
+from costguard.core.errors import EventValidationError
+from costguard.core.records import Mover, SpendPicture
 from tests.conftest import load_event
 
 

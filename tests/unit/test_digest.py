@@ -6,12 +6,12 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from costguard.digest import Hour, InstanceWeek, hours_from_points, summarize, worst_idle
-from costguard.ledger import Action
-from costguard.pricing import PriceBook
-from costguard.records import Instance
-from costguard.settings import IdlePolicy
-from costguard.weekly_digest import _saved
+from costguard.aws.pricing import PriceBook
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.digest.figures import Hour, InstanceWeek, hours_from_points, summarize, worst_idle
+from costguard.digest.savings import saved_by_stops
+from costguard.state.entries import Entry, EntryKind
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -110,13 +110,13 @@ def test_hours_are_built_from_hourly_series() -> None:
 def test_savings_of_a_stop_pressed_in_slack_use_the_price_book() -> None:
     stopped_at = END - timedelta(hours=5)
     instance = Instance("i-s", "us-east-1", "g5.xlarge", "stopped", START)
-    stop = Action(
+    stop = Entry(
         at=stopped_at,
-        kind="stop-from-slack",
+        kind=EntryKind.STOP_FROM_SLACK,
         instance_id="i-s",
         region="us-east-1",
         mode="enforce",
         instance_type="g5.xlarge",
     )  # Slack stops record no price
-    hours, usd = _saved([stop], {"i-s": instance}, END, PriceBook(None))  # the bundled $1.006/h
+    hours, usd = saved_by_stops([stop], {"i-s": instance}, END, PriceBook(None))  # the bundled $1.006/h
     assert (hours, round(usd, 2)) == (5.0, 5.03)

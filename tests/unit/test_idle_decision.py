@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costguard import tags
-from costguard.idle import Action, decide, protection
-from costguard.records import Instance
-from costguard.settings import IdlePolicy
-from costguard.utilization import Series, Signal, Utilization, Verdict, judge
+from costguard.core import formatting, tags
+from costguard.core.records import Instance
+from costguard.core.series import Series, Signal, Utilization
+from costguard.core.settings import IdlePolicy
+from costguard.idle.decision import Action, decide, protection
+from costguard.idle.judgement import Verdict, judge
 
 NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
 POLICY = IdlePolicy()
@@ -49,8 +50,8 @@ def instance(**overrides: object) -> Instance:
 def warned(at: datetime, stop_after: datetime, **tags_: str) -> dict[str, str]:
     return {
         "Owner": "bob@example.com",
-        tags.IDLE_WARNED_AT: tags.format_time(at),
-        tags.STOP_AFTER: tags.format_time(stop_after),
+        tags.IDLE_WARNED_AT: formatting.format_time(at),
+        tags.STOP_AFTER: formatting.format_time(stop_after),
         **tags_,
     }
 
@@ -256,7 +257,7 @@ def test_property_a_gap_inside_the_window_never_leads_to_warn_or_stop(inst, gpus
         series[victim].signal, series[victim].label, series[victim].points[:hole] + series[victim].points[hole + 1 :]
     )
     gappy = Utilization("i-1", tuple(series), True)
-    warned_at = tags.parse_time(inst.tags.get(tags.IDLE_WARNED_AT))
+    warned_at = formatting.parse_time(inst.tags.get(tags.IDLE_WARNED_AT))
     d = decide(inst, judge(gappy, POLICY, NOW, since=warned_at), POLICY, NOW)
     assert d.action not in (Action.STOP, Action.WARN)
 
@@ -273,7 +274,7 @@ def test_property_a_busy_point_inside_the_window_never_leads_to_warn_or_stop(ins
     gpu_index = where.draw(st.integers(min_value=0, max_value=len(gpus) - 1))
     position = where.draw(st.integers(min_value=12, max_value=35))  # any period of the last 2 hours
     gpus[gpu_index][position] = level
-    warned_at = tags.parse_time(inst.tags.get(tags.IDLE_WARNED_AT))
+    warned_at = formatting.parse_time(inst.tags.get(tags.IDLE_WARNED_AT))
     d = decide(inst, judge(utilization(gpu=gpus, cpu=cpu), POLICY, NOW, since=warned_at), POLICY, NOW)
     assert d.action not in (Action.STOP, Action.WARN)
 
@@ -290,7 +291,8 @@ def ineligible(draw: st.DrawFn) -> Instance:
     elif kind == "kept":
         t[tags.KEEP_UNTIL] = draw(
             st.one_of(
-                st.text(max_size=25), st.just(tags.format_time(NOW + timedelta(minutes=draw(st.integers(1, 10_000)))))
+                st.text(max_size=25),
+                st.just(formatting.format_time(NOW + timedelta(minutes=draw(st.integers(1, 10_000))))),
             )
         )
     elif kind == "store":
@@ -311,7 +313,7 @@ def ineligible(draw: st.DrawFn) -> Instance:
         t[draw(st.sampled_from(["karpenter.sh/nodepool", "aws:eks:cluster-name", "aws:ec2spot:fleet-request-id"]))] = (
             "x"
         )
-    kept_until = tags.parse_time(t.get(tags.KEEP_UNTIL))
+    kept_until = formatting.parse_time(t.get(tags.KEEP_UNTIL))
     if kind == "kept" and kept_until is not None and kept_until <= NOW:
         t[tags.KEEP_UNTIL] = "not-a-time"
     return instance(tags=t, launch_time=launch, **extra)

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from costguard.errors import EventValidationError
-from costguard.launches import LaunchEvent, Skipped, parse_eventbridge_event, parse_lookup_event
+from costguard.core.errors import EventValidationError
+from costguard.core.records import Skipped
+from costguard.owners.launches import LaunchEvent, parse_eventbridge_event, parse_lookup_event
 from tests.conftest import load_event
 
 

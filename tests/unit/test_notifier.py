@@ -8,7 +8,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
-from costguard.errors import ConfigError, SlackDeliveryError
+from costguard.core.errors import ConfigError, SlackDeliveryError
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from costguard.owner_tagging import Tagging, unattributed_message
-from costguard.ownership import OwnerDecision, OwnerSource
+from costguard.owners.messages import unattributed_message
+from costguard.owners.report import Tagging
+from costguard.owners.rules import OwnerDecision, OwnerSource
 
 
 def tagging(instance_id: str, region: str = "us-west-2") -> Tagging:

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from costguard import tags
-from costguard.launches import LaunchEvent, parse_eventbridge_event
-from costguard.ownership import Identity, OwnerSource, decide_owner, owner_email
+from costguard.core import tags
+from costguard.core.people import owner_email
+from costguard.owners.launches import LaunchEvent, parse_eventbridge_event
+from costguard.owners.rules import Identity, OwnerSource, decide_owner
 from tests.conftest import load_event
 
 KEY = "Owner"

@@ -4,7 +4,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from costguard.reservations import Commitment, advice, reminder_due, underused
+from costguard.commitments.rules import advice, reminder_due, underused
+from costguard.core.records import Commitment
 
 TODAY = date(2026, 11, 21)
 LEADS = (60, 30, 14, 7, 1)

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from costguard.errors import ConfigError
-from costguard.settings import Mode, Settings
+from costguard.core.errors import ConfigError
+from costguard.core.settings import Mode, Settings
 
 BASE = {
     "SLACK_SECRET_NAME": "costguard/slack",

@@ -9,9 +9,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from costguard.errors import EventValidationError
+from costguard.buttons.rules import keep_until
+from costguard.core.errors import EventValidationError
+from costguard.slack.buttons import Button
+from costguard.slack.interactions import parse_interaction
 from costguard.slack.signature import SignatureError, sign, verify
-from costguard.slack_actions import Button, keep_until, parse_interaction
 from tests.conftest import load_event
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

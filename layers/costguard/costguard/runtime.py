@@ -1,4 +1,4 @@
-"""What a handler needs, built once per Lambda container: settings, clients, ledger, Slack.
+"""What a handler needs, built once per Lambda container: settings, clients, ledger and claims, Slack.
 
 Handlers take an optional Runtime so tests can pass their own; in Lambda, `Runtime.current()`
 builds one at the first invocation and keeps it for the container's life.
@@ -12,12 +12,13 @@ from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-from costguard.aws import GLOBAL_ENDPOINT_REGION, ClientFactory
-from costguard.commitments import CommitmentReader
-from costguard.ledger import Ledger
-from costguard.pricing import PriceBook
-from costguard.settings import Settings
+from costguard.aws.clients import GLOBAL_ENDPOINT_REGION, ClientFactory
+from costguard.aws.commitments import CommitmentReader
+from costguard.aws.pricing import PriceBook
+from costguard.core.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
+from costguard.state.claims import Claims
+from costguard.state.ledger import Ledger
 
 SECRET_MAX_AGE_SECONDS = 300
 
@@ -51,6 +52,10 @@ class Runtime:
     @cached_property
     def ledger(self) -> Ledger:
         return Ledger(self.client("dynamodb"), self.settings.state_table, self.settings.state_ttl_days)
+
+    @cached_property
+    def claims(self) -> Claims:
+        return Claims(self.client("dynamodb"), self.settings.state_table)
 
     @cached_property
     def prices(self) -> PriceBook:

@@ -24,8 +24,8 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 from slack_sdk.webhook import WebhookClient
 
-from costguard.errors import ConfigError, SlackDeliveryError
-from costguard.observability import logger
+from costguard.core.errors import ConfigError, SlackDeliveryError
+from costguard.core.observability import logger
 from costguard.slack.blocks import Message, context
 
 # Slack's own error codes that mean "this person is not in the workspace under that email".

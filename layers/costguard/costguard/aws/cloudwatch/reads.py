@@ -1,0 +1,132 @@
+"""CloudWatch utilization reads: every series of many instances, 500 queries a GetMetricData call."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
+from costguard.core.records import Instance
+from costguard.core.series import FleetUtilization, Point, Series, Signal, Utilization
+from costguard.core.settings import IdlePolicy
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+
+MAX_QUERIES = 500  # GetMetricData's limit per call
+
+
+def align_down(moment: datetime, period_seconds: int) -> datetime:
+    epoch = int(moment.timestamp())
+    return datetime.fromtimestamp(epoch - epoch % period_seconds, moment.tzinfo)
+
+
+class MetricReader:
+    def __init__(self, client: CloudWatchClient, policy: IdlePolicy) -> None:
+        self.client = client
+        self.policy = policy
+
+    def refs(self, instances: Iterable[Instance], gpu_series: Mapping[str, Sequence[Dimensions]]) -> list[MetricRef]:
+        refs: list[MetricRef] = []
+        for instance in instances:
+            iid = instance.instance_id
+            for dims in gpu_series.get(iid, []):
+                index = dict(dims).get("index")
+                label = f"GPU {index}" if index is not None else "GPU"
+                refs.append(MetricRef(iid, Signal.GPU, label, GPU_NAMESPACE, GPU_METRIC, dims, "Maximum"))
+            ec2_dims: Dimensions = (("InstanceId", iid),)
+            refs.append(MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", ec2_dims, "Maximum"))
+            if self.policy.network_idle_bytes_per_second > 0:
+                refs.append(MetricRef(iid, Signal.NETWORK_IN, "network in", "AWS/EC2", "NetworkIn", ec2_dims, "Sum"))
+                refs.append(MetricRef(iid, Signal.NETWORK_OUT, "network out", "AWS/EC2", "NetworkOut", ec2_dims, "Sum"))
+        return refs
+
+    def fetch(
+        self, refs: Sequence[MetricRef], start: datetime, end: datetime, *, period: int | None = None
+    ) -> tuple[dict[MetricRef, list[Point]], dict[MetricRef, str]]:
+        """Points per series, 500 queries a call; and the series CloudWatch could not answer, with why."""
+        period = period or self.policy.period_seconds
+        start = align_down(start, period)
+        end = align_down(end, period) + timedelta(seconds=period)
+        points: dict[MetricRef, list[Point]] = {ref: [] for ref in refs}
+        failed: dict[MetricRef, str] = {}
+        for offset in range(0, len(refs), MAX_QUERIES):
+            batch = refs[offset : offset + MAX_QUERIES]
+            by_id = {f"q{n}": ref for n, ref in enumerate(batch)}
+            queries = [ref.query(qid, period) for qid, ref in by_id.items()]
+            token: str | None = None
+            while True:
+                params: dict[str, Any] = {
+                    "MetricDataQueries": queries,
+                    "StartTime": start,
+                    "EndTime": end,
+                    "ScanBy": "TimestampAscending",
+                }
+                if token:
+                    params["NextToken"] = token
+                response = self.client.get_metric_data(**params)
+                for result in response.get("MetricDataResults", []):
+                    ref = by_id[result["Id"]]
+                    if result.get("StatusCode") in ("InternalError", "Forbidden"):
+                        failed[ref] = f"{result.get('StatusCode')} for {ref.label}"
+                        continue
+                    scale = 1.0 / period if ref.stat == "Sum" else 1.0  # network: bytes per period → per second
+                    points[ref].extend(
+                        (t, float(v) * scale)
+                        for t, v in zip(result.get("Timestamps", []), result.get("Values", []), strict=False)
+                    )
+                token = response.get("NextToken")
+                if not token:
+                    break
+        for series in points.values():
+            series.sort()
+        return points, failed
+
+    def chunks(
+        self,
+        instances: Sequence[Instance],
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        start: datetime,
+        end: datetime,
+    ) -> Iterator[tuple[Sequence[Instance], FleetUtilization]]:
+        """The instances in runs of at most one GetMetricData call's series, each with its utilization.
+
+        A caller that judges a run and lets it go holds one answer's points at a time, not the fleet's
+        (10,000 GPU instances are 36,000 series of 48 points: about 900 MB of Python objects at once).
+        """
+        run: list[Instance] = []
+        refs: list[MetricRef] = []
+        for instance in instances:
+            mine = self.refs([instance], gpu_series)
+            if run and len(refs) + len(mine) > MAX_QUERIES:
+                yield run, self._read(run, refs, gpu_series, start, end)
+                run, refs = [], []
+            run.append(instance)
+            refs += mine
+        if run:
+            yield run, self._read(run, refs, gpu_series, start, end)
+
+    def _read(
+        self,
+        instances: Sequence[Instance],
+        refs: Sequence[MetricRef],
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        start: datetime,
+        end: datetime,
+    ) -> FleetUtilization:
+        points, failed = self.fetch(refs, start, end)
+        fleet = FleetUtilization()
+        grouped: dict[str, list[Series]] = defaultdict(list)
+        errors: dict[str, str] = {}
+        for ref in refs:
+            if ref in failed:
+                errors[ref.instance_id] = failed[ref]
+            grouped[ref.instance_id].append(Series(ref.signal, ref.label, tuple(points[ref])))
+        for instance in instances:
+            iid = instance.instance_id
+            fleet.by_instance[iid] = Utilization(
+                iid, tuple(grouped.get(iid, [])), gpu_telemetry=bool(gpu_series.get(iid)), error=errors.get(iid, "")
+            )
+        return fleet

@@ -1,0 +1,94 @@
+"""CloudWatch GPU series discovery: which series exist, with exactly the dimensions they carry.
+
+Real CloudWatch returns nothing unless a query's dimension set matches a published one exactly, so
+GPU series are discovered with ListMetrics (one walk per metric name for the whole region, not one
+per instance) and queried with exactly the dimensions found.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from costguard.core.records import Instance
+from costguard.core.series import Signal
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+
+GPU_NAMESPACE = "CWAgent"
+GPU_METRIC = "nvidia_smi_utilization_gpu"
+
+Dimensions = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class MetricRef:
+    """One series to read: exactly the dimensions CloudWatch has for it."""
+
+    instance_id: str
+    signal: Signal
+    label: str
+    namespace: str
+    name: str
+    dimensions: Dimensions
+    stat: str
+
+    def query(self, query_id: str, period: int) -> dict[str, Any]:
+        return {
+            "Id": query_id,
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": self.namespace,
+                    "MetricName": self.name,
+                    "Dimensions": [{"Name": k, "Value": v} for k, v in self.dimensions],
+                },
+                "Period": period,
+                "Stat": self.stat,
+            },
+            "ReturnData": True,
+        }
+
+
+class GpuSeriesFinder:
+    def __init__(self, client: CloudWatchClient) -> None:
+        self.client = client
+
+    def discover(
+        self, instances: Sequence[Instance], *, one_instance: bool = False, recently_active: bool = True
+    ) -> dict[str, list[Dimensions]]:
+        """GPU series per instance id, from a ListMetrics walk of the metric (region-wide, deduplicated).
+
+        Series carry `InstanceId` when the agent's append_dimensions sets it; otherwise they carry `host`,
+        the instance's private DNS name, which is matched instead.
+        """
+        by_id = {i.instance_id: i for i in instances}
+        by_host = {i.private_dns_name.split(".")[0]: i.instance_id for i in instances if i.private_dns_name}
+        params: dict[str, Any] = {"Namespace": GPU_NAMESPACE, "MetricName": GPU_METRIC}
+        if recently_active:  # the sweep wants running machines; the digest wants the whole fortnight
+            params["RecentlyActive"] = "PT3H"
+        if one_instance and len(instances) == 1:
+            params["Dimensions"] = [{"Name": "InstanceId", "Value": instances[0].instance_id}]
+        found: dict[str, set[Dimensions]] = defaultdict(set)
+        for page in self.client.get_paginator("list_metrics").paginate(**params):
+            for metric in page.get("Metrics", []):
+                dims: Dimensions = tuple(sorted((d["Name"], d["Value"]) for d in metric.get("Dimensions", [])))
+                named = dict(dims)
+                instance_id = named.get("InstanceId") or by_host.get(named.get("host", "").split(".")[0], "")
+                if instance_id in by_id:
+                    found[instance_id].add(dims)  # moto lists one entry per datapoint: a set de-duplicates
+        return {iid: sorted(_per_gpu(series), key=_gpu_order) for iid, series in found.items()}
+
+
+def _per_gpu(series: set[Dimensions]) -> set[Dimensions]:
+    """The per-GPU series when there are any: an aggregate the agent also publishes (its
+    `aggregation_dimensions`, e.g. InstanceId alone) says nothing they do not, and would hide a gap in one GPU."""
+    indexed = {dims for dims in series if "index" in dict(dims)}
+    return indexed or series
+
+
+def _gpu_order(dims: Dimensions) -> tuple[int, Dimensions]:
+    index = dict(dims).get("index", "")
+    return (int(index) if index.isdigit() else 1_000, dims)

@@ -1,0 +1,174 @@
+"""Reads Reserved Instances (per governed region), Savings Plans, their 30-day utilization and Cost
+Explorer's purchase recommendations. Takes its clients. Utilization or recommendation failures are
+reported and leave the value unknown; failing to list the commitments themselves raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.aws.costexplorer import EC2_COMPUTE
+from costguard.core.observability import logger
+from costguard.core.records import Commitment
+
+if TYPE_CHECKING:
+    from mypy_boto3_ce import CostExplorerClient
+    from mypy_boto3_savingsplans import SavingsPlansClient
+
+
+@dataclass
+class CommitmentReader:
+    ec2: Mapping[str, Any]  # region -> EC2 client
+    savingsplans: SavingsPlansClient
+    ce: CostExplorerClient
+    errors: list[str] = field(default_factory=list)
+
+    def commitments(self) -> list[Commitment]:
+        found: list[Commitment] = []
+        for region, client in self.ec2.items():
+            response = client.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
+            for ri in response.get("ReservedInstances", []):
+                scope = ri.get("Scope", "Region")
+                found.append(
+                    Commitment(
+                        kind="reserved-instance",
+                        commitment_id=ri["ReservedInstancesId"],
+                        start=_time(ri["Start"]),
+                        end=_time(ri["End"]),
+                        region=region,
+                        instance_type=ri["InstanceType"],
+                        count=int(ri.get("InstanceCount", 1)),
+                        scope=ri.get("AvailabilityZone", scope) if scope == "Availability Zone" else "Region",
+                        offering_class=ri.get("OfferingClass", ""),
+                        payment_option=ri.get("OfferingType", ""),
+                    )
+                )
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"states": ["active"]}
+            if token:
+                params["nextToken"] = token
+            response = self.savingsplans.describe_savings_plans(**params)
+            for plan in response.get("savingsPlans", []):
+                found.append(
+                    Commitment(
+                        kind="savings-plan",
+                        commitment_id=plan["savingsPlanId"],
+                        arn=plan.get("savingsPlanArn", ""),
+                        start=_time(plan["start"]),
+                        end=_time(plan["end"]),
+                        region=plan.get("region", ""),
+                        instance_type=plan.get("ec2InstanceFamily", ""),
+                        scope=plan.get("savingsPlanType", ""),
+                        offering_class=plan.get("savingsPlanType", ""),
+                        payment_option=plan.get("paymentOption", ""),
+                        hourly_commitment=float(plan["commitment"]) if plan.get("commitment") else None,
+                    )
+                )
+            token = response.get("nextToken")
+            if not token:
+                return found
+
+    def utilization(self, today: date) -> dict[str, float]:
+        """Commitment id (RI) or ARN (Savings Plan) → utilization % over the last 30 days."""
+        period: Any = {"Start": (today - timedelta(days=30)).isoformat(), "End": today.isoformat()}
+        out: dict[str, float] = {}
+        try:
+            response = self.ce.get_reservation_utilization(
+                TimePeriod=period, GroupBy=[{"Type": "DIMENSION", "Key": "SUBSCRIPTION_ID"}]
+            )
+            for window in response.get("UtilizationsByTime", []):
+                for group in window.get("Groups", []):
+                    lease = (group.get("Attributes") or {}).get("leaseId") or group.get("Value", "")
+                    out[lease] = float(group["Utilization"]["UtilizationPercentage"])
+        except READ_ERRORS as exc:
+            self._failed("GetReservationUtilization", exc)
+        try:
+            token: str | None = None
+            while True:
+                params: dict[str, Any] = {"TimePeriod": period}
+                if token:
+                    params["NextToken"] = token
+                details = self.ce.get_savings_plans_utilization_details(**params)
+                for detail in details.get("SavingsPlansUtilizationDetails", []):
+                    out[detail["SavingsPlanArn"]] = float(detail["Utilization"]["UtilizationPercentage"])
+                token = details.get("NextToken")
+                if not token:
+                    break
+        except READ_ERRORS as exc:
+            self._failed("GetSavingsPlansUtilizationDetails", exc)
+        return out
+
+    def recommendation(self, commitment: Commitment) -> str | None:
+        """Cost Explorer's own purchase recommendation, in one sentence, or None."""
+        if commitment.kind == "reserved-instance":
+            return self._ri_recommendations.get(commitment.instance_type) or self._ri_recommendations.get("*")
+        return self._sp_recommendation
+
+    @cached_property
+    def _ri_recommendations(self) -> dict[str, str]:
+        try:
+            response = self.ce.get_reservation_purchase_recommendation(
+                Service=EC2_COMPUTE,
+                LookbackPeriodInDays="THIRTY_DAYS",
+                TermInYears="ONE_YEAR",
+                PaymentOption="NO_UPFRONT",
+            )
+        except READ_ERRORS as exc:
+            self._failed("GetReservationPurchaseRecommendation", exc)
+            return {}
+        out: dict[str, str] = {}
+        for recommendation in response.get("Recommendations", []):
+            for detail in recommendation.get("RecommendationDetails", []):
+                instance_type = detail.get("InstanceDetails", {}).get("EC2InstanceDetails", {}).get("InstanceType", "")
+                count = detail.get("RecommendedNumberOfInstancesToPurchase", "?")
+                saving = float(detail.get("EstimatedMonthlySavingsAmount", 0) or 0)
+                out[instance_type] = (
+                    f"Cost Explorer recommends {count} × {instance_type} (1 year, no upfront), "
+                    f"saving about ${saving:,.0f} a month."
+                )
+            summary = recommendation.get("RecommendationSummary") or {}
+            if summary.get("TotalEstimatedMonthlySavingsAmount"):
+                total = float(summary["TotalEstimatedMonthlySavingsAmount"])
+                out["*"] = f"Cost Explorer's EC2 reservation recommendations would save about ${total:,.0f} a month."
+        return out
+
+    @cached_property
+    def _sp_recommendation(self) -> str | None:
+        try:
+            response = self.ce.get_savings_plans_purchase_recommendation(
+                SavingsPlansType="COMPUTE_SP",
+                TermInYears="ONE_YEAR",
+                PaymentOption="NO_UPFRONT",
+                LookbackPeriodInDays="THIRTY_DAYS",
+            )
+        except READ_ERRORS as exc:
+            self._failed("GetSavingsPlansPurchaseRecommendation", exc)
+            return None
+        summary = (response.get("SavingsPlansPurchaseRecommendation") or {}).get(
+            "SavingsPlansPurchaseRecommendationSummary"
+        ) or {}
+        if not summary.get("HourlyCommitmentToPurchase"):
+            return None
+        hourly = float(summary["HourlyCommitmentToPurchase"])
+        saving = float(summary.get("EstimatedMonthlySavingsAmount", 0) or 0)
+        return (
+            f"Cost Explorer recommends a Compute Savings Plan of ${hourly:,.2f}/h (1 year, no upfront), "
+            f"saving about ${saving:,.0f} a month."
+        )
+
+    def _failed(self, call: str, exc: BaseException) -> None:
+        self.errors.append(f"{call}: {error_code(exc)}")
+        logger.warning("cost explorer call failed", call=call, error=str(exc))
+
+
+def _time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

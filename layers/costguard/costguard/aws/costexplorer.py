@@ -1,0 +1,132 @@
+"""Cost Explorer adapter: month-to-date spend, the month's forecast, and what moved versus the same
+days of last month, by service, instance type and owner tag. Takes its client.
+
+Every call that fails is recorded and said in the message, never dropped silently: an alert with
+partial context is better than no alert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, timedelta
+from typing import TYPE_CHECKING, Any
+
+from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.core.observability import logger
+from costguard.core.records import Mover, SpendPicture
+
+if TYPE_CHECKING:
+    from mypy_boto3_ce import CostExplorerClient
+
+EC2_COMPUTE = "Amazon Elastic Compute Cloud - Compute"
+METRIC = "UnblendedCost"
+
+
+def periods(today: date) -> tuple[tuple[date, date], tuple[date, date]]:
+    """This month's complete days [1st, today) and the same days of last month."""
+    start = today.replace(day=1)
+    previous_start = (start - timedelta(days=1)).replace(day=1)
+    days = (today - start).days
+    previous_end = min(previous_start + timedelta(days=days), start)
+    return (start, today), (previous_start, previous_end)
+
+
+class CostExplorer:
+    def __init__(self, client: CostExplorerClient, owner_tag_key: str, ec2_only: bool = False) -> None:
+        self.client = client
+        self.owner_tag_key = owner_tag_key
+        self.ec2_only = ec2_only
+
+    def spend_picture(self, today: date) -> SpendPicture:
+        picture = SpendPicture()
+        (start, end), (previous_start, previous_end) = periods(today)
+        scope = self._scope()
+        ec2_scope = {"Dimensions": {"Key": "SERVICE", "Values": [EC2_COMPUTE]}}
+        groupings: list[tuple[str, dict[str, str], dict[str, Any] | None]] = [
+            ("by_service", {"Type": "DIMENSION", "Key": "SERVICE"}, scope),
+            ("by_instance_type", {"Type": "DIMENSION", "Key": "INSTANCE_TYPE"}, ec2_scope),
+            ("by_owner", {"Type": "TAG", "Key": self.owner_tag_key}, scope),
+        ]
+        for attribute, group_by, group_filter in groupings:
+            current = self._grouped(start, end, group_by, group_filter, picture) if end > start else {}
+            previous = (
+                self._grouped(previous_start, previous_end, group_by, group_filter, picture)
+                if previous_end > previous_start
+                else {}
+            )
+            if current is None or previous is None:
+                continue
+            movers = [Mover(_label(k), current.get(k, 0.0), previous.get(k, 0.0)) for k in set(current) | set(previous)]
+            movers.sort(key=lambda m: m.delta, reverse=True)
+            setattr(picture, attribute, movers)
+            if attribute == "by_service":
+                picture.month_to_date = sum(current.values())
+        picture.forecast_month = self._forecast(today, picture)
+        return picture
+
+    def _scope(self) -> dict[str, Any] | None:
+        return {"Dimensions": {"Key": "SERVICE", "Values": [EC2_COMPUTE]}} if self.ec2_only else None
+
+    def _grouped(
+        self,
+        start: date,
+        end: date,
+        group_by: Mapping[str, str],
+        group_filter: dict[str, Any] | None,
+        picture: SpendPicture,
+    ) -> dict[str, float] | None:
+        params: dict[str, Any] = {
+            "TimePeriod": {"Start": start.isoformat(), "End": end.isoformat()},
+            "Granularity": "MONTHLY",
+            "Metrics": [METRIC],
+            "GroupBy": [dict(group_by)],
+        }
+        if group_filter:
+            params["Filter"] = group_filter
+        totals: dict[str, float] = {}
+        try:
+            while True:
+                response = self.client.get_cost_and_usage(**params)
+                for result in response.get("ResultsByTime", []):
+                    for group in result.get("Groups", []):
+                        key = group["Keys"][0]
+                        totals[key] = totals.get(key, 0.0) + float(group["Metrics"][METRIC]["Amount"])
+                token = response.get("NextPageToken")
+                if not token:
+                    return totals
+                params["NextPageToken"] = token
+        except READ_ERRORS as exc:
+            self._failed(picture, f"GetCostAndUsage by {group_by['Key']}", exc)
+            return None
+
+    def _forecast(self, today: date, picture: SpendPicture) -> float | None:
+        next_month = (today.replace(day=28) + timedelta(days=4)).replace(day=1)
+        if picture.month_to_date is None:
+            return None
+        params: dict[str, Any] = {
+            "TimePeriod": {"Start": today.isoformat(), "End": next_month.isoformat()},
+            "Metric": "UNBLENDED_COST",
+            "Granularity": "MONTHLY",
+        }
+        scope = self._scope()
+        if scope:
+            params["Filter"] = scope
+        try:
+            response = self.client.get_cost_forecast(**params)
+        except READ_ERRORS as exc:
+            self._failed(picture, "GetCostForecast", exc)
+            return None
+        return picture.month_to_date + float(response["Total"]["Amount"])
+
+    @staticmethod
+    def _failed(picture: SpendPicture, call: str, exc: BaseException) -> None:
+        picture.errors.append(f"{call}: {error_code(exc)}")
+        logger.warning("cost explorer call failed", call=call, error=str(exc))
+
+
+def _label(key: str) -> str:
+    # Tag groups come back as "Owner$alice"; untagged spend as "Owner$".
+    if "$" in key:
+        value = key.split("$", 1)[1]
+        return value or "(no owner tag)"
+    return key or "(none)"

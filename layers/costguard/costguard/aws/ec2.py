@@ -1,0 +1,186 @@
+"""EC2 adapter: reads instances and volumes into records, writes tags. Takes its client.
+
+Writes honour the mode: in dry-run nothing is sent and the call reports that it was not applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.core.records import Instance
+from costguard.core.settings import Mode
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ec2.type_defs import FilterTypeDef
+
+# DescribeInstances returns at most 1,000 instances a page; CreateTags takes up to 1,000 resources per
+# call, but AWS recommends smaller batches, so tags are written (and instances stopped) 500 at a time.
+DESCRIBE_PAGE = 1000
+TAG_BATCH = 500
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+
+
+@dataclass(frozen=True)
+class Volume:
+    volume_id: str
+    instance_id: str
+    tags: Mapping[str, str]
+
+
+def tag_dict(raw: Iterable[Mapping[str, Any]] | None) -> dict[str, str]:
+    return {str(t["Key"]): str(t.get("Value", "")) for t in raw or []}
+
+
+def instance_from_api(raw: Mapping[str, Any], region: str) -> Instance:
+    launch = raw["LaunchTime"]
+    if isinstance(launch, str):
+        launch = datetime.fromisoformat(launch)
+    volumes = tuple(
+        bdm["Ebs"]["VolumeId"] for bdm in raw.get("BlockDeviceMappings") or [] if bdm.get("Ebs", {}).get("VolumeId")
+    )
+    return Instance(
+        instance_id=raw["InstanceId"],
+        region=region,
+        instance_type=raw["InstanceType"],
+        state=raw["State"]["Name"],
+        launch_time=launch,
+        tags=tag_dict(raw.get("Tags")),
+        volume_ids=volumes,
+        root_device_type=raw.get("RootDeviceType", "ebs"),
+        lifecycle=raw.get("InstanceLifecycle", ""),
+        spot_request_id=raw.get("SpotInstanceRequestId", ""),
+        hibernation_configured=bool((raw.get("HibernationOptions") or {}).get("Configured")),
+        platform=raw.get("PlatformDetails", ""),
+        private_dns_name=raw.get("PrivateDnsName", ""),
+    )
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    applied: bool
+    error: BaseException | None = None  # the call failed: a later run must try again
+
+
+def write_in_batches(
+    resource_ids: Sequence[str],
+    write: Callable[[list[str]], bool],
+    *,
+    alone: Callable[[str], bool] | None = None,
+) -> dict[str, WriteResult]:
+    """One write per TAG_BATCH resources, in id order; for a batch AWS refuses, one write per resource
+    (`alone`, when given, else the same write), so that one refusal costs no one else their write.
+
+    AWS checks every resource of a StopInstances or CreateTags call before acting on any: one exempt,
+    terminated or foreign resource fails the whole call.
+    """
+    ordered = sorted(set(resource_ids))
+    results: dict[str, WriteResult] = {}
+    for start in range(0, len(ordered), TAG_BATCH):
+        chunk = ordered[start : start + TAG_BATCH]
+        try:
+            results.update(dict.fromkeys(chunk, WriteResult(write(chunk))))
+            continue
+        except (ClientError, BotoCoreError):
+            pass
+        for resource_id in chunk:
+            try:
+                results[resource_id] = WriteResult(alone(resource_id) if alone else write([resource_id]))
+            except (ClientError, BotoCoreError) as exc:
+                results[resource_id] = WriteResult(False, exc)
+    return results
+
+
+class Ec2:
+    def __init__(self, client: EC2Client, region: str, mode: Mode) -> None:
+        self.client = client
+        self.region = region
+        self.mode = mode
+
+    def describe(self, instance_ids: Sequence[str]) -> list[Instance]:
+        if not instance_ids:
+            return []
+        return list(self._walk({"InstanceIds": list(instance_ids)}))
+
+    def iter_instances(self, filters: Sequence[FilterTypeDef] = ()) -> Iterator[Instance]:
+        """Every instance matching server-side filters, 1,000 a page."""
+        return self._walk({"Filters": list(filters), "MaxResults": DESCRIBE_PAGE})
+
+    def _walk(self, params: dict[str, Any]) -> Iterator[Instance]:
+        paginator = self.client.get_paginator("describe_instances")
+        for page in paginator.paginate(**params):
+            for reservation in page.get("Reservations", []):
+                for raw in reservation.get("Instances", []):
+                    yield instance_from_api(raw, self.region)
+
+    def iter_attached_volumes(self) -> Iterator[Volume]:
+        paginator = self.client.get_paginator("describe_volumes")
+        pages = paginator.paginate(
+            Filters=[{"Name": "attachment.status", "Values": ["attached"]}], PaginationConfig={"PageSize": 500}
+        )
+        for page in pages:
+            for raw in page.get("Volumes", []):
+                attachments = raw.get("Attachments") or []
+                if attachments:
+                    yield Volume(raw["VolumeId"], attachments[0].get("InstanceId", ""), tag_dict(raw.get("Tags")))
+
+    def describe_volumes(self, volume_ids: Sequence[str]) -> list[Volume]:
+        if not volume_ids:
+            return []
+        response = self.client.describe_volumes(VolumeIds=list(volume_ids))
+        return [
+            Volume(
+                raw["VolumeId"], (raw.get("Attachments") or [{}])[0].get("InstanceId", ""), tag_dict(raw.get("Tags"))
+            )
+            for raw in response.get("Volumes", [])
+        ]
+
+    def spot_request_types(self, request_ids: Sequence[str]) -> dict[str, str]:
+        """Spot request id → "one-time" or "persistent" (only persistent Spot instances can be stopped)."""
+        if not request_ids:
+            return {}
+        response = self.client.describe_spot_instance_requests(SpotInstanceRequestIds=sorted(set(request_ids)))
+        return {r["SpotInstanceRequestId"]: r.get("Type", "one-time") for r in response.get("SpotInstanceRequests", [])}
+
+    def stop(self, instance_ids: Sequence[str], *, hibernate: bool) -> bool:
+        """Stop (or hibernate) instances in one call; False in dry-run, when nothing is sent.
+
+        AWS checks every instance before stopping any: one refusal (state, permission) fails the call.
+        """
+        if not self.mode.mutates:
+            return False
+        self.client.stop_instances(InstanceIds=list(instance_ids), Hibernate=hibernate)
+        return True
+
+    def start(self, instance_id: str) -> bool:
+        if not self.mode.mutates:
+            return False
+        self.client.start_instances(InstanceIds=[instance_id])
+        return True
+
+    def delete_tags(self, resource_ids: Sequence[str], keys: Sequence[str]) -> bool:
+        if not resource_ids or not keys:
+            return True
+        if not self.mode.mutates:
+            return False
+        for start in range(0, len(resource_ids), TAG_BATCH):
+            self.client.delete_tags(
+                Resources=list(resource_ids[start : start + TAG_BATCH]), Tags=[{"Key": k} for k in keys]
+            )
+        return True
+
+    def create_tags(self, resource_ids: Sequence[str], tags: Mapping[str, str]) -> bool:
+        """Tag resources; returns False (and sends nothing) in dry-run."""
+        if not resource_ids or not tags:
+            return True
+        if not self.mode.mutates:
+            return False
+        tag_list = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+        for start in range(0, len(resource_ids), TAG_BATCH):
+            self.client.create_tags(Resources=list(resource_ids[start : start + TAG_BATCH]), Tags=tag_list)  # type: ignore[arg-type]
+        return True

@@ -1,0 +1,107 @@
+"""On-demand hourly prices: the AWS Pricing API first, a bundled table of common GPU types as fallback.
+
+Prices are looked up only for instances costguard talks about (a warning, a stop), cached for the
+container's life. The fallback is said to be one in every message that uses it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from costguard.aws.clients import READ_ERRORS
+from costguard.core.observability import logger
+from costguard.core.records import Price
+
+if TYPE_CHECKING:
+    from mypy_boto3_pricing import PricingClient
+
+# Approximate us-east-1 Linux on-demand list prices (USD per hour) of common accelerated types, for when
+# the Pricing API cannot be reached. The API's answer always wins.
+BUNDLED_USD_PER_HOUR: dict[str, float] = {
+    "p3.2xlarge": 3.06,
+    "p3.8xlarge": 12.24,
+    "p3.16xlarge": 24.48,
+    "p4d.24xlarge": 21.96,
+    "p5.48xlarge": 55.04,
+    "g4dn.xlarge": 0.526,
+    "g4dn.2xlarge": 0.752,
+    "g4dn.4xlarge": 1.204,
+    "g4dn.8xlarge": 2.176,
+    "g4dn.12xlarge": 3.912,
+    "g4dn.16xlarge": 4.352,
+    "g5.xlarge": 1.006,
+    "g5.2xlarge": 1.212,
+    "g5.4xlarge": 1.624,
+    "g5.8xlarge": 2.448,
+    "g5.12xlarge": 5.672,
+    "g5.16xlarge": 4.096,
+    "g5.24xlarge": 8.144,
+    "g5.48xlarge": 16.288,
+    "g6.xlarge": 0.8048,
+    "g6.2xlarge": 0.9776,
+    "g6.4xlarge": 1.3232,
+    "g6.8xlarge": 2.0144,
+    "g6.12xlarge": 4.6016,
+    "g6.16xlarge": 3.3968,
+    "g6.24xlarge": 6.6752,
+    "g6.48xlarge": 13.3504,
+    "inf2.xlarge": 0.7582,
+    "inf2.8xlarge": 1.9679,
+    "inf2.24xlarge": 6.4906,
+    "inf2.48xlarge": 12.9813,
+    "trn1.2xlarge": 1.3438,
+    "trn1.32xlarge": 21.50,
+    "dl1.24xlarge": 13.109,
+}
+
+
+class PriceBook:
+    def __init__(self, client: PricingClient | None) -> None:
+        self.client = client
+        self._cache: dict[tuple[str, str], Price] = {}
+        self.api_calls = 0
+
+    def hourly(self, instance_type: str, region: str) -> Price:
+        key = (instance_type, region)
+        if key not in self._cache:
+            self._cache[key] = self._lookup(instance_type, region)
+        return self._cache[key]
+
+    def _lookup(self, instance_type: str, region: str) -> Price:
+        if self.client is not None:
+            try:
+                self.api_calls += 1
+                response = self.client.get_products(
+                    ServiceCode="AmazonEC2",
+                    Filters=[
+                        {"Type": "TERM_MATCH", "Field": "instanceType", "Value": instance_type},
+                        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+                        {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
+                        {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
+                        {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
+                        {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
+                        {"Type": "TERM_MATCH", "Field": "licenseModel", "Value": "No License required"},
+                    ],
+                    MaxResults=10,
+                )
+                price = on_demand_usd(response.get("PriceList", []))
+                if price is not None:
+                    return Price(price, "pricing-api")
+                logger.warning("no on-demand price in Pricing API answer", instance_type=instance_type, region=region)
+            except READ_ERRORS as exc:
+                logger.warning("pricing API unavailable, using bundled prices", error=str(exc))
+        bundled = BUNDLED_USD_PER_HOUR.get(instance_type)
+        return Price(bundled, "bundled" if bundled is not None else "unknown")
+
+
+def on_demand_usd(price_list: list[Any]) -> float | None:
+    """The hourly USD on-demand price in a GetProducts PriceList (JSON strings), or None."""
+    for raw in price_list:
+        product = json.loads(raw) if isinstance(raw, str) else raw
+        for term in (product.get("terms", {}).get("OnDemand") or {}).values():
+            for dimension in (term.get("priceDimensions") or {}).values():
+                usd = (dimension.get("pricePerUnit") or {}).get("USD")
+                if dimension.get("unit") == "Hrs" and usd is not None and float(usd) > 0:
+                    return float(usd)
+    return None

@@ -1,0 +1,169 @@
+"""AWS Budgets notifications: parsed from the plain text AWS sends to SNS, and graded. Pure: no I/O.
+
+AWS sends English prose, not JSON, for example:
+
+    AWS Budget Notification November 21, 2026
+    AWS Account 123456789012
+    ...
+    Budget Name: ml-monthly
+    Budget Type: Cost
+    Budgeted Amount: $10,000.00
+    Alert Type: ACTUAL
+    Alert Threshold: > $7,500.00
+    ACTUAL Amount: $7,612.34
+
+The labelled lines are read, not the sentence, which AWS rewords now and then. A message whose lines
+cannot be read raises BudgetParseError; the caller posts it raw, never drops it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Any
+
+from costguard.core.errors import CostguardError, EventValidationError
+
+
+class BudgetParseError(CostguardError, ValueError):
+    """The text is not an AWS Budgets notification costguard can read."""
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    NOTICE = "notice"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+@dataclass(frozen=True)
+class SnsNotification:
+    message_id: str
+    subject: str
+    message: str
+    timestamp: datetime
+
+
+@dataclass(frozen=True)
+class BudgetAlert:
+    budget_name: str
+    budget_type: str
+    budgeted: float
+    alert_type: str  # ACTUAL or FORECASTED
+    threshold: float  # the amount the alert fires above
+    amount: float  # the actual or forecasted amount
+    account: str = ""
+    notified_on: date | None = None
+    daily: bool = False  # a daily budget ("per day"), as opposed to the current month
+
+    @property
+    def tier(self) -> int:
+        """The threshold as a percentage of the budget, as the notifications were set (25, 50, 75, 100)."""
+        return round(self.threshold / self.budgeted * 100) if self.budgeted else 0
+
+    @property
+    def used_percent(self) -> float:
+        return self.amount / self.budgeted * 100 if self.budgeted else 0.0
+
+    @property
+    def forecast(self) -> bool:
+        return self.alert_type == "FORECASTED"
+
+    @property
+    def severity(self) -> Severity:
+        if self.forecast:
+            return Severity.CRITICAL if self.amount > self.budgeted else Severity.WARNING
+        if self.tier >= 100:
+            return Severity.CRITICAL
+        if self.tier >= 75:
+            return Severity.WARNING
+        if self.tier >= 50:
+            return Severity.NOTICE
+        return Severity.INFO
+
+    def dedupe_key(self, fallback: date) -> str:
+        """One post per budget, alert type, tier and month (per day for daily budgets)."""
+        day = self.notified_on or fallback
+        period = f"{day:%Y-%m-%d}" if self.daily else f"{day:%Y-%m}"
+        return f"budget:{self.account}:{self.budget_name}:{self.alert_type}:{self.tier}:{period}"
+
+
+_MONEY = r"\$\s?([\d,]+(?:\.\d+)?)"
+_LINES = {
+    "budget_name": re.compile(r"^Budget Name:\s*(.+?)\s*$", re.M),
+    "budget_type": re.compile(r"^Budget Type:\s*(.+?)\s*$", re.M),
+    "budgeted": re.compile(rf"^Budgeted Amount:\s*{_MONEY}", re.M),
+    "alert_type": re.compile(r"^Alert Type:\s*([A-Z]+)\s*$", re.M),
+    "threshold": re.compile(rf"^Alert Threshold:\s*[><=]*\s*{_MONEY}", re.M),
+}
+_AMOUNT = re.compile(rf"^(ACTUAL|FORECASTED) Amount:\s*{_MONEY}", re.M)
+_ACCOUNT = re.compile(r"^AWS Account\s+(\d{12})\s*$", re.M)
+_DATE = re.compile(r"^AWS Budget Notification\s+([A-Z][a-z]+ \d{1,2}, \d{4})\s*$", re.M)
+
+
+def parse_budget_message(text: str) -> BudgetAlert:
+    if not isinstance(text, str) or "Budget Name:" not in text:
+        raise BudgetParseError("no 'Budget Name:' line: not an AWS Budgets notification")
+    found: dict[str, str] = {}
+    missing = []
+    for key, pattern in _LINES.items():
+        match = pattern.search(text)
+        if match:
+            found[key] = match.group(1)
+        else:
+            missing.append(key)
+    amount = _AMOUNT.search(text)
+    if amount is None:
+        missing.append("amount")
+    if missing:
+        raise BudgetParseError(f"could not read: {', '.join(missing)}")
+    assert amount is not None
+    alert_type = found["alert_type"]
+    if alert_type not in ("ACTUAL", "FORECASTED") or amount.group(1) != alert_type:
+        raise BudgetParseError(f"unknown alert type {alert_type!r}")
+    budget_type = found["budget_type"]
+    if budget_type.lower() != "cost":
+        raise BudgetParseError(f"budget type {budget_type!r}: costguard reads cost budgets")
+    notified_on = None
+    date_match = _DATE.search(text)
+    if date_match:
+        try:
+            notified_on = datetime.strptime(date_match.group(1), "%B %d, %Y").replace(tzinfo=UTC).date()
+        except ValueError:
+            notified_on = None
+    account = _ACCOUNT.search(text)
+    return BudgetAlert(
+        budget_name=found["budget_name"],
+        budget_type=budget_type,
+        budgeted=_money(found["budgeted"]),
+        alert_type=alert_type,
+        threshold=_money(found["threshold"]),
+        amount=_money(amount.group(2)),
+        account=account.group(1) if account else "",
+        notified_on=notified_on,
+        daily="per day" in text,
+    )
+
+
+def parse_sns_event(event: Any) -> list[SnsNotification]:
+    """The SNS records of a Lambda SNS event; EventValidationError if it is not one."""
+    if not isinstance(event, Mapping) or not isinstance(event.get("Records"), list) or not event["Records"]:
+        raise EventValidationError("not an SNS event: no Records")
+    out = []
+    for record in event["Records"]:
+        sns = record.get("Sns") if isinstance(record, Mapping) else None
+        if not isinstance(sns, Mapping) or not isinstance(sns.get("Message"), str):
+            raise EventValidationError("SNS record without Sns.Message")
+        try:
+            stamp = datetime.fromisoformat(str(sns.get("Timestamp", "")))
+        except ValueError as exc:
+            raise EventValidationError(f"SNS record with a bad Timestamp: {sns.get('Timestamp')!r}") from exc
+        out.append(SnsNotification(str(sns.get("MessageId", "")), str(sns.get("Subject") or ""), sns["Message"], stamp))
+    return out
+
+
+def _money(text: str) -> float:
+    return float(text.replace(",", ""))

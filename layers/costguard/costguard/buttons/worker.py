@@ -1,0 +1,159 @@
+"""What a click on a costguard button does: keep, snooze or stop a machine from the warning itself.
+
+The HTTP side (verify the signature, queue the click, answer Slack within 3 s) is in the handler; this
+is the work done from the queue: who may act, what the button does, once, and the reply that updates
+the original message to show who did what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from botocore.exceptions import ClientError
+
+from costguard.aws.clients import error_code
+from costguard.aws.ec2 import Ec2
+from costguard.buttons.rules import keep_until
+from costguard.core import formatting, tags
+from costguard.core.observability import logger
+from costguard.core.people import owner_email
+from costguard.core.settings import IdlePolicy, Mode
+from costguard.slack.blocks import context, escape
+from costguard.slack.buttons import KEEPS, Button
+from costguard.slack.interactions import Click
+from costguard.slack.notifier import SlackNotifier
+from costguard.state.claims import Claims
+from costguard.state.entries import Entry, EntryKind
+from costguard.state.ledger import Ledger
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What became of a click, as the person who pressed it is told."""
+
+    status: str  # "done", "refused", "duplicate", "gone", "dry-run"
+    text: str
+
+
+Responder = Callable[[str, Mapping[str, Any]], None]
+
+
+@dataclass
+class ClickWorker:
+    ec2_for: Callable[[str], Ec2]
+    notifier: SlackNotifier
+    ledger: Ledger
+    claims: Claims
+    respond: Responder
+    policy: IdlePolicy
+    mode: Mode
+    owner_tag_key: str
+    email_domain: str
+    admins: Sequence[str]
+    zone: ZoneInfo
+
+    def handle(self, click: Click, now: datetime) -> Reply:
+        ec2 = self.ec2_for(click.region)
+        found = ec2.describe([click.instance_id])
+        if not found or not self.policy.is_accelerated(found[0].instance_type):
+            return self._tell(click, Reply("gone", f"`{click.instance_id}` is not a GPU instance costguard governs."))
+        instance = found[0]
+        owner = instance.owner(self.owner_tag_key)
+        if not self._may_act(click.user_id, owner):
+            text = f"Only the owner ({escape(owner or 'unknown')}) or a costguard admin can do that."
+            return self._tell(click, Reply("refused", text))
+        key = f"slack-action:{click.instance_id}:{click.message_ts}:{click.button.value}"
+        if not self.claims.claim(key, now, ttl=timedelta(days=7)):
+            return self._tell(click, Reply("duplicate", "That was done already."))
+        try:
+            reply = self._apply(ec2, click, instance.hibernation_configured, now)
+            if reply.status == "done":
+                self._record(click, instance.instance_type, owner, now)
+                self._update_original(click, reply.text)
+            else:
+                self._tell(click, reply)
+        except Exception:
+            self.claims.release(key)  # the retry from the queue must be able to do it
+            raise
+        return reply
+
+    def _may_act(self, user_id: str, owner: str) -> bool:
+        if user_id in self.admins:
+            return True
+        for group in (a for a in self.admins if a.startswith("S")):
+            if user_id in self.notifier.group_members(group):
+                return True
+        email = owner_email(owner, self.email_domain) if owner else None
+        return bool(email) and self.notifier.user_id_for(email or "") == user_id
+
+    def _apply(self, ec2: Ec2, click: Click, hibernate: bool, now: datetime) -> Reply:
+        who = f"<@{click.user_id}>"
+        iid = f"`{click.instance_id}`"
+        if click.button in KEEPS:
+            until = keep_until(click.button, now, self.zone)
+            local = until.astimezone(self.zone)
+            applied = ec2.create_tags(
+                [click.instance_id],
+                {tags.KEEP_UNTIL: formatting.format_time(until), tags.KEPT_BY: tags.clip(click.user_name)},
+            )
+            ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
+            text = f"{who} kept {iid} until {local:%a %d %b %H:%M} ({self.zone.key})."
+        elif click.button is Button.STOP_NOW:
+            if self.mode is Mode.NOTIFY_ONLY:
+                return Reply(
+                    "refused", "costguard is in notify-only mode and stops nothing; stop it from the console or CLI."
+                )
+            applied = ec2.stop([click.instance_id], hibernate=hibernate)
+            if applied:
+                ec2.create_tags(
+                    [click.instance_id],
+                    {
+                        tags.STOPPED_AT: formatting.format_time(now),
+                        tags.STOP_REASON: tags.clip(f"stopped from Slack by {click.user_name}"),
+                    },
+                )
+            text = f"{who} {'hibernated' if hibernate else 'stopped'} {iid}."
+        else:
+            try:
+                applied = ec2.start(click.instance_id)
+            except ClientError as exc:
+                code = error_code(exc)
+                return Reply("refused", f"AWS would not start it: {code}.")
+            text = f"{who} started {iid} again."
+        if not applied:
+            return Reply("dry-run", f"dry-run: costguard changed nothing. It would have done this: {text}")
+        return Reply("done", text)
+
+    def _record(self, click: Click, instance_type: str, owner: str, now: datetime) -> None:
+        kind = {Button.STOP_NOW: EntryKind.STOP_FROM_SLACK, Button.START: EntryKind.START_FROM_SLACK}.get(
+            click.button, EntryKind.KEEP
+        )
+        self.ledger.record(
+            Entry(
+                at=now,
+                kind=kind,
+                instance_id=click.instance_id,
+                region=click.region,
+                mode=self.mode.value,
+                owner=owner,
+                instance_type=instance_type,
+                reason=f"{click.button.value} by {click.user_name}",
+            )
+        )
+
+    def _update_original(self, click: Click, text: str) -> None:
+        """The original message, its buttons replaced by who did what."""
+        kept = [b for b in click.blocks if b.get("type") != "actions"]
+        blocks = [*kept, context(f":white_check_mark: {text}")]
+        self.respond(click.response_url, {"replace_original": True, "text": text, "blocks": blocks})
+        logger.info("button click done", instance_id=click.instance_id, button=click.button.value, user=click.user_id)
+
+    def _tell(self, click: Click, reply: Reply) -> Reply:
+        """An ephemeral answer to the person who clicked; the message stays as it was."""
+        self.respond(click.response_url, {"response_type": "ephemeral", "replace_original": False, "text": reply.text})
+        logger.info("button click not done", instance_id=click.instance_id, status=reply.status, user=click.user_id)
+        return reply

@@ -1,0 +1,247 @@
+"""Typed settings, read from the environment in this one place.
+
+Every function builds one settings object at cold start. A missing or invalid variable raises
+ConfigError naming every problem at once, so a broken deployment fails loudly on its first event.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from costguard.core.errors import ConfigError
+
+
+class Mode(StrEnum):
+    """How far costguard may act. Every mutating call honours it."""
+
+    ENFORCE = "enforce"
+    NOTIFY_ONLY = "notify-only"
+    DRY_RUN = "dry-run"
+
+    @property
+    def mutates(self) -> bool:
+        """dry-run makes no mutating AWS call at all (not even tags)."""
+        return self is not Mode.DRY_RUN
+
+
+class _Reader:
+    """Collects every problem in the environment before raising, instead of failing on the first."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[str] = []
+
+    def required(self, name: str) -> str:
+        value = self.env.get(name, "").strip()
+        if not value:
+            self.problems.append(f"{name} is not set")
+        return value
+
+    def optional(self, name: str, default: str = "") -> str:
+        return self.env.get(name, default).strip()
+
+    def choice(self, name: str, enum: type[Mode], default: str) -> Mode:
+        raw = self.optional(name, default)
+        try:
+            return enum(raw)
+        except ValueError:
+            allowed = ", ".join(m.value for m in enum)
+            self.problems.append(f"{name}={raw!r} is not one of: {allowed}")
+            return enum(default)
+
+    def number(self, name: str, default: float, *, minimum: float = 0.0) -> float:
+        raw = self.optional(name, str(default))
+        try:
+            value = float(raw)
+        except ValueError:
+            self.problems.append(f"{name}={raw!r} is not a number")
+            return default
+        if value < minimum:
+            self.problems.append(f"{name}={raw!r} is below {minimum}")
+        return value
+
+    def flag(self, name: str, default: bool) -> bool:
+        raw = self.optional(name, "true" if default else "false").lower()
+        if raw not in ("true", "false"):
+            self.problems.append(f"{name}={raw!r} is not true or false")
+            return default
+        return raw == "true"
+
+    def csv(self, name: str) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.optional(name).split(",") if part.strip())
+
+    def check(self) -> None:
+        if self.problems:
+            raise ConfigError("invalid costguard configuration: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings every costguard function shares (template Globals)."""
+
+    mode: Mode
+    slack_secret_name: str
+    alerts_channel: str
+    digest_channel: str
+    owner_tag_key: str
+    email_domain: str
+    governed_regions: tuple[str, ...]
+    state_table: str
+    state_ttl_days: int
+    # Only set by the local demo and tests, to point slack-sdk at a stand-in for the Slack Web API.
+    slack_api_url: str
+    # The region the functions run in: EventBridge delivers CloudWatch and EC2 events only there.
+    home_region: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        read = _Reader(os.environ if env is None else env)
+        home_region = read.optional("AWS_REGION") or read.optional("AWS_DEFAULT_REGION")
+        regions = read.csv("GOVERNED_REGIONS") or ((home_region,) if home_region else ())
+        if not regions:
+            read.problems.append("GOVERNED_REGIONS is empty and AWS_REGION is not set")
+        settings = cls(
+            mode=read.choice("COSTGUARD_MODE", Mode, "dry-run"),
+            slack_secret_name=read.required("SLACK_SECRET_NAME"),
+            alerts_channel=read.required("ALERTS_CHANNEL"),
+            digest_channel=read.optional("DIGEST_CHANNEL") or read.optional("ALERTS_CHANNEL"),
+            owner_tag_key=read.optional("OWNER_TAG_KEY", "Owner") or "Owner",
+            email_domain=read.optional("EMAIL_DOMAIN").lstrip("@"),
+            governed_regions=regions,
+            state_table=read.required("STATE_TABLE"),
+            state_ttl_days=int(read.number("STATE_TTL_DAYS", 400, minimum=1)),
+            slack_api_url=read.optional("SLACK_API_URL"),
+            home_region=home_region or (regions[0] if regions else ""),
+        )
+        read.check()
+        return settings
+
+
+@dataclass(frozen=True)
+class IdlePolicy:
+    """When a GPU instance counts as idle, and what costguard may do about it (idle_stopper)."""
+
+    accelerator_families: tuple[str, ...] = ("p*", "g*", "trn*", "inf*", "dl*")
+    window_minutes: int = 120
+    gpu_idle_percent: float = 5.0
+    cpu_idle_percent: float = 10.0
+    network_idle_bytes_per_second: float = 0.0  # 0: network is not a signal
+    grace_minutes: int = 30
+    period_seconds: int = 300
+    # CloudWatch publishes EC2 metrics a few minutes late: the newest periods may be empty without
+    # meaning anything. Gaps older than this are insufficient data.
+    allowed_lag_minutes: int = 10
+    stop_without_gpu_telemetry: bool = True
+    idle_alarms: bool = True
+
+    def is_accelerated(self, instance_type: str) -> bool:
+        """True for a type of the accelerator families costguard governs."""
+        return any(fnmatchcase(instance_type, family) for family in self.accelerator_families)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> IdlePolicy:
+        read = _Reader(os.environ if env is None else env)
+        families = read.csv("ACCELERATOR_FAMILIES") or cls.accelerator_families
+        window = int(read.number("IDLE_WINDOW_MINUTES", cls.window_minutes, minimum=30))
+        policy = cls(
+            accelerator_families=tuple(f if f.endswith("*") else f"{f}*" for f in families),
+            window_minutes=window,
+            gpu_idle_percent=read.number("GPU_IDLE_PERCENT", cls.gpu_idle_percent),
+            cpu_idle_percent=read.number("CPU_IDLE_PERCENT", cls.cpu_idle_percent),
+            network_idle_bytes_per_second=read.number("NETWORK_IDLE_BYTES_PER_SECOND", 0.0),
+            grace_minutes=int(read.number("GRACE_MINUTES", cls.grace_minutes, minimum=5)),
+            stop_without_gpu_telemetry=read.flag("STOP_WITHOUT_GPU_TELEMETRY", True),
+            idle_alarms=read.flag("IDLE_ALARMS", True),
+        )
+        if window > 1440:
+            read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")
+        read.check()
+        return policy
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """budget_alerts: how far Cost Explorer looks when it explains a budget alert."""
+
+    ec2_only: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BudgetSettings:
+        read = _Reader(os.environ if env is None else env)
+        scope = read.optional("BUDGET_SCOPE", "all")
+        if scope not in ("all", "ec2"):
+            read.problems.append(f"BUDGET_SCOPE={scope!r} is not one of: all, ec2")
+        read.check()
+        return cls(ec2_only=scope == "ec2")
+
+
+@dataclass(frozen=True)
+class CommitmentSettings:
+    """reservation_tracker: when to remind, and what counts as under-used."""
+
+    lead_days: tuple[int, ...] = (60, 30, 14, 7, 1)
+    utilization_threshold: float = 80.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> CommitmentSettings:
+        read = _Reader(os.environ if env is None else env)
+        leads: list[int] = []
+        for raw in read.csv("RESERVATION_LEAD_DAYS") or tuple(str(d) for d in cls.lead_days):
+            if not raw.isdigit() or int(raw) < 1:
+                read.problems.append(f"RESERVATION_LEAD_DAYS has {raw!r}, not a whole number of days")
+            else:
+                leads.append(int(raw))
+        settings = cls(
+            lead_days=tuple(sorted(set(leads), reverse=True)) or cls.lead_days,
+            utilization_threshold=read.number("RESERVATION_UTILIZATION_PERCENT", cls.utilization_threshold),
+        )
+        read.check()
+        return settings
+
+
+@dataclass(frozen=True)
+class ButtonSettings:
+    """slack_actions: who besides the owner may press the buttons, the team's clock, the work queue."""
+
+    admins: tuple[str, ...] = ()
+    timezone: str = "UTC"
+    queue_url: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ButtonSettings:
+        read = _Reader(os.environ if env is None else env)
+        admins = read.csv("SLACK_ADMINS")
+        for entry in admins:
+            if entry[:1] not in ("U", "W", "S"):
+                read.problems.append(f"SLACK_ADMINS entry {entry!r} is not a Slack user (U…/W…) or user group (S…) id")
+        zone = read.optional("TEAM_TIMEZONE", "UTC") or "UTC"
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            read.problems.append(f"TEAM_TIMEZONE={zone!r} is not an IANA time zone")
+        settings = cls(admins=admins, timezone=zone, queue_url=read.required("ACTIONS_QUEUE_URL"))
+        read.check()
+        return settings
+
+
+@dataclass(frozen=True)
+class DigestSettings:
+    """weekly_digest: how teams are told apart, and whether each owner gets their own digest."""
+
+    team_tag_key: str = "Team"
+    owner_digests: bool = True
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> DigestSettings:
+        read = _Reader(os.environ if env is None else env)
+        settings = cls(
+            team_tag_key=read.optional("TEAM_TAG_KEY", "Team") or "Team",
+            owner_digests=read.flag("OWNER_DIGESTS", True),
+        )
+        read.check()
+        return settings

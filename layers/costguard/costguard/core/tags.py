@@ -1,0 +1,31 @@
+"""Tag keys costguard owns. State that belongs to an instance lives in its tags, under `costguard:`.
+
+One name for one thing: the template's IAM conditions, the code and the README use these keys.
+"""
+
+from __future__ import annotations
+
+PREFIX = "costguard:"
+
+CREATED_BY = "costguard:created-by"
+OWNER_SOURCE = "costguard:owner-source"
+
+# Set by people to keep a machine from being stopped.
+KEEP_UNTIL = "costguard:keep-until"
+EXEMPT = "costguard:exempt"
+KEPT_BY = "costguard:kept-by"  # who pressed a keep button
+
+# The idle stopper's state, on the instance itself, visible in the console.
+IDLE_WARNED_AT = "costguard:idle-warned-at"
+STOP_AFTER = "costguard:stop-after"
+STOPPED_AT = "costguard:stopped-at"
+STOP_REASON = "costguard:stop-reason"
+WARNING_TAGS = (IDLE_WARNED_AT, STOP_AFTER)
+
+# Tag values are limited to 256 characters by EC2.
+MAX_VALUE_LENGTH = 256
+
+
+def clip(value: str) -> str:
+    """EC2 refuses tag values over 256 characters; a long role-session ARN must not fail the call."""
+    return value if len(value) <= MAX_VALUE_LENGTH else value[: MAX_VALUE_LENGTH - 1] + "…"

@@ -1,0 +1,96 @@
+"""The weekly digest's collection: the fleet's fortnight, the ledger's week, the money, the dashboards."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from costguard.aws.cloudwatch.reads import MetricReader
+from costguard.aws.cloudwatch.series import GpuSeriesFinder
+from costguard.aws.commitments import CommitmentReader
+from costguard.aws.ec2 import LIVE_STATES, Ec2
+from costguard.aws.pricing import PriceBook
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.digest.dashboards import update_dashboards
+from costguard.digest.data import DigestData
+from costguard.digest.figures import InstanceWeek, summarize
+from costguard.digest.hours import read_hours
+from costguard.digest.savings import saved_by_stops
+from costguard.digest.spend import commitment_use, weekly_spend
+from costguard.state.ledger import Ledger
+
+
+@dataclass
+class Region:
+    name: str
+    ec2: Ec2
+    gpu_series: GpuSeriesFinder
+    metrics: MetricReader
+    dashboards: Any  # the region's CloudWatch client, for PutDashboard
+
+
+@dataclass
+class DigestCollector:
+    regions: Sequence[Region]
+    prices: PriceBook
+    ledger: Ledger
+    reader: CommitmentReader
+    ce: Any
+    policy: IdlePolicy
+    owner_tag_key: str
+    team_tag_key: str
+
+    def collect(self, now: datetime) -> DigestData:
+        # The seven full days before today, and today so far; compared with the seven days before them.
+        end = now
+        start = (now - timedelta(days=7)).replace(hour=0, minute=0, second=0, microsecond=0)
+        earlier = start - timedelta(days=7)
+        errors: list[str] = []
+        weeks: list[InstanceWeek] = []
+        raw: dict[str, Instance] = {}
+        for region in self.regions:
+            instances = [
+                i
+                for i in region.ec2.iter_instances([{"Name": "instance-state-name", "Values": list(LIVE_STATES)}])
+                if self.policy.is_accelerated(i.instance_type)
+            ]
+            raw.update({i.instance_id: i for i in instances})
+            weeks += read_hours(
+                region.name,
+                instances,
+                earlier,
+                end,
+                gpu_series=region.gpu_series,
+                metrics=region.metrics,
+                prices=self.prices,
+                owner_tag_key=self.owner_tag_key,
+                team_tag_key=self.team_tag_key,
+            )
+        this_week = summarize(weeks, start, end, self.policy)
+        last_week = summarize(weeks, earlier, start, self.policy)
+        entries = list(self.ledger.entries_between(start, end))
+        saved_hours, saved_usd = saved_by_stops(entries, raw, end, self.prices)
+        commitments = commitment_use(self.ce, self.reader, start, end, now=now, errors=errors)
+        spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
+        errors += self.reader.errors
+        dashboards = update_dashboards({r.name: r.dashboards for r in self.regions}, weeks)
+        return DigestData(
+            start,
+            end,
+            weeks,
+            raw,
+            this_week,
+            last_week,
+            entries,
+            saved_hours,
+            saved_usd,
+            commitments,
+            spend_this,
+            spend_last,
+            dashboards,
+            errors,
+            self.owner_tag_key,
+        )

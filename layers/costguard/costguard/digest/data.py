@@ -1,0 +1,55 @@
+"""The digest's records: what the week's collection found, and what the sending did. Pure records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from costguard.core.records import Commitment, Instance
+from costguard.digest.figures import InstanceWeek, Week
+from costguard.state.entries import Entry, EntryKind
+
+
+@dataclass
+class CommitmentUse:
+    """Reserved Instance and Savings Plans use and coverage over the week, and what expires soon."""
+
+    ri_utilization: float | None = None
+    ri_coverage: float | None = None
+    sp_utilization: float | None = None
+    sp_coverage: float | None = None
+    expiring: list[Commitment] = field(default_factory=list)
+
+
+@dataclass
+class DigestData:
+    start: datetime
+    end: datetime
+    instances: list[InstanceWeek]
+    raw: dict[str, Instance]
+    this_week: Week
+    last_week: Week
+    entries: list[Entry]
+    saved_hours: float
+    saved_usd: float
+    commitments: CommitmentUse
+    spend_this_week: float | None
+    spend_last_week: float | None
+    dashboards: dict[str, str]  # team -> console URL
+    errors: list[str]
+    owner_tag_key: str
+
+    @property
+    def no_owner(self) -> list[Instance]:
+        return [i for i in self.raw.values() if not i.owner(self.owner_tag_key)]
+
+    def count(self, *kinds: EntryKind) -> int:
+        return sum(1 for e in self.entries if e.kind in kinds and e.applied)
+
+
+@dataclass
+class DigestReport:
+    posted: bool
+    chart_file: str = ""
+    owners_told: list[str] = field(default_factory=list)
+    owners_unreachable: list[str] = field(default_factory=list)

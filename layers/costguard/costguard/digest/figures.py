@@ -1,0 +1,156 @@
+"""The weekly digest's figures, from hourly samples. Pure: no I/O.
+
+An hour counts as *running* when the instance published CPUUtilization in it (EC2 publishes only
+while it runs). A running hour is *idle* when every GPU's maximum stayed under the GPU threshold
+and the CPU's under the CPU threshold; an hour with CPU data but no GPU data from an instance that
+has GPU telemetry is not idle (missing data is never idleness). GPU-hours are running hours times
+the instance's GPU count; the waste is the idle hours at the instance's on-demand price.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from costguard.core.settings import IdlePolicy
+
+
+@dataclass(frozen=True)
+class Hour:
+    at: datetime
+    cpu_max: float | None
+    gpu_max: float | None = None  # the highest of the instance's GPUs
+    gpu_avg: float | None = None  # the mean of the instance's GPUs
+
+    @property
+    def running(self) -> bool:
+        return self.cpu_max is not None
+
+
+@dataclass(frozen=True)
+class InstanceWeek:
+    """One instance's hours over the two weeks the digest compares."""
+
+    instance_id: str
+    instance_type: str
+    region: str
+    owner: str
+    team: str
+    gpus: int
+    usd_per_hour: float | None
+    telemetry: bool
+    state: str
+    hours: tuple[Hour, ...] = ()
+
+
+@dataclass
+class Figures:
+    instances: int = 0
+    gpu_hours: float = 0.0
+    idle_gpu_hours: float = 0.0
+    idle_instance_hours: float = 0.0
+    waste_usd: float = 0.0
+    _util_sum: float = 0.0
+    _util_hours: float = 0.0
+
+    @property
+    def avg_gpu_util(self) -> float | None:
+        return self._util_sum / self._util_hours if self._util_hours else None
+
+
+@dataclass
+class Week:
+    start: datetime
+    end: datetime
+    fleet: Figures = field(default_factory=Figures)
+    per_owner: dict[str, Figures] = field(default_factory=dict)
+    per_team: dict[str, Figures] = field(default_factory=dict)
+    per_day: dict[date, tuple[float, float]] = field(default_factory=dict)  # used, idle GPU-hours
+    idle_hours_by_instance: dict[str, float] = field(default_factory=dict)
+
+
+def is_idle(hour: Hour, instance: InstanceWeek, policy: IdlePolicy) -> bool:
+    if not hour.running or hour.cpu_max is None or hour.cpu_max >= policy.cpu_idle_percent:
+        return False
+    if instance.telemetry:
+        return hour.gpu_max is not None and hour.gpu_max < policy.gpu_idle_percent
+    return True
+
+
+def summarize(instances: Iterable[InstanceWeek], start: datetime, end: datetime, policy: IdlePolicy) -> Week:
+    week = Week(start, end)
+    day = start.date()
+    while day <= (end - timedelta(microseconds=1)).date():
+        week.per_day[day] = (0.0, 0.0)
+        day += timedelta(days=1)
+    for instance in instances:
+        hours = [h for h in instance.hours if start <= h.at < end and h.running]
+        if not hours:
+            continue
+        buckets = [week.fleet, week.per_owner.setdefault(instance.owner or "(no owner)", Figures())]
+        if instance.team:
+            buckets.append(week.per_team.setdefault(instance.team, Figures()))
+        idle = [h for h in hours if is_idle(h, instance, policy)]
+        for figures in buckets:
+            figures.instances += 1
+            figures.gpu_hours += len(hours) * instance.gpus
+            figures.idle_gpu_hours += len(idle) * instance.gpus
+            figures.idle_instance_hours += len(idle)
+            figures.waste_usd += len(idle) * (instance.usd_per_hour or 0.0)
+            for h in hours:
+                if h.gpu_avg is not None:
+                    figures._util_sum += h.gpu_avg
+                    figures._util_hours += 1
+        week.idle_hours_by_instance[instance.instance_id] = float(len(idle))
+        idle_at = {h.at for h in idle}
+        for h in hours:
+            day = h.at.date()
+            used, wasted = week.per_day.get(day, (0.0, 0.0))
+            if h.at in idle_at:
+                wasted += instance.gpus
+            else:
+                used += instance.gpus
+            week.per_day[day] = (used, wasted)
+    return week
+
+
+def worst_idle(
+    instances: Sequence[InstanceWeek], week: Week, limit: int = 5
+) -> list[tuple[InstanceWeek, float, float]]:
+    """The running instances that were idle the longest this week: (instance, idle hours, cost per day)."""
+    running = [i for i in instances if i.state == "running" and week.idle_hours_by_instance.get(i.instance_id, 0) > 0]
+    ranked = sorted(
+        running, key=lambda i: week.idle_hours_by_instance[i.instance_id] * (i.usd_per_hour or 0), reverse=True
+    )
+    return [(i, week.idle_hours_by_instance[i.instance_id], (i.usd_per_hour or 0.0) * 24) for i in ranked[:limit]]
+
+
+def hours_from_points(
+    cpu: Sequence[tuple[datetime, float]],
+    gpu_max: Sequence[Sequence[tuple[datetime, float]]],
+    gpu_avg: Sequence[Sequence[tuple[datetime, float]]],
+) -> tuple[Hour, ...]:
+    """Hourly samples from hourly series: CPU Maximum, and per GPU its Maximum and Average."""
+    maxima: dict[datetime, list[float]] = defaultdict(list)
+    means: dict[datetime, list[float]] = defaultdict(list)
+    for series in gpu_max:
+        for at, value in series:
+            maxima[at].append(value)
+    for series in gpu_avg:
+        for at, value in series:
+            means[at].append(value)
+    gpus = len(gpu_max)
+    out = []
+    for at, value in sorted(cpu):
+        complete = gpus and len(maxima.get(at, [])) == gpus
+        out.append(
+            Hour(
+                at,
+                value,
+                max(maxima[at]) if complete else None,
+                sum(means[at]) / len(means[at]) if means.get(at) else None,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,154 @@
+"""The weekly digest in Slack: the fleet's week for the channel, each owner's week for them. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from costguard.core import tags
+from costguard.core.formatting import usd
+from costguard.digest.data import DigestData
+from costguard.digest.figures import Figures, InstanceWeek, worst_idle
+from costguard.slack.blocks import Message, bullet_list, context, divider, escape, fields_section, header, section
+from costguard.state.entries import EntryKind
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:.0f}%" if value is not None else "n/a"
+
+
+def _change(now: float, before: float) -> str:
+    if before == 0:
+        return "new" if now else "same"
+    delta = (now - before) / before * 100
+    return f"{'+' if delta >= 0 else '−'}{abs(delta):.0f}% vs last week"
+
+
+def _row(name: str, figures: Figures) -> str:
+    return (
+        f"*{escape(name)}*: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
+        f"{figures.gpu_hours:,.0f} GPU-h at {_pct(figures.avg_gpu_util)}, idle {figures.idle_gpu_hours:,.0f} GPU-h, "
+        f"waste {usd(figures.waste_usd)}"
+    )
+
+
+def chart_days(data: DigestData) -> list[tuple[str, float, float]]:
+    today = data.end.date()
+    return [
+        ("TODAY" if day == today else day.strftime("%a").upper(), used, idle)
+        for day, (used, idle) in sorted(data.this_week.per_day.items())
+    ]
+
+
+def digest_message(data: DigestData) -> Message:
+    week, before = data.this_week.fleet, data.last_week.fleet
+    title = f"GPU fleet, {data.start:%a %d %b} to today"
+    summary = (
+        f"*{week.instances}* GPU machines ran *{week.gpu_hours:,.0f} GPU-hours* "
+        f"at {_pct(week.avg_gpu_util)} average GPU use. "
+        f"*{week.idle_gpu_hours:,.0f} GPU-hours were idle*: *{usd(week.waste_usd)}* of on-demand time "
+        f"({_change(week.waste_usd, before.waste_usd)})."
+    )
+    blocks = [
+        header(title),
+        section(summary),
+        fields_section(
+            [
+                f"*GPU-hours*\n{week.gpu_hours:,.0f} ({_change(week.gpu_hours, before.gpu_hours)})",
+                f"*Idle GPU-hours*\n{week.idle_gpu_hours:,.0f} ({_change(week.idle_gpu_hours, before.idle_gpu_hours)})",
+                f"*Waste*\n{usd(week.waste_usd)} (last week {usd(before.waste_usd)})",
+                f"*Average GPU use*\n{_pct(week.avg_gpu_util)} (last week {_pct(before.avg_gpu_util)})",
+            ]
+        ),
+    ]
+    owners = sorted(data.this_week.per_owner.items(), key=lambda kv: kv[1].waste_usd, reverse=True)
+    if owners:
+        blocks += [divider(), section("*By owner, most waste first*\n" + bullet_list([_row(n, f) for n, f in owners]))]
+    teams = sorted(data.this_week.per_team.items(), key=lambda kv: kv[1].waste_usd, reverse=True)
+    if teams:
+        blocks.append(section("*By team*\n" + bullet_list([_row(n, f) for n, f in teams])))
+    worst = worst_idle(data.instances, data.this_week)
+    if worst:
+        lines = [
+            f"`{i.instance_id}` {escape(i.instance_type)} ({escape(i.owner or 'no owner')}): "
+            f"idle {hours:.0f} h this week, {usd(per_day)}/day"
+            for i, hours, per_day in worst
+        ]
+        blocks.append(section("*Worst idle machines still running*\n" + bullet_list(lines)))
+    blocks += [divider(), section(_costguard_did(data)), section(_hygiene(data)), section(_commitments(data))]
+    if data.spend_this_week is not None and data.spend_last_week is not None:
+        blocks.append(
+            section(
+                f"*Spend*: {usd(data.spend_this_week)} this week, {usd(data.spend_last_week)} the week before "
+                f"({_change(data.spend_this_week, data.spend_last_week)})."
+            )
+        )
+    if data.dashboards:
+        links = " · ".join(f"<{url}|{escape(team)}>" for team, url in sorted(data.dashboards.items()))
+        blocks.append(context(f"Dashboards: {links}"))
+    if data.errors:
+        blocks.append(context("Not available this week: " + "; ".join(escape(e) for e in data.errors)))
+    text = f"GPU week: {week.idle_gpu_hours:,.0f} idle GPU-hours, {usd(week.waste_usd)} wasted"
+    return Message(text, tuple(blocks))
+
+
+def _costguard_did(data: DigestData) -> str:
+    warned = data.count(EntryKind.WARN)
+    stopped = data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
+    kept = data.count(EntryKind.KEEP)
+    return (
+        f"*What costguard did*: {warned} warning{'s' if warned != 1 else ''}, "
+        f"{stopped} stop{'s' if stopped != 1 else ''}, {kept} machine{'s' if kept != 1 else ''} kept from Slack. "
+        "Stopped machines stayed off "
+        f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*."
+    )
+
+
+def _hygiene(data: DigestData) -> str:
+    no_owner = data.no_owner
+    silent = [i for i in data.instances if not i.telemetry]
+    exempt = [i for i in data.raw.values() if tags.EXEMPT in i.tags or tags.KEEP_UNTIL in i.tags]
+    lines = [
+        f"{len(no_owner)} without an owner"
+        + (": " + ", ".join(f"`{i.instance_id}`" for i in no_owner[:5]) if no_owner else ""),
+        f"{len(silent)} without GPU telemetry"
+        + (": " + ", ".join(f"`{i.instance_id}`" for i in silent[:5]) if silent else ""),
+    ]
+    for instance in exempt[:5]:
+        reason = instance.tags.get(tags.EXEMPT)
+        who = instance.tags.get(tags.KEPT_BY, "")
+        what = (
+            f"exempt ({escape(reason)})"
+            if reason is not None
+            else f"kept until {escape(instance.tags[tags.KEEP_UNTIL])}"
+        )
+        lines.append(f"`{instance.instance_id}` {what}" + (f" by {escape(who)}" if who else ""))
+    return "*Hygiene*\n" + bullet_list(lines)
+
+
+def _commitments(data: DigestData) -> str:
+    c = data.commitments
+    lines = [
+        f"Reserved Instances: {_pct(c.ri_utilization)} used, {_pct(c.ri_coverage)} of eligible hours covered",
+        f"Savings Plans: {_pct(c.sp_utilization)} used, {_pct(c.sp_coverage)} of eligible spend covered",
+    ]
+    lines += [f"{escape(x.label)} ends {x.end:%a %d %b}" for x in c.expiring]
+    return "*Commitments*\n" + bullet_list(lines)
+
+
+def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]) -> Message:
+    figures = data.this_week.per_owner.get(owner, Figures())
+    worst = worst_idle(machines, data.this_week, limit=3)
+    lines = [
+        f"`{i.instance_id}` {escape(i.instance_type)}: idle {hours:.0f} h this week, {usd(per_day)}/day while it runs"
+        for i, hours, per_day in worst
+    ]
+    body = (
+        f"Your GPU week: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
+        f"{figures.gpu_hours:,.0f} GPU-hours at {_pct(figures.avg_gpu_util)} average use; "
+        f"{figures.idle_gpu_hours:,.0f} GPU-hours idle ({usd(figures.waste_usd)})."
+    )
+    blocks = [section(body)]
+    if lines:
+        blocks.append(section("*Idle the longest, still running*\n" + bullet_list(lines)))
+    blocks.append(context("Stop what you are not using; tag `costguard:keep-until` what you are. — costguard"))
+    return Message(f"Your GPU week: {usd(figures.waste_usd)} idle", tuple(blocks))

@@ -1,0 +1,167 @@
+"""The idle stopper's decision for one instance. Pure: records, the policy and `now` in; a decision out.
+
+Never stopped: instances exempt or kept; outside the accelerator families; not running; with an
+instance-store root or one-time Spot (they cannot be stopped); managed by an orchestrator that would
+replace them; Auto Scaling group members (their scale-in protection is managed instead); running for
+less than the window. A stop needs a delivered warning (its tags), the grace period passed, and an
+idle judgement of fresh data covering at least the window and everything since the warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from costguard.core import formatting, tags
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.judgement import Judgement, Verdict
+
+# Tags of orchestrators that own their nodes' lifecycle: stopping one would only make it replace the node.
+ORCHESTRATOR_TAGS = {
+    "karpenter.sh/nodepool": "Karpenter",
+    "karpenter.sh/provisioner-name": "Karpenter",
+    "aws:eks:cluster-name": "Amazon EKS",
+    "aws:ec2spot:fleet-request-id": "Spot Fleet",
+    "aws:ec2:fleet-id": "EC2 Fleet",
+    "aws:batch:compute-environment": "AWS Batch",
+    "aws:sagemaker:domain-arn": "SageMaker",
+    "parallelcluster:cluster-name": "AWS ParallelCluster",
+}
+
+
+class Action(StrEnum):
+    NONE = "none"  # nothing to do, nothing to report
+    SKIP = "skip"  # costguard will not act on this instance, and says why
+    WARN = "warn"
+    WAIT = "wait"  # warned, grace period running, still idle
+    STOP = "stop"
+    CLEAR_WARNING = "clear-warning"
+    PROTECT = "protect"  # busy Auto Scaling group member: protect from scale-in
+    UNPROTECT = "unprotect"  # idle member: let the group's scale-in remove it first
+
+
+@dataclass(frozen=True)
+class Decision:
+    instance_id: str
+    action: Action
+    reason: str
+    stop_after: datetime | None = None
+    hibernate: bool = False
+    will_stop: bool = True  # False for a warning about a machine costguard will not stop by itself
+    judgement: Judgement | None = None
+
+
+def protection(instance: Instance, now: datetime, spot_request_type: str = "") -> str | None:
+    """Why costguard must never stop this instance now, or None. (Auto Scaling membership is apart.)"""
+    exempt = instance.tags.get(tags.EXEMPT)
+    if exempt is not None:
+        return f"exempt: {exempt or 'no reason given'}"
+    keep = instance.tags.get(tags.KEEP_UNTIL)
+    if keep is not None:
+        until = formatting.parse_time(keep)
+        if until is None:
+            return f"{tags.KEEP_UNTIL}={keep!r} is not a time I can read, so it is kept"
+        if until > now:
+            return f"kept until {formatting.format_time(until)}"
+    if instance.root_device_type == "instance-store":
+        return "instance-store root volume: it cannot be stopped"
+    if instance.lifecycle == "spot" and spot_request_type != "persistent":
+        return "one-time Spot instance: it cannot be stopped"
+    if instance.lifecycle == "capacity-block":
+        return "Capacity Block instance: paid for the whole block"
+    for key, orchestrator in ORCHESTRATOR_TAGS.items():
+        if key in instance.tags:
+            return f"managed by {orchestrator}, which would replace it"
+    return None
+
+
+def decide(
+    instance: Instance,
+    judgement: Judgement,
+    policy: IdlePolicy,
+    now: datetime,
+    *,
+    spot_request_type: str = "",
+    protected_from_scale_in: bool | None = None,
+    gpu_telemetry: bool = True,
+) -> Decision:
+    iid = instance.instance_id
+    warned_at = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
+    stop_after = formatting.parse_time(instance.tags.get(tags.STOP_AFTER))
+    warned = warned_at is not None and warned_at >= instance.launch_time  # a restart resets the story
+    has_warning_tags = any(k in instance.tags for k in tags.WARNING_TAGS)
+
+    def clear_or(action: Action, reason: str) -> Decision:
+        if has_warning_tags:
+            return Decision(iid, Action.CLEAR_WARNING, reason, judgement=judgement)
+        return Decision(iid, action, reason, judgement=judgement)
+
+    if not policy.is_accelerated(instance.instance_type):
+        return Decision(iid, Action.SKIP, f"{instance.instance_type} is not an accelerator family")
+    if instance.state != "running":
+        return Decision(iid, Action.SKIP, f"{instance.state}, not running")
+    blocked = protection(instance, now, spot_request_type)
+    if blocked:
+        return clear_or(Action.SKIP, blocked)
+
+    if instance.auto_scaling_group:
+        change = _scale_in_protection(instance, judgement, protected_from_scale_in)
+        return change or clear_or(
+            Action.NONE, f"member of Auto Scaling group {instance.auto_scaling_group}: never stopped, only protected"
+        )
+
+    running_for = now - instance.launch_time
+    if running_for < timedelta(minutes=policy.window_minutes):
+        minutes = int(running_for.total_seconds() // 60)
+        return clear_or(Action.SKIP, f"running for {minutes} min, less than the {policy.window_minutes}-min window")
+
+    if judgement.verdict is not Verdict.IDLE:
+        return clear_or(Action.NONE, judgement.reason)
+
+    will_stop = gpu_telemetry or policy.stop_without_gpu_telemetry
+    if not will_stop:
+        if warned:
+            return Decision(iid, Action.NONE, "warned; no GPU telemetry, so it is not stopped automatically")
+        return Decision(iid, Action.WARN, judgement.reason, will_stop=False, judgement=judgement)
+    if not warned or stop_after is None:
+        return Decision(
+            iid,
+            Action.WARN,
+            judgement.reason,
+            stop_after=now + timedelta(minutes=policy.grace_minutes),
+            judgement=judgement,
+        )
+    if now < stop_after:
+        return Decision(iid, Action.WAIT, judgement.reason, stop_after=stop_after, judgement=judgement)
+    if judgement.judged_from is None or warned_at is None or judgement.judged_from > warned_at:
+        # The fresh data must cover the whole grace period, or a burst of work in it could be missed.
+        # A warning older than the data read (sweeps failed for a day, notify-only) is given again.
+        return Decision(
+            iid,
+            Action.WARN,
+            f"still {judgement.reason}; the earlier warning is older than the data read",
+            stop_after=now + timedelta(minutes=policy.grace_minutes),
+            judgement=judgement,
+        )
+    return Decision(
+        iid,
+        Action.STOP,
+        judgement.reason,
+        stop_after=stop_after,
+        hibernate=instance.hibernation_configured,
+        judgement=judgement,
+    )
+
+
+def _scale_in_protection(instance: Instance, judgement: Judgement, protected: bool | None) -> Decision | None:
+    """Busy members are protected from scale-in, idle ones released, so the group removes idle ones first."""
+    group = instance.auto_scaling_group
+    if judgement.verdict is Verdict.BUSY and protected is False:
+        reason = f"busy member of {group}: {judgement.reason}"
+        return Decision(instance.instance_id, Action.PROTECT, reason, judgement=judgement)
+    if judgement.verdict is Verdict.IDLE and protected is True:
+        reason = f"idle member of {group}: {judgement.reason}"
+        return Decision(instance.instance_id, Action.UNPROTECT, reason, judgement=judgement)
+    return None

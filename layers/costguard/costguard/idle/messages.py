@@ -1,0 +1,164 @@
+"""Slack messages of the idle stopper. Pure functions of records: they say what, why, what it costs,
+and how to keep the machine."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from costguard.core import formatting, tags
+from costguard.core.formatting import duration
+from costguard.core.records import Instance, Price
+from costguard.idle.decision import Decision
+from costguard.slack.blocks import Message, actions, context, escape, fields_section, header, section
+from costguard.slack.buttons import start_buttons, warning_buttons
+
+
+def _name(instance: Instance) -> str:
+    name = instance.tags.get("Name", "")
+    return f" ({escape(name)})" if name else ""
+
+
+def _cost(price: Price) -> str:
+    if price.usd_per_hour is None:
+        return "price unknown"
+    return f"{price.text()} · ${price.usd_per_hour * 24:,.0f}/day"
+
+
+def _keep_cli(instance: Instance, until: datetime) -> str:
+    return (
+        f"aws ec2 create-tags --region {instance.region} --resources {instance.instance_id} "
+        f"--tags Key={tags.KEEP_UNTIL},Value={formatting.format_time(until)}"
+    )
+
+
+def idle_warning(instance: Instance, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
+    judgement = decision.judgement
+    idle = duration(judgement.idle_minutes(now)) if judgement else "?"
+    why = escape(judgement.reason) if judgement else escape(decision.reason)
+    iid = instance.instance_id
+    if decision.will_stop and decision.stop_after is not None:
+        stop = decision.stop_after
+        minutes = int((stop - now).total_seconds() // 60)
+        title = f"Idle GPU machine: stopping it at {stop:%H:%M} UTC"
+        text = (
+            f"{instance.instance_type} {iid} has been idle for {idle}; "
+            f"costguard stops it at {stop:%H:%M} UTC unless you keep it"
+        )
+        when = f"*Stops at*\n{stop:%H:%M} UTC (in {duration(minutes)})" + (
+            "; hibernates, so memory is kept" if instance.hibernation_configured else ""
+        )
+    else:
+        title = "Idle GPU machine"
+        text = f"{instance.instance_type} {iid} has been idle for {idle}"
+        when = "*Stops at*\nnever automatically: it publishes no GPU metrics"
+    keep_until = now + timedelta(hours=4)
+    blocks = [
+        header(title),
+        section(f"{_subject(owner, instance)} has done no work for *{idle}*."),
+        fields_section(
+            [
+                f"*Type*\n{escape(instance.instance_type)} in {escape(instance.region)}",
+                f"*Cost*\n{_cost(price)}",
+                f"*Why*\n{why}",
+                when,
+            ]
+        ),
+        section(
+            "*To keep it*, press a button below, or tag it before then:\n"
+            f"• `{tags.KEEP_UNTIL}=<time>` keeps it until that time (ISO 8601, UTC)\n".replace("<time>", "&lt;time&gt;")
+            + f"• `{tags.EXEMPT}=&lt;reason&gt;` keeps it for good\n"
+            f"```{_keep_cli(instance, keep_until)}```"
+        ),
+    ]
+    blocks.append(actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop)))
+    notes = []
+    if decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
+        notes.append("No GPU telemetry: judged on CPU. Install the CloudWatch agent's nvidia_gpu plugin.")
+    if price.source == "bundled":
+        notes.append("Cost is an approximate list price: the Pricing API could not be reached.")
+    if notes:
+        blocks.append(context(" ".join(notes)))
+    return Message(text, tuple(blocks))
+
+
+def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
+    judgement = decision.judgement
+    idle = duration(judgement.idle_minutes(now)) if judgement else "?"
+    verb = "Hibernating" if decision.hibernate else "Stopping"
+    iid = instance.instance_id
+    saving = f"${price.usd_per_hour:,.2f}/h" if price.usd_per_hour is not None else "its hourly cost"
+    start = f"aws ec2 start-instances --region {instance.region} --instance-ids {iid}"
+    kept = "Memory is kept: it resumes where it was." if decision.hibernate else "Its EBS volumes are kept."
+    return Message(
+        f"{verb} idle {instance.instance_type} {iid} now, after {idle} without work",
+        (
+            header(f"{verb} idle GPU machine {iid}"),
+            section(
+                f"{_subject(owner, instance)} was still idle after the warning, so costguard is "
+                f"{verb.lower()} it now. {kept}"
+            ),
+            fields_section(
+                [
+                    f"*Type*\n{escape(instance.instance_type)} in {escape(instance.region)}",
+                    f"*Saves*\n{saving}",
+                    f"*Idle for*\n{idle}",
+                    f"*Why*\n{escape(judgement.reason) if judgement else escape(decision.reason)}",
+                ]
+            ),
+            section(f"*To start it again*, press the button or run\n```{start}```"),
+            actions(f"costguard:{iid}", start_buttons(iid, instance.region)),
+        ),
+    )
+
+
+def not_stopped_notice(instance: Instance, decision: Decision, mode: str, owner: str) -> Message:
+    iid = instance.instance_id
+    return Message(
+        f"[{mode}] {instance.instance_type} {iid} is still idle after the grace period; not stopped",
+        (
+            section(
+                f"*[{mode}]* `{iid}`{_name(instance)} ({escape(instance.instance_type)}, "
+                f"owner {escape(owner or 'unknown')}) is still idle after the grace period. "
+                f"In {mode} mode costguard does not stop it.\n"
+                f"{escape(decision.reason)}"
+            ),
+        ),
+    )
+
+
+def dry_run_notice(instance: Instance, decision: Decision, price: Price, owner: str) -> Message:
+    iid = instance.instance_id
+    plan = (
+        f"warn {escape(owner or 'the alerts channel')} and stop it {decision.stop_after:%H:%M} UTC if still idle"
+        if decision.stop_after
+        else f"warn {escape(owner or 'the alerts channel')} (it would not be stopped: no GPU metrics)"
+    )
+    return Message(
+        f"[dry-run] would {plan.split(' and ', maxsplit=1)[0]} about idle {instance.instance_type} {iid}",
+        (
+            section(
+                f"*[dry-run]* Would {plan}: `{iid}`{_name(instance)} {escape(instance.instance_type)} in "
+                f"{escape(instance.region)}, {_cost(price)}.\n{escape(decision.reason)}"
+            ),
+        ),
+    )
+
+
+def stop_failed_notice(instance: Instance, error: str, owner: str) -> Message:
+    iid = instance.instance_id
+    return Message(
+        f"Could not stop idle {instance.instance_type} {iid}: {error}",
+        (
+            section(
+                f":warning: costguard could not stop idle `{iid}`{_name(instance)} "
+                f"({escape(instance.instance_type)}, owner {escape(owner or 'unknown')}): `{escape(error)}`. "
+                "It keeps running and costing; someone should look."
+            ),
+        ),
+    )
+
+
+def _subject(owner: str, instance: Instance) -> str:
+    """Who and what the message is about: "alice, your `i-…` (name)" or "`i-…` (name), whose owner is unknown,"."""
+    machine = f"`{instance.instance_id}`{_name(instance)}"
+    return f"{escape(owner)}, your {machine}" if owner else f"{machine}, whose owner is unknown,"

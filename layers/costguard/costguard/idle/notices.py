@@ -1,0 +1,108 @@
+"""Telling Slack what a sweep decided, eight machines at a time: a warning before any stop, a notice
+with each stop. The EC2 writes are queued for the sweep's writer, never made from here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.aws.pricing import PriceBook
+from costguard.core import formatting, tags
+from costguard.core.errors import SlackDeliveryError
+from costguard.core.observability import logger
+from costguard.core.people import owner_email
+from costguard.core.records import Instance
+from costguard.core.settings import Mode, Settings
+from costguard.idle.decision import Action, Decision
+from costguard.idle.messages import dry_run_notice, idle_warning, not_stopped_notice, stop_notice
+from costguard.idle.report import Outcome
+from costguard.idle.writes import PendingWrites
+from costguard.slack.blocks import Message
+from costguard.slack.notifier import SlackNotifier
+from costguard.state.claims import Claims, post_once
+
+REPORT_TTL = timedelta(days=2)
+
+
+class SweepNotices:
+    def __init__(
+        self, *, claims: Claims, notifier: Callable[[], SlackNotifier], prices: PriceBook, settings: Settings
+    ) -> None:
+        self.claims = claims
+        self.notifier = notifier
+        self.prices = prices
+        self.settings = settings
+        self.mode = settings.mode
+
+    def prepare(self, instance: Instance) -> None:
+        """Made here, once, not by racing threads: the price lookup and the Slack client."""
+        self.prices.hourly(instance.instance_type, instance.region)
+        self.notifier()
+
+    def act(self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites) -> Outcome:
+        """Tell Slack now; queue the EC2 write. The outcome is settled when the writes are applied."""
+        owner = instance.owner(self.settings.owner_tag_key)
+        outcome = Outcome(instance.instance_id, instance.instance_type, owner, decision.action, decision.reason)
+        logger.info(
+            "idle decision",
+            instance_id=instance.instance_id,
+            action=decision.action.value,
+            reason=decision.reason,
+            mode=self.mode.value,
+        )
+        try:
+            if decision.action is Action.WARN:
+                self._warn(instance, decision, outcome, now, writes)
+            elif decision.action is Action.STOP:
+                self._stop(instance, decision, outcome, now, writes)
+            elif decision.action is Action.CLEAR_WARNING:
+                writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
+        except SlackDeliveryError as exc:
+            outcome.retry(f"Slack: {exc}")
+        except (ClientError, BotoCoreError) as exc:
+            outcome.retry(exc)
+        return outcome
+
+    def report_once(self, key: str, message: Message, now: datetime) -> bool:
+        """Post to the alerts channel unless this key was posted before; True if posted now."""
+        channel = self.settings.alerts_channel
+        posted = post_once(self.claims, self.notifier(), channel, key=key, message=message, now=now, ttl=REPORT_TTL)
+        return posted is not None
+
+    def _warn(
+        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
+    ) -> None:
+        price = self.prices.hourly(instance.instance_type, instance.region)
+        if self.mode is Mode.DRY_RUN:
+            # No tags in dry-run, so no state: say it once a day per instance instead of every sweep.
+            key = f"dry-run:warn:{instance.instance_id}:{now:%Y-%m-%d}"
+            posted = self.report_once(key, dry_run_notice(instance, decision, price, outcome.owner), now)
+            outcome.applied, outcome.detail = False, "" if posted else "reported already"
+            return
+        # The warning is delivered first; only a delivered warning is recorded on the instance, so a
+        # machine is never stopped on a warning nobody received.
+        self._send(outcome.owner, idle_warning(instance, decision, price, outcome.owner, now))
+        state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
+        if decision.stop_after is not None:
+            state[tags.STOP_AFTER] = formatting.format_time(decision.stop_after)
+        writes.tag(instance, outcome, state)
+
+    def _stop(
+        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
+    ) -> None:
+        owner = outcome.owner
+        if self.mode is not Mode.ENFORCE:
+            key = f"{self.mode.value}:stop:{instance.instance_id}:{instance.tags.get(tags.IDLE_WARNED_AT, '')}"
+            posted = self.report_once(key, not_stopped_notice(instance, decision, self.mode.value, owner), now)
+            outcome.applied, outcome.detail = False, "" if posted else "reported already"
+            return
+        price = self.prices.hourly(instance.instance_type, instance.region)
+        # Told first, then stopped: a failed message stops nothing, and is retried next sweep.
+        self._send(owner, stop_notice(instance, decision, price, owner, now))
+        writes.stop(instance, outcome, hibernate=decision.hibernate)
+
+    def _send(self, owner: str, message: Message) -> None:
+        email = owner_email(owner, self.settings.email_domain) if owner else None
+        self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)

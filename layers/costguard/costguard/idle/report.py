@@ -1,0 +1,81 @@
+"""What a sweep did in one region: an outcome per machine, and the summary the handler returns."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from costguard.core.records import Instance, Price
+from costguard.core.settings import Mode
+from costguard.idle.decision import Action, Decision
+from costguard.state.entries import Entry, EntryKind
+
+
+@dataclass
+class Outcome:
+    """What became of one decision: carried out (`applied`) or not, and why not (`detail`)."""
+
+    instance_id: str
+    instance_type: str
+    owner: str
+    action: Action
+    reason: str
+    applied: bool = True
+    detail: str = ""  # "retry: …" when a later run must try again
+
+    def retry(self, why: object) -> None:
+        self.applied, self.detail = False, f"retry: {why}"
+
+
+@dataclass
+class RegionReport:
+    region: str
+    candidates: int = 0
+    outcomes: list[Outcome] = field(default_factory=list)
+    no_gpu_telemetry: list[str] = field(default_factory=list)
+    alarms_created: int = 0
+    alarms_deleted: int = 0
+    alarms_pending: int = 0  # left for the next sweep
+    retryable_errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        counts = Counter(o.action.value for o in self.outcomes)
+        return {
+            "candidates": self.candidates,
+            "actions": dict(sorted(counts.items())),
+            "stopped": [o.instance_id for o in self.outcomes if o.action is Action.STOP and o.applied],
+            "warned": [o.instance_id for o in self.outcomes if o.action is Action.WARN and o.applied],
+            "skipped": {o.instance_id: o.reason for o in self.outcomes if o.action is Action.SKIP},
+            "no_gpu_telemetry": self.no_gpu_telemetry,
+            "decisions": [
+                {"instance_id": o.instance_id, "action": o.action.value, "reason": o.reason, "applied": o.applied}
+                for o in self.outcomes
+                if o.action is not Action.NONE
+            ],
+            "alarms_created": self.alarms_created,
+            "alarms_deleted": self.alarms_deleted,
+            "alarms_pending": self.alarms_pending,
+            "errors": self.retryable_errors,
+        }
+
+
+def ledger_entry(
+    instance: Instance, decision: Decision, outcome: Outcome, now: datetime, *, mode: Mode, price: Price | None
+) -> Entry:
+    """The ledger's record of one decision carried out; a stop records the hourly price it saves."""
+    judgement = decision.judgement
+    return Entry(
+        at=now,
+        kind=EntryKind(decision.action.value),
+        instance_id=instance.instance_id,
+        region=instance.region,
+        mode=mode.value,
+        applied=outcome.applied,
+        owner=outcome.owner,
+        instance_type=instance.instance_type,
+        reason=decision.reason,
+        idle_hours=round(judgement.idle_minutes(now) / 60, 2) if judgement else 0.0,
+        hourly_saving=(price.usd_per_hour or 0.0) if price else 0.0,
+    )

@@ -1,0 +1,160 @@
+"""The idle stopper in one region: plan (read, judge, decide), notify, apply, record. Three ways in:
+
+- `sweep`: every running accelerated instance (the 15-minute schedule), and alarm reconciliation;
+- `evaluate`: one instance on fresh data (its idle alarm went to ALARM);
+- `on_state_change`: create the idle alarm when an instance starts running, delete it when it stops.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+from costguard.aws.autoscaling import AutoScaling
+from costguard.aws.cloudwatch.alarms import IdleAlarms
+from costguard.aws.cloudwatch.reads import MetricReader
+from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
+from costguard.aws.ec2 import Ec2
+from costguard.aws.pricing import PriceBook
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy, Settings
+from costguard.idle.alarms import AlarmKeeper
+from costguard.idle.decision import Action, Decision
+from costguard.idle.notices import SweepNotices
+from costguard.idle.plan import SweepPlanner
+from costguard.idle.report import Outcome, RegionReport, ledger_entry
+from costguard.idle.writes import PendingWrites, SweepWriter
+from costguard.slack.notifier import SlackNotifier
+from costguard.state.claims import Claims
+from costguard.state.entries import Entry
+from costguard.state.ledger import Ledger
+
+# Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines sends
+# 1,000 messages, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
+NOTIFY_WORKERS = 8
+RECORDED = (Action.WARN, Action.STOP, Action.CLEAR_WARNING)
+
+
+class IdleStopper:
+    def __init__(
+        self,
+        *,
+        region: str,
+        ec2: Ec2,
+        gpu_series: GpuSeriesFinder,
+        metrics: MetricReader,
+        alarms: IdleAlarms,
+        autoscaling: AutoScaling,
+        ledger: Ledger,
+        claims: Claims,
+        notifier: Callable[[], SlackNotifier],
+        prices: PriceBook,
+        settings: Settings,
+        policy: IdlePolicy,
+        manage_alarms: bool,
+    ) -> None:
+        self.region = region
+        self.ec2 = ec2
+        self.autoscaling = autoscaling
+        self.ledger = ledger
+        self.prices = prices
+        self.settings = settings
+        self.policy = policy
+        self.manage_alarms = manage_alarms and policy.idle_alarms and settings.mode.mutates
+        self.planner = SweepPlanner(
+            ec2=ec2, gpu_series=gpu_series, metrics=metrics, autoscaling=autoscaling, policy=policy
+        )
+        self.notices = SweepNotices(claims=claims, notifier=notifier, prices=prices, settings=settings)
+        self.writer = SweepWriter(ec2=ec2, policy=policy, report_once=self.notices.report_once)
+        self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
+
+    def sweep(self, now: datetime) -> RegionReport:
+        report = RegionReport(self.region)
+        candidates = list(self.ec2.iter_instances(self.candidate_filters()))
+        # Server-side filters narrow the page count; this check is the one the decision relies on.
+        candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
+        report.candidates = len(candidates)
+        gpu = self._act_on(candidates, now, report, one_instance=False)
+        if self.manage_alarms:
+            self.alarms.reconcile(candidates, gpu, report)
+        return report
+
+    def evaluate(self, instance_id: str, now: datetime) -> RegionReport:
+        report = RegionReport(self.region)
+        candidates = [i for i in self.ec2.describe([instance_id]) if i.state == "running"]
+        report.candidates = len(candidates)
+        if candidates:
+            self._act_on(candidates, now, report, one_instance=True)
+        return report
+
+    def on_state_change(self, instance_id: str, state: str) -> RegionReport:
+        report = RegionReport(self.region)
+        if self.manage_alarms:
+            self.alarms.on_state_change(instance_id, state, report)
+        return report
+
+    def candidate_filters(self) -> list[Any]:
+        return [
+            {"Name": "instance-state-name", "Values": ["running"]},
+            {"Name": "instance-type", "Values": list(self.policy.accelerator_families)},
+        ]
+
+    def _act_on(
+        self, candidates: Sequence[Instance], now: datetime, report: RegionReport, *, one_instance: bool
+    ) -> Mapping[str, Sequence[Dimensions]]:
+        plan = self.planner.plan(candidates, now, one_instance=one_instance)
+        writes = PendingWrites()
+        entries: list[Entry] = []
+        decided: list[tuple[Instance, Decision, Future[Outcome]]] = []
+        protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
+        pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
+        try:
+            for planned in plan.decisions:
+                instance, decision = planned.instance, planned.decision
+                if not planned.gpu_telemetry:
+                    report.no_gpu_telemetry.append(instance.instance_id)
+                if decision.action in (Action.PROTECT, Action.UNPROTECT):
+                    protection_changes[(instance.auto_scaling_group, decision.action is Action.PROTECT)].append(
+                        instance
+                    )
+                    continue
+                if decision.action in (Action.WARN, Action.STOP):
+                    self.notices.prepare(instance)
+                decided.append((instance, decision, pool.submit(self.notices.act, instance, decision, now, writes)))
+            settled = [(instance, decision, future.result()) for instance, decision, future in decided]
+            # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance.
+            self.writer.apply(writes, now)
+            for instance, decision, outcome in settled:
+                report.outcomes.append(outcome)
+                if outcome.detail.startswith("retry:"):
+                    report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
+                elif decision.action in RECORDED and not outcome.detail:
+                    entries.append(self._entry(instance, decision, outcome, now))
+            for (group, protect), members in protection_changes.items():
+                entries += self._set_protection(group, members, protect, report, now)
+        finally:
+            pool.shutdown(wait=True)
+            self.ledger.record_many(entries)
+        return plan.gpu_series
+
+    def _entry(self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime) -> Entry:
+        stopped = decision.action is Action.STOP
+        price = self.prices.hourly(instance.instance_type, instance.region) if stopped else None
+        return ledger_entry(instance, decision, outcome, now, mode=self.settings.mode, price=price)
+
+    def _set_protection(
+        self, group: str, members: Sequence[Instance], protect: bool, report: RegionReport, now: datetime
+    ) -> list[Entry]:
+        applied = self.autoscaling.set_protection(group, [m.instance_id for m in members], protect)
+        action = Action.PROTECT if protect else Action.UNPROTECT
+        reason = f"{'protected from' if protect else 'released for'} scale-in of {group}"
+        entries = []
+        for member in members:
+            owner = member.owner(self.settings.owner_tag_key)
+            outcome = Outcome(member.instance_id, member.instance_type, owner, action, reason, applied)
+            report.outcomes.append(outcome)
+            entries.append(self._entry(member, Decision(member.instance_id, action, reason), outcome, now))
+        return entries

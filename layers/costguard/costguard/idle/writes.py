@@ -1,0 +1,129 @@
+"""The EC2 writes a sweep decided, applied together once every machine is judged: a call per 500
+machines that share a write, one call per machine only for a batch AWS refused."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.aws.clients import error_code
+from costguard.aws.ec2 import Ec2, WriteResult, write_in_batches
+from costguard.core import formatting, tags
+from costguard.core.errors import SlackDeliveryError
+from costguard.core.observability import logger
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.messages import stop_failed_notice
+from costguard.idle.report import Outcome
+from costguard.slack.blocks import Message
+
+# Stop failures that no retry will fix: reported once, not retried every sweep.
+PERMANENT_STOP_ERRORS = {
+    "OperationNotPermitted",
+    "UnsupportedOperation",
+    "IncorrectInstanceState",
+    "InvalidInstanceID.NotFound",
+    "UnsupportedHibernationConfiguration",
+}
+
+Queued = list[tuple[Instance, Outcome]]
+
+
+@dataclass
+class PendingWrites:
+    """Stops, warning tags and clears, queued by the notifying threads."""
+
+    stops: defaultdict[bool, Queued] = field(default_factory=lambda: defaultdict(list))  # by hibernate
+    tags: defaultdict[tuple[tuple[str, str], ...], Queued] = field(default_factory=lambda: defaultdict(list))
+    clears: Queued = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def stop(self, instance: Instance, outcome: Outcome, *, hibernate: bool) -> None:
+        with self.lock:
+            self.stops[hibernate].append((instance, outcome))
+
+    def tag(self, instance: Instance, outcome: Outcome, state: dict[str, str]) -> None:
+        with self.lock:
+            self.tags[tuple(sorted(state.items()))].append((instance, outcome))
+
+    def clear(self, instance: Instance, outcome: Outcome) -> None:
+        with self.lock:
+            self.clears.append((instance, outcome))
+
+
+class SweepWriter:
+    def __init__(self, *, ec2: Ec2, policy: IdlePolicy, report_once: Callable[[str, Message, datetime], bool]) -> None:
+        self.ec2 = ec2
+        self.policy = policy
+        self.report_once = report_once  # posts a notice to the alerts channel once per key
+
+    def apply(self, writes: PendingWrites, now: datetime) -> None:
+        """Stops, then the record of them, warnings and clears."""
+        stopped: Queued = []
+        for hibernate, queued in writes.stops.items():
+            outcomes = {i.instance_id: (i, o) for i, o in queued}
+            results = write_in_batches(
+                list(outcomes),
+                partial(self.ec2.stop, hibernate=hibernate),
+                alone=lambda iid: self._stop_one(*outcomes[iid], hibernate, now),  # noqa: B023 (used at once)
+            )
+            stopped += [outcomes[iid] for iid, result in results.items() if result.applied]
+        # The warning tags stay as the record of what happened; after a restart they are older than the
+        # instance's LaunchTime and are ignored, so no call is spent removing them.
+        record = {
+            tags.STOPPED_AT: formatting.format_time(now),
+            tags.STOP_REASON: tags.clip(
+                f"idle: GPU < {self.policy.gpu_idle_percent:g}%, CPU < {self.policy.cpu_idle_percent:g}% "
+                f"for {self.policy.window_minutes} min"
+            ),
+        }
+        for iid, result in self._write(stopped, partial(self.ec2.create_tags, tags=record)).items():
+            if result.error is not None:
+                logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
+        for state, queued in writes.tags.items():
+            self._settle(queued, self._write(queued, partial(self.ec2.create_tags, tags=dict(state))))
+        self._settle(writes.clears, self._write(writes.clears, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS)))
+
+    @staticmethod
+    def _write(queued: Queued, write: Callable[[list[str]], bool]) -> dict[str, WriteResult]:
+        return write_in_batches([i.instance_id for i, _ in queued], write)
+
+    @staticmethod
+    def _settle(queued: Queued, results: dict[str, WriteResult]) -> None:
+        """A warning's or a clear's outcome is its tag write's."""
+        for instance, outcome in queued:
+            result = results[instance.instance_id]
+            outcome.applied = result.applied
+            if result.error is not None:
+                outcome.retry(result.error)
+
+    def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime) -> bool:
+        """One instance of a refused batch, alone; True if it stopped. Settles the outcome if not."""
+        warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+        try:
+            try:
+                self.ec2.stop([instance.instance_id], hibernate=hibernate)
+            except ClientError as exc:
+                code = error_code(exc)
+                if hibernate and code in ("UnsupportedHibernationConfiguration", "UnsupportedOperation"):
+                    self.ec2.stop([instance.instance_id], hibernate=False)
+                elif code in PERMANENT_STOP_ERRORS:
+                    self.report_once(
+                        f"stop-failed:{instance.instance_id}:{warned_at}",
+                        stop_failed_notice(instance, code, outcome.owner),
+                        now,
+                    )
+                    outcome.applied, outcome.detail = False, f"stop refused: {code}"
+                    return False
+                else:
+                    raise
+        except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+            outcome.retry(exc)
+            return False
+        return True

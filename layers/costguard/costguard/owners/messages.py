@@ -1,0 +1,32 @@
+"""The owner-tagging messages. Pure: records in, a Slack message out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from costguard.owners.report import Tagging
+from costguard.slack.blocks import Message, bullet_list, context, escape, header, section
+
+
+def unattributed_message(results: Sequence[Tagging], owner_tag_key: str) -> Message:
+    """The alerts-channel notice for instances costguard could not give an owner."""
+    count = len(results)
+    how = f"`{escape(owner_tag_key)}={escape('<name or email>')}`"
+    noun = "instance has" if count == 1 else "instances have"
+    lines = [
+        f"`{escape(r.instance_id)}` {escape(r.instance_type)} in {escape(r.region)}, "
+        f"launched {r.launch_time:%Y-%m-%d}: {escape(r.decision.reason)}"
+        for r in sorted(results, key=lambda r: (r.region, r.launch_time))
+    ]
+    return Message(
+        text=f"{count} {noun} no owner",
+        blocks=(
+            header(f"{count} {noun} no owner"),
+            section(
+                "costguard could not tell who launched these, so nobody can be warned before they are "
+                f"stopped and their cost is charged to no one. Tag each with {how}."
+            ),
+            section(bullet_list(lines)),
+            context("They are tagged `costguard:owner-source` and listed again in the weekly digest."),
+        ),
+    )

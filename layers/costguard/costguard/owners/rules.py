@@ -1,0 +1,164 @@
+"""Who owns an instance: decided from the CloudTrail identity of its launch. Pure, no I/O.
+
+The owner is what a person would call the launcher: an IAM user's name, the session name of an
+assumed role or IAM Identity Center login (usually an email), `root` for the root user. Launches
+by AWS services (Auto Scaling, Spot Fleet, EC2 Fleet, SageMaker, Batch...) have no person in the
+event: the owner then comes from the tag the service propagated, else from the group's own tags,
+else it is left unset and the source is marked `service`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from costguard.core import tags
+
+
+class OwnerSource(StrEnum):
+    """Where an owner came from; written to the `costguard:owner-source` tag."""
+
+    LAUNCH_TAG = "launch-tag"
+    IAM_USER = "iam-user"
+    ASSUMED_ROLE = "assumed-role"
+    IDENTITY_CENTER = "identity-center"
+    FEDERATED_USER = "federated-user"
+    ROOT = "root"
+    INSTANCE_ROLE = "instance-role"
+    SERVICE_PROPAGATED = "service-propagated"
+    GROUP_TAG = "group-tag"
+    SERVICE = "service"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The parts of a CloudTrail `userIdentity` that say who launched something."""
+
+    type: str
+    arn: str = ""
+    user_name: str = ""
+    session_issuer_arn: str = ""
+    session_issuer_name: str = ""
+    invoked_by: str = ""
+
+    @property
+    def session_name(self) -> str:
+        # arn:aws:sts::123456789012:assumed-role/RoleName/session-name
+        if ":assumed-role/" in self.arn:
+            return self.arn.split(":assumed-role/", 1)[1].partition("/")[2]
+        if ":federated-user/" in self.arn:
+            return self.arn.split(":federated-user/", 1)[1]
+        return ""
+
+    @property
+    def role_name(self) -> str:
+        if self.session_issuer_name:
+            return self.session_issuer_name
+        if ":assumed-role/" in self.arn:
+            return self.arn.split(":assumed-role/", 1)[1].split("/", 1)[0]
+        return ""
+
+    @property
+    def launching_service(self) -> str:
+        """The AWS service that launched on its own behalf, or "" for a person or workload.
+
+        A service-linked role (path /aws-service-role/<service>/) or an AWSService identity is a
+        service. `invokedBy` alone is not: CloudFormation and the console set it on calls they make
+        for a person, whose session name is still the owner.
+        """
+        if self.type == "AWSService":
+            return self.invoked_by or "aws-service"
+        match = _SERVICE_LINKED_ROLE.search(self.session_issuer_arn or "")
+        if match:
+            return match.group(1)
+        return ""
+
+
+@dataclass(frozen=True)
+class OwnerDecision:
+    """The tags to write for one instance, and why. `owner` is None when costguard must not set it."""
+
+    owner: str | None
+    source: OwnerSource
+    created_by: str
+    reason: str
+
+    def tags_to_write(self, owner_tag_key: str, existing: Mapping[str, str]) -> dict[str, str]:
+        """Never overwrites an owner tag that is already there; always records how it was decided."""
+        out: dict[str, str] = {}
+        if self.owner and owner_tag_key not in existing:
+            out[owner_tag_key] = tags.clip(self.owner)
+        if self.created_by and existing.get(tags.CREATED_BY) != self.created_by:
+            out[tags.CREATED_BY] = tags.clip(self.created_by)
+        if existing.get(tags.OWNER_SOURCE) != self.source.value:
+            out[tags.OWNER_SOURCE] = self.source.value
+        return out
+
+
+_SERVICE_LINKED_ROLE = re.compile(r":role/aws-service-role/([^/]+)/")
+_INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
+# Session names that SDKs and tools make up: they name no person, so the role is the better owner.
+_GENERATED_SESSION = re.compile(r"^(botocore-session-\d+|aws-go-sdk-\d+|\d{10,}|[0-9a-f-]{32,})$")
+_IDENTITY_CENTER_ROLE = "AWSReservedSSO_"
+
+
+def decide_owner(
+    identity: Identity | None,
+    *,
+    existing_tags: Mapping[str, str],
+    owner_tag_key: str,
+    group_tags: Mapping[str, str] | None = None,
+    group_name: str = "",
+) -> OwnerDecision:
+    """Decide the owner of one instance from its launch identity and the tags it already carries.
+
+    `existing_tags` are the instance's tags now (launch tags and any a service propagated);
+    `group_tags` are the tags of the Auto Scaling group it belongs to, when it belongs to one.
+    """
+    created_by = identity.arn if identity and identity.arn else (identity.invoked_by if identity else "")
+    present = existing_tags.get(owner_tag_key, "").strip()
+    service = identity.launching_service if identity else ""
+
+    if present:
+        source = OwnerSource.SERVICE_PROPAGATED if service else OwnerSource.LAUNCH_TAG
+        return OwnerDecision(None, source, created_by, f"{owner_tag_key} tag already set to {present!r} at launch")
+
+    if identity is None:
+        return OwnerDecision(None, OwnerSource.UNKNOWN, "", "no launch event found in CloudTrail (90 days)")
+
+    if service:
+        group_owner = (group_tags or {}).get(owner_tag_key, "").strip()
+        if group_owner:
+            return OwnerDecision(
+                group_owner,
+                OwnerSource.GROUP_TAG,
+                created_by,
+                f"launched by {service}; owner taken from group {group_name!r}",
+            )
+        return OwnerDecision(
+            None, OwnerSource.SERVICE, created_by, f"launched by {service} and no {owner_tag_key} tag to inherit"
+        )
+
+    kind = identity.type
+    if kind == "Root":
+        return OwnerDecision("root", OwnerSource.ROOT, created_by, "launched by the account's root user")
+    if kind == "IAMUser" and identity.user_name:
+        return OwnerDecision(identity.user_name, OwnerSource.IAM_USER, created_by, "launched by IAM user")
+    if kind == "FederatedUser" and identity.session_name:
+        return OwnerDecision(identity.session_name, OwnerSource.FEDERATED_USER, created_by, "federated user")
+    if kind == "AssumedRole":
+        session, role = identity.session_name, identity.role_name
+        if role.startswith(_IDENTITY_CENTER_ROLE) and session:
+            return OwnerDecision(session, OwnerSource.IDENTITY_CENTER, created_by, "IAM Identity Center user")
+        if _INSTANCE_ID.match(session) and role:
+            return OwnerDecision(
+                role, OwnerSource.INSTANCE_ROLE, created_by, f"launched from instance {session} with role {role}"
+            )
+        if session and not _GENERATED_SESSION.match(session):
+            return OwnerDecision(session, OwnerSource.ASSUMED_ROLE, created_by, f"session of role {role}")
+        if role:
+            return OwnerDecision(role, OwnerSource.ASSUMED_ROLE, created_by, "role with a generated session name")
+    return OwnerDecision(None, OwnerSource.UNKNOWN, created_by, f"identity type {kind!r} names no owner")

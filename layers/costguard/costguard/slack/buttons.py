@@ -1,0 +1,46 @@
+"""The buttons on costguard's messages: what each one is called and the value it carries. Pure."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+
+from costguard.slack.blocks import Block, button
+
+
+class Button(StrEnum):
+    KEEP_2H = "costguard.keep_2h"
+    KEEP_TOMORROW = "costguard.keep_tomorrow"
+    KEEP_MONDAY = "costguard.keep_monday"
+    STOP_NOW = "costguard.stop_now"
+    START = "costguard.start"
+
+
+KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
+
+
+def button_value(instance_id: str, region: str) -> str:
+    return json.dumps({"i": instance_id, "r": region}, separators=(",", ":"))
+
+
+def warning_buttons(instance_id: str, region: str, will_stop: bool) -> list[Block]:
+    value = button_value(instance_id, region)
+    elements = [
+        button("Keep 2 h", Button.KEEP_2H, value, style="primary"),
+        button("Keep until tomorrow 09:00", Button.KEEP_TOMORROW, value),
+        button("Keep until Monday", Button.KEEP_MONDAY, value),
+    ]
+    if will_stop:
+        stop = dict(button("Stop now", Button.STOP_NOW, value, style="danger"))
+        stop["confirm"] = {
+            "title": {"type": "plain_text", "text": "Stop this machine?"},
+            "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now. Its EBS volumes are kept."},
+            "confirm": {"type": "plain_text", "text": "Stop it"},
+            "deny": {"type": "plain_text", "text": "Cancel"},
+        }
+        elements.append(stop)
+    return elements
+
+
+def start_buttons(instance_id: str, region: str) -> list[Block]:
+    return [button("Start it again", Button.START, button_value(instance_id, region), style="primary")]

@@ -1,0 +1,44 @@
+"""What costguard did, as the ledger keeps it: one entry per thing done to one instance. Pure records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+class EntryKind(StrEnum):
+    """The kinds of ledger entry. The idle stopper's share their values with its decisions."""
+
+    WARN = "warn"
+    STOP = "stop"
+    CLEAR_WARNING = "clear-warning"
+    PROTECT = "protect"
+    UNPROTECT = "unprotect"
+    OWNER_TAGGED = "owner-tagged"
+    OWNER_UNKNOWN = "owner-unknown"
+    KEEP = "keep"
+    STOP_FROM_SLACK = "stop-from-slack"
+    START_FROM_SLACK = "start-from-slack"
+
+    @property
+    def stopped(self) -> bool:
+        """A stop costguard made, by itself or from a Slack button."""
+        return self in (EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing costguard did (or, in dry-run, would have done) to one instance."""
+
+    at: datetime
+    kind: EntryKind
+    instance_id: str
+    region: str
+    mode: str
+    applied: bool = True
+    owner: str = ""
+    instance_type: str = ""
+    reason: str = ""
+    idle_hours: float = 0.0
+    hourly_saving: float = 0.0

@@ -1,0 +1,94 @@
+"""The ledger: what costguard did, kept in the state table (DynamoDB, on-demand, TTL).
+
+Entries are partitioned by UTC day so that the weekly digest reads seven partitions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, fields
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from costguard.core.errors import CostguardError
+from costguard.state.entries import Entry, EntryKind
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+BATCH = 25  # BatchWriteItem's maximum
+MAX_BATCH_ATTEMPTS = 8
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+
+class LedgerWriteError(CostguardError):
+    """DynamoDB kept refusing part of a batch; raised so the invocation is retried."""
+
+
+class Ledger:
+    def __init__(self, client: DynamoDBClient, table_name: str, ttl_days: int = 400) -> None:
+        self.client = client
+        self.table = table_name
+        self.ttl = timedelta(days=ttl_days)
+
+    def record(self, entry: Entry) -> None:
+        self.record_many([entry])
+
+    def record_many(self, entries: Sequence[Entry]) -> None:
+        """Write entries 25 at a time (BatchWriteItem's limit), retrying what DynamoDB leaves unprocessed."""
+        for start in range(0, len(entries), BATCH):
+            requests: list[Any] = [{"PutRequest": {"Item": self._item(a)}} for a in entries[start : start + BATCH]]
+            for attempt in range(MAX_BATCH_ATTEMPTS):
+                response = self.client.batch_write_item(RequestItems={self.table: requests})
+                requests = list((response.get("UnprocessedItems") or {}).get(self.table, []))
+                if not requests:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 2.0))  # throttled: back off, then resend the rest
+            else:
+                raise LedgerWriteError(
+                    f"{len(requests)} ledger items still unprocessed after {MAX_BATCH_ATTEMPTS} tries"
+                )
+
+    def _item(self, entry: Entry) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "pk": f"action#{entry.at:%Y-%m-%d}",
+            "sk": f"{entry.at.isoformat()}#{entry.instance_id}#{entry.kind}",
+            "expires_at": int((entry.at + self.ttl).timestamp()),
+        }
+        for key, value in asdict(entry).items():
+            if key == "at":
+                item[key] = value.isoformat()
+            elif isinstance(value, float):
+                item[key] = Decimal(str(round(value, 6)))
+            else:
+                item[key] = value
+        return {k: _ser.serialize(v) for k, v in item.items()}
+
+    def entries_between(self, start: datetime, end: datetime) -> Iterator[Entry]:
+        """Entries with start <= at < end, oldest first."""
+        names = {f.name for f in fields(Entry)}
+        day = start.date()
+        while day <= end.date():
+            paginator = self.client.get_paginator("query")
+            pages = paginator.paginate(
+                TableName=self.table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": f"action#{day:%Y-%m-%d}"}},
+            )
+            for page in pages:
+                for raw in page.get("Items", []):
+                    item = {k: _de.deserialize(v) for k, v in raw.items() if k in names}
+                    item["at"] = datetime.fromisoformat(item["at"])
+                    for key in ("idle_hours", "hourly_saving"):
+                        item[key] = float(item.get(key, 0))
+                    item["kind"] = EntryKind(item["kind"])
+                    entry = Entry(**item)
+                    if start <= entry.at < end:
+                        yield entry
+            day += timedelta(days=1)
