@@ -63,7 +63,7 @@ format: $(BIN)/.installed
 	$(BIN)/ruff check --fix .
 
 typecheck: $(BIN)/.installed
-	$(BIN)/mypy layers/costguard/costguard functions demo tests bench
+	$(BIN)/mypy layers/costguard/costguard functions testing demo tests bench
 
 validate: $(SAM_VENV)/.installed
 	$(SAM) validate --lint

@@ -2,7 +2,7 @@
 
 import os
 
-# Quiet logs, set before `demo` fills in the rest of the Powertools settings and puts the layer on the path.
+# Quiet logs, set before `testing` fills in the rest of the Powertools settings and puts the layer on the path.
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 
-import demo  # noqa: F401
+import testing  # noqa: F401

@@ -24,10 +24,10 @@ from costguard.aws.clients import ClientFactory
 from costguard.core import formatting, tags
 from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.runtime import Runtime
-from demo import moto_fixes
-from demo.slack_standin import SlackStandIn
-from demo.template_resources import install_costguard
-from tests.conftest import LambdaContext, load_handler
+from testing import moto_fixes
+from testing.handlers import LambdaContext, load_handler
+from testing.slack_standin import SlackStandIn
+from testing.template import install_costguard
 
 REGION = "us-east-1"
 MIX = ((1, "g5.xlarge", 0.7), (4, "g5.12xlarge", 0.2), (8, "p4d.24xlarge", 0.1))

@@ -14,9 +14,9 @@ from bench.common import CallCounter, cold_import_seconds, save
 from costguard.aws.clients import ClientFactory
 from costguard.core.settings import Settings
 from costguard.runtime import Runtime
-from demo.account import LocalAccount
-from demo.fleet import AMI, Machine, iam_user, launch_event, launch_record
-from tests.conftest import LambdaContext, load_handler
+from testing.account import LocalAccount
+from testing.handlers import LambdaContext, load_handler
+from testing.launches import AMI, iam_user, launch_event, launch_record
 
 REGION = "us-east-1"
 
@@ -36,9 +36,7 @@ def run(n_backfill: int = 200, people: int = 20) -> dict[str, Any]:
         instance_id = ec2.run_instances(ImageId=AMI, MinCount=1, MaxCount=1, InstanceType="g5.xlarge")["Instances"][0][
             "InstanceId"
         ]
-        event = launch_event(
-            Machine("one", REGION, "g5.xlarge", "", "runinstances-iam-user.json", instance_id=instance_id)
-        )
+        event = launch_event("runinstances-iam-user.json", instance_id)
         runtime.slack_credentials()  # the secret is fetched once per container; not part of a launch
         counter.reset()
         started = time.perf_counter()
@@ -54,10 +52,15 @@ def run(n_backfill: int = 200, people: int = 20) -> dict[str, Any]:
             ]
         ]
         for k, iid in enumerate(ids):
-            machine = Machine(f"m{k}", REGION, "g5.xlarge", "", instance_id=iid)
-            gaps.add_launch(
-                REGION, launch_record(machine, iam_user(f"user{k % people}"), now - timedelta(minutes=2, seconds=k))
+            record = launch_record(
+                instance_id=iid,
+                region=REGION,
+                instance_type="g5.xlarge",
+                identity=iam_user(f"user{k % people}"),
+                when=now - timedelta(minutes=2, seconds=k),
+                event_id=f"demo-m{k}",
             )
+            gaps.add_launch(REGION, record)
         started = time.perf_counter()
         result = handler({"costguard": "backfill"}, LambdaContext(), runtime=runtime)
         backfill = {

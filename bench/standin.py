@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
 from bench.fleet import Fleet, Series, SimInstance
-from demo import local_http
+from testing import local_http
 
 EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 MAX_QUERIES = 500

@@ -28,7 +28,7 @@ from typing import Any
 from bench.common import ROOT
 from bench.fleet import Fleet
 from bench.standin import StandIn
-from demo.slack_standin import SlackStandIn
+from testing.slack_standin import SlackStandIn
 
 CUSTODIAN = ROOT / ".venv-c7n" / "bin" / "custodian"
 HOME = "us-east-1"
@@ -211,8 +211,8 @@ def floor(fleet: Fleet) -> dict[str, int]:
 # ---------------------------------------------------------------------- moto cross-check
 def on_moto(tool: str, fleet: Fleet, workdir: Path) -> set[int]:
     """Seed moto's server with the fleet, run the tool against it, return the fleet indexes it stopped."""
-    from demo.account import LocalAccount  # noqa: PLC0415 (moto's server only for the cross-check)
-    from demo.template_resources import install_costguard  # noqa: PLC0415
+    from testing.account import LocalAccount  # noqa: PLC0415 (moto's server only for the cross-check)
+    from testing.template import install_costguard  # noqa: PLC0415
 
     account = LocalAccount(users={f"user{k}@example.com": f"U{k:04d}" for k in range(200)})
     try:
@@ -240,7 +240,7 @@ def on_moto(tool: str, fleet: Fleet, workdir: Path) -> set[int]:
 
 
 def seed_moto(account: Any, fleet: Fleet) -> dict[int, str]:
-    from demo import moto_fixes  # noqa: PLC0415
+    from testing import moto_fixes  # noqa: PLC0415
 
     ec2 = account.client("ec2")
     cloudwatch = account.client("cloudwatch")

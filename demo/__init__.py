@@ -1,15 +1,3 @@
 """The local demo: costguard's whole governance cycle against an emulated AWS account and Slack."""
 
-import os
-import sys
-from pathlib import Path
-
-# In Lambda the costguard layer is on the path (/opt/python); locally it is layers/costguard.
-_LAYER = str(Path(__file__).resolve().parents[1] / "layers" / "costguard")
-if _LAYER not in sys.path:
-    sys.path.insert(0, _LAYER)
-
-# Powertools reads these when costguard.observability is first imported, as Lambda sets them at start.
-os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "costguard")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "INFO")
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "costguard")
+import testing  # noqa: F401  (puts the costguard layer on the path, with Lambda's Powertools settings)

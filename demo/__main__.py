@@ -24,8 +24,8 @@ from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
 from demo import fleet, render
-from demo.account import LocalAccount
-from tests.conftest import LambdaContext, load_handler
+from testing.account import LocalAccount
+from testing.handlers import LambdaContext, load_handler
 
 OUT = Path("demo-output")
 ALERTS = "#ml-costs"

@@ -8,8 +8,6 @@ notebook left idle, a machine that gets back to work during its grace period, on
 
 from __future__ import annotations
 
-import copy
-import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -18,12 +16,12 @@ from typing import Any
 
 from costguard.aws.costexplorer import EC2_COMPUTE, periods
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
-from demo import moto_fixes
-from demo.aws_gaps import AwsGaps
+from testing import launches, moto_fixes
+from testing.aws_gaps import AwsGaps
+from testing.launches import AMI, iam_user, launch_record, person
 
 HOME = "us-east-1"
 OTHER = "us-west-2"
-AMI = "ami-12c6146b"
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 
 # What the CloudWatch agent's nvidia_smi plugin reports as `name` and `arch`, and how many GPUs.
@@ -54,24 +52,6 @@ class Machine:
     spot: bool = False
     hours_running: float = 6.0
     instance_id: str = ""
-
-
-def person(user: str) -> dict[str, Any]:
-    return {
-        "type": "AssumedRole",
-        "arn": f"arn:aws:sts::123456789012:assumed-role/ml-research/{user}",
-        "sessionContext": {
-            "sessionIssuer": {
-                "type": "Role",
-                "arn": "arn:aws:iam::123456789012:role/ml-research",
-                "userName": "ml-research",
-            }
-        },
-    }
-
-
-def iam_user(user: str) -> dict[str, Any]:
-    return {"type": "IAMUser", "arn": f"arn:aws:iam::123456789012:user/{user}", "userName": user}
 
 
 FLEET = [
@@ -182,7 +162,17 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime) -> SeededFleet:
         launched = now - timedelta(hours=machine.hours_running)
         moto_fixes.set_launch_time(machine.instance_id, machine.region, launched)
         if machine.history_identity:
-            gaps.add_launch(machine.region, launch_record(machine, machine.history_identity, launched))
+            gaps.add_launch(
+                machine.region,
+                launch_record(
+                    instance_id=machine.instance_id,
+                    region=machine.region,
+                    instance_type=machine.instance_type,
+                    identity=machine.history_identity,
+                    when=launched,
+                    event_id=f"demo-{machine.name}",
+                ),
+            )
         if machine.instance_type in BUNDLED_USD_PER_HOUR:
             gaps.prices[(machine.instance_type, machine.region)] = BUNDLED_USD_PER_HOUR[machine.instance_type]
 
@@ -219,26 +209,6 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime) -> SeededFleet:
     gaps.prices[("g5.2xlarge", HOME)] = BUNDLED_USD_PER_HOUR["g5.2xlarge"]
     seed_metrics(clients, now, asg_instances)
     return SeededFleet(FLEET, asg_instances, now)
-
-
-def launch_record(machine: Machine, identity: dict[str, Any], when: datetime) -> dict[str, Any]:
-    """A RunInstances CloudTrail record in the same shape as the events/ fixtures."""
-    record: dict[str, Any] = copy.deepcopy(
-        json.loads((EVENTS / "owner_tagger/runinstances-iam-user.json").read_text())["detail"]
-    )
-    record.update(userIdentity=identity, eventTime=when.strftime("%Y-%m-%dT%H:%M:%SZ"), awsRegion=machine.region)
-    record["eventID"] = f"demo-{machine.name}"
-    record["requestParameters"]["instanceType"] = machine.instance_type
-    item = record["responseElements"]["instancesSet"]["items"][0]
-    item.update(instanceId=machine.instance_id, instanceType=machine.instance_type)
-    return record
-
-
-def launch_event(machine: Machine) -> dict[str, Any]:
-    """The events/owner_tagger payload for this machine, pointed at its real instance id."""
-    event: dict[str, Any] = json.loads((EVENTS / "owner_tagger" / machine.launch_event).read_text())
-    event["detail"]["responseElements"]["instancesSet"]["items"][0]["instanceId"] = machine.instance_id
-    return event
 
 
 def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: int = 4) -> None:
@@ -476,3 +446,8 @@ def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
             for start in range(0, len(data), 1000):
                 cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
     return count
+
+
+def launch_event(machine: Machine) -> dict[str, Any]:
+    """The events/owner_tagger payload for this machine, pointed at its real instance id."""
+    return launches.launch_event(machine.launch_event, machine.instance_id)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from demo.slack_standin import Posted
+from testing.slack_standin import Posted
 
 _SPECIAL = re.compile(r"<([^<>]+)>")
 

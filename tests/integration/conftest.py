@@ -13,8 +13,8 @@ from moto import mock_aws
 from costguard.aws.clients import ClientFactory
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
-from demo.slack_standin import SlackStandIn
-from demo.template_resources import install_costguard
+from testing.slack_standin import SlackStandIn
+from testing.template import install_costguard
 
 REGION = "us-east-1"
 TABLE = "costguard-state"

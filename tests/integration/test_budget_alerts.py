@@ -12,9 +12,9 @@ import requests
 from botocore.stub import Stubber
 
 from costguard.runtime import Runtime
-from demo.aws_gaps import cost_and_usage
-from demo.slack_standin import SlackStandIn
-from tests.conftest import load_event, load_handler
+from testing.aws_gaps import cost_and_usage
+from testing.handlers import load_event, load_handler
+from testing.slack_standin import SlackStandIn
 
 app = load_handler("budget_alerts")
 NOW = datetime(2026, 11, 21, 9, 13, tzinfo=UTC)

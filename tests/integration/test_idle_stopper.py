@@ -16,9 +16,9 @@ from costguard.core import formatting, tags
 from costguard.core.errors import EventValidationError
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.runtime import Runtime
-from demo import moto_fixes
-from demo.slack_standin import SlackStandIn
-from tests.conftest import load_event, load_handler
+from testing import moto_fixes
+from testing.handlers import load_event, load_handler
+from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of
 
 app = load_handler("idle_stopper")

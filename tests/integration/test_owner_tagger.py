@@ -13,8 +13,8 @@ from botocore.stub import Stubber
 from costguard.core.errors import EventValidationError
 from costguard.core.settings import Mode
 from costguard.runtime import Runtime
-from demo.slack_standin import SlackStandIn
-from tests.conftest import load_event, load_handler
+from testing.handlers import load_event, load_handler
+from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of
 
 handler = load_handler("owner_tagger").lambda_handler

@@ -12,8 +12,8 @@ import pytest
 from botocore.stub import Stubber
 
 from costguard.runtime import Runtime
-from demo.slack_standin import SlackStandIn
-from tests.conftest import load_event, load_handler
+from testing.handlers import load_event, load_handler
+from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION
 
 app = load_handler("reservation_tracker")

@@ -19,8 +19,8 @@ from costguard.runtime import Runtime
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.slack.signature import sign
-from demo.slack_standin import SlackStandIn
-from tests.conftest import load_event, load_handler
+from testing.handlers import load_event, load_handler
+from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
 
 app = load_handler("slack_actions")

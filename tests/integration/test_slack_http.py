@@ -9,7 +9,7 @@ import pytest
 from costguard.core.errors import SlackDeliveryError
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
-from demo.slack_standin import SlackStandIn
+from testing.slack_standin import SlackStandIn
 
 MESSAGE = Message("g5.12xlarge idle for 2 h", (section("`i-0abc` has been idle for 2 h"),))
 

@@ -12,9 +12,9 @@ import pytest
 
 from costguard.runtime import Runtime
 from costguard.state.entries import Entry, EntryKind
-from demo import moto_fixes
-from demo.slack_standin import SlackStandIn
-from tests.conftest import load_event, load_handler
+from testing import moto_fixes
+from testing.handlers import load_event, load_handler
+from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2
 
 app = load_handler("weekly_digest")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from samtranslator.translator.transform import transform
 
-from demo.template_resources import template
+from testing.template import template
 
 
 class _NoManagedPolicies:

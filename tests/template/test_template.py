@@ -11,7 +11,7 @@ import pytest
 
 from costguard.core import tags
 from costguard.core.settings import IdlePolicy
-from tests.conftest import ROOT, load_event
+from testing.handlers import ROOT, load_event
 
 # Actions AWS offers no resource-level permission for: the only ones allowed on Resource "*".
 RESOURCELESS_READS = {

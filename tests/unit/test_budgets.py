@@ -12,7 +12,7 @@ from costguard.budgets.messages import budget_alert_message, drivers_line, raw_b
 from costguard.budgets.notifications import BudgetParseError, Severity, parse_budget_message, parse_sns_event
 from costguard.core.errors import EventValidationError
 from costguard.core.records import Mover, SpendPicture
-from tests.conftest import load_event
+from testing.handlers import load_event
 
 
 def message_of(fixture: str) -> str:

@@ -7,7 +7,7 @@ import pytest
 from costguard.core.errors import EventValidationError
 from costguard.core.records import Skipped
 from costguard.owners.launches import LaunchEvent, parse_eventbridge_event, parse_lookup_event
-from tests.conftest import load_event
+from testing.handlers import load_event
 
 
 def test_runinstances_event_gives_instances_region_and_time() -> None:

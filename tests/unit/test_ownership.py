@@ -6,7 +6,7 @@ from costguard.core import tags
 from costguard.core.people import owner_email
 from costguard.owners.launches import LaunchEvent, parse_eventbridge_event
 from costguard.owners.rules import Identity, OwnerSource, decide_owner
-from tests.conftest import load_event
+from testing.handlers import load_event
 
 KEY = "Owner"
 

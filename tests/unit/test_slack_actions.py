@@ -14,7 +14,7 @@ from costguard.core.errors import EventValidationError
 from costguard.slack.buttons import Button
 from costguard.slack.interactions import parse_interaction
 from costguard.slack.signature import SignatureError, sign, verify
-from tests.conftest import load_event
+from testing.handlers import load_event
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BODY = b"payload=%7B%22type%22%3A%22block_actions%22%7D"

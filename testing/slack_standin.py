@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from demo import local_http
+from testing import local_http
 
 BOT_TOKEN = "xoxb-costguard-demo-token"
 

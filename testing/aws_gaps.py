@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
-from demo import local_http
+from testing import local_http
 
 Answer = tuple[int, dict[str, str], bytes]
 

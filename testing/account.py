@@ -15,10 +15,10 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from demo import moto_fixes
-from demo.aws_gaps import AwsGaps, GapProxy
-from demo.slack_standin import SlackStandIn
-from demo.template_resources import install_costguard
+from testing import moto_fixes
+from testing.aws_gaps import AwsGaps, GapProxy
+from testing.slack_standin import SlackStandIn
+from testing.template import install_costguard
 
 HOME = "us-east-1"
 
