@@ -57,8 +57,8 @@ class Demo:
             SLACK_ADMINS="U0PLATFORM",
             TEAM_TIMEZONE="Europe/Paris",
         )
-        self.queue = str(self.account.client("sqs").create_queue(QueueName="costguard-actions")["QueueUrl"])
-        self.account.set_env(ACTIONS_QUEUE_URL=self.queue)
+        self.queue = str(self.account.client("sqs").create_queue(QueueName="costguard-clicks")["QueueUrl"])
+        self.account.set_env(CLICK_QUEUE_URL=self.queue)
         self.log = (OUT / "lambda-logs.jsonl").open("w")
         handler = logger.registered_handler
         if hasattr(handler, "setStream"):
@@ -178,7 +178,7 @@ def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: st
     region = json.loads(next(e["value"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]))[
         "r"
     ]
-    payload = json.loads((fleet.EVENTS / "slack_actions/block-actions-keep-2h.json").read_text())
+    payload = json.loads((fleet.EVENTS / "buttons/block-actions-keep-2h.json").read_text())
     payload["actions"][0].update(
         action_id=button, value=json.dumps({"i": instance_id, "r": region}, separators=(",", ":"))
     )
@@ -188,13 +188,13 @@ def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: st
     payload["response_url"] = demo.slack.response_url(message.ts)
     body = urlencode({"payload": json.dumps(payload)}).encode()
     stamp = str(int(demo.clock.timestamp()))
-    request = json.loads((fleet.EVENTS / "slack_actions/function-url-request.json").read_text())
+    request = json.loads((fleet.EVENTS / "buttons/function-url-request.json").read_text())
     request["headers"].update({"x-slack-request-timestamp": stamp, "x-slack-signature": sign("local", stamp, body)})
     request["body"] = base64.b64encode(body).decode()
-    with step(f"{demo.clock:%H:%M} slack_actions: {user_name} presses {button} (events/slack_actions/*.json)"):
-        answer = demo.invoke("slack_actions", request, f"{button} request")
+    with step(f"{demo.clock:%H:%M} buttons: {user_name} presses {button} (events/buttons/*.json)"):
+        answer = demo.invoke("buttons", request, f"{button} request")
         records = demo.client("sqs").receive_message(QueueUrl=demo.queue, MaxNumberOfMessages=10).get("Messages", [])
-        result = demo.invoke("slack_actions", {"Records": [{"body": m["Body"]} for m in records]}, f"{button} click")
+        result = demo.invoke("buttons", {"Records": [{"body": m["Body"]} for m in records]}, f"{button} click")
         print(f"   Slack got HTTP {answer['statusCode']} at once; the queued click: {result['clicks']}")
         demo.timeline.append([f"{demo.clock:%H:%M}", user_name, region, button, result["clicks"][0]["status"]])
 
@@ -219,8 +219,8 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
     ):
         result = demo.invoke("budget_alerts", event("budget_alerts/sns-unknown.json"), "sns-unknown")
         print(f"   {result['notifications'][0]['status']}")
-    with step(f"{demo.clock:%H:%M} reservation_tracker: the daily check (events/reservation_tracker/daily.json)"):
-        result = demo.invoke("reservation_tracker", event("reservation_tracker/daily.json"), "daily")
+    with step(f"{demo.clock:%H:%M} commitment_tracker: the daily check (events/commitment_tracker/daily.json)"):
+        result = demo.invoke("commitment_tracker", event("commitment_tracker/daily.json"), "daily")
         print(
             f"   {result['commitments']} commitments, reminders {result['reminders']}, under-used {result['underused']}"
         )

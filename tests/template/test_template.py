@@ -104,7 +104,7 @@ def test_stop_is_allowed_only_for_accelerator_types_and_never_for_exempt_instanc
     grants = [
         (r, s) for r, s in statements(cfn) if {"ec2:StopInstances", "ec2:StartInstances"} & set(as_list(s["Action"]))
     ]
-    assert sorted(r for r, _ in grants) == ["IdleStopperFunctionRole", "SlackActionsFunctionRole"]
+    assert sorted(r for r, _ in grants) == ["ButtonsFunctionRole", "IdleStopperFunctionRole"]
     for _, statement in grants:
         assert set(as_list(statement["Action"])) <= {"ec2:StopInstances", "ec2:StartInstances"}
         assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
@@ -248,7 +248,7 @@ def test_rule_patterns_match_the_real_shaped_events(
     [
         ("OwnerTaggerFunctionBackfill", "owner_tagger/backfill.json"),
         ("IdleStopperFunctionSweep", "idle_stopper/sweep.json"),
-        ("ReservationTrackerFunctionDaily", "reservation_tracker/daily.json"),
+        ("CommitmentTrackerFunctionDaily", "commitment_tracker/daily.json"),
         ("WeeklyDigestFunctionWeekly", "weekly_digest/weekly.json"),
     ],
 )
@@ -289,9 +289,9 @@ def test_budget_tier_defaults_are_the_quarters(sam_template: dict[str, Any]) -> 
     assert sam_template["Parameters"]["BudgetTiers"]["Default"] == "25,50,75,100"
 
 
-def test_the_only_public_endpoint_is_the_slack_actions_url(cfn: dict[str, Any]) -> None:
+def test_the_only_public_endpoint_is_the_buttons_url(cfn: dict[str, Any]) -> None:
     urls = [(n, r["Properties"]) for n, r in cfn["Resources"].items() if r["Type"] == "AWS::Lambda::Url"]
-    assert [(n, p["AuthType"]) for n, p in urls] == [("SlackActionsFunctionUrl", "NONE")]
+    assert [(n, p["AuthType"]) for n, p in urls] == [("ButtonsFunctionUrl", "NONE")]
     public = [
         r["Properties"]
         for r in cfn["Resources"].values()
@@ -302,18 +302,16 @@ def test_the_only_public_endpoint_is_the_slack_actions_url(cfn: dict[str, Any]) 
         ("lambda:InvokeFunction", None, True),
         ("lambda:InvokeFunctionUrl", "NONE", None),
     ]
-    assert all(p["FunctionName"] == {"Ref": "SlackActionsFunction"} for p in public)
+    assert all(p["FunctionName"] == {"Ref": "ButtonsFunction"} for p in public)
 
 
-def test_the_slack_actions_function_reads_only_its_own_queue(cfn: dict[str, Any]) -> None:
+def test_the_buttons_function_reads_only_its_own_queue(cfn: dict[str, Any]) -> None:
     reads = [
-        s
-        for r, s in statements(cfn)
-        if r == "SlackActionsFunctionRole" and "sqs:ReceiveMessage" in as_list(s["Action"])
+        s for r, s in statements(cfn) if r == "ButtonsFunctionRole" and "sqs:ReceiveMessage" in as_list(s["Action"])
     ]
-    assert [s["Resource"] for s in reads] == [{"Fn::GetAtt": ["ActionsQueue", "Arn"]}]
-    mapping = cfn["Resources"]["SlackActionsClicks"]["Properties"]
-    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["ActionsQueue", "Arn"]}
+    assert [s["Resource"] for s in reads] == [{"Fn::GetAtt": ["ClickQueue", "Arn"]}]
+    mapping = cfn["Resources"]["ButtonsClicks"]["Properties"]
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["ClickQueue", "Arn"]}
 
 
 def test_the_digest_runs_in_the_teams_own_time(cfn: dict[str, Any]) -> None:

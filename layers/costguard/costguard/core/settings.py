@@ -182,7 +182,7 @@ class BudgetSettings:
 
 @dataclass(frozen=True)
 class CommitmentSettings:
-    """reservation_tracker: when to remind, and what counts as under-used."""
+    """commitment_tracker: when to remind, and what counts as under-used."""
 
     lead_days: tuple[int, ...] = (60, 30, 14, 7, 1)
     utilization_threshold: float = 80.0
@@ -191,14 +191,14 @@ class CommitmentSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> CommitmentSettings:
         read = _Reader(os.environ if env is None else env)
         leads: list[int] = []
-        for raw in read.csv("RESERVATION_LEAD_DAYS") or tuple(str(d) for d in cls.lead_days):
+        for raw in read.csv("COMMITMENT_LEAD_DAYS") or tuple(str(d) for d in cls.lead_days):
             if not raw.isdigit() or int(raw) < 1:
-                read.problems.append(f"RESERVATION_LEAD_DAYS has {raw!r}, not a whole number of days")
+                read.problems.append(f"COMMITMENT_LEAD_DAYS has {raw!r}, not a whole number of days")
             else:
                 leads.append(int(raw))
         settings = cls(
             lead_days=tuple(sorted(set(leads), reverse=True)) or cls.lead_days,
-            utilization_threshold=read.number("RESERVATION_UTILIZATION_PERCENT", cls.utilization_threshold),
+            utilization_threshold=read.number("COMMITMENT_UTILIZATION_PERCENT", cls.utilization_threshold),
         )
         read.check()
         return settings
@@ -206,7 +206,7 @@ class CommitmentSettings:
 
 @dataclass(frozen=True)
 class ButtonSettings:
-    """slack_actions: who besides the owner may press the buttons, the team's clock, the work queue."""
+    """buttons: who besides the owner may press the buttons, the team's clock, the work queue."""
 
     admins: tuple[str, ...] = ()
     timezone: str = "UTC"
@@ -224,7 +224,7 @@ class ButtonSettings:
             ZoneInfo(zone)
         except (ZoneInfoNotFoundError, ValueError):
             read.problems.append(f"TEAM_TIMEZONE={zone!r} is not an IANA time zone")
-        settings = cls(admins=admins, timezone=zone, queue_url=read.required("ACTIONS_QUEUE_URL"))
+        settings = cls(admins=admins, timezone=zone, queue_url=read.required("CLICK_QUEUE_URL"))
         read.check()
         return settings
 

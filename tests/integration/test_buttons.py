@@ -1,4 +1,4 @@
-"""slack_actions end to end: a signed Function URL request is queued; the queued click acts on a moto
+"""buttons end to end: a signed Function URL request is queued; the queued click acts on a moto
 instance, once, for the owner or an admin only, and updates the original message."""
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
 
-app = load_handler("slack_actions")
+app = load_handler("buttons")
 NOW = datetime(2026, 11, 21, 14, 8, 20, tzinfo=UTC)
 SIGNING_SECRET = "test-signing-secret"
 
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> str:
-    queue = boto3.client("sqs", region_name=REGION).create_queue(QueueName="costguard-actions")["QueueUrl"]
-    monkeypatch.setenv("ACTIONS_QUEUE_URL", queue)
+    queue = boto3.client("sqs", region_name=REGION).create_queue(QueueName="costguard-clicks")["QueueUrl"]
+    monkeypatch.setenv("CLICK_QUEUE_URL", queue)
     monkeypatch.setenv("TEAM_TIMEZONE", "Europe/Paris")
     monkeypatch.setenv("SLACK_ADMINS", "U0ADMIN,S0PLATFORM")
     app._settings.cache_clear()
@@ -77,7 +77,7 @@ def post_warning(slack: SlackStandIn, iid: str) -> str:
 def click_payload(
     slack: SlackStandIn, iid: str, button: str = "costguard.keep_2h", user: str = "U0ALICE", ts: str = "1.1"
 ) -> dict[str, Any]:
-    payload: dict[str, Any] = load_event("slack_actions/block-actions-keep-2h.json")
+    payload: dict[str, Any] = load_event("buttons/block-actions-keep-2h.json")
     value = json.dumps({"i": iid, "r": REGION}, separators=(",", ":"))
     payload["actions"][0].update(action_id=button, value=value)
     payload["user"].update(id=user, username=user.lower())
@@ -92,7 +92,7 @@ def http_event(
 ) -> dict[str, Any]:
     body = urlencode({"payload": json.dumps(payload)}).encode()
     timestamp = str(int(at.timestamp()))
-    event: dict[str, Any] = load_event("slack_actions/function-url-request.json")
+    event: dict[str, Any] = load_event("buttons/function-url-request.json")
     event["headers"]["x-slack-request-timestamp"] = timestamp
     event["headers"]["x-slack-signature"] = sign(secret, timestamp, body)
     event["body"] = base64.b64encode(body + (b"&x=1" if tamper else b"")).decode()

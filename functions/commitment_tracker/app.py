@@ -1,5 +1,5 @@
-"""reservation_tracker: daily reminders before Reserved Instances and Savings Plans expire, saying
-what to do, and alerts when one is under-used. Trigger: EventBridge Scheduler, {"costguard": "reservations"}.
+"""commitment_tracker: daily reminders before Reserved Instances and Savings Plans expire, saying
+what to do, and alerts when one is under-used. Trigger: EventBridge Scheduler, {"costguard": "commitments"}.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from costguard.core.observability import logger, metrics
 from costguard.core.settings import CommitmentSettings
 from costguard.runtime import Runtime
 
-DAILY_INPUT = {"costguard": "reservations"}
+DAILY_INPUT = {"costguard": "commitments"}
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -35,8 +35,8 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         utilization_threshold=policy.utilization_threshold,
     )
     report = tracker.run(runtime.now())
-    metrics.add_metric(name="ReservationReminders", unit=MetricUnit.Count, value=len(report.reminders))
-    metrics.add_metric(name="ReservationsUnderused", unit=MetricUnit.Count, value=len(report.underused))
+    metrics.add_metric(name="CommitmentReminders", unit=MetricUnit.Count, value=len(report.reminders))
+    metrics.add_metric(name="CommitmentsUnderused", unit=MetricUnit.Count, value=len(report.underused))
     return {"status": "done", **report.summary()}
 
 

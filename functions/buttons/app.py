@@ -1,4 +1,4 @@
-"""slack_actions: the buttons on costguard's messages. Two ways in:
+"""buttons: the buttons on costguard's messages. Two ways in:
 
 - Slack's interactivity request, through the Function URL: the signature is verified (401 and nothing
   else if it fails), the click is queued, and Slack gets its answer well within its 3 seconds;
@@ -33,7 +33,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         return work(event, runtime)
     if isinstance(event, dict) and "requestContext" in event and "headers" in event:
         return receive(event, runtime)
-    raise EventValidationError("slack_actions expects a Function URL request or SQS records")
+    raise EventValidationError("buttons expects a Function URL request or SQS records")
 
 
 def receive(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
@@ -84,9 +84,9 @@ def work(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     done = []
     for record in event["Records"]:
         click = Click.from_json(record["body"])
-        outcome = worker.handle(click, runtime.now())
-        metrics.add_metric(name=f"SlackAction{outcome.status.title().replace('-', '')}", unit=MetricUnit.Count, value=1)
-        done.append({"instance_id": click.instance_id, "button": click.button.value, "status": outcome.status})
+        reply = worker.handle(click, runtime.now())
+        metrics.add_metric(name=f"ButtonClick{reply.status.title().replace('-', '')}", unit=MetricUnit.Count, value=1)
+        done.append({"instance_id": click.instance_id, "button": click.button.value, "status": reply.status})
     return {"status": "done", "clicks": done}
 
 

@@ -1,4 +1,4 @@
-"""reservation_tracker end to end: moto has no Reserved Instances, Savings Plans or CE reports, so their
+"""commitment_tracker end to end: moto has no Reserved Instances, Savings Plans or CE reports, so their
 clients are botocore Stubbers with the exact expected requests; the ledger and Slack are real."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION
 
-app = load_handler("reservation_tracker")
+app = load_handler("commitment_tracker")
 NOW = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 RI_END = NOW + timedelta(days=30, hours=3)
 SP_ARN = "arn:aws:savingsplans::123456789012:savingsplan/3f9e8d7c-6b5a-4e3d-9c2b-1a0f9e8d7c6b"
@@ -140,7 +140,7 @@ def invoke(
     monkeypatch.setattr(runtime, "now", lambda: at)
     with ExitStack() as stack:
         stub_world(stack, runtime, **world)
-        return app.lambda_handler(load_event("reservation_tracker/daily.json"), lambda_context, runtime=runtime)  # type: ignore[no-any-return]
+        return app.lambda_handler(load_event("commitment_tracker/daily.json"), lambda_context, runtime=runtime)  # type: ignore[no-any-return]
 
 
 def test_thirty_day_reminder_says_what_expires_its_use_and_what_to_do(
@@ -266,7 +266,7 @@ def test_savings_plan_reminder_carries_cost_explorers_compute_plan_recommendatio
                 "LookbackPeriodInDays": "THIRTY_DAYS",
             },
         )
-        result = app.lambda_handler(load_event("reservation_tracker/daily.json"), lambda_context, runtime=runtime)
+        result = app.lambda_handler(load_event("commitment_tracker/daily.json"), lambda_context, runtime=runtime)
         ce.assert_no_pending_responses()
     assert result["reminders"] == ["sp-ending:7d"]
     [reminder] = slack.messages
