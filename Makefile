@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
+VENV313 := .venv-313
 SAM_VENV := .venv-sam
 C7N_VENV := .venv-c7n
 BIN := $(VENV)/bin
@@ -10,7 +11,7 @@ export SAM_CLI_TELEMETRY := 0
 # Never talk to a real AWS account from tests or the demo by accident.
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: help demo test unit integration template lint format typecheck validate bench build clean
+.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate bench build clean
 
 help:
 	@echo "make demo       the whole governance cycle against a local emulated AWS account"
@@ -44,6 +45,25 @@ demo: $(BIN)/.installed
 
 test: lint typecheck validate
 	$(BIN)/pytest
+	$(MAKE) --no-print-directory unit-py313
+
+# The Lambda runtime is Python 3.13; the dev machines run 3.11. The unit tests run on both: 3.13 is
+# taken from pyenv (or PATH), and skipped, with a message, on a machine that has none.
+PY313 = $(shell v=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.13' | tail -1); \
+	if [ -n "$$v" ]; then echo "$$(pyenv prefix $$v)/bin/python3.13"; else command -v python3.13 || true; fi)
+
+unit-py313:
+	@if [ -z "$(PY313)" ] || ! "$(PY313)" -c 'import sys' 2>/dev/null; then \
+		echo "SKIPPED: unit tests on Python 3.13 (the Lambda runtime): no python3.13 on this machine"; \
+	else \
+		$(MAKE) --no-print-directory $(VENV313)/bin/.installed && $(VENV313)/bin/pytest -q -p no:cacheprovider tests/unit; \
+	fi
+
+$(VENV313)/bin/.installed: requirements-dev.txt layers/costguard/requirements.txt
+	"$(PY313)" -m venv $(VENV313)
+	$(VENV313)/bin/pip install --quiet --upgrade pip
+	$(VENV313)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
 
 unit: $(BIN)/.installed
 	$(BIN)/pytest tests/unit
@@ -57,6 +77,7 @@ template: validate
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	PYTHONPATH=layers/costguard $(BIN)/lint-imports --no-cache
 
 format: $(BIN)/.installed
 	$(BIN)/ruff format .
@@ -75,4 +96,4 @@ build: $(SAM_VENV)/.installed
 	PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(11|13)' | tr '\n' ':') $(SAM) build
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(C7N_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output
+	rm -rf $(VENV) $(VENV313) $(SAM_VENV) $(C7N_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from costguard.aws.cloudwatch.alarms import ALARM_PREFIX, IdleAlarms, alarm_signature
+from costguard.aws.cloudwatch.alarms import IdleAlarms, alarm_signature
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
+from costguard.core.names import ALARM_PREFIX
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.report import RegionReport

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from costguard.aws.cloudwatch.alarms import ALARM_PREFIX
 from costguard.core.errors import EventValidationError
+from costguard.core.names import ALARM_PREFIX
 from costguard.core.records import Skipped
 
 SWEEP_INPUT = {"costguard": "sweep"}

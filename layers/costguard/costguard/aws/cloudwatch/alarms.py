@@ -10,13 +10,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
+from costguard.core.names import ALARM_PREFIX
 from costguard.core.series import Signal
 from costguard.core.settings import IdlePolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
 
-ALARM_PREFIX = "costguard-idle-"
+
 MAX_ALARM_GPUS = 8  # an alarm holds at most 10 metrics: 8 GPUs, the CPU and the expression
 DELETE_BATCH = 100  # DeleteAlarms' limit
 
