@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import time
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -37,7 +38,15 @@ def load_handler(function: str) -> ModuleType:
 
 
 class LambdaContext:
+    """What Lambda hands a handler: its name, memory, ARN, request id, and the time it has left."""
+
     function_name = "costguard-test"
     memory_limit_in_mb = 256
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:costguard-test"
     aws_request_id = "00000000-0000-0000-0000-000000000000"
+
+    def __init__(self, timeout_seconds: float = 300.0) -> None:
+        self._deadline = time.monotonic() + timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))

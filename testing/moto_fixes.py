@@ -2,6 +2,8 @@
 
 - EC2 filters: AWS accepts * and ? wildcards in filter values (`instance-type=p*`); moto matches
   them literally and returns nothing. Patched to match like AWS.
+- ListMetrics: AWS lists a series only if it had data in the last two weeks (three hours with
+  `RecentlyActive=PT3H`); moto lists every series it ever received. Patched to list like AWS.
 - Launch times: moto launches every instance "now"; tests and the demo need machines that have
   been running for hours. `set_launch_time` moves one back.
 
@@ -14,11 +16,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import moto.ec2.utils as ec2_utils
 from moto.cloudwatch.models import CloudWatchBackend
+from moto.cloudwatch.responses import CloudWatchResponse
 from moto.ec2.models import ec2_backends
 
 ACCOUNT = "123456789012"  # moto's default account
@@ -36,6 +39,26 @@ def apply() -> None:
 
     ec2_utils.instance_value_in_filter_values = with_wildcards
     ec2_utils._costguard_wildcards = True  # type: ignore[attr-defined]
+    _list_only_series_with_recent_data()
+
+
+def _list_only_series_with_recent_data() -> None:
+    original_list = CloudWatchResponse.list_metrics
+
+    def list_metrics(self: Any) -> Any:
+        recently = self._get_param("RecentlyActive")
+        horizon = datetime.now(UTC).replace(tzinfo=None) - (
+            timedelta(hours=3) if recently == "PT3H" else timedelta(days=14)
+        )
+        backend = self.cloudwatch_backend
+        filtered = backend.get_filtered_metrics  # moto keeps naive UTC timestamps
+        backend.get_filtered_metrics = lambda *args: [m for m in filtered(*args) if m.timestamp >= horizon]
+        try:
+            return original_list(self)
+        finally:
+            backend.__dict__.pop("get_filtered_metrics", None)
+
+    CloudWatchResponse.list_metrics = list_metrics  # type: ignore[method-assign]
 
 
 def set_launch_time(instance_id: str, region: str, when: datetime, account: str = ACCOUNT) -> None:

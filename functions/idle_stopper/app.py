@@ -16,10 +16,12 @@ from costguard.aws.cloudwatch.alarms import IdleAlarms
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
+from costguard.aws.ssm import Ssm
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Skipped
 from costguard.core.settings import IdlePolicy
 from costguard.idle import events as idle_events
+from costguard.idle.checks import ActivityChecker
 from costguard.idle.report import RegionReport
 from costguard.idle.sweep import IdleStopper
 from costguard.runtime import Runtime
@@ -47,14 +49,15 @@ def lambda_handler(
         reports = {}
         for region in runtime.settings.governed_regions:
             try:
-                reports[region] = _stopper(runtime, policy, region).sweep(now)
+                reports[region] = _stopper(runtime, policy, region, context).sweep(now)
             except Exception as exc:  # one region's outage must not stop the others' sweep
                 logger.exception("sweep failed", region=region)
                 failures.append(f"{region}: {type(exc).__name__}: {exc}")
     elif isinstance(what, idle_events.AlarmFired):
-        reports = {what.region: _stopper(runtime, policy, what.region).evaluate(what.instance_id, now)}
+        reports = {what.region: _stopper(runtime, policy, what.region, context).evaluate(what.instance_id, now)}
     else:
-        reports = {what.region: _stopper(runtime, policy, what.region).on_state_change(what.instance_id, what.state)}
+        stopper = _stopper(runtime, policy, what.region, context)
+        reports = {what.region: stopper.on_state_change(what.instance_id, what.state)}
     _emit(reports)
     errors = failures + [e for r in reports.values() for e in r.retryable_errors]
     if errors:
@@ -71,12 +74,20 @@ def _policy() -> IdlePolicy:
     return IdlePolicy.from_env()
 
 
-def _stopper(runtime: Runtime, policy: IdlePolicy, region: str) -> IdleStopper:
+def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) -> IdleStopper:
     settings = runtime.settings
     cloudwatch = runtime.client("cloudwatch", region)
+    ec2 = Ec2(runtime.client("ec2", region), region, settings.mode)
+    checker = ActivityChecker(
+        ssm=Ssm(runtime.client("ssm", region)),
+        ec2=ec2,
+        document=policy.activity_check_document,
+        wait_seconds=policy.activity_check_seconds,
+        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+    )
     return IdleStopper(
         region=region,
-        ec2=Ec2(runtime.client("ec2", region), region, settings.mode),
+        ec2=ec2,
         gpu_series=GpuSeriesFinder(cloudwatch),
         metrics=MetricReader(cloudwatch, policy),
         alarms=IdleAlarms(cloudwatch, policy),
@@ -89,6 +100,7 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str) -> IdleStopper:
         policy=policy,
         # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
         manage_alarms=region == settings.home_region,
+        checker=checker,
     )
 
 
@@ -98,7 +110,7 @@ def _emit(reports: dict[str, RegionReport]) -> None:
         for outcome in report.outcomes:
             if outcome.applied:
                 counts[outcome.action.value] = counts.get(outcome.action.value, 0) + 1
-    for action in ("warn", "stop", "clear-warning", "protect", "unprotect"):
+    for action in ("warn", "stop", "clear-warning", "cancel-stop", "protect", "unprotect"):
         metrics.add_metric(
             name=f"Idle{action.title().replace('-', '')}", unit=MetricUnit.Count, value=counts.get(action, 0)
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -50,6 +51,13 @@ def gpu_group(name: str, size: int, tags: dict[str, str] | None = None) -> list[
     )
     group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
     return [m["InstanceId"] for m in group["Instances"]]
+
+
+@pytest.fixture
+def now() -> datetime:
+    # Aligned to a 5-minute boundary, as CloudWatch periods are, and recent enough for CloudWatch.
+    t = datetime.now(UTC).replace(second=0, microsecond=0)
+    return t - timedelta(minutes=t.minute % 5)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
@@ -25,13 +25,6 @@ app = load_handler("idle_stopper")
 POLICY = IdlePolicy()
 SWEEP = {"costguard": "sweep"}
 A10G = [("name", "NVIDIA A10G"), ("arch", "Ampere")]
-
-
-@pytest.fixture
-def now() -> datetime:
-    # Aligned to a 5-minute boundary, as CloudWatch periods are, and recent enough for CloudWatch.
-    t = datetime.now(UTC).replace(second=0, microsecond=0)
-    return t - timedelta(minutes=t.minute % 5)
 
 
 @pytest.fixture
@@ -69,27 +62,33 @@ def launch(
 
 
 def publish(
-    instance_id: str, now: datetime, *, gpus: list[list[float]] | None = None, cpu: Sequence[float | None] | None = None
+    instance_id: str,
+    now: datetime,
+    *,
+    gpus: list[list[float]] | None = None,
+    cpu: Sequence[float | None] | None = None,
+    core: Sequence[float | None] | None = None,
 ) -> None:
     """Points every 5 minutes, the last one 5 minutes before now (None: no point for that period);
-    GPU series as the CloudWatch agent names them."""
+    GPU series as the CloudWatch agent names them. A machine with the agent (GPU series) also has the
+    agent's busiest-core series, at 3% unless `core` says otherwise."""
     cloudwatch = boto3.client("cloudwatch", region_name=REGION)
     cpu = [2.0] * 36 if cpu is None else cpu
-    data: list[Any] = []
-    for k, value in enumerate(cpu):
-        if value is None:
-            continue
-        at = now - timedelta(minutes=5 * (len(cpu) - k))
-        data.append(
+    if core is None and gpus:
+        core = [None if v is None else 3.0 for v in cpu]
+    for namespace, name, values in (("AWS/EC2", "CPUUtilization", cpu), ("CWAgent", "cpu_usage_active", core or [])):
+        data: list[Any] = [
             {
-                "MetricName": "CPUUtilization",
+                "MetricName": name,
                 "Dimensions": [{"Name": "InstanceId", "Value": instance_id}],
-                "Timestamp": at,
+                "Timestamp": now - timedelta(minutes=5 * (len(values) - k)),
                 "Value": value,
             }
-        )
-    for start in range(0, len(data), 500):
-        cloudwatch.put_metric_data(Namespace="AWS/EC2", MetricData=data[start : start + 500])
+            for k, value in enumerate(values)
+            if value is not None
+        ]
+        for start in range(0, len(data), 500):
+            cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 500])
     for index, values in enumerate(gpus or []):
         dims = [{"Name": "InstanceId", "Value": instance_id}, {"Name": "index", "Value": str(index)}] + [
             {"Name": k, "Value": v} for k, v in A10G
@@ -184,7 +183,8 @@ def test_sweep_sends_the_exact_requests_aws_needs(
     ]
     assert describe["MaxResults"] == 1000
     [listing] = [p for op, p in calls if op == "ListMetrics"]
-    assert listing == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu", "RecentlyActive": "PT3H"}
+    # No RecentlyActive: the listing covers two weeks, so a GPU agent gone silent is still known.
+    assert listing == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu"}
     [query] = [p for op, p in calls if op == "GetMetricData"]
     queried = sorted(
         (
@@ -197,6 +197,7 @@ def test_sweep_sends_the_exact_requests_aws_needs(
     gpu_dims = [sorted([("InstanceId", iid), ("index", str(i)), *A10G]) for i in range(2)]
     assert queried == [
         ("CPUUtilization", [("InstanceId", iid)], "Maximum"),
+        ("cpu_usage_active", [("InstanceId", iid)], "Maximum"),  # the agent's per-core CPU, rolled up
         ("nvidia_smi_utilization_gpu", gpu_dims[0], "Maximum"),
         ("nvidia_smi_utilization_gpu", gpu_dims[1], "Maximum"),
     ], "exactly the published dimension sets: real CloudWatch returns nothing for a subset"
@@ -613,3 +614,34 @@ def test_one_region_failing_does_not_stop_the_others_and_fails_the_run(
         with pytest.raises(app.SweepIncomplete, match="eu-west-1: ClientError"):
             run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert tags.IDLE_WARNED_AT in tags_of(iid), "us-east-1 was swept"
+
+
+# ------------------------------------------------------------------ work the averages hide
+
+
+def test_a_gpu_agent_silent_for_13_days_keeps_its_machine_from_being_judged_idle(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, hours=14 * 24)
+    # The agent published GPU metrics until 13 days ago, then hung during a run; CPU is still reported.
+    publish(iid, now - timedelta(days=13), gpus=[idle(), idle()], cpu=[])
+    publish(iid, now, cpu=[2.0] * 36, core=[3.0] * 36)
+
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)["regions"][REGION]
+
+    assert result["warned"] == []
+    assert slack.messages == []
+    assert iid not in result["no_gpu_telemetry"]
+
+
+def test_one_busy_core_on_a_192_vcpu_host_is_not_warned_about(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, instance_type="p5.48xlarge")
+    # Tokenization on one core of 192: CPUUtilization reads 0.52%, every GPU 0; no busiest-core metric.
+    publish(iid, now, gpus=[[0.0] * 36] * 8, cpu=[100 / 192] * 36, core=[])
+
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)["regions"][REGION]
+
+    assert result["warned"] == []
+    assert slack.messages == []

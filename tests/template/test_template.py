@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from costguard.core import tags
 from costguard.core.settings import IdlePolicy
+from costguard.idle.activity import parse_report
 from testing.handlers import ROOT, load_event
 
 # Actions AWS offers no resource-level permission for: the only ones allowed on Resource "*".
@@ -35,6 +37,8 @@ RESOURCELESS_READS = {
     "ce:GetSavingsPlansCoverage",
     "ce:GetReservationPurchaseRecommendation",
     "ce:GetSavingsPlansPurchaseRecommendation",
+    "ssm:DescribeInstanceInformation",
+    "ssm:ListCommandInvocations",
 }
 
 
@@ -46,8 +50,9 @@ def statements(cfn: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for name, resource in cfn["Resources"].items():
         if resource["Type"] == "AWS::IAM::Role":
             for policy in resource["Properties"].get("Policies", []):
-                for statement in as_list(policy["PolicyDocument"]["Statement"]):
-                    yield name, statement
+                for raw in as_list(policy["PolicyDocument"]["Statement"]):
+                    # A conditional statement, as deployed with its condition true (the default).
+                    yield name, raw["Fn::If"][1] if "Fn::If" in raw else raw
 
 
 def functions(cfn: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -97,7 +102,11 @@ def test_idle_stopper_tags_exactly_its_state_keys(cfn: dict[str, Any]) -> None:
         s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and s.get("Sid") == "TagIdleStateOnly"
     ]
     keys = statement["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
-    assert keys == [tags.IDLE_WARNED_AT, tags.STOP_AFTER, tags.STOPPED_AT, tags.STOP_REASON]
+    assert keys == [tags.IDLE_WARNED_AT, tags.STOP_AFTER, tags.STOPPED_AT, tags.STOP_REASON, tags.ACTIVITY_CHECK_AT]
+    # Only on the accelerator families: the activity-check tag, which SendCommand requires, too.
+    assert statement["Condition"]["StringLike"]["ec2:InstanceType"] == {
+        "Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]
+    }
 
 
 def test_stop_is_allowed_only_for_accelerator_types_and_never_for_exempt_instances(cfn: dict[str, Any]) -> None:
@@ -325,3 +334,45 @@ def test_dashboards_written_are_costguards_own(cfn: dict[str, Any]) -> None:
     assert [g["Resource"]["Fn::Sub"] for g in grants] == [
         "arn:${AWS::Partition}:cloudwatch::${AWS::AccountId}:dashboard/costguard-*"
     ]
+
+
+def test_the_activity_check_is_a_costguard_document_with_a_fixed_script_and_no_parameters(
+    sam_template: dict[str, Any],
+) -> None:
+    document = sam_template["Resources"]["ActivityCheckDocument"]
+    assert document["Type"] == "AWS::SSM::Document"
+    assert document["Condition"] == "HasActivityCheck"
+    content = document["Properties"]["Content"]
+    assert document["Properties"]["DocumentType"] == "Command"
+    assert "parameters" not in content
+    [step] = content["mainSteps"]
+    assert step["action"] == "aws:runShellScript"
+    [script] = step["inputs"]["runCommand"]
+    assert "{{" not in script  # nothing a caller could fill in
+
+
+def test_the_activity_check_script_prints_a_report_costguard_reads(sam_template: dict[str, Any]) -> None:
+    [script] = sam_template["Resources"]["ActivityCheckDocument"]["Properties"]["Content"]["mainSteps"][0]["inputs"][
+        "runCommand"
+    ]
+    ran = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    report = parse_report(ran.stdout)  # this machine has no GPU and no Jupyter: an empty, valid report
+    assert report.gpu == ()
+    assert len(ran.stdout) < 2500  # Run Command returns the first 2,500 characters of the output
+
+
+def test_send_command_is_allowed_only_with_the_document_and_only_on_tagged_instances(cfn: dict[str, Any]) -> None:
+    grants = [(r, s) for r, s in statements(cfn) if "ssm:SendCommand" in as_list(s["Action"])]
+    assert sorted((r, s["Sid"]) for r, s in grants) == [
+        ("IdleStopperFunctionRole", "ActivityCheckAcceleratedOnly"),
+        ("IdleStopperFunctionRole", "ActivityCheckDocumentOnly"),
+    ]
+    by_sid = {s["Sid"]: s for _, s in grants}
+    document = by_sid["ActivityCheckDocumentOnly"]
+    assert as_list(document["Action"]) == ["ssm:SendCommand"]
+    assert document["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:document/${ActivityCheckDocument}"
+    }
+    instances = by_sid["ActivityCheckAcceleratedOnly"]
+    assert instances["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:${AWS::Region}:${AWS::AccountId}:instance/*"}
+    assert instances["Condition"] == {"Null": {f"ssm:resourceTag/{tags.ACTIVITY_CHECK_AT}": "false"}}

@@ -26,12 +26,22 @@ def points(values: list[float], end: datetime = NOW) -> tuple[tuple[datetime, fl
     return tuple((start + PERIOD * i, v) for i, v in enumerate(values))
 
 
-def utilization(gpu: list[list[float]] | None = None, cpu: list[float] | None = None) -> Utilization:
+def utilization(
+    gpu: list[list[float]] | None = None,
+    cpu: list[float] | None = None,
+    *,
+    core: list[float] | None = None,
+    vcpus: int = 8,
+) -> Utilization:
+    """A machine's series; with `core`, the agent's busiest-core series too. 8 vCPUs by default, so that
+    without the busiest core a CPU at 6.25% (half a core's share) is work."""
     gpu = [[1.0] * 36] if gpu is None else gpu
     cpu = [2.0] * 36 if cpu is None else cpu
     series = [Series(Signal.GPU, f"GPU {i}", points(v)) for i, v in enumerate(gpu)]
     series.append(Series(Signal.CPU, "CPU", points(cpu)))
-    return Utilization("i-1", tuple(series), gpu_telemetry=bool(gpu))
+    if core is not None:
+        series.append(Series(Signal.BUSIEST_CORE, "busiest core", points(core)))
+    return Utilization("i-1", tuple(series), gpu_telemetry=bool(gpu), vcpus=vcpus)
 
 
 def instance(**overrides: object) -> Instance:
@@ -62,7 +72,7 @@ def warned(at: datetime, stop_after: datetime, **tags_: str) -> dict[str, str]:
 def test_all_signals_below_thresholds_for_the_window_is_idle() -> None:
     j = judge(utilization(gpu=[[0.5] * 36, [1.5] * 36]), POLICY, NOW)
     assert j.verdict is Verdict.IDLE
-    assert j.reason == "idle for 120 min: GPU max 1.5% < 5%, CPU max 2.0% < 10%"
+    assert j.reason == "idle for 120 min: GPU max 1.5% < 5%, CPU max 2.0% < 6.25%"
     assert j.idle_minutes(NOW) == 180  # the data goes back 3 h, all of it idle
 
 
@@ -77,7 +87,8 @@ def test_one_busy_gpu_of_four_makes_the_instance_busy() -> None:
 def test_a_gap_in_the_window_is_insufficient_data_not_idle() -> None:
     cpu = points([2.0] * 36)
     gappy = Series(Signal.CPU, "CPU", cpu[:20] + cpu[23:])  # 15 minutes missing
-    j = judge(Utilization("i-1", (Series(Signal.GPU, "GPU 0", points([1.0] * 36)), gappy), True), POLICY, NOW)
+    u = Utilization("i-1", (Series(Signal.GPU, "GPU 0", points([1.0] * 36)), gappy), True, vcpus=8)
+    j = judge(u, POLICY, NOW)
     assert j.verdict is Verdict.INSUFFICIENT
     assert j.reason == "CPU: no data for 3 of 22 periods (from 12:40 UTC)"
 
@@ -88,17 +99,18 @@ def test_the_newest_periods_may_lag_without_counting_as_a_gap() -> None:
         "i-1",
         tuple(Series(s.signal, s.label, points([v for _, v in s.points], NOW - 2 * PERIOD)) for s in late.series),
         True,
+        vcpus=8,
     )
     assert judge(shifted, POLICY, NOW).verdict is Verdict.IDLE
 
 
 def test_no_cpu_data_at_all_is_insufficient() -> None:
-    u = Utilization("i-1", (Series(Signal.GPU, "GPU 0", points([1.0] * 36)),), True)
+    u = Utilization("i-1", (Series(Signal.GPU, "GPU 0", points([1.0] * 36)),), True, vcpus=8)
     assert judge(u, POLICY, NOW).verdict is Verdict.INSUFFICIENT
 
 
 def test_gpu_series_discovered_but_empty_is_insufficient() -> None:
-    u = Utilization("i-1", (Series(Signal.CPU, "CPU", points([1.0] * 36)),), gpu_telemetry=True)
+    u = Utilization("i-1", (Series(Signal.CPU, "CPU", points([1.0] * 36)),), gpu_telemetry=True, vcpus=8)
     assert judge(u, POLICY, NOW).verdict is Verdict.INSUFFICIENT
 
 
@@ -110,11 +122,83 @@ def test_network_counts_only_when_it_is_a_signal() -> None:
     u = utilization()
     busy_net = Series(Signal.NETWORK_IN, "network in", points([5_000_000.0] * 36))
     with_net = Utilization(
-        "i-1", (*u.series, busy_net, Series(Signal.NETWORK_OUT, "network out", points([0.0] * 36))), True
+        "i-1", (*u.series, busy_net, Series(Signal.NETWORK_OUT, "network out", points([0.0] * 36))), True, vcpus=8
     )
     assert judge(with_net, POLICY, NOW).verdict is Verdict.IDLE
     net_policy = IdlePolicy(network_idle_bytes_per_second=100_000)
     assert judge(with_net, net_policy, NOW).verdict is Verdict.BUSY
+
+
+def test_one_busy_core_on_a_192_vcpu_host_is_work_without_the_busiest_core_metric() -> None:
+    # Tokenization pegs one core: CPUUtilization, the average over 192 vCPUs, reads 0.52%; the GPUs 0.
+    j = judge(utilization(gpu=[[0.0] * 36] * 8, cpu=[100 / 192] * 36, vcpus=192), POLICY, NOW)
+    assert j.verdict is Verdict.BUSY
+    assert j.reason == "CPU at 0.5% at 12:00 UTC"
+
+
+def test_one_busy_core_on_a_192_vcpu_host_is_work_by_the_busiest_core_metric() -> None:
+    u = utilization(gpu=[[0.0] * 36] * 8, cpu=[100 / 192] * 36, core=[100.0] * 36, vcpus=192)
+    j = judge(u, POLICY, NOW)
+    assert j.verdict is Verdict.BUSY
+    assert j.reason == "busiest core at 100.0% at 12:00 UTC"
+
+
+def test_with_the_busiest_core_metric_a_quiet_big_host_is_idle_at_the_usual_cpu_threshold() -> None:
+    u = utilization(gpu=[[0.0] * 36] * 8, cpu=[2.0] * 36, core=[20.0] * 36, vcpus=192)
+    j = judge(u, POLICY, NOW)
+    assert j.verdict is Verdict.IDLE
+    assert j.reason == "idle for 120 min: GPU max 0.0% < 5%, busiest core max 20.0% < 50%, CPU max 2.0% < 10%"
+
+
+def test_many_cores_at_low_use_are_still_work_by_the_instance_cpu() -> None:
+    u = utilization(gpu=[[0.0] * 36], cpu=[15.0] * 36, core=[15.0] * 36, vcpus=96)
+    assert judge(u, POLICY, NOW).verdict is Verdict.BUSY
+
+
+def test_the_cpu_threshold_is_half_a_cores_share_without_the_busiest_core() -> None:
+    assert POLICY.cpu_threshold(8, busiest_core_known=False) == 6.25
+    assert POLICY.cpu_threshold(192, busiest_core_known=False) == pytest.approx(0.2604, abs=1e-4)
+    assert POLICY.cpu_threshold(2, busiest_core_known=False) == 10.0  # the usual threshold is the lower
+    assert POLICY.cpu_threshold(0, busiest_core_known=False) == POLICY.cpu_threshold(192, busiest_core_known=False)
+    assert POLICY.cpu_threshold(192, busiest_core_known=True) == 10.0
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "vcpus"),
+    [("g5.xlarge", 4), ("p3.2xlarge", 8), ("g5.12xlarge", 48), ("p5.48xlarge", 192), ("g4dn.metal", 0)],
+)
+def test_vcpus_come_from_the_size_when_ec2_does_not_say(instance_type: str, vcpus: int) -> None:
+    assert instance(instance_type=instance_type).vcpu_count == vcpus
+    assert instance(instance_type=instance_type, vcpus=7).vcpu_count == 7
+
+
+@pytest.mark.parametrize("silent_for", [timedelta(hours=3), timedelta(days=13)])
+def test_a_gpu_agent_that_went_silent_is_insufficient_data_not_idle(silent_for: timedelta) -> None:
+    # The GPU series are still listed (ListMetrics covers two weeks) but hold nothing in the window.
+    last = NOW - silent_for
+    u = Utilization(
+        "i-1",
+        (
+            Series(Signal.GPU, "GPU 0", points([0.0] * 12, end=last)),
+            Series(Signal.CPU, "CPU", points([1.0] * 36)),
+            Series(Signal.BUSIEST_CORE, "busiest core", points([3.0] * 36)),
+        ),
+        gpu_telemetry=True,
+        vcpus=8,
+    )
+    j = judge(u, POLICY, NOW)
+    assert j.verdict is Verdict.INSUFFICIENT
+    assert j.reason.endswith("its GPU agent may be silent")
+    d = decide(instance(), j, POLICY, NOW)
+    assert d.action is Action.NONE
+
+
+def test_a_gpu_listed_under_two_dimension_sets_is_judged_on_the_points_it_has() -> None:
+    # After an agent upgrade the same GPU 0 has an old series (empty now) and a new one (idle).
+    u = utilization(gpu=[[1.0] * 36])
+    old = Series(Signal.GPU, "GPU 0", ())
+    j = judge(Utilization("i-1", (old, *u.series), True, vcpus=8), POLICY, NOW)
+    assert j.verdict is Verdict.IDLE
 
 
 # ------------------------------------------------------------------ decision
@@ -256,7 +340,7 @@ def test_property_a_gap_inside_the_window_never_leads_to_warn_or_stop(inst, gpus
     series[victim] = Series(
         series[victim].signal, series[victim].label, series[victim].points[:hole] + series[victim].points[hole + 1 :]
     )
-    gappy = Utilization("i-1", tuple(series), True)
+    gappy = Utilization("i-1", tuple(series), True, vcpus=u.vcpus)
     warned_at = formatting.parse_time(inst.tags.get(tags.IDLE_WARNED_AT))
     d = decide(inst, judge(gappy, POLICY, NOW, since=warned_at), POLICY, NOW)
     assert d.action not in (Action.STOP, Action.WARN)

@@ -58,7 +58,15 @@ def instance_from_api(raw: Mapping[str, Any], region: str) -> Instance:
         hibernation_configured=bool((raw.get("HibernationOptions") or {}).get("Configured")),
         platform=raw.get("PlatformDetails", ""),
         private_dns_name=raw.get("PrivateDnsName", ""),
+        vcpus=_vcpus(raw.get("CpuOptions")),
     )
+
+
+def _vcpus(options: Any) -> int:
+    if not isinstance(options, Mapping):
+        return 0
+    cores, threads = options.get("CoreCount"), options.get("ThreadsPerCore")
+    return cores * threads if isinstance(cores, int) and isinstance(threads, int) else 0
 
 
 @dataclass(frozen=True)

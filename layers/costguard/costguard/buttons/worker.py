@@ -93,7 +93,14 @@ class ClickWorker:
     def _apply(self, ec2: Ec2, click: Click, hibernate: bool, now: datetime) -> Reply:
         who = f"<@{click.user_id}>"
         iid = f"`{click.instance_id}`"
-        if click.button in KEEPS:
+        if click.button is Button.KEEP_WHILE_BUSY:
+            applied = ec2.create_tags(
+                [click.instance_id],
+                {tags.KEEP_WHILE_BUSY: formatting.format_time(now), tags.KEPT_BY: tags.clip(click.user_name)},
+            )
+            ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
+            text = f"{who} kept {iid} while it works: costguard looks again once it has been idle for a whole window."
+        elif click.button in KEEPS:
             until = keep_until(click.button, now, self.zone)
             local = until.astimezone(self.zone)
             applied = ec2.create_tags(

@@ -25,6 +25,7 @@ class Instance:
     hibernation_configured: bool = False
     platform: str = ""
     private_dns_name: str = ""
+    vcpus: int = 0  # CpuOptions' cores x threads per core; 0 when EC2 did not say
 
     @property
     def auto_scaling_group(self) -> str:
@@ -32,6 +33,26 @@ class Instance:
 
     def owner(self, owner_tag_key: str) -> str:
         return self.tags.get(owner_tag_key, "").strip()
+
+    @property
+    def vcpu_count(self) -> int:
+        """The vCPUs EC2 reported, else what the size of the type says; 0 if neither tells."""
+        return self.vcpus or vcpus_of_type(self.instance_type)
+
+
+def vcpus_of_type(instance_type: str) -> int:
+    """vCPUs by the size in the type's name, as every accelerated family sizes them: large 2, xlarge 4,
+    Nxlarge 4N (p4d.24xlarge 96, p5.48xlarge 192). 0 for a name that does not say (metal)."""
+    size = instance_type.partition(".")[2]
+    if size == "large":
+        return 2
+    if size.endswith("xlarge"):
+        count = size.removesuffix("xlarge")
+        if count == "":
+            return 4
+        if count.isdigit():
+            return 4 * int(count)
+    return 0
 
 
 @dataclass(frozen=True)

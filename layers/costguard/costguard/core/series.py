@@ -12,7 +12,8 @@ Point = tuple[datetime, float]
 
 class Signal(StrEnum):
     GPU = "gpu"
-    CPU = "cpu"
+    CPU = "cpu"  # CPUUtilization: the average over every vCPU
+    BUSIEST_CORE = "busiest-core"  # the CloudWatch agent's per-core cpu_usage_active, its Maximum
     NETWORK_IN = "network-in"
     NETWORK_OUT = "network-out"
 
@@ -32,8 +33,9 @@ class Utilization:
 
     instance_id: str
     series: tuple[Series, ...] = ()
-    gpu_telemetry: bool = False
+    gpu_telemetry: bool = False  # GPU series were published in the last 14 days
     error: str = ""  # the fetch failed: nothing here may be read as idle
+    vcpus: int = 0
 
     def of(self, signal: Signal) -> list[Series]:
         return [s for s in self.series if s.signal is signal]

@@ -122,6 +122,9 @@ class Settings:
         return settings
 
 
+MAX_VCPUS = 192  # the largest accelerated hosts (p5.48xlarge, g6.48xlarge)
+
+
 @dataclass(frozen=True)
 class IdlePolicy:
     """When a GPU instance counts as idle, and what costguard may do about it (idle_stopper)."""
@@ -131,13 +134,29 @@ class IdlePolicy:
     gpu_idle_percent: float = 5.0
     cpu_idle_percent: float = 10.0
     network_idle_bytes_per_second: float = 0.0  # 0: network is not a signal
+    # The CloudWatch agent's per-core cpu_usage_active, rolled up by InstanceId: its Maximum is the
+    # busiest core. One core at this level is work (tokenization, preprocessing), however many idle.
+    busiest_core_percent: float = 50.0
     grace_minutes: int = 30
     period_seconds: int = 300
     # CloudWatch publishes EC2 metrics a few minutes late: the newest periods may be empty without
     # meaning anything. Gaps older than this are insufficient data.
     allowed_lag_minutes: int = 10
-    stop_without_gpu_telemetry: bool = True
+    stop_without_gpu_telemetry: bool = False
     idle_alarms: bool = True
+    # The activity check on the machine before a warning or a stop (SSM Run Command), and how long
+    # a sweep waits for its answers.
+    activity_check_document: str = ""  # "": no activity check
+    activity_check_seconds: int = 45
+
+    def cpu_threshold(self, vcpus: int, *, busiest_core_known: bool) -> float:
+        """The whole-instance CPUUtilization at which a machine is busy. Without the busiest-core metric a
+        single busy core must not hide under it: at most half a core's share of the vCPUs (0.26% on a
+        192-vCPU host). With EC2 silent on the vCPUs, the share of the largest hosts is assumed."""
+        if busiest_core_known:
+            return self.cpu_idle_percent
+        share = 50.0 / (vcpus if vcpus > 0 else MAX_VCPUS)
+        return min(self.cpu_idle_percent, share)
 
     def is_accelerated(self, instance_type: str) -> bool:
         """True for a type of the accelerator families costguard governs."""
@@ -153,10 +172,13 @@ class IdlePolicy:
             window_minutes=window,
             gpu_idle_percent=read.number("GPU_IDLE_PERCENT", cls.gpu_idle_percent),
             cpu_idle_percent=read.number("CPU_IDLE_PERCENT", cls.cpu_idle_percent),
+            busiest_core_percent=read.number("BUSIEST_CORE_PERCENT", cls.busiest_core_percent),
             network_idle_bytes_per_second=read.number("NETWORK_IDLE_BYTES_PER_SECOND", 0.0),
             grace_minutes=int(read.number("GRACE_MINUTES", cls.grace_minutes, minimum=5)),
-            stop_without_gpu_telemetry=read.flag("STOP_WITHOUT_GPU_TELEMETRY", True),
+            stop_without_gpu_telemetry=read.flag("STOP_WITHOUT_GPU_TELEMETRY", False),
             idle_alarms=read.flag("IDLE_ALARMS", True),
+            activity_check_document=read.optional("ACTIVITY_CHECK_DOCUMENT"),
+            activity_check_seconds=int(read.number("ACTIVITY_CHECK_SECONDS", cls.activity_check_seconds, minimum=5)),
         )
         if window > 1440:
             read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")

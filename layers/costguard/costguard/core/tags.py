@@ -14,6 +14,9 @@ OWNER_SOURCE = "costguard:owner-source"
 KEEP_UNTIL = "costguard:keep-until"
 EXEMPT = "costguard:exempt"
 KEPT_BY = "costguard:kept-by"  # who pressed a keep button
+# Kept while it works: set to the time it was pressed; the normal rule resumes once the machine has
+# been idle for a whole window that began after it.
+KEEP_WHILE_BUSY = "costguard:keep-while-busy"
 
 # The idle stopper's state, on the instance itself, visible in the console.
 IDLE_WARNED_AT = "costguard:idle-warned-at"
@@ -21,6 +24,9 @@ STOP_AFTER = "costguard:stop-after"
 STOPPED_AT = "costguard:stopped-at"
 STOP_REASON = "costguard:stop-reason"
 WARNING_TAGS = (IDLE_WARNED_AT, STOP_AFTER)
+# When costguard last asked the machine's SSM agent for its activity check. IAM lets costguard send
+# the check only to instances that carry it, and lets it write it only on accelerated instances.
+ACTIVITY_CHECK_AT = "costguard:activity-check-at"
 
 # Tag values are limited to 256 characters by EC2.
 MAX_VALUE_LENGTH = 256

@@ -34,7 +34,7 @@ def read_hours(
     """Two weeks at one-hour resolution, with the same batched GetMetricData code as the sweep."""
     if not instances:
         return []
-    gpu = gpu_series.discover(instances, recently_active=False)
+    gpu = gpu_series.discover(instances)
     refs: list[MetricRef] = []
     for instance in instances:
         iid = instance.instance_id

@@ -38,6 +38,7 @@ class Action(StrEnum):
     WAIT = "wait"  # warned, grace period running, still idle
     STOP = "stop"
     CLEAR_WARNING = "clear-warning"
+    CANCEL_STOP = "cancel-stop"  # warned, but the activity check found work: warning cleared, owner told
     PROTECT = "protect"  # busy Auto Scaling group member: protect from scale-in
     UNPROTECT = "unprotect"  # idle member: let the group's scale-in remove it first
 
@@ -51,6 +52,7 @@ class Decision:
     hibernate: bool = False
     will_stop: bool = True  # False for a warning about a machine costguard will not stop by itself
     judgement: Judgement | None = None
+    activity: str = ""  # what the activity check on the machine found, when it ran
 
 
 def protection(instance: Instance, now: datetime, spot_request_type: str = "") -> str | None:
@@ -102,7 +104,7 @@ def decide(
         return Decision(iid, Action.SKIP, f"{instance.instance_type} is not an accelerator family")
     if instance.state != "running":
         return Decision(iid, Action.SKIP, f"{instance.state}, not running")
-    blocked = protection(instance, now, spot_request_type)
+    blocked = protection(instance, now, spot_request_type) or _kept_while_busy(instance, judgement)
     if blocked:
         return clear_or(Action.SKIP, blocked)
 
@@ -153,6 +155,18 @@ def decide(
         hibernate=instance.hibernation_configured,
         judgement=judgement,
     )
+
+
+def _kept_while_busy(instance: Instance, judgement: Judgement) -> str | None:
+    """Kept while it works: until it has been idle for a whole window that began after the keep."""
+    if tags.KEEP_WHILE_BUSY not in instance.tags:
+        return None
+    since = formatting.parse_time(instance.tags[tags.KEEP_WHILE_BUSY])
+    if since is None:
+        return f"{tags.KEEP_WHILE_BUSY}={instance.tags[tags.KEEP_WHILE_BUSY]!r} is not a time I can read, so it is kept"
+    if judgement.verdict is Verdict.IDLE and judgement.judged_from is not None and judgement.judged_from >= since:
+        return None
+    return f"kept while it works (since {formatting.format_time(since)}): {judgement.reason}"
 
 
 def _scale_in_protection(instance: Instance, judgement: Judgement, protected: bool | None) -> Decision | None:

@@ -3,7 +3,9 @@
 The rule above all: missing or insufficient data is never idleness. A signal is idle only when every
 period of the window has a datapoint and every datapoint is below the threshold; a single busy
 point anywhere makes it busy; a gap makes it insufficient. An instance is idle only when every
-signal is idle: every GPU, the CPU, and the network when it is a signal.
+signal is idle: every GPU, the busiest CPU core (or, without it, the instance's CPU at a threshold one
+busy core cannot hide under), and the network when it is a signal. A machine that published GPU
+metrics in the last 14 days and sends none now is insufficient data: a silent agent is not an idle GPU.
 """
 
 from __future__ import annotations
@@ -45,12 +47,25 @@ class Judgement:
         return int((now - self.idle_since).total_seconds() // 60) if self.idle_since else 0
 
 
-def threshold_for(signal: Signal, policy: IdlePolicy) -> float:
-    if signal is Signal.GPU:
-        return policy.gpu_idle_percent
-    if signal is Signal.CPU:
-        return policy.cpu_idle_percent
-    return policy.network_idle_bytes_per_second
+def thresholds(utilization: Utilization, policy: IdlePolicy) -> dict[Signal, float]:
+    """The level at which each signal is work, for this machine."""
+    busiest_core = any(s.points for s in utilization.of(Signal.BUSIEST_CORE))
+    return {
+        Signal.GPU: policy.gpu_idle_percent,
+        Signal.CPU: policy.cpu_threshold(utilization.vcpus, busiest_core_known=busiest_core),
+        Signal.BUSIEST_CORE: policy.busiest_core_percent,
+        Signal.NETWORK_IN: policy.network_idle_bytes_per_second,
+        Signal.NETWORK_OUT: policy.network_idle_bytes_per_second,
+    }
+
+
+def per_gpu(series: Sequence[Series]) -> list[Series]:
+    """One series per GPU: an agent upgrade or a restart can list one GPU under two dimension sets (for
+    14 days); the GPU is judged on all its points together, and missing only if none has any."""
+    merged: dict[str, list[tuple[datetime, float]]] = {}
+    for one in series:
+        merged.setdefault(one.label, []).extend(one.points)
+    return [Series(Signal.GPU, label, tuple(sorted(points))) for label, points in merged.items()]
 
 
 def judge_series(
@@ -90,23 +105,13 @@ def judge(utilization: Utilization, policy: IdlePolicy, now: datetime, *, since:
         start = since
     if utilization.error:
         return Judgement(Verdict.INSUFFICIENT, f"metrics could not be read: {utilization.error}", judged_from=start)
-    wanted = [Signal.GPU, Signal.CPU]
-    if policy.network_idle_bytes_per_second > 0:
-        wanted += [Signal.NETWORK_IN, Signal.NETWORK_OUT]
-    judgements: list[SignalJudgement] = []
-    for signal in wanted:
-        series = utilization.of(signal)
-        if not series and signal is not Signal.GPU:
-            judgements.append(SignalJudgement(signal.value, Verdict.INSUFFICIENT, f"no {signal.value} data"))
-        for one in series:
-            judgements.append(judge_series(one, threshold_for(signal, policy), start, now, policy))
-    if utilization.gpu_telemetry and not utilization.of(Signal.GPU):
-        judgements.append(SignalJudgement("gpu", Verdict.INSUFFICIENT, "GPU series found but no data returned"))
-
+    levels = thresholds(utilization, policy)
+    judgements = _judge_signals(utilization, policy, levels, start, now)
     busy = [j for j in judgements if j.verdict is Verdict.BUSY]
     short = [j for j in judgements if j.verdict is Verdict.INSUFFICIENT]
     gpu_peak = _peak(judgements, utilization.of(Signal.GPU))
     cpu_peak = _peak(judgements, utilization.of(Signal.CPU))
+    core_peak = _peak(judgements, utilization.of(Signal.BUSIEST_CORE))
     if busy:
         return Judgement(Verdict.BUSY, busy[0].reason, tuple(judgements), None, gpu_peak, cpu_peak, start)
     if short:
@@ -115,18 +120,48 @@ def judge(utilization: Utilization, policy: IdlePolicy, now: datetime, *, since:
     parts = (
         [f"GPU max {gpu_peak:.1f}% < {policy.gpu_idle_percent:g}%"] if gpu_peak is not None else ["no GPU telemetry"]
     )
-    parts.append(f"CPU max {cpu_peak:.1f}% < {policy.cpu_idle_percent:g}%" if cpu_peak is not None else "")
+    if core_peak is not None:
+        parts.append(f"busiest core max {core_peak:.1f}% < {policy.busiest_core_percent:g}%")
+    if cpu_peak is not None:
+        parts.append(f"CPU max {cpu_peak:.1f}% < {levels[Signal.CPU]:.3g}%")
     reason = f"idle for {minutes} min: " + ", ".join(p for p in parts if p)
     since_idle = idle_since(utilization, policy, start)
     return Judgement(Verdict.IDLE, reason, tuple(judgements), since_idle, gpu_peak, cpu_peak, start)
+
+
+def _judge_signals(
+    utilization: Utilization, policy: IdlePolicy, levels: dict[Signal, float], start: datetime, now: datetime
+) -> list[SignalJudgement]:
+    wanted = [Signal.GPU, Signal.CPU]
+    if any(s.points for s in utilization.of(Signal.BUSIEST_CORE)):
+        wanted.append(Signal.BUSIEST_CORE)  # without it, the CPU's own threshold is the strict one
+    if policy.network_idle_bytes_per_second > 0:
+        wanted += [Signal.NETWORK_IN, Signal.NETWORK_OUT]
+    judgements: list[SignalJudgement] = []
+    for signal in wanted:
+        series = per_gpu(utilization.of(signal)) if signal is Signal.GPU else utilization.of(signal)
+        if not series and signal is not Signal.GPU:
+            judgements.append(SignalJudgement(signal.value, Verdict.INSUFFICIENT, f"no {signal.value} data"))
+        for one in series:
+            judgement = judge_series(one, levels[signal], start, now, policy)
+            if signal is Signal.GPU and judgement.verdict is Verdict.INSUFFICIENT:
+                reason = f"{judgement.reason}; its GPU agent may be silent"
+                judgement = SignalJudgement(judgement.label, judgement.verdict, reason)
+            judgements.append(judgement)
+    if utilization.gpu_telemetry and not utilization.of(Signal.GPU):
+        judgements.append(SignalJudgement("gpu", Verdict.INSUFFICIENT, "GPU series found but no data returned"))
+    return judgements
 
 
 def idle_since(utilization: Utilization, policy: IdlePolicy, window_start: datetime) -> datetime:
     """Start of the trailing run below every threshold, looking back before the window where data allows."""
     since = datetime.min.replace(tzinfo=window_start.tzinfo)
     period = timedelta(seconds=policy.period_seconds)
+    levels = thresholds(utilization, policy)
     for series in utilization.series:
-        threshold = threshold_for(series.signal, policy)
+        if not series.points and series.signal in (Signal.BUSIEST_CORE, Signal.GPU):
+            continue  # not published (the judgement already said so where that matters)
+        threshold = levels[series.signal]
         if series.signal in (Signal.NETWORK_IN, Signal.NETWORK_OUT) and threshold <= 0:
             continue
         busy = [t for t, v in series.points if v >= threshold]
@@ -142,6 +177,6 @@ def _peak(judgements: Sequence[SignalJudgement], series: Sequence[Series]) -> fl
 
 
 def _fmt(signal: Signal, value: float) -> str:
-    if signal in (Signal.GPU, Signal.CPU):
+    if signal in (Signal.GPU, Signal.CPU, Signal.BUSIEST_CORE):
         return f"{value:.1f}%"
     return f"{value / 1024:.0f} KiB/s"

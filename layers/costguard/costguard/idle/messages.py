@@ -70,10 +70,15 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
             f"```{_keep_cli(instance, keep_until)}```"
         ),
     ]
+    if decision.activity:
+        blocks.insert(3, section(f"*On the machine*\n{escape(decision.activity)}"))
     blocks.append(actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop)))
     notes = []
     if decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
-        notes.append("No GPU telemetry: judged on CPU. Install the CloudWatch agent's nvidia_gpu plugin.")
+        notes.append(
+            "No GPU telemetry: judged on CPU, so costguard will not stop it. Install the CloudWatch agent "
+            "with its nvidia_gpu plugin (costguard's README, 'The CloudWatch agent') to have idle GPUs seen."
+        )
     if price.source == "bundled":
         notes.append("Cost is an approximate list price: the Pricing API could not be reached.")
     if notes:
@@ -107,6 +112,22 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
             ),
             section(f"*To start it again*, press the button or run\n```{start}```"),
             actions(f"costguard:{iid}", start_buttons(iid, instance.region)),
+        ),
+    )
+
+
+def stop_cancelled_notice(instance: Instance, decision: Decision, owner: str) -> Message:
+    """A warned machine that the activity check found at work: it stays up, and the owner learns why."""
+    iid = instance.instance_id
+    found = escape(decision.activity or decision.reason)
+    return Message(
+        f"Not stopping {instance.instance_type} {iid}: {found}",
+        (
+            section(
+                f":white_check_mark: {_subject(owner, instance)} is not stopped after all: its metrics looked "
+                f"idle, but on the machine {found}. The warning is withdrawn; costguard will warn again "
+                "only after a whole idle window."
+            ),
         ),
     )
 

@@ -16,7 +16,13 @@ from costguard.core.people import owner_email
 from costguard.core.records import Instance
 from costguard.core.settings import Mode, Settings
 from costguard.idle.decision import Action, Decision
-from costguard.idle.messages import dry_run_notice, idle_warning, not_stopped_notice, stop_notice
+from costguard.idle.messages import (
+    dry_run_notice,
+    idle_warning,
+    not_stopped_notice,
+    stop_cancelled_notice,
+    stop_notice,
+)
 from costguard.idle.report import Outcome
 from costguard.idle.writes import PendingWrites
 from costguard.slack.blocks import Message
@@ -59,6 +65,10 @@ class SweepNotices:
                 self._stop(instance, decision, outcome, now, writes)
             elif decision.action is Action.CLEAR_WARNING:
                 writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
+            elif decision.action is Action.CANCEL_STOP:
+                # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
+                self._send(outcome.owner, stop_cancelled_notice(instance, decision, outcome.owner))
+                writes.clear(instance, outcome)
         except SlackDeliveryError as exc:
             outcome.retry(f"Slack: {exc}")
         except (ClientError, BotoCoreError) as exc:

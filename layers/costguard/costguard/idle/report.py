@@ -35,6 +35,7 @@ class RegionReport:
     candidates: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     no_gpu_telemetry: list[str] = field(default_factory=list)
+    no_activity_check: list[str] = field(default_factory=list)  # no SSM agent: judged on metrics alone
     alarms_created: int = 0
     alarms_deleted: int = 0
     alarms_pending: int = 0  # left for the next sweep
@@ -49,6 +50,7 @@ class RegionReport:
             "warned": [o.instance_id for o in self.outcomes if o.action is Action.WARN and o.applied],
             "skipped": {o.instance_id: o.reason for o in self.outcomes if o.action is Action.SKIP},
             "no_gpu_telemetry": self.no_gpu_telemetry,
+            "no_activity_check": self.no_activity_check,
             "decisions": [
                 {"instance_id": o.instance_id, "action": o.action.value, "reason": o.reason, "applied": o.applied}
                 for o in self.outcomes

@@ -21,7 +21,9 @@ from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
+from costguard.idle.activity import CheckState, review
 from costguard.idle.alarms import AlarmKeeper
+from costguard.idle.checks import ActivityChecker
 from costguard.idle.decision import Action, Decision
 from costguard.idle.notices import SweepNotices
 from costguard.idle.plan import SweepPlanner
@@ -35,7 +37,8 @@ from costguard.state.ledger import Ledger
 # Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines sends
 # 1,000 messages, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
 NOTIFY_WORKERS = 8
-RECORDED = (Action.WARN, Action.STOP, Action.CLEAR_WARNING)
+RECORDED = (Action.WARN, Action.STOP, Action.CLEAR_WARNING, Action.CANCEL_STOP)
+TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 
 
 class IdleStopper:
@@ -55,6 +58,7 @@ class IdleStopper:
         settings: Settings,
         policy: IdlePolicy,
         manage_alarms: bool,
+        checker: ActivityChecker | None = None,
     ) -> None:
         self.region = region
         self.ec2 = ec2
@@ -70,6 +74,8 @@ class IdleStopper:
         self.notices = SweepNotices(claims=claims, notifier=notifier, prices=prices, settings=settings)
         self.writer = SweepWriter(ec2=ec2, policy=policy, report_once=self.notices.report_once)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
+        # The activity check runs a (read-only) script on the machine: never in dry-run.
+        self.checker = checker if settings.mode.mutates and policy.activity_check_document else None
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
@@ -109,21 +115,29 @@ class IdleStopper:
         writes = PendingWrites()
         entries: list[Entry] = []
         decided: list[tuple[Instance, Decision, Future[Outcome]]] = []
+        to_check: list[tuple[Instance, Decision]] = []
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
+
+        def act(instance: Instance, decision: Decision) -> None:
+            if decision.action in TOLD:
+                self.notices.prepare(instance)
+            decided.append((instance, decision, pool.submit(self.notices.act, instance, decision, now, writes)))
+
         try:
             for planned in plan.decisions:
                 instance, decision = planned.instance, planned.decision
                 if not planned.gpu_telemetry:
                     report.no_gpu_telemetry.append(instance.instance_id)
                 if decision.action in (Action.PROTECT, Action.UNPROTECT):
-                    protection_changes[(instance.auto_scaling_group, decision.action is Action.PROTECT)].append(
-                        instance
-                    )
-                    continue
-                if decision.action in (Action.WARN, Action.STOP):
-                    self.notices.prepare(instance)
-                decided.append((instance, decision, pool.submit(self.notices.act, instance, decision, now, writes)))
+                    protect = decision.action is Action.PROTECT
+                    protection_changes[(instance.auto_scaling_group, protect)].append(instance)
+                elif decision.action in (Action.WARN, Action.STOP) and self.checker is not None:
+                    to_check.append((instance, decision))  # asked all at once, after the last judgement
+                else:
+                    act(instance, decision)
+            for instance, decision in self._reviewed(to_check, now, report):
+                act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
             # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance.
             self.writer.apply(writes, now)
@@ -139,6 +153,22 @@ class IdleStopper:
             pool.shutdown(wait=True)
             self.ledger.record_many(entries)
         return plan.gpu_series
+
+    def _reviewed(
+        self, to_check: Sequence[tuple[Instance, Decision]], now: datetime, report: RegionReport
+    ) -> list[tuple[Instance, Decision]]:
+        """Warnings and stops decided on metrics, reviewed with each machine's activity check."""
+        if self.checker is None or not to_check:
+            return list(to_check)
+        checks = self.checker.check([instance for instance, _ in to_check], now)
+        out = []
+        for instance, decision in to_check:
+            check = checks[instance.instance_id]
+            if check.state is CheckState.NO_AGENT:
+                report.no_activity_check.append(instance.instance_id)
+            window, core = self.policy.window_minutes, self.policy.busiest_core_percent
+            out.append((instance, review(decision, check, window_minutes=window, busy_core_percent=core)))
+        return out
 
     def _entry(self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime) -> Entry:
         stopped = decision.action is Action.STOP

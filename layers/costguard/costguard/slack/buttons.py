@@ -9,6 +9,7 @@ from costguard.slack.blocks import Block, button
 
 
 class Button(StrEnum):
+    KEEP_WHILE_BUSY = "costguard.keep_while_busy"
     KEEP_2H = "costguard.keep_2h"
     KEEP_TOMORROW = "costguard.keep_tomorrow"
     KEEP_MONDAY = "costguard.keep_monday"
@@ -26,7 +27,8 @@ def button_value(instance_id: str, region: str) -> str:
 def warning_buttons(instance_id: str, region: str, will_stop: bool) -> list[Block]:
     value = button_value(instance_id, region)
     elements = [
-        button("Keep 2 h", Button.KEEP_2H, value, style="primary"),
+        button("Keep while it works", Button.KEEP_WHILE_BUSY, value, style="primary"),
+        button("Keep 2 h", Button.KEEP_2H, value),
         button("Keep until tomorrow 09:00", Button.KEEP_TOMORROW, value),
         button("Keep until Monday", Button.KEEP_MONDAY, value),
     ]

@@ -13,6 +13,7 @@ class EntryKind(StrEnum):
     WARN = "warn"
     STOP = "stop"
     CLEAR_WARNING = "clear-warning"
+    CANCEL_STOP = "cancel-stop"
     PROTECT = "protect"
     UNPROTECT = "unprotect"
     OWNER_TAGGED = "owner-tagged"

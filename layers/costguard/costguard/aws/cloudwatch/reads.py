@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
+from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
 from costguard.core.records import Instance
 from costguard.core.series import FleetUtilization, Point, Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
@@ -38,6 +38,8 @@ class MetricReader:
                 refs.append(MetricRef(iid, Signal.GPU, label, GPU_NAMESPACE, GPU_METRIC, dims, "Maximum"))
             ec2_dims: Dimensions = (("InstanceId", iid),)
             refs.append(MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", ec2_dims, "Maximum"))
+            core = MetricRef(iid, Signal.BUSIEST_CORE, "busiest core", GPU_NAMESPACE, CORE_METRIC, ec2_dims, "Maximum")
+            refs.append(core)
             if self.policy.network_idle_bytes_per_second > 0:
                 refs.append(MetricRef(iid, Signal.NETWORK_IN, "network in", "AWS/EC2", "NetworkIn", ec2_dims, "Sum"))
                 refs.append(MetricRef(iid, Signal.NETWORK_OUT, "network out", "AWS/EC2", "NetworkOut", ec2_dims, "Sum"))
@@ -127,6 +129,10 @@ class MetricReader:
         for instance in instances:
             iid = instance.instance_id
             fleet.by_instance[iid] = Utilization(
-                iid, tuple(grouped.get(iid, [])), gpu_telemetry=bool(gpu_series.get(iid)), error=errors.get(iid, "")
+                iid,
+                tuple(grouped.get(iid, [])),
+                gpu_telemetry=bool(gpu_series.get(iid)),
+                error=errors.get(iid, ""),
+                vcpus=instance.vcpu_count,
             )
         return fleet

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 GPU_NAMESPACE = "CWAgent"
 GPU_METRIC = "nvidia_smi_utilization_gpu"
+# The agent's per-core CPU (`cpu` with totalcpu false), rolled up by `aggregation_dimensions:
+# [["InstanceId"]]`: every core's value lands in the one InstanceId series, so its Maximum is the
+# busiest core. Its dimensions are known, so it is queried without a ListMetrics walk.
+CORE_METRIC = "cpu_usage_active"
 
 Dimensions = tuple[tuple[str, str], ...]
 
@@ -56,19 +60,17 @@ class GpuSeriesFinder:
     def __init__(self, client: CloudWatchClient) -> None:
         self.client = client
 
-    def discover(
-        self, instances: Sequence[Instance], *, one_instance: bool = False, recently_active: bool = True
-    ) -> dict[str, list[Dimensions]]:
+    def discover(self, instances: Sequence[Instance], *, one_instance: bool = False) -> dict[str, list[Dimensions]]:
         """GPU series per instance id, from a ListMetrics walk of the metric (region-wide, deduplicated).
 
-        Series carry `InstanceId` when the agent's append_dimensions sets it; otherwise they carry `host`,
-        the instance's private DNS name, which is matched instead.
+        ListMetrics lists every series with data in the last two weeks: a machine whose agent has gone
+        silent is still known to have GPUs, and is not judged without them. Series carry `InstanceId`
+        when the agent's append_dimensions sets it; otherwise they carry `host`, the instance's private
+        DNS name, which is matched instead.
         """
         by_id = {i.instance_id: i for i in instances}
         by_host = {i.private_dns_name.split(".")[0]: i.instance_id for i in instances if i.private_dns_name}
         params: dict[str, Any] = {"Namespace": GPU_NAMESPACE, "MetricName": GPU_METRIC}
-        if recently_active:  # the sweep wants running machines; the digest wants the whole fortnight
-            params["RecentlyActive"] = "PT3H"
         if one_instance and len(instances) == 1:
             params["Dimensions"] = [{"Name": "InstanceId", "Value": instances[0].instance_id}]
         found: dict[str, set[Dimensions]] = defaultdict(set)

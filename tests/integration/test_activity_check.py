@@ -1,0 +1,338 @@
+"""The activity check through SSM Run Command: the exact batched requests (Stubber: moto lacks
+ListCommandInvocations and DescribeInstanceInformation), and whole sweeps where the machine's answer
+saves a stop, lets it go ahead, or is missing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from costguard.aws.ec2 import Ec2
+from costguard.aws.ssm import Ssm
+from costguard.core import formatting, tags
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy, Mode
+from costguard.idle.activity import CheckState
+from costguard.idle.checks import ActivityChecker
+from costguard.runtime import Runtime
+from testing.slack_standin import SlackStandIn
+from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
+from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
+
+DOCUMENT = "costguard-ActivityCheckDocument-ABC123"
+CMD_C1 = "00000000-0000-4000-8000-000000000001"
+CMD_C2 = "00000000-0000-4000-8000-000000000002"
+POLICY = IdlePolicy(activity_check_document=DOCUMENT, activity_check_seconds=1)  # a second for the silent ones
+
+
+def report(**fields: Any) -> str:
+    return json.dumps({"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None, **fields})
+
+
+def ssm_client() -> Any:
+    return boto3.client("ssm", region_name=REGION)
+
+
+def invocation(instance_id: str, status: str = "Success", output: str = "") -> dict[str, Any]:
+    return {
+        "CommandId": CMD_C1,
+        "InstanceId": instance_id,
+        "Status": status,
+        "CommandPlugins": [{"Name": "activityCheck", "Status": status, "Output": output}],
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def test_the_check_is_sent_50_machines_a_call_to_online_managed_ones_and_read_in_batches(aws: None) -> None:
+    ids = [f"i-{n:017x}" for n in range(60)]
+    client = ssm_client()
+    stub = Stubber(client)
+    online = ids[:55]
+    for batch, listed in ((ids[:50], ids[:50]), (ids[50:], ids[50:55])):
+        stub.add_response(
+            "describe_instance_information",
+            {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in listed]},
+            {"Filters": [{"Key": "InstanceIds", "Values": batch}], "MaxResults": 50},
+        )
+    for command, batch in ((CMD_C1, online[:50]), (CMD_C2, online[50:])):
+        stub.add_response(
+            "send_command",
+            {"Command": {"CommandId": command}},
+            {
+                "DocumentName": DOCUMENT,
+                "InstanceIds": batch,
+                "TimeoutSeconds": 30,
+                "MaxConcurrency": "100%",
+                "MaxErrors": "100%",
+                "Comment": "costguard activity check before an idle warning or stop",
+            },
+        )
+    for command, batch in ((CMD_C1, online[:50]), (CMD_C2, online[50:])):
+        stub.add_response(
+            "list_command_invocations",
+            {"CommandInvocations": [invocation(i, output=report()) for i in batch]},
+            {"CommandId": command, "Details": True, "MaxResults": 50},
+        )
+    tagged: list[tuple[list[str], dict[str, str]]] = []
+
+    class Tags(Ec2):
+        def create_tags(self, resource_ids: Any, tags: Any) -> bool:
+            tagged.append((list(resource_ids), dict(tags)))
+            return True
+
+    clock = Clock()
+    checker = ActivityChecker(
+        ssm=Ssm(client),
+        ec2=Tags(ec2(), REGION, Mode.ENFORCE),
+        document=DOCUMENT,
+        wait_seconds=45,
+        time_left=lambda: 250.0,
+        sleep=clock.sleep,
+        clock=clock,
+    )
+    now = datetime(2026, 11, 21, 3, 0).astimezone()
+    instances = [Instance(i, REGION, "g5.xlarge", "running", now) for i in reversed(ids)]
+    with stub:
+        checks = checker.check(instances, now)
+    stub.assert_no_pending_responses()
+    assert [(sorted(ids), t) for ids, t in tagged] == [(online, {tags.ACTIVITY_CHECK_AT: formatting.format_time(now)})]
+    assert [i for i in ids if checks[i].state is CheckState.ANSWERED] == online
+    assert [i for i in ids if checks[i].state is CheckState.NO_AGENT] == ids[55:]
+    assert clock.t == 2.0  # one poll: every answer was in
+
+
+def test_machines_that_do_not_answer_in_time_are_no_answer_and_the_wait_is_bounded(aws: None) -> None:
+    client = ssm_client()
+    stub = Stubber(client)
+    ids = ["i-0000000000000000a", "i-0000000000000000b"]
+    stub.add_response(
+        "describe_instance_information",
+        {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in ids]},
+    )
+    stub.add_response("send_command", {"Command": {"CommandId": CMD_C1}})
+    for _ in range(5):
+        stub.add_response(
+            "list_command_invocations",
+            {"CommandInvocations": [invocation(ids[0], output=report()), invocation(ids[1], "InProgress")]},
+        )
+    clock = Clock()
+    checker = ActivityChecker(
+        ssm=Ssm(client),
+        ec2=Ec2(ec2(), REGION, Mode.DRY_RUN),
+        document=DOCUMENT,
+        wait_seconds=10,
+        time_left=lambda: 250.0,
+        sleep=clock.sleep,
+        clock=clock,
+    )
+    now = datetime(2026, 11, 21, 3, 0).astimezone()
+    with stub:
+        checks = checker.check([Instance(i, REGION, "g5.xlarge", "running", now) for i in ids], now)
+    assert checks[ids[0]].state is CheckState.ANSWERED
+    assert checks[ids[1]].state is CheckState.NO_ANSWER
+    assert checks[ids[1]].detail == "no answer in 10 s"
+    assert clock.t == 10.0
+
+
+def test_the_wait_never_eats_the_time_the_rest_of_the_sweep_needs(aws: None) -> None:
+    client = ssm_client()
+    stub = Stubber(client)
+    stub.add_response(
+        "describe_instance_information",
+        {"InstanceInformationList": [{"InstanceId": "i-0000000000000000a", "PingStatus": "Online"}]},
+    )
+    stub.add_response("send_command", {"Command": {"CommandId": CMD_C1}})
+    clock = Clock()
+    checker = ActivityChecker(
+        ssm=Ssm(client),
+        ec2=Ec2(ec2(), REGION, Mode.DRY_RUN),
+        document=DOCUMENT,
+        wait_seconds=45,
+        time_left=lambda: 61.0,  # the sweep's own reserve is 60 s: one second to wait
+        sleep=clock.sleep,
+        clock=clock,
+    )
+    now = datetime(2026, 11, 21, 3, 0).astimezone()
+    with stub:
+        checks = checker.check([Instance("i-0000000000000000a", REGION, "g5.xlarge", "running", now)], now)
+    assert checks["i-0000000000000000a"].state is CheckState.NO_ANSWER
+
+
+# ------------------------------------------------------------------ whole sweeps
+
+
+@pytest.fixture
+def answers(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """Each machine's activity check output (None: managed by SSM but no answer); machines not named
+    have no SSM agent. The sweep's SSM client answers from it."""
+    given: dict[str, str | None] = {}
+    client = ssm_client()
+    monkeypatch.setattr("costguard.idle.checks.POLL_SECONDS", 0.01)
+
+    def describe(params: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        wanted = params["Filters"][0]["Values"]
+        return {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in wanted if i in given]}
+
+    def invocations(**_: Any) -> dict[str, Any]:
+        return {
+            "CommandInvocations": [
+                invocation(i, output=out) if out is not None else invocation(i, "InProgress")
+                for i, out in given.items()
+            ]
+        }
+
+    class Fake:
+        meta = client.meta
+        exceptions = client.exceptions
+
+        def get_paginator(self, name: str) -> Any:
+            return {"describe_instance_information": _Pages(describe), "list_command_invocations": _Pages(invocations)}[
+                name
+            ]
+
+        def send_command(self, **params: Any) -> dict[str, Any]:
+            assert params["DocumentName"] == DOCUMENT
+            assert all(i in given for i in params["InstanceIds"])  # only managed machines are asked
+            return {"Command": {"CommandId": CMD_C1}}
+
+    runtime.clients._clients[("ssm", REGION)] = Fake()
+    return given
+
+
+class _Pages:
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def paginate(self, **params: Any) -> list[dict[str, Any]]:
+        return [self.answer(params=params) if "Filters" in params else self.answer()]
+
+
+def sweep(runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    result: dict[str, Any] = app.lambda_handler({"costguard": "sweep"}, lambda_context, runtime=runtime, policy=POLICY)
+    region: dict[str, Any] = result["regions"][REGION]
+    return region
+
+
+def warned_machine(now: datetime) -> str:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=40))
+    publish(iid, now, gpus=[idle(), idle(), idle(), idle()])
+    return iid
+
+
+def test_a_person_who_logged_in_a_minute_before_the_stop_saves_the_machine_and_is_told_why(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = warned_machine(now)
+    answers[iid] = report(sessions=[{"tty": "pts/1", "idle_s": 50}])
+
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)  # the warning is withdrawn
+    assert tags_of(iid)[tags.ACTIVITY_CHECK_AT] == formatting.format_time(now)
+    assert result["stopped"] == []
+    [message] = slack.messages
+    assert message.text == f"Not stopping g5.12xlarge {iid}: someone typed in pts/1 50 s ago"
+    assert "someone typed in pts/1 50 s ago" in json.dumps(message.blocks)
+
+
+def test_an_idle_notebook_holding_gpu_memory_is_stopped_and_the_notice_says_what_was_seen(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = warned_machine(now)
+    answers[iid] = report(
+        kernels=[{"state": "idle", "idle_s": 20_000}],
+        gpu=[{"name": "python -m ipykernel_launcher", "mib": 20_480, "notebook": True}],
+    )
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["stopped"] == [iid]
+
+
+def test_a_managed_machine_that_does_not_answer_is_not_stopped(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = warned_machine(now)
+    answers[iid] = None
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["stopped"] == []
+    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert tags.IDLE_WARNED_AT in tags_of(iid)  # still warned: the next sweep asks again
+    assert slack.messages == []
+
+
+def test_a_machine_without_the_ssm_agent_is_stopped_on_its_metrics_and_listed(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = warned_machine(now)
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["stopped"] == [iid]
+    assert result["no_activity_check"] == [iid]
+
+
+def test_a_warning_is_not_sent_about_a_machine_whose_job_waits_with_its_gpu_memory(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    answers[iid] = report(gpu=[{"name": "python train.py", "mib": 40_000, "notebook": False}])
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["warned"] == []
+    assert slack.messages == []
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+
+
+def test_dry_run_asks_no_machine_anything(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(slack, Mode.DRY_RUN)
+
+    class Refuse:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"dry-run called ssm.{name}")
+
+    runtime.clients._clients[("ssm", REGION)] = Refuse()
+    iid = warned_machine(now)
+    sweep(runtime, now, lambda_context, monkeypatch)
+    assert tags.ACTIVITY_CHECK_AT not in tags_of(iid)

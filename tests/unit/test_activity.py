@@ -1,0 +1,182 @@
+"""The activity check's answer, read and judged: each kind of work metrics cannot see, and the review of a
+warning or a stop with it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from costguard.idle.activity import (
+    ActivityCheck,
+    ActivityReport,
+    CheckState,
+    Kernel,
+    Process,
+    ReportError,
+    Session,
+    judge_activity,
+    parse_report,
+    review,
+)
+from costguard.idle.decision import Action, Decision
+from costguard.idle.judgement import Verdict
+
+NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
+WINDOW = 120
+
+
+def judged(report: ActivityReport) -> tuple[Verdict, str]:
+    j = judge_activity(report, window_minutes=WINDOW, busy_core_percent=50)
+    return j.verdict, j.reason
+
+
+def output(**fields: Any) -> str:
+    return json.dumps({"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None, **fields})
+
+
+def test_a_fresh_login_is_work_the_metrics_cannot_see_yet() -> None:
+    report = ActivityReport(sessions=(Session("pts/3", 40_000), Session("pts/0", 60)))
+    assert judged(report) == (Verdict.BUSY, "someone typed in pts/0 1 min ago")
+
+
+def test_input_older_than_the_idle_window_is_not_work() -> None:
+    verdict, reason = judged(ActivityReport(sessions=(Session("pts/0", 3 * 3600),)))
+    assert verdict is Verdict.IDLE
+    assert reason == "activity check: last input 3 h ago, no busy process"
+
+
+def test_a_job_waiting_on_a_queue_holds_gpu_memory_and_is_alive() -> None:
+    report = ActivityReport(gpu=(Process("python train.py --resume", gpu_mib=30_000),))
+    assert judged(report) == (
+        Verdict.BUSY,
+        "python train.py --resume holds 29.3 GiB of GPU memory: a job alive and waiting",
+    )
+
+
+def test_an_idle_notebook_kernel_holding_gpu_memory_is_still_idle() -> None:
+    report = ActivityReport(
+        kernels=(Kernel("idle", 5 * 3600),),
+        gpu=(Process("python -m ipykernel_launcher", gpu_mib=15_360, notebook=True),),
+    )
+    j = judge_activity(report, window_minutes=WINDOW, busy_core_percent=50)
+    assert j.verdict is Verdict.IDLE
+    assert j.notes == ("an idle notebook kernel holds 15.0 GiB of GPU memory",)
+
+
+def test_a_busy_kernel_or_a_recently_used_notebook_is_work() -> None:
+    assert judged(ActivityReport(kernels=(Kernel("busy", 9_000),)))[0] is Verdict.BUSY
+    assert judged(ActivityReport(kernels=(Kernel("idle", 600),))) == (Verdict.BUSY, "a notebook was used 10 min ago")
+
+
+def test_a_process_busy_on_one_core_is_work() -> None:
+    report = ActivityReport(cpu=(Process("python tokenize.py", cpu=99.6), Process("sshd", cpu=6.0)))
+    assert judged(report) == (Verdict.BUSY, "python tokenize.py is using 100% of a CPU core")
+    assert judged(ActivityReport(cpu=(Process("sshd", cpu=6.0),)))[0] is Verdict.IDLE
+
+
+def test_the_owners_hook_saying_keep_is_work_with_its_reason() -> None:
+    report = ActivityReport(hook_exit=0, hook_line="nightly ETL runs 01:00-03:00")
+    assert judged(report) == (Verdict.BUSY, "the owner's keep-alive hook says keep: nightly ETL runs 01:00-03:00")
+    assert judged(ActivityReport(hook_exit=1, hook_line="nothing running"))[0] is Verdict.IDLE
+
+
+def test_the_report_is_read_from_the_scripts_json() -> None:
+    raw = output(
+        sessions=[{"tty": "pts/0", "idle_s": 30}],
+        kernels=[{"state": "idle", "idle_s": 900}],
+        cpu=[{"name": "python", "cpu": 98.5, "notebook": False}],
+        gpu=[{"name": "python -m ipykernel_launcher", "mib": 2048, "notebook": True}],
+        hook={"exit": 3, "line": "no"},
+        errors=["jupyter: URLError"],
+    )
+    report = parse_report("Some noise from the shell\n" + raw + "\n")
+    assert report == ActivityReport(
+        sessions=(Session("pts/0", 30),),
+        kernels=(Kernel("idle", 900),),
+        cpu=(Process("python", cpu=98.5),),
+        gpu=(Process("python -m ipykernel_launcher", gpu_mib=2048, notebook=True),),
+        hook_exit=3,
+        hook_line="no",
+        errors=("jupyter: URLError",),
+    )
+
+
+def test_a_hook_without_an_exit_code_does_not_say_keep() -> None:
+    report = parse_report(output(hook={"line": "keep me"}))
+    assert report.hook_exit is None
+    assert judged(report)[0] is Verdict.IDLE
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "bash: python3: command not found", '{"v": 2}', output(error="python3 is not installed"), "[1, 2]"],
+)
+def test_anything_but_a_version_1_report_is_an_error(text: str) -> None:
+    with pytest.raises(ReportError):
+        parse_report(text)
+
+
+def test_wrong_types_in_a_report_are_read_as_nothing() -> None:
+    report = parse_report(output(sessions="pts/0", cpu=[{"name": ["x"], "cpu": "99"}], gpu=[7]))
+    assert report.sessions == ()
+    assert report.cpu == (Process("a process", cpu=0.0),)
+    assert report.gpu == ()
+
+
+# ------------------------------------------------------------------ review
+
+
+def stop() -> Decision:
+    return Decision("i-1", Action.STOP, "idle for 150 min", stop_after=NOW - timedelta(minutes=1))
+
+
+def warn() -> Decision:
+    return Decision("i-1", Action.WARN, "idle for 120 min", stop_after=NOW + timedelta(minutes=30))
+
+
+def reviewed(decision: Decision, check: ActivityCheck) -> Decision:
+    return review(decision, check, window_minutes=WINDOW, busy_core_percent=50)
+
+
+def test_a_stop_is_cancelled_when_the_machine_is_at_work() -> None:
+    check = ActivityCheck(CheckState.ANSWERED, ActivityReport(sessions=(Session("pts/0", 45),)))
+    d = reviewed(stop(), check)
+    assert d.action is Action.CANCEL_STOP
+    assert d.activity == "someone typed in pts/0 45 s ago"
+
+
+def test_no_warning_goes_out_about_a_machine_at_work() -> None:
+    check = ActivityCheck(CheckState.ANSWERED, ActivityReport(gpu=(Process("python serve.py", gpu_mib=900),)))
+    assert reviewed(warn(), check).action is Action.NONE
+
+
+def test_a_managed_machine_that_does_not_answer_is_not_stopped_in_that_sweep() -> None:
+    d = reviewed(stop(), ActivityCheck(CheckState.NO_ANSWER, detail="no answer in 45 s"))
+    assert d.action is Action.NONE
+    assert d.reason == "activity check did not answer (no answer in 45 s): not stopped in this sweep"
+    # ...but a warning still goes out, saying the check was silent: a forgotten machine is not left alone.
+    w = reviewed(warn(), ActivityCheck(CheckState.NO_ANSWER, detail="its SSM agent is ConnectionLost"))
+    assert w.action is Action.WARN
+    assert w.activity == "activity check did not answer (its SSM agent is ConnectionLost)"
+
+
+def test_a_machine_without_the_ssm_agent_is_judged_on_its_metrics() -> None:
+    assert reviewed(stop(), ActivityCheck(CheckState.NO_AGENT)) == stop()
+
+
+def test_an_idle_answer_lets_the_stop_go_ahead_and_says_what_it_saw() -> None:
+    report = ActivityReport(gpu=(Process("ipykernel", gpu_mib=4096, notebook=True),))
+    d = reviewed(stop(), ActivityCheck(CheckState.ANSWERED, report))
+    assert d.action is Action.STOP
+    assert d.activity == (
+        "activity check: nobody logged in, no busy process; an idle notebook kernel holds 4.0 GiB of GPU memory"
+    )
+
+
+def test_decisions_other_than_warn_and_stop_are_left_alone() -> None:
+    keep = Decision("i-1", Action.SKIP, "exempt")
+    check = ActivityCheck(CheckState.ANSWERED, ActivityReport(sessions=(Session("pts/0", 1),)))
+    assert reviewed(keep, check) is keep
