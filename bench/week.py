@@ -1,0 +1,532 @@
+"""A week of a realistic fleet (bench/week_world.py) driven through costguard's real idle sweep, every
+15 minutes, with owners who answer some warnings; and the same week under two baselines: a
+night-and-weekend schedule, and a CPU-average rule like Cloud Custodian's.
+
+costguard runs in a child process per code tree (`python -m bench.week CODE_ROOT OUT.json`), so the
+same week can be run against today's code and against an older commit (`make bench` runs the current
+tree; the closing note's "before" ran the commit before the idleness work). AWS is answered in process
+by fakes over the world (EC2, CloudWatch, SSM, DynamoDB, Secrets Manager, Pricing); Slack is the Slack
+stand-in over HTTP; the buttons go through the real buttons handler.
+
+Figures, for each tool: % of idle GPU-hours reclaimed (the machine was stopped while it would have
+been idle), interruptions of real work (a stop while the machine was at work, or work that came due
+while it stayed stopped), GPU-hours of work lost, warnings per owner per day, warnings about machines
+that were at work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.week_world import SLOTS_PER_HOUR, STEP, Machine, World
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP_EVERY = 3  # slots: 15 minutes
+REGION = "us-east-1"
+DOCUMENT = "costguard-activity-check"
+# Machines whose SSM agent is not installed are judged on metrics alone: the week is run with every
+# machine managed (the recommended setup) and with this share without the agent.
+NO_SSM_AGENT_SHARE = 0.15
+ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
+
+
+# ---------------------------------------------------------------------- the world's machines, as they run
+class Fleet:
+    """Which machines run when, their tags, and the ledger of stops and restarts."""
+
+    def __init__(self, world: World, seed: int, no_ssm_share: float) -> None:
+        self.world = world
+        rng = random.Random(seed)
+        self.running = {m.instance_id: [True] * world.slots for m in world.machines}
+        self.launched = {m.instance_id: world.begin - timedelta(days=3) for m in world.machines}
+        self.tags: dict[str, dict[str, str]] = {m.instance_id: {"Owner": m.owner} for m in world.machines}
+        self.ssm = {m.instance_id for m in world.machines if rng.random() >= no_ssm_share}
+        self.by_id = {m.instance_id: m for m in world.machines}
+        self.stops: list[tuple[str, int]] = []  # (instance id, slot)
+        self.restart_at: dict[str, int] = {}
+        self.now = world.start
+
+    @property
+    def index(self) -> int:
+        return self.world.index(self.now)
+
+    def stop(self, instance_id: str) -> None:
+        if not self.running[instance_id][self.index]:
+            return
+        self.stops.append((instance_id, self.index))
+        for i in range(self.index, self.world.slots):
+            self.running[instance_id][i] = False
+        self.restart_at[instance_id] = restart_slot(self.world, self.by_id[instance_id], self.index)
+
+    def start(self, instance_id: str) -> None:
+        for i in range(self.index, self.world.slots):
+            self.running[instance_id][i] = True
+        self.launched[instance_id] = self.now
+        self.restart_at.pop(instance_id, None)
+
+    def advance(self, to: datetime) -> None:
+        while self.now < to:
+            self.now += STEP
+            for instance_id, at in list(self.restart_at.items()):
+                if at <= self.index:
+                    self.start(instance_id)
+
+
+def restart_slot(world: World, machine: Machine, stopped: int) -> int:
+    """When the owner starts a stopped machine again: as soon as work comes due in their office hours
+    (they start the machine as they start the work). Work due outside office hours waits, and is lost."""
+    for i in range(stopped, world.slots):
+        if world.office_hours(machine, i) and machine.slots[i].work:
+            return i
+    return world.slots
+
+
+# ---------------------------------------------------------------------- AWS, answered from the fleet
+class Pages:
+    def __init__(self, answer: Callable[..., list[dict[str, Any]]]) -> None:
+        self.answer = answer
+
+    def paginate(self, **params: Any) -> list[dict[str, Any]]:
+        return self.answer(**params)
+
+
+class Conditional(Exception):
+    pass
+
+
+class FakeAws:
+    def __init__(self, fleet: Fleet, secret: str) -> None:
+        self.fleet = fleet
+        self.secret = secret
+        self.claims: set[str] = set()
+        self.ledger: list[dict[str, Any]] = []
+        self.commands: dict[str, dict[str, str]] = {}
+        self.calls: dict[str, int] = defaultdict(int)
+
+    def client(self, service: str) -> Any:
+        fake = self
+
+        class Client:
+            class exceptions:
+                ConditionalCheckFailedException = Conditional
+
+            def get_paginator(self, name: str) -> Pages:
+                fake.calls[f"{service}:{name}"] += 1
+                return Pages(getattr(fake, name))
+
+            def __getattr__(self, name: str) -> Any:
+                fake.calls[f"{service}:{name}"] += 1
+                return getattr(fake, name)
+
+        return Client()
+
+    # EC2
+    def describe_instances(self, **params: Any) -> list[dict[str, Any]]:
+        fleet = self.fleet
+        wanted = set(params.get("InstanceIds") or [])
+        out = []
+        for m in fleet.world.machines:
+            state = "running" if fleet.running[m.instance_id][fleet.index] else "stopped"
+            if (wanted and m.instance_id not in wanted) or (not wanted and state != "running"):
+                continue
+            out.append(
+                {
+                    "InstanceId": m.instance_id,
+                    "InstanceType": m.instance_type,
+                    "State": {"Name": state},
+                    "LaunchTime": fleet.launched[m.instance_id],
+                    "Tags": [{"Key": k, "Value": v} for k, v in fleet.tags[m.instance_id].items()],
+                    "RootDeviceType": "ebs",
+                    "CpuOptions": {"CoreCount": m.vcpus // 2, "ThreadsPerCore": 2},
+                }
+            )
+        return [{"Reservations": [{"Instances": out}]}]
+
+    def create_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
+        for resource in Resources:
+            self.fleet.tags[resource].update({t["Key"]: t["Value"] for t in Tags})
+        return {}
+
+    def delete_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
+        for resource in Resources:
+            for tag in Tags:
+                self.fleet.tags[resource].pop(tag["Key"], None)
+        return {}
+
+    def stop_instances(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
+        for instance_id in InstanceIds:
+            self.fleet.stop(instance_id)
+        return {"StoppingInstances": []}
+
+    def start_instances(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
+        for instance_id in InstanceIds:
+            self.fleet.start(instance_id)
+        return {"StartingInstances": []}
+
+    # CloudWatch
+    def _published(self, m: Machine, i: int) -> bool:
+        return self.fleet.running[m.instance_id][i]
+
+    def list_metrics(self, **params: Any) -> list[dict[str, Any]]:
+        fleet = self.fleet
+        hours = 3 if params.get("RecentlyActive") == "PT3H" else 14 * 24
+        first = max(0, fleet.index - hours * SLOTS_PER_HOUR)
+        metrics = []
+        for m in fleet.world.machines:
+            if any(self._published(m, i) and m.slots[i].gpu_agent for i in range(first, fleet.index)):
+                for g in range(m.gpus):
+                    dims = [("InstanceId", m.instance_id), ("index", str(g)), ("name", "NVIDIA"), ("arch", "Ampere")]
+                    metrics.append(
+                        {
+                            "Namespace": "CWAgent",
+                            "MetricName": "nvidia_smi_utilization_gpu",
+                            "Dimensions": [{"Name": k, "Value": v} for k, v in dims],
+                        }
+                    )
+        return [{"Metrics": metrics}]
+
+    def get_metric_data(
+        self, MetricDataQueries: list[dict[str, Any]], StartTime: datetime, EndTime: datetime, **_: Any
+    ) -> dict[str, Any]:
+        world, fleet = self.fleet.world, self.fleet
+        first, last = max(0, world.index(StartTime)), min(world.index(EndTime), fleet.index - 1)  # lag: a slot late
+        results = []
+        for query in MetricDataQueries:
+            metric = query["MetricStat"]["Metric"]
+            dims = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
+            m = fleet.by_id.get(dims.get("InstanceId", ""))
+            times, values = [], []
+            for i in range(first, last):
+                if m is None or not self._published(m, i):
+                    continue
+                slot = m.slots[i]
+                name = metric["MetricName"]
+                if name == "CPUUtilization":
+                    value = slot.cpu
+                elif name == "cpu_usage_active" and set(dims) == {"InstanceId"}:
+                    value = slot.core
+                elif name == "nvidia_smi_utilization_gpu" and "index" in dims and slot.gpu_agent:
+                    value = slot.gpu[int(dims["index"])]
+                else:
+                    continue
+                times.append(world.at(i))
+                values.append(value)
+            results.append({"Id": query["Id"], "Timestamps": times, "Values": values, "StatusCode": "Complete"})
+        return {"MetricDataResults": results}
+
+    # SSM
+    def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> list[dict[str, Any]]:
+        ids = Filters[0]["Values"]
+        listed = [{"InstanceId": i, "PingStatus": "Online"} for i in ids if i in self.fleet.ssm]
+        return [{"InstanceInformationList": listed}]
+
+    def send_command(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
+        command = f"{len(self.commands):08d}-0000-4000-8000-000000000000"
+        fleet = self.fleet
+        self.commands[command] = {i: json.dumps(fleet.world.report(fleet.by_id[i], fleet.index)) for i in InstanceIds}
+        return {"Command": {"CommandId": command}}
+
+    def list_command_invocations(self, CommandId: str, **_: Any) -> list[dict[str, Any]]:
+        answers = self.commands[CommandId]
+        return [
+            {
+                "CommandInvocations": [
+                    {"InstanceId": i, "Status": "Success", "CommandPlugins": [{"Output": out}]}
+                    for i, out in answers.items()
+                ]
+            }
+        ]
+
+    # DynamoDB, Secrets Manager, Pricing
+    def batch_write_item(self, RequestItems: dict[str, list[Any]]) -> dict[str, Any]:
+        for items in RequestItems.values():
+            self.ledger += [r["PutRequest"]["Item"] for r in items]
+        return {"UnprocessedItems": {}}
+
+    def put_item(self, Item: dict[str, Any], **params: Any) -> dict[str, Any]:
+        key = Item["pk"]["S"]
+        if "ConditionExpression" in params and key in self.claims:
+            raise Conditional
+        self.claims.add(key)
+        return {}
+
+    def delete_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.claims.discard(Key["pk"]["S"])
+        return {}
+
+    def get_secret_value(self, **_: Any) -> dict[str, Any]:
+        return {"SecretString": self.secret, "Name": "costguard/slack", "VersionId": "v1"}
+
+    def get_products(self, **_: Any) -> dict[str, Any]:
+        return {"PriceList": []}
+
+
+# ---------------------------------------------------------------------- costguard's week (child process)
+def run_costguard(code_root: Path, seed: int, no_ssm_share: float) -> dict[str, Any]:
+    sys.path[:0] = [str(code_root / "layers" / "costguard"), str(code_root)]
+    os.environ.update(
+        POWERTOOLS_LOG_LEVEL="ERROR",
+        POWERTOOLS_METRICS_DISABLED="true",
+        POWERTOOLS_SERVICE_NAME="costguard",
+        POWERTOOLS_METRICS_NAMESPACE="costguard",
+        AWS_DEFAULT_REGION=REGION,
+        AWS_REGION=REGION,
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        COSTGUARD_MODE="enforce",
+        SLACK_SECRET_NAME="costguard/slack",
+        ALERTS_CHANNEL="C0ALERTS",
+        STATE_TABLE="costguard-state",
+        EMAIL_DOMAIN="example.com",
+        GOVERNED_REGIONS=REGION,
+        IDLE_ALARMS="false",
+        ACTIVITY_CHECK_DOCUMENT=DOCUMENT,
+        ACTIVITY_CHECK_SECONDS="5",
+        CLICK_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/clicks",
+        ACTIONS_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/clicks",
+        TEAM_TIMEZONE="UTC",
+    )
+    import importlib.util  # noqa: PLC0415
+
+    from costguard.aws.clients import ClientFactory  # noqa: PLC0415 (after the code tree is on the path)
+    from costguard.core.settings import Settings  # noqa: PLC0415 (after the code tree is on the path)
+    from costguard.runtime import Runtime  # noqa: PLC0415 (after the code tree is on the path)
+    from costguard.slack.interactions import Click  # noqa: PLC0415 (after the code tree is on the path)
+    from testing.handlers import LambdaContext  # noqa: PLC0415
+    from testing.slack_standin import SlackStandIn  # noqa: PLC0415
+
+    def handler(function: str) -> Any:
+        spec = importlib.util.spec_from_file_location(f"week_{function}", code_root / "functions" / function / "app.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.lambda_handler
+
+    try:
+        import costguard.idle.checks as checks  # noqa: PLC0415 (after the code tree is on the path)
+
+        checks.POLL_SECONDS = 0.0  # the fakes answer at once; the sim must not sleep 672 times
+    except ImportError:
+        pass  # code from before the activity check
+
+    world = World(seed)
+    fleet = Fleet(world, seed, no_ssm_share)
+    people = {m.owner for m in world.machines}
+    slack = SlackStandIn(users={p: f"U{k:04d}" for k, p in enumerate(sorted(people))}).start()
+    aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}))
+    os.environ["SLACK_API_URL"] = slack.api_url
+    runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION))
+    for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
+        runtime.clients._clients[(service, REGION)] = aws.client(service)
+    runtime.clients._clients[("pricing", "us-east-1")] = aws.client("pricing")
+    Runtime.now = staticmethod(lambda: fleet.now)  # type: ignore[method-assign]
+    sweep, buttons = handler("idle_stopper"), handler("buttons")
+    rng = random.Random(seed * 31)
+    warnings: list[tuple[str, int]] = []
+    seen = 0
+    end = world.start + timedelta(days=7)
+    try:
+        while fleet.now < end:
+            try:
+                sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
+            except Exception as exc:  # a sweep that raises is retried by the scheduler: the next one runs
+                print(f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+            for message in slack.messages[seen:]:
+                instance_id = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
+                if instance_id and "has been idle for" in message.text:  # a warning
+                    warnings.append((instance_id, fleet.index))
+                    url = slack.response_url(message.ts)
+                    answer(fleet, rng, buttons, runtime, Click, message, instance_id, LambdaContext, url)
+            seen = len(slack.messages)
+            fleet.advance(fleet.now + STEP * SWEEP_EVERY)
+    finally:
+        slack.stop()
+    figures = outcome(world, fleet.running, fleet.stops, warnings)
+    unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
+    return figures | {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
+
+
+def answer(
+    fleet: Fleet,
+    rng: random.Random,
+    buttons: Any,
+    runtime: Any,
+    click: Any,
+    message: Any,
+    instance_id: str,
+    context: Any,
+    response_url: str,
+) -> None:
+    """The owner, if at their desk and in the mood, presses a button on the warning."""
+    machine = fleet.by_id[instance_id]
+    if not fleet.world.office_hours(machine, fleet.index) or rng.random() >= ANSWER_RATE:
+        return
+    working = bool(machine.slots[fleet.index].work)
+    offered = [e["action_id"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]]
+    if working:
+        pressed = "costguard.keep_while_busy" if "costguard.keep_while_busy" in offered else "costguard.keep_tomorrow"
+    elif rng.random() < 0.3 and "costguard.stop_now" in offered:
+        pressed = "costguard.stop_now"
+    else:
+        return
+    user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
+    payload = click(
+        button=_button(pressed),
+        instance_id=instance_id,
+        region=REGION,
+        user_id=user,
+        user_name=machine.owner.split("@")[0],
+        response_url=response_url,
+        message_ts=message.ts,
+        action_ts="1",
+    )
+    buttons({"Records": [{"body": payload.to_json()}]}, context(), runtime=runtime)
+
+
+def _button(pressed: str) -> Any:
+    from costguard.slack.buttons import Button  # noqa: PLC0415 (after the code tree is on the path)
+
+    return Button(pressed)
+
+
+# ---------------------------------------------------------------------- the figures
+def outcome(
+    world: World, running: dict[str, list[bool]], stops: list[tuple[str, int]], warnings: list[tuple[str, int]]
+) -> dict[str, Any]:
+    """Idle GPU-hours reclaimed, interruptions and work lost, warnings: over the week, not the history day."""
+    first = world.index(world.start)
+    idle = reclaimed = lost = 0.0
+    interrupted = set()
+    for m in world.machines:
+        for i in range(first, world.slots):
+            hours = m.gpus / SLOTS_PER_HOUR
+            if not m.slots[i].work:
+                idle += hours
+                if not running[m.instance_id][i]:
+                    reclaimed += hours
+            elif not running[m.instance_id][i]:
+                lost += hours
+    causes: dict[str, int] = defaultdict(int)
+    for instance_id, at in stops:
+        m = next(x for x in world.machines if x.instance_id == instance_id)
+        off = []
+        for i in range(at, world.slots):
+            if running[instance_id][i]:
+                break
+            off.append(i)
+        if m.slots[at].work:  # stopped while at work
+            interrupted.add((instance_id, at))
+            causes[f"stopped during {m.slots[at].work}"] += 1
+        elif any(m.slots[i].work for i in off):  # work came due while it stayed stopped
+            interrupted.add((instance_id, at))
+            causes[f"stopped before {next(m.slots[i].work for i in off if m.slots[i].work)}"] += 1
+    owners = {m.owner for m in world.machines}
+    busy_warnings = sum(
+        1 for iid, at in warnings if next(m for m in world.machines if m.instance_id == iid).slots[at].work
+    )
+    return {
+        "machines": len(world.machines),
+        "owners": len(owners),
+        "idle_gpu_hours": round(idle, 1),
+        "reclaimed_gpu_hours": round(reclaimed, 1),
+        "reclaimed_percent": round(100 * reclaimed / idle, 1) if idle else 0.0,
+        "stops": len(stops),
+        "interruptions": len(interrupted),
+        "interruptions_by_cause": dict(sorted(causes.items())),
+        "work_gpu_hours_lost": round(lost, 1),
+        "warnings": len(warnings),
+        "warnings_about_busy_machines": busy_warnings,
+        "warnings_per_owner_per_day": round(len(warnings) / len(owners) / 7, 2),
+    }
+
+
+def schedule_baseline(world: World) -> dict[str, Any]:
+    """Off from 20:00 to 08:00 on weekdays and all weekend, in each owner's zone; no warning."""
+    running = {m.instance_id: [True] * world.slots for m in world.machines}
+    stops = []
+    for m in world.machines:
+        for i in range(world.slots):
+            local = world.local(m, i)
+            on = local.weekday() < 5 and 8 <= local.hour < 20
+            running[m.instance_id][i] = on or i < world.index(world.start)
+            if i and running[m.instance_id][i - 1] and not running[m.instance_id][i]:
+                stops.append((m.instance_id, i))
+    return outcome(world, running, stops, [])
+
+
+def cpu_average_baseline(world: World, threshold: float = 10.0, window: int = 24) -> dict[str, Any]:
+    """Stop when CPUUtilization stayed under 10 % for 2 hours (checked every 15 minutes), no warning;
+    the owner starts it again as with costguard."""
+    running = {m.instance_id: [True] * world.slots for m in world.machines}
+    stops: list[tuple[str, int]] = []
+    for m in world.machines:
+        on = running[m.instance_id]
+        launched = -10_000
+        i = world.index(world.start)
+        while i < world.slots:
+            if on[i] and i - launched >= window and all(m.slots[j].cpu < threshold for j in range(i - window, i)):
+                stops.append((m.instance_id, i))
+                back = restart_slot(world, m, i)
+                for j in range(i, min(back, world.slots)):
+                    on[j] = False
+                launched, i = back, back
+                continue
+            i += SWEEP_EVERY
+    return outcome(world, running, stops, [])
+
+
+def costguard_week(code_root: Path, seed: int, no_ssm_share: float) -> dict[str, Any]:
+    """costguard's week in a child process, so that any code tree (an older commit) can be measured."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "week.json"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        subprocess.run(
+            [sys.executable, "-m", "bench.week", str(code_root), str(out), str(seed), str(no_ssm_share)],
+            check=True,
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        return dict(json.loads(out.read_text()))
+
+
+def measure(code_root: Path = ROOT, seed: int = 7) -> dict[str, Any]:
+    world = World(seed)
+    return {
+        "seed": seed,
+        "costguard": costguard_week(code_root, seed, 0.0),
+        f"costguard, {NO_SSM_AGENT_SHARE:.0%} of machines without the SSM agent": costguard_week(
+            code_root, seed, NO_SSM_AGENT_SHARE
+        ),
+        "night_and_weekend_schedule": schedule_baseline(world),
+        "cpu_average_rule": cpu_average_baseline(world),
+    }
+
+
+def main() -> dict[str, Any]:
+    result = measure()
+    for tool, figures in result.items():
+        if isinstance(figures, dict):
+            print(
+                f"  {tool:<28} reclaimed {figures['reclaimed_percent']:5.1f}% of {figures['idle_gpu_hours']:.0f} idle "
+                f"GPU-h, {figures['interruptions']} interruptions, {figures['work_gpu_hours_lost']:.0f} GPU-h of work "
+                f"lost, {figures['warnings_per_owner_per_day']} warnings/owner/day "
+                f"({figures['warnings_about_busy_machines']} about busy machines)"
+            )
+    return result
+
+
+if __name__ == "__main__":
+    code, out_path, seed, share = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    out_path.write_text(json.dumps(run_costguard(code, seed, share)))

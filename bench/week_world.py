@@ -1,0 +1,298 @@
+"""A seeded, labelled week of an ML team's GPU fleet: what every machine does every 5 minutes, what its
+metrics show, and what its activity check would answer.
+
+Every slot is labelled work or idle. Work is anything a person would not want stopped: training runs
+with their evals, checkpoints and uploads, jobs waiting on a queue with their GPU memory held,
+single-GPU jobs on multi-GPU hosts, single-threaded preprocessing, a notebook in use, a nightly
+pipeline. Idle is a machine doing nothing for anyone: a finished run nobody stopped, a notebook left
+overnight with its kernel holding GPU memory, a forgotten machine. Metrics see only part of it: the
+GPU agent goes silent for hours on some runs, a waiting job shows 0 % everywhere, one busy core is
+0.5 % of a 192-vCPU host.
+
+Owners live in three time zones and answer some warnings in their office hours. The same seed
+gives the same week; other seeds give other weeks of the same kinds of work.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+STEP = timedelta(minutes=5)
+SLOTS_PER_HOUR = 12
+HISTORY = timedelta(days=1)  # before the week, so the first sweeps have a window to judge
+WEEK = timedelta(days=7)
+TYPES = {  # GPUs, vCPUs
+    "g5.xlarge": (1, 4),
+    "g5.2xlarge": (1, 8),
+    "g5.12xlarge": (4, 48),
+    "g5.48xlarge": (8, 192),
+    "p4d.24xlarge": (8, 96),
+    "p5.48xlarge": (8, 192),
+}
+ZONES = ("Europe/Paris", "America/New_York", "Asia/Kolkata")
+
+
+@dataclass
+class Slot:
+    """One machine's 5 minutes."""
+
+    work: str = ""  # the kind of work, "" for idle
+    gpu: tuple[float, ...] = ()
+    core: float = 1.0  # busiest core %
+    cpu: float = 0.5  # CPUUtilization: the average over every vCPU
+    gpu_agent: bool = True  # the GPU agent published this slot
+    input_s: int | None = None  # seconds since the last input on a terminal, None: nobody logged in
+    kernel: str = ""  # "busy", "idle" (a notebook kernel holding GPU memory) or ""
+    kernel_idle_s: int = 0
+    process: str = ""  # a process busy on a core
+    gpu_holder: str = ""  # a non-notebook process holding GPU memory
+
+
+@dataclass
+class Machine:
+    instance_id: str
+    owner: str
+    zone: str
+    instance_type: str
+    persona: str
+    hook: str = ""  # the owner's keep-alive hook: its line when it says keep
+    slots: list[Slot] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return int(TYPES[self.instance_type][0])
+
+    @property
+    def vcpus(self) -> int:
+        return int(TYPES[self.instance_type][1])
+
+
+class World:
+    def __init__(self, seed: int = 7, start: datetime | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.start = start or datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
+        self.begin = self.start - HISTORY
+        self.slots = int((HISTORY + WEEK) / STEP)
+        self.machines: list[Machine] = []
+        people = [(f"person{k}@example.com", ZONES[k % len(ZONES)]) for k in range(12)]
+        plan = [
+            ("trainer", "p4d.24xlarge"),
+            ("trainer", "p5.48xlarge"),
+            ("trainer", "g5.48xlarge"),
+            ("trainer", "g5.12xlarge"),
+            ("trainer", "g5.12xlarge"),
+            ("single_gpu", "g5.12xlarge"),
+            ("single_gpu", "p4d.24xlarge"),
+            ("preprocess", "p5.48xlarge"),
+            ("preprocess", "g5.48xlarge"),
+            ("notebook", "g5.xlarge"),
+            ("notebook", "g5.2xlarge"),
+            ("notebook", "g5.xlarge"),
+            ("notebook", "g5.12xlarge"),
+            ("forgotten", "g5.12xlarge"),
+            ("forgotten", "p4d.24xlarge"),
+            ("forgotten", "g5.2xlarge"),
+            ("pipeline", "g5.12xlarge"),
+        ]
+        for k, (persona, instance_type) in enumerate(plan * 2):
+            owner, zone = people[k % len(people)]
+            machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona)
+            machine.slots = [Slot(gpu=(0.0,) * machine.gpus) for _ in range(self.slots)]
+            getattr(self, f"_{persona}")(machine)
+            self._idle_floor(machine)
+            self.machines.append(machine)
+
+    # ------------------------------------------------------------------ time
+    def at(self, index: int) -> datetime:
+        return self.begin + STEP * index
+
+    def index(self, moment: datetime) -> int:
+        return int((moment - self.begin) / STEP)
+
+    def local(self, machine: Machine, index: int) -> datetime:
+        return self.at(index).astimezone(ZoneInfo(machine.zone))
+
+    def office_hours(self, machine: Machine, index: int) -> bool:
+        local = self.local(machine, index)
+        return local.weekday() < 5 and 9 <= local.hour < 18
+
+    def _days(self, machine: Machine) -> list[int]:
+        """The slot index of each local midnight in the simulated span."""
+        first = self.local(machine, 0).replace(hour=0, minute=0, second=0, microsecond=0)
+        return [
+            self.index(day.astimezone(UTC))
+            for day in (first + timedelta(days=d) for d in range(10))
+            if 0 <= self.index(day.astimezone(UTC)) < self.slots
+        ] or [0]
+
+    def _span(self, machine: Machine, start: int, slots: int, work: str, **fields: object) -> None:
+        for i in range(max(0, start), min(self.slots, start + slots)):
+            slot = machine.slots[i]
+            slot.work = work
+            for key, value in fields.items():
+                setattr(slot, key, value)
+
+    # ------------------------------------------------------------------ personas
+    def _training_run(self, m: Machine, start: int, hours: float) -> int:
+        """A run: maybe a queue wait, then training with evals, checkpoints and maybe an agent gap, then
+        the upload. Returns the slot after it."""
+        rng = self.rng
+        if rng.random() < 0.35:  # waits on a queue or data: GPU memory held, nothing moving
+            wait = int(rng.uniform(1.5, 4) * SLOTS_PER_HOUR)
+            self._span(m, start, wait, "queue wait", gpu_holder="python train.py", core=1.5, cpu=0.3)
+            start += wait
+        length = int(hours * SLOTS_PER_HOUR)
+        gap_at = start + rng.randrange(max(1, length - 48)) if rng.random() < 0.3 else -1
+        for s in range(start, min(self.slots, start + length)):
+            offset = s - start
+            if offset % 24 in (20, 21, 22, 23):  # an eval every 2 h: GPU low, one core busy
+                self._span(
+                    m,
+                    s,
+                    1,
+                    "eval",
+                    gpu=(2.0,) * m.gpus,
+                    core=100.0,
+                    cpu=100.0 / m.vcpus + 0.5,
+                    process="python eval.py",
+                )
+            elif offset % 36 in (30, 31):  # a checkpoint every 3 h: GPU at 0, writing to S3
+                self._span(m, s, 1, "checkpoint", gpu=(0.0,) * m.gpus, core=70.0, cpu=1.5, process="python train.py")
+            else:
+                busy = tuple(rng.uniform(75, 98) for _ in range(m.gpus))
+                self._span(
+                    m, s, 1, "training", gpu=busy, core=100.0, cpu=rng.uniform(4, 14), gpu_holder="python train.py"
+                )
+            if 0 <= gap_at <= s < gap_at + 5 * SLOTS_PER_HOUR:
+                m.slots[s].gpu_agent = False  # nvidia-smi hung: the run goes on, unseen
+        end = start + length
+        upload = int(rng.uniform(0.4, 1.0) * SLOTS_PER_HOUR)
+        self._span(
+            m, end, upload, "upload", gpu=(0.0,) * m.gpus, core=85.0, cpu=100.0 / m.vcpus + 1, process="aws s3 cp"
+        )
+        return end + upload
+
+    def _trainer(self, m: Machine) -> None:
+        for day in self._days(m):
+            if self.local(m, day).weekday() < 5 and self.rng.random() < 0.55:
+                start = day + int(self.rng.uniform(9.5, 12) * SLOTS_PER_HOUR)
+                self._training_run(m, start, self.rng.uniform(5, 26))
+
+    def _single_gpu(self, m: Machine) -> None:
+        for day in self._days(m):
+            if self.local(m, day).weekday() < 5 and self.rng.random() < 0.6:
+                start = day + int(self.rng.uniform(9, 14) * SLOTS_PER_HOUR)
+                length = int(self.rng.uniform(4, 14) * SLOTS_PER_HOUR)
+                one = tuple(85.0 if g == m.gpus - 1 else 0.0 for g in range(m.gpus))
+                self._span(
+                    m,
+                    start,
+                    length,
+                    "single-GPU job",
+                    gpu=one,
+                    core=100.0,
+                    cpu=100.0 / m.vcpus * 1.5,
+                    gpu_holder="python finetune.py",
+                )
+
+    def _preprocess(self, m: Machine) -> None:
+        for day in self._days(m):
+            if self.local(m, day).weekday() < 5:
+                start = day + int(self.rng.uniform(9, 13) * SLOTS_PER_HOUR)
+                length = int(self.rng.uniform(2, 6) * SLOTS_PER_HOUR)
+                self._span(
+                    m,
+                    start,
+                    length,
+                    "preprocessing",
+                    core=100.0,
+                    cpu=100.0 / m.vcpus + 0.2,
+                    process="python tokenize.py",
+                )
+                if self.rng.random() < 0.5:
+                    self._training_run(m, start + length, self.rng.uniform(3, 8))
+
+    def _notebook(self, m: Machine) -> None:
+        for day in self._days(m):
+            local = self.local(m, day)
+            if local.weekday() >= 5:
+                continue
+            begin, end = day + int(9.5 * SLOTS_PER_HOUR), day + 18 * SLOTS_PER_HOUR
+            meeting = day + int(self.rng.uniform(13.5, 15) * SLOTS_PER_HOUR)
+            for s in range(begin, min(end, self.slots)):
+                if meeting <= s < meeting + int(2.5 * SLOTS_PER_HOUR) or 12 * 12 <= s - day < 13 * 12 + 6:
+                    continue  # a long meeting and lunch: nobody there
+                burst = self.rng.random() < 0.3
+                gpu = tuple(self.rng.uniform(10, 45) if burst else 0.0 for _ in range(m.gpus))
+                self._span(
+                    m,
+                    s,
+                    1,
+                    "notebook in use",
+                    gpu=gpu,
+                    core=60.0 if burst else 8.0,
+                    cpu=3.0,
+                    input_s=self.rng.randrange(5, 240),
+                    kernel="busy" if burst else "idle",
+                    kernel_idle_s=30,
+                )
+            for s in range(begin, min(end + 14 * SLOTS_PER_HOUR, self.slots)):
+                if not m.slots[s].work:  # the kernel stays up overnight, holding its GPU memory
+                    m.slots[s].kernel = "idle"
+
+    def _forgotten(self, m: Machine) -> None:
+        monday = self._days(m)[1] if len(self._days(m)) > 1 else 0
+        self._training_run(m, monday + 10 * SLOTS_PER_HOUR, self.rng.uniform(2, 5))
+
+    def _pipeline(self, m: Machine) -> None:
+        m.hook = "nightly feature pipeline box: kept for its 01:00 run"
+        for day in self._days(m):
+            self._span(
+                m,
+                day + SLOTS_PER_HOUR,
+                2 * SLOTS_PER_HOUR,
+                "nightly pipeline",
+                gpu=tuple(self.rng.uniform(60, 90) for _ in range(m.gpus)),
+                core=100.0,
+                cpu=20.0,
+                gpu_holder="python pipeline.py",
+            )
+
+    @staticmethod
+    def _idle_floor(m: Machine) -> None:
+        """Idle slots keep a little background noise: the agent, sshd, cron."""
+        for slot in m.slots:
+            if not slot.work and not slot.process:
+                slot.cpu, slot.core = 0.4, 4.0
+
+    # ------------------------------------------------------------------ what the machine says
+    def report(self, machine: Machine, index: int) -> dict[str, object]:
+        """The activity check's version-1 report for this slot."""
+        slot = machine.slots[min(index, self.slots - 1)]
+        out: dict[str, object] = {"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None}
+        if slot.input_s is not None:
+            out["sessions"] = [{"tty": "pts/0", "idle_s": slot.input_s}]
+        else:
+            last = self._last_input(machine, index)
+            out["sessions"] = [{"tty": "pts/0", "idle_s": last}] if last is not None else []
+        if slot.kernel:
+            idle = slot.kernel_idle_s if slot.work else 6 * 3600
+            out["kernels"] = [{"state": slot.kernel, "idle_s": idle}]
+            out["gpu"] = [{"name": "python -m ipykernel_launcher", "mib": 6000, "notebook": True}]
+        if slot.process and slot.core >= 50:
+            out["cpu"] = [{"name": slot.process, "cpu": slot.core, "notebook": False}]
+        if slot.gpu_holder:
+            held: list[object] = list(out["gpu"])  # type: ignore[call-overload]
+            out["gpu"] = [*held, {"name": slot.gpu_holder, "mib": 30000, "notebook": False}]
+        if machine.hook:
+            out["hook"] = {"exit": 0, "line": machine.hook}
+        return out
+
+    def _last_input(self, machine: Machine, index: int) -> int | None:
+        for back in range(index, max(-1, index - 24 * SLOTS_PER_HOUR), -1):
+            if machine.slots[back].input_s is not None:
+                return (index - back) * 300 + (machine.slots[back].input_s or 0)
+        return None

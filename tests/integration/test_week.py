@@ -1,0 +1,17 @@
+"""The simulated week (bench/week.py) as a check: through the real sweep, no real work is interrupted and
+most idle GPU-hours are reclaimed, whatever the seed's week holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import week
+
+
+@pytest.mark.slow
+def test_a_simulated_week_interrupts_no_real_work_and_reclaims_most_idle_gpu_hours() -> None:
+    figures = week.costguard_week(week.ROOT, seed=11, no_ssm_share=0.0)
+    assert figures["interruptions"] == 0, figures["interruptions_by_cause"]
+    assert figures["work_gpu_hours_lost"] == 0
+    assert figures["warnings_about_busy_machines"] == 0
+    assert figures["reclaimed_percent"] >= 85
