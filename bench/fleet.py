@@ -3,7 +3,9 @@
 Every instance publishes CPUUtilization (AWS/EC2, InstanceId) and, through the CloudWatch agent, one
 `nvidia_smi_utilization_gpu` series per GPU (InstanceId, index, name, arch) plus the agent's
 InstanceId-only aggregate (`aggregation_dimensions: [["InstanceId"]]`, the maximum over the GPUs),
-which is the only GPU series a Cloud Custodian `metrics` filter can name. Points every 5 minutes.
+which is the only GPU series a Cloud Custodian `metrics` filter can name, and the busiest CPU core
+(`cpu_usage_active` rolled up by InstanceId, as the README's agent configuration publishes it).
+Points every 5 minutes.
 
 Kinds, and what a correct tool does with each (`should_stop`):
 - idle: every GPU and the CPU low for hours; warned 40 min ago, grace over    → stopped
@@ -27,6 +29,8 @@ KINDS = (("idle", 0.10), ("one_gpu_busy", 0.02), ("cpu_busy", 0.02), ("spike", 0
 TYPES = (("g5.xlarge", 1, "NVIDIA A10G", 0.6), ("g5.12xlarge", 4, "NVIDIA A10G", 0.3), ("p4d.24xlarge", 8, "A100", 0.1))
 WARNED = {"idle", "spike", "gap"}
 GPU_METRIC = "nvidia_smi_utilization_gpu"
+CORE_METRIC = "cpu_usage_active"
+BUSIEST_CORE = -2
 IDLE_VALUE, BUSY_VALUE = 1.0, 70.0
 
 Dims = tuple[tuple[str, str], ...]
@@ -53,7 +57,7 @@ class Series:
     namespace: str
     name: str
     dims: Dims  # in the order the publisher sends them
-    gpu: int | None  # None: CPU; -1: the aggregate over GPUs
+    gpu: int | None  # None: CPU; -1: the aggregate over GPUs; -2: the busiest CPU core
 
     @property
     def key(self) -> tuple[str, str, frozenset[tuple[str, str]]]:
@@ -98,6 +102,7 @@ class Fleet:
             dims = (("InstanceId", iid), ("index", str(gpu)), ("name", instance.gpu_name), ("arch", "Ampere"))
             yield Series(instance, "CWAgent", GPU_METRIC, dims, gpu)
         yield Series(instance, "CWAgent", GPU_METRIC, (("InstanceId", iid),), -1)
+        yield Series(instance, "CWAgent", CORE_METRIC, (("InstanceId", iid),), BUSIEST_CORE)
 
     def tags(self, instance: SimInstance) -> dict[str, str]:
         out = {"Owner": instance.owner, "Name": f"bench-{instance.index}"}
@@ -118,6 +123,8 @@ class Fleet:
             return max(present) if present else None
         if series.gpu is None:
             return BUSY_VALUE if instance.kind in ("busy", "cpu_busy") else IDLE_VALUE + _wiggle(at, instance.index)
+        if series.gpu == BUSIEST_CORE:
+            return 100.0 if instance.kind in ("busy", "cpu_busy") else 3.0 + _wiggle(at, instance.index)
         return self._gpu(instance, series.gpu, at)
 
     def _gpu(self, instance: SimInstance, gpu: int, at: int) -> float | None:

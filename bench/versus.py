@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT
-from bench.fleet import Fleet
+from bench.fleet import GPU_METRIC, Fleet
 from bench.standin import StandIn
 from testing.slack_standin import SlackStandIn
 
@@ -197,8 +197,9 @@ def verdict(fleet: Fleet, stopped: set[int]) -> dict[str, Any]:
 
 def floor(fleet: Fleet) -> dict[str, int]:
     """The fewest calls that do the same work: pages at AWS's maximum sizes, batched actions."""
-    gpu_listed = sum(1 for s in fleet.series if s.namespace == "CWAgent")
-    needed = sum(1 for s in fleet.series if s.gpu != -1)  # the CPU and every GPU; the aggregate adds nothing
+    gpu_listed = sum(1 for s in fleet.series if s.name == GPU_METRIC)
+    # The CPU, the busiest core and every GPU; the GPU aggregate adds nothing.
+    needed = sum(1 for s in fleet.series if s.gpu != -1)
     stops = len(fleet.expected_stops())
     return {
         "ec2:DescribeInstances": math.ceil(len(fleet.instances) / 1000),

@@ -12,6 +12,7 @@ from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
+from costguard.aws.ssm import Ssm
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics
 from costguard.core.settings import DigestSettings, IdlePolicy
@@ -30,6 +31,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     runtime = runtime or Runtime.current()
     settings = runtime.settings
     policy = IdlePolicy.from_env()
+    checked = bool(policy.activity_check_document)
     regions = [
         Region(
             name,
@@ -37,6 +39,8 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
             GpuSeriesFinder(runtime.client("cloudwatch", name)),
             MetricReader(runtime.client("cloudwatch", name), policy),
             runtime.client("cloudwatch", name),
+            # The activity check runs in the deploy region: there, machines without an SSM agent are named.
+            Ssm(runtime.client("ssm", name)) if checked and name == settings.home_region else None,
         )
         for name in settings.governed_regions
     ]

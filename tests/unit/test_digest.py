@@ -9,7 +9,15 @@ import pytest
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.figures import Hour, InstanceWeek, hours_from_points, summarize, worst_idle
+from costguard.digest.figures import (
+    Hour,
+    InstanceWeek,
+    OutlivedKeep,
+    hours_from_points,
+    outlived_keeps,
+    summarize,
+    worst_idle,
+)
 from costguard.digest.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
 
@@ -120,3 +128,23 @@ def test_savings_of_a_stop_pressed_in_slack_use_the_price_book() -> None:
     )  # Slack stops record no price
     hours, usd = saved_by_stops([stop], {"i-s": instance}, END, PriceBook(None))  # the bundled $1.006/h
     assert (hours, round(usd, 2)) == (5.0, 5.03)
+
+
+def test_a_keep_until_tomorrow_on_a_machine_whose_job_ended_an_hour_later_is_listed() -> None:
+    # bob pressed "until tomorrow 09:00" at Monday 18:00; the job ran one more hour, then 14 idle hours.
+    bob = machine(
+        "i-b",
+        "bob",
+        4,
+        5.672,
+        hours(0, 18, 1, cpu=40, gpu_max=90, gpu_avg=85) + hours(0, 19, 14, cpu=1, gpu_max=0.5, gpu_avg=0.5),
+    )
+    pressed, until = START + timedelta(hours=18), START + timedelta(days=1, hours=9)
+    [keep] = outlived_keeps([("i-b", "bob", pressed, until)], [bob], END, POLICY)
+    assert keep == OutlivedKeep("i-b", "bob", until, kept_hours=15.0, idle_hours=14.0, waste_usd=14 * 5.672)
+
+
+def test_a_keep_that_was_used_is_not_listed() -> None:
+    alice = machine("i-a", "alice", 1, 1.0, hours(0, 18, 15, cpu=40, gpu_max=90, gpu_avg=85))
+    keeps = [("i-a", "alice", START + timedelta(hours=18), START + timedelta(days=1, hours=9))]
+    assert outlived_keeps(keeps, [alice], END, POLICY) == []

@@ -149,6 +149,7 @@ class ClickWorker:
                 owner=owner,
                 instance_type=instance_type,
                 reason=f"{click.button.value} by {click.user_name}",
+                until=formatting.format_time(keep_until(click.button, now, self.zone)) if click.button in KEEPS else "",
             )
         )
 

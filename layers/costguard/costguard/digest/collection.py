@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.commitments import CommitmentReader
 from costguard.aws.ec2 import LIVE_STATES, Ec2
 from costguard.aws.pricing import PriceBook
+from costguard.aws.ssm import Ssm
+from costguard.core import formatting
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.dashboards import update_dashboards
 from costguard.digest.data import DigestData
-from costguard.digest.figures import InstanceWeek, summarize
+from costguard.digest.figures import InstanceWeek, outlived_keeps, summarize
 from costguard.digest.hours import read_hours
 from costguard.digest.savings import saved_by_stops
 from costguard.digest.spend import commitment_use, weekly_spend
+from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger
 
 
@@ -30,6 +34,7 @@ class Region:
     gpu_series: GpuSeriesFinder
     metrics: MetricReader
     dashboards: Any  # the region's CloudWatch client, for PutDashboard
+    ssm: Ssm | None = None  # where the activity check runs: who has no SSM agent
 
 
 @dataclass
@@ -77,7 +82,12 @@ class DigestCollector:
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
         errors += self.reader.errors
         dashboards = update_dashboards({r.name: r.dashboards for r in self.regions}, weeks)
-        return DigestData(
+        keeps = [
+            (e.instance_id, e.reason.rpartition(" by ")[2], e.at, until)
+            for e in entries
+            if e.kind is EntryKind.KEEP and e.applied and (until := formatting.parse_time(e.until))
+        ]
+        data = DigestData(
             start,
             end,
             weeks,
@@ -94,3 +104,20 @@ class DigestCollector:
             errors,
             self.owner_tag_key,
         )
+        data.outlived_keeps = outlived_keeps(keeps, weeks, end, self.policy)
+        data.no_activity_check = self._without_activity_check(raw.values(), errors)
+        return data
+
+    def _without_activity_check(self, instances: Iterable[Instance], errors: list[str]) -> list[str]:
+        missing: list[str] = []
+        for region in self.regions:
+            running = [i.instance_id for i in instances if i.region == region.name and i.state == "running"]
+            if region.ssm is None or not running:
+                continue
+            try:
+                managed = region.ssm.ping_status(running)
+            except READ_ERRORS as exc:
+                errors.append(f"DescribeInstanceInformation: {error_code(exc)}")
+                continue
+            missing += [iid for iid in running if iid not in managed]
+        return sorted(missing)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from costguard.core.records import Commitment, Instance
-from costguard.digest.figures import InstanceWeek, Week
+from costguard.digest.figures import InstanceWeek, OutlivedKeep, Week
 from costguard.state.entries import Entry, EntryKind
 
 
@@ -38,6 +38,8 @@ class DigestData:
     dashboards: dict[str, str]  # team -> console URL
     errors: list[str]
     owner_tag_key: str
+    outlived_keeps: list[OutlivedKeep] = field(default_factory=list)
+    no_activity_check: list[str] = field(default_factory=list)  # running, but no SSM agent answers for them
 
     @property
     def no_owner(self) -> list[Instance]:

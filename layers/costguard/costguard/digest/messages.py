@@ -113,6 +113,12 @@ def _hygiene(data: DigestData) -> str:
         f"{len(silent)} without GPU telemetry"
         + (": " + ", ".join(f"`{i.instance_id}`" for i in silent[:5]) if silent else ""),
     ]
+    if data.no_activity_check:
+        ids = ", ".join(f"`{escape(i)}`" for i in data.no_activity_check[:5])
+        lines.append(
+            f"{len(data.no_activity_check)} without the activity check (no SSM agent: judged on metrics alone): "
+            f"{ids}. Install the SSM agent and an instance profile with AmazonSSMManagedInstanceCore."
+        )
     for instance in exempt[:5]:
         reason = instance.tags.get(tags.EXEMPT)
         who = instance.tags.get(tags.KEPT_BY, "")
@@ -122,6 +128,12 @@ def _hygiene(data: DigestData) -> str:
             else f"kept until {escape(instance.tags[tags.KEEP_UNTIL])}"
         )
         lines.append(f"`{instance.instance_id}` {what}" + (f" by {escape(who)}" if who else ""))
+    for keep in data.outlived_keeps[:5]:
+        lines.append(
+            f"`{escape(keep.instance_id)}` kept by {escape(keep.kept_by)} until {keep.until:%a %H:%M} UTC sat idle "
+            f"{keep.idle_hours:.0f} of its {keep.kept_hours:.0f} kept hours ({usd(keep.waste_usd)}): "
+            "*Keep while it works* ends a keep with the work"
+        )
     return "*Hygiene*\n" + bullet_list(lines)
 
 

@@ -43,3 +43,4 @@ class Entry:
     reason: str = ""
     idle_hours: float = 0.0
     hourly_saving: float = 0.0
+    until: str = ""  # a timed keep: when it ends (ISO 8601, UTC)
