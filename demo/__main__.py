@@ -32,7 +32,7 @@ ALERTS = "#ml-costs"
 DIGEST = "#ml-weekly"
 USERS = {
     f"{name}@example.com": f"U0{name.upper()}"
-    for name in ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "ivy", "platform")
+    for name in ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "henry", "ivy", "kim", "leo", "platform")
 }
 
 
@@ -56,10 +56,13 @@ class Demo:
             GOVERNED_REGIONS=f"{fleet.HOME},{fleet.OTHER}",
             SLACK_ADMINS="U0PLATFORM",
             TEAM_TIMEZONE="Europe/Paris",
+            ACTIVITY_CHECK_DOCUMENT="costguard-ActivityCheckDocument",
+            ACTIVITY_CHECK_SECONDS="10",
         )
         self.queue = str(self.account.client("sqs").create_queue(QueueName="costguard-clicks")["QueueUrl"])
         self.account.set_env(CLICK_QUEUE_URL=self.queue)
         self.log = (OUT / "lambda-logs.jsonl").open("w")
+        self.log_seen = 0
         handler = logger.registered_handler
         if hasattr(handler, "setStream"):
             handler.setStream(self.log)  # Lambda's stdout goes to a file; the terminal keeps the story
@@ -114,8 +117,26 @@ def owner_tagging(demo: Demo, seeded: fleet.SeededFleet) -> None:
             )
 
 
+# Machines whose "nothing to do" is the story: the sweep's summary leaves such decisions out, its log has them.
+WATCHED = ("henry-tokenize",)
+
+
+def logged_decisions(demo: Demo) -> list[dict[str, Any]]:
+    """The idle decisions the last invocation logged."""
+    demo.log.flush()
+    lines = Path(demo.log.name).read_text().splitlines()[demo.log_seen :]
+    demo.log_seen += len(lines)
+    return [d for d in (json.loads(x) for x in lines if x.startswith("{")) if d.get("message") == "idle decision"]
+
+
 def print_decisions(demo: Demo, seeded: fleet.SeededFleet, result: dict[str, Any], when: str) -> None:
     names = seeded.by_id()
+    watched = {seeded.named(n).instance_id: n for n in WATCHED}
+    for logged in logged_decisions(demo):
+        if logged["instance_id"] in watched and logged["action"] == "none":
+            name = watched[logged["instance_id"]]
+            print(f"   {name:<20} {'none':<14} {logged['reason']}")
+            demo.timeline.append([when, name, fleet.HOME, "none", logged["reason"]])
     for index, member in enumerate(seeded.asg_instances):
         names.setdefault(member, fleet.Machine(f"{fleet.ASG_NAME} #{index + 1}", fleet.HOME, "g5.2xlarge", ""))
     for region, summary in result.get("regions", {}).items():
@@ -128,8 +149,25 @@ def print_decisions(demo: Demo, seeded: fleet.SeededFleet, result: dict[str, Any
             print(f"   {region}: no GPU telemetry from {silent}")
 
 
+def activity(**fields: Any) -> dict[str, Any]:
+    """What costguard's activity check prints on a machine (schema version 1)."""
+    return {"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None, **fields}
+
+
+IDLE_NOTEBOOK = activity(
+    sessions=[{"tty": "pts/0", "idle_s": 5 * 3600}],
+    kernels=[{"state": "idle", "idle_s": 5 * 3600}],
+    gpu=[{"name": "python -m ipykernel_launcher", "mib": 15_360, "notebook": True}],
+)
+
+
 def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
     bob = seeded.named("bob-notebook")
+    gaps = demo.account.gaps
+    # The machines with the SSM agent, and what their activity check says (the others are judged on metrics).
+    gaps.activity[bob.instance_id] = IDLE_NOTEBOOK
+    gaps.activity[seeded.named("kim-notebook").instance_id] = IDLE_NOTEBOOK
+    gaps.activity[seeded.named("leo-finetune").instance_id] = activity()
     demo.clock = demo.t0 - timedelta(minutes=40)
     with step(
         f"{demo.clock:%H:%M} idle_stopper: EC2 state changes create idle alarms "
@@ -164,6 +202,13 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
             demo.clock = demo.t0 - timedelta(minutes=minutes)
             mystery = seeded.named("mystery-west")
             press(demo, mystery.instance_id, "costguard.keep_monday", "U0PLATFORM", "platform")
+            press(demo, seeded.named("leo-finetune").instance_id, "costguard.keep_while_busy", "U0LEO", "leo")
+            # kim sits down and types, a minute before her machine's stop: too late for the metrics.
+            gaps.activity[seeded.named("kim-notebook").instance_id] = activity(
+                sessions=[{"tty": "pts/1", "idle_s": 60}],
+                kernels=[{"state": "idle", "idle_s": 5 * 3600}],
+                gpu=[{"name": "python -m ipykernel_launcher", "mib": 15_360, "notebook": True}],
+            )
             continue
         demo.clock = demo.t0 - timedelta(minutes=minutes)
         with step(f"{demo.clock:%H:%M} idle_stopper: {note} (events/idle_stopper/sweep.json)"):

@@ -16,6 +16,7 @@ from typing import Any
 
 from costguard.aws.costexplorer import EC2_COMPUTE, periods
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
+from costguard.core.records import vcpus_of_type
 from testing import launches, moto_fixes
 from testing.aws_gaps import AwsGaps
 from testing.launches import AMI, iam_user, launch_record, person
@@ -121,6 +122,31 @@ FLEET = [
         cpu_pattern="busy",
     ),
     Machine(
+        "henry-tokenize",
+        HOME,
+        "p5.48xlarge",
+        "tokenizing a corpus on one core of 192: CPUUtilization 0.5 %, every GPU 0 %",
+        launch_tags={"Owner": "henry@example.com"},
+        gpu_pattern="idle",
+        cpu_pattern="one-core",
+    ),
+    Machine(
+        "kim-notebook",
+        HOME,
+        "g5.12xlarge",
+        "notebook idle since the morning; kim logs in a minute before the stop",
+        launch_tags={"Owner": "kim@example.com"},
+        gpu_pattern="idle",
+    ),
+    Machine(
+        "leo-finetune",
+        HOME,
+        "g5.2xlarge",
+        "a fine-tune waiting for its data; leo keeps it while it works",
+        launch_tags={"Owner": "leo@example.com"},
+        gpu_pattern="idle",
+    ),
+    Machine(
         "ivy-new",
         HOME,
         "g6.xlarge",
@@ -212,7 +238,8 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime) -> SeededFleet:
 
 
 def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: int = 4) -> None:
-    """CPUUtilization and CWAgent nvidia_smi_utilization_gpu, one point every 5 minutes until `now`."""
+    """CPUUtilization, and from the CloudWatch agent nvidia_smi_utilization_gpu and the busiest core
+    (cpu_usage_active by InstanceId), one point every 5 minutes until `now`."""
     rng = random.Random(42)
     points = [now - timedelta(minutes=5 * k) for k in range(hours * 12, 0, -1)]
     series: dict[str, list[dict[str, Any]]] = {}
@@ -229,7 +256,22 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
         launched = now - timedelta(hours=machine.hours_running)
         moments = [p for p in points if p >= launched]
         cpu = level["busy"] if machine.cpu_pattern == "busy" else (0.5, 4.0)
+        if machine.cpu_pattern == "one-core":  # one busy core, as an average over every vCPU
+            vcpus = vcpus_of_type(machine.instance_type)
+            cpu = (100 / vcpus, 100 / vcpus + 0.05)
+        core = (95.0, 100.0) if machine.cpu_pattern in ("busy", "one-core") else (2.0, 20.0)
         for at in moments:
+            if machine.gpu_pattern:  # the agent runs: the busiest core too
+                datums.append(
+                    {
+                        "MetricName": "cpu_usage_active",
+                        "Dimensions": [{"Name": "InstanceId", "Value": machine.instance_id}],
+                        "Timestamp": at,
+                        "Value": round(rng.uniform(*core), 2),
+                        "Unit": "Percent",
+                        "_ns": "CWAgent",
+                    }
+                )
             datums.append(
                 {
                     "MetricName": "CPUUtilization",

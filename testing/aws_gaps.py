@@ -51,6 +51,9 @@ class AwsGaps:
     reserved_instances: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # region -> RIs
     savings_plans: list[dict[str, Any]] = field(default_factory=list)
     utilization: dict[str, float] = field(default_factory=dict)  # RI id or SP ARN -> %
+    # SSM: each managed instance's activity check answer (None: managed, but it never answers).
+    activity: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
     answered: list[str] = field(default_factory=list)
 
     @property
@@ -69,7 +72,39 @@ class AwsGaps:
             "AWSInsightsIndexService.GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
             "query.DescribeReservedInstances": self.describe_reserved_instances,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
+            "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
+            "AmazonSSM.SendCommand": self.send_command,
+            "AmazonSSM.ListCommandInvocations": self.list_command_invocations,
         }
+
+    # ------------------------------------------------------------------ Systems Manager (moto has no Run Command answers)
+    def describe_instance_information(self, body: dict[str, Any], _region: str) -> Answer:
+        wanted = next((f["Values"] for f in body.get("Filters", []) if f["Key"] == "InstanceIds"), [])
+        listed = [
+            {"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in wanted if i in self.activity
+        ]
+        return _json({"InstanceInformationList": listed})
+
+    def send_command(self, body: dict[str, Any], _region: str) -> Answer:
+        command = f"{len(self.commands):08d}-0000-4000-8000-00000000c0de"
+        self.commands[command] = list(body["InstanceIds"])
+        return _json({"Command": {"CommandId": command, "DocumentName": body["DocumentName"], "Status": "Pending"}})
+
+    def list_command_invocations(self, body: dict[str, Any], _region: str) -> Answer:
+        invocations = []
+        for instance_id in self.commands.get(body["CommandId"], []):
+            answer = self.activity.get(instance_id)
+            status = "Success" if answer is not None else "InProgress"
+            output = json.dumps(answer) if answer is not None else ""
+            invocations.append(
+                {
+                    "CommandId": body["CommandId"],
+                    "InstanceId": instance_id,
+                    "Status": status,
+                    "CommandPlugins": [{"Name": "activityCheck", "Status": status, "Output": output}],
+                }
+            )
+        return _json({"CommandInvocations": invocations})
 
     # ------------------------------------------------------------------ Cost Explorer
     def get_cost_and_usage(self, body: dict[str, Any], _region: str) -> Answer:
