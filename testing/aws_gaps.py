@@ -77,9 +77,9 @@ class AwsGaps:
             "AmazonSSM.ListCommandInvocations": self.list_command_invocations,
         }
 
-    # ------------------------------------------------------------------ Systems Manager (moto has no Run Command answers)
+    # ------------------------------------------------------------------ Systems Manager (moto: no Run Command answers)
     def describe_instance_information(self, body: dict[str, Any], _region: str) -> Answer:
-        wanted = next((f["Values"] for f in body.get("Filters", []) if f["Key"] == "InstanceIds"), [])
+        wanted: list[str] = next((f["Values"] for f in body.get("Filters", []) if f["Key"] == "InstanceIds"), [])
         listed = [
             {"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in wanted if i in self.activity
         ]
