@@ -108,8 +108,7 @@ class FakeAws:
     def __init__(self, fleet: Fleet, secret: str) -> None:
         self.fleet = fleet
         self.secret = secret
-        self.claims: set[str] = set()
-        self.ledger: list[dict[str, Any]] = []
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}  # the state table
         self.commands: dict[str, dict[str, str]] = {}
         self.calls: dict[str, int] = defaultdict(int)
 
@@ -249,20 +248,44 @@ class FakeAws:
 
     # DynamoDB, Secrets Manager, Pricing
     def batch_write_item(self, RequestItems: dict[str, list[Any]]) -> dict[str, Any]:
-        for items in RequestItems.values():
-            self.ledger += [r["PutRequest"]["Item"] for r in items]
+        for requests in RequestItems.values():
+            for request in requests:
+                if "PutRequest" in request:
+                    self.put_item(request["PutRequest"]["Item"])
+                else:
+                    key = request["DeleteRequest"]["Key"]
+                    self.items.pop((key["pk"]["S"], key["sk"]["S"]), None)
         return {"UnprocessedItems": {}}
 
     def put_item(self, Item: dict[str, Any], **params: Any) -> dict[str, Any]:
-        key = Item["pk"]["S"]
-        if "ConditionExpression" in params and key in self.claims:
-            raise Conditional
-        self.claims.add(key)
+        key = (Item["pk"]["S"], Item["sk"]["S"])
+        current = self.items.get(key)
+        if "ConditionExpression" in params and current is not None:
+            lease = int(current.get("lease_until", {}).get("N", "0"))
+            pending = current.get("status", {}).get("S") == "pending"
+            if not (pending and lease < int(params["ExpressionAttributeValues"][":now"]["N"])):
+                raise Conditional
+        self.items[key] = Item
+        return {}
+
+    def get_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
+        found = self.items.get((Key["pk"]["S"], Key["sk"]["S"]))
+        return {"Item": found} if found else {}
+
+    def update_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
+        found = self.items.get((Key["pk"]["S"], Key["sk"]["S"]))
+        if found is not None:  # the only update costguard makes: a claim marked done
+            found["status"] = {"S": "done"}
+            found.pop("lease_until", None)
         return {}
 
     def delete_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
-        self.claims.discard(Key["pk"]["S"])
+        self.items.pop((Key["pk"]["S"], Key["sk"]["S"]), None)
         return {}
+
+    def query(self, ExpressionAttributeValues: dict[str, Any], **_: Any) -> list[dict[str, Any]]:
+        pk = ExpressionAttributeValues[":pk"]["S"]
+        return [{"Items": [item for (p, _), item in sorted(self.items.items()) if p == pk]}]
 
     def get_secret_value(self, **_: Any) -> dict[str, Any]:
         return {"SecretString": self.secret, "Name": "costguard/slack", "VersionId": "v1"}

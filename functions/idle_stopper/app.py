@@ -25,6 +25,7 @@ from costguard.idle.checks import ActivityChecker
 from costguard.idle.report import RegionReport
 from costguard.idle.sweep import IdleStopper
 from costguard.runtime import Runtime
+from costguard.state.outbox import Outbox
 
 
 class SweepIncomplete(RuntimeError):
@@ -94,6 +95,7 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         autoscaling=AutoScaling(runtime.client("autoscaling", region), settings.mode),
         ledger=runtime.ledger,
         claims=runtime.claims,
+        outbox=Outbox(runtime.client("dynamodb"), settings.state_table, region),
         notifier=lambda: runtime.notifier,
         prices=runtime.prices,
         settings=settings,

@@ -252,7 +252,7 @@ def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
     assert t[tags.IDLE_WARNED_AT] == formatting.format_time(now - timedelta(minutes=35)), "kept as the record"
     [dm] = slack.messages
     assert dm.channel == "U0ALICE"
-    assert dm.text.startswith(f"Stopping idle g5.12xlarge {iid} now")
+    assert dm.text.startswith(f"Stopped idle g5.12xlarge {iid} after")
     assert f"aws ec2 start-instances --region {REGION} --instance-ids {iid}" in json.dumps(dm.blocks)
     [stop] = [p for op, p in calls if op == "StopInstances"]
     assert stop == {"InstanceIds": [iid], "Hibernate": False}
@@ -275,7 +275,7 @@ def test_instance_configured_for_hibernation_is_hibernated(
     publish(iid, now, gpus=[idle(48)], cpu=idle(48))
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert [p for op, p in calls if op == "StopInstances"] == [{"InstanceIds": [iid], "Hibernate": True}]
-    assert slack.messages[0].text.startswith("Hibernating idle")
+    assert slack.messages[0].text.startswith("Hibernated idle")
 
 
 def test_a_sweep_writes_to_ec2_once_per_kind_of_write_not_once_per_instance(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -26,7 +26,7 @@ from costguard.slack.blocks import context, escape
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import SlackNotifier
-from costguard.state.claims import Claims
+from costguard.state.claims import ClaimHeld, Claims, ClaimState
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
 
@@ -40,6 +40,16 @@ class Reply:
 
 
 Responder = Callable[[str, Mapping[str, Any]], None]
+# What IAM or EC2 answers a stop costguard may not make: never worth a retry.
+REFUSED = {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "OperationNotPermitted"}
+
+
+def click_time(click: Click, fallback: datetime) -> datetime:
+    """When the button was pressed (Slack's action_ts), so that every delivery of a click records the same."""
+    try:
+        return datetime.fromtimestamp(float(click.action_ts), UTC)
+    except ValueError:
+        return fallback
 
 
 @dataclass
@@ -67,18 +77,23 @@ class ClickWorker:
             text = f"Only the owner ({escape(owner or 'unknown')}) or a costguard admin can do that."
             return self._tell(click, Reply("refused", text))
         key = f"slack-action:{click.instance_id}:{click.message_ts}:{click.button.value}"
-        if not self.claims.claim(key, now, ttl=timedelta(days=7)):
+        claim = self.claims.claim(key, now, ttl=timedelta(days=7))
+        if claim.state is ClaimState.DONE:
             return self._tell(click, Reply("duplicate", "That was done already."))
-        try:
-            reply = self._apply(ec2, click, instance.hibernation_configured, now)
-            if reply.status == "done":
-                self._record(click, instance.instance_type, owner, now)
-                self._update_original(click, reply.text)
-            else:
-                self._tell(click, reply)
-        except Exception:
-            self.claims.release(key)  # the retry from the queue must be able to do it
-            raise
+        if claim.state is ClaimState.HELD:
+            raise ClaimHeld(f"{key} is being done by another delivery of the click")  # back to the queue
+        # Keeps first: the effect (idempotent), then its record (keyed by the click, so a retry writes the
+        # same entry), then the done mark, then the answer. A failure anywhere before the done mark
+        # leaves the claim to a retry after its lease, which applies the same keep again, harmlessly.
+        at = click_time(click, now)
+        reply = self._apply(ec2, click, instance.hibernation_configured, at)
+        if reply.status == "done":
+            self._record(click, instance.instance_type, owner, at)
+        self.claims.done(claim)
+        if reply.status == "done":
+            self._update_original(click, reply.text)
+        else:
+            self._tell(click, reply)
         return reply
 
     def _may_act(self, user_id: str, owner: str) -> bool:
@@ -88,7 +103,9 @@ class ClickWorker:
             if user_id in self.notifier.group_members(group):
                 return True
         email = owner_email(owner, self.email_domain) if owner else None
-        return bool(email) and self.notifier.user_id_for(email or "") == user_id
+        # A lookup that fails (rate limit, outage) raises: the click goes back to the queue, and the owner
+        # is never told "only the owner can do that" because Slack did not answer.
+        return bool(email) and self.notifier.user_id_for(email or "", strict=True) == user_id
 
     def _apply(self, ec2: Ec2, click: Click, hibernate: bool, now: datetime) -> Reply:
         who = f"<@{click.user_id}>"
@@ -114,7 +131,16 @@ class ClickWorker:
                 return Reply(
                     "refused", "costguard is in notify-only mode and stops nothing; stop it from the console or CLI."
                 )
-            applied = ec2.stop([click.instance_id], hibernate=hibernate)
+            try:
+                applied = ec2.stop([click.instance_id], hibernate=hibernate)
+            except ClientError as exc:
+                if error_code(exc) not in REFUSED:
+                    raise
+                return Reply(
+                    "refused",
+                    f"AWS refused to stop {iid} ({error_code(exc)}): it is exempt (`{tags.EXEMPT}`) or of a "
+                    "type costguard may not stop.",
+                )
             if applied:
                 ec2.create_tags(
                     [click.instance_id],

@@ -12,14 +12,17 @@ still idle: that is the forgotten notebook costguard exists for.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from costguard.core.formatting import duration
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
 from costguard.idle.decision import Action, Decision
 from costguard.idle.judgement import Verdict
+from costguard.idle.report import RegionReport
 
 SCHEMA_VERSION = 1
 MAX_NAME = 60
@@ -205,3 +208,21 @@ def review(decision: Decision, check: ActivityCheck, *, window_minutes: int, bus
             decision, action=Action.CANCEL_STOP, reason=f"not idle: {verdict.reason}", activity=verdict.reason
         )
     return replace(decision, action=Action.NONE, reason=f"not idle: {verdict.reason}", activity=verdict.reason)
+
+
+def reviewed(
+    to_check: Sequence[tuple[Instance, Decision]],
+    checks: Mapping[str, ActivityCheck],
+    policy: IdlePolicy,
+    report: RegionReport,
+) -> list[tuple[Instance, Decision]]:
+    """Warnings and stops decided on metrics, each reviewed with its machine's activity check (none asked:
+    unchanged). Machines without the SSM agent are noted in the report."""
+    out = []
+    for instance, decision in to_check:
+        check = checks.get(instance.instance_id, ActivityCheck(CheckState.NOT_ASKED))
+        if check.state is CheckState.NO_AGENT:
+            report.no_activity_check.append(instance.instance_id)
+        window, core = policy.window_minutes, policy.busiest_core_percent
+        out.append((instance, review(decision, check, window_minutes=window, busy_core_percent=core)))
+    return out

@@ -89,18 +89,17 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
 def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
     judgement = decision.judgement
     idle = duration(judgement.idle_minutes(now)) if judgement else "?"
-    verb = "Hibernating" if decision.hibernate else "Stopping"
+    verb = "Hibernated" if decision.hibernate else "Stopped"
     iid = instance.instance_id
     saving = f"${price.usd_per_hour:,.2f}/h" if price.usd_per_hour is not None else "its hourly cost"
     start = f"aws ec2 start-instances --region {instance.region} --instance-ids {iid}"
     kept = "Memory is kept: it resumes where it was." if decision.hibernate else "Its EBS volumes are kept."
     return Message(
-        f"{verb} idle {instance.instance_type} {iid} now, after {idle} without work",
+        f"{verb} idle {instance.instance_type} {iid} after {idle} without work",
         (
             header(f"{verb} idle GPU machine {iid}"),
             section(
-                f"{_subject(owner, instance)} was still idle after the warning, so costguard is "
-                f"{verb.lower()} it now. {kept}"
+                f"{_subject(owner, instance)} was still idle after the warning, so costguard {verb.lower()} it. {kept}"
             ),
             fields_section(
                 [

@@ -28,15 +28,23 @@ from costguard.idle.writes import PendingWrites
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import Claims, post_once
+from costguard.state.outbox import STOP, WARN, Notice, Outbox
 
 REPORT_TTL = timedelta(days=2)
 
 
 class SweepNotices:
     def __init__(
-        self, *, claims: Claims, notifier: Callable[[], SlackNotifier], prices: PriceBook, settings: Settings
+        self,
+        *,
+        claims: Claims,
+        outbox: Outbox,
+        notifier: Callable[[], SlackNotifier],
+        prices: PriceBook,
+        settings: Settings,
     ) -> None:
         self.claims = claims
+        self.outbox = outbox
         self.notifier = notifier
         self.prices = prices
         self.settings = settings
@@ -47,10 +55,15 @@ class SweepNotices:
         self.prices.hourly(instance.instance_type, instance.region)
         self.notifier()
 
-    def act(self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites) -> Outcome:
-        """Tell Slack now; queue the EC2 write. The outcome is settled when the writes are applied."""
+    def act(
+        self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites, told: Notice | None = None
+    ) -> Outcome:
+        """Tell Slack now (a warning `told` already, by a sweep that died before its tags, is not told
+        again); queue the EC2 write. The outcome is settled when the writes are applied."""
         owner = instance.owner(self.settings.owner_tag_key)
         outcome = Outcome(instance.instance_id, instance.instance_type, owner, decision.action, decision.reason)
+        if decision.judgement is not None:
+            outcome.idle_hours = round(decision.judgement.idle_minutes(now) / 60, 2)
         logger.info(
             "idle decision",
             instance_id=instance.instance_id,
@@ -59,7 +72,9 @@ class SweepNotices:
             mode=self.mode.value,
         )
         try:
-            if decision.action is Action.WARN:
+            if decision.action is Action.WARN and told is not None:
+                writes.tag(instance, outcome, {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after})
+            elif decision.action is Action.WARN:
                 self._warn(instance, decision, outcome, now, writes)
             elif decision.action is Action.STOP:
                 self._stop(instance, decision, outcome, now, writes)
@@ -92,11 +107,14 @@ class SweepNotices:
             outcome.applied, outcome.detail = False, "" if posted else "reported already"
             return
         # The warning is delivered first; only a delivered warning is recorded on the instance, so a
-        # machine is never stopped on a warning nobody received.
+        # machine is never stopped on a warning nobody received. Recorded in the outbox at once (the
+        # tags come with the sweep's batch): a sweep killed before its tags does not warn twice.
         self._send(outcome.owner, idle_warning(instance, decision, price, outcome.owner, now))
         state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
         if decision.stop_after is not None:
             state[tags.STOP_AFTER] = formatting.format_time(decision.stop_after)
+        stop_after = state.get(tags.STOP_AFTER, "")
+        self.outbox.delivered(Notice(WARN, instance.instance_id, state[tags.IDLE_WARNED_AT], stop_after=stop_after))
         writes.tag(instance, outcome, state)
 
     def _stop(
@@ -109,9 +127,22 @@ class SweepNotices:
             outcome.applied, outcome.detail = False, "" if posted else "reported already"
             return
         price = self.prices.hourly(instance.instance_type, instance.region)
-        # Told first, then stopped: a failed message stops nothing, and is retried next sweep.
-        self._send(owner, stop_notice(instance, decision, price, owner, now))
-        writes.stop(instance, outcome, hibernate=decision.hibernate)
+        # Stopped first, told after: the notice waits in the outbox and goes out only for a stop AWS took.
+        at = formatting.format_time(now)
+        notice = Notice(STOP, instance.instance_id, at, hibernate=decision.hibernate, owner=owner)
+        writes.stop(instance, outcome, notice.with_message(stop_notice(instance, decision, price, owner, now)))
+
+    def tell_stop(self, notice: Notice, outcome: Outcome | None = None) -> bool:
+        """Deliver a stop's notice, then take it out of the outbox; False (and the outcome to retry) if
+        Slack failed: it stays in the outbox for the next sweep."""
+        try:
+            self._send(notice.owner, notice.message)
+        except SlackDeliveryError as exc:
+            if outcome is not None:
+                outcome.retry(f"Slack: {exc}")
+            return False
+        self.outbox.remove([notice])
+        return True
 
     def _send(self, owner: str, message: Message) -> None:
         email = owner_email(owner, self.settings.email_domain) if owner else None

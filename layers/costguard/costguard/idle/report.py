@@ -24,6 +24,7 @@ class Outcome:
     reason: str
     applied: bool = True
     detail: str = ""  # "retry: …" when a later run must try again
+    idle_hours: float = 0.0
 
     def retry(self, why: object) -> None:
         self.applied, self.detail = False, f"retry: {why}"
@@ -61,6 +62,23 @@ class RegionReport:
             "alarms_pending": self.alarms_pending,
             "errors": self.retryable_errors,
         }
+
+
+def stop_entry(instance: Instance, outcome: Outcome, at: datetime, *, mode: Mode, price: Price | None) -> Entry:
+    """The ledger's record of a stop AWS took, keyed by the time it was decided (a sweep that finishes a
+    dead one's stop writes the same entry)."""
+    return Entry(
+        at=at,
+        kind=EntryKind.STOP,
+        instance_id=instance.instance_id,
+        region=instance.region,
+        mode=mode.value,
+        owner=outcome.owner,
+        instance_type=instance.instance_type,
+        reason=outcome.reason,
+        idle_hours=outcome.idle_hours,
+        hourly_saving=(price.usd_per_hour or 0.0) if price else 0.0,
+    )
 
 
 def ledger_entry(

@@ -19,20 +19,23 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
+from costguard.core import tags
 from costguard.core.records import Instance
-from costguard.core.settings import IdlePolicy, Settings
-from costguard.idle.activity import CheckState, review
+from costguard.core.settings import IdlePolicy, Mode, Settings
+from costguard.idle.activity import reviewed
 from costguard.idle.alarms import AlarmKeeper
 from costguard.idle.checks import ActivityChecker
 from costguard.idle.decision import Action, Decision
 from costguard.idle.notices import SweepNotices
 from costguard.idle.plan import SweepPlanner
+from costguard.idle.recovery import Recovery
 from costguard.idle.report import Outcome, RegionReport, ledger_entry
 from costguard.idle.writes import PendingWrites, SweepWriter
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import Claims
 from costguard.state.entries import Entry
 from costguard.state.ledger import Ledger
+from costguard.state.outbox import Notice, Outbox
 
 # Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines sends
 # 1,000 messages, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
@@ -53,6 +56,7 @@ class IdleStopper:
         autoscaling: AutoScaling,
         ledger: Ledger,
         claims: Claims,
+        outbox: Outbox,
         notifier: Callable[[], SlackNotifier],
         prices: PriceBook,
         settings: Settings,
@@ -71,8 +75,17 @@ class IdleStopper:
         self.planner = SweepPlanner(
             ec2=ec2, gpu_series=gpu_series, metrics=metrics, autoscaling=autoscaling, policy=policy
         )
-        self.notices = SweepNotices(claims=claims, notifier=notifier, prices=prices, settings=settings)
-        self.writer = SweepWriter(ec2=ec2, policy=policy, report_once=self.notices.report_once)
+        self.notices = SweepNotices(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
+        self.writer = SweepWriter(
+            ec2=ec2,
+            outbox=outbox,
+            ledger=ledger,
+            prices=prices,
+            policy=policy,
+            mode=settings.mode,
+            report_once=self.notices.report_once,
+        )
+        self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
         # The activity check runs a (read-only) script on the machine: never in dry-run.
         self.checker = checker if settings.mode.mutates and policy.activity_check_document else None
@@ -83,7 +96,8 @@ class IdleStopper:
         # Server-side filters narrow the page count; this check is the one the decision relies on.
         candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
         report.candidates = len(candidates)
-        gpu = self._act_on(candidates, now, report, one_instance=False)
+        told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
+        gpu = self._act_on(candidates, now, report, one_instance=False, told=told)
         if self.manage_alarms:
             self.alarms.reconcile(candidates, gpu, report)
         return report
@@ -93,7 +107,8 @@ class IdleStopper:
         candidates = [i for i in self.ec2.describe([instance_id]) if i.state == "running"]
         report.candidates = len(candidates)
         if candidates:
-            self._act_on(candidates, now, report, one_instance=True)
+            told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
+            self._act_on(candidates, now, report, one_instance=True, told=told)
         return report
 
     def on_state_change(self, instance_id: str, state: str) -> RegionReport:
@@ -109,7 +124,13 @@ class IdleStopper:
         ]
 
     def _act_on(
-        self, candidates: Sequence[Instance], now: datetime, report: RegionReport, *, one_instance: bool
+        self,
+        candidates: Sequence[Instance],
+        now: datetime,
+        report: RegionReport,
+        *,
+        one_instance: bool,
+        told: Mapping[str, Notice],
     ) -> Mapping[str, Sequence[Dimensions]]:
         plan = self.planner.plan(candidates, now, one_instance=one_instance)
         writes = PendingWrites()
@@ -122,7 +143,11 @@ class IdleStopper:
         def act(instance: Instance, decision: Decision) -> None:
             if decision.action in TOLD:
                 self.notices.prepare(instance)
-            decided.append((instance, decision, pool.submit(self.notices.act, instance, decision, now, writes)))
+            earlier = told.get(instance.instance_id)
+            if earlier is not None and (tags.IDLE_WARNED_AT in instance.tags or earlier.time < instance.launch_time):
+                earlier = None  # tagged already, or about an earlier run of the machine
+            future = pool.submit(self.notices.act, instance, decision, now, writes, earlier)
+            decided.append((instance, decision, future))
 
         try:
             for planned in plan.decisions:
@@ -136,55 +161,58 @@ class IdleStopper:
                     to_check.append((instance, decision))  # asked all at once, after the last judgement
                 else:
                     act(instance, decision)
-            for instance, decision in self._reviewed(to_check, now, report):
+            checked = self.checker.check([i for i, _ in to_check], now) if self.checker and to_check else {}
+            for instance, decision in reviewed(to_check, checked, self.policy, report):
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
-            # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance.
-            self.writer.apply(writes, now)
+            # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance;
+            # then each stop AWS took is told to its owner.
+            stopped = self.writer.apply(writes, now)
+            for done in [pool.submit(self.notices.tell_stop, n, o) for _, o, n in stopped]:
+                done.result()
             for instance, decision, outcome in settled:
                 report.outcomes.append(outcome)
                 if outcome.detail.startswith("retry:"):
                     report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
-                elif decision.action in RECORDED and not outcome.detail:
-                    entries.append(self._entry(instance, decision, outcome, now))
-            for (group, protect), members in protection_changes.items():
-                entries += self._set_protection(group, members, protect, report, now)
+                elif decision.action in RECORDED and decision.action is not Action.STOP and not outcome.detail:
+                    entries.append(self._entry(instance, decision, outcome, now))  # stops are recorded with them
+            entries += scale_in_protection(
+                self.autoscaling,
+                protection_changes,
+                owner_tag_key=self.settings.owner_tag_key,
+                mode=self.settings.mode,
+                now=now,
+                report=report,
+            )
         finally:
             pool.shutdown(wait=True)
             self.ledger.record_many(entries)
         return plan.gpu_series
 
-    def _reviewed(
-        self, to_check: Sequence[tuple[Instance, Decision]], now: datetime, report: RegionReport
-    ) -> list[tuple[Instance, Decision]]:
-        """Warnings and stops decided on metrics, reviewed with each machine's activity check."""
-        if self.checker is None or not to_check:
-            return list(to_check)
-        checks = self.checker.check([instance for instance, _ in to_check], now)
-        out = []
-        for instance, decision in to_check:
-            check = checks[instance.instance_id]
-            if check.state is CheckState.NO_AGENT:
-                report.no_activity_check.append(instance.instance_id)
-            window, core = self.policy.window_minutes, self.policy.busiest_core_percent
-            out.append((instance, review(decision, check, window_minutes=window, busy_core_percent=core)))
-        return out
-
     def _entry(self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime) -> Entry:
-        stopped = decision.action is Action.STOP
-        price = self.prices.hourly(instance.instance_type, instance.region) if stopped else None
-        return ledger_entry(instance, decision, outcome, now, mode=self.settings.mode, price=price)
+        return ledger_entry(instance, decision, outcome, now, mode=self.settings.mode, price=None)
 
-    def _set_protection(
-        self, group: str, members: Sequence[Instance], protect: bool, report: RegionReport, now: datetime
-    ) -> list[Entry]:
-        applied = self.autoscaling.set_protection(group, [m.instance_id for m in members], protect)
+
+def scale_in_protection(
+    autoscaling: AutoScaling,
+    changes: Mapping[tuple[str, bool], Sequence[Instance]],
+    *,
+    owner_tag_key: str,
+    mode: Mode,
+    now: datetime,
+    report: RegionReport,
+) -> list[Entry]:
+    """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way."""
+    entries = []
+    for (group, protect), members in changes.items():
+        applied = autoscaling.set_protection(group, [m.instance_id for m in members], protect)
         action = Action.PROTECT if protect else Action.UNPROTECT
         reason = f"{'protected from' if protect else 'released for'} scale-in of {group}"
-        entries = []
         for member in members:
-            owner = member.owner(self.settings.owner_tag_key)
-            outcome = Outcome(member.instance_id, member.instance_type, owner, action, reason, applied)
+            outcome = Outcome(
+                member.instance_id, member.instance_type, member.owner(owner_tag_key), action, reason, applied
+            )
             report.outcomes.append(outcome)
-            entries.append(self._entry(member, Decision(member.instance_id, action, reason), outcome, now))
-        return entries
+            decision = Decision(member.instance_id, action, reason)
+            entries.append(ledger_entry(member, decision, outcome, now, mode=mode, price=None))
+    return entries

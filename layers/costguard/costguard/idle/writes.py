@@ -3,6 +3,7 @@ machines that share a write, one call per machine only for a batch AWS refused."
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -14,14 +15,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.clients import error_code
 from costguard.aws.ec2 import Ec2, WriteResult, write_in_batches
+from costguard.aws.pricing import PriceBook
 from costguard.core import formatting, tags
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
-from costguard.core.settings import IdlePolicy
+from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.messages import stop_failed_notice
-from costguard.idle.report import Outcome
+from costguard.idle.report import Outcome, stop_entry
 from costguard.slack.blocks import Message
+from costguard.state.ledger import Ledger, LedgerWriteError
+from costguard.state.outbox import Notice, Outbox
 
 # Stop failures that no retry will fix: reported once, not retried every sweep.
 PERMANENT_STOP_ERRORS = {
@@ -33,6 +37,7 @@ PERMANENT_STOP_ERRORS = {
 }
 
 Queued = list[tuple[Instance, Outcome]]
+Stopped = list[tuple[Instance, Outcome, Notice]]
 
 
 @dataclass
@@ -40,13 +45,15 @@ class PendingWrites:
     """Stops, warning tags and clears, queued by the notifying threads."""
 
     stops: defaultdict[bool, Queued] = field(default_factory=lambda: defaultdict(list))  # by hibernate
+    stop_notices: dict[str, Notice] = field(default_factory=dict)  # by instance id: told once AWS has stopped it
     tags: defaultdict[tuple[tuple[str, str], ...], Queued] = field(default_factory=lambda: defaultdict(list))
     clears: Queued = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def stop(self, instance: Instance, outcome: Outcome, *, hibernate: bool) -> None:
+    def stop(self, instance: Instance, outcome: Outcome, notice: Notice) -> None:
         with self.lock:
-            self.stops[hibernate].append((instance, outcome))
+            self.stops[notice.hibernate].append((instance, outcome))
+            self.stop_notices[instance.instance_id] = notice
 
     def tag(self, instance: Instance, outcome: Outcome, state: dict[str, str]) -> None:
         with self.lock:
@@ -58,13 +65,44 @@ class PendingWrites:
 
 
 class SweepWriter:
-    def __init__(self, *, ec2: Ec2, policy: IdlePolicy, report_once: Callable[[str, Message, datetime], bool]) -> None:
+    def __init__(
+        self,
+        *,
+        ec2: Ec2,
+        outbox: Outbox,
+        ledger: Ledger,
+        prices: PriceBook,
+        policy: IdlePolicy,
+        mode: Mode,
+        report_once: Callable[[str, Message, datetime], bool],
+    ) -> None:
         self.ec2 = ec2
+        self.outbox = outbox
+        self.ledger = ledger
+        self.prices = prices
         self.policy = policy
+        self.mode = mode
         self.report_once = report_once  # posts a notice to the alerts channel once per key
 
-    def apply(self, writes: PendingWrites, now: datetime) -> None:
-        """Stops, then the record of them, warnings and clears."""
+    def apply(self, writes: PendingWrites, now: datetime) -> Stopped:
+        """The stops (their notices pending in the outbox first, their record right after), then warnings
+        and clears. The stopped machines, with their notices, for the owners to be told."""
+        stopped = self._stop(writes, now)
+        for state, queued in writes.tags.items():
+            self._settle(queued, self._write(queued, partial(self.ec2.create_tags, tags=dict(state))))
+        self._settle(writes.clears, self._write(writes.clears, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS)))
+        return stopped
+
+    def _stop(self, writes: PendingWrites, now: datetime) -> Stopped:
+        if not writes.stop_notices:
+            return []
+        try:
+            self.outbox.add(list(writes.stop_notices.values()))
+        except (ClientError, BotoCoreError, LedgerWriteError) as exc:  # no notice kept, no stop: next sweep
+            for queued in writes.stops.values():
+                for _, outcome in queued:
+                    outcome.retry(f"outbox: {exc}")
+            return []
         stopped: Queued = []
         for hibernate, queued in writes.stops.items():
             outcomes = {i.instance_id: (i, o) for i, o in queued}
@@ -74,21 +112,37 @@ class SweepWriter:
                 alone=lambda iid: self._stop_one(*outcomes[iid], hibernate, now),  # noqa: B023 (used at once)
             )
             stopped += [outcomes[iid] for iid, result in results.items() if result.applied]
-        # The warning tags stay as the record of what happened; after a restart they are older than the
-        # instance's LaunchTime and are ignored, so no call is spent removing them.
+        done = {i.instance_id for i, _ in stopped}
+        not_stopped = [n for iid, n in writes.stop_notices.items() if iid not in done]
+        if not_stopped:  # nothing happened that a notice could tell; a failure here only leaves them to expire
+            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
+                self.outbox.remove(not_stopped)
+        out = [(i, o, writes.stop_notices[i.instance_id]) for i, o in stopped]
+        self.tag_stopped([i.instance_id for i, _ in stopped], now)
+        self.record_stops(out)
+        return out
+
+    def record_stops(self, stopped: Stopped) -> None:
+        """The ledger's entries of stops, written with them (keyed by when each was decided)."""
+        entries = []
+        for instance, outcome, notice in stopped:
+            price = self.prices.hourly(instance.instance_type, instance.region)
+            entries.append(stop_entry(instance, outcome, notice.time, mode=self.mode, price=price))
+        self.ledger.record_many(entries)
+
+    def tag_stopped(self, instance_ids: list[str], at: datetime) -> None:
+        """The stop's record on the instance. The warning tags stay too; after a restart they are older
+        than the instance's LaunchTime and are ignored, so no call is spent removing them."""
         record = {
-            tags.STOPPED_AT: formatting.format_time(now),
+            tags.STOPPED_AT: formatting.format_time(at),
             tags.STOP_REASON: tags.clip(
                 f"idle: GPU < {self.policy.gpu_idle_percent:g}%, CPU < {self.policy.cpu_idle_percent:g}% "
                 f"for {self.policy.window_minutes} min"
             ),
         }
-        for iid, result in self._write(stopped, partial(self.ec2.create_tags, tags=record)).items():
+        for iid, result in write_in_batches(instance_ids, partial(self.ec2.create_tags, tags=record)).items():
             if result.error is not None:
                 logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
-        for state, queued in writes.tags.items():
-            self._settle(queued, self._write(queued, partial(self.ec2.create_tags, tags=dict(state))))
-        self._settle(writes.clears, self._write(writes.clears, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS)))
 
     @staticmethod
     def _write(queued: Queued, write: Callable[[list[str]], bool]) -> dict[str, WriteResult]:

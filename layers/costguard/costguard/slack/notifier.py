@@ -151,9 +151,11 @@ class SlackNotifier:
         files = response.get("files") or [response.get("file") or {}]
         return str(files[0].get("id", ""))
 
-    def user_id_for(self, email: str) -> str | None:
-        """The Slack user id of an email, or None if Slack does not know it (cached per container)."""
-        return self._lookup_user(email)
+    def user_id_for(self, email: str, *, strict: bool = False) -> str | None:
+        """The Slack user id of an email, or None if Slack does not know it (cached per container). With
+        `strict`, a lookup that failed (rate limit after retries, outage) raises SlackDeliveryError
+        instead of reading as "no such user"."""
+        return self._lookup_user(email, strict=strict)
 
     def group_members(self, group_id: str) -> set[str]:
         """Members of a Slack user group (usergroups:read scope); empty if it cannot be read."""
@@ -167,7 +169,7 @@ class SlackNotifier:
             self._groups[group_id] = members
         return self._groups[group_id]
 
-    def _lookup_user(self, email: str) -> str | None:
+    def _lookup_user(self, email: str, *, strict: bool = False) -> str | None:
         if email in self._user_ids:
             return self._user_ids[email]
         if self.web is None:
@@ -181,9 +183,13 @@ class SlackNotifier:
             # Anything else (missing users:read.email scope, rate limit after retries): fall back to
             # the channel for this message, but do not cache, so the next message tries again.
             logger.warning("slack user lookup failed", email=email, error=_describe(exc))
+            if strict:
+                raise SlackDeliveryError(f"Slack could not look up {email}: {_describe(exc)}") from exc
             return None
         except (SlackClientError, URLError, OSError) as exc:
             logger.warning("slack user lookup failed", email=email, error=_describe(exc))
+            if strict:
+                raise SlackDeliveryError(f"Slack could not look up {email}: {_describe(exc)}") from exc
             return None
         user_id = str((response.get("user") or {}).get("id") or "") or None
         self._user_ids[email] = user_id

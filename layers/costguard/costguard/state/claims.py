@@ -1,21 +1,57 @@
 """Once-only delivery: claims in the state table, and posting a notice exactly once.
 
-A claim is a conditional write: the first writer of a key wins, so a notification that SNS or a
-retry delivers twice is posted once. The claim is taken first; if the post fails the claim is
-released and the error raised, so the retry posts it.
+A claim is taken before the work (a Slack post, a click) and marked done only after it: a retry that
+finds it done does nothing, a retry that finds it pending behind a live lease waits for a later try,
+and a retry that finds a pending claim whose lease has run out (the first attempt was killed, timed
+out, or lost its answer) takes it over and does the work. Each claim carries its taker's token: when
+DynamoDB applied a write whose answer was lost and botocore sent it again, the retry fails its
+condition, and the token read back says the claim is ours after all.
+
+Slack posts have no idempotency key: a kill between a post and its done mark means one duplicate.
+
+Powertools' Idempotency utility does the same for whole invocations (in-progress expiry from the
+Lambda context); costguard claims single notices inside an invocation (one per owner DM, one per
+reminder), needs the done mark to come after a delivery it cannot repeat safely, and needs its own
+applied-but-unanswered writes recognised, so it keeps this small module instead.
 """
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
-from costguard.core.errors import SlackDeliveryError
+from costguard.core.errors import CostguardError, SlackDeliveryError
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import Delivery, SlackNotifier
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+# Shorter than the time before a retry arrives (Lambda retries an async event after a minute or more;
+# SQS makes a message visible again after its visibility timeout), longer than one delivery may take.
+LEASE = timedelta(seconds=55)
+PENDING, DONE = "pending", "done"
+
+
+class ClaimState(StrEnum):
+    TAKEN = "taken"  # ours: do the work, then mark it done
+    DONE = "done"  # done before: nothing to do
+    HELD = "held"  # pending behind a live lease: someone is doing it now
+
+
+class ClaimHeld(CostguardError):
+    """Another attempt holds the claim's lease: fail this one so that it is retried after the lease."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    token: str
+    state: ClaimState
 
 
 class Claims:
@@ -23,26 +59,63 @@ class Claims:
         self.client = client
         self.table = table_name
 
-    def claim(self, key: str, now: datetime, ttl: timedelta) -> bool:
-        """True for the first claimant of `key`; False if it was claimed before."""
-        expires = int((now + ttl).timestamp())
+    def claim(self, key: str, now: datetime, *, ttl: timedelta, lease: timedelta = LEASE) -> Claim:
+        token = uuid.uuid4().hex
+        item = {
+            "pk": {"S": f"notice#{key}"},
+            "sk": {"S": "notice"},
+            "at": {"S": now.isoformat()},
+            "status": {"S": PENDING},
+            "token": {"S": token},
+            "lease_until": {"N": str(int((now + lease).timestamp()))},
+            "expires_at": {"N": str(int((now + ttl).timestamp()))},
+        }
         try:
             self.client.put_item(
                 TableName=self.table,
-                Item={
-                    "pk": {"S": f"notice#{key}"},
-                    "sk": {"S": "notice"},
-                    "at": {"S": now.isoformat()},
-                    "expires_at": {"N": str(expires)},
-                },
-                ConditionExpression="attribute_not_exists(pk)",
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk) OR (#s = :pending AND lease_until < :now)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":pending": {"S": PENDING}, ":now": {"N": str(int(now.timestamp()))}},
             )
         except self.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+            return Claim(key, token, self._state_of(key, token))
+        return Claim(key, token, ClaimState.TAKEN)
 
-    def release(self, key: str) -> None:
-        self.client.delete_item(TableName=self.table, Key={"pk": {"S": f"notice#{key}"}, "sk": {"S": "notice"}})
+    def done(self, claim: Claim) -> None:
+        """The work is delivered: no later attempt will do it again."""
+        self.client.update_item(
+            TableName=self.table,
+            Key=self._key(claim.key),
+            UpdateExpression="SET #s = :done REMOVE lease_until",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":done": {"S": DONE}},
+        )
+
+    def release(self, claim: Claim) -> None:
+        """The work failed in a way the next attempt should retry at once (not after the lease)."""
+        # Someone may have taken it over after our lease ran out: then it is theirs, and stays.
+        with contextlib.suppress(self.client.exceptions.ConditionalCheckFailedException):
+            self.client.delete_item(
+                TableName=self.table,
+                Key=self._key(claim.key),
+                ConditionExpression="#t = :token",
+                ExpressionAttributeNames={"#t": "token"},
+                ExpressionAttributeValues={":token": {"S": claim.token}},
+            )
+
+    def _state_of(self, key: str, token: str) -> ClaimState:
+        found: Any = self.client.get_item(TableName=self.table, Key=self._key(key), ConsistentRead=True).get("Item")
+        if not found:
+            return ClaimState.HELD  # deleted between our write and this read: the next attempt will know
+        if found.get("token", {}).get("S") == token:
+            return ClaimState.TAKEN  # our write was applied; its answer was lost and botocore sent it again
+        status = found.get("status", {}).get("S", DONE)  # claims from before leases were taken after delivery
+        return ClaimState.DONE if status == DONE else ClaimState.HELD
+
+    @staticmethod
+    def _key(key: str) -> dict[str, Any]:
+        return {"pk": {"S": f"notice#{key}"}, "sk": {"S": "notice"}}
 
 
 def post_once(
@@ -55,11 +128,17 @@ def post_once(
     now: datetime,
     ttl: timedelta,
 ) -> Delivery | None:
-    """Post unless `key` was posted before; the delivery, or None if it had been."""
-    if not claims.claim(key, now, ttl=ttl):
+    """Post unless `key` was posted before; the delivery, or None if it had been. ClaimHeld if another
+    attempt is posting it right now (the caller fails, and is retried after the lease)."""
+    claim = claims.claim(key, now, ttl=ttl)
+    if claim.state is ClaimState.DONE:
         return None
+    if claim.state is ClaimState.HELD:
+        raise ClaimHeld(f"{key} is being delivered by another attempt")
     try:
-        return notifier.post(channel, message)
+        delivery = notifier.post(channel, message)
     except SlackDeliveryError:
-        claims.release(key)
+        claims.release(claim)
         raise
+    claims.done(claim)
+    return delivery

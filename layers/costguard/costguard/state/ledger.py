@@ -31,6 +31,20 @@ class LedgerWriteError(CostguardError):
     """DynamoDB kept refusing part of a batch; raised so the invocation is retried."""
 
 
+def write_batch(client: DynamoDBClient, table: str, requests: Sequence[Any]) -> None:
+    """BatchWriteItem 25 requests a call, resending what DynamoDB leaves unprocessed (it throttles so)."""
+    for start in range(0, len(requests), BATCH):
+        batch: list[Any] = list(requests[start : start + BATCH])
+        for attempt in range(MAX_BATCH_ATTEMPTS):
+            response = client.batch_write_item(RequestItems={table: batch})
+            batch = list((response.get("UnprocessedItems") or {}).get(table, []))
+            if not batch:
+                break
+            time.sleep(min(0.05 * 2**attempt, 2.0))  # throttled: back off, then resend the rest
+        else:
+            raise LedgerWriteError(f"{len(batch)} items still unprocessed after {MAX_BATCH_ATTEMPTS} tries")
+
+
 class Ledger:
     def __init__(self, client: DynamoDBClient, table_name: str, ttl_days: int = 400) -> None:
         self.client = client
@@ -41,19 +55,9 @@ class Ledger:
         self.record_many([entry])
 
     def record_many(self, entries: Sequence[Entry]) -> None:
-        """Write entries 25 at a time (BatchWriteItem's limit), retrying what DynamoDB leaves unprocessed."""
-        for start in range(0, len(entries), BATCH):
-            requests: list[Any] = [{"PutRequest": {"Item": self._item(a)}} for a in entries[start : start + BATCH]]
-            for attempt in range(MAX_BATCH_ATTEMPTS):
-                response = self.client.batch_write_item(RequestItems={self.table: requests})
-                requests = list((response.get("UnprocessedItems") or {}).get(self.table, []))
-                if not requests:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 2.0))  # throttled: back off, then resend the rest
-            else:
-                raise LedgerWriteError(
-                    f"{len(requests)} ledger items still unprocessed after {MAX_BATCH_ATTEMPTS} tries"
-                )
+        """Write entries 25 at a time (BatchWriteItem's limit). An entry's key is its time, instance and
+        kind: writing the same entry twice (a retry) leaves one."""
+        write_batch(self.client, self.table, [{"PutRequest": {"Item": self._item(e)}} for e in entries])
 
     def _item(self, entry: Entry) -> dict[str, Any]:
         item: dict[str, Any] = {
