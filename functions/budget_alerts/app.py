@@ -22,12 +22,14 @@ from costguard.runtime import Runtime
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
-    runtime = runtime or Runtime.current()
+    runtime = (runtime or Runtime.current()).start(context)
     settings = runtime.settings
 
     def explorer() -> CostExplorer:
         return CostExplorer(
-            runtime.client("ce", GLOBAL_ENDPOINT_REGION), settings.owner_tag_key, _budget_settings().ec2_only
+            runtime.client("ce", GLOBAL_ENDPOINT_REGION, quick=True),
+            settings.owner_tag_key,
+            _budget_settings().ec2_only,
         )
 
     handled = []

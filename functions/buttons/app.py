@@ -28,7 +28,7 @@ from costguard.slack.signature import SignatureError, verify
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
-    runtime = runtime or Runtime.current()
+    runtime = (runtime or Runtime.current()).start(context)
     if isinstance(event, dict) and isinstance(event.get("Records"), list):
         return work(event, runtime)
     if isinstance(event, dict) and "requestContext" in event and "headers" in event:

@@ -23,7 +23,7 @@ DAILY_INPUT = {"costguard": "commitments"}
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
     if event != DAILY_INPUT:
         raise EventValidationError(f"reservation_tracker expects {DAILY_INPUT}, got {str(event)[:200]}")
-    runtime = runtime or Runtime.current()
+    runtime = (runtime or Runtime.current()).start(context)
     settings = runtime.settings
     policy = _settings()
     tracker = CommitmentTracker(

@@ -37,7 +37,7 @@ class SweepIncomplete(RuntimeError):
 def lambda_handler(
     event: Any, context: Any, runtime: Runtime | None = None, policy: IdlePolicy | None = None
 ) -> dict[str, Any]:
-    runtime = runtime or Runtime.current()
+    runtime = (runtime or Runtime.current()).start(context)
     policy = policy or _policy()
     what = idle_events.parse(event)
     now = runtime.now()
@@ -84,7 +84,7 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         ec2=ec2,
         document=policy.activity_check_document,
         wait_seconds=policy.activity_check_seconds,
-        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+        time_left=runtime.time_left,
     )
     return IdleStopper(
         region=region,

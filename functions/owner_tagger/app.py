@@ -29,7 +29,7 @@ BACKFILL_INPUT = {"costguard": "backfill"}
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
-    runtime = runtime or Runtime.current()
+    runtime = (runtime or Runtime.current()).start(context)
     if event == BACKFILL_INPUT:
         return backfill(runtime)
     launch = parse_eventbridge_event(event)

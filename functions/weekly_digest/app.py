@@ -28,7 +28,7 @@ WEEKLY_INPUT = {"costguard": "digest"}
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
     if event != WEEKLY_INPUT:
         raise EventValidationError(f"weekly_digest expects {WEEKLY_INPUT}, got {str(event)[:200]}")
-    runtime = runtime or Runtime.current()
+    runtime = (runtime or Runtime.current()).start(context)
     settings = runtime.settings
     policy = IdlePolicy.from_env()
     checked = bool(policy.activity_check_document)

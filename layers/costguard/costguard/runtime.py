@@ -6,6 +6,7 @@ builds one at the first invocation and keeps it for the container's life.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, ClassVar
@@ -31,12 +32,23 @@ class Runtime:
         self.clients = clients or ClientFactory(default_region=settings.governed_regions[0])
         self._notifier: SlackNotifier | None = None
         self._notifier_token = ""
+        self._time_left: Callable[[], float] = lambda: float("inf")
 
     @classmethod
     def current(cls) -> Runtime:
         if cls._current is None:
             cls._current = cls(Settings.from_env())
         return cls._current
+
+    def start(self, context: Any) -> Runtime:
+        """A new invocation: every wait (Slack's Retry-After, the activity check) knows its time left."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        self._time_left = (lambda: remaining() / 1000) if callable(remaining) else (lambda: float("inf"))
+        return self
+
+    def time_left(self) -> float:
+        """Seconds before the invocation's timeout."""
+        return self._time_left()
 
     @classmethod
     def reset(cls) -> None:
@@ -46,8 +58,8 @@ class Runtime:
     def now() -> datetime:
         return datetime.now(UTC)
 
-    def client(self, service: str, region: str | None = None) -> Any:
-        return self.clients.get(service, region)
+    def client(self, service: str, region: str | None = None, *, quick: bool = False) -> Any:
+        return self.clients.get(service, region, quick=quick)
 
     @cached_property
     def ledger(self) -> Ledger:
@@ -83,6 +95,6 @@ class Runtime:
         credentials = self.slack_credentials()
         fingerprint = f"{credentials.bot_token}|{credentials.webhook_url}"
         if self._notifier is None or fingerprint != self._notifier_token:
-            self._notifier = SlackNotifier(credentials, base_url=self.settings.slack_api_url)
+            self._notifier = SlackNotifier(credentials, base_url=self.settings.slack_api_url, time_left=self.time_left)
             self._notifier_token = fingerprint
         return self._notifier

@@ -28,6 +28,16 @@ RETRY_CONFIG = Config(
 )
 
 
+# For reads a message can go without (a budget alert's breakdown): a few quick tries, so that a
+# throttling storm costs the message its breakdown, not the message.
+QUICK_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 3},
+    user_agent_extra="costguard",
+    connect_timeout=3,
+    read_timeout=10,
+)
+
+
 # What an optional read may raise: an AWS error, a transport error after the retries, or (moto in
 # tests and the demo) an operation the emulator does not implement. Callers that can go on without
 # the answer catch these and say what was missing.
@@ -68,15 +78,17 @@ class ClientFactory:
         self._clients: dict[tuple[str, str | None], Any] = {}
         self._lock = threading.Lock()
 
-    def get(self, service: str, region: str | None = None) -> Any:
+    def get(self, service: str, region: str | None = None, *, quick: bool = False) -> Any:
+        """The client of a service and region; `quick`: one with few retries and short timeouts."""
         region = region or self._default_region
-        key = (service, region)
+        key = (f"{service}:quick" if quick else service, region)
         with self._lock:
             client = self._clients.get(key)
             if client is None:
                 # boto3.Session() is not thread-safe to create clients from concurrently: keep it in the lock.
                 session = self._session or new_session()
                 self._session = session
-                client = session.client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
+                config = QUICK_CONFIG if quick else RETRY_CONFIG
+                client = session.client(service, region_name=region, config=config)  # type: ignore[call-overload]
                 self._clients[key] = client
             return client

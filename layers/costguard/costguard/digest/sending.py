@@ -1,11 +1,12 @@
-"""Sending the weekly digest: once per week to the channel (with its chart), and to each owner."""
+"""Sending the weekly digest: once per week to the channel (with its chart), and to each owner; each
+part on its own, so that a retry sends only what did not go out."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from costguard.core.errors import SlackDeliveryError
+from costguard.core.errors import CostguardError, SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.digest.chart import week_chart
@@ -13,7 +14,14 @@ from costguard.digest.data import DigestData, DigestReport
 from costguard.digest.figures import InstanceWeek
 from costguard.digest.messages import chart_days, digest_message, owner_message
 from costguard.slack.notifier import SlackNotifier
-from costguard.state.claims import Claims, post_once
+from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
+
+TTL = timedelta(days=30)
+
+
+class DigestIncomplete(CostguardError):
+    """A part of the digest (the chart, an owner's direct message) did not go out: the invocation fails
+    so that the scheduler runs it again, and the retry sends only what is missing."""
 
 
 def send_digest(
@@ -26,21 +34,55 @@ def send_digest(
     owner_digests: bool,
     now: datetime,
 ) -> DigestReport:
+    """The channel post, its chart and each owner's message, each delivered and recorded on its own."""
     week = f"{data.start:%G-W%V}"
-    delivery = post_once(
-        claims, notifier, channel, key=f"digest:{week}", message=digest_message(data), now=now, ttl=timedelta(days=30)
-    )
-    report = DigestReport(posted=delivery is not None)
-    if delivery is None:
-        return report  # this week's digest went out already: a retry says nothing twice
-    report.chart_file = notifier.upload_image(
-        delivery.channel,
-        week_chart(chart_days(data)),
-        filename=f"gpu-week-{week}.png",
-        title="GPU-hours used and idle, day by day",
-    )
-    if not owner_digests:
-        return report
+    report = DigestReport(posted=False)
+    missing: list[str] = []
+    post = claims.claim(f"digest:{week}", now, ttl=TTL)
+    if post.state is ClaimState.HELD:
+        raise ClaimHeld(f"this week's digest ({week}) is being posted by another attempt")
+    posted_in = post.detail or channel
+    if post.state is ClaimState.TAKEN:
+        try:
+            delivery = notifier.post(channel, digest_message(data))
+        except SlackDeliveryError:
+            claims.release(post)
+            raise
+        posted_in = delivery.channel
+        claims.done(post, detail=posted_in)  # the channel id, for a retry's chart upload
+        report.posted = True
+    chart = claims.claim(f"digest:{week}:chart", now, ttl=TTL)
+    if chart.state is ClaimState.TAKEN:
+        try:
+            report.chart_file = notifier.upload_image(
+                posted_in,
+                week_chart(chart_days(data)),
+                filename=f"gpu-week-{week}.png",
+                title="GPU-hours used and idle, day by day",
+            )
+            claims.done(chart)
+        except SlackDeliveryError as exc:
+            claims.release(chart)
+            missing.append(f"chart: {exc}")
+    if owner_digests:
+        missing += _owner_messages(data, notifier, claims, email_domain=email_domain, week=week, now=now, report=report)
+    if missing:
+        raise DigestIncomplete(f"{len(missing)} part(s) of the digest to send again: {missing[:3]}")
+    return report
+
+
+def _owner_messages(
+    data: DigestData,
+    notifier: SlackNotifier,
+    claims: Claims,
+    *,
+    email_domain: str,
+    week: str,
+    now: datetime,
+    report: DigestReport,
+) -> list[str]:
+    """Each owner's week by direct message, once; what could not go out, to try again."""
+    missing = []
     machines: dict[str, list[InstanceWeek]] = defaultdict(list)
     for instance in data.instances:
         if instance.owner:
@@ -49,24 +91,17 @@ def send_digest(
         if data.this_week.per_owner.get(owner) is None:
             continue  # nothing of theirs ran this week: nothing to tell them
         email = owner_email(owner, email_domain)
-        user = notifier.user_id_for(email) if email else None
-        if user is None:
-            report.owners_unreachable.append(owner)
-            continue
         try:
-            posted = post_once(
-                claims,
-                notifier,
-                user,
-                key=f"digest:{week}:{owner}",
-                message=owner_message(data, owner, theirs),
-                now=now,
-                ttl=timedelta(days=30),
-            )
-        except SlackDeliveryError as exc:  # one owner's DM must not cost the others theirs
+            user = notifier.user_id_for(email, strict=True) if email else None
+            if user is None:
+                report.owners_unreachable.append(owner)  # Slack knows no such person: nothing to retry
+                continue
+            message = owner_message(data, owner, theirs)
+            posted = post_once(claims, notifier, user, key=f"digest:{week}:{owner}", message=message, now=now, ttl=TTL)
+        except (SlackDeliveryError, ClaimHeld) as exc:  # one owner's message must not cost the others theirs
             logger.warning("owner digest not delivered", owner=owner, error=str(exc))
-            report.owners_unreachable.append(owner)
+            missing.append(f"{owner}: {exc}")
             continue
         if posted is not None:
             report.owners_told.append(owner)
-    return report
+    return missing

@@ -87,13 +87,14 @@ class OwnerDecision:
     reason: str
 
     def tags_to_write(self, owner_tag_key: str, existing: Mapping[str, str]) -> dict[str, str]:
-        """Never overwrites an owner tag that is already there; always records how it was decided."""
+        """Never overwrites an owner tag that is already there, nor how an owner was first decided: a
+        launch event delivered twice finds its own tags and writes nothing."""
         out: dict[str, str] = {}
         if self.owner and owner_tag_key not in existing:
             out[owner_tag_key] = tags.clip(self.owner)
-        if self.created_by and existing.get(tags.CREATED_BY) != self.created_by:
+        if self.created_by and tags.CREATED_BY not in existing:
             out[tags.CREATED_BY] = tags.clip(self.created_by)
-        if existing.get(tags.OWNER_SOURCE) != self.source.value:
+        if tags.OWNER_SOURCE not in existing:
             out[tags.OWNER_SOURCE] = self.source.value
         return out
 

@@ -10,7 +10,7 @@ invocation fails and is retried: a notification is never dropped silently.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.error import URLError
@@ -71,12 +71,36 @@ class Delivery:
     direct: bool = False
 
 
-def _retry_handlers(rate_limit_retries: int) -> list[Any]:
-    return [
-        ConnectionErrorRetryHandler(max_retry_count=2),
-        RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
-        ServerErrorRetryHandler(max_retry_count=2),
-    ]
+class TimeBoundRateLimitHandler(RateLimitErrorRetryHandler):
+    """Waits out a 429's Retry-After only while the invocation has the time: otherwise the call fails at
+    once, and the caller retries later (the next sweep, the queue, the scheduler) instead of timing out."""
+
+    def __init__(self, max_retry_count: int, time_left: Callable[[], float]) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self.time_left = time_left
+
+    def _can_retry(self, *, state: Any, request: Any, response: Any = None, error: Any = None) -> bool:
+        if not super()._can_retry(state=state, request=request, response=response, error=error):
+            return False
+        header = next((v for k, v in (response.headers or {}).items() if k.lower() == "retry-after"), ["1"])
+        try:
+            wait = float(header[0] if isinstance(header, list) else header)
+        except ValueError:
+            wait = 1.0
+        return wait + 1 + RESERVE_SECONDS < self.time_left()
+
+
+# What an invocation keeps for itself after a Slack wait: recording what it delivered.
+RESERVE_SECONDS = 10.0
+
+
+def _retry_handlers(rate_limit_retries: int, time_left: Callable[[], float] | None = None) -> list[Any]:
+    rate_limit = (
+        TimeBoundRateLimitHandler(rate_limit_retries, time_left)
+        if time_left is not None
+        else RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)
+    )
+    return [ConnectionErrorRetryHandler(max_retry_count=2), rate_limit, ServerErrorRetryHandler(max_retry_count=2)]
 
 
 class SlackNotifier:
@@ -89,6 +113,7 @@ class SlackNotifier:
         webhook_client: WebhookClient | None = None,
         rate_limit_retries: int = 3,
         timeout: int = 10,
+        time_left: Callable[[], float] | None = None,
     ) -> None:
         self.web = web_client
         if self.web is None and credentials.bot_token:
@@ -96,13 +121,13 @@ class SlackNotifier:
             self.web = WebClient(
                 token=credentials.bot_token,
                 timeout=timeout,
-                retry_handlers=_retry_handlers(rate_limit_retries),
+                retry_handlers=_retry_handlers(rate_limit_retries, time_left),
                 **kwargs,
             )
         self.webhook = webhook_client
         if self.webhook is None and credentials.webhook_url:
             self.webhook = WebhookClient(
-                credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries)
+                credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
         self._user_ids: dict[str, str | None] = {}
         self._groups: dict[str, set[str]] = {}
@@ -133,6 +158,10 @@ class SlackNotifier:
                 return Delivery("bot", user_id, str(response.get("ts") or ""), direct=True)
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
                 logger.warning("slack direct message failed", owner=owner, error=_describe(exc))
+                if _maybe_delivered(exc):
+                    # Slack may have posted it before the answer was lost: the channel would make a second
+                    # copy. The caller retries the direct message later instead (one duplicate at most).
+                    raise SlackDeliveryError(f"direct message to {owner} may not have gone: {_describe(exc)}") from exc
         why = f"Sent here because {owner or 'the owner'} could not be reached by direct message"
         why += f" (no Slack user for {email})." if email and user_id is None else "."
         fallback = Message(message.text, (*message.blocks, context(why)))
@@ -201,6 +230,13 @@ class SlackNotifier:
         if response.status_code != 200:
             raise SlackDeliveryError(f"webhook answered HTTP {response.status_code}: {response.body[:200]}")
         return Delivery("webhook", "webhook")
+
+
+def _maybe_delivered(exc: BaseException) -> bool:
+    """A timeout, or a server error, can come after Slack took the message; a refusal cannot."""
+    if isinstance(exc, SlackApiError):
+        return bool(exc.response.status_code >= 500)
+    return isinstance(exc, TimeoutError) or "timed out" in str(exc).lower()
 
 
 def _describe(exc: BaseException) -> str:

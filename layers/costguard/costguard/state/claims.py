@@ -52,6 +52,7 @@ class Claim:
     key: str
     token: str
     state: ClaimState
+    detail: str = ""  # what the work that marked it done left for later attempts (a channel id)
 
 
 class Claims:
@@ -79,17 +80,18 @@ class Claims:
                 ExpressionAttributeValues={":pending": {"S": PENDING}, ":now": {"N": str(int(now.timestamp()))}},
             )
         except self.client.exceptions.ConditionalCheckFailedException:
-            return Claim(key, token, self._state_of(key, token))
+            state, detail = self._state_of(key, token)
+            return Claim(key, token, state, detail)
         return Claim(key, token, ClaimState.TAKEN)
 
-    def done(self, claim: Claim) -> None:
-        """The work is delivered: no later attempt will do it again."""
+    def done(self, claim: Claim, detail: str = "") -> None:
+        """The work is delivered: no later attempt will do it again (`detail` is kept for them)."""
         self.client.update_item(
             TableName=self.table,
             Key=self._key(claim.key),
-            UpdateExpression="SET #s = :done REMOVE lease_until",
+            UpdateExpression="SET #s = :done, detail = :detail REMOVE lease_until",
             ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={":done": {"S": DONE}},
+            ExpressionAttributeValues={":done": {"S": DONE}, ":detail": {"S": detail}},
         )
 
     def release(self, claim: Claim) -> None:
@@ -104,14 +106,15 @@ class Claims:
                 ExpressionAttributeValues={":token": {"S": claim.token}},
             )
 
-    def _state_of(self, key: str, token: str) -> ClaimState:
+    def _state_of(self, key: str, token: str) -> tuple[ClaimState, str]:
         found: Any = self.client.get_item(TableName=self.table, Key=self._key(key), ConsistentRead=True).get("Item")
         if not found:
-            return ClaimState.HELD  # deleted between our write and this read: the next attempt will know
+            return ClaimState.HELD, ""  # deleted between our write and this read: the next attempt will know
         if found.get("token", {}).get("S") == token:
-            return ClaimState.TAKEN  # our write was applied; its answer was lost and botocore sent it again
+            return ClaimState.TAKEN, ""  # our write was applied; its answer was lost and botocore sent it again
         status = found.get("status", {}).get("S", DONE)  # claims from before leases were taken after delivery
-        return ClaimState.DONE if status == DONE else ClaimState.HELD
+        detail = str(found.get("detail", {}).get("S", ""))
+        return (ClaimState.DONE if status == DONE else ClaimState.HELD), detail
 
     @staticmethod
     def _key(key: str) -> dict[str, Any]:
