@@ -1,0 +1,123 @@
+"""The idle sweep killed or refused between its steps: every warning and stop told once (at most one
+duplicate per kill between a post and its record), every stop recorded, no notice of a stop that did
+not happen."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from costguard.core import tags
+from costguard.runtime import Runtime
+from testing.slack_standin import SlackStandIn
+from tests.faults.conftest import Killed, kill_at, refuse
+from tests.integration.conftest import REGION, TABLE, ec2, tags_of
+from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
+
+SWEEP = {"costguard": "sweep"}
+# The killed sweep runs a sweep interval before `now`; the metrics reach `now`, so the retry sees fresh data.
+EARLIER = timedelta(minutes=15)
+
+
+def sweep(runtime: Runtime, at: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(runtime, "now", lambda: at)
+    return app.lambda_handler(SWEEP, lambda_context, runtime=runtime)
+
+
+def stop_entries() -> list[str]:
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    return [i["instance_id"]["S"] for i in items if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == "stop"]
+
+
+def state(iid: str) -> str:
+    return str(ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"])
+
+
+def test_a_sweep_killed_after_its_warnings_but_before_their_tags_warns_nobody_twice(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owners = ["alice@example.com", "carol@example.com"]
+    ids = [launch(now, owner=o) for o in owners]
+    for iid in ids:
+        publish(iid, now, gpus=[idle(), idle()])
+    kill_at(runtime.client("ec2", REGION), "CreateTags")
+
+    with pytest.raises(Killed):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    assert len(slack.messages) == 2  # both warned before the kill
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert len(slack.messages) == 2, [m.text for m in slack.messages]  # nobody warned twice
+    for iid in ids:
+        assert tags_of(iid)[tags.IDLE_WARNED_AT] == (now - EARLIER).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_sweep_killed_right_after_aws_took_its_stops_loses_neither_record_nor_notice(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
+    publish(iid, now, gpus=[idle(), idle()])
+    kill_at(runtime.client("ec2", REGION), "StopInstances", after=True)
+
+    with pytest.raises(Killed):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    assert state(iid) in ("stopping", "stopped")
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert stop_entries() == [iid]
+    assert tags.STOPPED_AT in tags_of(iid)
+    told = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    assert len(told) == 1
+
+
+def test_no_stop_notice_goes_out_for_a_stop_aws_refused(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=40))
+    publish(iid, now, gpus=[idle(), idle()])
+    refuse(runtime.client("ec2", REGION), "StopInstances", "OperationNotPermitted")
+
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert state(iid) == "running"
+    assert not [m for m in slack.messages if m.text.startswith(("Stopped", "Stopping"))]
+    assert [m.text for m in slack.messages] == [f"Could not stop idle g5.12xlarge {iid}: OperationNotPermitted"]
+    assert stop_entries() == []
+
+
+def test_a_stop_notice_killed_after_it_was_posted_is_sent_at_most_once_more(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
+    publish(iid, now, gpus=[idle(), idle()])
+    # BatchWriteItem: the pending notice, the stop's ledger entry, then the notice's removal once told.
+    kill_at(runtime.client("dynamodb", REGION), "BatchWriteItem", skip=2)
+
+    with pytest.raises(Killed):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    assert len([m for m in slack.messages if m.text.startswith("Stopped idle")]) == 1
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    told = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    assert len(told) == 2  # the one duplicate a kill between a post and its record may cost
+    assert stop_entries() == [iid]
+
+
+def test_throttled_writes_are_retried_by_the_next_sweep_and_nothing_is_lost(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
+    publish(iid, now, gpus=[idle(), idle()])
+    refuse(runtime.client("ec2", REGION), "StopInstances", "RequestLimitExceeded", times=2)  # the batch, then alone
+
+    with pytest.raises(RuntimeError, match="to retry"):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    assert state(iid) == "running"
+    assert not slack.messages, "no notice for a stop that did not happen"
+    sweep(runtime, now, lambda_context, monkeypatch)
+    assert state(iid) in ("stopping", "stopped")
+    assert len([m for m in slack.messages if m.text.startswith("Stopped idle")]) == 1
+    assert stop_entries() == [iid]
