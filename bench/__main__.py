@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from bench import cold_imports, idle_sweep, owner_tagger, versus, week
+from bench import cold_imports, faults, idle_sweep, owner_tagger, versus, week
 from bench.common import save
 
 
@@ -14,6 +14,8 @@ def main() -> None:
     owner_tagger.main()
     print("A week of a realistic fleet through the real sweep, against two baselines")
     print(f"  saved {save('week', week.main())}")
+    print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")
+    print(f"  saved {save('faults', faults.main())}")
     path = save("versus", versus.main())  # about 10 minutes: Custodian's 11,500 calls at 30 ms each
     print(f"  saved {path}")
     idle_sweep.main()  # about 5 minutes: moto is slow at 1,000 instances

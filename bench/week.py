@@ -24,6 +24,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -104,13 +105,73 @@ class Conditional(Exception):
     pass
 
 
+class Killed(BaseException):
+    pass
+
+
+@dataclass
+class FaultPlan:
+    """Faults the fakes inject, each with its probability per AWS call: a throttle, a write applied whose
+    answer is a 500, a kill before a call or right after it was applied; storms fail every call of an
+    operation for a stretch of sweeps."""
+
+    throttle: float = 0.0
+    applied_then_500: float = 0.0
+    kill: float = 0.0
+    storm_every: int = 0  # sweeps between storms (0: none)
+    storm_sweeps: int = 4
+    seed: int = 1
+    kills: int = 0
+    storms: int = 0
+    failures: int = 0  # calls that failed (thrown or applied-then-500), storms included
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.storm_until = -1
+        self.storm_on = ""
+
+    def sweep_started(self, sweep: int) -> None:
+        if self.storm_every and sweep % self.storm_every == 0:
+            self.storm_on = self.rng.choice(["ec2:create_tags", "ec2:stop_instances", "dynamodb:batch_write_item"])
+            self.storm_until = sweep + self.storm_sweeps
+            self.storms += 1
+        elif sweep >= self.storm_until:
+            self.storm_on = ""
+
+    def before(self, call: str) -> None:
+        if call == self.storm_on or self.rng.random() < self.throttle:
+            self.failures += 1
+            raise _aws_error("ThrottlingException", call)
+        if self.rng.random() < self.kill / 2:
+            self.kills += 1
+            raise Killed(f"before {call}")
+
+    def after(self, call: str) -> None:
+        if call.split(":")[1].startswith(("describe", "list", "get", "query")):
+            return  # reads change nothing: a lost answer is only a failed read
+        if self.rng.random() < self.applied_then_500:
+            self.failures += 1
+            raise _aws_error("InternalServerError", call)
+        if self.rng.random() < self.kill / 2:
+            self.kills += 1
+            raise Killed(f"after {call}")
+
+
+def _aws_error(code: str, call: str) -> Exception:
+    from botocore.exceptions import ClientError  # noqa: PLC0415 (the child process's botocore)
+
+    return ClientError({"Error": {"Code": code, "Message": "injected"}}, call)
+
+
 class FakeAws:
-    def __init__(self, fleet: Fleet, secret: str) -> None:
+    def __init__(self, fleet: Fleet, secret: str, faults: FaultPlan | None = None) -> None:
         self.fleet = fleet
         self.secret = secret
+        self.faults = faults
         self.items: dict[tuple[str, str], dict[str, Any]] = {}  # the state table
         self.commands: dict[str, dict[str, str]] = {}
         self.calls: dict[str, int] = defaultdict(int)
+        self.stops_after_keep = 0
 
     def client(self, service: str) -> Any:
         fake = self
@@ -121,11 +182,31 @@ class FakeAws:
 
             def get_paginator(self, name: str) -> Pages:
                 fake.calls[f"{service}:{name}"] += 1
-                return Pages(getattr(fake, name))
+                answer = getattr(fake, name)
+                faults = fake.faults
+                if faults is None:
+                    return Pages(answer)
+
+                def faulty(**params: Any) -> Any:
+                    faults.before(f"{service}:{name}")
+                    return answer(**params)
+
+                return Pages(faulty)
 
             def __getattr__(self, name: str) -> Any:
                 fake.calls[f"{service}:{name}"] += 1
-                return getattr(fake, name)
+                method = getattr(fake, name)
+                faults = fake.faults
+                if faults is None or service in ("secretsmanager", "pricing"):
+                    return method
+
+                def faulty(*args: Any, **kwargs: Any) -> Any:
+                    faults.before(f"{service}:{name}")
+                    answer = method(*args, **kwargs)
+                    faults.after(f"{service}:{name}")
+                    return answer
+
+                return faulty
 
         return Client()
 
@@ -295,7 +376,9 @@ class FakeAws:
 
 
 # ---------------------------------------------------------------------- costguard's week (child process)
-def run_costguard(code_root: Path, seed: int, no_ssm_share: float) -> dict[str, Any]:
+def run_costguard(
+    code_root: Path, seed: int, no_ssm_share: float, faults: dict[str, Any] | None = None, days: int = 7
+) -> dict[str, Any]:
     sys.path[:0] = [str(code_root / "layers" / "costguard"), str(code_root)]
     os.environ.update(
         POWERTOOLS_LOG_LEVEL="ERROR",
@@ -347,7 +430,8 @@ def run_costguard(code_root: Path, seed: int, no_ssm_share: float) -> dict[str, 
     fleet = Fleet(world, seed, no_ssm_share)
     people = {m.owner for m in world.machines}
     slack = SlackStandIn(users={p: f"U{k:04d}" for k, p in enumerate(sorted(people))}).start()
-    aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}))
+    plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
+    aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
     os.environ["SLACK_API_URL"] = slack.api_url
     runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION))
     for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
@@ -358,26 +442,96 @@ def run_costguard(code_root: Path, seed: int, no_ssm_share: float) -> dict[str, 
     rng = random.Random(seed * 31)
     warnings: list[tuple[str, int]] = []
     seen = 0
-    end = world.start + timedelta(days=7)
+    end = world.start + timedelta(days=days)
+    sweeps = 0
+    slack_rng = random.Random(seed * 7)
     try:
         while fleet.now < end:
-            try:
-                sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
-            except Exception as exc:  # a sweep that raises is retried by the scheduler: the next one runs
-                print(f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+            sweeps += 1
+            if plan is not None:
+                plan.sweep_started(sweeps)
+            if faults and faults.get("slack") and slack_rng.random() < 0.3:  # Slack has a bad quarter-hour
+                method = slack_rng.choice(["chat.postMessage", "users.lookupByEmail"])
+                status, retry_after = slack_rng.choice([(429, 1), (500, None), (503, None)])
+                slack.fail(method, status, count=slack_rng.randint(1, 6), retry_after=retry_after)
+            for _ in range(2 if faults and faults.get("double") else 1):  # EventBridge delivers at least once
+                try:
+                    sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
+                except Killed:
+                    pass  # the scheduler's retry is the next sweep
+                except Exception as exc:  # a sweep that raises is retried by the scheduler: the next one runs
+                    if faults is None:
+                        print(f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr)
             for message in slack.messages[seen:]:
                 instance_id = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
                 if instance_id and "has been idle for" in message.text:  # a warning
                     warnings.append((instance_id, fleet.index))
                     url = slack.response_url(message.ts)
-                    answer(fleet, rng, buttons, runtime, Click, message, instance_id, LambdaContext, url)
+                    # Under faults, owners only keep: every stop counted is the sweep's, with its notice.
+                    kw = {"stop_now": faults is None}
+                    answer(fleet, rng, buttons, runtime, Click, message, instance_id, LambdaContext, url, **kw)
             seen = len(slack.messages)
             fleet.advance(fleet.now + STEP * SWEEP_EVERY)
+        if plan is not None:  # the faults end; the next scheduled sweeps finish what the last ones left
+            aws.faults = None
+            for _ in range(2):
+                sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
+                fleet.advance(fleet.now + STEP * SWEEP_EVERY)
     finally:
         slack.stop()
-    figures = outcome(world, fleet.running, fleet.stops, warnings)
+    figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
-    return figures | {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
+    figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
+    if faults is not None:
+        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings)
+    return figures
+
+
+def fault_counts(
+    aws: FakeAws, fleet: Fleet, messages: list[Any], plan: FaultPlan | None, warned: list[tuple[str, int]]
+) -> dict[str, Any]:
+    """What the faults cost: stops without their notice, record or tag; notices told twice; stops of a
+    machine someone kept."""
+    stopped_ids = [iid for iid, _ in fleet.stops]
+    notices: dict[str, int] = defaultdict(int)
+    for message in messages:
+        iid = next((i for i in fleet.by_id if i in message.text), "")
+        if message.text.startswith(("Stopped idle", "Hibernated idle")):
+            notices[iid] += 1
+    # A warning again within the grace period is a duplicate: a machine is warned anew only after a
+    # whole idle window (or when its warning is older than the data read, hours later).
+    last: dict[str, int] = {}
+    duplicate_warnings = 0
+    for iid, at in warned:
+        if iid in last and at - last[iid] <= 8:  # 40 minutes
+            duplicate_warnings += 1
+        last[iid] = at
+    entries = [i for (pk, _), i in aws.items.items() if pk.startswith("action#") and i["kind"]["S"] == "stop"]
+    recorded: dict[str, int] = defaultdict(int)
+    for item in entries:
+        recorded[item["instance_id"]["S"]] += 1
+    stops: dict[str, int] = defaultdict(int)
+    for iid in stopped_ids:
+        stops[iid] += 1
+    return {
+        "faults": {
+            "kills": plan.kills if plan else 0,
+            "storms": plan.storms if plan else 0,
+            "failed_calls": plan.failures if plan else 0,
+        },
+        "stops_without_notice": sum(max(0, n - notices[i]) for i, n in stops.items()),
+        "duplicate_stop_notices": sum(max(0, notices[i] - n) for i, n in stops.items()),
+        "stops_without_ledger_record": sum(max(0, n - recorded[i]) for i, n in stops.items()),
+        "stopped_without_stopped_at_tag": sum(
+            1 for i in stops if not fleet.running[i][fleet.index] and tags_key("stopped-at") not in fleet.tags[i]
+        ),
+        "duplicate_warnings": duplicate_warnings,
+        "stops_after_a_keep": aws.stops_after_keep,
+    }
+
+
+def tags_key(name: str) -> str:
+    return f"costguard:{name}"
 
 
 def answer(
@@ -390,6 +544,8 @@ def answer(
     instance_id: str,
     context: Any,
     response_url: str,
+    *,
+    stop_now: bool = True,
 ) -> None:
     """The owner, if at their desk and in the mood, presses a button on the warning."""
     machine = fleet.by_id[instance_id]
@@ -399,7 +555,7 @@ def answer(
     offered = [e["action_id"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]]
     if working:
         pressed = "costguard.keep_while_busy" if "costguard.keep_while_busy" in offered else "costguard.keep_tomorrow"
-    elif rng.random() < 0.3 and "costguard.stop_now" in offered:
+    elif stop_now and rng.random() < 0.3 and "costguard.stop_now" in offered:
         pressed = "costguard.stop_now"
     else:
         return
@@ -414,7 +570,14 @@ def answer(
         message_ts=message.ts,
         action_ts="1",
     )
-    buttons({"Records": [{"body": payload.to_json()}]}, context(), runtime=runtime)
+    for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
+        runtime.now = lambda k=attempt: fleet.now + timedelta(minutes=3 * k)
+        try:
+            buttons({"Records": [{"body": payload.to_json()}]}, context(), runtime=runtime)
+            break
+        except (Exception, Killed):
+            continue
+    del runtime.now
 
 
 def _button(pressed: str) -> Any:
@@ -425,14 +588,21 @@ def _button(pressed: str) -> Any:
 
 # ---------------------------------------------------------------------- the figures
 def outcome(
-    world: World, running: dict[str, list[bool]], stops: list[tuple[str, int]], warnings: list[tuple[str, int]]
+    world: World,
+    running: dict[str, list[bool]],
+    stops: list[tuple[str, int]],
+    warnings: list[tuple[str, int]],
+    *,
+    days: int = 7,
 ) -> dict[str, Any]:
-    """Idle GPU-hours reclaimed, interruptions and work lost, warnings: over the week, not the history day."""
+    """Idle GPU-hours reclaimed, interruptions and work lost, warnings: over the simulated days, not the
+    history day before them."""
     first = world.index(world.start)
+    last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
     idle = reclaimed = lost = 0.0
     interrupted = set()
     for m in world.machines:
-        for i in range(first, world.slots):
+        for i in range(first, last):
             hours = m.gpus / SLOTS_PER_HOUR
             if not m.slots[i].work:
                 idle += hours
@@ -444,7 +614,7 @@ def outcome(
     for instance_id, at in stops:
         m = next(x for x in world.machines if x.instance_id == instance_id)
         off = []
-        for i in range(at, world.slots):
+        for i in range(at, last):
             if running[instance_id][i]:
                 break
             off.append(i)
@@ -509,13 +679,16 @@ def cpu_average_baseline(world: World, threshold: float = 10.0, window: int = 24
     return outcome(world, running, stops, [])
 
 
-def costguard_week(code_root: Path, seed: int, no_ssm_share: float) -> dict[str, Any]:
+def costguard_week(
+    code_root: Path, seed: int, no_ssm_share: float, faults: dict[str, Any] | None = None, days: int = 7
+) -> dict[str, Any]:
     """costguard's week in a child process, so that any code tree (an older commit) can be measured."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "week.json"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        extra = [json.dumps(faults), str(days)] if faults is not None else []
         subprocess.run(
-            [sys.executable, "-m", "bench.week", str(code_root), str(out), str(seed), str(no_ssm_share)],
+            [sys.executable, "-m", "bench.week", str(code_root), str(out), str(seed), str(no_ssm_share), *extra],
             check=True,
             env=env,
             cwd=ROOT,
@@ -552,4 +725,6 @@ def main() -> dict[str, Any]:
 
 if __name__ == "__main__":
     code, out_path, seed, share = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-    out_path.write_text(json.dumps(run_costguard(code, seed, share)))
+    plan = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+    days = int(sys.argv[6]) if len(sys.argv) > 6 else 7
+    out_path.write_text(json.dumps(run_costguard(code, seed, share, plan, days)))

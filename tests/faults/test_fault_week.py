@@ -1,0 +1,21 @@
+"""Two days of the simulated fleet under every fault at once (bench/faults.py runs the whole week per
+fault): nothing lost, no work interrupted, no keep ignored, at most one duplicate per fault."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.faults import PROFILES
+from bench.week import ROOT, costguard_week
+
+
+@pytest.mark.slow
+def test_two_days_under_every_fault_at_once_lose_nothing_and_repeat_little() -> None:
+    figures = costguard_week(ROOT, 5, 0.0, {**PROFILES["all of the above at once"], "seed": 5}, days=2)
+    assert figures["faults"]["kills"] > 0
+    assert figures["faults"]["failed_calls"] > 0
+    for lost in ("interruptions", "stops_after_a_keep", "stops_without_notice", "stops_without_ledger_record"):
+        assert figures[lost] == 0, lost
+    assert figures["stopped_without_stopped_at_tag"] == 0
+    duplicates = figures["duplicate_stop_notices"] + figures["duplicate_warnings"]
+    assert duplicates <= figures["faults"]["kills"] + figures["faults"]["failed_calls"]
