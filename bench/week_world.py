@@ -75,7 +75,7 @@ class World:
         self.rng = random.Random(seed)
         self.start = start or datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
         self.begin = self.start - HISTORY
-        self.slots = int((HISTORY + WEEK) / STEP)
+        self.slots = int((HISTORY + WEEK + timedelta(hours=2)) / STEP)  # the week, and sweeps just after it
         self.machines: list[Machine] = []
         people = [(f"person{k}@example.com", ZONES[k % len(ZONES)]) for k in range(12)]
         plan = [

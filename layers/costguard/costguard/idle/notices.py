@@ -28,6 +28,7 @@ from costguard.idle.writes import PendingWrites
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import Claims, post_once
+from costguard.state.ledger import LedgerWriteError
 from costguard.state.outbox import STOP, WARN, Notice, Outbox
 
 REPORT_TTL = timedelta(days=2)
@@ -141,7 +142,12 @@ class SweepNotices:
             if outcome is not None:
                 outcome.retry(f"Slack: {exc}")
             return False
-        self.outbox.remove([notice])
+        try:
+            self.outbox.remove([notice])
+        except (ClientError, BotoCoreError, LedgerWriteError) as exc:
+            # Told, but not recorded: the next sweep tells it once more (the one duplicate a fault between
+            # a post and its record may cost), which is better than failing the sweep here.
+            logger.warning("stop notice told but not recorded", instance_id=notice.instance_id, error=str(exc))
         return True
 
     def _send(self, owner: str, message: Message) -> None:
