@@ -68,6 +68,9 @@ class StandIn:
             "DynamoDB_20120810.BatchWriteItem": self.batch_write_item,
             "DynamoDB_20120810.PutItem": self.put_item,
             "DynamoDB_20120810.DeleteItem": self.delete_item,
+            "DynamoDB_20120810.GetItem": self.get_item,
+            "DynamoDB_20120810.UpdateItem": self.update_item,
+            "DynamoDB_20120810.Query": self.query,
             "secretsmanager.GetSecretValue": self.get_secret_value,
             "AWSPriceListService.GetProducts": lambda _: {"PriceList": [], "FormatVersion": "aws_v1"},
         }
@@ -418,16 +421,51 @@ class StandIn:
                 if len(requests) > 25:
                     raise ApiError("ValidationException", "Too many items requested for the BatchWriteItem call")
                 for request in requests:
+                    if "DeleteRequest" in request:
+                        key = request["DeleteRequest"]["Key"]
+                        self.items.pop((table, json.dumps([key.get("pk"), key.get("sk")])), None)
+                        continue
                     item = request.get("PutRequest", {}).get("Item", {})
                     self.items[(table, json.dumps([item.get("pk"), item.get("sk")]))] = item
         return {"UnprocessedItems": {}}
+
+    def get_item(self, body: dict[str, Any]) -> dict[str, Any]:
+        key = body["Key"]
+        with self._lock:
+            found = self.items.get((body["TableName"], json.dumps([key.get("pk"), key.get("sk")])))
+        return {"Item": found} if found else {}
+
+    def update_item(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The one update costguard makes: a claim marked done."""
+        key = body["Key"]
+        with self._lock:
+            found = self.items.get((body["TableName"], json.dumps([key.get("pk"), key.get("sk")])))
+            if found is not None:
+                found["status"] = {"S": "done"}
+                found.pop("lease_until", None)
+        return {}
+
+    def query(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Items of one partition (`pk = :pk`), in sort-key order."""
+        pk = body["ExpressionAttributeValues"][":pk"]
+        with self._lock:
+            items = [i for (table, _), i in self.items.items() if table == body["TableName"] and i.get("pk") == pk]
+        return {"Items": sorted(items, key=lambda i: json.dumps(i.get("sk"))), "Count": len(items)}
 
     def put_item(self, body: dict[str, Any]) -> dict[str, Any]:
         item = body["Item"]
         key = (body["TableName"], json.dumps([item.get("pk"), item.get("sk")]))
         with self._lock:
-            if "attribute_not_exists" in body.get("ConditionExpression", "") and key in self.items:
-                raise ApiError("ConditionalCheckFailedException", "The conditional request failed")
+            current = self.items.get(key)
+            if "attribute_not_exists" in body.get("ConditionExpression", "") and current is not None:
+                now = body.get("ExpressionAttributeValues", {}).get(":now", {}).get("N")
+                expired = (
+                    now is not None
+                    and current.get("status", {}).get("S") == "pending"
+                    and int(current.get("lease_until", {}).get("N", "0")) < int(now)
+                )
+                if not expired:
+                    raise ApiError("ConditionalCheckFailedException", "The conditional request failed")
             self.items[key] = item
         return {}
 
