@@ -1,6 +1,6 @@
 """`make demo`: costguard's governance cycle against a local emulated AWS account and Slack.
 
-Starts moto's server on 127.0.0.1 behind the gap proxy (demo/aws_gaps.py) and the Slack stand-in,
+Starts moto's server on 127.0.0.1 behind the gap proxy (testing/aws_gaps.py) and the Slack stand-in,
 seeds the fleet (demo/fleet.py), then runs each function's handler in-process on the payloads in
 events/, with the real boto3 and slack-sdk clients, on a demo clock that lets 40 minutes pass. It
 prints what happened and writes demo-output/index.html with every Slack message as Slack shows it.
@@ -225,7 +225,9 @@ def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: st
     ]
     payload = json.loads((fleet.EVENTS / "buttons/block-actions-keep-2h.json").read_text())
     payload["actions"][0].update(
-        action_id=button, value=json.dumps({"i": instance_id, "r": region}, separators=(",", ":"))
+        action_id=button,
+        value=json.dumps({"i": instance_id, "r": region}, separators=(",", ":")),
+        action_ts=f"{demo.clock.timestamp():.6f}",
     )
     payload["user"].update(id=user_id, username=user_name, name=user_name)
     payload["message"].update(ts=message.ts, blocks=message.blocks, text=message.text)
@@ -376,7 +378,7 @@ def main() -> int:
         # Every message as Slack received it, for comparing two runs of the demo (text and blocks).
         (OUT / "messages.json").write_text(json.dumps([asdict(m) for m in demo.slack.messages], indent=1))
         print(f"\nHTML: {OUT / 'index.html'}   Lambda logs: {OUT / 'lambda-logs.jsonl'}")
-        print(f"Calls answered by demo/aws_gaps.py instead of moto: {sorted(set(demo.account.gaps.answered))}")
+        print(f"Calls answered by testing/aws_gaps.py instead of moto: {sorted(set(demo.account.gaps.answered))}")
         return 0
     finally:
         demo.close()

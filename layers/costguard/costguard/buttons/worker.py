@@ -85,10 +85,10 @@ class ClickWorker:
         # Keeps first: the effect (idempotent), then its record (keyed by the click, so a retry writes the
         # same entry), then the done mark, then the answer. A failure anywhere before the done mark
         # leaves the claim to a retry after its lease, which applies the same keep again, harmlessly.
-        at = click_time(click, now)
-        reply = self._apply(ec2, click, instance.hibernation_configured, at)
+        # The effect is dated now (a keep runs from when it is applied); its record by the click itself.
+        reply = self._apply(ec2, click, instance.hibernation_configured, now)
         if reply.status == "done":
-            self._record(click, instance.instance_type, owner, at)
+            self._record(click, instance.instance_type, owner, click_time(click, now), now)
         self.claims.done(claim)
         if reply.status == "done":
             self._update_original(click, reply.text)
@@ -161,13 +161,13 @@ class ClickWorker:
             return Reply("dry-run", f"dry-run: costguard changed nothing. It would have done this: {text}")
         return Reply("done", text)
 
-    def _record(self, click: Click, instance_type: str, owner: str, now: datetime) -> None:
+    def _record(self, click: Click, instance_type: str, owner: str, at: datetime, now: datetime) -> None:
         kind = {Button.STOP_NOW: EntryKind.STOP_FROM_SLACK, Button.START: EntryKind.START_FROM_SLACK}.get(
             click.button, EntryKind.KEEP
         )
         self.ledger.record(
             Entry(
-                at=now,
+                at=at,
                 kind=kind,
                 instance_id=click.instance_id,
                 region=click.region,
