@@ -9,7 +9,7 @@ from typing import Any
 
 from costguard.core.records import Instance, Price
 from costguard.core.settings import Mode
-from costguard.idle.decision import Action, Decision
+from costguard.idle.decision import Action
 from costguard.state.entries import Entry, EntryKind
 
 
@@ -64,38 +64,21 @@ class RegionReport:
         }
 
 
-def stop_entry(instance: Instance, outcome: Outcome, at: datetime, *, mode: Mode, price: Price | None) -> Entry:
-    """The ledger's record of a stop AWS took, keyed by the time it was decided (a sweep that finishes a
-    dead one's stop writes the same entry)."""
+def ledger_entry(
+    instance: Instance, outcome: Outcome, at: datetime, *, mode: Mode, price: Price | None = None
+) -> Entry:
+    """The ledger's record of one decision carried out, dated when it was decided (so that a sweep that
+    finishes a dead one's stop writes the same entry); a stop records the hourly price it saves."""
     return Entry(
         at=at,
-        kind=EntryKind.STOP,
-        instance_id=instance.instance_id,
-        region=instance.region,
-        mode=mode.value,
-        owner=outcome.owner,
-        instance_type=instance.instance_type,
-        reason=outcome.reason,
-        idle_hours=outcome.idle_hours,
-        hourly_saving=(price.usd_per_hour or 0.0) if price else 0.0,
-    )
-
-
-def ledger_entry(
-    instance: Instance, decision: Decision, outcome: Outcome, now: datetime, *, mode: Mode, price: Price | None
-) -> Entry:
-    """The ledger's record of one decision carried out; a stop records the hourly price it saves."""
-    judgement = decision.judgement
-    return Entry(
-        at=now,
-        kind=EntryKind(decision.action.value),
+        kind=EntryKind(outcome.action.value),
         instance_id=instance.instance_id,
         region=instance.region,
         mode=mode.value,
         applied=outcome.applied,
         owner=outcome.owner,
         instance_type=instance.instance_type,
-        reason=decision.reason,
-        idle_hours=round(judgement.idle_minutes(now) / 60, 2) if judgement else 0.0,
+        reason=outcome.reason,
+        idle_hours=outcome.idle_hours,
         hourly_saving=(price.usd_per_hour or 0.0) if price else 0.0,
     )

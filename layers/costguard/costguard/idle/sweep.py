@@ -175,7 +175,7 @@ class IdleStopper:
                 if outcome.detail.startswith("retry:"):
                     report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
                 elif decision.action in RECORDED and decision.action is not Action.STOP and not outcome.detail:
-                    entries.append(self._entry(instance, decision, outcome, now))  # stops are recorded with them
+                    entries.append(ledger_entry(instance, outcome, now, mode=self.settings.mode))  # stops: with them
             entries += scale_in_protection(
                 self.autoscaling,
                 protection_changes,
@@ -188,9 +188,6 @@ class IdleStopper:
             pool.shutdown(wait=True)
             self.ledger.record_many(entries)
         return plan.gpu_series
-
-    def _entry(self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime) -> Entry:
-        return ledger_entry(instance, decision, outcome, now, mode=self.settings.mode, price=None)
 
 
 def scale_in_protection(
@@ -213,6 +210,5 @@ def scale_in_protection(
                 member.instance_id, member.instance_type, member.owner(owner_tag_key), action, reason, applied
             )
             report.outcomes.append(outcome)
-            decision = Decision(member.instance_id, action, reason)
-            entries.append(ledger_entry(member, decision, outcome, now, mode=mode, price=None))
+            entries.append(ledger_entry(member, outcome, now, mode=mode))
     return entries

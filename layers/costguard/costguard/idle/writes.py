@@ -22,7 +22,7 @@ from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.messages import stop_failed_notice
-from costguard.idle.report import Outcome, stop_entry
+from costguard.idle.report import Outcome, ledger_entry
 from costguard.slack.blocks import Message
 from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.outbox import Notice, Outbox
@@ -127,7 +127,7 @@ class SweepWriter:
         entries = []
         for instance, outcome, notice in stopped:
             price = self.prices.hourly(instance.instance_type, instance.region)
-            entries.append(stop_entry(instance, outcome, notice.time, mode=self.mode, price=price))
+            entries.append(ledger_entry(instance, outcome, notice.time, mode=self.mode, price=price))
         self.ledger.record_many(entries)
 
     def tag_stopped(self, instance_ids: list[str], at: datetime) -> None:
