@@ -5,17 +5,18 @@ VENV := .venv
 VENV313 := .venv-313
 SAM_VENV := .venv-sam
 C7N_VENV := .venv-c7n
+CHECKOV_VENV := .venv-checkov
 BIN := $(VENV)/bin
 SAM := $(SAM_VENV)/bin/sam
 export SAM_CLI_TELEMETRY := 0
 # Never talk to a real AWS account from tests or the demo by accident.
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate bench build clean
+.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build clean
 
 help:
 	@echo "make demo       the whole governance cycle against a local emulated AWS account"
-	@echo "make test       lint, typecheck, sam validate --lint, and every test"
+	@echo "make test       lint, typecheck, sam validate --lint, checkov, and every test"
 	@echo "make bench      the benchmarks under bench/"
 	@echo "make build      sam build (needs python3.13 on PATH)"
 
@@ -31,6 +32,12 @@ $(SAM_VENV)/.installed: requirements-sam.txt
 	$(SAM_VENV)/bin/pip install --quiet -r requirements-sam.txt
 	touch $@
 
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet -r requirements-checkov.txt
+	touch $@
+
 # Cloud Custodian for the side-by-side benchmark: its own environment, its own boto3.
 $(C7N_VENV)/.installed: requirements-c7n.txt
 	$(PYTHON) -m venv $(C7N_VENV)
@@ -43,7 +50,7 @@ venv: $(BIN)/.installed $(SAM_VENV)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/python -m demo
 
-test: lint typecheck validate
+test: lint typecheck validate checkov
 	$(BIN)/pytest
 	$(MAKE) --no-print-directory unit-py313
 
@@ -89,6 +96,11 @@ typecheck: $(BIN)/.installed
 validate: $(SAM_VENV)/.installed
 	$(SAM) validate --lint
 
+# The template's security checks. Every check the template does not pass is skipped by name, with the
+# reason, in .checkov.yaml (account-wide choices) or in the resource's own Metadata (one resource).
+checkov: $(CHECKOV_VENV)/.installed
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml
+
 bench: $(BIN)/.installed $(C7N_VENV)/.installed
 	$(BIN)/python -m bench
 
@@ -96,4 +108,4 @@ build: $(SAM_VENV)/.installed
 	PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(11|13)' | tr '\n' ':') $(SAM) build
 
 clean:
-	rm -rf $(VENV) $(VENV313) $(SAM_VENV) $(C7N_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output
+	rm -rf $(VENV) $(VENV313) $(SAM_VENV) $(C7N_VENV) $(CHECKOV_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output
