@@ -242,7 +242,7 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
     (cpu_usage_active by InstanceId), one point every 5 minutes until `now`."""
     rng = random.Random(42)
     points = [now - timedelta(minutes=5 * k) for k in range(hours * 12, 0, -1)]
-    series: dict[str, list[dict[str, Any]]] = {}
+    series: dict[str, dict[str, list[dict[str, Any]]]] = {}
     level = {"busy": (70.0, 99.0), "idle": (0.0, 2.5)}
     members = [
         Machine(f"{ASG_NAME}-{n}", HOME, "g5.2xlarge", "", gpu_pattern="busy" if n == 0 else "idle", instance_id=i)
@@ -252,7 +252,8 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
         member.cpu_pattern = "busy" if index == 0 else "idle"
         member.hours_running = 5
     for machine in [*FLEET, *members]:
-        datums = series.setdefault(machine.region, [])
+        ec2, agent = series.setdefault(machine.region, {"AWS/EC2": [], "CWAgent": []}).values()
+        by_instance = [{"Name": "InstanceId", "Value": machine.instance_id}]
         launched = now - timedelta(hours=machine.hours_running)
         moments = [p for p in points if p >= launched]
         cpu = level["busy"] if machine.cpu_pattern == "busy" else (0.5, 4.0)
@@ -262,56 +263,45 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
         core = (95.0, 100.0) if machine.cpu_pattern in ("busy", "one-core") else (2.0, 20.0)
         for at in moments:
             if machine.gpu_pattern:  # the agent runs: the busiest core too
-                datums.append(
-                    {
-                        "MetricName": "cpu_usage_active",
-                        "Dimensions": [{"Name": "InstanceId", "Value": machine.instance_id}],
-                        "Timestamp": at,
-                        "Value": round(rng.uniform(*core), 2),
-                        "Unit": "Percent",
-                        "_ns": "CWAgent",
-                    }
-                )
-            datums.append(
-                {
-                    "MetricName": "CPUUtilization",
-                    "Dimensions": [{"Name": "InstanceId", "Value": machine.instance_id}],
-                    "Timestamp": at,
-                    "Value": round(rng.uniform(*cpu), 2),
-                    "Unit": "Percent",
-                    "_ns": "AWS/EC2",
-                }
-            )
+                agent.append(_percent("cpu_usage_active", by_instance, at, round(rng.uniform(*core), 2)))
+            ec2.append(_percent("CPUUtilization", by_instance, at, round(rng.uniform(*cpu), 2)))
         if not machine.gpu_pattern or machine.instance_type not in GPUS:
             continue
         name, arch, count = GPUS[machine.instance_type]
         for gpu in range(count):
-            dims = [
-                {"Name": "InstanceId", "Value": machine.instance_id},
-                {"Name": "index", "Value": str(gpu)},
-                {"Name": "name", "Value": name},
-                {"Name": "arch", "Value": arch},
-            ]
+            dims = _gpu_dims(machine.instance_id, gpu, name, arch)
             for at in moments:
                 pattern = machine.gpu_pattern
                 if pattern == "wakes":
                     pattern = "busy" if at >= now - timedelta(minutes=15) else "idle"
-                datums.append(
-                    {
-                        "MetricName": "nvidia_smi_utilization_gpu",
-                        "Dimensions": dims,
-                        "Timestamp": at,
-                        "Value": round(rng.uniform(*level[pattern]), 1),
-                        "Unit": "Percent",
-                        "_ns": "CWAgent",
-                    }
-                )
-    for region, datums in series.items():
+                agent.append(_percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(*level[pattern]), 1)))
+    _put_series(clients, series)
+
+
+def _percent(name: str, dims: list[dict[str, str]], at: datetime, value: float) -> dict[str, Any]:
+    return {"MetricName": name, "Dimensions": dims, "Timestamp": at, "Value": value, "Unit": "Percent"}
+
+
+def _gpu_dims(instance_id: str, index: int, name: str, arch: str) -> list[dict[str, str]]:
+    """The dimensions the agent's nvidia_smi plugin gives one GPU's series."""
+    return [
+        {"Name": "InstanceId", "Value": instance_id},
+        {"Name": "index", "Value": str(index)},
+        {"Name": "name", "Value": name},
+        {"Name": "arch", "Value": arch},
+    ]
+
+
+def _put_series(clients: Any, series: dict[str, dict[str, list[dict[str, Any]]]]) -> int:
+    """Every region's datums, by namespace, in PutMetricData's batches; the number of datums written."""
+    count = 0
+    for region, namespaces in series.items():
         cloudwatch = clients("cloudwatch", region)
-        for namespace in ("AWS/EC2", "CWAgent"):
-            batch = [{k: v for k, v in d.items() if k != "_ns"} for d in datums if d["_ns"] == namespace]
-            for start in range(0, len(batch), 500):
-                cloudwatch.put_metric_data(Namespace=namespace, MetricData=batch[start : start + 500])
+        for namespace, data in namespaces.items():
+            count += len(data)
+            for start in range(0, len(data), 1000):
+                cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
+    return count
 
 
 # How much each machine cost on the same days of last month, relative to this month.
@@ -449,45 +439,20 @@ def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
     ]
     series: dict[str, dict[str, list[dict[str, Any]]]] = {}
     hours = [now - timedelta(hours=k, minutes=30) for k in range(14 * 24, 4, -1)]
-    count = 0
     for machine in [*seeded.machines, *members]:
-        per_namespace = series.setdefault(machine.region, {"AWS/EC2": [], "CWAgent": []})
+        ec2, agent = series.setdefault(machine.region, {"AWS/EC2": [], "CWAgent": []}).values()
+        by_instance = [{"Name": "InstanceId", "Value": machine.instance_id}]
         gpus = GPUS.get(machine.instance_type, ("", "", 0)) if machine.gpu_pattern else ("", "", 0)
         for at in hours:
             state = _week_pattern(machine.name, at)
             if state is None:
                 continue
             low, high = (60.0, 98.0) if state == "busy" else (0.2, 3.0)
-            per_namespace["AWS/EC2"].append(
-                {
-                    "MetricName": "CPUUtilization",
-                    "Dimensions": [{"Name": "InstanceId", "Value": machine.instance_id}],
-                    "Timestamp": at,
-                    "Value": round(rng.uniform(low / 2, high / 2), 2),
-                }
-            )
+            ec2.append(_percent("CPUUtilization", by_instance, at, round(rng.uniform(low / 2, high / 2), 2)))
             for index in range(gpus[2]):
-                dims = [
-                    {"Name": "InstanceId", "Value": machine.instance_id},
-                    {"Name": "index", "Value": str(index)},
-                    {"Name": "name", "Value": gpus[0]},
-                    {"Name": "arch", "Value": gpus[1]},
-                ]
-                per_namespace["CWAgent"].append(
-                    {
-                        "MetricName": "nvidia_smi_utilization_gpu",
-                        "Dimensions": dims,
-                        "Timestamp": at,
-                        "Value": round(rng.uniform(low, high), 1),
-                    }
-                )
-    for region, namespaces in series.items():
-        cloudwatch = clients("cloudwatch", region)
-        for namespace, data in namespaces.items():
-            count += len(data)
-            for start in range(0, len(data), 1000):
-                cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
-    return count
+                dims = _gpu_dims(machine.instance_id, index, gpus[0], gpus[1])
+                agent.append(_percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(low, high), 1)))
+    return _put_series(clients, series)
 
 
 def launch_event(machine: Machine) -> dict[str, Any]:
