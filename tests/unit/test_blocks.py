@@ -1,6 +1,21 @@
 from __future__ import annotations
 
-from costguard.slack.blocks import MAX_BLOCKS, MAX_SECTION, Message, bullet_list, button, escape, header, section
+from costguard.slack.blocks import (
+    MAX_BLOCKS,
+    MAX_SECTION,
+    MAX_VALUE,
+    Message,
+    bullet_list,
+    button,
+    context,
+    escape,
+    header,
+    here,
+    link,
+    mention,
+    mrkdwn,
+    section,
+)
 
 
 def test_user_text_is_escaped_for_mrkdwn() -> None:
@@ -34,3 +49,30 @@ def test_bullet_list_fits_a_section_and_counts_what_it_left_out() -> None:
 
 def test_bullet_list_shows_everything_when_it_fits() -> None:
     assert bullet_list(["a", "b"]) == "• a\n• b"
+
+
+def test_plain_text_is_escaped_by_every_builder_and_costguards_markup_is_not() -> None:
+
+    assert section("<!channel> & co")["text"]["text"] == "&lt;!channel&gt; &amp; co"
+    assert context("<@U1>")["elements"][0]["text"] == "&lt;@U1&gt;"
+    assert Message("<#C1|x>").text == "&lt;#C1|x&gt;"
+    assert section(mrkdwn("{} kept {}", mention("U0ALICE"), "<!here>"))["text"]["text"] == (
+        "<@U0ALICE> kept &lt;!here&gt;"
+    )
+    assert here() + " <b>" == "<!here> &lt;b&gt;"
+    assert "x: " + mention("U0BOB") == "x: <@U0BOB>"
+
+
+def test_only_slack_ids_are_mentions_and_only_https_urls_are_links() -> None:
+
+    assert mention("U0ALICE> <!channel") == "U0ALICE&gt; &lt;!channel"
+    assert link("https://console.aws.amazon.com/x", "<team>") == "<https://console.aws.amazon.com/x|&lt;team&gt;>"
+    assert link("javascript:alert(1)", "t") == "t (javascript:alert(1))"
+    assert link("https://a.example/x|<!channel>", "t").count("<") == 0
+
+
+def test_a_long_user_value_is_cut_and_no_entity_is_cut_in_half() -> None:
+
+    assert len(mrkdwn("{}", "x" * 1000)) == MAX_VALUE
+    cut = section("&" * 2000)["text"]["text"]
+    assert cut.endswith("&amp;…")

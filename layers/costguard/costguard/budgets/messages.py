@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from costguard.budgets.notifications import BudgetAlert, Severity, SnsNotification
 from costguard.core.formatting import signed, usd
 from costguard.core.records import Mover, SpendPicture
-from costguard.slack.blocks import Message, context, divider, escape, fields_section, header, section
+from costguard.slack.blocks import Message, context, divider, fields_section, header, here, section
 
 ICONS = {
     Severity.INFO: ":information_source:",
@@ -24,7 +24,7 @@ def drivers_line(picture: SpendPicture) -> str:
     for label, movers in (("", picture.by_service), ("", picture.by_instance_type), ("owner ", picture.by_owner)):
         top = next((m for m in movers if m.delta > 0), None)
         if top is not None:
-            parts.append(f"{label}*{escape(top.key)}* {signed(top.delta)}")
+            parts.append(f"{label}*{top.key}* {signed(top.delta)}")
     if not parts:
         return "No service, instance type or owner spends more than on the same days last month."
     return "Driving the spend, versus the same days last month: " + " · ".join(parts)
@@ -34,13 +34,13 @@ def _movers(title: str, movers: Sequence[Mover]) -> str:
     rising = [m for m in movers if m.delta > 0][:3]
     if not rising:
         return f"*{title}*\nnothing rising"
-    lines = [f"{escape(m.key)}: {usd(m.current)} ({signed(m.delta)})" for m in rising]
+    lines = [f"{m.key}: {usd(m.current)} ({signed(m.delta)})" for m in rising]
     return f"*{title}*\n" + "\n".join(lines)
 
 
 def budget_alert_message(alert: BudgetAlert, picture: SpendPicture) -> Message:
     severity = alert.severity
-    name = escape(alert.budget_name)
+    name = alert.budget_name
     period = "today's" if alert.daily else "this month's"
     if alert.forecast:
         title = f"Budget {alert.budget_name}: forecast to reach {alert.used_percent:.0f}% of {period} budget"
@@ -54,11 +54,11 @@ def budget_alert_message(alert: BudgetAlert, picture: SpendPicture) -> Message:
             f"*{usd(alert.amount)}* spent of {usd(alert.budgeted)} ({alert.used_percent:.0f}%): "
             f"the {alert.tier}% threshold ({usd(alert.threshold)}) is crossed."
         )
-    mention = "<!here> " if severity is Severity.CRITICAL else ""
-    text = f"{mention}{title}"
+    mention = here() + " " if severity is Severity.CRITICAL else ""
+    text = mention + title
     blocks = [
         header(title),
-        section(f"{mention}{ICONS[severity]} {summary}\n{drivers_line(picture)}"),
+        section(mention + f"{ICONS[severity]} {summary}\n{drivers_line(picture)}"),
         fields_section(
             [
                 f"*Spent this month*\n{usd(picture.month_to_date)}",
@@ -78,7 +78,7 @@ def budget_alert_message(alert: BudgetAlert, picture: SpendPicture) -> Message:
     ]
     notes = [f"AWS Budgets notification for *{name}*" + (f", account {alert.account}" if alert.account else "")]
     if picture.errors:
-        notes.append("Cost Explorer could not answer " + "; ".join(escape(e) for e in picture.errors))
+        notes.append("Cost Explorer could not answer " + "; ".join(e for e in picture.errors))
     blocks.append(context(" · ".join(notes)))
     return Message(text, tuple(blocks))
 
@@ -91,11 +91,8 @@ def raw_budget_message(notification: SnsNotification, reason: str) -> Message:
         f"AWS notification costguard could not read: {subject}",
         (
             header("A notification costguard could not read"),
-            section(
-                f":warning: {escape(subject)}\ncostguard could not read it ({escape(reason)}), "
-                "so here it is as AWS sent it:"
-            ),
-            section(f"```{escape(raw)}```"),
-            context(f"SNS message {escape(notification.message_id)} at {notification.timestamp:%Y-%m-%d %H:%M} UTC"),
+            section(f":warning: {subject}\ncostguard could not read it ({reason}), so here it is as AWS sent it:"),
+            section(f"```{raw}```"),
+            context(f"SNS message {notification.message_id} at {notification.timestamp:%Y-%m-%d %H:%M} UTC"),
         ),
     )

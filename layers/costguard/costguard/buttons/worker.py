@@ -22,7 +22,7 @@ from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.slack.blocks import context, escape
+from costguard.slack.blocks import Message, context, mention, mrkdwn, safe
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import SlackNotifier
@@ -74,7 +74,7 @@ class ClickWorker:
         instance = found[0]
         owner = instance.owner(self.owner_tag_key)
         if not self._may_act(click.user_id, owner):
-            text = f"Only the owner ({escape(owner or 'unknown')}) or a costguard admin can do that."
+            text = f"Only the owner ({owner or 'unknown'}) or a costguard admin can do that."
             return self._tell(click, Reply("refused", text))
         key = f"slack-action:{click.instance_id}:{click.message_ts}:{click.button.value}"
         claim = self.claims.claim(key, now, ttl=timedelta(days=7))
@@ -108,7 +108,7 @@ class ClickWorker:
         return bool(email) and self.notifier.user_id_for(email or "", strict=True) == user_id
 
     def _apply(self, ec2: Ec2, click: Click, hibernate: bool, now: datetime) -> Reply:
-        who = f"<@{click.user_id}>"
+        who = mention(click.user_id)
         iid = f"`{click.instance_id}`"
         if click.button is Button.KEEP_WHILE_BUSY:
             applied = ec2.create_tags(
@@ -116,7 +116,9 @@ class ClickWorker:
                 {tags.KEEP_WHILE_BUSY: formatting.format_time(now), tags.KEPT_BY: tags.clip(click.user_name)},
             )
             ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
-            text = f"{who} kept {iid} while it works: costguard looks again once it has been idle for a whole window."
+            text = mrkdwn(
+                "{} kept {} while it works: costguard looks again once it has been idle for a whole window.", who, iid
+            )
         elif click.button in KEEPS:
             until = keep_until(click.button, now, self.zone)
             local = until.astimezone(self.zone)
@@ -125,7 +127,7 @@ class ClickWorker:
                 {tags.KEEP_UNTIL: formatting.format_time(until), tags.KEPT_BY: tags.clip(click.user_name)},
             )
             ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
-            text = f"{who} kept {iid} until {local:%a %d %b %H:%M} ({self.zone.key})."
+            text = mrkdwn("{} kept {} until {} ({}).", who, iid, f"{local:%a %d %b %H:%M}", self.zone.key)
         elif click.button is Button.STOP_NOW:
             if self.mode is Mode.NOTIFY_ONLY:
                 return Reply(
@@ -149,16 +151,16 @@ class ClickWorker:
                         tags.STOP_REASON: tags.clip(f"stopped from Slack by {click.user_name}"),
                     },
                 )
-            text = f"{who} {'hibernated' if hibernate else 'stopped'} {iid}."
+            text = mrkdwn("{} {} {}.", who, "hibernated" if hibernate else "stopped", iid)
         else:
             try:
                 applied = ec2.start(click.instance_id)
             except ClientError as exc:
                 code = error_code(exc)
                 return Reply("refused", f"AWS would not start it: {code}.")
-            text = f"{who} started {iid} again."
+            text = mrkdwn("{} started {} again.", who, iid)
         if not applied:
-            return Reply("dry-run", f"dry-run: costguard changed nothing. It would have done this: {text}")
+            return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + text)
         return Reply("done", text)
 
     def _record(self, click: Click, instance_type: str, owner: str, at: datetime, now: datetime) -> None:
@@ -182,12 +184,13 @@ class ClickWorker:
     def _update_original(self, click: Click, text: str) -> None:
         """The original message, its buttons replaced by who did what."""
         kept = [b for b in click.blocks if b.get("type") != "actions"]
-        blocks = [*kept, context(f":white_check_mark: {text}")]
-        self.respond(click.response_url, {"replace_original": True, "text": text, "blocks": blocks})
+        done = Message(text, (*kept, context(":white_check_mark: " + safe(text))))
+        self.respond(click.response_url, done.response(replace_original=True))
         logger.info("button click done", instance_id=click.instance_id, button=click.button.value, user=click.user_id)
 
     def _tell(self, click: Click, reply: Reply) -> Reply:
         """An ephemeral answer to the person who clicked; the message stays as it was."""
-        self.respond(click.response_url, {"response_type": "ephemeral", "replace_original": False, "text": reply.text})
+        answer = Message(reply.text).response(response_type="ephemeral", replace_original=False)
+        self.respond(click.response_url, answer)
         logger.info("button click not done", instance_id=click.instance_id, status=reply.status, user=click.user_id)
         return reply

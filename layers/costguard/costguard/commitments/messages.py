@@ -6,26 +6,26 @@ from datetime import datetime
 
 from costguard.commitments.rules import advice
 from costguard.core.records import Commitment
-from costguard.slack.blocks import Message, context, escape, fields_section, header, section
+from costguard.slack.blocks import Message, context, fields_section, header, section
 
 
 def _what(commitment: Commitment) -> list[str]:
     where = commitment.region or "all regions"
     if commitment.kind == "reserved-instance":
         return [
-            f"*What*\n{escape(commitment.label)} in {escape(where)}",
-            f"*Scope*\n{escape(commitment.scope)}",
-            f"*Offering class*\n{escape(commitment.offering_class or 'unknown')}",
-            f"*Payment*\n{escape(commitment.payment_option or 'unknown')}",
+            f"*What*\n{commitment.label} in {where}",
+            f"*Scope*\n{commitment.scope}",
+            f"*Offering class*\n{commitment.offering_class or 'unknown'}",
+            f"*Payment*\n{commitment.payment_option or 'unknown'}",
         ]
     applies = (
         f"{commitment.instance_type} in {where}" if commitment.instance_type else "any instance family, any region"
     )
     return [
-        f"*What*\n{escape(commitment.label)}",
-        f"*Applies to*\n{escape(applies)}",
-        f"*Plan type*\n{escape(commitment.offering_class)}",
-        f"*Payment*\n{escape(commitment.payment_option or 'unknown')}",
+        f"*What*\n{commitment.label}",
+        f"*Applies to*\n{applies}",
+        f"*Plan type*\n{commitment.offering_class}",
+        f"*Payment*\n{commitment.payment_option or 'unknown'}",
     ]
 
 
@@ -50,15 +50,15 @@ def expiry_reminder(
         section(f"*What to do*\n{advice(commitment, used, threshold)}"),
     ]
     if recommendation:
-        blocks.append(section(escape(recommendation)))
-    blocks.append(context(f"{lead}-day reminder · {escape(commitment.commitment_id)}"))
+        blocks.append(section(recommendation))
+    blocks.append(context(f"{lead}-day reminder · {commitment.commitment_id}"))
     return Message(f"{title}: {usage} used over the last 30 days", tuple(blocks))
 
 
 def underused_alert(commitment: Commitment, used: float, threshold: float) -> Message:
     title = f"{commitment.label} only {used:.0f}% used"
     verb = "were" if commitment.kind == "reserved-instance" and commitment.count != 1 else "was"
-    fact = f"Over the last 30 days {escape(commitment.label)} {verb} used {used:.0f}% (alert below {threshold:g}%)"
+    fact = f"Over the last 30 days {commitment.label} {verb} used {used:.0f}% (alert below {threshold:g}%)"
     if commitment.kind == "reserved-instance":
         what = (
             "you pay for the rest. Move matching workloads onto it, exchange it if it is convertible, or sell "
@@ -72,6 +72,6 @@ def underused_alert(commitment: Commitment, used: float, threshold: float) -> Me
             header(title),
             section(f"{fact}: {what}"),
             fields_section([*_what(commitment), f"*Ends*\n{commitment.end:%Y-%m-%d}"]),
-            context(escape(commitment.commitment_id)),
+            context(commitment.commitment_id),
         ),
     )

@@ -8,7 +8,7 @@ from costguard.core import tags
 from costguard.core.formatting import usd
 from costguard.digest.data import DigestData
 from costguard.digest.figures import Figures, InstanceWeek, worst_idle
-from costguard.slack.blocks import Message, bullet_list, context, divider, escape, fields_section, header, section
+from costguard.slack.blocks import Message, bullet_list, context, divider, fields_section, header, join, link, section
 from costguard.state.entries import EntryKind
 
 
@@ -25,7 +25,7 @@ def _change(now: float, before: float) -> str:
 
 def _row(name: str, figures: Figures) -> str:
     return (
-        f"*{escape(name)}*: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
+        f"*{name}*: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
         f"{figures.gpu_hours:,.0f} GPU-h at {_pct(figures.avg_gpu_util)}, idle {figures.idle_gpu_hours:,.0f} GPU-h, "
         f"waste {usd(figures.waste_usd)}"
     )
@@ -69,7 +69,7 @@ def digest_message(data: DigestData) -> Message:
     worst = worst_idle(data.instances, data.this_week)
     if worst:
         lines = [
-            f"`{i.instance_id}` {escape(i.instance_type)} ({escape(i.owner or 'no owner')}): "
+            f"`{i.instance_id}` {i.instance_type} ({i.owner or 'no owner'}): "
             f"idle {hours:.0f} h this week, {usd(per_day)}/day"
             for i, hours, per_day in worst
         ]
@@ -83,10 +83,10 @@ def digest_message(data: DigestData) -> Message:
             )
         )
     if data.dashboards:
-        links = " · ".join(f"<{url}|{escape(team)}>" for team, url in sorted(data.dashboards.items()))
-        blocks.append(context(f"Dashboards: {links}"))
+        links = join(" · ", (link(url, team) for team, url in sorted(data.dashboards.items())))
+        blocks.append(context("Dashboards: " + links))
     if data.errors:
-        blocks.append(context("Not available this week: " + "; ".join(escape(e) for e in data.errors)))
+        blocks.append(context("Not available this week: " + "; ".join(e for e in data.errors)))
     text = f"GPU week: {week.idle_gpu_hours:,.0f} idle GPU-hours, {usd(week.waste_usd)} wasted"
     return Message(text, tuple(blocks))
 
@@ -114,7 +114,7 @@ def _hygiene(data: DigestData) -> str:
         + (": " + ", ".join(f"`{i.instance_id}`" for i in silent[:5]) if silent else ""),
     ]
     if data.no_activity_check:
-        ids = ", ".join(f"`{escape(i)}`" for i in data.no_activity_check[:5])
+        ids = ", ".join(f"`{i}`" for i in data.no_activity_check[:5])
         lines.append(
             f"{len(data.no_activity_check)} without the activity check (no SSM agent: judged on metrics alone): "
             f"{ids}. Install the SSM agent and an instance profile with AmazonSSMManagedInstanceCore."
@@ -122,15 +122,11 @@ def _hygiene(data: DigestData) -> str:
     for instance in exempt[:5]:
         reason = instance.tags.get(tags.EXEMPT)
         who = instance.tags.get(tags.KEPT_BY, "")
-        what = (
-            f"exempt ({escape(reason)})"
-            if reason is not None
-            else f"kept until {escape(instance.tags[tags.KEEP_UNTIL])}"
-        )
-        lines.append(f"`{instance.instance_id}` {what}" + (f" by {escape(who)}" if who else ""))
+        what = f"exempt ({reason})" if reason is not None else f"kept until {instance.tags[tags.KEEP_UNTIL]}"
+        lines.append(f"`{instance.instance_id}` {what}" + (f" by {who}" if who else ""))
     for keep in data.outlived_keeps[:5]:
         lines.append(
-            f"`{escape(keep.instance_id)}` kept by {escape(keep.kept_by)} until {keep.until:%a %H:%M} UTC sat idle "
+            f"`{keep.instance_id}` kept by {keep.kept_by} until {keep.until:%a %H:%M} UTC sat idle "
             f"{keep.idle_hours:.0f} of its {keep.kept_hours:.0f} kept hours ({usd(keep.waste_usd)}): "
             "*Keep while it works* ends a keep with the work"
         )
@@ -143,7 +139,7 @@ def _commitments(data: DigestData) -> str:
         f"Reserved Instances: {_pct(c.ri_utilization)} used, {_pct(c.ri_coverage)} of eligible hours covered",
         f"Savings Plans: {_pct(c.sp_utilization)} used, {_pct(c.sp_coverage)} of eligible spend covered",
     ]
-    lines += [f"{escape(x.label)} ends {x.end:%a %d %b}" for x in c.expiring]
+    lines += [f"{x.label} ends {x.end:%a %d %b}" for x in c.expiring]
     return "*Commitments*\n" + bullet_list(lines)
 
 
@@ -151,7 +147,7 @@ def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]
     figures = data.this_week.per_owner.get(owner, Figures())
     worst = worst_idle(machines, data.this_week, limit=3)
     lines = [
-        f"`{i.instance_id}` {escape(i.instance_type)}: idle {hours:.0f} h this week, {usd(per_day)}/day while it runs"
+        f"`{i.instance_id}` {i.instance_type}: idle {hours:.0f} h this week, {usd(per_day)}/day while it runs"
         for i, hours, per_day in worst
     ]
     body = (

@@ -9,13 +9,13 @@ from costguard.core import formatting, tags
 from costguard.core.formatting import duration
 from costguard.core.records import Instance, Price
 from costguard.idle.decision import Decision
-from costguard.slack.blocks import Message, actions, context, escape, fields_section, header, section
+from costguard.slack.blocks import Message, actions, context, fields_section, header, section
 from costguard.slack.buttons import start_buttons, warning_buttons
 
 
 def _name(instance: Instance) -> str:
     name = instance.tags.get("Name", "")
-    return f" ({escape(name)})" if name else ""
+    return f" ({name})" if name else ""
 
 
 def _cost(price: Price) -> str:
@@ -34,7 +34,7 @@ def _keep_cli(instance: Instance, until: datetime) -> str:
 def idle_warning(instance: Instance, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
     judgement = decision.judgement
     idle = duration(judgement.idle_minutes(now)) if judgement else "?"
-    why = escape(judgement.reason) if judgement else escape(decision.reason)
+    why = judgement.reason if judgement else decision.reason
     iid = instance.instance_id
     if decision.will_stop and decision.stop_after is not None:
         stop = decision.stop_after
@@ -57,7 +57,7 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
         section(f"{_subject(owner, instance)} has done no work for *{idle}*."),
         fields_section(
             [
-                f"*Type*\n{escape(instance.instance_type)} in {escape(instance.region)}",
+                f"*Type*\n{instance.instance_type} in {instance.region}",
                 f"*Cost*\n{_cost(price)}",
                 f"*Why*\n{why}",
                 when,
@@ -65,13 +65,13 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
         ),
         section(
             "*To keep it*, press a button below, or tag it before then:\n"
-            f"• `{tags.KEEP_UNTIL}=<time>` keeps it until that time (ISO 8601, UTC)\n".replace("<time>", "&lt;time&gt;")
-            + f"• `{tags.EXEMPT}=&lt;reason&gt;` keeps it for good\n"
+            f"• `{tags.KEEP_UNTIL}=<time>` keeps it until that time (ISO 8601, UTC)\n"
+            f"• `{tags.EXEMPT}=<reason>` keeps it for good\n"
             f"```{_keep_cli(instance, keep_until)}```"
         ),
     ]
     if decision.activity:
-        blocks.insert(3, section(f"*On the machine*\n{escape(decision.activity)}"))
+        blocks.insert(3, section(f"*On the machine*\n{decision.activity}"))
     blocks.append(actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop)))
     notes = []
     if decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
@@ -103,10 +103,10 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
             ),
             fields_section(
                 [
-                    f"*Type*\n{escape(instance.instance_type)} in {escape(instance.region)}",
+                    f"*Type*\n{instance.instance_type} in {instance.region}",
                     f"*Saves*\n{saving}",
                     f"*Idle for*\n{idle}",
-                    f"*Why*\n{escape(judgement.reason) if judgement else escape(decision.reason)}",
+                    f"*Why*\n{judgement.reason if judgement else decision.reason}",
                 ]
             ),
             section(f"*To start it again*, press the button or run\n```{start}```"),
@@ -118,7 +118,7 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
 def stop_cancelled_notice(instance: Instance, decision: Decision, owner: str) -> Message:
     """A warned machine that the activity check found at work: it stays up, and the owner learns why."""
     iid = instance.instance_id
-    found = escape(decision.activity or decision.reason)
+    found = decision.activity or decision.reason
     return Message(
         f"Not stopping {instance.instance_type} {iid}: {found}",
         (
@@ -137,10 +137,10 @@ def not_stopped_notice(instance: Instance, decision: Decision, mode: str, owner:
         f"[{mode}] {instance.instance_type} {iid} is still idle after the grace period; not stopped",
         (
             section(
-                f"*[{mode}]* `{iid}`{_name(instance)} ({escape(instance.instance_type)}, "
-                f"owner {escape(owner or 'unknown')}) is still idle after the grace period. "
+                f"*[{mode}]* `{iid}`{_name(instance)} ({instance.instance_type}, "
+                f"owner {owner or 'unknown'}) is still idle after the grace period. "
                 f"In {mode} mode costguard does not stop it.\n"
-                f"{escape(decision.reason)}"
+                f"{decision.reason}"
             ),
         ),
     )
@@ -149,16 +149,16 @@ def not_stopped_notice(instance: Instance, decision: Decision, mode: str, owner:
 def dry_run_notice(instance: Instance, decision: Decision, price: Price, owner: str) -> Message:
     iid = instance.instance_id
     plan = (
-        f"warn {escape(owner or 'the alerts channel')} and stop it {decision.stop_after:%H:%M} UTC if still idle"
+        f"warn {owner or 'the alerts channel'} and stop it {decision.stop_after:%H:%M} UTC if still idle"
         if decision.stop_after
-        else f"warn {escape(owner or 'the alerts channel')} (it would not be stopped: no GPU metrics)"
+        else f"warn {owner or 'the alerts channel'} (it would not be stopped: no GPU metrics)"
     )
     return Message(
         f"[dry-run] would {plan.split(' and ', maxsplit=1)[0]} about idle {instance.instance_type} {iid}",
         (
             section(
-                f"*[dry-run]* Would {plan}: `{iid}`{_name(instance)} {escape(instance.instance_type)} in "
-                f"{escape(instance.region)}, {_cost(price)}.\n{escape(decision.reason)}"
+                f"*[dry-run]* Would {plan}: `{iid}`{_name(instance)} {instance.instance_type} in "
+                f"{instance.region}, {_cost(price)}.\n{decision.reason}"
             ),
         ),
     )
@@ -171,7 +171,7 @@ def stop_failed_notice(instance: Instance, error: str, owner: str) -> Message:
         (
             section(
                 f":warning: costguard could not stop idle `{iid}`{_name(instance)} "
-                f"({escape(instance.instance_type)}, owner {escape(owner or 'unknown')}): `{escape(error)}`. "
+                f"({instance.instance_type}, owner {owner or 'unknown'}): `{error}`. "
                 "It keeps running and costing; someone should look."
             ),
         ),
@@ -181,4 +181,4 @@ def stop_failed_notice(instance: Instance, error: str, owner: str) -> Message:
 def _subject(owner: str, instance: Instance) -> str:
     """Who and what the message is about: "alice, your `i-…` (name)" or "`i-…` (name), whose owner is unknown,"."""
     machine = f"`{instance.instance_id}`{_name(instance)}"
-    return f"{escape(owner)}, your {machine}" if owner else f"{machine}, whose owner is unknown,"
+    return f"{owner}, your {machine}" if owner else f"{machine}, whose owner is unknown,"

@@ -5,17 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from costguard.owners.report import Tagging
-from costguard.slack.blocks import Message, bullet_list, context, escape, header, section
+from costguard.slack.blocks import Message, bullet_list, context, header, section
 
 
 def unattributed_message(results: Sequence[Tagging], owner_tag_key: str) -> Message:
     """The alerts-channel notice for instances costguard could not give an owner."""
     count = len(results)
-    how = f"`{escape(owner_tag_key)}={escape('<name or email>')}`"
+    how = f"`{owner_tag_key}={'<name or email>'}`"
     noun = "instance has" if count == 1 else "instances have"
     lines = [
-        f"`{escape(r.instance_id)}` {escape(r.instance_type)} in {escape(r.region)}, "
-        f"launched {r.launch_time:%Y-%m-%d}: {escape(r.decision.reason)}"
+        f"`{r.instance_id}` {r.instance_type} in {r.region}, launched {r.launch_time:%Y-%m-%d}: {r.decision.reason}"
         for r in sorted(results, key=lambda r: (r.region, r.launch_time))
     ]
     return Message(

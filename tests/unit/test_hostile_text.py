@@ -1,0 +1,297 @@
+"""Whoever can launch an instance writes its tags, and costguard posts them as a trusted bot.
+
+For any string in any field a user or AWS controls (tags, owner and instance names, team names,
+budget names, SNS subjects, Slack names, reasons, hook output), no message of any kind carries an
+unescaped `<!…>`, `<@…>`, `<#…>` or link: the only `<…>` in a message are the ones costguard wrote
+(a mention of the person who clicked, `<!here>` on a critical budget alert, the digest's own
+dashboard links). And nothing is escaped twice: what Slack shows is what the user wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, cast
+from zoneinfo import ZoneInfo
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from costguard.budgets.messages import budget_alert_message, raw_budget_message
+from costguard.budgets.notifications import BudgetAlert, SnsNotification
+from costguard.buttons.worker import ClickWorker
+from costguard.commitments.messages import expiry_reminder, underused_alert
+from costguard.core import tags
+from costguard.core.records import Commitment, Instance, Mover, Price, SpendPicture
+from costguard.core.settings import IdlePolicy, Mode
+from costguard.digest.data import CommitmentUse, DigestData
+from costguard.digest.figures import Hour, InstanceWeek, OutlivedKeep, summarize
+from costguard.digest.messages import digest_message, owner_message
+from costguard.idle import messages as idle
+from costguard.idle.decision import Action, Decision
+from costguard.idle.judgement import Judgement, Verdict
+from costguard.owners.messages import unattributed_message
+from costguard.owners.report import Tagging
+from costguard.owners.rules import OwnerDecision, OwnerSource
+from costguard.slack.blocks import Message
+from costguard.slack.buttons import Button
+from costguard.slack.interactions import Click
+from costguard.slack.notifier import SlackCredentials, SlackNotifier
+from costguard.state.claims import Claim, ClaimState
+
+NOW = datetime(2026, 11, 20, 14, 0, tzinfo=UTC)
+CLICKER = "U0CLICKER"
+DASHBOARD = "https://us-east-1.console.aws.amazon.com/cloudwatch/home#dashboards/dashboard/costguard-ml"
+
+# What an attacker would write, mixed with anything else hypothesis finds. No ';', so "&amp;lt;" in a
+# message can only come from escaping twice.
+ATTACKS = [
+    "<!channel>",
+    "<!here|here>",
+    "<!subteam^S0EVIL>",
+    "<@U0EVIL>",
+    "<#C0EVIL>",
+    "<https://evil.example/login|re-authenticate>",
+    "<mailto:a@evil.example|mail>",
+    "&",
+    "*bold* `code` _it_",
+]
+hostile = st.lists(
+    st.one_of(st.sampled_from(ATTACKS), st.text(alphabet=st.characters(exclude_characters=";\x00"), max_size=30)),
+    min_size=1,
+    max_size=6,
+).map("".join)
+
+# The only markup costguard itself writes.
+OWN_MARKUP = re.compile(rf"<@{CLICKER}>|<!here>|<{re.escape(DASHBOARD)}\|[^<>]*>")
+
+
+def texts(value: Any) -> list[str]:
+    """Every string Slack renders as mrkdwn in a message or a response body."""
+    if isinstance(value, Message):
+        value = {"text": value.text, "blocks": value.slack_blocks()}
+    found: list[str] = []
+    if isinstance(value, dict):
+        if value.get("type") in ("plain_text",):
+            return found  # plain text is never parsed for mentions or links
+        for key, item in value.items():
+            if key in ("action_id", "value", "block_id", "url", "type"):
+                continue
+            found += [item] if isinstance(item, str) else texts(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found += [item] if isinstance(item, str) else texts(item)
+    return found
+
+
+def assert_harmless(message: Any, *values: str) -> None:
+    for text in texts(message):
+        left = OWN_MARKUP.sub("", text)
+        assert not re.search("[<>]", left), f"unescaped markup in {text!r}"
+        assert not re.search("&amp;(lt|gt|amp)", text), f"escaped twice: {text!r}"
+    body = json.dumps(texts(message))
+    for value in values:
+        if len(value) > 4 and "<" in value:
+            assert json.dumps(value)[1:-1] not in body, f"{value!r} reached the message as is"
+
+
+def instance(value: str) -> Instance:
+    return Instance(
+        instance_id="i-0123456789abcdef0",
+        region=value,
+        instance_type=value,
+        state="running",
+        launch_time=NOW - timedelta(days=3),
+        tags={"Owner": value, "Name": value, "Team": value, tags.KEEP_UNTIL: value, tags.KEPT_BY: value},
+        platform=value,
+    )
+
+
+def decision(value: str, action: Action) -> Decision:
+    judgement = Judgement(Verdict.IDLE, value, idle_since=NOW - timedelta(hours=3))
+    return Decision(
+        "i-0123456789abcdef0",
+        action,
+        value,
+        stop_after=NOW + timedelta(minutes=30),
+        will_stop=True,
+        judgement=judgement,
+        activity=value,
+    )
+
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(value=hostile)
+def test_idle_warnings_and_notices_escape_every_user_string(value: str) -> None:
+    box, price = instance(value), Price(4.1, value)
+    assert_harmless(idle.idle_warning(box, decision(value, Action.WARN), price, value, NOW), value)
+    assert_harmless(idle.stop_notice(box, decision(value, Action.STOP), price, value, NOW), value)
+    assert_harmless(idle.stop_cancelled_notice(box, decision(value, Action.CANCEL_STOP), value), value)
+    assert_harmless(idle.not_stopped_notice(box, decision(value, Action.STOP), "notify-only", value), value)
+    assert_harmless(idle.dry_run_notice(box, decision(value, Action.WARN), price, value), value)
+    assert_harmless(idle.stop_failed_notice(box, value, value), value)
+
+
+@SETTINGS
+@given(value=hostile)
+def test_budget_alerts_parsed_and_raw_escape_names_subjects_and_keys(value: str) -> None:
+    movers = [Mover(value, 120.0, 20.0)]
+    picture = SpendPicture(100.0, 300.0, movers, movers, movers, [value])
+    for amount in (50.0, 95.0, 130.0):
+        alert = BudgetAlert(value, "Cost", 100.0, "ACTUAL", amount, amount, "123456789012", date(2026, 11, 20))
+        assert_harmless(budget_alert_message(alert, picture), value)
+    forecast = BudgetAlert(value, "Cost", 100.0, "FORECASTED", 100.0, 120.0)
+    assert_harmless(budget_alert_message(forecast, picture), value)
+    raw = SnsNotification(value, value, value, NOW)
+    assert_harmless(raw_budget_message(raw, value), value)
+
+
+@SETTINGS
+@given(value=hostile)
+def test_commitment_reminders_escape_what_aws_answered(value: str) -> None:
+    end, start = NOW + timedelta(days=7), NOW - timedelta(days=358)
+    ri = Commitment("reserved-instance", value, end, start, value, value, 2, value, value, value)
+    plan = replace(ri, kind="savings-plan", hourly_commitment=3.0, arn=value)
+    for commitment in (ri, plan):
+        assert_harmless(expiry_reminder(commitment, 7, 80.0, threshold=70.0, recommendation=value, now=NOW), value)
+        assert_harmless(underused_alert(commitment, 20.0, 70.0), value)
+
+
+def week_of(value: str) -> DigestData:
+    hours = tuple(Hour(NOW - timedelta(hours=h), 1.0, 0.0, 0.0) for h in range(1, 30))
+    machine = InstanceWeek("i-0123456789abcdef0", value, value, value, value, 4, 5.0, True, "running", hours)
+    start = NOW - timedelta(days=7)
+    week = summarize([machine], start, NOW, IdlePolicy())
+    expiring = Commitment("reserved-instance", value, NOW + timedelta(days=5), start, value, value, 1, value)
+    return DigestData(
+        start=start,
+        end=NOW,
+        instances=[machine],
+        raw={machine.instance_id: instance(value)},
+        this_week=week,
+        last_week=week,
+        entries=[],
+        saved_hours=3.0,
+        saved_usd=12.0,
+        commitments=CommitmentUse(0.9, 0.5, 0.8, 0.4, [expiring]),
+        spend_this_week=10.0,
+        spend_last_week=8.0,
+        dashboards={value: DASHBOARD},
+        errors=[value],
+        owner_tag_key="Owner",
+        outlived_keeps=[OutlivedKeep("i-0123456789abcdef0", value, NOW, 8.0, 7.0, 30.0)],
+        no_activity_check=[value],
+    )
+
+
+@SETTINGS
+@given(value=hostile)
+def test_the_digest_and_the_owner_digest_escape_names_teams_and_errors(value: str) -> None:
+    data = week_of(value)
+    assert_harmless(digest_message(data), value)
+    assert_harmless(owner_message(data, value, data.instances), value)
+
+
+@SETTINGS
+@given(value=hostile)
+def test_the_unattributed_list_escapes_reasons(value: str) -> None:
+    decided = OwnerDecision(None, OwnerSource.UNKNOWN, value, value)
+    tagging = Tagging(value, value, value, NOW, decided, {}, False)
+    assert_harmless(unattributed_message([tagging], value), value)
+
+
+class Web:
+    """chat.postMessage and users.lookupByEmail that knows nobody."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict[str, Any]] = []
+
+    def chat_postMessage(self, **kwargs: Any) -> dict[str, Any]:
+        self.posts.append(kwargs)
+        return {"ok": True, "ts": "1.1"}
+
+    def users_lookupByEmail(self, email: str) -> dict[str, Any]:
+        return {"ok": True, "user": {}}
+
+    def usergroups_users_list(self, usergroup: str) -> dict[str, Any]:
+        return {"users": []}
+
+
+@SETTINGS
+@given(value=hostile)
+def test_the_note_of_a_message_sent_to_the_channel_instead_escapes_the_owner(value: str) -> None:
+    web = Web()
+    notifier = SlackNotifier(SlackCredentials(bot_token="xoxb-test"), web_client=cast(Any, web))
+    box = instance(value)
+    notifier.send_to_owner(
+        f"{value}@example.com",
+        idle.idle_warning(box, decision(value, Action.WARN), Price(1.0, "x"), value, NOW),
+        fallback_channel="C0ALERTS",
+        owner=value,
+    )
+    assert_harmless(web.posts[-1], value)
+
+
+class Machines:
+    """The EC2 adapter's answers for one instance whose tags are the attacker's."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+
+    def describe(self, ids: Any) -> list[Instance]:
+        return [replace(instance(self.owner), instance_type="g5.xlarge", region="us-east-1")]
+
+    def create_tags(self, ids: Any, values: Any) -> bool:
+        return True
+
+    def delete_tags(self, ids: Any, keys: Any) -> bool:
+        return True
+
+    def stop(self, ids: Any, *, hibernate: bool) -> bool:
+        return True
+
+    def start(self, instance_id: str) -> bool:
+        return True
+
+
+class Memory:
+    """Claims that are always new, and a ledger that keeps nothing."""
+
+    def claim(self, key: str, now: datetime, ttl: timedelta) -> Claim:
+        return Claim(key, "token", ClaimState.TAKEN)
+
+    def done(self, claim: Claim, detail: str = "") -> None:
+        return None
+
+    def record(self, entry: Any) -> None:
+        return None
+
+
+@SETTINGS
+@given(value=hostile, button=st.sampled_from(list(Button)), admin=st.booleans())
+def test_button_replies_escape_the_owner_and_the_clicker(value: str, button: Button, admin: bool) -> None:
+    answers: list[dict[str, Any]] = []
+    worker = ClickWorker(
+        ec2_for=lambda region: cast(Any, Machines(value)),
+        notifier=cast(Any, SlackNotifier(SlackCredentials(bot_token="xoxb-test"), web_client=cast(Any, Web()))),
+        ledger=cast(Any, Memory()),
+        claims=cast(Any, Memory()),
+        respond=lambda url, body: answers.append(dict(body)),
+        policy=IdlePolicy(),
+        mode=Mode.ENFORCE,
+        owner_tag_key="Owner",
+        email_domain="example.com",
+        admins=[CLICKER] if admin else [],
+        zone=ZoneInfo("UTC"),
+    )
+    original = ({"type": "section", "text": {"type": "mrkdwn", "text": "i-0123456789abcdef0 is idle"}},)
+    click = Click(button, "i-0123456789abcdef0", "us-east-1", CLICKER, value, "https://hooks", "1.1", "1.2", original)
+    worker.handle(click, NOW)
+    assert answers
+    for answer in answers:
+        assert_harmless(answer, value)
