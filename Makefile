@@ -93,8 +93,10 @@ format: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy layers/costguard/costguard functions testing demo tests bench
 
+# sam validate --lint runs cfn-lint's errors and warnings; the informational findings are checked too.
 validate: $(SAM_VENV)/.installed
 	$(SAM) validate --lint
+	$(SAM_VENV)/bin/cfn-lint --include-checks I -- template.yaml
 
 # The template's security checks. Every check the template does not pass is skipped by name, with the
 # reason, in .checkov.yaml (account-wide choices) or in the resource's own Metadata (one resource).

@@ -223,7 +223,7 @@ def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: st
     region = json.loads(next(e["value"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]))[
         "r"
     ]
-    payload = json.loads((fleet.EVENTS / "buttons/block-actions-keep-2h.json").read_text())
+    payload = json.loads((fleet.EVENTS / "slack_receiver/block-actions-keep-2h.json").read_text())
     payload["actions"][0].update(
         action_id=button,
         value=json.dumps({"i": instance_id, "r": region}, separators=(",", ":")),
@@ -235,11 +235,11 @@ def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: st
     payload["response_url"] = demo.slack.response_url(message.ts)
     body = urlencode({"payload": json.dumps(payload)}).encode()
     stamp = str(int(demo.clock.timestamp()))
-    request = json.loads((fleet.EVENTS / "buttons/function-url-request.json").read_text())
+    request = json.loads((fleet.EVENTS / "slack_receiver/function-url-request.json").read_text())
     request["headers"].update({"x-slack-request-timestamp": stamp, "x-slack-signature": sign("local", stamp, body)})
     request["body"] = base64.b64encode(body).decode()
-    with step(f"{demo.clock:%H:%M} buttons: {user_name} presses {button} (events/buttons/*.json)"):
-        answer = demo.invoke("buttons", request, f"{button} request")
+    with step(f"{demo.clock:%H:%M} slack_receiver then buttons: {user_name} presses {button} (events/slack_receiver/)"):
+        answer = demo.invoke("slack_receiver", request, f"{button} request")
         records = demo.client("sqs").receive_message(QueueUrl=demo.queue, MaxNumberOfMessages=10).get("Messages", [])
         result = demo.invoke("buttons", {"Records": [{"body": m["Body"]} for m in records]}, f"{button} click")
         print(f"   Slack got HTTP {answer['statusCode']} at once; the queued click: {result['clicks']}")
@@ -341,6 +341,15 @@ def main() -> int:
         for message in demo.slack.messages:
             where = "DM " + message.channel if message.direct else message.channel
             print(f"   [{where}] {message.text}")
+        posted = [m.text + json.dumps(m.blocks) for m in demo.slack.messages]
+        carrying = [p for p in posted if "re-authenticate" in p]
+        raw = [p for p in carrying if "<!channel>" in p or "<https://example.com" in p]
+        print(
+            f"\n== The hostile Owner tag {fleet.HOSTILE_OWNER!r}: in {len(carrying)} message(s), "
+            + (f"RAW in {len(raw)}: it would ping the channel" if raw else "escaped in every one (pings nobody)")
+        )
+        if raw or not carrying:
+            return 1
 
         sections = [
             render.Section(

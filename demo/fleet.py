@@ -37,6 +37,10 @@ GPUS: dict[str, tuple[str, str, int]] = {
 }
 
 
+# Whoever can launch an instance writes its tags: this one pings the channel with a link, if posted raw.
+HOSTILE_OWNER = "<!channel> <https://example.com|re-authenticate>"
+
+
 @dataclass
 class Machine:
     """One seeded instance and the story the demo tells about it."""
@@ -144,6 +148,14 @@ FLEET = [
         "g5.2xlarge",
         "a fine-tune waiting for its data; leo keeps it while it works",
         launch_tags={"Owner": "leo@example.com"},
+        gpu_pattern="idle",
+    ),
+    Machine(
+        "mallory-gpu",
+        HOME,
+        "g5.xlarge",
+        "its Owner tag pings the channel with a login link, if posted raw; shown as plain text",
+        launch_tags={"Owner": HOSTILE_OWNER},
         gpu_pattern="idle",
     ),
     Machine(

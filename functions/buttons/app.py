@@ -1,13 +1,12 @@
-"""buttons: the buttons on costguard's messages. Two ways in:
+"""buttons: acts on the clicks the slack_receiver function verified and queued (SQS, one at a time):
+who may act, the action itself (once), and the message updated. It has no public endpoint.
 
-- Slack's interactivity request, through the Function URL: the signature is verified (401 and nothing
-  else if it fails), the click is queued, and Slack gets its answer well within its 3 seconds;
-- the queued click, from SQS: who may act, the action itself (once), and the message updated.
+A queued click that is not what the receiver queues is refused with EventValidationError: it goes back
+to the queue, then to the dead-letter queue, whose alarm says so.
 """
 
 from __future__ import annotations
 
-import base64
 from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,56 +15,28 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.ec2 import Ec2
 from costguard.buttons.worker import ClickWorker
+from costguard.core import shapes
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics
+from costguard.core.observability import logger, metrics, refuses_garbage
 from costguard.core.settings import ButtonSettings, IdlePolicy
 from costguard.runtime import Runtime
-from costguard.slack.interactions import Click, parse_interaction
+from costguard.slack.interactions import Click
 from costguard.slack.notifier import post_response
-from costguard.slack.signature import SignatureError, verify
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
-    runtime = (runtime or Runtime.current()).start(context)
-    if isinstance(event, dict) and isinstance(event.get("Records"), list):
-        return work(event, runtime)
-    if isinstance(event, dict) and "requestContext" in event and "headers" in event:
-        return receive(event, runtime)
-    raise EventValidationError("buttons expects a Function URL request or SQS records")
+    records = shapes.items(shapes.obj(event, "event").get("Records"), "Records")
+    if not records:
+        raise EventValidationError("buttons expects SQS records of queued clicks")
+    clicks = [Click.from_json(shapes.obj(r, "Records[]").get("body")) for r in records]
+    return work(clicks, (runtime or Runtime.current()).start(context))
 
 
-def receive(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
-    """The HTTP side: verify, queue, answer. Nothing is changed here."""
-    raw = event.get("body") or ""
-    body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    try:
-        verify(
-            runtime.slack_credentials().signing_secret,
-            headers.get("x-slack-request-timestamp"),
-            headers.get("x-slack-signature"),
-            body,
-            now=runtime.now().timestamp(),
-        )
-    except SignatureError as exc:
-        logger.warning("slack request refused", reason=str(exc))
-        metrics.add_metric(name="SlackRequestsRefused", unit=MetricUnit.Count, value=1)
-        return {"statusCode": 401, "body": "unverified"}
-    try:
-        click = parse_interaction(body.decode())
-    except EventValidationError as exc:
-        logger.warning("slack request unreadable", reason=str(exc))
-        return {"statusCode": 400, "body": "unreadable"}
-    if click is None:
-        return {"statusCode": 200, "body": ""}
-    runtime.client("sqs").send_message(QueueUrl=_settings().queue_url, MessageBody=click.to_json())
-    return {"statusCode": 200, "body": ""}
-
-
-def work(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
-    """The queued side: act on each click; an exception returns it to the queue for a retry."""
+def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
+    """Act on each click; an exception returns it to the queue for a retry."""
     settings = runtime.settings
     actions = _settings()
     worker = ClickWorker(
@@ -82,8 +53,7 @@ def work(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
         zone=ZoneInfo(actions.timezone),
     )
     done = []
-    for record in event["Records"]:
-        click = Click.from_json(record["body"])
+    for click in clicks:
         reply = worker.handle(click, runtime.now())
         metrics.add_metric(name=f"ButtonClick{reply.status.title().replace('-', '')}", unit=MetricUnit.Count, value=1)
         done.append({"instance_id": click.instance_id, "button": click.button.value, "status": reply.status})

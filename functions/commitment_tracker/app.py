@@ -11,8 +11,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.commitments.check import CommitmentTracker
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics
+from costguard.core.observability import logger, metrics, refuses_garbage
 from costguard.core.settings import CommitmentSettings
+from costguard.core.shapes import shape
 from costguard.runtime import Runtime
 
 DAILY_INPUT = {"costguard": "commitments"}
@@ -20,9 +21,10 @@ DAILY_INPUT = {"costguard": "commitments"}
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
     if event != DAILY_INPUT:
-        raise EventValidationError(f"reservation_tracker expects {DAILY_INPUT}, got {str(event)[:200]}")
+        raise EventValidationError(f"commitment_tracker expects {DAILY_INPUT}, got {shape(event)}")
     runtime = (runtime or Runtime.current()).start(context)
     settings = runtime.settings
     policy = _settings()

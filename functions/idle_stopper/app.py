@@ -17,7 +17,7 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.aws.ssm import Ssm
-from costguard.core.observability import logger, metrics
+from costguard.core.observability import logger, metrics, refuses_garbage
 from costguard.core.records import Skipped
 from costguard.core.settings import IdlePolicy
 from costguard.idle import events as idle_events
@@ -34,6 +34,7 @@ class SweepIncomplete(RuntimeError):
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@refuses_garbage
 def lambda_handler(
     event: Any, context: Any, runtime: Runtime | None = None, policy: IdlePolicy | None = None
 ) -> dict[str, Any]:
@@ -41,6 +42,8 @@ def lambda_handler(
     policy = policy or _policy()
     what = idle_events.parse(event)
     now = runtime.now()
+    if not isinstance(what, Skipped | idle_events.Sweep) and what.region not in runtime.settings.governed_regions:
+        what = Skipped(f"region {what.region} is not governed")
     if isinstance(what, Skipped):
         logger.info("event ignored", reason=what.reason)
         metrics.add_metric(name="EventsIgnored", unit=MetricUnit.Count, value=1)

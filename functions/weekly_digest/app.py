@@ -14,8 +14,9 @@ from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.aws.ssm import Ssm
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics
+from costguard.core.observability import logger, metrics, refuses_garbage
 from costguard.core.settings import DigestSettings, IdlePolicy
+from costguard.core.shapes import shape
 from costguard.digest.collection import DigestCollector, Region
 from costguard.digest.sending import send_digest
 from costguard.runtime import Runtime
@@ -25,9 +26,10 @@ WEEKLY_INPUT = {"costguard": "digest"}
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
+@refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
     if event != WEEKLY_INPUT:
-        raise EventValidationError(f"weekly_digest expects {WEEKLY_INPUT}, got {str(event)[:200]}")
+        raise EventValidationError(f"weekly_digest expects {WEEKLY_INPUT}, got {shape(event)}")
     runtime = (runtime or Runtime.current()).start(context)
     settings = runtime.settings
     policy = IdlePolicy.from_env()

@@ -24,6 +24,7 @@ from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
 
 app = load_handler("buttons")
+receiver = load_handler("slack_receiver")
 NOW = datetime(2026, 11, 21, 14, 8, 20, tzinfo=UTC)
 SIGNING_SECRET = "test-signing-secret"
 
@@ -35,6 +36,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("TEAM_TIMEZONE", "Europe/Paris")
     monkeypatch.setenv("SLACK_ADMINS", "U0ADMIN,S0PLATFORM")
     app._settings.cache_clear()
+    receiver._settings.cache_clear()
     return str(queue)
 
 
@@ -77,7 +79,7 @@ def post_warning(slack: SlackStandIn, iid: str) -> str:
 def click_payload(
     slack: SlackStandIn, iid: str, button: str = "costguard.keep_2h", user: str = "U0ALICE", ts: str = "1.1"
 ) -> dict[str, Any]:
-    payload: dict[str, Any] = load_event("buttons/block-actions-keep-2h.json")
+    payload: dict[str, Any] = load_event("slack_receiver/block-actions-keep-2h.json")
     value = json.dumps({"i": iid, "r": REGION}, separators=(",", ":"))
     payload["actions"][0].update(action_id=button, value=value)
     payload["user"].update(id=user, username=user.lower())
@@ -92,7 +94,7 @@ def http_event(
 ) -> dict[str, Any]:
     body = urlencode({"payload": json.dumps(payload)}).encode()
     timestamp = str(int(at.timestamp()))
-    event: dict[str, Any] = load_event("buttons/function-url-request.json")
+    event: dict[str, Any] = load_event("slack_receiver/function-url-request.json")
     event["headers"]["x-slack-request-timestamp"] = timestamp
     event["headers"]["x-slack-signature"] = sign(secret, timestamp, body)
     event["body"] = base64.b64encode(body + (b"&x=1" if tamper else b"")).decode()
@@ -112,7 +114,8 @@ def call(
     event: Any, runtime: Runtime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, at: datetime = NOW
 ) -> dict[str, Any]:
     monkeypatch.setattr(runtime, "now", lambda: at)
-    return app.lambda_handler(event, lambda_context, runtime=runtime)  # type: ignore[no-any-return]
+    handler = receiver if isinstance(event, dict) and "requestContext" in event else app  # the URL, or the queue
+    return handler.lambda_handler(event, lambda_context, runtime=runtime)  # type: ignore[no-any-return]
 
 
 def press(

@@ -154,12 +154,17 @@ def test_slack_secret_is_readable_by_name_only(cfn: dict[str, Any]) -> None:
         assert statement["Resource"]["Fn::Sub"].endswith(":secret:${SlackSecretName}-??????")
 
 
-def test_every_function_is_arm64_python313_with_a_dead_letter_queue(cfn: dict[str, Any]) -> None:
+def test_every_function_is_arm64_python313_and_nothing_it_is_asked_is_lost(cfn: dict[str, Any]) -> None:
     assert functions(cfn)
+    dead_letters = {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
     for name, props in functions(cfn).items():
         assert props["Runtime"] == "python3.13", name
         assert props["Architectures"] == ["arm64"], name
-        assert props["DeadLetterConfig"]["TargetArn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}, name
+        if name == "ButtonsFunction":  # fed by the click queue: its redrive policy is its dead-letter queue
+            redrive = cfn["Resources"]["ClickQueue"]["Properties"]["RedrivePolicy"]
+            assert redrive["deadLetterTargetArn"] == dead_letters
+        elif name != "SlackReceiverFunction":  # called synchronously: a failure is Slack's answer, not lost
+            assert props["DeadLetterConfig"]["TargetArn"] == dead_letters, name
         env = props["Environment"]["Variables"]
         assert env["POWERTOOLS_SERVICE_NAME"] == "costguard"
         assert {"COSTGUARD_MODE", "SLACK_SECRET_NAME", "STATE_TABLE", "GOVERNED_REGIONS"} <= env.keys()
@@ -298,9 +303,9 @@ def test_budget_tier_defaults_are_the_quarters(sam_template: dict[str, Any]) -> 
     assert sam_template["Parameters"]["BudgetTiers"]["Default"] == "25,50,75,100"
 
 
-def test_the_only_public_endpoint_is_the_buttons_url(cfn: dict[str, Any]) -> None:
+def test_the_only_public_endpoint_is_the_slack_receiver(cfn: dict[str, Any]) -> None:
     urls = [(n, r["Properties"]) for n, r in cfn["Resources"].items() if r["Type"] == "AWS::Lambda::Url"]
-    assert [(n, p["AuthType"]) for n, p in urls] == [("ButtonsFunctionUrl", "NONE")]
+    assert [(n, p["AuthType"]) for n, p in urls] == [("SlackReceiverFunctionUrl", "NONE")]
     public = [
         r["Properties"]
         for r in cfn["Resources"].values()
@@ -311,16 +316,93 @@ def test_the_only_public_endpoint_is_the_buttons_url(cfn: dict[str, Any]) -> Non
         ("lambda:InvokeFunction", None, True),
         ("lambda:InvokeFunctionUrl", "NONE", None),
     ]
-    assert all(p["FunctionName"] == {"Ref": "ButtonsFunction"} for p in public)
+    assert all(p["FunctionName"] == {"Ref": "SlackReceiverFunction"} for p in public)
 
 
-def test_the_buttons_function_reads_only_its_own_queue(cfn: dict[str, Any]) -> None:
-    reads = [
-        s for r, s in statements(cfn) if r == "ButtonsFunctionRole" and "sqs:ReceiveMessage" in as_list(s["Action"])
-    ]
-    assert [s["Resource"] for s in reads] == [{"Fn::GetAtt": ["ClickQueue", "Arn"]}]
-    mapping = cfn["Resources"]["ButtonsClicks"]["Properties"]
-    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["ClickQueue", "Arn"]}
+def test_the_public_receiver_can_read_the_signing_secret_and_queue_clicks_and_nothing_else(
+    cfn: dict[str, Any],
+) -> None:
+    role = cfn["Resources"]["SlackReceiverFunctionRole"]["Properties"]
+    granted = {
+        (action, json.dumps(s["Resource"], sort_keys=True))
+        for r, s in statements(cfn)
+        if r == "SlackReceiverFunctionRole"
+        for action in as_list(s["Action"])
+    }
+    arn = "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${SlackSecretName}-??????"
+    secret = {"Fn::Sub": arn}
+    key = {"Ref": "KmsKeyArn"}
+    assert granted == {
+        ("secretsmanager:GetSecretValue", json.dumps(secret, sort_keys=True)),
+        ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["ClickQueue", "Arn"]}, sort_keys=True)),
+        ("kms:GenerateDataKey", json.dumps(key, sort_keys=True)),  # only with a KmsKeyArn: the queue's key
+        ("kms:Decrypt", json.dumps(key, sort_keys=True)),
+    }
+    assert not any(a.startswith(("ec2:", "dynamodb:", "ssm:", "autoscaling:")) for a, _ in granted)
+    # No managed policy but CloudWatch Logs, and no dead-letter queue it could write to.
+    managed = [json.dumps(m) for m in role.get("ManagedPolicyArns", [])]
+    assert len(managed) == 1
+    assert "AWSLambdaBasicExecutionRole" in managed[0]
+    assert "DeadLetterConfig" not in functions(cfn)["SlackReceiverFunction"]
+
+
+def test_the_receiver_has_its_own_concurrency_so_a_flood_cannot_take_the_accounts(cfn: dict[str, Any]) -> None:
+    receiver = functions(cfn)["SlackReceiverFunction"]
+    assert receiver["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["HasReceiverConcurrency", {"Ref": "ReceiverConcurrency"}, {"Ref": "AWS::NoValue"}]
+    }
+    assert cfn["Parameters"]["ReceiverConcurrency"]["Default"] == 10
+
+
+def test_the_worker_that_acts_has_no_public_endpoint(cfn: dict[str, Any]) -> None:
+    assert "ButtonsFunctionUrl" not in cfn["Resources"]
+    sends = [s for r, s in statements(cfn) if r == "ButtonsFunctionRole" and "sqs:SendMessage" in as_list(s["Action"])]
+    assert sends == []
+
+
+def test_a_customer_key_encrypts_the_table_the_queues_and_the_log_groups(cfn: dict[str, Any]) -> None:
+    resources = cfn["Resources"]
+    on_key = {"Fn::If": ["HasKmsKey", {"Ref": "KmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
+    assert resources["StateTable"]["Properties"]["SSESpecification"] == {
+        "SSEEnabled": True,
+        "SSEType": {"Fn::If": ["HasKmsKey", "KMS", {"Ref": "AWS::NoValue"}]},
+        "KMSMasterKeyId": on_key,
+    }
+    queues = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SQS::Queue"]
+    assert len(queues) == 2
+    for queue in queues:
+        assert queue["KmsMasterKeyId"] == on_key
+        assert queue["SqsManagedSseEnabled"] == {"Fn::If": ["HasKmsKey", {"Ref": "AWS::NoValue"}, True]}
+    groups = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Logs::LogGroup"]
+    assert len(groups) == len(functions(cfn))  # every function's
+    assert all(g["KmsKeyId"] == on_key for g in groups)
+    assert resources["StateTable"]["DeletionPolicy"] == resources["StateTable"]["UpdateReplacePolicy"] == "Retain"
+
+
+TAGGABLE = {
+    "AWS::Lambda::Function",
+    "AWS::DynamoDB::Table",
+    "AWS::SQS::Queue",
+    "AWS::SNS::Topic",
+    "AWS::Logs::LogGroup",
+    "AWS::S3::Bucket",
+    "AWS::CloudTrail::Trail",
+    "AWS::IAM::Role",
+    "AWS::CloudWatch::Alarm",
+    "AWS::SSM::Document",
+}
+
+
+def test_every_resource_costguard_creates_says_it_is_costguards(cfn: dict[str, Any]) -> None:
+    untagged = []
+    for name, resource in cfn["Resources"].items():
+        if resource["Type"] not in TAGGABLE:
+            continue
+        found = resource["Properties"].get("Tags", [])
+        pairs = found.items() if isinstance(found, dict) else [(t["Key"], t["Value"]) for t in found]
+        if ("application", "costguard") not in pairs:
+            untagged.append(name)
+    assert untagged == []
 
 
 def test_the_digest_runs_in_the_teams_own_time(cfn: dict[str, Any]) -> None:

@@ -146,3 +146,16 @@ def test_raw_message_keeps_the_text_as_aws_sent_it() -> None:
 )
 def test_same_days_of_last_month(today: date, current: tuple[date, date], previous: tuple[date, date]) -> None:
     assert periods(today) == (current, previous)
+
+
+def test_labels_are_read_whatever_their_case() -> None:
+    # AWS has sent "Alert Type: Actual" / "Actual Amount:" as well as the upper-case labels.
+    text = (
+        "AWS Budget Notification March 03, 2026\nAWS Account 111122223333\n\n"
+        "Budget Name: gpu-research\nBudget Type: Cost\nBudgeted Amount: $2,000.00\n"
+        "Alert Type: Actual\nAlert Threshold: > $1,600.00\nActual Amount: $1,712.40\n"
+    )
+    alert = parse_budget_message(text)
+    assert (alert.alert_type, alert.amount, alert.tier) == ("ACTUAL", 1712.40, 80)
+    lower = text.replace("Alert Type: Actual", "alert type: forecasted").replace("Actual Amount", "Forecasted amount")
+    assert parse_budget_message(lower).forecast

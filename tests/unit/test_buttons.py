@@ -60,7 +60,7 @@ def test_missing_or_malformed_headers_are_refused(timestamp: str | None, signatu
 
 
 def test_click_is_read_from_the_payload() -> None:
-    payload = load_event("buttons/block-actions-keep-2h.json")
+    payload = load_event("slack_receiver/block-actions-keep-2h.json")
     click = parse_interaction(urlencode({"payload": json.dumps(payload)}))
     assert click is not None
     assert (click.button, click.instance_id, click.region, click.user_id) == (
@@ -77,7 +77,7 @@ def test_other_interactions_are_ignored_and_garbage_refused() -> None:
     assert parse_interaction(urlencode({"payload": json.dumps({"type": "view_submission"})})) is None
     with pytest.raises(EventValidationError):
         parse_interaction("payload=%7Bnot-json")
-    bad = load_event("buttons/block-actions-keep-2h.json")
+    bad = load_event("slack_receiver/block-actions-keep-2h.json")
     bad["actions"][0]["value"] = "i-only"
     with pytest.raises(EventValidationError, match="bad value"):
         parse_interaction(urlencode({"payload": json.dumps(bad)}))

@@ -32,13 +32,35 @@ def test_other_ec2_calls_are_skipped() -> None:
 @pytest.mark.parametrize(
     ("event", "message"),
     [
-        ([], "not a JSON object"),
+        ([], "event is a list, not an object"),
         ({"detail-type": "EC2 Instance State-change Notification", "detail": {}}, "detail-type"),
-        ({"detail-type": "AWS API Call via CloudTrail"}, "no 'detail'"),
+        ({"detail-type": "AWS API Call via CloudTrail"}, "detail is missing, not an object"),
         ({"detail-type": "AWS API Call via CloudTrail", "detail": {"eventName": "RunInstances"}}, "eventSource"),
     ],
 )
 def test_malformed_events_raise_validation_errors(event: object, message: str) -> None:
+    with pytest.raises(EventValidationError, match=message):
+        parse_eventbridge_event(event)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("userIdentity", "userName"), ["alice"], r"userIdentity.userName is a list, not a string"),
+        (("userIdentity", "sessionContext"), "x", r"sessionContext is a string of 1 characters, not an object"),
+        (("responseElements", "instancesSet", "items"), True, r"items is a bool, not a list"),
+        (("responseElements", "instancesSet", "items", 0, "instanceId"), ["i-0abc12345"], "not an instance id"),
+        (("awsRegion",), ["us-east-1"], "not an AWS region"),
+    ],
+)
+def test_a_wrong_typed_field_is_refused_by_name_never_turned_into_a_tag(
+    path: tuple[str | int, ...], value: object, message: str
+) -> None:
+    event = load_event("owner_tagger/runinstances-iam-user.json")
+    parent = event["detail"]
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
     with pytest.raises(EventValidationError, match=message):
         parse_eventbridge_event(event)
 

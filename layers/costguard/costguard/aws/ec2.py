@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from costguard.aws.clients import error_code
 from costguard.core.records import Instance
 from costguard.core.settings import Mode
 
@@ -104,6 +105,10 @@ def write_in_batches(
     return results
 
 
+# What DescribeInstances answers for an id that names no instance (any more).
+GONE = {"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"}
+
+
 class Ec2:
     def __init__(self, client: EC2Client, region: str, mode: Mode) -> None:
         self.client = client
@@ -111,9 +116,19 @@ class Ec2:
         self.mode = mode
 
     def describe(self, instance_ids: Sequence[str]) -> list[Instance]:
+        """These instances as they are now; one that no longer exists (terminated long ago, or never
+        did) is simply not in the answer."""
         if not instance_ids:
             return []
-        return list(self._walk({"InstanceIds": list(instance_ids)}))
+        try:
+            return list(self._walk({"InstanceIds": list(instance_ids)}))
+        except ClientError as exc:
+            if error_code(exc) not in GONE:
+                raise
+        if len(instance_ids) == 1:
+            return []
+        # One of several is gone: ask for each, so the others are still seen.
+        return [found for iid in instance_ids for found in self.describe([iid])]
 
     def iter_instances(self, filters: Sequence[FilterTypeDef] = ()) -> Iterator[Instance]:
         """Every instance matching server-side filters, 1,000 a page."""

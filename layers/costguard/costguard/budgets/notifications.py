@@ -19,12 +19,12 @@ cannot be read raises BudgetParseError; the caller posts it raw, never drops it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any
 
+from costguard.core import shapes
 from costguard.core.errors import CostguardError, EventValidationError
 
 
@@ -93,19 +93,20 @@ class BudgetAlert:
 
 _MONEY = r"\$\s?([\d,]+(?:\.\d+)?)"
 _LINES = {
-    "budget_name": re.compile(r"^Budget Name:\s*(.+?)\s*$", re.M),
-    "budget_type": re.compile(r"^Budget Type:\s*(.+?)\s*$", re.M),
-    "budgeted": re.compile(rf"^Budgeted Amount:\s*{_MONEY}", re.M),
-    "alert_type": re.compile(r"^Alert Type:\s*([A-Z]+)\s*$", re.M),
-    "threshold": re.compile(rf"^Alert Threshold:\s*[><=]*\s*{_MONEY}", re.M),
+    "budget_name": re.compile(r"^Budget Name:\s*(.+?)\s*$", re.M | re.I),
+    "budget_type": re.compile(r"^Budget Type:\s*(.+?)\s*$", re.M | re.I),
+    "budgeted": re.compile(rf"^Budgeted Amount:\s*{_MONEY}", re.M | re.I),
+    "alert_type": re.compile(r"^Alert Type:\s*([A-Z]+)\s*$", re.M | re.I),
+    "threshold": re.compile(rf"^Alert Threshold:\s*[><=]*\s*{_MONEY}", re.M | re.I),
 }
-_AMOUNT = re.compile(rf"^(ACTUAL|FORECASTED) Amount:\s*{_MONEY}", re.M)
+# The labels' case is not fixed: "ACTUAL Amount" and "Actual Amount" have both been sent.
+_AMOUNT = re.compile(rf"^(ACTUAL|FORECASTED) Amount:\s*{_MONEY}", re.M | re.I)
 _ACCOUNT = re.compile(r"^AWS Account\s+(\d{12})\s*$", re.M)
 _DATE = re.compile(r"^AWS Budget Notification\s+([A-Z][a-z]+ \d{1,2}, \d{4})\s*$", re.M)
 
 
 def parse_budget_message(text: str) -> BudgetAlert:
-    if not isinstance(text, str) or "Budget Name:" not in text:
+    if not isinstance(text, str) or "budget name:" not in text.lower():
         raise BudgetParseError("no 'Budget Name:' line: not an AWS Budgets notification")
     found: dict[str, str] = {}
     missing = []
@@ -121,8 +122,8 @@ def parse_budget_message(text: str) -> BudgetAlert:
     if missing:
         raise BudgetParseError(f"could not read: {', '.join(missing)}")
     assert amount is not None
-    alert_type = found["alert_type"]
-    if alert_type not in ("ACTUAL", "FORECASTED") or amount.group(1) != alert_type:
+    alert_type = found["alert_type"].upper()
+    if alert_type not in ("ACTUAL", "FORECASTED") or amount.group(1).upper() != alert_type:
         raise BudgetParseError(f"unknown alert type {alert_type!r}")
     budget_type = found["budget_type"]
     if budget_type.lower() != "cost":
@@ -149,19 +150,26 @@ def parse_budget_message(text: str) -> BudgetAlert:
 
 
 def parse_sns_event(event: Any) -> list[SnsNotification]:
-    """The SNS records of a Lambda SNS event; EventValidationError if it is not one."""
-    if not isinstance(event, Mapping) or not isinstance(event.get("Records"), list) or not event["Records"]:
+    """The SNS records of a Lambda SNS event; EventValidationError naming the field if it is not one."""
+    records = shapes.items(shapes.obj(event, "event").get("Records"), "Records")
+    if not records:
         raise EventValidationError("not an SNS event: no Records")
     out = []
-    for record in event["Records"]:
-        sns = record.get("Sns") if isinstance(record, Mapping) else None
-        if not isinstance(sns, Mapping) or not isinstance(sns.get("Message"), str):
-            raise EventValidationError("SNS record without Sns.Message")
+    for record in records:
+        sns = shapes.obj(shapes.obj(record, "Records[]").get("Sns"), "Records[].Sns")
+        stamp = shapes.text(sns, "Timestamp", "Sns", limit=40)
         try:
-            stamp = datetime.fromisoformat(str(sns.get("Timestamp", "")))
+            at = datetime.fromisoformat(stamp)
         except ValueError as exc:
-            raise EventValidationError(f"SNS record with a bad Timestamp: {sns.get('Timestamp')!r}") from exc
-        out.append(SnsNotification(str(sns.get("MessageId", "")), str(sns.get("Subject") or ""), sns["Message"], stamp))
+            raise EventValidationError(f"SNS record with a bad Timestamp: {stamp!r}") from exc
+        out.append(
+            SnsNotification(
+                shapes.text(sns, "MessageId", "Sns", limit=100),
+                shapes.optional_text(sns, "Subject", "Sns", limit=500),
+                shapes.text(sns, "Message", "Sns", limit=262_144),
+                at,
+            )
+        )
     return out
 
 

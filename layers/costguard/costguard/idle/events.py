@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from costguard.core import shapes
 from costguard.core.errors import EventValidationError
 from costguard.core.names import ALARM_PREFIX
 from costguard.core.records import Skipped
@@ -34,29 +34,23 @@ class StateChanged:
 
 
 def parse(event: Any) -> Sweep | AlarmFired | StateChanged | Skipped:
-    if not isinstance(event, Mapping):
-        raise EventValidationError(f"event is a {type(event).__name__}, not a JSON object")
+    event = shapes.obj(event, "event")
     if event == SWEEP_INPUT:
         return Sweep()
     detail_type = event.get("detail-type")
-    detail = event.get("detail")
-    region = event.get("region")
     if detail_type not in (ALARM_DETAIL_TYPE, STATE_DETAIL_TYPE):
-        raise EventValidationError(f"not an idle_stopper event: detail-type {detail_type!r}, keys {sorted(event)[:6]}")
-    if not isinstance(detail, Mapping) or not isinstance(region, str):
-        raise EventValidationError(f"{detail_type} event lacks detail or region")
+        keys = sorted(str(k)[:30] for k in event)[:6]
+        raise EventValidationError(f"not an idle_stopper event: detail-type {str(detail_type)[:60]!r}, keys {keys}")
+    detail = shapes.obj(event.get("detail"), "detail")
+    region = shapes.region(event.get("region"), "region")
     if detail_type == ALARM_DETAIL_TYPE:
-        name = detail.get("alarmName")
-        state = (detail.get("state") or {}).get("value")
-        if not isinstance(name, str) or not isinstance(state, str):
-            raise EventValidationError("alarm event lacks alarmName or state.value")
+        name = shapes.text(detail, "alarmName", "detail", limit=255)
+        state = shapes.text(shapes.obj(detail.get("state"), "detail.state"), "value", "detail.state", limit=40)
         if not name.startswith(ALARM_PREFIX):
-            return Skipped(f"alarm {name} is not a costguard idle alarm")
+            return Skipped(f"alarm {name[:80]} is not a costguard idle alarm")
         if state != "ALARM":
             return Skipped(f"alarm {name} went to {state}, not ALARM")
-        return AlarmFired(name.removeprefix(ALARM_PREFIX), region)
-    instance_id = detail.get("instance-id")
-    state = detail.get("state")
-    if not isinstance(instance_id, str) or not instance_id.startswith("i-") or not isinstance(state, str):
-        raise EventValidationError("state-change event lacks instance-id or state")
+        return AlarmFired(shapes.instance_id(name.removeprefix(ALARM_PREFIX), "the alarm's instance"), region)
+    instance_id = shapes.instance_id(detail.get("instance-id"), "detail.instance-id")
+    state = shapes.text(detail, "state", "detail", limit=40)
     return StateChanged(instance_id, region, state)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from costguard.core import shapes
 from costguard.core.errors import EventValidationError
 from costguard.core.records import Skipped
 from costguard.owners.rules import Identity
@@ -33,36 +34,30 @@ class LaunchEvent:
 
 def parse_eventbridge_event(event: Any) -> LaunchEvent | Skipped:
     """An EventBridge event → a LaunchEvent, a Skipped with a reason, or EventValidationError."""
-    if not isinstance(event, Mapping):
-        raise EventValidationError(f"event is a {type(event).__name__}, not a JSON object")
+    event = shapes.obj(event, "event")
     detail_type = event.get("detail-type")
     if detail_type != EVENTBRIDGE_DETAIL_TYPE:
-        raise EventValidationError(f"detail-type {detail_type!r} is not {EVENTBRIDGE_DETAIL_TYPE!r}")
-    detail = event.get("detail")
-    if not isinstance(detail, Mapping):
-        raise EventValidationError("event has no 'detail' object")
-    return parse_record(detail)
+        raise EventValidationError(f"detail-type {str(detail_type)[:60]!r} is not {EVENTBRIDGE_DETAIL_TYPE!r}")
+    return parse_record(shapes.obj(event.get("detail"), "detail"))
 
 
 def parse_record(record: Mapping[str, Any]) -> LaunchEvent | Skipped:
     """A CloudTrail record (the EventBridge detail, or a LookupEvents CloudTrailEvent)."""
-    name = record.get("eventName")
-    source = record.get("eventSource")
-    if not isinstance(name, str) or not isinstance(source, str):
-        raise EventValidationError("CloudTrail record lacks eventName or eventSource")
+    name = shapes.text(record, "eventName", "record")
+    source = shapes.text(record, "eventSource", "record")
     if source != "ec2.amazonaws.com" or name != "RunInstances":
-        return Skipped(f"{source} {name} is not an EC2 RunInstances call")
+        return Skipped(f"{source[:60]} {name[:60]} is not an EC2 RunInstances call")
     if record.get("errorCode"):
-        return Skipped(f"RunInstances failed with {record.get('errorCode')}: nothing was launched")
+        return Skipped(f"RunInstances failed with {str(record.get('errorCode'))[:60]}: nothing was launched")
 
     identity = parse_identity(record.get("userIdentity"))
-    region = _required_str(record, "awsRegion")
-    event_time = _parse_time(_required_str(record, "eventTime"))
+    region = shapes.region(record.get("awsRegion"), "record.awsRegion")
+    event_time = _parse_time(shapes.text(record, "eventTime", "record", limit=40))
     instance_ids = _instance_ids(record.get("responseElements"))
     if not instance_ids:
         raise EventValidationError("successful RunInstances record names no instance in responseElements")
     return LaunchEvent(
-        event_id=str(record.get("eventID", "")),
+        event_id=shapes.optional_text(record, "eventID", "record", limit=100),
         event_time=event_time,
         region=region,
         identity=identity,
@@ -83,8 +78,11 @@ def parse_lookup_event(result: Mapping[str, Any]) -> LaunchEvent | Skipped:
         # CloudTrail drops responseElements from very large records; the Resources list still names them.
         ids = [
             r["ResourceName"]
-            for r in result.get("Resources") or []
-            if r.get("ResourceType") == "AWS::EC2::Instance" and str(r.get("ResourceName", "")).startswith("i-")
+            for r in shapes.items(result.get("Resources"), "Resources")
+            if isinstance(r, Mapping)
+            and r.get("ResourceType") == "AWS::EC2::Instance"
+            and isinstance(r.get("ResourceName"), str)
+            and shapes.INSTANCE_ID.match(r["ResourceName"])
         ]
         if ids:
             record = {**record, "responseElements": {"instancesSet": {"items": [{"instanceId": i} for i in ids]}}}
@@ -92,35 +90,37 @@ def parse_lookup_event(result: Mapping[str, Any]) -> LaunchEvent | Skipped:
 
 
 def parse_identity(raw: Any) -> Identity:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
-        raise EventValidationError("CloudTrail record has no userIdentity.type")
-    issuer = ((raw.get("sessionContext") or {}).get("sessionIssuer")) or {}
+    """userIdentity, every field its documented type: a list where a name should be is refused, never
+    written as an owner."""
+    where = "userIdentity"
+    identity = shapes.obj(raw, where)
+    context = shapes.optional_obj(identity, "sessionContext", where)
+    issuer = shapes.optional_obj(context, "sessionIssuer", f"{where}.sessionContext")
     return Identity(
-        type=raw["type"],
-        arn=str(raw.get("arn") or ""),
-        user_name=str(raw.get("userName") or ""),
-        session_issuer_arn=str(issuer.get("arn") or ""),
-        session_issuer_name=str(issuer.get("userName") or ""),
-        invoked_by=str(raw.get("invokedBy") or ""),
+        type=shapes.text(identity, "type", where, limit=40),
+        arn=shapes.optional_text(identity, "arn", where),
+        user_name=shapes.optional_text(identity, "userName", where, limit=256),
+        session_issuer_arn=shapes.optional_text(issuer, "arn", f"{where}.sessionContext.sessionIssuer"),
+        session_issuer_name=shapes.optional_text(issuer, "userName", f"{where}.sessionContext.sessionIssuer"),
+        invoked_by=shapes.optional_text(identity, "invokedBy", where, limit=256),
     )
 
 
 def _instance_ids(response: Any) -> tuple[str, ...]:
-    if not isinstance(response, Mapping):
+    """The launched instances' ids; a response that is there but malformed is refused, not skipped."""
+    if response is None:
         return ()
-    items = (response.get("instancesSet") or {}).get("items") or []
-    return tuple(str(i["instanceId"]) for i in items if isinstance(i, Mapping) and i.get("instanceId"))
-
-
-def _required_str(record: Mapping[str, Any], key: str) -> str:
-    value = record.get(key)
-    if not isinstance(value, str) or not value:
-        raise EventValidationError(f"CloudTrail record lacks {key}")
-    return value
+    where = "responseElements.instancesSet"
+    instances = shapes.optional_obj(shapes.obj(response, "responseElements"), "instancesSet", "responseElements")
+    found = shapes.items(instances.get("items"), f"{where}.items")
+    return tuple(
+        shapes.instance_id(shapes.obj(i, f"{where}.items[]").get("instanceId"), f"{where}.items[].instanceId")
+        for i in found
+    )
 
 
 def _parse_time(value: str) -> datetime:
     try:
         return datetime.fromisoformat(value)
     except ValueError as exc:
-        raise EventValidationError(f"eventTime {value!r} is not an ISO 8601 time") from exc
+        raise EventValidationError(f"eventTime {value[:40]!r} is not an ISO 8601 time") from exc

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from costguard.core import shapes
 from costguard.core.errors import EventValidationError
 from costguard.slack.buttons import Button
 
@@ -29,43 +31,75 @@ class Click:
         return json.dumps({**asdict(self), "button": self.button.value})
 
     @classmethod
-    def from_json(cls, raw: str) -> Click:
-        data = json.loads(raw)
-        data["button"] = Button(data["button"])
-        data["blocks"] = tuple(data.get("blocks") or ())
-        return cls(**data)
+    def from_json(cls, raw: Any) -> Click:
+        """A queued click, checked field by field as it was when it was queued."""
+        if not isinstance(raw, str):
+            raise EventValidationError(f"queued click is a {type(raw).__name__}, not JSON text")
+        try:
+            data = shapes.obj(json.loads(raw), "queued click")
+        except ValueError as exc:
+            raise EventValidationError(f"queued click is not JSON: {exc}") from None
+        return cls(
+            button=_button(data.get("button")),
+            instance_id=shapes.instance_id(data.get("instance_id"), "click.instance_id"),
+            region=shapes.region(data.get("region"), "click.region"),
+            user_id=shapes.text(data, "user_id", "click", pattern=USER_ID),
+            user_name=shapes.text(data, "user_name", "click", limit=256),
+            response_url=shapes.text(data, "response_url", "click", pattern=RESPONSE_URL),
+            message_ts=shapes.optional_text(data, "message_ts", "click", limit=40),
+            action_ts=shapes.optional_text(data, "action_ts", "click", limit=40),
+            blocks=_blocks(data.get("blocks"), "click.blocks"),
+        )
+
+
+USER_ID = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+RESPONSE_URL = re.compile(r"^https?://[^\s]+$")
 
 
 def parse_interaction(body: str) -> Click | None:
-    """Slack's form-encoded `payload=` JSON → the costguard button pressed, or None for anything else."""
+    """Slack's form-encoded `payload=` JSON → the costguard button pressed, or None for anything else.
+    Every field is checked for its type: a payload that is not what Slack documents is refused."""
     try:
         payload = json.loads(parse_qs(body, strict_parsing=True)["payload"][0])
     except (KeyError, ValueError, IndexError) as exc:
         raise EventValidationError(f"not a Slack interaction payload: {exc}") from None
+    payload = shapes.obj(payload, "payload")
     if payload.get("type") != "block_actions":
         return None
-    actions = payload.get("actions") or []
+    actions = [shapes.obj(a, "payload.actions[]") for a in shapes.items(payload.get("actions"), "payload.actions")]
     action = next((a for a in actions if str(a.get("action_id", "")).startswith("costguard.")), None)
     if action is None:
         return None
+    pressed = _button(action.get("action_id"))
     try:
-        pressed = Button(action["action_id"])
-        target = json.loads(action.get("value") or "{}")
-        instance_id, region = str(target["i"]), str(target["r"])
-    except (ValueError, KeyError, TypeError) as exc:
+        target = shapes.obj(json.loads(shapes.text(action, "value", "action", limit=200)), "action.value")
+    except ValueError as exc:
         raise EventValidationError(f"costguard button with a bad value: {exc}") from None
-    user = payload.get("user") or {}
-    message = payload.get("message") or {}
-    if not user.get("id") or not payload.get("response_url"):
-        raise EventValidationError("interaction without user or response_url")
+    user = shapes.obj(payload.get("user"), "payload.user")
+    message = shapes.optional_obj(payload, "message", "payload")
+    container = shapes.optional_obj(payload, "container", "payload")
+    user_id = shapes.text(user, "id", "payload.user", pattern=USER_ID)
+    name = shapes.optional_text(user, "username", "payload.user", limit=256)
     return Click(
         button=pressed,
-        instance_id=instance_id,
-        region=region,
-        user_id=str(user["id"]),
-        user_name=str(user.get("username") or user.get("name") or user["id"]),
-        response_url=str(payload["response_url"]),
-        message_ts=str(message.get("ts") or (payload.get("container") or {}).get("message_ts") or ""),
-        action_ts=str(action.get("action_ts", "")),
-        blocks=tuple(message.get("blocks") or ()),
+        instance_id=shapes.instance_id(target.get("i"), "action.value.i"),
+        region=shapes.region(target.get("r"), "action.value.r"),
+        user_id=user_id,
+        user_name=name or shapes.optional_text(user, "name", "payload.user", limit=256) or user_id,
+        response_url=shapes.text(payload, "response_url", "payload", pattern=RESPONSE_URL),
+        message_ts=shapes.optional_text(message, "ts", "payload.message", limit=40)
+        or shapes.optional_text(container, "message_ts", "payload.container", limit=40),
+        action_ts=shapes.optional_text(action, "action_ts", "action", limit=40),
+        blocks=_blocks(message.get("blocks"), "payload.message.blocks"),
     )
+
+
+def _button(value: Any) -> Button:
+    try:
+        return Button(value)
+    except ValueError:
+        raise EventValidationError(f"{str(value)[:60]!r} is not a costguard button") from None
+
+
+def _blocks(value: Any, where: str) -> tuple[Any, ...]:
+    return tuple(shapes.obj(b, f"{where}[]") for b in shapes.items(value, where))

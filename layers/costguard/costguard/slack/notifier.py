@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.error import URLError
 
@@ -36,9 +36,9 @@ _NO_SUCH_USER = {"users_not_found", "user_not_found"}
 class SlackCredentials:
     """The content of the Slack secret (a JSON object in Secrets Manager)."""
 
-    bot_token: str = ""
-    webhook_url: str = ""
-    signing_secret: str = ""
+    bot_token: str = field(default="", repr=False)
+    webhook_url: str = field(default="", repr=False)
+    signing_secret: str = field(default="", repr=False)
 
     @classmethod
     def from_secret(cls, value: Any) -> SlackCredentials:
