@@ -211,3 +211,37 @@ def test_backfill_posts_before_tagging_so_a_slack_outage_loses_nothing(
             handler(load_event("owner_tagger/backfill.json"), lambda_context, runtime=runtime)
     # Untagged still, so the retried run finds it and posts again.
     assert tags_of(unknown) == {}
+
+
+def test_backfill_corrects_an_owner_costguard_wrote_from_a_deployment_session(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any
+) -> None:
+    session = "arn:aws:sts::123456789012:assumed-role/ml-stack-deployer/AWSCloudFormation"
+    wrong = launch(
+        tags={"Owner": "AWSCloudFormation", "costguard:owner-source": "assumed-role", "costguard:created-by": session}
+    )
+    by_hand = launch(tags={"Owner": "AWSCloudFormation"})  # someone's own tag: theirs, never touched
+    cloudtrail = runtime.client("cloudtrail", REGION)
+    with Stubber(cloudtrail) as stub:  # no lookup needed: the launch's own ARN is on the instance
+        handler(load_event("owner_tagger/backfill.json"), lambda_context, runtime=runtime)
+        stub.assert_no_pending_responses()
+    assert tags_of(wrong)["Owner"] == "ml-stack-deployer"
+    assert tags_of(wrong)["costguard:owner-source"] == "automation-role"
+    assert tags_of(by_hand)["Owner"] == "AWSCloudFormation"
+
+
+def test_an_old_style_auto_scaling_launch_as_the_account_is_owned_by_the_group(
+    runtime: Runtime, lambda_context: Any
+) -> None:
+    [instance_id] = gpu_group("legacy-g5", 1, {"Owner": "team-vision"})
+    event = event_for("runinstances-autoscaling.json", instance_id)
+    event["detail"]["userIdentity"] = {
+        "type": "Root",
+        "principalId": "123456789012",
+        "arn": "arn:aws:iam::123456789012:root",
+        "accountId": "123456789012",
+        "invokedBy": "autoscaling.amazonaws.com",
+    }
+    handler(event, lambda_context, runtime=runtime)
+    assert tags_of(instance_id)["Owner"] == "team-vision"
+    assert tags_of(instance_id)["costguard:owner-source"] == "group-tag"

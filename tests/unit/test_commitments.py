@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from typing import Any, cast
 
 import pytest
 
+from costguard.aws.commitments import CommitmentReader
 from costguard.commitments.rules import advice, reminder_due, underused
 from costguard.core.records import Commitment
 
@@ -70,3 +72,45 @@ def test_underused_needs_a_known_utilization_below_threshold() -> None:
     assert underused(79.9, 80.0)
     assert not underused(80.0, 80.0)
     assert not underused(None, 80.0)
+
+
+class _Answers:
+    """describe_reserved_instances and describe_savings_plans, answered from the documented shapes."""
+
+    def __init__(self, reserved: list[dict[str, object]]) -> None:
+        self.reserved = reserved
+
+    def describe_reserved_instances(self, **_: object) -> dict[str, object]:
+        return {"ReservedInstances": self.reserved}
+
+    def describe_savings_plans(self, **_: object) -> dict[str, object]:
+        return {"savingsPlans": []}
+
+
+def _ri(**fields: object) -> dict[str, object]:
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    base: dict[str, object] = {
+        "ReservedInstancesId": "ri-1",
+        "InstanceType": "g5.12xlarge",
+        "InstanceCount": 2,
+        "Start": start,
+        "End": start + timedelta(days=365),
+        "State": "active",
+    }
+    return base | fields
+
+
+@pytest.mark.parametrize(
+    ("fields", "scope"),
+    [
+        ({"AvailabilityZone": "us-east-1e"}, "us-east-1e"),  # older answers carry no Scope: the zone says it
+        ({"Scope": "Availability Zone", "AvailabilityZone": "us-east-1b"}, "us-east-1b"),
+        ({"Scope": "Region"}, "Region"),
+        ({}, "Region"),
+    ],
+)
+def test_a_zonal_reservation_is_read_from_its_zone(fields: dict[str, object], scope: str) -> None:
+    answers = _Answers([_ri(**fields)])
+    reader = CommitmentReader({"us-east-1": answers}, cast(Any, answers), cast(Any, None))
+    [commitment] = reader.commitments()
+    assert commitment.scope == scope

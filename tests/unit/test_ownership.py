@@ -123,3 +123,86 @@ def test_long_principal_arn_is_clipped_to_ec2_tag_limit() -> None:
 )
 def test_owner_email(owner: str, domain: str, email: str | None) -> None:
     assert owner_email(owner, domain) == email
+
+
+def assumed(role: str, session: str, *, invoked_by: str = "", web_identity: str = "") -> Identity:
+    return Identity(
+        type="AssumedRole",
+        arn=f"arn:aws:sts::123456789012:assumed-role/{role}/{session}",
+        session_issuer_arn=f"arn:aws:iam::123456789012:role/{role}",
+        session_issuer_name=role,
+        invoked_by=invoked_by,
+        web_identity_provider=web_identity,
+    )
+
+
+@pytest.mark.parametrize(
+    ("identity", "owner"),
+    [
+        # A CloudFormation service role: CloudFormation names the session itself.
+        (
+            assumed("ml-stack-deployer", "AWSCloudFormation", invoked_by="cloudformation.amazonaws.com"),
+            "ml-stack-deployer",
+        ),
+        # The CDK's execution role.
+        (
+            assumed("cdk-hnb659fds-cfn-exec-role-123456789012-us-east-1", "AWSCloudFormation"),
+            "cdk-hnb659fds-cfn-exec-role-123456789012-us-east-1",
+        ),
+        # A CI role assumed through OIDC: the session name is whatever the workflow set.
+        (assumed("gha-train", "GitHubActions"), "gha-train"),
+        (assumed("ci-deploy", "run-4711", web_identity="token.actions.githubusercontent.com"), "ci-deploy"),
+        (assumed("tf-apply", "terraform-run-9f2c"), "tf-apply"),
+    ],
+)
+def test_automation_sessions_are_owned_by_their_role(identity: Identity, owner: str) -> None:
+    decision = decide_owner(identity, existing_tags={}, owner_tag_key="Owner")
+    assert decision.owner == owner
+    assert decision.source is OwnerSource.AUTOMATION_ROLE
+
+
+def test_a_person_deploying_through_cloudformation_is_still_the_owner() -> None:
+    identity = assumed("admin", "alice@example.com", invoked_by="cloudformation.amazonaws.com")
+    assert decide_owner(identity, existing_tags={}, owner_tag_key="Owner").owner == "alice@example.com"
+
+
+def test_a_legacy_auto_scaling_launch_as_root_is_owned_by_the_groups_owner() -> None:
+    root = Identity(type="Root", arn="arn:aws:iam::123456789012:root", invoked_by="autoscaling.amazonaws.com")
+    decision = decide_owner(
+        root, existing_tags={}, owner_tag_key="Owner", group_tags={"Owner": "team-vision"}, group_name="vision-asg"
+    )
+    assert (decision.owner, decision.source) == ("team-vision", OwnerSource.GROUP_TAG)
+    alone = decide_owner(root, existing_tags={}, owner_tag_key="Owner")
+    assert (alone.owner, alone.source) == (None, OwnerSource.SERVICE)
+    person_as_root = Identity(type="Root", arn="arn:aws:iam::123456789012:root")
+    assert decide_owner(person_as_root, existing_tags={}, owner_tag_key="Owner").owner == "root"
+
+
+def test_an_automation_session_costguard_wrote_as_owner_is_corrected_to_its_role() -> None:
+    written = {
+        "Owner": "AWSCloudFormation",
+        tags.OWNER_SOURCE: OwnerSource.ASSUMED_ROLE.value,
+        tags.CREATED_BY: "arn:aws:sts::123456789012:assumed-role/ml-stack-deployer/AWSCloudFormation",
+    }
+    decision = decide_owner(None, existing_tags=written, owner_tag_key="Owner")
+    assert decision.owner == "ml-stack-deployer"
+    assert decision.tags_to_write("Owner", written) == {
+        "Owner": "ml-stack-deployer",
+        tags.OWNER_SOURCE: OwnerSource.AUTOMATION_ROLE.value,
+    }
+    # A person's own tag of the same text is theirs: never touched.
+    by_hand = {"Owner": "AWSCloudFormation"}
+    assert decide_owner(None, existing_tags=by_hand, owner_tag_key="Owner").tags_to_write("Owner", by_hand) == {
+        tags.OWNER_SOURCE: OwnerSource.LAUNCH_TAG.value
+    }
+
+
+def test_an_identity_center_role_is_known_by_its_path_whatever_its_name() -> None:
+    identity = Identity(
+        type="AssumedRole",
+        arn="arn:aws:sts::123456789012:assumed-role/DataScience/nadia@example.com",
+        session_issuer_arn="arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/eu-west-1/DataScience",
+        session_issuer_name="DataScience",
+    )
+    decision = decide_owner(identity, existing_tags={}, owner_tag_key="Owner")
+    assert (decision.owner, decision.source) == ("nadia@example.com", OwnerSource.IDENTITY_CENTER)

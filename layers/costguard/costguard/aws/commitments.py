@@ -33,7 +33,9 @@ class CommitmentReader:
         for region, client in self.ec2.items():
             response = client.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
             for ri in response.get("ReservedInstances", []):
-                scope = ri.get("Scope", "Region")
+                # A zonal reservation names its zone; older answers carry no Scope field at all.
+                zone = ri.get("AvailabilityZone") or ""
+                scope = ri.get("Scope") or ("Availability Zone" if zone else "Region")
                 found.append(
                     Commitment(
                         kind="reserved-instance",
@@ -43,7 +45,7 @@ class CommitmentReader:
                         region=region,
                         instance_type=ri["InstanceType"],
                         count=int(ri.get("InstanceCount", 1)),
-                        scope=ri.get("AvailabilityZone", scope) if scope == "Availability Zone" else "Region",
+                        scope=(zone or scope) if scope == "Availability Zone" else "Region",
                         offering_class=ri.get("OfferingClass", ""),
                         payment_option=ri.get("OfferingType", ""),
                     )

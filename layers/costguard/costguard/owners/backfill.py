@@ -13,6 +13,7 @@ from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.owners.launches import LaunchEvent
 from costguard.owners.report import UNATTRIBUTED, Tagging, TaggingReport
+from costguard.owners.rules import owner_needs_correction
 from costguard.owners.search import find_launches
 from costguard.owners.writer import OwnerTagWriter
 
@@ -53,7 +54,9 @@ class Backfill:
             report.lookup_pages = search.pages
             report.unreadable_events = search.unreadable
             report.deferred = sorted(search.unsearched)
-        settled = [i for i in pending if i.instance_id not in report.deferred]
+        # Owners costguard once wrote from a deployment session's name, corrected from their own tags.
+        stale = [i for i in instances if owner_needs_correction(i.tags, self.owner_tag_key)]
+        settled = [i for i in pending if i.instance_id not in report.deferred] + stale
         decisions = self.writer.decide(settled, launches)
         if notify is not None:
             unattributed = [

@@ -103,6 +103,11 @@ def parse_identity(raw: Any) -> Identity:
         session_issuer_arn=shapes.optional_text(issuer, "arn", f"{where}.sessionContext.sessionIssuer"),
         session_issuer_name=shapes.optional_text(issuer, "userName", f"{where}.sessionContext.sessionIssuer"),
         invoked_by=shapes.optional_text(identity, "invokedBy", where, limit=256),
+        web_identity_provider=shapes.optional_text(
+            shapes.optional_obj(context, "webIdFederationData", f"{where}.sessionContext"),
+            "federatedProvider",
+            f"{where}.sessionContext.webIdFederationData",
+        ),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from costguard.core import tags
@@ -27,6 +27,7 @@ class OwnerSource(StrEnum):
     FEDERATED_USER = "federated-user"
     ROOT = "root"
     INSTANCE_ROLE = "instance-role"
+    AUTOMATION_ROLE = "automation-role"  # a deployment or CI session (CloudFormation, CDK, GitHub Actions)
     SERVICE_PROPAGATED = "service-propagated"
     GROUP_TAG = "group-tag"
     SERVICE = "service"
@@ -43,6 +44,7 @@ class Identity:
     session_issuer_arn: str = ""
     session_issuer_name: str = ""
     invoked_by: str = ""
+    web_identity_provider: str = ""  # sessionContext.webIdFederationData.federatedProvider (OIDC: CI)
 
     @property
     def session_name(self) -> str:
@@ -62,6 +64,14 @@ class Identity:
         return ""
 
     @property
+    def automation(self) -> bool:
+        """A deployment or CI session rather than a person: CloudFormation (and the CDK) name the
+        session of a service role themselves, CI roles are assumed through OIDC or with a tool's name."""
+        if self.type == "WebIdentityUser" or self.web_identity_provider:
+            return True
+        return bool(_AUTOMATION_SESSION.match(self.session_name))
+
+    @property
     def launching_service(self) -> str:
         """The AWS service that launched on its own behalf, or "" for a person or workload.
 
@@ -71,6 +81,8 @@ class Identity:
         """
         if self.type == "AWSService":
             return self.invoked_by or "aws-service"
+        if self.type == "Root" and self.invoked_by in _LAUNCHING_SERVICES:
+            return self.invoked_by  # an Auto Scaling group of the old kind, before service-linked roles
         match = _SERVICE_LINKED_ROLE.search(self.session_issuer_arn or "")
         if match:
             return match.group(1)
@@ -79,17 +91,21 @@ class Identity:
 
 @dataclass(frozen=True)
 class OwnerDecision:
-    """The tags to write for one instance, and why. `owner` is None when costguard must not set it."""
+    """The tags to write for one instance, and why. `owner` is None when costguard must not set it.
+    `replaces` is an owner costguard itself wrote wrongly (an automation session's name), corrected."""
 
     owner: str | None
     source: OwnerSource
     created_by: str
     reason: str
+    replaces: str = ""
 
     def tags_to_write(self, owner_tag_key: str, existing: Mapping[str, str]) -> dict[str, str]:
         """Never overwrites an owner tag that is already there, nor how an owner was first decided: a
         launch event delivered twice finds its own tags and writes nothing."""
         out: dict[str, str] = {}
+        if self.owner and self.replaces and existing.get(owner_tag_key) == self.replaces:
+            return {owner_tag_key: tags.clip(self.owner), tags.OWNER_SOURCE: self.source.value}
         if self.owner and owner_tag_key not in existing:
             out[owner_tag_key] = tags.clip(self.owner)
         if self.created_by and tags.CREATED_BY not in existing:
@@ -104,6 +120,23 @@ _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Session names that SDKs and tools make up: they name no person, so the role is the better owner.
 _GENERATED_SESSION = re.compile(r"^(botocore-session-\d+|aws-go-sdk-\d+|\d{10,}|[0-9a-f-]{32,})$")
 _IDENTITY_CENTER_ROLE = "AWSReservedSSO_"
+_IDENTITY_CENTER_PATH = ":role/aws-reserved/sso.amazonaws.com/"
+# Session names that deployment and CI tools set: CloudFormation and the CDK ("AWSCloudFormation"),
+# GitHub's and GitLab's OIDC examples, Terraform, CodeBuild/CodePipeline, common CI servers.
+_AUTOMATION_SESSION = re.compile(
+    r"^(AWSCloudFormation|GitHubActions|github[-_]?actions.*|gha[-_].*|gitlab.*|terraform.*|tf[-_].*"
+    r"|atlantis.*|spacelift.*|AWSCodeBuild.*|codebuild.*|AWSCodePipeline.*|codepipeline.*|jenkins.*"
+    r"|circleci.*|buildkite.*|argo(cd)?[-_].*|cdk[-_].*)$",
+    re.IGNORECASE,
+)
+# Services that launch instances themselves; an old-style Auto Scaling group launched as the account (Root).
+_LAUNCHING_SERVICES = {
+    "autoscaling.amazonaws.com",
+    "spotfleet.amazonaws.com",
+    "ec2fleet.amazonaws.com",
+    "batch.amazonaws.com",
+    "elasticmapreduce.amazonaws.com",
+}
 
 
 def decide_owner(
@@ -123,6 +156,9 @@ def decide_owner(
     present = existing_tags.get(owner_tag_key, "").strip()
     service = identity.launching_service if identity else ""
 
+    stale = _written_automation_owner(existing_tags, owner_tag_key)
+    if stale is not None:
+        return replace(stale, replaces=present)
     if present:
         source = OwnerSource.SERVICE_PROPAGATED if service else OwnerSource.LAUNCH_TAG
         return OwnerDecision(None, source, created_by, f"{owner_tag_key} tag already set to {present!r} at launch")
@@ -143,6 +179,11 @@ def decide_owner(
             None, OwnerSource.SERVICE, created_by, f"launched by {service} and no {owner_tag_key} tag to inherit"
         )
 
+    return _person_or_role(identity, created_by)
+
+
+def _person_or_role(identity: Identity, created_by: str) -> OwnerDecision:
+    """The owner a person-or-workload identity names: the person where there is one, else the role."""
     kind = identity.type
     if kind == "Root":
         return OwnerDecision("root", OwnerSource.ROOT, created_by, "launched by the account's root user")
@@ -150,16 +191,37 @@ def decide_owner(
         return OwnerDecision(identity.user_name, OwnerSource.IAM_USER, created_by, "launched by IAM user")
     if kind == "FederatedUser" and identity.session_name:
         return OwnerDecision(identity.session_name, OwnerSource.FEDERATED_USER, created_by, "federated user")
-    if kind == "AssumedRole":
-        session, role = identity.session_name, identity.role_name
-        if role.startswith(_IDENTITY_CENTER_ROLE) and session:
-            return OwnerDecision(session, OwnerSource.IDENTITY_CENTER, created_by, "IAM Identity Center user")
-        if _INSTANCE_ID.match(session) and role:
-            return OwnerDecision(
-                role, OwnerSource.INSTANCE_ROLE, created_by, f"launched from instance {session} with role {role}"
-            )
-        if session and not _GENERATED_SESSION.match(session):
-            return OwnerDecision(session, OwnerSource.ASSUMED_ROLE, created_by, f"session of role {role}")
-        if role:
-            return OwnerDecision(role, OwnerSource.ASSUMED_ROLE, created_by, "role with a generated session name")
-    return OwnerDecision(None, OwnerSource.UNKNOWN, created_by, f"identity type {kind!r} names no owner")
+    session, role = identity.session_name, identity.role_name
+    if kind not in ("AssumedRole", "WebIdentityUser") or not (session or role):
+        return OwnerDecision(None, OwnerSource.UNKNOWN, created_by, f"identity type {kind!r} names no owner")
+    if session and (role.startswith(_IDENTITY_CENTER_ROLE) or _IDENTITY_CENTER_PATH in identity.session_issuer_arn):
+        return OwnerDecision(session, OwnerSource.IDENTITY_CENTER, created_by, "IAM Identity Center user")
+    if identity.automation and role:
+        reason = f"deployment or CI session {session!r} of role {role}"
+        return OwnerDecision(role, OwnerSource.AUTOMATION_ROLE, created_by, reason)
+    if _INSTANCE_ID.match(session) and role:
+        reason = f"launched from instance {session} with role {role}"
+        return OwnerDecision(role, OwnerSource.INSTANCE_ROLE, created_by, reason)
+    if session and not _GENERATED_SESSION.match(session):
+        return OwnerDecision(session, OwnerSource.ASSUMED_ROLE, created_by, f"session of role {role}")
+    if role:
+        return OwnerDecision(role, OwnerSource.ASSUMED_ROLE, created_by, "role with a generated session name")
+    return OwnerDecision(None, OwnerSource.UNKNOWN, created_by, f"session {session!r} names no owner")
+
+
+def owner_needs_correction(existing: Mapping[str, str], owner_tag_key: str) -> bool:
+    """costguard wrote this instance's owner from an automation session's name: the backfill corrects it."""
+    return _written_automation_owner(existing, owner_tag_key) is not None
+
+
+def _written_automation_owner(existing: Mapping[str, str], owner_tag_key: str) -> OwnerDecision | None:
+    """An owner costguard wrote from an automation session's name (before it knew better): the role
+    from the launch's own ARN (the created-by tag) instead. A person's own tag is never touched."""
+    present = existing.get(owner_tag_key, "")
+    if existing.get(tags.OWNER_SOURCE) != OwnerSource.ASSUMED_ROLE.value or not _AUTOMATION_SESSION.match(present):
+        return None
+    launcher = Identity(type="AssumedRole", arn=existing.get(tags.CREATED_BY, ""))
+    if launcher.session_name != present or not launcher.role_name:
+        return None
+    reason = f"{present!r} was a deployment session of role {launcher.role_name}"
+    return OwnerDecision(launcher.role_name, OwnerSource.AUTOMATION_ROLE, launcher.arn, reason)
