@@ -106,6 +106,7 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
         manage_alarms=region == settings.home_region,
         checker=checker,
+        time_left=runtime.time_left,
     )
 
 

@@ -645,3 +645,24 @@ def test_one_busy_core_on_a_192_vcpu_host_is_not_warned_about(
 
     assert result["warned"] == []
     assert slack.messages == []
+
+
+def test_a_sweep_short_of_time_leaves_slack_work_to_the_next_and_ends_normally(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    machines = sorted([launch(now), launch(now)])
+    for iid in machines:
+        publish(iid, now, gpus=[idle()])
+    monkeypatch.setattr(runtime, "time_left", lambda: 20.0)  # the invocation is nearly out of time
+
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)  # no exception: nothing to retry
+
+    region = result["regions"][REGION]
+    assert (region["warned"], sorted(region["deferred"])) == ([], machines)
+    assert slack.messages == []
+    assert all(tags.IDLE_WARNED_AT not in tags_of(iid) for iid in machines)
+    assert ledger_kinds() == []
+    monkeypatch.setattr(runtime, "time_left", lambda: 280.0)
+    again = run(SWEEP, runtime, now, lambda_context, monkeypatch)  # the next run, on the same data
+    assert sorted(again["regions"][REGION]["warned"]) == machines, "the next run carries on"
+    assert len(slack.messages) == 2

@@ -6,11 +6,13 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from costguard.aws.cloudwatch.reads import series_per_call
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.figures import (
     Hour,
+    HourFolder,
     InstanceWeek,
     OutlivedKeep,
     hours_from_points,
@@ -112,7 +114,7 @@ def test_hours_are_built_from_hourly_series() -> None:
         gpu_max=[[(t0, 2.0), (t1, 90.0)], [(t0, 4.0)]],  # GPU 1 has no point at t1
         gpu_avg=[[(t0, 1.0), (t1, 70.0)], [(t0, 3.0)]],
     )
-    assert built == (Hour(t0, 5.0, 4.0, 2.0), Hour(t1, 50.0, None, 70.0))
+    assert tuple(built) == (Hour(t0, 5.0, 4.0, 2.0), Hour(t1, 50.0, None, 70.0))
 
 
 def test_savings_of_a_stop_pressed_in_slack_use_the_price_book() -> None:
@@ -148,3 +150,20 @@ def test_a_keep_that_was_used_is_not_listed() -> None:
     alice = machine("i-a", "alice", 1, 1.0, hours(0, 18, 15, cpu=40, gpu_max=90, gpu_avg=85))
     keeps = [("i-a", "alice", START + timedelta(hours=18), START + timedelta(days=1, hours=9))]
     assert outlived_keeps(keeps, [alice], END, POLICY) == []
+
+
+def test_a_fortnight_of_hours_is_read_299_series_a_call_the_datapoint_quota() -> None:
+    start = datetime(2026, 11, 9, tzinfo=UTC)
+    assert series_per_call(start, start + timedelta(days=14), 3600) == 100_800 // 337
+    assert series_per_call(start, start + timedelta(hours=2), 300) == 500  # the query quota, for the sweep
+
+
+def test_hour_grids_fold_each_answer_and_keep_missing_data_missing() -> None:
+    folder = HourFolder(START, 3, gpus=2)
+    folder.add_cpu([(START, 5.0), (START + timedelta(hours=1), 6.0), (START + timedelta(hours=9), 1.0)])
+    folder.add_gpu_max([(START, 1.0), (START + timedelta(hours=1), 3.0)])
+    folder.add_gpu_max([(START, 2.0)])  # the second GPU said nothing in hour 1
+    folder.add_gpu_avg([(START, 1.0)])
+    grid = folder.grid()
+    assert list(grid) == [Hour(START, 5.0, 2.0, 1.0), Hour(START + timedelta(hours=1), 6.0, None, None)]
+    assert len(grid) == 2  # the point outside the fortnight is not kept

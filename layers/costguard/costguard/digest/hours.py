@@ -1,20 +1,20 @@
 """The fleet's fortnight at one-hour resolution: CPU and per-GPU maximum and average, folded into
-each instance's hours. Read with the same batched GetMetricData code as the sweep."""
+each instance's compact hour grid as each GetMetricData answer arrives. Read with the same batched
+GetMetricData code as the sweep."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from costguard.aws.cloudwatch.reads import MetricReader
-from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, GpuSeriesFinder, MetricRef
+from costguard.aws.cloudwatch.reads import MetricReader, align_down, series_per_call
+from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, Dimensions, GpuSeriesFinder, MetricRef
 from costguard.aws.pricing import PriceBook
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Signal
-from costguard.digest.figures import InstanceWeek, hours_from_points
+from costguard.digest.figures import HourFolder, HourGrid, InstanceWeek
 
 HOUR = 3600
 
@@ -31,43 +31,76 @@ def read_hours(
     owner_tag_key: str,
     team_tag_key: str,
 ) -> list[InstanceWeek]:
-    """Two weeks at one-hour resolution, with the same batched GetMetricData code as the sweep."""
+    """Two weeks at one-hour resolution, streamed: the instances are read in runs that fill one
+    GetMetricData call (by queries and by datapoints), and each answer is folded into the instances'
+    hour grids before the next is read, so the points of only one call are ever held."""
     if not instances:
         return []
-    gpu = gpu_series.discover(instances)
+    reader = _Runs(region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key)
+    budget = series_per_call(start, end, HOUR)
+    out: list[InstanceWeek] = []
+    run: list[Instance] = []
     refs: list[MetricRef] = []
     for instance in instances:
+        mine = reader.refs(instance)
+        if run and len(refs) + len(mine) > budget:
+            out += reader.read(run, refs)
+            run, refs = [], []
+        run.append(instance)
+        refs += mine
+    if run:
+        out += reader.read(run, refs)
+    return out
+
+
+@dataclass
+class _Runs:
+    region: str
+    gpu: Mapping[str, Sequence[Dimensions]]
+    start: datetime
+    end: datetime
+    metrics: MetricReader
+    prices: PriceBook
+    owner_tag_key: str
+    team_tag_key: str
+
+    def refs(self, instance: Instance) -> list[MetricRef]:
         iid = instance.instance_id
-        refs.append(MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", (("InstanceId", iid),), "Maximum"))
-        for dims in gpu.get(iid, []):
+        refs = [MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", (("InstanceId", iid),), "Maximum")]
+        for dims in self.gpu.get(iid, []):
             for stat in ("Maximum", "Average"):
                 refs.append(MetricRef(iid, Signal.GPU, stat, GPU_NAMESPACE, GPU_METRIC, dims, stat))
-    points, failed = metrics.fetch(refs, start, end, period=HOUR)
-    for ref in failed:
-        logger.warning("digest series unreadable", instance_id=ref.instance_id, reason=failed[ref])
-    by_instance: dict[str, dict[str, list[Any]]] = defaultdict(lambda: {"cpu": [], "Maximum": [], "Average": []})
-    for ref, series in points.items():
-        slot = by_instance[ref.instance_id]
-        if ref.signal is Signal.CPU:
-            slot["cpu"] = series
-        else:
-            slot[ref.stat].append(series)
-    out = []
-    for instance in instances:
-        slot = by_instance[instance.instance_id]
-        count = len(gpu.get(instance.instance_id, [])) or 1
-        out.append(
-            InstanceWeek(
-                instance.instance_id,
-                instance.instance_type,
-                region,
-                instance.owner(owner_tag_key),
-                instance.tags.get(team_tag_key, ""),
-                count,
-                prices.hourly(instance.instance_type, region).usd_per_hour,
-                bool(gpu.get(instance.instance_id)),
-                instance.state,
-                hours_from_points(slot["cpu"], slot["Maximum"], slot["Average"]),
-            )
+        return refs
+
+    def read(self, run: Sequence[Instance], refs: Sequence[MetricRef]) -> list[InstanceWeek]:
+        origin = align_down(self.start, HOUR)
+        slots = int((align_down(self.end, HOUR) - origin).total_seconds() // HOUR) + 1
+        folders = {i.instance_id: HourFolder(origin, slots, len(self.gpu.get(i.instance_id, []))) for i in run}
+        points, failed = self.metrics.fetch(refs, self.start, self.end, period=HOUR)
+        for ref in failed:
+            logger.warning("digest series unreadable", instance_id=ref.instance_id, reason=failed[ref])
+        for ref, series in points.items():
+            folder = folders[ref.instance_id]
+            if ref.signal is Signal.CPU:
+                folder.add_cpu(series)
+            elif ref.stat == "Maximum":
+                folder.add_gpu_max(series)
+            else:
+                folder.add_gpu_avg(series)
+        del points  # the answer is folded: its points go before the next call
+        return [self._week(instance, folders[instance.instance_id].grid()) for instance in run]
+
+    def _week(self, instance: Instance, grid: HourGrid) -> InstanceWeek:
+        gpus = self.gpu.get(instance.instance_id, [])
+        return InstanceWeek(
+            instance.instance_id,
+            instance.instance_type,
+            self.region,
+            instance.owner(self.owner_tag_key),
+            instance.tags.get(self.team_tag_key, ""),
+            len(gpus) or 1,
+            self.prices.hourly(instance.instance_type, self.region).usd_per_hour,
+            bool(gpus),
+            instance.state,
+            grid,
         )
-    return out

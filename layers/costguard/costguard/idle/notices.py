@@ -32,6 +32,14 @@ from costguard.state.ledger import LedgerWriteError
 from costguard.state.outbox import STOP, WARN, Notice, Outbox
 
 REPORT_TTL = timedelta(days=2)
+# Slack work a sweep no longer starts when its invocation has less than this left: enough for the
+# messages already under way (a lookup and a post, with Slack's retries), the EC2 writes and the ledger.
+SLACK_RESERVE_SECONDS = 60.0
+DEFERRED = "deferred: too little time left in this run; the next sweep carries on"
+
+
+def _forever() -> float:
+    return float("inf")
 
 
 class SweepNotices:
@@ -43,7 +51,9 @@ class SweepNotices:
         notifier: Callable[[], SlackNotifier],
         prices: PriceBook,
         settings: Settings,
+        time_left: Callable[[], float] = _forever,
     ) -> None:
+        self.time_left = time_left
         self.claims = claims
         self.outbox = outbox
         self.notifier = notifier
@@ -72,6 +82,9 @@ class SweepNotices:
             reason=decision.reason,
             mode=self.mode.value,
         )
+        if self._out_of_time(decision, told):
+            outcome.applied, outcome.detail = False, DEFERRED
+            return outcome
         try:
             if decision.action is Action.WARN and told is not None:
                 writes.tag(instance, outcome, {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after})
@@ -90,6 +103,12 @@ class SweepNotices:
         except (ClientError, BotoCoreError) as exc:
             outcome.retry(exc)
         return outcome
+
+    def _out_of_time(self, decision: Decision, told: Notice | None) -> bool:
+        """Slack work (a warning, a stop and its notice, a cancelled stop) is left to the next sweep when
+        this one is nearly out of time: what was delivered is recorded, and the run ends normally."""
+        needs_slack = decision.action in (Action.WARN, Action.STOP, Action.CANCEL_STOP) and told is None
+        return needs_slack and self.time_left() < SLACK_RESERVE_SECONDS
 
     def report_once(self, key: str, message: Message, now: datetime) -> bool:
         """Post to the alerts channel unless this key was posted before; True if posted now."""

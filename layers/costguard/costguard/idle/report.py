@@ -49,6 +49,7 @@ class RegionReport:
             "actions": dict(sorted(counts.items())),
             "stopped": [o.instance_id for o in self.outcomes if o.action is Action.STOP and o.applied],
             "warned": [o.instance_id for o in self.outcomes if o.action is Action.WARN and o.applied],
+            "deferred": [o.instance_id for o in self.outcomes if o.detail.startswith("deferred")],
             "skipped": {o.instance_id: o.reason for o in self.outcomes if o.action is Action.SKIP},
             "no_gpu_telemetry": self.no_gpu_telemetry,
             "no_activity_check": self.no_activity_check,

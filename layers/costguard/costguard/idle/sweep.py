@@ -63,6 +63,7 @@ class IdleStopper:
         policy: IdlePolicy,
         manage_alarms: bool,
         checker: ActivityChecker | None = None,
+        time_left: Callable[[], float] | None = None,
     ) -> None:
         self.region = region
         self.ec2 = ec2
@@ -75,7 +76,14 @@ class IdleStopper:
         self.planner = SweepPlanner(
             ec2=ec2, gpu_series=gpu_series, metrics=metrics, autoscaling=autoscaling, policy=policy
         )
-        self.notices = SweepNotices(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
+        self.notices = SweepNotices(
+            claims=claims,
+            outbox=outbox,
+            notifier=notifier,
+            prices=prices,
+            settings=settings,
+            time_left=time_left or (lambda: float("inf")),
+        )
         self.writer = SweepWriter(
             ec2=ec2,
             outbox=outbox,

@@ -1,4 +1,6 @@
-"""CloudWatch utilization reads: every series of many instances, 500 queries a GetMetricData call."""
+"""CloudWatch utilization reads: every series of many instances, as many a GetMetricData call as it
+allows: 500 queries and 100,800 datapoints (AWS's quotas for GetMetricData), so two weeks of hourly
+points are 299 series a call, not 500 that CloudWatch would answer in two pages."""
 
 from __future__ import annotations
 
@@ -16,6 +18,13 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
 
 MAX_QUERIES = 500  # GetMetricData's limit per call
+MAX_DATAPOINTS = 100_800  # datapoints GetMetricData returns per call; more come back behind a NextToken
+
+
+def series_per_call(start: datetime, end: datetime, period: int) -> int:
+    """How many series of [start, end) at `period` one GetMetricData call answers whole."""
+    points = int((align_down(end, period) - align_down(start, period)).total_seconds() // period) + 1
+    return max(1, min(MAX_QUERIES, MAX_DATAPOINTS // points))
 
 
 def align_down(moment: datetime, period_seconds: int) -> datetime:
@@ -54,8 +63,9 @@ class MetricReader:
         end = align_down(end, period) + timedelta(seconds=period)
         points: dict[MetricRef, list[Point]] = {ref: [] for ref in refs}
         failed: dict[MetricRef, str] = {}
-        for offset in range(0, len(refs), MAX_QUERIES):
-            batch = refs[offset : offset + MAX_QUERIES]
+        size = series_per_call(start, end - timedelta(seconds=period), period)
+        for offset in range(0, len(refs), size):
+            batch = refs[offset : offset + size]
             by_id = {f"q{n}": ref for n, ref in enumerate(batch)}
             queries = [ref.query(qid, period) for qid, ref in by_id.items()]
             token: str | None = None
