@@ -174,6 +174,15 @@ class SlackStandIn:
             if user is None:
                 return {"ok": False, "error": "users_not_found"}
             return {"ok": True, "user": {"id": user, "profile": {"email": args["email"]}}}
+        if method == "users.list":  # 200 a page by default, a cursor in response_metadata, as Slack pages it
+            members = [{"id": uid, "profile": {"email": email}} for email, uid in sorted(self.users.items())]
+            start, limit = int(str(args.get("cursor") or 0)), int(str(args.get("limit") or 200))
+            following = str(start + limit) if start + limit < len(members) else ""
+            return {
+                "ok": True,
+                "members": members[start : start + limit],
+                "response_metadata": {"next_cursor": following},
+            }
         if method == "chat.postMessage":
             channel = str(args.get("channel", ""))
             direct = channel in self.users.values()

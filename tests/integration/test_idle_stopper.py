@@ -12,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
+from costguard.aws.clients import ClientFactory
 from costguard.core import formatting, tags
 from costguard.core.errors import EventValidationError
 from costguard.core.settings import IdlePolicy, Mode
@@ -148,7 +149,6 @@ def test_sweep_warns_the_owner_of_an_idle_gpu_instance_and_records_the_warning(
     publish(iid, now, gpus=[idle(), idle(), idle(), idle()])
 
     result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
-
     assert state_of(iid) == "running"
     t = tags_of(iid)
     assert t[tags.IDLE_WARNED_AT] == formatting.format_time(now)
@@ -666,3 +666,26 @@ def test_a_sweep_short_of_time_leaves_slack_work_to_the_next_and_ends_normally(
     again = run(SWEEP, runtime, now, lambda_context, monkeypatch)  # the next run, on the same data
     assert sorted(again["regions"][REGION]["warned"]) == machines, "the next run carries on"
     assert len(slack.messages) == 2
+
+
+def test_many_owners_are_found_with_one_users_list_walk_and_kept_for_every_later_run(
+    aws: None, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owners = {f"owner{n}@example.com": f"U{n:05d}" for n in range(30)}
+    slack = SlackStandIn(users=owners).start()
+    try:
+        runtime = make_runtime(slack)
+        for email in owners:
+            publish(launch(now, owner=email), now, gpus=[idle()])
+        result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+        assert len(result["regions"][REGION]["warned"]) == 30
+        assert slack.calls.count("users.list") == 1
+        assert slack.calls.count("users.lookupByEmail") == 0
+        assert {m.channel for m in slack.messages} == set(owners.values())  # each by direct message
+        # Another container, another function: the ids come from the state table, not from Slack.
+        slack.calls.clear()
+        fresh = Runtime(runtime.settings, ClientFactory(default_region=REGION))
+        assert fresh.notifier.user_id_for("owner7@example.com") == "U00007"
+        assert slack.calls == []
+    finally:
+        slack.stop()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -132,3 +135,100 @@ def test_bad_slack_secrets_are_refused_with_a_reason(secret: object, message: st
 def test_secret_json_is_read() -> None:
     creds = SlackCredentials.from_secret('{"bot_token": "xoxb-9", "signing_secret": "abc"}')
     assert (creds.bot_token, creds.webhook_url, creds.signing_secret) == ("xoxb-9", "", "abc")
+
+
+class Directory:
+    """The state table's Slack ids, in memory: what one function learned, every other finds."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str | None] = {}
+        self.reads = 0
+
+    def get(self, email: str) -> tuple[bool, str | None]:
+        self.reads += 1
+        return (email in self.ids, self.ids.get(email))
+
+    def put(self, email: str, user_id: str | None) -> None:
+        self.ids[email] = user_id
+
+    def forget(self, email: str) -> None:
+        self.ids.pop(email, None)
+
+
+class Workspace(FakeWebClient):
+    """users.list, 200 a page, as Slack pages it (a cursor in response_metadata)."""
+
+    def __init__(self, users: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(users=users, **kwargs)
+        self.pages = 0
+        self.dm_errors: dict[str, str] = {}
+
+    def users_list(self, limit: int = 200, cursor: str = "") -> dict[str, Any]:
+        self.pages += 1
+        members = [{"id": uid, "profile": {"email": email}} for email, uid in sorted(self.users.items())]
+        start = int(cursor or 0)
+        page = members[start : start + limit]
+        following = str(start + limit) if start + limit < len(members) else ""
+        return {"ok": True, "members": page, "response_metadata": {"next_cursor": following}}
+
+    def chat_postMessage(self, **kwargs: Any) -> dict[str, Any]:
+        if kwargs["channel"] in self.dm_errors:
+            raise slack_error(self.dm_errors[kwargs["channel"]])
+        return super().chat_postMessage(**kwargs)
+
+
+def with_directory(web: FakeWebClient, directory: Directory) -> SlackNotifier:
+    creds = SlackCredentials(bot_token="xoxb-1")
+    return SlackNotifier(creds, web_client=web, known_users=directory)  # type: ignore[arg-type]
+
+
+def test_a_slack_id_one_function_found_is_found_by_every_other_without_asking_slack() -> None:
+    directory, web = Directory(), FakeWebClient(users={"a@x.io": "U1"})
+    with_directory(web, directory).send_to_owner("a@x.io", MESSAGE, fallback_channel="C", owner="a")
+    other = FakeWebClient(users={"a@x.io": "U1"})  # another container, another function
+    with_directory(other, directory).send_to_owner("a@x.io", MESSAGE, fallback_channel="C", owner="a")
+    assert (web.lookups, other.lookups) == (["a@x.io"], [])
+    assert other.posts[0]["channel"] == "U1"
+
+
+def test_many_unknown_owners_are_resolved_with_a_few_pages_of_users_list() -> None:
+    users = {f"u{n}@x.io": f"U{n:04d}" for n in range(450)}
+    web, directory = Workspace(users), Directory()
+    notifier_ = with_directory(web, directory)
+    wanted = [f"u{n}@x.io" for n in range(0, 450, 3)] + ["gone@x.io"]
+    notifier_.resolve(wanted)
+    assert web.pages == 3  # 450 members, 200 a page
+    assert web.lookups == []
+    assert directory.ids["u3@x.io"] == "U0003"
+    assert directory.ids["gone@x.io"] is None  # not in the workspace: the alerts channel, without asking again
+    assert notifier_.user_id_for("u9@x.io") == "U0009"
+    assert web.lookups == []
+
+
+def test_two_threads_never_look_up_the_same_email_at_once() -> None:
+    started = threading.Event()
+
+    class Slow(FakeWebClient):
+        def users_lookupByEmail(self, email: str) -> dict[str, Any]:
+            started.set()
+            time.sleep(0.05)
+            return super().users_lookupByEmail(email)
+
+    web = Slow(users={"a@x.io": "U1"})
+    shared = notifier(web)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: shared.user_id_for("a@x.io"), range(8)))
+    assert answers == ["U1"] * 8
+    assert web.lookups == ["a@x.io"]
+
+
+def test_a_kept_id_slack_no_longer_knows_is_forgotten_and_asked_again() -> None:
+    directory = Directory()
+    directory.put("a@x.io", "U0OLD")
+    web = Workspace({"a@x.io": "U0NEW"})
+    web.dm_errors["U0OLD"] = "channel_not_found"
+    delivery = with_directory(web, directory).send_to_owner("a@x.io", MESSAGE, fallback_channel="C0", owner="a")
+    assert delivery.channel == "C0"  # told in the channel this time, nothing lost
+    assert "a@x.io" not in directory.ids
+    again = with_directory(web, directory).send_to_owner("a@x.io", MESSAGE, fallback_channel="C0", owner="a")
+    assert again.channel == "U0NEW"

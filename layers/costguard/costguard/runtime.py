@@ -20,6 +20,7 @@ from costguard.core.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.state.claims import Claims
 from costguard.state.ledger import Ledger
+from costguard.state.slack_ids import KnownSlackUsers
 
 SECRET_MAX_AGE_SECONDS = 300
 
@@ -95,6 +96,11 @@ class Runtime:
         credentials = self.slack_credentials()
         fingerprint = f"{credentials.bot_token}|{credentials.webhook_url}"
         if self._notifier is None or fingerprint != self._notifier_token:
-            self._notifier = SlackNotifier(credentials, base_url=self.settings.slack_api_url, time_left=self.time_left)
+            self._notifier = SlackNotifier(
+                credentials,
+                base_url=self.settings.slack_api_url,
+                time_left=self.time_left,
+                known_users=KnownSlackUsers(self.client("dynamodb"), self.settings.state_table),
+            )
             self._notifier_token = fingerprint
         return self._notifier

@@ -87,6 +87,8 @@ def _owner_messages(
     for instance in data.instances:
         if instance.owner:
             machines[instance.owner].append(instance)
+    # Every owner's Slack id at once (one users.list walk when many are unknown), not one lookup each.
+    notifier.resolve(owner_email(owner, email_domain) or "" for owner in machines)
     for owner, theirs in sorted(machines.items()):
         if data.this_week.per_owner.get(owner) is None:
             continue  # nothing of theirs ran this week: nothing to tell them

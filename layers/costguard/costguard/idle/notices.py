@@ -3,7 +3,7 @@ with each stop. The EC2 writes are queued for the sweep's writer, never made fro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -168,6 +168,14 @@ class SweepNotices:
             # a post and its record may cost), which is better than failing the sweep here.
             logger.warning("stop notice told but not recorded", instance_id=notice.instance_id, error=str(exc))
         return True
+
+    def resolve_owners(self, instances: Iterable[Instance]) -> None:
+        """The Slack ids of everyone this sweep will tell, at once (in bulk when many are unknown)."""
+        if self.mode is Mode.DRY_RUN:
+            return  # dry-run tells the alerts channel only
+        owners = {i.owner(self.settings.owner_tag_key) for i in instances} - {""}
+        if owners:
+            self.notifier().resolve(owner_email(o, self.settings.email_domain) or "" for o in sorted(owners))
 
     def _send(self, owner: str, message: Message) -> None:
         email = owner_email(owner, self.settings.email_domain) if owner else None

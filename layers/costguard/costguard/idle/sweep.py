@@ -76,14 +76,8 @@ class IdleStopper:
         self.planner = SweepPlanner(
             ec2=ec2, gpu_series=gpu_series, metrics=metrics, autoscaling=autoscaling, policy=policy
         )
-        self.notices = SweepNotices(
-            claims=claims,
-            outbox=outbox,
-            notifier=notifier,
-            prices=prices,
-            settings=settings,
-            time_left=time_left or (lambda: float("inf")),
-        )
+        self.notices = SweepNotices(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
+        self.notices.time_left = time_left or self.notices.time_left
         self.writer = SweepWriter(
             ec2=ec2,
             outbox=outbox,
@@ -147,9 +141,13 @@ class IdleStopper:
         to_check: list[tuple[Instance, Decision]] = []
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
+        resolved: list[bool] = []
 
         def act(instance: Instance, decision: Decision) -> None:
             if decision.action in TOLD:
+                if not resolved:  # the first message of the sweep: every owner's Slack id at once
+                    resolved.append(True)
+                    self.notices.resolve_owners(candidates)
                 self.notices.prepare(instance)
             earlier = told.get(instance.instance_id)
             if earlier is not None and (tags.IDLE_WARNED_AT in instance.tags or earlier.time < instance.launch_time):

@@ -10,7 +10,7 @@ invocation fails and is retried: a notification is never dropped silently.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.error import URLError
@@ -27,9 +27,7 @@ from slack_sdk.webhook import WebhookClient
 from costguard.core.errors import ConfigError, SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.slack.blocks import Message, context
-
-# Slack's own error codes that mean "this person is not in the workspace under that email".
-_NO_SUCH_USER = {"users_not_found", "user_not_found"}
+from costguard.slack.people import GONE_USER, KnownUsers, SlackPeople
 
 
 @dataclass(frozen=True)
@@ -114,6 +112,7 @@ class SlackNotifier:
         rate_limit_retries: int = 3,
         timeout: int = 10,
         time_left: Callable[[], float] | None = None,
+        known_users: KnownUsers | None = None,
     ) -> None:
         self.web = web_client
         if self.web is None and credentials.bot_token:
@@ -129,7 +128,7 @@ class SlackNotifier:
             self.webhook = WebhookClient(
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
-        self._user_ids: dict[str, str | None] = {}
+        self.people = SlackPeople(self.web, known_users)
         self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message) -> Delivery:
@@ -151,13 +150,15 @@ class SlackNotifier:
 
     def send_to_owner(self, email: str | None, message: Message, *, fallback_channel: str, owner: str) -> Delivery:
         """Direct-message the owner; if Slack does not know them, post to the fallback channel naming them."""
-        user_id = self._lookup_user(email) if email else None
+        user_id = self.people.user_id(email) if email else None
         if user_id is not None and self.web is not None:
             try:
                 response = self.web.chat_postMessage(channel=user_id, text=message.text, blocks=message.slack_blocks())
                 return Delivery("bot", user_id, str(response.get("ts") or ""), direct=True)
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
                 logger.warning("slack direct message failed", owner=owner, error=_describe(exc))
+                if email and isinstance(exc, SlackApiError) and exc.response.get("error") in GONE_USER:
+                    self.people.forget(email)  # the id reaches nobody now: asked again next time
                 if _maybe_delivered(exc):
                     # Slack may have posted it before the answer was lost: the channel would make a second
                     # copy. The caller retries the direct message later instead (one duplicate at most).
@@ -181,10 +182,14 @@ class SlackNotifier:
         return str(files[0].get("id", ""))
 
     def user_id_for(self, email: str, *, strict: bool = False) -> str | None:
-        """The Slack user id of an email, or None if Slack does not know it (cached per container). With
+        """The Slack user id of an email, or None if Slack does not know it (kept, see SlackPeople). With
         `strict`, a lookup that failed (rate limit after retries, outage) raises SlackDeliveryError
         instead of reading as "no such user"."""
-        return self._lookup_user(email, strict=strict)
+        return self.people.user_id(email, strict=strict)
+
+    def resolve(self, emails: Iterable[str]) -> None:
+        """Learn the Slack ids of many owners before messaging them (in bulk when many are unknown)."""
+        self.people.resolve(emails)
 
     def group_members(self, group_id: str) -> set[str]:
         """Members of a Slack user group (usergroups:read scope); empty if it cannot be read."""
@@ -197,32 +202,6 @@ class SlackNotifier:
                     logger.warning("slack user group unreadable", group=group_id, error=_describe(exc))
             self._groups[group_id] = members
         return self._groups[group_id]
-
-    def _lookup_user(self, email: str, *, strict: bool = False) -> str | None:
-        if email in self._user_ids:
-            return self._user_ids[email]
-        if self.web is None:
-            return None
-        try:
-            response = self.web.users_lookupByEmail(email=email)
-        except SlackApiError as exc:
-            if exc.response.get("error") in _NO_SUCH_USER:
-                self._user_ids[email] = None
-                return None
-            # Anything else (missing users:read.email scope, rate limit after retries): fall back to
-            # the channel for this message, but do not cache, so the next message tries again.
-            logger.warning("slack user lookup failed", email=email, error=_describe(exc))
-            if strict:
-                raise SlackDeliveryError(f"Slack could not look up {email}: {_describe(exc)}") from exc
-            return None
-        except (SlackClientError, URLError, OSError) as exc:
-            logger.warning("slack user lookup failed", email=email, error=_describe(exc))
-            if strict:
-                raise SlackDeliveryError(f"Slack could not look up {email}: {_describe(exc)}") from exc
-            return None
-        user_id = str((response.get("user") or {}).get("id") or "") or None
-        self._user_ids[email] = user_id
-        return user_id
 
     def _post_webhook(self, message: Message) -> Delivery:
         assert self.webhook is not None
