@@ -22,6 +22,7 @@ from costguard.owners.messages import unattributed_message
 from costguard.owners.report import Tagging, TaggingReport
 from costguard.owners.writer import OwnerTagWriter
 from costguard.runtime import Runtime
+from costguard.state.cursors import WalkCursors
 
 BACKFILL_INPUT = {"costguard": "backfill"}
 
@@ -55,7 +56,9 @@ def backfill(runtime: Runtime) -> dict[str, Any]:
     for region in settings.governed_regions:
         try:
             trail = CloudTrail(runtime.client("cloudtrail", region))
-            report = Backfill(_writer(runtime, region), trail).run(now, notify=notify)
+            cursors = WalkCursors(runtime.client("dynamodb"), settings.state_table, f"backfill:{region}")
+            backfill = Backfill(_writer(runtime, region), trail, cursors=cursors, time_left=runtime.time_left)
+            report = backfill.run(now, notify=notify)
         except Exception as exc:  # one region's failure must not stop the others' work
             logger.exception("backfill failed", region=region)
             failures[region] = f"{type(exc).__name__}: {exc}"

@@ -14,7 +14,7 @@ from costguard.core.records import Instance
 from costguard.owners.launches import LaunchEvent
 from costguard.owners.report import UNATTRIBUTED, Tagging, TaggingReport
 from costguard.owners.rules import owner_needs_correction
-from costguard.owners.search import find_launches
+from costguard.owners.search import Cursors, find_launches
 from costguard.owners.writer import OwnerTagWriter
 
 # A launch is recorded in CloudTrail a few minutes around the instance's LaunchTime.
@@ -22,7 +22,16 @@ LAUNCH_SLACK = timedelta(minutes=15)
 
 
 class Backfill:
-    def __init__(self, writer: OwnerTagWriter, trail: CloudTrail) -> None:
+    def __init__(
+        self,
+        writer: OwnerTagWriter,
+        trail: CloudTrail,
+        *,
+        cursors: Cursors | None = None,
+        time_left: Callable[[], float] | None = None,
+    ) -> None:
+        self.cursors = cursors  # the walk of CloudTrail resumes where the last run stopped
+        self.time_left = time_left
         self.writer = writer
         self.ec2 = writer.ec2
         self.owner_tag_key = writer.owner_tag_key
@@ -49,7 +58,15 @@ class Backfill:
         launches: dict[str, LaunchEvent] = {}
         if searchable:
             start = max(horizon, min(i.launch_time for i in searchable) - LAUNCH_SLACK)
-            search = find_launches(self.trail, [i.instance_id for i in searchable], start, now, max_pages=max_pages)
+            search = find_launches(
+                self.trail,
+                [i.instance_id for i in searchable],
+                start,
+                now,
+                max_pages=max_pages,
+                cursors=self.cursors,
+                time_left=self.time_left,
+            )
             launches = search.found
             report.lookup_pages = search.pages
             report.unreadable_events = search.unreadable
