@@ -433,7 +433,8 @@ def run_costguard(
     plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
     aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
     os.environ["SLACK_API_URL"] = slack.api_url
-    runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION))
+    # A week of posts in a few minutes: the stand-in enforces no rate limit, and the pace would wait real seconds.
+    runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION), slack_pace=0.0)
     for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
         runtime.clients._clients[(service, REGION)] = aws.client(service)
     runtime.clients._clients[("pricing", "us-east-1")] = aws.client("pricing")

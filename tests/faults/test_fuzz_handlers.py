@@ -42,6 +42,7 @@ PLAIN_OWNER = re.compile(r"^[^\[\]{}()'\"]*$")
 @pytest.fixture
 def world(aws: None, slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     runtime = make_runtime(slack)
+    runtime.slack_pace = 0.0  # thousands of posts to one channel: the stand-in enforces no rate limit
     secret = json.dumps({"bot_token": slack.token, "signing_secret": SIGNING_SECRET})
     boto3.client("secretsmanager", region_name=REGION).put_secret_value(SecretId="costguard/slack", SecretString=secret)
     queue = boto3.client("sqs", region_name=REGION).create_queue(QueueName="costguard-clicks")["QueueUrl"]

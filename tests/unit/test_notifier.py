@@ -14,6 +14,7 @@ from slack_sdk.web import SlackResponse
 from costguard.core.errors import ConfigError, SlackDeliveryError
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
+from costguard.slack.pace import ChannelPace
 
 MESSAGE = Message("idle GPU", (section("i-1 is idle"),))
 
@@ -232,3 +233,23 @@ def test_a_kept_id_slack_no_longer_knows_is_forgotten_and_asked_again() -> None:
     assert "a@x.io" not in directory.ids
     again = with_directory(web, directory).send_to_owner("a@x.io", MESSAGE, fallback_channel="C0", owner="a")
     assert again.channel == "U0NEW"
+
+
+def test_posts_to_one_channel_go_a_second_apart_and_other_channels_do_not_wait() -> None:
+    clock = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    web = FakeWebClient()
+    shared = notifier(web)
+    shared.pace = ChannelPace(clock=lambda: clock[0], sleep=sleep)
+    for _ in range(3):
+        shared.post("C0ALERTS", MESSAGE)
+    shared.post("C0OTHER", MESSAGE)
+    assert slept == [1.0, 1.0]  # the second and third alerts; the other channel posts at once
+    clock[0] += 5
+    shared.post("C0ALERTS", MESSAGE)  # a second has long passed: no wait
+    assert slept == [1.0, 1.0]

@@ -18,6 +18,7 @@ from costguard.aws.commitments import CommitmentReader
 from costguard.aws.pricing import PriceBook
 from costguard.core.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
+from costguard.slack.pace import PER_CHANNEL_SECONDS, ChannelPace
 from costguard.state.claims import Claims
 from costguard.state.ledger import Ledger
 from costguard.state.slack_ids import KnownSlackUsers
@@ -28,8 +29,11 @@ SECRET_MAX_AGE_SECONDS = 300
 class Runtime:
     _current: ClassVar[Runtime | None] = None
 
-    def __init__(self, settings: Settings, clients: ClientFactory | None = None) -> None:
+    def __init__(
+        self, settings: Settings, clients: ClientFactory | None = None, *, slack_pace: float = PER_CHANNEL_SECONDS
+    ) -> None:
         self.settings = settings
+        self.slack_pace = slack_pace  # seconds between two posts to one channel (0 in simulations of days)
         self.clients = clients or ClientFactory(default_region=settings.governed_regions[0])
         self._notifier: SlackNotifier | None = None
         self._notifier_token = ""
@@ -102,5 +106,6 @@ class Runtime:
                 time_left=self.time_left,
                 known_users=KnownSlackUsers(self.client("dynamodb"), self.settings.state_table),
             )
+            self._notifier.pace = ChannelPace(self.slack_pace)
             self._notifier_token = fingerprint
         return self._notifier

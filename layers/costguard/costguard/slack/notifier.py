@@ -27,6 +27,7 @@ from slack_sdk.webhook import WebhookClient
 from costguard.core.errors import ConfigError, SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.slack.blocks import Message, context
+from costguard.slack.pace import ChannelPace
 from costguard.slack.people import GONE_USER, KnownUsers, SlackPeople
 
 
@@ -129,6 +130,7 @@ class SlackNotifier:
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
         self.people = SlackPeople(self.web, known_users)
+        self.pace = ChannelPace()
         self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message) -> Delivery:
@@ -136,6 +138,7 @@ class SlackNotifier:
         failures: list[str] = []
         if self.web is not None:
             try:
+                self.pace.wait(channel)
                 response = self.web.chat_postMessage(channel=channel, text=message.text, blocks=message.slack_blocks())
                 return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ""))
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
@@ -153,6 +156,7 @@ class SlackNotifier:
         user_id = self.people.user_id(email) if email else None
         if user_id is not None and self.web is not None:
             try:
+                self.pace.wait(user_id)
                 response = self.web.chat_postMessage(channel=user_id, text=message.text, blocks=message.slack_blocks())
                 return Delivery("bot", user_id, str(response.get("ts") or ""), direct=True)
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
