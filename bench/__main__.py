@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from bench import backfill, cold_imports, digest, faults, idle_sweep, owner_tagger, versus, week
+from bench import backfill, cold_imports, digest, faults, first_sweep, idle_sweep, owner_tagger, versus, week
 from bench.common import save
 
 
@@ -12,6 +12,8 @@ def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     cold_imports.main()
     owner_tagger.main()
+    print("The first sweeps of 10,000 instances, 1,000 idle, 500 owners, against Slack's rate limits")
+    print(f"  saved {save('first_sweep', first_sweep.main())}")
     print("The owner backfill's walk of CloudTrail over 100,000 launches, run after run")
     print(f"  saved {save('backfill', backfill.main())}")
     print("The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances")

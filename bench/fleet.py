@@ -65,7 +65,10 @@ class Series:
 
 
 class Fleet:
-    def __init__(self, n: int, t0: datetime | None = None) -> None:
+    def __init__(self, n: int, t0: datetime | None = None, *, owners: int = 200, warned: bool = True) -> None:
+        """`owners` people own the fleet in turn; `warned`: the idle machines were warned earlier (their
+        stop is due), else none was (a first sweep)."""
+        self.owners, self.warned = owners, warned
         now = t0 or datetime.now(UTC)
         self.t0 = datetime.fromtimestamp(int(now.timestamp()) // STEP * STEP, UTC)
         self.launch = self.t0 - timedelta(hours=3)
@@ -92,7 +95,7 @@ class Fleet:
         kind = self._pick(k, n, KINDS, "busy")
         if kind == "one_gpu_busy" and gpus == 1:
             kind = "cpu_busy"  # one busy GPU among several needs several
-        return SimInstance(k, f"i-{k:017x}", instance_type, gpus, gpu_name, kind, f"user{k % 200}@example.com")
+        return SimInstance(k, f"i-{k:017x}", instance_type, gpus, gpu_name, kind, f"user{k % self.owners}@example.com")
 
     @staticmethod
     def _series(instance: SimInstance) -> Iterator[Series]:
@@ -106,7 +109,7 @@ class Fleet:
 
     def tags(self, instance: SimInstance) -> dict[str, str]:
         out = {"Owner": instance.owner, "Name": f"bench-{instance.index}"}
-        if instance.kind in WARNED:
+        if self.warned and instance.kind in WARNED:
             out["costguard:idle-warned-at"] = _iso(self.warned_at)
             out["costguard:stop-after"] = _iso(self.stop_after)
         return out

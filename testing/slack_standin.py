@@ -41,6 +41,41 @@ class Fault:
     error: str = ""
 
 
+# Slack's Web API tiers (https://docs.slack.dev/apis/web-api/rate-limits): calls a minute per method.
+TIERS = {"users.list": 20, "users.lookupByEmail": 50, "usergroups.users.list": 20, "auth.test": 100}
+POSTS_PER_CHANNEL_SECONDS = 1.0  # chat.postMessage: "one message per second per channel"
+
+
+class RateLimits:
+    """Slack's limits, enforced: a call over its tier's minute, or a second post to a channel within a
+    second, is answered 429 with the Retry-After that would let it through."""
+
+    def __init__(self, tiers: dict[str, int] | None = None) -> None:
+        self.tiers = TIERS if tiers is None else tiers
+        self.calls: dict[str, list[float]] = {}
+        self.posted: dict[str, float] = {}
+        self.refused: dict[str, int] = {}
+
+    def retry_after(self, method: str, channel: str, now: float) -> int | None:
+        limit = self.tiers.get(method)
+        if limit is not None:
+            recent = [t for t in self.calls.get(method, []) if now - t < 60]
+            self.calls[method] = recent
+            if len(recent) >= limit:
+                return self._refuse(method, 60 - (now - recent[0]))
+            recent.append(now)
+        if method == "chat.postMessage" and channel:
+            last = self.posted.get(channel)
+            if last is not None and now - last < POSTS_PER_CHANNEL_SECONDS:
+                return self._refuse(method, POSTS_PER_CHANNEL_SECONDS - (now - last))
+            self.posted[channel] = now
+        return None
+
+    def _refuse(self, method: str, wait: float) -> int:
+        self.refused[method] = self.refused.get(method, 0) + 1
+        return max(1, int(wait + 0.999))
+
+
 @dataclass
 class SlackStandIn:
     users: dict[str, str] = field(default_factory=dict)  # email -> user id
@@ -53,6 +88,7 @@ class SlackStandIn:
     calls: list[str] = field(default_factory=list)
     faults: dict[str, list[Fault]] = field(default_factory=dict)
     latency_s: float = 0.0  # slept before each answer (the benchmark's injected round trip)
+    limits: RateLimits | None = None  # Slack's rate limits, enforced (None: none)
     _server: ThreadingHTTPServer | None = None
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -132,6 +168,12 @@ class SlackStandIn:
             self._reply(request, 200, {"ok": False, "error": "invalid_auth"})
             return
         args = self._args(request, parsed.query, raw)
+        if self.limits is not None:
+            with self._lock:
+                wait = self.limits.retry_after(method, str(args.get("channel", "")), time.monotonic())
+            if wait is not None:
+                self._reply(request, 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)})
+                return
         self._reply(request, 200, self._api(method, args))
 
     def _respond(self, message_ts: str, body: Mapping[str, Any]) -> None:
