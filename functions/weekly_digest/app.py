@@ -66,6 +66,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         email_domain=settings.email_domain,
         owner_digests=_settings().owner_digests,
         now=now,
+        time_left=runtime.time_left,
     )
     metrics.add_metric(name="DigestIdleGpuHours", unit=MetricUnit.Count, value=data.this_week.fleet.idle_gpu_hours)
     return {

@@ -68,3 +68,20 @@ def test_a_launch_event_delivered_twice_keeps_its_owner_source_and_is_recorded_o
     assert tags_of(iid)[tags.OWNER_SOURCE] == "iam-user"
     items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
     assert len([i for i in items if i.get("instance_id", {}).get("S") == iid]) == 1
+
+
+def test_owner_messages_stop_before_the_timeout_and_the_retry_sends_only_the_rest(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: Any
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    for owner in ("alice@example.com", "carol@example.com"):
+        publish_hours(launch_gpu("g5.xlarge", owner, "nlp", now), 1, now - timedelta(days=1), 3, cpu=50, gpu=80)
+    monkeypatch.setattr(runtime, "time_left", lambda: 30.0)  # the channel's post, then too little time
+
+    with pytest.raises(Exception, match="time"):
+        digest.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    assert [m.direct for m in slack.messages] == [False]  # the channel's digest; no owner started late
+    monkeypatch.setattr(runtime, "time_left", lambda: 500.0)
+    digest.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    assert sorted(m.channel for m in slack.messages if m.direct) == ["U0ALICE", "U0CAROL"]
+    assert sum(1 for m in slack.messages if not m.direct) == 1  # the channel's digest once

@@ -4,6 +4,7 @@ part on its own, so that a retry sends only what did not go out."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from costguard.core.errors import CostguardError, SlackDeliveryError
@@ -17,6 +18,9 @@ from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
 
 TTL = timedelta(days=30)
+# No owner message is started with less than this left: the retry (the scheduler's, minutes later)
+# sends the rest, and every message that went out is recorded (claimed done) before the run ends.
+SLACK_RESERVE_SECONDS = 60.0
 
 
 class DigestIncomplete(CostguardError):
@@ -33,6 +37,7 @@ def send_digest(
     email_domain: str,
     owner_digests: bool,
     now: datetime,
+    time_left: Callable[[], float] = lambda: float("inf"),
 ) -> DigestReport:
     """The channel post, its chart and each owner's message, each delivered and recorded on its own."""
     week = f"{data.start:%G-W%V}"
@@ -65,7 +70,9 @@ def send_digest(
             claims.release(chart)
             missing.append(f"chart: {exc}")
     if owner_digests:
-        missing += _owner_messages(data, notifier, claims, email_domain=email_domain, week=week, now=now, report=report)
+        missing += _owner_messages(
+            data, notifier, claims, email_domain=email_domain, week=week, now=now, report=report, time_left=time_left
+        )
     if missing:
         raise DigestIncomplete(f"{len(missing)} part(s) of the digest to send again: {missing[:3]}")
     return report
@@ -80,6 +87,7 @@ def _owner_messages(
     week: str,
     now: datetime,
     report: DigestReport,
+    time_left: Callable[[], float],
 ) -> list[str]:
     """Each owner's week by direct message, once; what could not go out, to try again."""
     missing = []
@@ -92,6 +100,9 @@ def _owner_messages(
     for owner, theirs in sorted(machines.items()):
         if data.this_week.per_owner.get(owner) is None:
             continue  # nothing of theirs ran this week: nothing to tell them
+        if time_left() < SLACK_RESERVE_SECONDS:
+            missing.append(f"{owner}: too little time left in this run; the retry sends it")
+            continue
         email = owner_email(owner, email_domain)
         try:
             user = notifier.user_id_for(email, strict=True) if email else None
