@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from typing import Any, cast
 
 import pytest
 
-from costguard.aws.cloudwatch.reads import series_per_call
+from bench.digest import FakeCloudWatch
+from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
+from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
@@ -20,6 +23,7 @@ from costguard.digest.figures import (
     summarize,
     worst_idle,
 )
+from costguard.digest.hours import read_hours
 from costguard.digest.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
 
@@ -167,3 +171,27 @@ def test_hour_grids_fold_each_answer_and_keep_missing_data_missing() -> None:
     grid = folder.grid()
     assert list(grid) == [Hour(START, 5.0, 2.0, 1.0), Hour(START + timedelta(hours=1), 6.0, None, None)]
     assert len(grid) == 2  # the point outside the fortnight is not kept
+
+
+def test_the_fortnight_is_read_in_full_calls_and_an_instance_split_between_two_is_whole() -> None:
+    now = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    start = now - timedelta(days=14)
+    gpus = {f"i-{k:017x}": 8 for k in range(120)}  # 17 series an instance: 299 a call splits them
+    instances = [Instance(iid, "us-east-1", "g5.12xlarge", "running", start - timedelta(days=1)) for iid in gpus]
+    cloudwatch = FakeCloudWatch(gpus, start, now, latency=0.0)
+    weeks = read_hours(
+        "us-east-1",
+        instances,
+        start,
+        now,
+        gpu_series=GpuSeriesFinder(cast(Any, cloudwatch)),
+        metrics=MetricReader(cast(Any, cloudwatch), IdlePolicy()),
+        prices=PriceBook(None),
+        owner_tag_key="Owner",
+        team_tag_key="Team",
+    )
+    series = sum(1 + 2 * n for n in gpus.values())
+    assert cloudwatch.calls["GetMetricData"] == -(-series // series_per_call(start, now, 3600))  # the floor
+    assert [w.instance_id for w in weeks] == list(gpus)
+    assert all(len(w.hours) == len(cloudwatch.times) for w in weeks)  # every hour of every instance, whole
+    assert all(w.gpus == gpus[w.instance_id] for w in weeks)

@@ -31,30 +31,29 @@ def read_hours(
     owner_tag_key: str,
     team_tag_key: str,
 ) -> list[InstanceWeek]:
-    """Two weeks at one-hour resolution, streamed: the instances are read in runs that fill one
+    """Two weeks at one-hour resolution, streamed: the series are read in batches that fill one
     GetMetricData call (by queries and by datapoints), and each answer is folded into the instances'
-    hour grids before the next is read, so the points of only one call are ever held."""
+    hour grids before the next is read, so the points of only one call are ever held. An instance whose
+    series span two calls is finished when its last series is read."""
     if not instances:
         return []
-    reader = _Runs(region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key)
+    reader = _Fortnight(region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key)
     budget = series_per_call(start, end, HOUR)
     out: list[InstanceWeek] = []
-    run: list[Instance] = []
-    refs: list[MetricRef] = []
+    batch: list[MetricRef] = []
     for instance in instances:
-        mine = reader.refs(instance)
-        if run and len(refs) + len(mine) > budget:
-            out += reader.read(run, refs)
-            run, refs = [], []
-        run.append(instance)
-        refs += mine
-    if run:
-        out += reader.read(run, refs)
+        for ref in reader.open(instance):
+            batch.append(ref)
+            if len(batch) == budget:
+                out += reader.read(batch)
+                batch = []
+    if batch:
+        out += reader.read(batch)
     return out
 
 
 @dataclass
-class _Runs:
+class _Fortnight:
     region: str
     gpu: Mapping[str, Sequence[Dimensions]]
     start: datetime
@@ -64,31 +63,42 @@ class _Runs:
     owner_tag_key: str
     team_tag_key: str
 
-    def refs(self, instance: Instance) -> list[MetricRef]:
+    def __post_init__(self) -> None:
+        self.origin = align_down(self.start, HOUR)
+        self.slots = int((align_down(self.end, HOUR) - self.origin).total_seconds() // HOUR) + 1
+        self.open_instances: dict[str, tuple[Instance, HourFolder, int]] = {}  # and its series still unread
+
+    def open(self, instance: Instance) -> list[MetricRef]:
+        """The instance's series to read; its grid is finished when the last of them is folded."""
         iid = instance.instance_id
+        gpus = self.gpu.get(iid, [])
         refs = [MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", (("InstanceId", iid),), "Maximum")]
-        for dims in self.gpu.get(iid, []):
+        for dims in gpus:
             for stat in ("Maximum", "Average"):
                 refs.append(MetricRef(iid, Signal.GPU, stat, GPU_NAMESPACE, GPU_METRIC, dims, stat))
+        self.open_instances[iid] = (instance, HourFolder(self.origin, self.slots, len(gpus)), len(refs))
         return refs
 
-    def read(self, run: Sequence[Instance], refs: Sequence[MetricRef]) -> list[InstanceWeek]:
-        origin = align_down(self.start, HOUR)
-        slots = int((align_down(self.end, HOUR) - origin).total_seconds() // HOUR) + 1
-        folders = {i.instance_id: HourFolder(origin, slots, len(self.gpu.get(i.instance_id, []))) for i in run}
+    def read(self, refs: Sequence[MetricRef]) -> list[InstanceWeek]:
+        """One call's series, folded; the instances whose every series is now read, finished."""
         points, failed = self.metrics.fetch(refs, self.start, self.end, period=HOUR)
         for ref in failed:
             logger.warning("digest series unreadable", instance_id=ref.instance_id, reason=failed[ref])
-        for ref, series in points.items():
-            folder = folders[ref.instance_id]
+        done = []
+        for ref in refs:
+            instance, folder, unread = self.open_instances[ref.instance_id]
+            series = points.pop(ref, [])
             if ref.signal is Signal.CPU:
                 folder.add_cpu(series)
             elif ref.stat == "Maximum":
                 folder.add_gpu_max(series)
             else:
                 folder.add_gpu_avg(series)
-        del points  # the answer is folded: its points go before the next call
-        return [self._week(instance, folders[instance.instance_id].grid()) for instance in run]
+            self.open_instances[ref.instance_id] = (instance, folder, unread - 1)
+            if unread == 1:
+                done.append(self._week(instance, folder.grid()))
+                del self.open_instances[ref.instance_id]
+        return done
 
     def _week(self, instance: Instance, grid: HourGrid) -> InstanceWeek:
         gpus = self.gpu.get(instance.instance_id, [])
