@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.core.errors import ConfigError, EventValidationError
@@ -35,7 +36,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     request = read_request(event)
     try:
         secret = runtime.slack_credentials().signing_secret
-    except (ClientError, BotoCoreError, ConfigError) as exc:
+    except (ClientError, BotoCoreError, GetParameterError, ConfigError) as exc:
         return _unavailable("slack signing secret unreadable", exc)
     try:
         if request.problem:

@@ -163,6 +163,19 @@ def test_unverified_requests_get_401_and_change_nothing(
     assert tags.KEEP_UNTIL not in tags_of(iid)
 
 
+def test_a_click_that_cannot_be_verified_or_queued_for_want_of_aws_is_a_503_never_a_200(
+    aws: None, slack: SlackStandIn, env: str, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = runtime_for(slack)
+    iid = warned_instance()
+    boto3.client("secretsmanager", region_name=REGION).delete_secret(
+        SecretId="costguard/slack", ForceDeleteWithoutRecovery=True
+    )
+    answer = call(http_event(click_payload(slack, iid)), runtime, lambda_context, monkeypatch)
+    assert answer["statusCode"] == 503  # Slack shows the person an error: they press again
+    assert queued(env) == []
+
+
 # ------------------------------------------------------------------ the buttons
 
 
