@@ -37,7 +37,9 @@ def read_hours(
     series span two calls is finished when its last series is read."""
     if not instances:
         return []
-    reader = _Fortnight(region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key)
+    reader = _Fortnight(
+        region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key
+    )
     budget = series_per_call(start, end, HOUR)
     out: list[InstanceWeek] = []
     batch: list[MetricRef] = []
