@@ -477,3 +477,37 @@ def test_every_checkov_skip_says_why(sam_template: dict[str, Any]) -> None:
             assert lines[j].lstrip().startswith(f"# {m.group(1)} ("), f"{m.group(1)} skipped without a reason"
             skipped += 1
     assert 0 < skipped <= 12, f"{skipped} checkov checks skipped: fix the template rather than skip more"
+
+
+FEATURES = {
+    "OwnerTaggingOn": ["OwnerTaggerFunction", "OwnerTaggerLogGroup"],
+    "IdleStoppingOn": [
+        "IdleStopperFunction",
+        "ClickQueue",
+        "SlackReceiverFunction",
+        "ButtonsFunction",
+        "ButtonsClicks",
+    ],
+    "BudgetAlertsOn": ["BudgetTopic", "BudgetTopicPolicy", "BudgetAlertsFunction", "BudgetAlertsLogGroup"],
+    "CommitmentRemindersOn": ["CommitmentTrackerFunction", "CommitmentTrackerLogGroup"],
+    "WeeklyDigestOn": ["WeeklyDigestFunction", "WeeklyDigestLogGroup"],
+}
+
+
+def test_each_feature_can_be_left_to_another_account_and_is_on_by_default(cfn: dict[str, Any]) -> None:
+    resources = cfn["Resources"]
+    for condition, names in FEATURES.items():
+        parameter = condition.removesuffix("On")
+        assert cfn["Parameters"][parameter]["Default"] == "true"  # a standalone stack runs everything
+        assert cfn["Conditions"][condition] == {"Fn::Equals": [{"Ref": parameter}, "true"]}
+        for name in names:
+            assert resources[name].get("Condition") == condition, name
+    # What SAM generates for a function (its role, rules, schedules, URL) follows the function's condition.
+    assert resources["SlackReceiverFunctionUrl"]["Condition"] == "IdleStoppingOn"
+    assert resources["OwnerTaggerFunctionRole"]["Condition"] == "OwnerTaggingOn"
+    # The trail, the budget and the activity check need their feature as well as their own switch.
+    assert {"Condition": "OwnerTaggingOn"} in cfn["Conditions"]["CreateTrail"]["Fn::And"]
+    assert {"Condition": "BudgetAlertsOn"} in cfn["Conditions"]["CreateBudget"]["Fn::And"]
+    assert {"Condition": "IdleStoppingOn"} in cfn["Conditions"]["HasActivityCheck"]["Fn::And"]
+    # Every resource that is always there stays unconditional: the state table, the DLQ and its alarm.
+    assert all("Condition" not in resources[n] for n in ("StateTable", "DeadLetterQueue", "DeadLetterAlarm"))
