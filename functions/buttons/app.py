@@ -51,6 +51,7 @@ def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
         email_domain=settings.email_domain,
         admins=actions.admins,
         zone=ZoneInfo(actions.timezone),
+        account=runtime.account,
     )
     done = []
     for click in clicks:

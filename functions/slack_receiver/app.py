@@ -1,10 +1,11 @@
 """slack_receiver: the only public endpoint, Slack's interactivity Request URL (a Function URL).
 
 It verifies, queues and answers, and can do nothing else: its role may read the Slack secret and send
-to the click queue, no EC2, no table. The click is acted on by the buttons function, from the queue.
+to the click queue (and, in a hub, to each member account's click queue), no EC2, no table. The click
+is acted on by the buttons function of the machine's account, from its queue.
 
 - 401: the request is not provably Slack's (no or bad signature, stale, unreadable on the wire);
-- 400: signed by Slack but not a payload costguard understands;
+- 400: signed by Slack but not a payload costguard understands, or for an account this hub does not serve;
 - 200: queued (or an interaction that is not a costguard button, ignored);
 - 503: the signing secret or the queue could not be reached: the click was not taken, and Slack
   shows the person an error so they press again (never a 200 for a click that was dropped).
@@ -26,6 +27,7 @@ from costguard.core.shapes import shape
 from costguard.runtime import Runtime
 from costguard.slack.interactions import parse_interaction
 from costguard.slack.requests import read_request
+from costguard.slack.routing import NotAMember, route
 from costguard.slack.signature import SignatureError, verify
 
 
@@ -54,10 +56,19 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         return {"statusCode": 400, "body": "unreadable"}
     if click is None:
         return {"statusCode": 200, "body": ""}
+    settings = _settings()
     try:
-        runtime.client("sqs").send_message(QueueUrl=_settings().queue_url, MessageBody=click.to_json())
+        region, queue = route(
+            click.account, own_account=runtime.account, own_queue=settings.queue_url, members=settings.members
+        )
+    except NotAMember as exc:
+        logger.warning("slack click refused", reason=str(exc), user=click.user_id, instance_id=click.instance_id)
+        metrics.add_metric(name="SlackClicksRefused", unit=MetricUnit.Count, value=1)
+        return {"statusCode": 400, "body": "not a member account"}
+    try:
+        runtime.client("sqs", region or None).send_message(QueueUrl=queue, MessageBody=click.to_json())
     except (ClientError, BotoCoreError) as exc:
-        return _unavailable("click not queued", exc)
+        return _unavailable(f"click not queued for account {click.account or runtime.account}", exc)
     metrics.add_metric(name="ButtonClicksQueued", unit=MetricUnit.Count, value=1)
     return {"statusCode": 200, "body": ""}
 

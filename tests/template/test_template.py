@@ -337,6 +337,8 @@ def test_the_public_receiver_can_read_the_signing_secret_and_queue_clicks_and_no
         ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["ClickQueue", "Arn"]}, sort_keys=True)),
         ("kms:GenerateDataKey", json.dumps(key, sort_keys=True)),  # only with a KmsKeyArn: the queue's key
         ("kms:Decrypt", json.dumps(key, sort_keys=True)),
+        # Only in a hub (MemberClickQueues set): each member's click queue, named one by one.
+        ("sqs:SendMessage", json.dumps({"Fn::Split": [",", {"Ref": "MemberClickQueues"}]}, sort_keys=True)),
     }
     assert not any(a.startswith(("ec2:", "dynamodb:", "ssm:", "autoscaling:")) for a, _ in granted)
     # No managed policy but CloudWatch Logs, and no dead-letter queue it could write to.
@@ -511,3 +513,39 @@ def test_each_feature_can_be_left_to_another_account_and_is_on_by_default(cfn: d
     assert {"Condition": "IdleStoppingOn"} in cfn["Conditions"]["HasActivityCheck"]["Fn::And"]
     # Every resource that is always there stays unconditional: the state table, the DLQ and its alarm.
     assert all("Condition" not in resources[n] for n in ("StateTable", "DeadLetterQueue", "DeadLetterAlarm"))
+
+
+def test_only_the_hubs_receiver_role_may_send_clicks_to_a_members_queue(cfn: dict[str, Any]) -> None:
+    policy = cfn["Resources"]["ClickQueueHubPolicy"]
+    assert policy["Condition"] == "IsMember"
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"AWS": {"Ref": "HubReceiverRoleArn"}}  # one role, not the hub's account
+    assert statement["Action"] == "sqs:SendMessage"
+    assert statement["Resource"] == {"Fn::GetAtt": ["ClickQueue", "Arn"]}
+    assert policy["Properties"]["Queues"] == [{"Ref": "ClickQueue"}]
+    # A standalone stack (both parameters empty, the defaults) has no policy and routes to no member.
+    assert cfn["Parameters"]["HubReceiverRoleArn"]["Default"] == cfn["Parameters"]["MemberClickQueues"]["Default"] == ""
+    assert cfn["Conditions"]["HasMembers"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "MemberClickQueues"}, ""]}]}
+    route = [
+        raw
+        for raw in cfn["Resources"]["SlackReceiverFunctionRole"]["Properties"]["Policies"][0]["PolicyDocument"][
+            "Statement"
+        ]
+        if "Fn::If" in raw
+    ]
+    assert [r["Fn::If"][0] for r in route] == ["HasMembers", "HasKmsKey"]
+    # The hub hands its receiver role to the members; each member its queue to the hub.
+    assert cfn["Outputs"]["SlackReceiverRoleArn"]["Value"] == {"Fn::GetAtt": ["SlackReceiverFunctionRole", "Arn"]}
+    assert cfn["Outputs"]["ClickQueueArn"]["Value"] == {"Fn::GetAtt": ["ClickQueue", "Arn"]}
+
+
+def test_no_role_may_act_on_another_accounts_machines(cfn: dict[str, Any]) -> None:
+    for role, statement in statements(cfn):
+        acts = [
+            a
+            for a in as_list(statement["Action"])
+            if a.split(":")[1].startswith(("Stop", "Start", "CreateTags", "DeleteTags"))
+        ]
+        if acts and statement["Effect"] == "Allow":
+            for resource in as_list(statement["Resource"]):
+                assert "${AWS::AccountId}" in resource["Fn::Sub"], (role, acts)

@@ -38,6 +38,7 @@ class Runtime:
         self._notifier: SlackNotifier | None = None
         self._notifier_token = ""
         self._time_left: Callable[[], float] = lambda: float("inf")
+        self.account = ""  # this function's account, from the invocation's ARN
 
     @classmethod
     def current(cls) -> Runtime:
@@ -47,6 +48,8 @@ class Runtime:
 
     def start(self, context: Any) -> Runtime:
         """A new invocation: every wait (Slack's Retry-After, the activity check) knows its time left."""
+        arn = str(getattr(context, "invoked_function_arn", "") or "")
+        self.account = arn.split(":")[4] if arn.count(":") >= 5 else ""  # arn:aws:lambda:<region>:<account>:…
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         self._time_left = (lambda: remaining() / 1000) if callable(remaining) else (lambda: float("inf"))
         return self

@@ -38,7 +38,7 @@ def tag_dict(raw: Iterable[Mapping[str, Any]] | None) -> dict[str, str]:
     return {str(t["Key"]): str(t.get("Value", "")) for t in raw or []}
 
 
-def instance_from_api(raw: Mapping[str, Any], region: str) -> Instance:
+def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") -> Instance:
     launch = raw["LaunchTime"]
     if isinstance(launch, str):
         launch = datetime.fromisoformat(launch)
@@ -60,6 +60,7 @@ def instance_from_api(raw: Mapping[str, Any], region: str) -> Instance:
         platform=raw.get("PlatformDetails", ""),
         private_dns_name=raw.get("PrivateDnsName", ""),
         vcpus=_vcpus(raw.get("CpuOptions")),
+        account=account,
     )
 
 
@@ -139,7 +140,7 @@ class Ec2:
         for page in paginator.paginate(**params):
             for reservation in page.get("Reservations", []):
                 for raw in reservation.get("Instances", []):
-                    yield instance_from_api(raw, self.region)
+                    yield instance_from_api(raw, self.region, str(reservation.get("OwnerId") or ""))
 
     def iter_attached_volumes(self) -> Iterator[Volume]:
         paginator = self.client.get_paginator("describe_volumes")

@@ -65,8 +65,13 @@ class ClickWorker:
     email_domain: str
     admins: Sequence[str]
     zone: ZoneInfo
+    account: str = ""  # this worker's account: a click for a machine elsewhere is never acted on here
 
     def handle(self, click: Click, now: datetime) -> Reply:
+        if click.account and self.account and click.account != self.account:
+            logger.error("click for another account", click_account=click.account, account=self.account)
+            text = f"`{click.instance_id}` is in account {click.account}; this costguard acts in {self.account} only."
+            return self._tell(click, Reply("refused", text))
         ec2 = self.ec2_for(click.region)
         found = ec2.describe([click.instance_id])
         if not found or not self.policy.is_accelerated(found[0].instance_type):

@@ -7,8 +7,9 @@ ConfigError naming every problem at once, so a broken deployment fails loudly on
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -226,6 +227,9 @@ class CommitmentSettings:
         return settings
 
 
+_SQS_ARN = re.compile(r"^arn:aws[a-z-]*:sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80})$")
+
+
 @dataclass(frozen=True)
 class ButtonSettings:
     """buttons: who besides the owner may press the buttons, the team's clock, the work queue."""
@@ -233,6 +237,7 @@ class ButtonSettings:
     admins: tuple[str, ...] = ()
     timezone: str = "UTC"
     queue_url: str = ""
+    members: Mapping[str, str] = field(default_factory=dict)  # member account -> its click queue's URL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ButtonSettings:
@@ -246,7 +251,15 @@ class ButtonSettings:
             ZoneInfo(zone)
         except (ZoneInfoNotFoundError, ValueError):
             read.problems.append(f"TEAM_TIMEZONE={zone!r} is not an IANA time zone")
-        settings = cls(admins=admins, timezone=zone, queue_url=read.required("CLICK_QUEUE_URL"))
+        members: dict[str, str] = {}
+        for arn in read.csv("MEMBER_CLICK_QUEUES"):  # the hub: where each member account's clicks go
+            match = _SQS_ARN.match(arn)
+            if match is None:
+                read.problems.append(f"MEMBER_CLICK_QUEUES entry {arn!r} is not an SQS queue ARN")
+                continue
+            region, account, name = match.groups()
+            members[account] = f"https://sqs.{region}.amazonaws.com/{account}/{name}"
+        settings = cls(admins=admins, timezone=zone, queue_url=read.required("CLICK_QUEUE_URL"), members=members)
         read.check()
         return settings
 

@@ -72,7 +72,9 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
     ]
     if decision.activity:
         blocks.insert(3, section(f"*On the machine*\n{decision.activity}"))
-    blocks.append(actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop)))
+    blocks.append(
+        actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop, instance.account))
+    )
     notes = []
     if decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
         notes.append(
@@ -110,7 +112,7 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
                 ]
             ),
             section(f"*To start it again*, press the button or run\n```{start}```"),
-            actions(f"costguard:{iid}", start_buttons(iid, instance.region)),
+            actions(f"costguard:{iid}", start_buttons(iid, instance.region, instance.account)),
         ),
     )
 

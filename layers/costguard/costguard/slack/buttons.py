@@ -20,12 +20,14 @@ class Button(StrEnum):
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
 
 
-def button_value(instance_id: str, region: str) -> str:
-    return json.dumps({"i": instance_id, "r": region}, separators=(",", ":"))
+def button_value(instance_id: str, region: str, account: str = "") -> str:
+    """What a button carries: the machine, its region, and its account (where one Slack app serves many)."""
+    target = {"i": instance_id, "r": region, **({"a": account} if account else {})}
+    return json.dumps(target, separators=(",", ":"))
 
 
-def warning_buttons(instance_id: str, region: str, will_stop: bool) -> list[Block]:
-    value = button_value(instance_id, region)
+def warning_buttons(instance_id: str, region: str, will_stop: bool, account: str = "") -> list[Block]:
+    value = button_value(instance_id, region, account)
     elements = [
         button("Keep while it works", Button.KEEP_WHILE_BUSY, value, style="primary"),
         button("Keep 2 h", Button.KEEP_2H, value),
@@ -44,5 +46,5 @@ def warning_buttons(instance_id: str, region: str, will_stop: bool) -> list[Bloc
     return elements
 
 
-def start_buttons(instance_id: str, region: str) -> list[Block]:
-    return [button("Start it again", Button.START, button_value(instance_id, region), style="primary")]
+def start_buttons(instance_id: str, region: str, account: str = "") -> list[Block]:
+    return [button("Start it again", Button.START, button_value(instance_id, region, account), style="primary")]

@@ -26,6 +26,7 @@ class Click:
     message_ts: str
     action_ts: str
     blocks: tuple[Any, ...] = ()
+    account: str = ""  # the machine's account; "" on buttons from before accounts: the receiver's own
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "button": self.button.value})
@@ -49,11 +50,13 @@ class Click:
             message_ts=shapes.optional_text(data, "message_ts", "click", limit=40),
             action_ts=shapes.optional_text(data, "action_ts", "click", limit=40),
             blocks=_blocks(data.get("blocks"), "click.blocks"),
+            account=_account(data.get("account"), "click.account"),
         )
 
 
 USER_ID = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 RESPONSE_URL = re.compile(r"^https?://[^\s]+$")
+ACCOUNT_ID = re.compile(r"^\d{12}$")
 
 
 def parse_interaction(body: str) -> Click | None:
@@ -91,6 +94,7 @@ def parse_interaction(body: str) -> Click | None:
         or shapes.optional_text(container, "message_ts", "payload.container", limit=40),
         action_ts=shapes.optional_text(action, "action_ts", "action", limit=40),
         blocks=_blocks(message.get("blocks"), "payload.message.blocks"),
+        account=_account(target.get("a"), "action.value.a"),
     )
 
 
@@ -99,6 +103,14 @@ def _button(value: Any) -> Button:
         return Button(value)
     except ValueError:
         raise EventValidationError(f"{str(value)[:60]!r} is not a costguard button") from None
+
+
+def _account(value: Any, where: str) -> str:
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not ACCOUNT_ID.match(value):
+        raise EventValidationError(f"{where} is not an account id (12 digits)")
+    return value
 
 
 def _blocks(value: Any, where: str) -> tuple[Any, ...]:

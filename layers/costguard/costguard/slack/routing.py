@@ -1,0 +1,33 @@
+"""Where a click goes, when one Slack app serves several accounts. Pure.
+
+Each button names the account of its machine. The hub's receiver (the Slack app's one interactivity
+URL) queues a click for its own account on its own click queue, and a click for a member account on
+that member's click queue, where the member's own worker acts with the member's own role. A click for
+an account that is neither is refused: nothing is queued anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from costguard.core.errors import EventValidationError
+
+
+class NotAMember(EventValidationError):
+    """A signed click for a machine in an account this hub does not serve."""
+
+
+def route(account: str, *, own_account: str, own_queue: str, members: Mapping[str, str]) -> tuple[str, str]:
+    """(region, queue URL) for a click on a machine of `account` ("" on buttons from before accounts)."""
+    if not account or account == own_account:
+        return _region(own_queue), own_queue
+    if account in members:
+        return _region(members[account]), members[account]
+    raise NotAMember(f"a click for account {account}, which this hub does not serve")
+
+
+def _region(queue_url: str) -> str:
+    # https://sqs.<region>.amazonaws.com/<account>/<name>
+    host = queue_url.split("//", 1)[-1].split("/", 1)[0]
+    parts = host.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "sqs" else ""
