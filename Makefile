@@ -12,7 +12,7 @@ export SAM_CLI_TELEMETRY := 0
 # Never talk to a real AWS account from tests or the demo by accident.
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build clean
+.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build deploy-all clean
 
 help:
 	@echo "make demo       the whole governance cycle against a local emulated AWS account"
@@ -108,6 +108,12 @@ bench: $(BIN)/.installed $(C7N_VENV)/.installed
 
 build: $(SAM_VENV)/.installed
 	PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(11|13)' | tr '\n' ':') $(SAM) build
+
+# One `sam deploy` per account, in turn: `make deploy-all ENVS="hub training sandbox"`. Each name is a
+# samconfig.toml environment ([<name>.deploy.parameters]) and the AWS CLI profile of that account.
+deploy-all: build
+	@test -n "$(ENVS)" || { echo 'ENVS="env1 env2 ..." names the samconfig.toml environments to deploy'; exit 2; }
+	@for env in $(ENVS); do echo "== $$env"; $(SAM) deploy --config-env $$env --profile $$env || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(VENV313) $(SAM_VENV) $(C7N_VENV) $(CHECKOV_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output
