@@ -65,6 +65,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         channel=settings.digest_channel,
         email_domain=settings.email_domain,
         owner_digests=_settings().owner_digests,
+        owner_digests_always=_settings().owner_digests_always,
         now=now,
         time_left=runtime.time_left,
     )
@@ -76,6 +77,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         "waste_usd": round(data.this_week.fleet.waste_usd, 2),
         "chart_file": report.chart_file,
         "owners_told": report.owners_told,
+        "owners_quiet": report.owners_quiet,
         "owners_unreachable": report.owners_unreachable,
         "dashboards": data.dashboards,
         "errors": data.errors,

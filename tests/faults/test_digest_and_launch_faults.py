@@ -28,7 +28,7 @@ def test_a_chart_that_failed_to_upload_is_sent_by_the_retry_and_nothing_else_twi
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
     iid = launch_gpu("g5.xlarge", "alice@example.com", "nlp", now)
-    publish_hours(iid, 1, now - timedelta(days=1), 3, cpu=50, gpu=80)
+    publish_hours(iid, 1, now - timedelta(days=1), 3, cpu=2, gpu=1)  # idle hours: each owner has something to read
     slack.fail("upload", 500, count=1)
 
     with pytest.raises(Exception, match="chart"):
@@ -46,7 +46,7 @@ def test_an_owner_message_that_failed_is_sent_by_the_retry(
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
     iid = launch_gpu("g5.xlarge", "alice@example.com", "nlp", now)
-    publish_hours(iid, 1, now - timedelta(days=1), 3, cpu=50, gpu=80)
+    publish_hours(iid, 1, now - timedelta(days=1), 3, cpu=2, gpu=1)  # idle hours: each owner has something to read
     slack.fail("users.lookupByEmail", 500, count=3)
 
     with pytest.raises(Exception, match="alice"):
@@ -75,7 +75,9 @@ def test_owner_messages_stop_before_the_timeout_and_the_retry_sends_only_the_res
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
     for owner in ("alice@example.com", "carol@example.com"):
-        publish_hours(launch_gpu("g5.xlarge", owner, "nlp", now), 1, now - timedelta(days=1), 3, cpu=50, gpu=80)
+        publish_hours(
+            launch_gpu("g5.xlarge", owner, "nlp", now), 1, now - timedelta(days=1), 3, cpu=2, gpu=1
+        )  # idle hours: each owner has something to read
     monkeypatch.setattr(runtime, "time_left", lambda: 30.0)  # the channel's post, then too little time
 
     with pytest.raises(Exception, match="time"):

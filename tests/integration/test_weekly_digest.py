@@ -115,8 +115,10 @@ def test_a_digest_run_reports_the_week_with_its_chart_and_tells_each_owner(
     assert chart["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", chart["bytes"][16:24]) == (720, 360)
     assert chart["channel"] == "C0DIGEST"
-    # Each owner gets their own week.
-    assert sorted(m.channel for m in dms) == ["U0ALICE"]
+    # Each owner with something to read gets their own week: alice's machine worked all week, so she gets
+    # nothing; bob had 20 idle hours, but Slack does not know him.
+    assert dms == []
+    assert result["owners_quiet"] == ["alice@example.com"]
     assert result["owners_unreachable"] == ["bob@example.com"]  # not in the stand-in's workspace
     assert set(result["dashboards"]) == {"nlp", "vision"}
     dashboards = boto3.client("cloudwatch", region_name=REGION).list_dashboards(DashboardNamePrefix="costguard-")[
@@ -129,9 +131,34 @@ def test_a_retried_digest_run_posts_nothing_twice(
     runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
-    publish_hours(launch("g5.xlarge", "alice@example.com", "nlp", now), 1, now - timedelta(days=1), 3, cpu=50, gpu=80)
+    iid = launch("g5.xlarge", "alice@example.com", "nlp", now)
+    publish_hours(iid, 1, now - timedelta(days=1), 3, cpu=2, gpu=1)  # idle hours: alice has something to read
     first = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
     again = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
     assert (first["status"], again["status"]) == ("posted", "already-posted")
     assert len(slack.messages) == 2  # the digest and alice's DM, once each
     assert len(slack.files) == 1
+
+
+def test_only_owners_with_idle_time_get_a_direct_message_unless_everyone_should(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    busy = launch("g5.xlarge", "alice@example.com", "nlp", now)
+    idle = launch("g5.xlarge", "carol@example.com", "nlp", now)
+    publish_hours(busy, 1, now - timedelta(days=2), 10, cpu=60, gpu=95)
+    publish_hours(idle, 1, now - timedelta(days=2), 10, cpu=1, gpu=0)
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    assert [m.channel for m in slack.messages if m.direct] == ["U0CAROL"]
+    assert "idle 10 h this week" in json.dumps(slack.messages[-1].blocks)
+    assert result["owners_quiet"] == ["alice@example.com"]
+
+    monkeypatch.setenv("OWNER_DIGESTS_ALWAYS", "true")
+    app._settings.cache_clear()
+    later = now + timedelta(days=7)
+    monkeypatch.setattr(runtime, "now", lambda: later)
+    publish_hours(busy, 1, later - timedelta(days=2), 10, cpu=60, gpu=95)
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    assert "U0ALICE" in [m.channel for m in slack.messages if m.direct]
+    app._settings.cache_clear()

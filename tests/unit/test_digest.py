@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, cast
 
@@ -195,3 +196,20 @@ def test_the_fortnight_is_read_in_full_calls_and_an_instance_split_between_two_i
     assert [w.instance_id for w in weeks] == list(gpus)
     assert all(len(w.hours) == len(cloudwatch.times) for w in weeks)  # every hour of every instance, whole
     assert all(w.gpus == gpus[w.instance_id] for w in weeks)
+
+
+def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() -> None:
+    from costguard.digest.messages import owner_message  # noqa: PLC0415
+
+    bob = machine("i-b", "bob", 4, 5.672, hours(0, 19, 14, cpu=1, gpu_max=0.5, gpu_avg=0.5))
+    carol = machine("i-c", "carol", 1, 1.006, hours(0, 19, 3, cpu=1, gpu_max=0.5, gpu_avg=0.5))
+    week = summarize([bob, carol], START, END, POLICY)
+    until = START + timedelta(days=1, hours=9)
+    keeps = [
+        OutlivedKeep("i-b", "bob", until, kept_hours=15.0, idle_hours=14.0, waste_usd=79.41),
+        OutlivedKeep("i-c", "carol", until, kept_hours=4.0, idle_hours=3.0, waste_usd=3.02),
+    ]
+    data = cast(Any, type("D", (), {"this_week": week, "outlived_keeps": keeps}))
+    text = json.dumps(owner_message(data, "bob", [bob]).slack_blocks())
+    assert "`i-b` kept until Tue 09:00 UTC sat idle 14 h of its 15 ($79.41)" in text
+    assert "i-c" not in text

@@ -270,6 +270,7 @@ class DigestSettings:
 
     team_tag_key: str = "Team"
     owner_digests: bool = True
+    owner_digests_always: bool = False  # also to owners whose week had nothing idle and nothing to keep in mind
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DigestSettings:
@@ -277,6 +278,7 @@ class DigestSettings:
         settings = cls(
             team_tag_key=read.optional("TEAM_TAG_KEY", "Team") or "Team",
             owner_digests=read.flag("OWNER_DIGESTS", True),
+            owner_digests_always=read.flag("OWNER_DIGESTS_ALWAYS", False),
         )
         read.check()
         return settings

@@ -55,3 +55,4 @@ class DigestReport:
     chart_file: str = ""
     owners_told: list[str] = field(default_factory=list)
     owners_unreachable: list[str] = field(default_factory=list)
+    owners_quiet: list[str] = field(default_factory=list)  # nothing idle, nothing to say: no message

@@ -158,5 +158,16 @@ def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]
     blocks = [section(body)]
     if lines:
         blocks.append(section("*Idle the longest, still running*\n" + bullet_list(lines)))
+    mine = {i.instance_id for i in machines}
+    keeps = [
+        f"`{k.instance_id}` kept until {k.until:%a %H:%M} UTC sat idle {k.idle_hours:.0f} h of its {k.kept_hours:.0f} "
+        f"({usd(k.waste_usd)})"
+        for k in data.outlived_keeps
+        if k.instance_id in mine
+    ]
+    if keeps:
+        blocks.append(
+            section("*Kept, then idle*: a shorter keep, or *Keep while it works*, next time\n" + bullet_list(keeps))
+        )
     blocks.append(context("Stop what you are not using; tag `costguard:keep-until` what you are. — costguard"))
     return Message(f"Your GPU week: {usd(figures.waste_usd)} idle", tuple(blocks))

@@ -37,6 +37,7 @@ def send_digest(
     email_domain: str,
     owner_digests: bool,
     now: datetime,
+    owner_digests_always: bool = False,
     time_left: Callable[[], float] = lambda: float("inf"),
 ) -> DigestReport:
     """The channel post, its chart and each owner's message, each delivered and recorded on its own."""
@@ -71,7 +72,15 @@ def send_digest(
             missing.append(f"chart: {exc}")
     if owner_digests:
         missing += _owner_messages(
-            data, notifier, claims, email_domain=email_domain, week=week, now=now, report=report, time_left=time_left
+            data,
+            notifier,
+            claims,
+            email_domain=email_domain,
+            week=week,
+            now=now,
+            report=report,
+            time_left=time_left,
+            always=owner_digests_always,
         )
     if missing:
         raise DigestIncomplete(f"{len(missing)} part(s) of the digest to send again: {missing[:3]}")
@@ -88,6 +97,7 @@ def _owner_messages(
     now: datetime,
     report: DigestReport,
     time_left: Callable[[], float],
+    always: bool = False,
 ) -> list[str]:
     """Each owner's week by direct message, once; what could not go out, to try again."""
     missing = []
@@ -98,8 +108,13 @@ def _owner_messages(
     # Every owner's Slack id at once (one users.list walk when many are unknown), not one lookup each.
     notifier.resolve(owner_email(owner, email_domain) or "" for owner in machines)
     for owner, theirs in sorted(machines.items()):
-        if data.this_week.per_owner.get(owner) is None:
+        figures = data.this_week.per_owner.get(owner)
+        if figures is None:
             continue  # nothing of theirs ran this week: nothing to tell them
+        kept_idle = [k for k in data.outlived_keeps if k.instance_id in {i.instance_id for i in theirs}]
+        if not always and figures.idle_gpu_hours == 0 and not kept_idle:
+            report.owners_quiet.append(owner)  # a week with nothing idle is not worth a message
+            continue
         if time_left() < SLACK_RESERVE_SECONDS:
             missing.append(f"{owner}: too little time left in this run; the retry sends it")
             continue
