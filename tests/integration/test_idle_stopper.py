@@ -176,12 +176,18 @@ def test_sweep_sends_the_exact_requests_aws_needs(
     publish(iid, now, gpus=[idle(), idle()])
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
 
-    [describe] = [p for op, p in calls if op == "DescribeInstances"]
+    [describe, mornings] = [p for op, p in calls if op == "DescribeInstances"]
     assert describe["Filters"] == [
         {"Name": "instance-state-name", "Values": ["running"]},
         {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
     ]
     assert describe["MaxResults"] == 1000
+    # The stopped machines with working hours, to start before their hours: one more call, a small answer.
+    assert mornings["Filters"] == [
+        {"Name": "instance-state-name", "Values": ["stopped"]},
+        {"Name": "tag-key", "Values": [tags.SCHEDULE]},
+        {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
+    ]
     [listing] = [p for op, p in calls if op == "ListMetrics"]
     # No RecentlyActive: the listing covers two weeks, so a GPU agent gone silent is still known.
     assert listing == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu"}
@@ -689,3 +695,53 @@ def test_many_owners_are_found_with_one_users_list_walk_and_kept_for_every_later
         assert slack.calls == []
     finally:
         slack.stop()
+
+
+# ------------------------------------------------------------------ working hours
+
+
+def schedule_around(now: datetime, hours_from: int, hours_to: int) -> str:
+    """A daily window in UTC from now + hours_from to now + hours_to (hours may be negative)."""
+    start, end = now + timedelta(hours=hours_from), now + timedelta(hours=hours_to)
+    return f"daily {start:%H:%M}-{end:%H:%M} UTC"
+
+
+def test_inside_its_working_hours_an_idle_machine_is_left_alone_and_after_them_warned(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags={tags.SCHEDULE: schedule_around(now, -3, 1)})
+    publish(iid, now, gpus=[idle()])
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert result["regions"][REGION]["skipped"][iid].startswith("inside its working hours")
+    assert slack.messages == []
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.SCHEDULE, "Value": schedule_around(now, -5, -1)}])
+    after = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert after["regions"][REGION]["warned"] == [iid]  # outside its hours, the idle rule applies
+
+
+def test_a_stopped_machine_is_started_shortly_before_its_window_and_only_then(
+    runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    soon = launch(now, tags={tags.SCHEDULE: schedule_around(now, 0, 8)})  # opens in under 15 minutes
+    later = launch(now, tags={tags.SCHEDULE: schedule_around(now, 2, 8)})  # opens in two hours
+    plain = launch(now)
+    ec2().stop_instances(InstanceIds=[soon, later, plain])
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    result = run(SWEEP, runtime, now - timedelta(minutes=10), lambda_context, monkeypatch)
+    assert result["regions"][REGION]["started"] == [soon]
+    assert state_of(soon) in ("pending", "running")
+    assert (state_of(later), state_of(plain)) == ("stopped", "stopped")
+    assert ("morning-start", soon) in ledger_kinds()
+
+
+def test_an_unreadable_schedule_keeps_the_machine_and_tells_its_owner_once(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags={tags.SCHEDULE: "weekdays 9-5"})
+    publish(iid, now, gpus=[idle()])
+    for _ in range(2):
+        result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert "cannot be read" in result["regions"][REGION]["skipped"][iid]
+    [note] = slack.messages
+    assert (note.channel, note.direct) == ("U0ALICE", True)
+    assert "weekdays 9-5" in note.text + json.dumps(note.blocks)

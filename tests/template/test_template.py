@@ -110,10 +110,10 @@ def test_idle_stopper_tags_exactly_its_state_keys(cfn: dict[str, Any]) -> None:
 
 
 def test_stop_is_allowed_only_for_accelerator_types_and_never_for_exempt_instances(cfn: dict[str, Any]) -> None:
-    grants = [
-        (r, s) for r, s in statements(cfn) if {"ec2:StopInstances", "ec2:StartInstances"} & set(as_list(s["Action"]))
-    ]
+    grants = [(r, s) for r, s in statements(cfn) if "ec2:StopInstances" in as_list(s["Action"])]
     assert sorted(r for r, _ in grants) == ["ButtonsFunctionRole", "IdleStopperFunctionRole"]
+    starts = [r for r, s in statements(cfn) if "ec2:StartInstances" in as_list(s["Action"])]
+    assert sorted(starts) == ["ButtonsFunctionRole", "IdleStopperFunctionRole"]  # the idle stopper's: working hours
     for _, statement in grants:
         assert set(as_list(statement["Action"])) <= {"ec2:StopInstances", "ec2:StartInstances"}
         assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
@@ -549,3 +549,17 @@ def test_no_role_may_act_on_another_accounts_machines(cfn: dict[str, Any]) -> No
         if acts and statement["Effect"] == "Allow":
             for resource in as_list(statement["Resource"]):
                 assert "${AWS::AccountId}" in resource["Fn::Sub"], (role, acts)
+
+
+def test_the_idle_stopper_may_start_only_accelerated_machines_that_carry_working_hours(cfn: dict[str, Any]) -> None:
+    [statement] = [
+        s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and "ec2:StartInstances" in as_list(s["Action"])
+    ]
+    assert statement["Action"] == "ec2:StartInstances"
+    assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
+    assert statement["Condition"]["StringLike"] == {
+        "ec2:InstanceType": {"Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]}
+    }
+    assert statement["Condition"]["Null"] == {f"aws:ResourceTag/{tags.SCHEDULE}": "false"}  # the tag must be there
+    env = functions(cfn)["IdleStopperFunction"]["Environment"]["Variables"]
+    assert env["SCHEDULE_LEAD_MINUTES"] == {"Ref": "ScheduleLeadMinutes"}

@@ -149,6 +149,7 @@ class IdlePolicy:
     # a sweep waits for its answers.
     activity_check_document: str = ""  # "": no activity check
     activity_check_seconds: int = 45
+    schedule_lead_minutes: int = 15  # a machine with working hours is started this long before they open
 
     def cpu_threshold(self, vcpus: int, *, busiest_core_known: bool) -> float:
         """The whole-instance CPUUtilization at which a machine is busy. Without the busiest-core metric a
@@ -180,6 +181,7 @@ class IdlePolicy:
             idle_alarms=read.flag("IDLE_ALARMS", True),
             activity_check_document=read.optional("ACTIVITY_CHECK_DOCUMENT"),
             activity_check_seconds=int(read.number("ACTIVITY_CHECK_SECONDS", cls.activity_check_seconds, minimum=5)),
+            schedule_lead_minutes=int(read.number("SCHEDULE_LEAD_MINUTES", cls.schedule_lead_minutes, minimum=0)),
         )
         if window > 1440:
             read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")

@@ -13,6 +13,7 @@ OWNER_SOURCE = "costguard:owner-source"
 # Set by people to keep a machine from being stopped.
 KEEP_UNTIL = "costguard:keep-until"
 EXEMPT = "costguard:exempt"
+SCHEDULE = "costguard:schedule"  # working hours: never stopped inside them, started shortly before them
 KEPT_BY = "costguard:kept-by"  # who pressed a keep button
 # Kept while it works: set to the time it was pressed; the normal rule resumes once the machine has
 # been idle for a whole window that began after it.

@@ -17,6 +17,7 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.judgement import Judgement, Verdict
+from costguard.idle.schedule import ScheduleError, parse_schedule
 
 # Tags of orchestrators that own their nodes' lifecycle: stopping one would only make it replace the node.
 ORCHESTRATOR_TAGS = {
@@ -55,6 +56,9 @@ class Decision:
     activity: str = ""  # what the activity check on the machine found, when it ran
 
 
+UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
+
+
 def protection(instance: Instance, now: datetime, spot_request_type: str = "") -> str | None:
     """Why costguard must never stop this instance now, or None. (Auto Scaling membership is apart.)"""
     exempt = instance.tags.get(tags.EXEMPT)
@@ -67,6 +71,13 @@ def protection(instance: Instance, now: datetime, spot_request_type: str = "") -
             return f"{tags.KEEP_UNTIL}={keep!r} is not a time I can read, so it is kept"
         if until > now:
             return f"kept until {formatting.format_time(until)}"
+    schedule = instance.tags.get(tags.SCHEDULE)
+    if schedule is not None:
+        try:
+            if parse_schedule(schedule).inside(now):
+                return f"inside its working hours ({schedule})"
+        except ScheduleError as exc:
+            return f"{UNREADABLE_SCHEDULE}: {exc}; it is kept"
     if instance.root_device_type == "instance-store":
         return "instance-store root volume: it cannot be stopped"
     if instance.lifecycle == "spot" and spot_request_type != "persistent":

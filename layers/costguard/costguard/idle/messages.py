@@ -184,3 +184,23 @@ def _subject(owner: str, instance: Instance) -> str:
     """Who and what the message is about: "alice, your `i-…` (name)" or "`i-…` (name), whose owner is unknown,"."""
     machine = f"`{instance.instance_id}`{_name(instance)}"
     return f"{owner}, your {machine}" if owner else f"{machine}, whose owner is unknown,"
+
+
+def schedule_unreadable_notice(instance: Instance, reason: str, owner: str) -> Message:
+    """The owner's working hours could not be read: the machine is kept (never stopped) until they can."""
+    iid = instance.instance_id
+    value = instance.tags.get(tags.SCHEDULE, "")
+    text = f"costguard cannot read the working hours of {iid}{_name(instance)}: it keeps the machine until it can"
+    return Message(
+        text,
+        (
+            section(
+                f"{_subject(owner, instance)} has `{tags.SCHEDULE}={value}`, which costguard cannot read: {reason}. "
+                "It is never stopped while this lasts."
+            ),
+            context(
+                "Write it as `<days> HH:MM-HH:MM <time zone>`, e.g. `weekdays 08:30-19:00 Europe/Berlin` or "
+                "`daily 01:00-05:00 UTC`; several windows with `;`."
+            ),
+        ),
+    )

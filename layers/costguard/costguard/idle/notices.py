@@ -3,7 +3,7 @@ with each stop. The EC2 writes are queued for the sweep's writer, never made fro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -15,7 +15,7 @@ from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.records import Instance
 from costguard.core.settings import Mode, Settings
-from costguard.idle.decision import Action, Decision
+from costguard.idle.decision import UNREADABLE_SCHEDULE, Action, Decision
 from costguard.idle.messages import (
     dry_run_notice,
     idle_warning,
@@ -23,6 +23,7 @@ from costguard.idle.messages import (
     stop_cancelled_notice,
     stop_notice,
 )
+from costguard.idle.mornings import tell_unreadable_schedule
 from costguard.idle.report import Outcome
 from costguard.idle.writes import PendingWrites
 from costguard.slack.blocks import Message
@@ -54,6 +55,7 @@ class SweepNotices:
         time_left: Callable[[], float] = _forever,
     ) -> None:
         self.time_left = time_left
+        self._expected: Sequence[Instance] | None = None
         self.claims = claims
         self.outbox = outbox
         self.notifier = notifier
@@ -62,9 +64,12 @@ class SweepNotices:
         self.mode = settings.mode
 
     def prepare(self, instance: Instance) -> None:
-        """Made here, once, not by racing threads: the price lookup and the Slack client."""
+        """Made here, once, not by racing threads: the price lookup, the Slack client, the owners' ids."""
         self.prices.hourly(instance.instance_type, instance.region)
         self.notifier()
+        expected, self._expected = self._expected, None
+        if expected is not None:
+            self.resolve_owners(expected)
 
     def act(
         self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites, told: Notice | None = None
@@ -94,6 +99,10 @@ class SweepNotices:
                 self._stop(instance, decision, outcome, now, writes)
             elif decision.action is Action.CLEAR_WARNING:
                 writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
+            elif decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE):
+                tell_unreadable_schedule(
+                    self.claims, self._send, instance=instance, owner=outcome.owner, reason=decision.reason, now=now
+                )
             elif decision.action is Action.CANCEL_STOP:
                 # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
                 self._send(outcome.owner, stop_cancelled_notice(instance, decision, outcome.owner))
@@ -168,6 +177,10 @@ class SweepNotices:
             # a post and its record may cost), which is better than failing the sweep here.
             logger.warning("stop notice told but not recorded", instance_id=notice.instance_id, error=str(exc))
         return True
+
+    def expect(self, instances: Sequence[Instance]) -> None:
+        """The machines this sweep may tell about: their owners are resolved before the first message."""
+        self._expected = instances
 
     def resolve_owners(self, instances: Iterable[Instance]) -> None:
         """The Slack ids of everyone this sweep will tell, at once (in bulk when many are unknown)."""

@@ -41,6 +41,7 @@ class RegionReport:
     alarms_deleted: int = 0
     alarms_pending: int = 0  # left for the next sweep
     retryable_errors: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)  # started before their working hours
 
     def summary(self) -> dict[str, Any]:
         counts = Counter(o.action.value for o in self.outcomes)
@@ -50,6 +51,7 @@ class RegionReport:
             "stopped": [o.instance_id for o in self.outcomes if o.action is Action.STOP and o.applied],
             "warned": [o.instance_id for o in self.outcomes if o.action is Action.WARN and o.applied],
             "deferred": [o.instance_id for o in self.outcomes if o.detail.startswith("deferred")],
+            "started": self.started,
             "skipped": {o.instance_id: o.reason for o in self.outcomes if o.action is Action.SKIP},
             "no_gpu_telemetry": self.no_gpu_telemetry,
             "no_activity_check": self.no_activity_check,

@@ -26,6 +26,7 @@ from costguard.idle.activity import reviewed
 from costguard.idle.alarms import AlarmKeeper
 from costguard.idle.checks import ActivityChecker
 from costguard.idle.decision import Action, Decision
+from costguard.idle.mornings import MorningStarts
 from costguard.idle.notices import SweepNotices
 from costguard.idle.plan import SweepPlanner
 from costguard.idle.recovery import Recovery
@@ -87,6 +88,7 @@ class IdleStopper:
             mode=settings.mode,
             report_once=self.notices.report_once,
         )
+        self.mornings = MorningStarts(ec2=ec2, ledger=ledger, claims=claims, policy=policy, settings=settings)
         self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
         # The activity check runs a (read-only) script on the machine: never in dry-run.
@@ -100,6 +102,7 @@ class IdleStopper:
         report.candidates = len(candidates)
         told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
         gpu = self._act_on(candidates, now, report, one_instance=False, told=told)
+        self.mornings.run(now, report)
         if self.manage_alarms:
             self.alarms.reconcile(candidates, gpu, report)
         return report
@@ -141,13 +144,10 @@ class IdleStopper:
         to_check: list[tuple[Instance, Decision]] = []
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
-        resolved: list[bool] = []
+        self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
 
         def act(instance: Instance, decision: Decision) -> None:
             if decision.action in TOLD:
-                if not resolved:  # the first message of the sweep: every owner's Slack id at once
-                    resolved.append(True)
-                    self.notices.resolve_owners(candidates)
                 self.notices.prepare(instance)
             earlier = told.get(instance.instance_id)
             if earlier is not None and (tags.IDLE_WARNED_AT in instance.tags or earlier.time < instance.launch_time):

@@ -21,6 +21,7 @@ class EntryKind(StrEnum):
     KEEP = "keep"
     STOP_FROM_SLACK = "stop-from-slack"
     START_FROM_SLACK = "start-from-slack"
+    MORNING_START = "morning-start"  # started before its working hours (costguard:schedule)
 
     @property
     def stopped(self) -> bool:

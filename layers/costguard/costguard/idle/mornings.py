@@ -1,0 +1,106 @@
+"""Machines up before their working hours: a stopped machine with a `costguard:schedule` is started
+when its next window opens within the lead (15 minutes by default), once per window.
+
+Only then: a machine someone stopped inside its hours stays stopped, and one whose schedule cannot be
+read is not started (the sweep tells its owner when it runs). Dry-run starts nothing and says what it
+would have started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.aws.ec2 import Ec2
+from costguard.core import formatting, tags
+from costguard.core.errors import SlackDeliveryError
+from costguard.core.observability import logger
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy, Settings
+from costguard.idle.messages import schedule_unreadable_notice
+from costguard.idle.report import RegionReport
+from costguard.idle.schedule import ScheduleError, parse_schedule
+from costguard.slack.blocks import Message
+from costguard.state.claims import Claims, ClaimState
+from costguard.state.entries import Entry, EntryKind
+from costguard.state.ledger import Ledger
+
+DAY = timedelta(days=1)
+
+
+class MorningStarts:
+    def __init__(self, *, ec2: Ec2, ledger: Ledger, claims: Claims, policy: IdlePolicy, settings: Settings) -> None:
+        self.ec2, self.ledger, self.claims = ec2, ledger, claims
+        self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
+
+    def run(self, now: datetime, report: RegionReport) -> None:
+        lead = timedelta(minutes=self.policy.schedule_lead_minutes)
+        filters: list[Any] = [
+            {"Name": "instance-state-name", "Values": ["stopped"]},
+            {"Name": "tag-key", "Values": [tags.SCHEDULE]},
+            {"Name": "instance-type", "Values": list(self.policy.accelerator_families)},
+        ]
+        for instance in self.ec2.iter_instances(filters):
+            # The filters narrow the answer; this is what is relied on.
+            if instance.state != "stopped" or tags.SCHEDULE not in instance.tags:
+                continue
+            if not self.policy.is_accelerated(instance.instance_type):
+                continue
+            try:
+                opens = parse_schedule(instance.tags[tags.SCHEDULE]).next_start(now)
+            except ScheduleError:
+                continue
+            if opens - now > lead:
+                continue
+            # Once per window: a second sweep in the lead (a retry) does not start it again after its owner
+            # stopped it.
+            key = f"morning-start:{instance.instance_id}:{formatting.format_time(opens)}"
+            claim = self.claims.claim(key, now, ttl=timedelta(days=2))
+            if claim.state is not ClaimState.TAKEN:
+                continue
+            try:
+                applied = self.ec2.start(instance.instance_id)
+            except (ClientError, BotoCoreError) as exc:  # no capacity, say: the owner starts it by hand
+                self.claims.release(claim)
+                logger.warning("morning start failed", instance_id=instance.instance_id, error=str(exc)[:200])
+                continue
+            self.claims.done(claim)
+            report.started.append(instance.instance_id)
+            self.ledger.record(
+                Entry(
+                    at=now,
+                    kind=EntryKind.MORNING_START,
+                    instance_id=instance.instance_id,
+                    region=instance.region,
+                    mode=self.mode.value,
+                    applied=applied,
+                    owner=instance.owner(self.owner_tag_key),
+                    instance_type=instance.instance_type,
+                    reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
+                )
+            )
+
+
+def tell_unreadable_schedule(
+    claims: Claims,
+    send: Callable[[str, Message], None],
+    *,
+    instance: Instance,
+    owner: str,
+    reason: str,
+    now: datetime,
+) -> None:
+    """An unreadable schedule, told to the owner once a day (as long as it lasts); the machine is kept."""
+    value = instance.tags.get(tags.SCHEDULE, "")
+    claim = claims.claim(f"schedule-unreadable:{instance.instance_id}:{now:%Y-%m-%d}:{value[:64]}", now, ttl=DAY * 2)
+    if claim.state is not ClaimState.TAKEN:
+        return
+    try:
+        send(owner, schedule_unreadable_notice(instance, reason.split(": ", 1)[-1].removesuffix("; it is kept"), owner))
+    except SlackDeliveryError:
+        claims.release(claim)
+        raise
+    claims.done(claim)
