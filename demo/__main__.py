@@ -32,7 +32,22 @@ ALERTS = "#ml-costs"
 DIGEST = "#ml-weekly"
 USERS = {
     f"{name}@example.com": f"U0{name.upper()}"
-    for name in ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "henry", "ivy", "kim", "leo", "platform")
+    for name in (
+        "alice",
+        "bob",
+        "carol",
+        "dave",
+        "erin",
+        "frank",
+        "grace",
+        "henry",
+        "ivy",
+        "kim",
+        "leo",
+        "nina",
+        "omar",
+        "platform",
+    )
 }
 
 
@@ -144,6 +159,10 @@ def print_decisions(demo: Demo, seeded: fleet.SeededFleet, result: dict[str, Any
             name = names[d["instance_id"]].name if d["instance_id"] in names else d["instance_id"]
             print(f"   {name:<20} {d['action']:<14} {d['reason']}")
             demo.timeline.append([when, name, region, d["action"], d["reason"]])
+        for started in summary.get("started", []):
+            name = names[started].name if started in names else started
+            print(f"   {name:<20} {'morning-start':<14} started before its working hours open")
+            demo.timeline.append([when, name, region, "morning-start", "its working hours open in 5 minutes"])
         if summary.get("no_gpu_telemetry"):
             silent = ", ".join(names[i].name for i in summary["no_gpu_telemetry"] if i in names)
             print(f"   {region}: no GPU telemetry from {silent}")

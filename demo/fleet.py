@@ -57,6 +57,9 @@ class Machine:
     spot: bool = False
     hours_running: float = 6.0
     instance_id: str = ""
+    # Working hours (costguard:schedule), as hours from the demo's present: a daily window in UTC.
+    schedule_hours: tuple[float, float] | None = None
+    stopped: bool = False  # stopped when the demo starts
 
 
 FLEET = [
@@ -159,6 +162,24 @@ FLEET = [
         gpu_pattern="idle",
     ),
     Machine(
+        "nina-nightly",
+        HOME,
+        "g5.2xlarge",
+        "a nightly pipeline box, idle between steps, inside its working hours (costguard:schedule)",
+        launch_tags={"Owner": "nina@example.com"},
+        gpu_pattern="idle",
+        schedule_hours=(-5, 2),
+    ),
+    Machine(
+        "omar-morning",
+        HOME,
+        "g5.xlarge",
+        "stopped overnight; its working hours open in 5 minutes: costguard starts it",
+        launch_tags={"Owner": "omar@example.com"},
+        schedule_hours=(5 / 60, 9),
+        stopped=True,
+    ),
+    Machine(
         "ivy-new",
         HOME,
         "g6.xlarge",
@@ -191,6 +212,9 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime) -> SeededFleet:
         ec2 = clients("ec2", machine.region)
         params: dict[str, Any] = {"ImageId": AMI, "MinCount": 1, "MaxCount": 1, "InstanceType": machine.instance_type}
         tags = {"Name": machine.name, **machine.launch_tags}
+        if machine.schedule_hours is not None:
+            opens, closes = (now + timedelta(hours=h) for h in machine.schedule_hours)
+            tags["costguard:schedule"] = f"daily {opens:%H:%M}-{closes:%H:%M} UTC"
         params["TagSpecifications"] = [
             {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
         ]
@@ -199,6 +223,8 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime) -> SeededFleet:
         machine.instance_id = ec2.run_instances(**params)["Instances"][0]["InstanceId"]
         launched = now - timedelta(hours=machine.hours_running)
         moto_fixes.set_launch_time(machine.instance_id, machine.region, launched)
+        if machine.stopped:
+            ec2.stop_instances(InstanceIds=[machine.instance_id])
         if machine.history_identity:
             gaps.add_launch(
                 machine.region,
