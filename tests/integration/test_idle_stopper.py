@@ -745,3 +745,14 @@ def test_an_unreadable_schedule_keeps_the_machine_and_tells_its_owner_once(
     [note] = slack.messages
     assert (note.channel, note.direct) == ("U0ALICE", True)
     assert "weekdays 9-5" in note.text + json.dumps(note.blocks)
+
+
+def test_dry_run_tells_no_owner_about_an_unreadable_schedule(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(slack, mode=Mode.DRY_RUN)
+    iid = launch(now, tags={tags.SCHEDULE: "weekdays 9-5"})
+    publish(iid, now, gpus=[idle()])
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert "cannot be read" in result["regions"][REGION]["skipped"][iid]
+    assert slack.messages == []

@@ -43,6 +43,11 @@ def _forever() -> float:
     return float("inf")
 
 
+def tells_schedule(decision: Decision) -> bool:
+    """A machine kept because its working hours cannot be read: its owner is told (once a day)."""
+    return decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE)
+
+
 class SweepNotices:
     def __init__(
         self,
@@ -99,7 +104,7 @@ class SweepNotices:
                 self._stop(instance, decision, outcome, now, writes)
             elif decision.action is Action.CLEAR_WARNING:
                 writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
-            elif decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE):
+            elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
                 tell_unreadable_schedule(
                     self.claims, self._send, instance=instance, owner=outcome.owner, reason=decision.reason, now=now
                 )

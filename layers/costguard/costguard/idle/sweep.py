@@ -27,7 +27,7 @@ from costguard.idle.alarms import AlarmKeeper
 from costguard.idle.checks import ActivityChecker
 from costguard.idle.decision import Action, Decision
 from costguard.idle.mornings import MorningStarts
-from costguard.idle.notices import SweepNotices
+from costguard.idle.notices import SweepNotices, tells_schedule
 from costguard.idle.plan import SweepPlanner
 from costguard.idle.recovery import Recovery
 from costguard.idle.report import Outcome, RegionReport, ledger_entry
@@ -147,7 +147,7 @@ class IdleStopper:
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
 
         def act(instance: Instance, decision: Decision) -> None:
-            if decision.action in TOLD:
+            if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             earlier = told.get(instance.instance_id)
             if earlier is not None and (tags.IDLE_WARNED_AT in instance.tags or earlier.time < instance.launch_time):
