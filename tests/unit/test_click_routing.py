@@ -63,3 +63,9 @@ def test_a_member_queue_that_is_not_an_sqs_arn_is_a_configuration_error() -> Non
 
     with pytest.raises(ConfigError, match="MEMBER_CLICK_QUEUES"):
         ButtonSettings.from_env({"CLICK_QUEUE_URL": OWN_QUEUE, "MEMBER_CLICK_QUEUES": "https://example.com/q"})
+
+
+def test_the_workers_sample_event_is_a_queued_click_it_reads() -> None:
+    [record] = load_event("buttons/queued-click.json")["Records"]
+    click = Click.from_json(record["body"])
+    assert (click.button, click.account, click.user_id) == (Button.KEEP_2H, HUB, "U0ALICE")
