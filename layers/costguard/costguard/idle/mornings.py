@@ -90,16 +90,20 @@ def tell_unreadable_schedule(
     *,
     instance: Instance,
     owner: str,
-    reason: str,
     now: datetime,
 ) -> None:
     """An unreadable schedule, told to the owner once a day (as long as it lasts); the machine is kept."""
     value = instance.tags.get(tags.SCHEDULE, "")
+    try:
+        parse_schedule(value)
+        return  # readable: nothing to tell
+    except ScheduleError as exc:
+        why = str(exc)
     claim = claims.claim(f"schedule-unreadable:{instance.instance_id}:{now:%Y-%m-%d}:{value[:64]}", now, ttl=DAY * 2)
     if claim.state is not ClaimState.TAKEN:
         return
     try:
-        send(owner, schedule_unreadable_notice(instance, reason.split(": ", 1)[-1].removesuffix("; it is kept"), owner))
+        send(owner, schedule_unreadable_notice(instance, why, owner))
     except SlackDeliveryError:
         claims.release(claim)
         raise

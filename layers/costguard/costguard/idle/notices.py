@@ -105,9 +105,7 @@ class SweepNotices:
             elif decision.action is Action.CLEAR_WARNING:
                 writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
             elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
-                tell_unreadable_schedule(
-                    self.claims, self._send, instance=instance, owner=outcome.owner, reason=decision.reason, now=now
-                )
+                tell_unreadable_schedule(self.claims, self._send, instance=instance, owner=outcome.owner, now=now)
             elif decision.action is Action.CANCEL_STOP:
                 # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
                 self._send(outcome.owner, stop_cancelled_notice(instance, decision, outcome.owner))
