@@ -18,7 +18,7 @@ from costguard.aws.commitments import CommitmentReader
 from costguard.aws.pricing import PriceBook
 from costguard.core.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
-from costguard.slack.pace import PER_CHANNEL_SECONDS, ChannelPace
+from costguard.slack.pace import PER_CHANNEL_SECONDS
 from costguard.state.claims import Claims
 from costguard.state.ledger import Ledger
 from costguard.state.slack_ids import KnownSlackUsers
@@ -108,7 +108,7 @@ class Runtime:
                 base_url=self.settings.slack_api_url,
                 time_left=self.time_left,
                 known_users=KnownSlackUsers(self.client("dynamodb"), self.settings.state_table),
+                channel_pace=self.slack_pace,
             )
-            self._notifier.pace = ChannelPace(self.slack_pace)
             self._notifier_token = fingerprint
         return self._notifier

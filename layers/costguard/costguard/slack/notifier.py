@@ -27,7 +27,7 @@ from slack_sdk.webhook import WebhookClient
 from costguard.core.errors import ConfigError, SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.slack.blocks import Message, context
-from costguard.slack.pace import ChannelPace
+from costguard.slack.pace import PER_CHANNEL_SECONDS, ChannelPace
 from costguard.slack.people import GONE_USER, KnownUsers, SlackPeople
 
 
@@ -114,6 +114,7 @@ class SlackNotifier:
         timeout: int = 10,
         time_left: Callable[[], float] | None = None,
         known_users: KnownUsers | None = None,
+        channel_pace: float = PER_CHANNEL_SECONDS,
     ) -> None:
         self.web = web_client
         if self.web is None and credentials.bot_token:
@@ -130,7 +131,7 @@ class SlackNotifier:
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
         self.people = SlackPeople(self.web, known_users)
-        self.pace = ChannelPace()
+        self.pace = ChannelPace(channel_pace)
         self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message) -> Delivery:
