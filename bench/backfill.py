@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from costguard.owners.search import RESERVE_SECONDS, find_launches
-from costguard.state.cursors import WalkCursor
-from testing.launches import iam_user, launch_record
+from testing.launches import MemoryCursors, iam_user, launch_record
 
 LAUNCHES = 100_000
 WANTED = 500
@@ -68,19 +67,8 @@ class Trail:
             yield [self._event(n) for n in range(offset, top)], top <= last
 
 
-class Memory:
-    def __init__(self) -> None:
-        self.cursor: WalkCursor | None = None
-
-    def load(self) -> WalkCursor | None:
-        return self.cursor
-
-    def save(self, cursor: WalkCursor | None) -> None:
-        self.cursor = cursor
-
-
 def main() -> dict[str, Any]:
-    trail, cursors = Trail(), Memory()
+    trail, cursors = Trail(), MemoryCursors()
     wanted = {instance_id(n) for n in range(LAUNCHES - 1, 0, -(LAUNCHES // WANTED))}
     found: dict[str, Any] = {}
     runs: list[dict[str, Any]] = []

@@ -1,10 +1,12 @@
-"""CloudTrail RunInstances records and EventBridge launch events, built from the events/ fixtures."""
+"""CloudTrail RunInstances records and EventBridge launch events, built from the events/ fixtures; and
+where a walk of them stopped, kept in memory (the state table's WalkCursors, for tests and benchmarks)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
+from costguard.state.cursors import WalkCursor
 from testing.handlers import load_event
 
 AMI = "ami-12c6146b"
@@ -47,3 +49,16 @@ def launch_event(fixture: str, instance_id: str) -> dict[str, Any]:
     event: dict[str, Any] = load_event(f"owner_tagger/{fixture}")
     event["detail"]["responseElements"]["instancesSet"]["items"][0]["instanceId"] = instance_id
     return event
+
+
+class MemoryCursors:
+    """A walk's cursor in memory: what WalkCursors keeps in the state table."""
+
+    def __init__(self) -> None:
+        self.cursor: WalkCursor | None = None
+
+    def load(self) -> WalkCursor | None:
+        return self.cursor
+
+    def save(self, cursor: WalkCursor | None) -> None:
+        self.cursor = cursor

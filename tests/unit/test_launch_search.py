@@ -9,8 +9,7 @@ from typing import Any, cast
 
 from costguard.owners.launches import LaunchEvent
 from costguard.owners.search import find_launches
-from costguard.state.cursors import WalkCursor
-from testing.launches import iam_user, launch_record
+from testing.launches import MemoryCursors, iam_user, launch_record
 
 END = datetime(2026, 11, 22, 6, 0, tzinfo=UTC)
 START = END - timedelta(days=90)
@@ -50,21 +49,10 @@ class Trail:
             yield window[offset : offset + 50], offset + 50 < len(window)
 
 
-class Cursors:
-    def __init__(self) -> None:
-        self.cursor: WalkCursor | None = None
-
-    def load(self) -> WalkCursor | None:
-        return self.cursor
-
-    def save(self, cursor: WalkCursor | None) -> None:
-        self.cursor = cursor
-
-
 def test_a_long_history_is_walked_over_several_runs_never_past_the_time_left_and_never_from_zero() -> None:
     events = history(20_000)  # 400 pages: 200 s of LookupEvents at 2 a second
     clock = [0.0]
-    trail, cursors = Trail(events, clock), Cursors()
+    trail, cursors = Trail(events, clock), MemoryCursors()
     oldest = "i-" + f"{19_990:017x}"
     wanted = ["i-" + f"{5:017x}", "i-" + f"{12_000:017x}", oldest]
     runs, served = 0, []
@@ -97,7 +85,7 @@ def test_a_long_history_is_walked_over_several_runs_never_past_the_time_left_and
 
 def test_instances_not_in_a_history_walked_to_its_end_are_absent_and_the_rest_only_deferred() -> None:
     clock = [0.0]
-    trail, cursors = Trail(history(6_000), clock), Cursors()
+    trail, cursors = Trail(history(6_000), clock), MemoryCursors()
     search = find_launches(
         cast(Any, trail), ["i-0ffffffffffffffff"], START, END, cursors=cursors, time_left=lambda: 70.0 - clock[0]
     )
