@@ -23,11 +23,12 @@ from urllib.parse import urlencode
 from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
-from demo import fleet, render
+from demo import accounts, fleet, render
 from testing.account import LocalAccount
 from testing.handlers import LambdaContext, load_handler
 
 OUT = Path("demo-output")
+HUB = "123456789012"  # moto's default account: this one
 ALERTS = "#ml-costs"
 DIGEST = "#ml-weekly"
 USERS = {
@@ -75,7 +76,16 @@ class Demo:
             ACTIVITY_CHECK_SECONDS="10",
         )
         self.queue = str(self.account.client("sqs").create_queue(QueueName="costguard-clicks")["QueueUrl"])
-        self.account.set_env(CLICK_QUEUE_URL=self.queue)
+        # The hub of an organization of two accounts (and a third that never reports): see demo/accounts.py.
+        figures = self.account.client("sqs").create_queue(QueueName="costguard-figures")["QueueUrl"]
+        self.account.set_env(
+            CLICK_QUEUE_URL=self.queue,
+            MEMBER_CLICK_QUEUES=f"arn:aws:sqs:{accounts.REGION}:{accounts.MEMBER}:costguard-clicks",
+            FIGURES_QUEUE_URL=figures,
+            MEMBER_DIGEST_ROLES=f"{accounts.DIGEST_ROLE},{accounts.SILENT_ROLE}",
+            HANDOFF_QUEUE_ARN=f"arn:aws:sqs:{fleet.HOME}:{HUB}:costguard-figures",
+            ACCOUNT_LABEL="research",
+        )
         self.log = (OUT / "lambda-logs.jsonl").open("w")
         self.log_seen = 0
         handler = logger.registered_handler
@@ -89,12 +99,17 @@ class Demo:
         self.invocations: list[tuple[str, str, str, float]] = []
         self.timeline: list[list[str]] = []
 
-    def invoke(self, function: str, payload: Any, label: str) -> Any:
+    def invoke(self, function: str, payload: Any, label: str, member: accounts.Member | None = None) -> Any:
+        """The function's handler on `payload`, in the hub (this account) or in the member account."""
         handler = load_handler(function).lambda_handler
         started = time.perf_counter()
         with contextlib.redirect_stdout(self.log):
-            result = handler(payload, LambdaContext())
-        self.invocations.append((f"{self.clock:%H:%M}", function, label, time.perf_counter() - started))
+            if member is None:
+                result = handler(payload, LambdaContext())
+            else:
+                result = handler(payload, accounts.MemberContext(), runtime=member.runtime)
+        where = f" ({accounts.MEMBER})" if member else ""
+        self.invocations.append((f"{self.clock:%H:%M}", function + where, label, time.perf_counter() - started))
         return result
 
     def close(self) -> None:
@@ -235,18 +250,16 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
             print_decisions(demo, seeded, result, f"{demo.clock:%H:%M}")
 
 
-def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: str) -> None:
+def press(
+    demo: Demo, instance_id: str, button: str, user_id: str, user_name: str, member: accounts.Member | None = None
+) -> None:
     """A Slack user presses a button on costguard's message about the instance: Slack's signed request to the
-    Function URL, then the queued click, as in AWS."""
+    hub's Function URL (the Slack app's one), then the queued click, acted on in the machine's account."""
     message = next(m for m in reversed(demo.slack.messages) if instance_id in json.dumps(m.blocks))
-    region = json.loads(next(e["value"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]))[
-        "r"
-    ]
+    target = json.loads(next(e["value"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]))
     payload = json.loads((fleet.EVENTS / "slack_receiver/block-actions-keep-2h.json").read_text())
     payload["actions"][0].update(
-        action_id=button,
-        value=json.dumps({"i": instance_id, "r": region}, separators=(",", ":")),
-        action_ts=f"{demo.clock.timestamp():.6f}",
+        action_id=button, value=json.dumps(target, separators=(",", ":")), action_ts=f"{demo.clock.timestamp():.6f}"
     )
     payload["user"].update(id=user_id, username=user_name, name=user_name)
     payload["message"].update(ts=message.ts, blocks=message.blocks, text=message.text)
@@ -257,12 +270,17 @@ def press(demo: Demo, instance_id: str, button: str, user_id: str, user_name: st
     request = json.loads((fleet.EVENTS / "slack_receiver/function-url-request.json").read_text())
     request["headers"].update({"x-slack-request-timestamp": stamp, "x-slack-signature": sign("local", stamp, body)})
     request["body"] = base64.b64encode(body).decode()
-    with step(f"{demo.clock:%H:%M} slack_receiver then buttons: {user_name} presses {button} (events/slack_receiver/)"):
+    where = f"buttons in account {target.get('a')}" if member else "buttons"
+    with step(f"{demo.clock:%H:%M} slack_receiver then {where}: {user_name} presses {button} (events/slack_receiver/)"):
         answer = demo.invoke("slack_receiver", request, f"{button} request")
-        records = demo.client("sqs").receive_message(QueueUrl=demo.queue, MaxNumberOfMessages=10).get("Messages", [])
-        result = demo.invoke("buttons", {"Records": [{"body": m["Body"]} for m in records]}, f"{button} click")
+        if member is None:
+            sqs, queue = demo.client("sqs"), demo.queue
+        else:
+            sqs, queue = member.client("sqs"), member.click_queue
+        records = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+        result = demo.invoke("buttons", {"Records": [{"body": m["Body"]} for m in records]}, f"{button} click", member)
         print(f"   Slack got HTTP {answer['statusCode']} at once; the queued click: {result['clicks']}")
-        demo.timeline.append([f"{demo.clock:%H:%M}", user_name, region, button, result["clicks"][0]["status"]])
+        demo.timeline.append([f"{demo.clock:%H:%M}", user_name, target["r"], button, result["clicks"][0]["status"]])
 
 
 def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
@@ -301,31 +319,70 @@ def weekly(demo: Demo) -> None:
         )
 
 
-def fleet_rows(demo: Demo, seeded: fleet.SeededFleet) -> list[list[str]]:
+def organization(demo: Demo, member: accounts.Member) -> bool:
+    """The member account: its own sweep warns ivy, whose Stop button goes through the hub to the member's
+    worker; its weekly digest hands its week to the hub, whose organization digest shows both accounts."""
+    with step(
+        f"{demo.clock:%H:%M} idle_stopper in member account {accounts.MEMBER} ({accounts.REGION}): its own sweep"
+    ):
+        result = demo.invoke("idle_stopper", event("idle_stopper/sweep.json"), "sweep", member)
+        for d in result["regions"][accounts.REGION]["decisions"]:
+            print(f"   {'ivy-train':<20} {d['action']:<14} {d['reason']}")
+            demo.timeline.append([f"{demo.clock:%H:%M}", "ivy-train", accounts.REGION, d["action"], d["reason"]])
+    press(demo, member.machine, "costguard.stop_now", "U0IVY", "ivy", member=member)
+    state = member.client("ec2").describe_instances(InstanceIds=[member.machine])["Reservations"][0]["Instances"][0]
+    stopped = state["State"]["Name"] in ("stopping", "stopped")
+    print(f"   ivy-train in {accounts.MEMBER} is now {state['State']['Name']}")
+    demo.clock += timedelta(minutes=5)
+    with step(f"{demo.clock:%H:%M} weekly_digest in member account {accounts.MEMBER}: its week, handed to the hub"):
+        demo.account.set_env(ACCOUNT_LABEL="training")
+        load_handler("weekly_digest")._settings.cache_clear()
+        result = demo.invoke("weekly_digest", event("weekly_digest/weekly.json"), "weekly", member)
+        demo.account.set_env(ACCOUNT_LABEL="research")
+        load_handler("weekly_digest")._settings.cache_clear()
+        print(
+            f"   {result['idle_gpu_hours']:.0f} idle GPU-hours, ${result['waste_usd']:,.0f} wasted; "
+            f"week handed to the hub: {result['handed_over']}"
+        )
+    with step(f"{demo.clock:%H:%M} organization_digest at the hub (events/organization_digest/weekly.json)"):
+        result = demo.invoke("organization_digest", event("organization_digest/weekly.json"), "weekly")
+        print(
+            f"   accounts {result['accounts']}, missing {result['missing']}: {result['idle_gpu_hours']:.0f} idle "
+            f"GPU-hours, ${result['waste_usd']:,.0f} wasted across the organization"
+        )
+    # The story the demo tells, or it fails: a click through the hub stopped the member's machine, and the
+    # organization's digest has both accounts and names the one that never reported.
+    return stopped and set(result["accounts"]) == {HUB, accounts.MEMBER} and result["missing"] == [accounts.SILENT]
+
+
+def fleet_rows(demo: Demo, seeded: fleet.SeededFleet, member: accounts.Member) -> list[list[str]]:
     names = seeded.by_id()
     rows = []
-    for region in (fleet.HOME, fleet.OTHER):
-        for reservation in demo.client("ec2", region).describe_instances()["Reservations"]:
+    places = [(demo.client("ec2", region), region, "") for region in (fleet.HOME, fleet.OTHER)]
+    places.append((member.client("ec2"), accounts.REGION, f" ({accounts.MEMBER})"))
+    for ec2, region, account in places:
+        for reservation in ec2.describe_instances()["Reservations"]:
             for raw in reservation["Instances"]:
                 tags = {t["Key"]: t["Value"] for t in raw.get("Tags", [])}
                 machine = names.get(raw["InstanceId"])
-                name = machine.name if machine else f"{fleet.ASG_NAME} member"
+                name = machine.name if machine else tags.get("Name", f"{fleet.ASG_NAME} member")
                 state = [
                     f"{k.removeprefix('costguard:')}={v}"
                     for k, v in sorted(tags.items())
                     if k.startswith("costguard:") and k not in ("costguard:created-by", "costguard:owner-source")
                 ]
+                story = machine.story if machine else "Auto Scaling group member"
                 rows.append(
                     [
                         name,
                         raw["InstanceId"],
-                        region,
+                        region + account,
                         raw["InstanceType"],
                         raw["State"]["Name"],
                         tags.get("Owner", "—"),
                         tags.get("costguard:owner-source", "—"),
                         "; ".join(state) or "—",
-                        machine.story if machine else "Auto Scaling group member",
+                        "member account: idle three days, stopped from Slack through the hub" if account else story,
                     ]
                 )
     return rows
@@ -350,9 +407,15 @@ def main() -> int:
         demo.clock = demo.t0 + timedelta(minutes=5)
         press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
         billing(demo, seeded)
+        with step(f"Several accounts: member account {accounts.MEMBER} joins the hub's Slack app"):
+            member = accounts.join(demo.account, Runtime.current(), demo.t0)
+            print(f"   ivy-train ({accounts.MACHINE_TYPE}) in {accounts.REGION}, idle for three days")
         weekly(demo)
+        if not organization(demo, member):
+            print("\n== Several accounts: the member's stop or the organization digest did not happen as told")
+            return 1
 
-        rows = fleet_rows(demo, seeded)
+        rows = fleet_rows(demo, seeded, member)
         print("\n== The fleet at the end")
         for row in rows:
             print(f"   {row[0]:<20} {row[2]:<10} {row[3]:<13} {row[4]:<8} Owner={row[5]:<20} {row[7]}")

@@ -301,26 +301,26 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
         core = (95.0, 100.0) if machine.cpu_pattern in ("busy", "one-core") else (2.0, 20.0)
         for at in moments:
             if machine.gpu_pattern:  # the agent runs: the busiest core too
-                agent.append(_percent("cpu_usage_active", by_instance, at, round(rng.uniform(*core), 2)))
-            ec2.append(_percent("CPUUtilization", by_instance, at, round(rng.uniform(*cpu), 2)))
+                agent.append(percent("cpu_usage_active", by_instance, at, round(rng.uniform(*core), 2)))
+            ec2.append(percent("CPUUtilization", by_instance, at, round(rng.uniform(*cpu), 2)))
         if not machine.gpu_pattern or machine.instance_type not in GPUS:
             continue
         name, arch, count = GPUS[machine.instance_type]
         for gpu in range(count):
-            dims = _gpu_dims(machine.instance_id, gpu, name, arch)
+            dims = gpu_dims(machine.instance_id, gpu, name, arch)
             for at in moments:
                 pattern = machine.gpu_pattern
                 if pattern == "wakes":
                     pattern = "busy" if at >= now - timedelta(minutes=15) else "idle"
-                agent.append(_percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(*level[pattern]), 1)))
+                agent.append(percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(*level[pattern]), 1)))
     _put_series(clients, series)
 
 
-def _percent(name: str, dims: list[dict[str, str]], at: datetime, value: float) -> dict[str, Any]:
+def percent(name: str, dims: list[dict[str, str]], at: datetime, value: float) -> dict[str, Any]:
     return {"MetricName": name, "Dimensions": dims, "Timestamp": at, "Value": value, "Unit": "Percent"}
 
 
-def _gpu_dims(instance_id: str, index: int, name: str, arch: str) -> list[dict[str, str]]:
+def gpu_dims(instance_id: str, index: int, name: str, arch: str) -> list[dict[str, str]]:
     """The dimensions the agent's nvidia_smi plugin gives one GPU's series."""
     return [
         {"Name": "InstanceId", "Value": instance_id},
@@ -486,10 +486,10 @@ def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
             if state is None:
                 continue
             low, high = (60.0, 98.0) if state == "busy" else (0.2, 3.0)
-            ec2.append(_percent("CPUUtilization", by_instance, at, round(rng.uniform(low / 2, high / 2), 2)))
+            ec2.append(percent("CPUUtilization", by_instance, at, round(rng.uniform(low / 2, high / 2), 2)))
             for index in range(gpus[2]):
-                dims = _gpu_dims(machine.instance_id, index, gpus[0], gpus[1])
-                agent.append(_percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(low, high), 1)))
+                dims = gpu_dims(machine.instance_id, index, gpus[0], gpus[1])
+                agent.append(percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(low, high), 1)))
     return _put_series(clients, series)
 
 

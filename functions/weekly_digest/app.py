@@ -12,13 +12,14 @@ from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
+from costguard.aws.queues import Mailbox, queue_region, queue_url
 from costguard.aws.ssm import Ssm
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics, refuses_garbage
 from costguard.core.settings import DigestSettings, IdlePolicy
 from costguard.core.shapes import shape
 from costguard.digest.collection import DigestCollector, Region
-from costguard.digest.sending import send_digest
+from costguard.digest.sending import DigestIncomplete, hand_over, send_digest
 from costguard.runtime import Runtime
 
 WEEKLY_INPUT = {"costguard": "digest"}
@@ -58,6 +59,18 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     )
     now = runtime.now()
     data = collector.collect(now)
+    handoff = _settings().handoff_queue_arn
+    unsent = (
+        hand_over(
+            data,
+            Mailbox(runtime.client("sqs", queue_region(queue_url(handoff))), queue_url(handoff)),
+            account=runtime.account,
+            label=_settings().account_label,
+            regions=settings.governed_regions,
+        )
+        if handoff
+        else ""
+    )
     report = send_digest(
         data,
         notifier=runtime.notifier,
@@ -69,6 +82,8 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         now=now,
         time_left=runtime.time_left,
     )
+    if unsent:
+        raise DigestIncomplete(unsent)  # the digest went out; the retry hands the week over again
     metrics.add_metric(name="DigestIdleGpuHours", unit=MetricUnit.Count, value=data.this_week.fleet.idle_gpu_hours)
     return {
         "status": "posted" if report.posted else "already-posted",
@@ -80,6 +95,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         "owners_quiet": report.owners_quiet,
         "owners_unreachable": report.owners_unreachable,
         "dashboards": data.dashboards,
+        "handed_over": bool(handoff),
         "errors": data.errors,
     }
 

@@ -14,12 +14,15 @@ from moto import mock_aws
 from costguard.aws.clients import ClientFactory
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
+from testing.handlers import LambdaContext
 from testing.slack_standin import SlackStandIn
 from testing.template import install_costguard
 
 REGION = "us-east-1"
 TABLE = "costguard-state"
 SECRET = "costguard/slack"
+# A second account of the organization, served by moto through STS AssumeRole credentials.
+MEMBER, MEMBER_REGION = "111122223333", "eu-west-1"
 
 
 def ec2() -> Any:
@@ -103,3 +106,22 @@ def make_runtime(slack: SlackStandIn | None, mode: Mode = Mode.ENFORCE, **overri
 @pytest.fixture
 def runtime(aws: None, slack: SlackStandIn) -> Runtime:
     return make_runtime(slack)
+
+
+class MemberContext(LambdaContext):
+    """The context of a function deployed in the member account."""
+
+    invoked_function_arn = f"arn:aws:lambda:{MEMBER_REGION}:{MEMBER}:function:costguard-buttons"
+
+
+@pytest.fixture
+def member(aws: None) -> boto3.session.Session:
+    creds = boto3.client("sts", region_name=REGION).assume_role(
+        RoleArn=f"arn:aws:iam::{MEMBER}:role/costguard-deploy", RoleSessionName="tests"
+    )["Credentials"]
+    return boto3.Session(
+        aws_access_key_id=creds["AccessKeyId"],
+        aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+        region_name=MEMBER_REGION,
+    )

@@ -23,30 +23,13 @@ from costguard.runtime import Runtime
 from testing.handlers import LambdaContext, load_handler
 from testing.slack_standin import SlackStandIn
 from testing.template import install_costguard
-from tests.integration.conftest import REGION, SECRET, TABLE, make_runtime
+from tests.integration.conftest import MEMBER, MEMBER_REGION, REGION, SECRET, TABLE, MemberContext, make_runtime
 from tests.integration.test_buttons import SIGNING_SECRET, click_payload, http_event
 
-HUB, MEMBER, MEMBER_REGION = "123456789012", "111122223333", "eu-west-1"
+HUB = "123456789012"
 receiver = load_handler("slack_receiver")
 worker = load_handler("buttons")
 NOW = datetime(2026, 11, 21, 14, 8, 20, tzinfo=UTC)
-
-
-class MemberContext(LambdaContext):
-    invoked_function_arn = f"arn:aws:lambda:{MEMBER_REGION}:{MEMBER}:function:costguard-buttons"
-
-
-@pytest.fixture
-def member() -> boto3.session.Session:
-    creds = boto3.client("sts", region_name=REGION).assume_role(
-        RoleArn=f"arn:aws:iam::{MEMBER}:role/costguard-deploy", RoleSessionName="tests"
-    )["Credentials"]
-    return boto3.Session(
-        aws_access_key_id=creds["AccessKeyId"],
-        aws_secret_access_key=creds["SecretAccessKey"],
-        aws_session_token=creds["SessionToken"],
-        region_name=MEMBER_REGION,
-    )
 
 
 @pytest.fixture

@@ -370,8 +370,11 @@ def test_a_customer_key_encrypts_the_table_the_queues_and_the_log_groups(cfn: di
         "SSEType": {"Fn::If": ["HasKmsKey", "KMS", {"Ref": "AWS::NoValue"}]},
         "KMSMasterKeyId": on_key,
     }
-    queues = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SQS::Queue"]
+    queues = [r["Properties"] for n, r in resources.items() if r["Type"] == "AWS::SQS::Queue" and n != "FiguresQueue"]
     assert len(queues) == 2
+    # The hub's figures queue is written by other accounts: SQS-managed keys, which need no key policy.
+    assert resources["FiguresQueue"]["Properties"]["SqsManagedSseEnabled"] is True
+    assert "KmsMasterKeyId" not in resources["FiguresQueue"]["Properties"]
     for queue in queues:
         assert queue["KmsMasterKeyId"] == on_key
         assert queue["SqsManagedSseEnabled"] == {"Fn::If": ["HasKmsKey", {"Ref": "AWS::NoValue"}, True]}
@@ -563,3 +566,57 @@ def test_the_idle_stopper_may_start_only_accelerated_machines_that_carry_working
     assert statement["Condition"]["Null"] == {f"aws:ResourceTag/{tags.SCHEDULE}": "false"}  # the tag must be there
     env = functions(cfn)["IdleStopperFunction"]["Environment"]["Variables"]
     assert env["SCHEDULE_LEAD_MINUTES"] == {"Ref": "ScheduleLeadMinutes"}
+
+
+def test_only_the_member_digest_roles_may_hand_weeks_to_the_hubs_figures_queue(cfn: dict[str, Any]) -> None:
+    resources = cfn["Resources"]
+    policy = resources["FiguresQueueMembersPolicy"]
+    assert policy["Condition"] == resources["FiguresQueue"]["Condition"] == "IsOrganizationHub"
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    # each member's digest role by name: not the member accounts, not the organization
+    assert statement["Principal"] == {"AWS": {"Fn::Split": [",", {"Ref": "MemberDigestRoles"}]}}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert "Condition" not in statement
+    assert statement["Resource"] == {"Fn::GetAtt": ["FiguresQueue", "Arn"]}
+    # a hand-off the hub cannot read ends in the dead-letter queue, whose alarm tells the operator
+    redrive = resources["FiguresQueue"]["Properties"]["RedrivePolicy"]
+    assert redrive == {"deadLetterTargetArn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}, "maxReceiveCount": 3}
+    # the weekly digest may send to exactly the hub's queue (a member) or its own (the hub), and read nothing there
+    sends = [
+        s for r, s in statements(cfn) if r == "WeeklyDigestFunctionRole" and "sqs:SendMessage" in as_list(s["Action"])
+    ]
+    dead_letters = {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+    [handoff] = [s for s in sends if s["Resource"] != dead_letters]  # besides SAM's, for its dead-letter queue
+    assert handoff["Action"] == "sqs:SendMessage"
+    assert handoff["Resource"] == {
+        "Fn::If": ["HandsWeekToHub", {"Ref": "HubFiguresQueueArn"}, {"Fn::GetAtt": ["FiguresQueue", "Arn"]}]
+    }
+    # the hub's digest reads and deletes on its own queue only, and sends nothing anywhere
+    hub = [s for r, s in statements(cfn) if r == "OrganizationDigestFunctionRole"]
+    sqs = [s for s in hub if any(a.startswith("sqs:") for a in as_list(s["Action"])) and s["Resource"] != dead_letters]
+    assert [(s["Action"], s["Resource"]) for s in sqs] == [
+        (["sqs:ReceiveMessage", "sqs:DeleteMessage"], {"Fn::GetAtt": ["FiguresQueue", "Arn"]})
+    ]
+    assert not any(a.startswith(("ec2:", "cloudwatch:", "ce:")) for s in hub for a in as_list(s["Action"]))
+    # A standalone stack (the defaults) has neither, and hands its week to nobody.
+    params = cfn["Parameters"]
+    assert params["MemberDigestRoles"]["Default"] == params["HubFiguresQueueArn"]["Default"] == ""
+    env = functions(cfn)["WeeklyDigestFunction"]["Environment"]["Variables"]
+    assert env["HANDOFF_QUEUE_ARN"] == {
+        "Fn::If": ["HandsWeekToHub", {"Ref": "HubFiguresQueueArn"},
+                   {"Fn::If": ["HubHandsItsOwnWeek", {"Fn::GetAtt": ["FiguresQueue", "Arn"]}, ""]}]
+    }  # fmt: skip
+    assert cfn["Outputs"]["WeeklyDigestRoleArn"]["Value"] == {"Fn::GetAtt": ["WeeklyDigestFunctionRole", "Arn"]}
+    assert cfn["Outputs"]["FiguresQueueArn"]["Value"] == {"Fn::GetAtt": ["FiguresQueue", "Arn"]}
+
+
+def test_the_organization_digest_runs_after_the_accounts_digests_on_the_same_day(cfn: dict[str, Any]) -> None:
+    params = cfn["Parameters"]
+    assert params["OrganizationDigestHour"]["Default"] > params["DigestHour"]["Default"]
+    [schedule] = [
+        r["Properties"] for r in cfn["Resources"].values()
+        if r["Type"] == "AWS::Scheduler::Schedule" and "OrganizationDigest" in json.dumps(r["Properties"]["Target"])
+    ]  # fmt: skip
+    assert schedule["ScheduleExpression"] == {"Fn::Sub": "cron(0 ${OrganizationDigestHour} ? * ${DigestDay} *)"}
+    assert schedule["ScheduleExpressionTimezone"] == {"Ref": "TeamTimezone"}
+    assert json.loads(schedule["Target"]["Input"]) == load_event("organization_digest/weekly.json")

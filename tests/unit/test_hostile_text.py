@@ -28,7 +28,9 @@ from costguard.core.records import Commitment, Instance, Mover, Price, SpendPict
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.digest.data import CommitmentUse, DigestData
 from costguard.digest.figures import Hour, InstanceWeek, OutlivedKeep, summarize
+from costguard.digest.handoff import OwnerWaste, account_week, decode, encode
 from costguard.digest.messages import digest_message, owner_message
+from costguard.digest.organization import OrganizationWeek, organization_message
 from costguard.idle import messages as idle
 from costguard.idle.decision import Action, Decision
 from costguard.idle.judgement import Judgement, Verdict
@@ -195,6 +197,17 @@ def test_the_digest_and_the_owner_digest_escape_names_teams_and_errors(value: st
     data = week_of(value)
     assert_harmless(digest_message(data), value)
     assert_harmless(owner_message(data, value, data.instances), value)
+
+
+@SETTINGS
+@given(value=hostile)
+def test_the_organization_digest_escapes_what_a_member_account_handed_over(value: str) -> None:
+    # A member account is another trust domain: its label, owners and gaps reach the hub's channel.
+    handed = account_week(week_of(value), account="111122223333", label=value[:64], regions=("eu-west-1",))
+    handed = replace(handed, top_owners=(OwnerWaste(value[:256], 5.0, 9.0),), gaps=(value[:200],))
+    week = decode(encode(handed))
+    org = OrganizationWeek(NOW, ["111122223333", "444455556666"], {"111122223333": week}, refused=1)
+    assert_harmless(organization_message(org))
 
 
 @SETTINGS

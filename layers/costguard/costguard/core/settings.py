@@ -268,19 +268,64 @@ class ButtonSettings:
 
 @dataclass(frozen=True)
 class DigestSettings:
-    """weekly_digest: how teams are told apart, and whether each owner gets their own digest."""
+    """weekly_digest: how teams are told apart, whether each owner gets their own digest, and where the
+    week is handed over for the organization's digest (the hub's figures queue, or nowhere)."""
 
     team_tag_key: str = "Team"
     owner_digests: bool = True
     owner_digests_always: bool = False  # also to owners whose week had nothing idle and nothing to keep in mind
+    handoff_queue_arn: str = ""  # the hub's figures queue; "" when no hub collects this account's week
+    account_label: str = ""  # what the organization's digest calls this account
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DigestSettings:
         read = _Reader(os.environ if env is None else env)
+        queue = read.optional("HANDOFF_QUEUE_ARN")
+        if queue and not _SQS_ARN.match(queue):
+            read.problems.append(f"HANDOFF_QUEUE_ARN {queue!r} is not an SQS queue ARN")
+        label = read.optional("ACCOUNT_LABEL")
+        if len(label) > 64:
+            read.problems.append("ACCOUNT_LABEL is longer than 64 characters")
         settings = cls(
             team_tag_key=read.optional("TEAM_TAG_KEY", "Team") or "Team",
             owner_digests=read.flag("OWNER_DIGESTS", True),
             owner_digests_always=read.flag("OWNER_DIGESTS_ALWAYS", False),
+            handoff_queue_arn=queue,
+            account_label=label,
+        )
+        read.check()
+        return settings
+
+
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(\d{12}):role/[A-Za-z0-9+=,.@/_-]+$")
+
+
+@dataclass(frozen=True)
+class OrganizationSettings:
+    """organization_digest (the hub): its figures queue, and the accounts whose week it expects."""
+
+    queue_url: str
+    members: tuple[str, ...]  # the member accounts, from their weekly digests' role ARNs
+    reports_itself: bool = True  # the hub's own weekly digest hands its week over too
+
+    def expected(self, own_account: str) -> list[str]:
+        accounts = ([own_account] if self.reports_itself and own_account else []) + list(self.members)
+        return list(dict.fromkeys(accounts))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OrganizationSettings:
+        read = _Reader(os.environ if env is None else env)
+        members: list[str] = []
+        for arn in read.csv("MEMBER_DIGEST_ROLES"):
+            match = _ROLE_ARN.match(arn)
+            if match is None:
+                read.problems.append(f"MEMBER_DIGEST_ROLES entry {arn!r} is not an IAM role ARN")
+                continue
+            members.append(match.group(1))
+        settings = cls(
+            queue_url=read.required("FIGURES_QUEUE_URL"),
+            members=tuple(dict.fromkeys(members)),
+            reports_itself=read.flag("HUB_WEEKLY_DIGEST", True),
         )
         read.check()
         return settings

@@ -20,7 +20,7 @@ REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$")
 
 def obj(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise EventValidationError(f"{where} is {_kind(value)}, not an object")
+        raise EventValidationError(f"{where} is {kind(value)}, not an object")
     return value
 
 
@@ -35,7 +35,7 @@ def text(
 ) -> str:
     value = parent.get(key)
     if not isinstance(value, str) or not value:
-        raise EventValidationError(f"{where}.{key} is {_kind(value)}, not a non-empty string")
+        raise EventValidationError(f"{where}.{key} is {kind(value)}, not a non-empty string")
     return _checked(value, f"{where}.{key}", pattern, limit)
 
 
@@ -45,7 +45,7 @@ def optional_text(parent: Mapping[str, Any], key: str, where: str, *, limit: int
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise EventValidationError(f"{where}.{key} is {_kind(value)}, not a string")
+        raise EventValidationError(f"{where}.{key} is {kind(value)}, not a string")
     return _checked(value, f"{where}.{key}", None, limit)
 
 
@@ -54,19 +54,19 @@ def items(value: Any, where: str) -> Sequence[Any]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise EventValidationError(f"{where} is {_kind(value)}, not a list")
+        raise EventValidationError(f"{where} is {kind(value)}, not a list")
     return value
 
 
 def instance_id(value: Any, where: str) -> str:
     if not isinstance(value, str) or not INSTANCE_ID.match(value):
-        raise EventValidationError(f"{where} is {_kind(value)}, not an instance id (i-0123456789abcdef0)")
+        raise EventValidationError(f"{where} is {kind(value)}, not an instance id (i-0123456789abcdef0)")
     return value
 
 
 def region(value: Any, where: str) -> str:
     if not isinstance(value, str) or not REGION.match(value):
-        raise EventValidationError(f"{where} is {_kind(value)}, not an AWS region")
+        raise EventValidationError(f"{where} is {kind(value)}, not an AWS region")
     return value
 
 
@@ -93,7 +93,7 @@ def _checked(value: str, where: str, pattern: re.Pattern[str] | None, limit: int
     return value
 
 
-def _kind(value: Any) -> str:
+def kind(value: Any) -> str:
     if value is None:
         return "missing"
     if isinstance(value, str):

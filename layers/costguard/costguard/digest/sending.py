@@ -7,13 +7,19 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.aws.clients import error_code
+from costguard.aws.queues import Mailbox
 from costguard.core.errors import CostguardError, SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.digest.chart import week_chart
 from costguard.digest.data import DigestData, DigestReport
 from costguard.digest.figures import InstanceWeek
+from costguard.digest.handoff import account_week, encode
 from costguard.digest.messages import chart_days, digest_message, owner_message
+from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
 
@@ -43,33 +49,16 @@ def send_digest(
     """The channel post, its chart and each owner's message, each delivered and recorded on its own."""
     week = f"{data.start:%G-W%V}"
     report = DigestReport(posted=False)
-    missing: list[str] = []
-    post = claims.claim(f"digest:{week}", now, ttl=TTL)
-    if post.state is ClaimState.HELD:
-        raise ClaimHeld(f"this week's digest ({week}) is being posted by another attempt")
-    posted_in = post.detail or channel
-    if post.state is ClaimState.TAKEN:
-        try:
-            delivery = notifier.post(channel, digest_message(data))
-        except SlackDeliveryError:
-            claims.release(post)
-            raise
-        posted_in = delivery.channel
-        claims.done(post, detail=posted_in)  # the channel id, for a retry's chart upload
-        report.posted = True
-    chart = claims.claim(f"digest:{week}:chart", now, ttl=TTL)
-    if chart.state is ClaimState.TAKEN:
-        try:
-            report.chart_file = notifier.upload_image(
-                posted_in,
-                week_chart(chart_days(data)),
-                filename=f"gpu-week-{week}.png",
-                title="GPU-hours used and idle, day by day",
-            )
-            claims.done(chart)
-        except SlackDeliveryError as exc:
-            claims.release(chart)
-            missing.append(f"chart: {exc}")
+    report.posted, report.chart_file, missing = post_with_chart(
+        notifier,
+        claims,
+        key=f"digest:{week}",
+        channel=channel,
+        message=lambda: digest_message(data),
+        chart=lambda: week_chart(chart_days(data)),
+        filename=f"gpu-week-{week}.png",
+        now=now,
+    )
     if owner_digests:
         missing += _owner_messages(
             data,
@@ -85,6 +74,60 @@ def send_digest(
     if missing:
         raise DigestIncomplete(f"{len(missing)} part(s) of the digest to send again: {missing[:3]}")
     return report
+
+
+def post_with_chart(
+    notifier: SlackNotifier,
+    claims: Claims,
+    *,
+    key: str,
+    channel: str,
+    message: Callable[[], Message],
+    chart: Callable[[], bytes],
+    filename: str,
+    now: datetime,
+) -> tuple[bool, str, list[str]]:
+    """A channel post and its chart, each once (`key`, `key:chart`): (posted now, the chart's file id, what
+    did not go out). A post Slack refused raises (nothing else can go without it); a chart that did
+    not go out is named, for the retry."""
+    missing: list[str] = []
+    post = claims.claim(key, now, ttl=TTL)
+    if post.state is ClaimState.HELD:
+        raise ClaimHeld(f"{key} is being posted by another attempt")
+    posted_in = post.detail or channel
+    posted = False
+    if post.state is ClaimState.TAKEN:
+        try:
+            delivery = notifier.post(channel, message())
+        except SlackDeliveryError:
+            claims.release(post)
+            raise
+        posted_in = delivery.channel
+        claims.done(post, detail=posted_in)  # the channel id, for a retry's chart upload
+        posted = True
+    chart_file = ""
+    upload = claims.claim(f"{key}:chart", now, ttl=TTL)
+    if upload.state is ClaimState.TAKEN:
+        try:
+            chart_file = notifier.upload_image(
+                posted_in, chart(), filename=filename, title="GPU-hours used and idle, day by day"
+            )
+            claims.done(upload)
+        except SlackDeliveryError as exc:
+            claims.release(upload)
+            missing.append(f"chart: {exc}")
+    return posted, chart_file, missing
+
+
+def hand_over(data: DigestData, mailbox: Mailbox, *, account: str, label: str, regions: tuple[str, ...]) -> str:
+    """The week to the hub's figures queue; "" if it went, else why not (the run fails, and is retried:
+    the hub keeps the newest week of each account, so a second hand-off changes nothing)."""
+    try:
+        mailbox.send(encode(account_week(data, account=account, label=label, regions=regions)))
+    except (ClientError, BotoCoreError) as exc:
+        logger.warning("week not handed to the hub", error=str(exc)[:300])
+        return f"hand-off to the hub: {error_code(exc)}"
+    return ""
 
 
 def _owner_messages(

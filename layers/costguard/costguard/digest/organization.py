@@ -1,0 +1,165 @@
+"""The organization's weekly digest at the hub: a section per account, the totals, and the accounts
+that did not report named. Pure: figures in, a message and the chart's days out."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from costguard.core.formatting import usd
+from costguard.digest.handoff import AccountWeek
+from costguard.slack.blocks import (
+    Message,
+    Mrkdwn,
+    bullet_list,
+    context,
+    divider,
+    fields_section,
+    header,
+    join,
+    mrkdwn,
+    section,
+)
+
+# A hand-off older than this is last week's: its account has not reported this week.
+FRESH = timedelta(days=6)
+
+
+@dataclass
+class OrganizationWeek:
+    """What the hub knows when its digest runs."""
+
+    now: datetime
+    expected: Sequence[str]  # the accounts that should report, in the order the operator gave them
+    reported: Mapping[str, AccountWeek]  # the latest hand-off of each account
+    refused: int = 0  # hand-offs that could not be read or came from an account not expected
+    _fresh: list[AccountWeek] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._fresh = [
+            w for a in self.expected if (w := self.reported.get(a)) is not None and w.end >= self.now - FRESH
+        ]
+
+    @property
+    def fresh(self) -> list[AccountWeek]:
+        return self._fresh
+
+    @property
+    def missing(self) -> list[tuple[str, AccountWeek | None]]:
+        """Each account without this week's figures, with what it last sent (or None: never)."""
+        have = {w.account for w in self._fresh}
+        return [(a, self.reported.get(a)) for a in self.expected if a not in have]
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:.0f}%" if value is not None else "n/a"
+
+
+def _average_util(weeks: Sequence[AccountWeek]) -> float | None:
+    weighted = [(w.avg_gpu_util, w.gpu_hours) for w in weeks if w.avg_gpu_util is not None and w.gpu_hours]
+    hours = sum(h for _, h in weighted)
+    return sum(u * h for u, h in weighted) / hours if hours else None
+
+
+def chart_days(org: OrganizationWeek) -> list[tuple[str, float, float]]:
+    """Used and idle GPU-hours day by day, summed over the accounts that reported."""
+    days: dict[date, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for week in org.fresh:
+        for day, used, idle in week.days:
+            days[day][0] += used
+            days[day][1] += idle
+    today = org.now.date()
+    return [
+        ("TODAY" if day == today else day.strftime("%a").upper(), used, idle)
+        for day, (used, idle) in sorted(days.items())
+    ][-8:]
+
+
+def organization_message(org: OrganizationWeek) -> Message:
+    weeks = sorted(org.fresh, key=lambda w: (-w.waste_usd, w.account))
+    machines = sum(w.machines for w in weeks)
+    gpu_hours = sum(w.gpu_hours for w in weeks)
+    idle = sum(w.idle_gpu_hours for w in weeks)
+    waste = sum(w.waste_usd for w in weeks)
+    stopped = sum(w.stopped for w in weeks)
+    saved_usd = sum(w.saved_usd for w in weeks)
+    saved_hours = sum(w.saved_hours for w in weeks)
+    expected = len(org.expected)
+    blocks = [
+        header(f"GPU fleet across the organization, week to {org.now:%a %d %b}"),
+        section(
+            f"*{len(weeks)} of {expected} accounts* reported: *{machines}* GPU machines ran *{gpu_hours:,.0f} "
+            f"GPU-hours* at {_pct(_average_util(weeks))} average GPU use. *{idle:,.0f} GPU-hours were idle*: "
+            f"*{usd(waste)}* of on-demand time. costguard stopped {stopped} machine{'' if stopped == 1 else 's'}; "
+            f"stopped machines stayed off {saved_hours:,.0f} h: *{usd(saved_usd)} saved*."
+        ),
+    ]
+    if weeks:
+        blocks.append(
+            fields_section(
+                [
+                    f"*GPU-hours*\n{gpu_hours:,.0f}",
+                    f"*Idle GPU-hours*\n{idle:,.0f}",
+                    f"*Waste*\n{usd(waste)}",
+                    f"*Saved by stops*\n{usd(saved_usd)}",
+                ]
+            )
+        )
+        blocks += [divider(), section(mrkdwn("*By account, most waste first*\n") + bullet_list(_rows(weeks)))]
+        owners = _top_owners(weeks)
+        if owners:
+            blocks.append(section(mrkdwn("*Most idle, across accounts*\n") + bullet_list(owners)))
+    if org.missing:
+        blocks += [divider(), section(_missing(org))]
+    notes = [mrkdwn("{0}: {1}", w.name, "; ".join(w.gaps)) for w in weeks if w.gaps]
+    if org.refused:
+        notes.append(
+            Mrkdwn(
+                f"{org.refused} hand-off(s) could not be read or came from an account this hub does not expect: "
+                "they stay on the figures queue and go to the dead-letter queue after three tries"
+            )
+        )
+    if notes:
+        blocks.append(context(mrkdwn("Not available: ") + join("; ", notes)))
+    missing = f", {len(org.missing)} account(s) without figures" if org.missing else ""
+    text = f"GPU week, {len(weeks)} accounts: {idle:,.0f} idle GPU-hours, {usd(waste)} wasted{missing}"
+    return Message(text, tuple(blocks))
+
+
+def _rows(weeks: Sequence[AccountWeek]) -> list[str]:
+    rows: list[str] = []
+    for w in weeks:
+        spend = f"; spend {usd(w.spend_usd)}" if w.spend_usd is not None else ""
+        rows.append(
+            mrkdwn("*{0}*: ", w.name)
+            + f"{w.machines} machine{'' if w.machines == 1 else 's'}, {w.gpu_hours:,.0f} GPU-h at "
+            f"{_pct(w.avg_gpu_util)}, idle {w.idle_gpu_hours:,.0f} GPU-h, waste {usd(w.waste_usd)}; "
+            f"{w.stopped} stopped, {usd(w.saved_usd)} saved" + spend
+        )
+    return rows
+
+
+def _top_owners(weeks: Sequence[AccountWeek], limit: int = 5) -> list[str]:
+    everyone = sorted(
+        ((o, w) for w in weeks for o in w.top_owners), key=lambda ow: (-ow[0].waste_usd, ow[0].owner, ow[1].account)
+    )
+    return [
+        mrkdwn("{0} in {1}: ", o.owner, w.name) + f"idle {o.idle_gpu_hours:,.0f} GPU-h, {usd(o.waste_usd)}"
+        for o, w in everyone[:limit]
+    ]
+
+
+def _missing(org: OrganizationWeek) -> str:
+    lines = [
+        mrkdwn("`{0}`: last figures {1}", account, f"{last.end:%a %d %b}")
+        if last is not None
+        else mrkdwn("`{0}`: never reported", account)
+        for account, last in org.missing
+    ]
+    return Mrkdwn(
+        f":warning: *No figures this week from {len(org.missing)} account(s)*, so the totals leave them out. "
+        "Their weekly digest did not hand its week over: see that account's costguard logs and dead-letter "
+        "queue.\n"
+    ) + bullet_list(lines)

@@ -1,0 +1,192 @@
+"""The organization's digest: a member's week handed over and read back, untrusted hand-offs refused,
+and the hub's totals worked out by hand."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from costguard.core.errors import ConfigError, EventValidationError
+from costguard.core.settings import IdlePolicy, OrganizationSettings
+from costguard.digest.data import CommitmentUse, DigestData
+from costguard.digest.figures import Hour, InstanceWeek, summarize
+from costguard.digest.handoff import AccountWeek, OwnerWaste, account_week, decode, encode
+from costguard.digest.organization import OrganizationWeek, chart_days, organization_message
+from costguard.state.entries import Entry, EntryKind
+
+START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
+END = START + timedelta(days=7, hours=9)  # the next Monday, 09:00: the digest's run
+HUB, MEMBER, SANDBOX, GONE = "123456789012", "111122223333", "444455556666", "777788889999"
+
+
+def hours(day: int, first: int, count: int, *, cpu: float, gpu: float) -> list[Hour]:
+    base = START + timedelta(days=day, hours=first)
+    return [Hour(base + timedelta(hours=k), cpu, gpu, gpu) for k in range(count)]
+
+
+def member_data() -> DigestData:
+    # alice: 4 GPUs at $5.672/h, Monday 10 busy hours at 80 %, Tuesday 6 idle hours.
+    alice = InstanceWeek(
+        "i-a", "g5.12xlarge", "eu-west-1", "alice", "", 4, 5.672, True, "running",
+        tuple(hours(0, 8, 10, cpu=40, gpu=80) + hours(1, 8, 6, cpu=2, gpu=1)),
+    )  # fmt: skip
+    # bob: 1 GPU at $1.006/h, Monday 4 idle hours.
+    bob = InstanceWeek(
+        "i-b", "g5.xlarge", "eu-west-1", "bob", "", 1, 1.006, True, "stopped", tuple(hours(0, 0, 4, cpu=1, gpu=0.5))
+    )  # fmt: skip
+    week = summarize([alice, bob], START, END, IdlePolicy())
+    stop = Entry(START + timedelta(days=1, hours=15), EntryKind.STOP, "i-b", "eu-west-1", "enforce")
+    warn = replace(stop, kind=EntryKind.WARN)
+    keep = replace(stop, kind=EntryKind.KEEP, instance_id="i-a")
+    return DigestData(
+        start=START, end=END, instances=[alice, bob], raw={}, this_week=week, last_week=week,
+        entries=[warn, stop, keep, replace(stop, applied=False)], saved_hours=10.0, saved_usd=10.06,
+        commitments=CommitmentUse(), spend_this_week=812.4, spend_last_week=700.0, dashboards={},
+        errors=["GetCostAndUsage: AccessDeniedException"], owner_tag_key="Owner",
+    )  # fmt: skip
+
+
+def test_a_members_week_is_handed_over_with_its_figures_and_read_back_unchanged() -> None:
+    week = account_week(member_data(), account=MEMBER, label="training", regions=("eu-west-1",))
+    assert (week.machines, week.gpu_hours, week.idle_gpu_hours) == (2, 68.0, 28.0)  # 16 h x 4 + 4 h x 1; 6 x 4 + 4
+    assert week.waste_usd == pytest.approx(6 * 5.672 + 4 * 1.006)  # 38.056
+    assert week.avg_gpu_util == pytest.approx((10 * 80 + 6 * 1 + 4 * 0.5) / 20)
+    assert (week.warned, week.stopped, week.kept) == (1, 1, 1)  # the dry-run stop is not a stop
+    [alice, bob] = week.top_owners
+    assert (alice.owner, alice.idle_gpu_hours, bob) == ("alice", 24.0, OwnerWaste("bob", 4.0, 4.024))
+    assert alice.waste_usd == pytest.approx(34.032)
+    assert week.days[0] == (date(2026, 11, 16), 40.0, 4.0)
+    assert week.days[1] == (date(2026, 11, 17), 0.0, 24.0)
+    assert week.spend_usd == 812.4
+    assert week.gaps == ("GetCostAndUsage: AccessDeniedException",)
+    body = encode(week)
+    assert len(body) < 2_000  # a few hundred bytes, whatever the fleet's size
+    back = decode(body)
+    assert back.name == "training (111122223333)"
+    assert back == replace(week, waste_usd=38.06, avg_gpu_util=40.4, top_owners=back.top_owners)
+    assert back.top_owners == (OwnerWaste("alice", 24.0, 34.03), OwnerWaste("bob", 4.0, 4.02))
+
+
+def valid() -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(
+        encode(account_week(member_data(), account=MEMBER, label="", regions=("eu-west-1",)))
+    )
+    return body
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (lambda b: "not json", "not JSON"),
+        (lambda b: "[" * 100_000 + "]" * 100_000, "characters"),
+        (lambda b: "[" * 30_000 + "]" * 30_000, "nested too deep"),
+        (lambda b: {**b, "v": 2}, "version"),
+        (lambda b: {**b, "kind": "other"}, "kind"),
+        (lambda b: {**b, "account": "12345"}, "account"),
+        (lambda b: {**b, "account": ["111122223333"]}, "account"),
+        (lambda b: {**b, "waste_usd": -5}, "waste_usd"),
+        (lambda b: {**b, "waste_usd": float("nan")}, "waste_usd"),
+        (lambda b: {**b, "gpu_hours": 1e300}, "gpu_hours"),
+        (lambda b: {**b, "machines": True}, "machines"),
+        (lambda b: {**b, "machines": 2.5}, "machines"),
+        (lambda b: {**b, "end": "2026-11-23T09:00:00"}, "time zone"),
+        (lambda b: {**b, "end": "Monday"}, "end"),
+        (lambda b: {**b, "days": [[d, 1, 1] for d in ["2026-11-16"] * 9]}, "days"),
+        (lambda b: {**b, "days": [["yesterday", 1, 1]]}, "days[0]"),
+        (lambda b: {**b, "top_owners": [["bob", 1]]}, "top_owners[0]"),
+        (lambda b: {**b, "regions": ["<!channel>"]}, "regions"),
+        (lambda b: {k: v for k, v in b.items() if k != "idle_gpu_hours"}, "idle_gpu_hours"),
+    ],
+)
+def test_a_hand_off_that_is_not_as_it_must_be_is_refused_naming_the_field(change: Any, complaint: str) -> None:
+    changed = change(valid())
+    body = changed if isinstance(changed, str) else json.dumps(changed)
+    with pytest.raises(EventValidationError, match=complaint.replace("[", r"\[").replace("]", r"\]")):
+        decode(body)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    key=st.sampled_from(sorted(valid())),
+    value=st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30),
+        st.lists(st.one_of(st.integers(), st.text(max_size=5)), max_size=4),
+        st.dictionaries(st.text(max_size=3), st.integers()),
+    ),
+)  # fmt: skip
+def test_any_field_of_any_type_gives_a_week_or_a_refusal_never_another_error(key: str, value: Any) -> None:
+    body = {**valid(), key: value}
+    try:
+        week = decode(json.dumps(body))
+    except EventValidationError:
+        return
+    assert isinstance(week, AccountWeek)
+
+
+def week_of(account: str, *, label: str, end: datetime, waste: float, idle: float, gpu: float, util: float | None,
+            stopped: int = 0, saved: float = 0.0, owners: tuple[OwnerWaste, ...] = ()) -> AccountWeek:  # fmt: skip
+    days = tuple((date(2026, 11, 16) + timedelta(days=k), gpu / 7 - idle / 7, idle / 7) for k in range(7))
+    return AccountWeek(
+        account, label, end - timedelta(days=7), end, ("us-east-1",), 3, gpu, idle, waste, util, 2, stopped, 0,
+        stopped * 5.0, saved, None, days, owners, (),
+    )  # fmt: skip
+
+
+def test_the_organization_digest_adds_up_the_accounts_that_reported_and_names_the_others() -> None:
+    hub = week_of(HUB, label="research", end=END - timedelta(hours=2), waste=100.0, idle=50.0, gpu=700.0, util=60.0,
+                  stopped=2, saved=40.0, owners=(OwnerWaste("alice", 30.0, 60.0),))  # fmt: skip
+    member = week_of(MEMBER, label="training", end=END - timedelta(hours=1), waste=250.5, idle=70.0, gpu=300.0,
+                     util=20.0, stopped=1, saved=12.5, owners=(OwnerWaste("<!channel>", 40.0, 90.0),))  # fmt: skip
+    stale = week_of(SANDBOX, label="", end=END - timedelta(days=7, hours=1), waste=9.0, idle=1.0, gpu=2.0, util=None)
+    org = OrganizationWeek(END, [HUB, MEMBER, SANDBOX, GONE], {HUB: hub, MEMBER: member, SANDBOX: stale}, refused=1)
+
+    assert [w.account for w in org.fresh] == [HUB, MEMBER]
+    assert [(a, last is not None) for a, last in org.missing] == [(SANDBOX, True), (GONE, False)]
+    message = organization_message(org)
+    text = json.dumps(message.blocks)
+    # 1,000 GPU-hours at (700 x 60 + 300 x 20) / 1,000 = 48 %; 120 idle; $350.50 (shown $350); 3 stops, $52.50 saved.
+    assert "*2 of 4 accounts* reported: *6* GPU machines ran *1,000 GPU-hours* at 48% average GPU use." in text
+    assert "*120 GPU-hours were idle*: *$350* of on-demand time" in text
+    assert "costguard stopped 3 machines; stopped machines stayed off 15 h: *$52.50 saved*" in text
+    # most waste first; each account by its name; the member's hostile owner escaped
+    assert text.index("*training (111122223333)*") < text.index("*research (123456789012)*")
+    assert "&lt;!channel&gt; in training (111122223333): idle 40 GPU-h, $90.00" in text
+    assert "<!channel>" not in text
+    assert "No figures this week from 2 account(s)" in text
+    assert "`444455556666`: last figures Mon 16 Nov" in text
+    assert "`777788889999`: never reported" in text
+    assert "1 hand-off(s) could not be read" in text
+    assert message.text == "GPU week, 2 accounts: 120 idle GPU-hours, $350 wasted, 2 account(s) without figures"
+    # the chart: each day's GPU-hours summed over the two accounts (100 + 42.86 used, 7.14 + 10 idle)
+    days = chart_days(org)
+    assert len(days) == 7
+    assert days[0][0] == "MON"
+    assert days[0][1] == pytest.approx((700 - 50) / 7 + (300 - 70) / 7)
+    assert days[0][2] == pytest.approx(120 / 7)
+
+
+def test_with_no_account_reporting_the_digest_still_goes_out_and_names_them_all() -> None:
+    org = OrganizationWeek(END, [HUB, MEMBER], {})
+    text = json.dumps(organization_message(org).blocks)
+    assert "*0 of 2 accounts* reported" in text
+    assert "`123456789012`: never reported" in text
+    assert chart_days(org) == []
+
+
+def test_the_hub_expects_itself_and_the_account_of_each_member_digest_role() -> None:
+    env = {
+        "FIGURES_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/figures",
+        "MEMBER_DIGEST_ROLES": f"arn:aws:iam::{MEMBER}:role/costguard-WeeklyDigestFunctionRole-AB12, "
+        f"arn:aws:iam::{SANDBOX}:role/path/costguard-digest,arn:aws:iam::{MEMBER}:role/again",
+    }
+    assert OrganizationSettings.from_env(env).expected(HUB) == [HUB, MEMBER, SANDBOX]
+    alone = OrganizationSettings.from_env({**env, "HUB_WEEKLY_DIGEST": "false"})
+    assert alone.expected(HUB) == [MEMBER, SANDBOX]
+    with pytest.raises(ConfigError, match="not an IAM role ARN"):
+        OrganizationSettings.from_env({**env, "MEMBER_DIGEST_ROLES": "111122223333"})
