@@ -125,3 +125,24 @@ def member(aws: None) -> boto3.session.Session:
         aws_session_token=creds["SessionToken"],
         region_name=MEMBER_REGION,
     )
+
+
+def member_with_machine(member: boto3.session.Session, slack: SlackStandIn, instance_type: str) -> str:
+    """costguard's table and secret in the member account, and one machine of alice's there; its id."""
+    install_costguard(
+        member.client("dynamodb"),
+        member.client("secretsmanager"),
+        {"STATE_TABLE": TABLE, "SLACK_SECRET_NAME": SECRET},
+        json.dumps({"bot_token": slack.token}),
+    )
+    tags = [{"Key": "Owner", "Value": "alice@example.com"}]
+    ec2: Any = member.client("ec2")
+    return str(
+        ec2.run_instances(
+            ImageId="ami-12c6146b",
+            MinCount=1,
+            MaxCount=1,
+            InstanceType=instance_type,
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        )["Instances"][0]["InstanceId"]
+    )

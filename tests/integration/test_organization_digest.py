@@ -25,8 +25,15 @@ from costguard.state.handoffs import HandedWeeks
 from testing.fuzz import mutants
 from testing.handlers import LambdaContext, load_handler
 from testing.slack_standin import SlackStandIn
-from testing.template import install_costguard
-from tests.integration.conftest import MEMBER, MEMBER_REGION, REGION, SECRET, TABLE, MemberContext, make_runtime
+from tests.integration.conftest import (
+    MEMBER,
+    MEMBER_REGION,
+    REGION,
+    TABLE,
+    MemberContext,
+    make_runtime,
+    member_with_machine,
+)
 
 HUB, SILENT = "123456789012", "444455556666"
 digest = load_handler("weekly_digest")
@@ -58,19 +65,7 @@ def org(
     hub_sqs = boto3.client("sqs", region_name=REGION)
     queue = hub_sqs.create_queue(QueueName="costguard-figures")["QueueUrl"]
     queue_arn = f"arn:aws:sqs:{REGION}:{HUB}:costguard-figures"
-    install_costguard(
-        member.client("dynamodb"),
-        member.client("secretsmanager"),
-        {"STATE_TABLE": TABLE, "SLACK_SECRET_NAME": SECRET},
-        json.dumps({"bot_token": slack.token}),
-    )
-    machine = member.client("ec2").run_instances(
-        ImageId="ami-12c6146b",
-        MinCount=1,
-        MaxCount=1,
-        InstanceType="g5.xlarge",
-        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "Owner", "Value": "alice@example.com"}]}],
-    )["Instances"][0]["InstanceId"]
+    machine = member_with_machine(member, slack, "g5.xlarge")
     publish_idle_hours(member, machine, now, 10)
     settings = dataclasses.replace(hub.settings, governed_regions=(MEMBER_REGION,), home_region=MEMBER_REGION)
     member_runtime = Runtime(settings, ClientFactory(member, default_region=MEMBER_REGION), slack_pace=0.0)

@@ -22,8 +22,15 @@ from costguard.core import tags
 from costguard.runtime import Runtime
 from testing.handlers import LambdaContext, load_handler
 from testing.slack_standin import SlackStandIn
-from testing.template import install_costguard
-from tests.integration.conftest import MEMBER, MEMBER_REGION, REGION, SECRET, TABLE, MemberContext, make_runtime
+from tests.integration.conftest import (
+    MEMBER,
+    MEMBER_REGION,
+    REGION,
+    SECRET,
+    MemberContext,
+    make_runtime,
+    member_with_machine,
+)
 from tests.integration.test_buttons import SIGNING_SECRET, click_payload, http_event
 
 HUB = "123456789012"
@@ -41,19 +48,7 @@ def world(
     boto3.client("secretsmanager", region_name=REGION).put_secret_value(SecretId=SECRET, SecretString=secret)
     hub_queue = boto3.client("sqs", region_name=REGION).create_queue(QueueName="hub-clicks")["QueueUrl"]
     member_queue = member.client("sqs").create_queue(QueueName="member-clicks")["QueueUrl"]
-    install_costguard(
-        member.client("dynamodb"),
-        member.client("secretsmanager"),
-        {"STATE_TABLE": TABLE, "SLACK_SECRET_NAME": SECRET},
-        json.dumps({"bot_token": slack.token}),
-    )
-    machine = member.client("ec2").run_instances(
-        ImageId="ami-12c6146b",
-        MinCount=1,
-        MaxCount=1,
-        InstanceType="g5.12xlarge",
-        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "Owner", "Value": "alice@example.com"}]}],
-    )["Instances"][0]["InstanceId"]
+    machine = member_with_machine(member, slack, "g5.12xlarge")
     monkeypatch.setenv("CLICK_QUEUE_URL", hub_queue)
     monkeypatch.setenv("MEMBER_CLICK_QUEUES", f"arn:aws:sqs:{MEMBER_REGION}:{MEMBER}:member-clicks")
     monkeypatch.setenv("TEAM_TIMEZONE", "UTC")
