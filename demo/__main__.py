@@ -47,6 +47,7 @@ USERS = {
         "leo",
         "nina",
         "omar",
+        "pat",
         "platform",
     )
 }

@@ -37,6 +37,9 @@ GPUS: dict[str, tuple[str, str, int]] = {
 }
 
 
+# The demo's Spot prices, as a share of on-demand, by zone letter (illustrative, not AWS's).
+SPOT_SHARE = {"a": 0.40, "b": 0.38, "c": 0.45}
+
 # Whoever can launch an instance writes its tags: this one pings the channel with a link, if posted raw.
 HOSTILE_OWNER = "<!channel> <https://example.com|re-authenticate>"
 
@@ -60,6 +63,7 @@ class Machine:
     # Working hours (costguard:schedule), as hours from the demo's present: a daily window in UTC.
     schedule_hours: tuple[float, float] | None = None
     stopped: bool = False  # stopped when the demo starts
+    gpus_used: int = 0  # when busy, only this many of its GPUs work (0: all of them)
 
 
 FLEET = [
@@ -188,6 +192,16 @@ FLEET = [
         gpu_pattern="idle",
         hours_running=40 / 60,
     ),
+    Machine(
+        "pat-finetune",
+        HOME,
+        "g5.12xlarge",
+        "fine-tunes a small model on one of its 4 GPUs, office hours, all week",
+        launch_tags={"Owner": "pat@example.com"},
+        gpu_pattern="busy",
+        gpus_used=1,
+        hours_running=9 * 24,
+    ),
 ]
 ASG_NAME = "inference-g5"
 ASG_OWNER = "team-inference"
@@ -239,6 +253,9 @@ def seed(clients: Any, gaps: AwsGaps, now: datetime) -> SeededFleet:
             )
         if machine.instance_type in BUNDLED_USD_PER_HOUR:
             gaps.prices[(machine.instance_type, machine.region)] = BUNDLED_USD_PER_HOUR[machine.instance_type]
+            for zone, share in SPOT_SHARE.items():  # Spot at 38-45 % of on-demand, as often seen for GPUs
+                on_demand = BUNDLED_USD_PER_HOUR[machine.instance_type]
+                gaps.spot_prices[(machine.instance_type, f"{machine.region}{zone}")] = round(on_demand * share, 4)
 
     ec2 = clients("ec2", HOME)
     autoscaling = clients("autoscaling", HOME)
@@ -312,6 +329,8 @@ def seed_metrics(clients: Any, now: datetime, asg_instances: list[str], hours: i
                 pattern = machine.gpu_pattern
                 if pattern == "wakes":
                     pattern = "busy" if at >= now - timedelta(minutes=15) else "idle"
+                if machine.gpus_used and gpu >= machine.gpus_used:
+                    pattern = "idle"
                 agent.append(percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(*level[pattern]), 1)))
     _put_series(clients, series)
 
@@ -454,6 +473,7 @@ def _week_pattern(name: str, at: datetime) -> str | None:
         "root-test": "idle" if at >= _NOW[0] - timedelta(days=5) else None,
         "erin-spot": "idle" if at >= _NOW[0] - timedelta(days=2) else None,
         "frank-west": ("busy" if office else "idle") if workday else None,
+        "pat-finetune": "busy" if 8 <= at.hour < 19 else None,
         "grace-west": "busy" if office else None,
         "mystery-west": "idle",
         "inference-g5 #1": "busy",
@@ -489,7 +509,9 @@ def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
             ec2.append(percent("CPUUtilization", by_instance, at, round(rng.uniform(low / 2, high / 2), 2)))
             for index in range(gpus[2]):
                 dims = gpu_dims(machine.instance_id, index, gpus[0], gpus[1])
-                agent.append(percent("nvidia_smi_utilization_gpu", dims, at, round(rng.uniform(low, high), 1)))
+                spare = machine.gpus_used and index >= machine.gpus_used
+                value = rng.uniform(0.0, 1.0) if spare else rng.uniform(low, high)
+                agent.append(percent("nvidia_smi_utilization_gpu", dims, at, round(value, 1)))
     return _put_series(clients, series)
 
 

@@ -3,8 +3,9 @@
 The demo's AWS endpoint is a small proxy on 127.0.0.1: every request is forwarded to moto's server,
 except the operations listed in `AwsGaps.handlers`, which are answered here in AWS's own wire format
 (so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), the
-Pricing API's GetProducts, EC2 DescribeReservedInstances, Savings Plans DescribeSavingsPlans, and the
-Cost Explorer reports (costs, forecast, reservation and Savings Plans use, purchase recommendations).
+Pricing API's GetProducts, EC2 DescribeReservedInstances and DescribeSpotPriceHistory, Savings Plans
+DescribeSavingsPlans, and the Cost Explorer reports (costs, forecast, reservation and Savings Plans use,
+purchase recommendations).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class AwsGaps:
     reserved_instances: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # region -> RIs
     savings_plans: list[dict[str, Any]] = field(default_factory=list)
     utilization: dict[str, float] = field(default_factory=dict)  # RI id or SP ARN -> %
+    # EC2 Spot prices: (instance type, zone) -> USD/h (moto answers every type $0.00001, in every zone)
+    spot_prices: dict[tuple[str, str], float] = field(default_factory=dict)
     # SSM: each managed instance's activity check answer (None: managed, but it never answers).
     activity: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     commands: dict[str, list[str]] = field(default_factory=dict)
@@ -71,6 +74,7 @@ class AwsGaps:
             "AWSInsightsIndexService.GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
             "AWSInsightsIndexService.GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
             "query.DescribeReservedInstances": self.describe_reserved_instances,
+            "query.DescribeSpotPriceHistory": self.describe_spot_price_history,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
             "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
             "AmazonSSM.SendCommand": self.send_command,
@@ -218,6 +222,24 @@ class AwsGaps:
             '<DescribeReservedInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
             "<requestId>demo-0000</requestId>"
             f"<reservedInstancesSet>{items}</reservedInstancesSet></DescribeReservedInstancesResponse>"
+        )
+        return 200, {"Content-Type": "text/xml;charset=UTF-8"}, xml.encode()
+
+    def describe_spot_price_history(self, body: dict[str, Any], region: str) -> Answer:
+        wanted = {v for k, v in body.items() if k.startswith("InstanceType.")}
+        stamp = body.get("StartTime", "2026-01-01T00:00:00Z")
+        items = "".join(
+            f"<item><instanceType>{instance_type}</instanceType><productDescription>Linux/UNIX</productDescription>"
+            f"<spotPrice>{price:.6f}</spotPrice><timestamp>{stamp}</timestamp>"
+            f"<availabilityZone>{zone}</availabilityZone></item>"
+            for (instance_type, zone), price in sorted(self.spot_prices.items())
+            if instance_type in wanted and zone.startswith(region)
+        )
+        xml = (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<DescribeSpotPriceHistoryResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+            f"<requestId>demo-0001</requestId><spotPriceHistorySet>{items}</spotPriceHistorySet>"
+            "<nextToken/></DescribeSpotPriceHistoryResponse>"
         )
         return 200, {"Content-Type": "text/xml;charset=UTF-8"}, xml.encode()
 

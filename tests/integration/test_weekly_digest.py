@@ -162,3 +162,32 @@ def test_only_owners_with_idle_time_get_a_direct_message_unless_everyone_should(
     app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
     assert "U0ALICE" in [m.channel for m in slack.messages if m.direct]
     app._settings.cache_clear()
+
+
+def test_a_machine_that_used_one_of_its_four_gpus_all_week_gets_a_size_suggestion_in_the_digest_and_a_dm(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    alice = launch("g5.12xlarge", "alice@example.com", "nlp", now)  # 4 A10G, 48 vCPUs, $5.672/h
+    cloudwatch: Any = boto3.client("cloudwatch", region_name=REGION)
+    # six days, 10 working hours each: GPU 0 at 80 %, GPUs 1-3 at 0 %; CPUUtilization 40 % (19.2 of 48 vCPUs)
+    moments = [now - timedelta(days=d) + timedelta(hours=h, minutes=30) for d in range(1, 7) for h in range(-12, -2)]
+    cpu = [{"MetricName": "CPUUtilization", "Dimensions": [{"Name": "InstanceId", "Value": alice}], "Timestamp": t,
+            "Value": 40.0} for t in moments]  # fmt: skip
+    cloudwatch.put_metric_data(Namespace="AWS/EC2", MetricData=cpu)
+    for index in range(4):
+        dims: Any = [{"Name": "InstanceId", "Value": alice}, {"Name": "index", "Value": str(index)}, *A10G]
+        gpu = [{"MetricName": "nvidia_smi_utilization_gpu", "Dimensions": dims, "Timestamp": t,
+                "Value": 80.0 if index == 0 else 0.0} for t in moments]  # fmt: skip
+        cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=gpu)
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    digest, dm = slack.messages
+    # 1 GPU and 20 vCPUs needed: of the 1-GPU g5 sizes, g5.8xlarge (32 vCPUs, $2.448/h); 60 h at $3.224/h less.
+    line = "*g5.8xlarge* instead, $2.45/h rather than $5.67/h, *$193 less* this week. At most 1 of its 4 GPUs"
+    assert line in json.dumps(digest.blocks)
+    # alice had nothing idle, but something worth reading: her week comes to her
+    assert dm.channel == "U0ALICE"
+    assert line in json.dumps(dm.blocks)
+    assert result["owners_told"] == ["alice@example.com"]

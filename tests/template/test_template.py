@@ -20,6 +20,7 @@ RESOURCELESS_READS = {
     "ec2:DescribeInstances",
     "ec2:DescribeVolumes",
     "ec2:DescribeSpotInstanceRequests",
+    "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeReservedInstances",
     "autoscaling:DescribeAutoScalingGroups",
     "cloudtrail:LookupEvents",

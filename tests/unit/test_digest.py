@@ -119,7 +119,10 @@ def test_hours_are_built_from_hourly_series() -> None:
         gpu_max=[[(t0, 2.0), (t1, 90.0)], [(t0, 4.0)]],  # GPU 1 has no point at t1
         gpu_avg=[[(t0, 1.0), (t1, 70.0)], [(t0, 3.0)]],
     )
-    assert tuple(built) == (Hour(t0, 5.0, 4.0, 2.0), Hour(t1, 50.0, None, 70.0))
+    # t0: neither GPU reached 5 %, so 0 in use; t1: GPU 1 is missing, so neither the maximum nor the count is known
+    assert tuple(built) == (Hour(t0, 5.0, 4.0, 2.0, 0), Hour(t1, 50.0, None, 70.0, None))
+    busy = hours_from_points(cpu=[(t0, 5.0)], gpu_max=[[(t0, 6.0)], [(t0, 4.9)], [(t0, 90.0)]], gpu_avg=[])
+    assert busy[0].gpus_busy == 2
 
 
 def test_savings_of_a_stop_pressed_in_slack_use_the_price_book() -> None:
@@ -170,7 +173,7 @@ def test_hour_grids_fold_each_answer_and_keep_missing_data_missing() -> None:
     folder.add_gpu_max([(START, 2.0)])  # the second GPU said nothing in hour 1
     folder.add_gpu_avg([(START, 1.0)])
     grid = folder.grid()
-    assert list(grid) == [Hour(START, 5.0, 2.0, 1.0), Hour(START + timedelta(hours=1), 6.0, None, None)]
+    assert list(grid) == [Hour(START, 5.0, 2.0, 1.0, 0), Hour(START + timedelta(hours=1), 6.0, None, None, None)]
     assert len(grid) == 2  # the point outside the fortnight is not kept
 
 
@@ -209,7 +212,7 @@ def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() ->
         OutlivedKeep("i-b", "bob", until, kept_hours=15.0, idle_hours=14.0, waste_usd=79.41),
         OutlivedKeep("i-c", "carol", until, kept_hours=4.0, idle_hours=3.0, waste_usd=3.02),
     ]
-    data = cast(Any, type("D", (), {"this_week": week, "outlived_keeps": keeps}))
+    data = cast(Any, type("D", (), {"this_week": week, "outlived_keeps": keeps, "advice": []}))
     text = json.dumps(owner_message(data, "bob", [bob]).slack_blocks())
     assert "`i-b` kept until Tue 09:00 UTC sat idle 14 h of its 15 ($79.41)" in text
     assert "i-c" not in text

@@ -26,6 +26,7 @@ from costguard.commitments.messages import expiry_reminder, underused_alert
 from costguard.core import tags
 from costguard.core.records import Commitment, Instance, Mover, Price, SpendPicture
 from costguard.core.settings import IdlePolicy, Mode
+from costguard.digest.advice import Advice
 from costguard.digest.data import CommitmentUse, DigestData
 from costguard.digest.figures import Hour, InstanceWeek, OutlivedKeep, summarize
 from costguard.digest.handoff import OwnerWaste, account_week, decode, encode
@@ -188,6 +189,10 @@ def week_of(value: str) -> DigestData:
         owner_tag_key="Owner",
         outlived_keeps=[OutlivedKeep("i-0123456789abcdef0", value, NOW, 8.0, 7.0, 30.0)],
         no_activity_check=[value],
+        advice=[
+            Advice(machine, "fewer-gpus", value, 5.0, 2.0, 10.0, value),
+            Advice(machine, "spot", "", 5, 2, 9, value),
+        ],
     )
 
 

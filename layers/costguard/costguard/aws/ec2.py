@@ -5,6 +5,7 @@ Writes honour the mode: in dry-run nothing is sent and the call reports that it 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -61,7 +62,17 @@ def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") ->
         private_dns_name=raw.get("PrivateDnsName", ""),
         vcpus=_vcpus(raw.get("CpuOptions")),
         account=account,
+        zone=str((raw.get("Placement") or {}).get("AvailabilityZone", "")),
     )
+
+
+def _price(text: Any) -> float:
+    """A price EC2 gave as text; 0 (no price) for anything that is not a finite number."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return 0.0
+    return value if math.isfinite(value) else 0.0
 
 
 def _vcpus(options: Any) -> int:
@@ -170,6 +181,30 @@ class Ec2:
             return {}
         response = self.client.describe_spot_instance_requests(SpotInstanceRequestIds=sorted(set(request_ids)))
         return {r["SpotInstanceRequestId"]: r.get("Type", "one-time") for r in response.get("SpotInstanceRequests", [])}
+
+    def spot_prices(self, wanted: Iterable[tuple[str, str]], at: datetime) -> dict[tuple[str, str], float]:
+        """The Linux Spot price in effect at `at` of each (instance type, Availability Zone): one
+        DescribeSpotPriceHistory call per type; a pair EC2 has no price for is left out."""
+        by_type: dict[str, set[str]] = {}
+        for instance_type, zone in wanted:
+            by_type.setdefault(instance_type, set()).add(zone)
+        prices: dict[tuple[str, str], float] = {}
+        for instance_type, zones in sorted(by_type.items()):
+            answer = self.client.describe_spot_price_history(
+                InstanceTypes=[instance_type],  # type: ignore[list-item]
+                ProductDescriptions=["Linux/UNIX"],
+                StartTime=at,
+                EndTime=at,
+            )
+            newest: dict[str, tuple[datetime, float]] = {}
+            for row in answer.get("SpotPriceHistory", []):
+                zone, stamp = row.get("AvailabilityZone", ""), row.get("Timestamp")
+                if stamp is None or zone not in zones or row.get("InstanceType") != instance_type:
+                    continue
+                if zone not in newest or stamp > newest[zone][0]:
+                    newest[zone] = (stamp, _price(row.get("SpotPrice")))
+            prices.update({(instance_type, z): p for z, (_, p) in newest.items() if p > 0})
+        return prices
 
     def stop(self, instance_ids: Sequence[str], *, hibernate: bool) -> bool:
         """Stop (or hibernate) instances in one call; False in dry-run, when nothing is sent.

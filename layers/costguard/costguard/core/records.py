@@ -27,6 +27,7 @@ class Instance:
     private_dns_name: str = ""
     vcpus: int = 0  # CpuOptions' cores x threads per core; 0 when EC2 did not say
     account: str = ""  # the reservation's OwnerId: the account the machine lives in
+    zone: str = ""  # Placement.AvailabilityZone
 
     @property
     def auto_scaling_group(self) -> str:

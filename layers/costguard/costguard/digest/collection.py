@@ -17,6 +17,7 @@ from costguard.aws.ssm import Ssm
 from costguard.core import formatting
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
+from costguard.digest.advice import Advice, advise, spot_advice, spot_candidates
 from costguard.digest.dashboards import update_dashboards
 from costguard.digest.data import DigestData
 from costguard.digest.figures import InstanceWeek, outlived_keeps, summarize
@@ -73,8 +74,10 @@ class DigestCollector:
                 prices=self.prices,
                 owner_tag_key=self.owner_tag_key,
                 team_tag_key=self.team_tag_key,
+                busy_percent=self.policy.gpu_idle_percent,
             )
         this_week = summarize(weeks, start, end, self.policy)
+        advice = self._advice(weeks, start, end, now, errors)
         last_week = summarize(weeks, earlier, start, self.policy)
         entries = list(self.ledger.entries_between(start, end))
         saved_hours, saved_usd = saved_by_stops(entries, raw, end, self.prices)
@@ -105,8 +108,30 @@ class DigestCollector:
             self.owner_tag_key,
         )
         data.outlived_keeps = outlived_keeps(keeps, weeks, end, self.policy)
+        data.advice = advice
         data.no_activity_check = self._without_activity_check(raw.values(), errors)
         return data
+
+    def _advice(
+        self, weeks: list[InstanceWeek], start: datetime, end: datetime, now: datetime, errors: list[str]
+    ) -> list[Advice]:
+        """Right-sizing from the hours read; Spot from EC2's price history, for the machines that need it."""
+
+        def price(instance_type: str, region: str) -> float | None:
+            return self.prices.hourly(instance_type, region).usd_per_hour
+
+        sizes = advise(weeks, start, end, self.policy, price)
+        candidates = spot_candidates(weeks, start, end, self.policy)
+        spot: dict[tuple[str, str], float] = {}
+        for region in self.regions:
+            wanted = [(i.instance_type, i.zone) for i, _, _ in candidates if i.region == region.name]
+            if not wanted:
+                continue
+            try:
+                spot.update(region.ec2.spot_prices(wanted, now))
+            except READ_ERRORS as exc:
+                errors.append(f"DescribeSpotPriceHistory: {error_code(exc)}")
+        return sorted(sizes + spot_advice(candidates, price, spot), key=lambda a: -a.saving_usd)
 
     def _without_activity_check(self, instances: Iterable[Instance], errors: list[str]) -> list[str]:
         missing: list[str] = []

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from costguard.core.records import Commitment, Instance
+from costguard.digest.advice import Advice
 from costguard.digest.figures import InstanceWeek, OutlivedKeep, Week
 from costguard.state.entries import Entry, EntryKind
 
@@ -40,6 +41,7 @@ class DigestData:
     owner_tag_key: str
     outlived_keeps: list[OutlivedKeep] = field(default_factory=list)
     no_activity_check: list[str] = field(default_factory=list)  # running, but no SSM agent answers for them
+    advice: list[Advice] = field(default_factory=list)  # right-sizing and Spot, the largest savings first
 
     @property
     def no_owner(self) -> list[Instance]:

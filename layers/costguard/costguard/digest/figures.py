@@ -19,6 +19,7 @@ from typing import overload
 from costguard.core.settings import IdlePolicy
 
 NAN = float("nan")
+UNKNOWN_BUSY = 255  # an HourGrid's busy-GPU count for an hour not every GPU reported
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Hour:
     cpu_max: float | None
     gpu_max: float | None = None  # the highest of the instance's GPUs
     gpu_avg: float | None = None  # the mean of the instance's GPUs
+    gpus_busy: int | None = None  # how many GPUs reached the GPU threshold; None unless every GPU reported
 
     @property
     def running(self) -> bool:
@@ -47,6 +49,8 @@ class InstanceWeek:
     telemetry: bool
     state: str
     hours: Sequence[Hour] = ()
+    lifecycle: str = ""  # "spot", or "" for on-demand
+    zone: str = ""  # its Availability Zone
 
 
 @dataclass
@@ -137,21 +141,30 @@ class HourGrid(Sequence[Hour]):
     yields are those with CPU data (the instance ran). About 4 KB an instance-fortnight, where a tuple
     of Hour objects is about 100 KB: the digest's memory no longer grows with the points it read."""
 
-    __slots__ = ("cpu", "gpu_avg", "gpu_max", "origin")
+    __slots__ = ("busy", "cpu", "gpu_avg", "gpu_max", "origin")
 
-    def __init__(self, origin: datetime, cpu: array[float], gpu_max: array[float], gpu_avg: array[float]) -> None:
+    def __init__(
+        self,
+        origin: datetime,
+        cpu: array[float],
+        gpu_max: array[float],
+        gpu_avg: array[float],
+        busy: array[int] | None = None,
+    ) -> None:
         self.origin, self.cpu, self.gpu_max, self.gpu_avg = origin, cpu, gpu_max, gpu_avg
+        self.busy = busy if busy is not None else array("B", [UNKNOWN_BUSY]) * len(cpu)
 
     def _slots(self) -> list[int]:
         return [i for i, v in enumerate(self.cpu) if not isnan(v)]
 
     def _hour(self, slot: int) -> Hour:
-        gmax, gavg = self.gpu_max[slot], self.gpu_avg[slot]
+        gmax, gavg, busy = self.gpu_max[slot], self.gpu_avg[slot], self.busy[slot]
         return Hour(
             self.origin + timedelta(hours=slot),
             self.cpu[slot],
             None if isnan(gmax) else gmax,
             None if isnan(gavg) else gavg,
+            None if busy == UNKNOWN_BUSY else busy,
         )
 
     def __len__(self) -> int:
@@ -181,8 +194,9 @@ class HourGrid(Sequence[Hour]):
 class HourFolder:
     """Folds hourly series into an HourGrid as they are read, so no point outlives its answer."""
 
-    def __init__(self, origin: datetime, slots: int, gpus: int) -> None:
-        self.origin, self.slots, self.gpus = origin, slots, gpus
+    def __init__(self, origin: datetime, slots: int, gpus: int, busy_percent: float = 5.0) -> None:
+        self.origin, self.slots, self.gpus, self.busy_percent = origin, slots, gpus, busy_percent
+        self.busy = array("B", [0]) * slots  # how many GPUs reached busy_percent that hour
         self.cpu = array("f", [NAN]) * slots
         self.gpu_max = array("f", [NAN]) * slots
         self.gpu_sum = array("f", [0.0]) * slots
@@ -205,6 +219,8 @@ class HourFolder:
                 current = self.gpu_max[slot]
                 self.gpu_max[slot] = value if isnan(current) else max(current, value)
                 self.reported[slot] += 1
+                if value >= self.busy_percent and self.busy[slot] < UNKNOWN_BUSY - 1:
+                    self.busy[slot] += 1
 
     def add_gpu_avg(self, points: Iterable[tuple[datetime, float]]) -> None:
         """One GPU's hourly means."""
@@ -215,24 +231,27 @@ class HourFolder:
 
     def grid(self) -> HourGrid:
         gpu_max = array("f", self.gpu_max)
+        busy = array("B", self.busy)
         for slot in range(self.slots):
             if not self.gpus or self.reported[slot] != self.gpus:
                 gpu_max[slot] = NAN  # an hour some GPU did not report is never read as idle
+                busy[slot] = UNKNOWN_BUSY  # nor as using fewer GPUs than it has
         gpu_avg = array("f", (s / n if n else NAN for s, n in zip(self.gpu_sum, self.averaged, strict=True)))
-        return HourGrid(self.origin, self.cpu, gpu_max, gpu_avg)
+        return HourGrid(self.origin, self.cpu, gpu_max, gpu_avg, busy)
 
 
 def hours_from_points(
     cpu: Sequence[tuple[datetime, float]],
     gpu_max: Sequence[Sequence[tuple[datetime, float]]],
     gpu_avg: Sequence[Sequence[tuple[datetime, float]]],
+    busy_percent: float = 5.0,
 ) -> HourGrid:
     """Hourly samples from hourly series: CPU Maximum, and per GPU its Maximum and Average."""
     times = [at for at, _ in cpu]
     if not times:
         return HourFolder(datetime.min.replace(tzinfo=UTC), 0, 0).grid()
     origin = min(times)
-    folder = HourFolder(origin, int((max(times) - origin).total_seconds() // 3600) + 1, len(gpu_max))
+    folder = HourFolder(origin, int((max(times) - origin).total_seconds() // 3600) + 1, len(gpu_max), busy_percent)
     folder.add_cpu(cpu)
     for series in gpu_max:
         folder.add_gpu_max(series)

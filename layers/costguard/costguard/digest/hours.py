@@ -30,6 +30,7 @@ def read_hours(
     prices: PriceBook,
     owner_tag_key: str,
     team_tag_key: str,
+    busy_percent: float = 5.0,
 ) -> list[InstanceWeek]:
     """Two weeks at one-hour resolution, streamed: the series are read in batches that fill one
     GetMetricData call (by queries and by datapoints), and each answer is folded into the instances'
@@ -38,7 +39,7 @@ def read_hours(
     if not instances:
         return []
     reader = _Fortnight(
-        region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key
+        region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key, busy_percent
     )
     budget = series_per_call(start, end, HOUR)
     out: list[InstanceWeek] = []
@@ -64,6 +65,7 @@ class _Fortnight:
     prices: PriceBook
     owner_tag_key: str
     team_tag_key: str
+    busy_percent: float = 5.0  # a GPU whose hourly maximum reaches this was in use that hour
 
     def __post_init__(self) -> None:
         self.origin = align_down(self.start, HOUR)
@@ -78,7 +80,11 @@ class _Fortnight:
         for dims in gpus:
             for stat in ("Maximum", "Average"):
                 refs.append(MetricRef(iid, Signal.GPU, stat, GPU_NAMESPACE, GPU_METRIC, dims, stat))
-        self.open_instances[iid] = (instance, HourFolder(self.origin, self.slots, len(gpus)), len(refs))
+        self.open_instances[iid] = (
+            instance,
+            HourFolder(self.origin, self.slots, len(gpus), self.busy_percent),
+            len(refs),
+        )
         return refs
 
     def read(self, refs: Sequence[MetricRef]) -> list[InstanceWeek]:
@@ -115,4 +121,6 @@ class _Fortnight:
             bool(gpus),
             instance.state,
             grid,
+            instance.lifecycle,
+            instance.zone,
         )

@@ -6,9 +6,23 @@ from collections.abc import Sequence
 
 from costguard.core import tags
 from costguard.core.formatting import usd
+from costguard.digest.advice import Advice
 from costguard.digest.data import DigestData
 from costguard.digest.figures import Figures, InstanceWeek, worst_idle
-from costguard.slack.blocks import Message, bullet_list, context, divider, fields_section, header, join, link, section
+from costguard.slack.blocks import (
+    Block,
+    Message,
+    Mrkdwn,
+    bullet_list,
+    context,
+    divider,
+    fields_section,
+    header,
+    join,
+    link,
+    mrkdwn,
+    section,
+)
 from costguard.state.entries import EntryKind
 
 
@@ -74,6 +88,8 @@ def digest_message(data: DigestData) -> Message:
             for i, hours, per_day in worst
         ]
         blocks.append(section("*Worst idle machines still running*\n" + bullet_list(lines)))
+    if data.advice:
+        blocks += _advice_blocks(data.advice, "*Right-sizing and Spot* (each from a week of this machine's data)")
     blocks += [divider(), section(_costguard_did(data)), section(_hygiene(data)), section(_commitments(data))]
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(
@@ -89,6 +105,35 @@ def digest_message(data: DigestData) -> Message:
         blocks.append(context("Not available this week: " + "; ".join(e for e in data.errors)))
     text = f"GPU week: {week.idle_gpu_hours:,.0f} idle GPU-hours, {usd(week.waste_usd)} wasted"
     return Message(text, tuple(blocks))
+
+
+SPOT_WARNING = (
+    ":warning: Spot capacity can be taken back with two minutes' notice: move only jobs that save checkpoints "
+    "and resume from them."
+)
+
+
+def advice_line(advice: Advice) -> Mrkdwn:
+    machine = advice.instance
+    what = "Spot" if advice.kind == "spot" else advice.suggested
+    return mrkdwn(
+        "`{0}` {1} ({2}): *{3}* instead, {4}/h rather than {5}/h, *{6} less* this week. {7}",
+        machine.instance_id,
+        machine.instance_type,
+        machine.owner or "no owner",
+        what,
+        usd(advice.then_usd),
+        usd(advice.now_usd),
+        usd(advice.saving_usd),
+        advice.basis[:1].upper() + advice.basis[1:],
+    )
+
+
+def _advice_blocks(advice: Sequence[Advice], title: str, limit: int = 5) -> list[Block]:
+    blocks: list[Block] = [section(Mrkdwn(title + "\n") + bullet_list([advice_line(a) for a in advice[:limit]]))]
+    if any(a.kind == "spot" for a in advice[:limit]):
+        blocks.append(context(SPOT_WARNING))
+    return blocks
 
 
 def _costguard_did(data: DigestData) -> str:
@@ -169,5 +214,8 @@ def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]
         blocks.append(
             section("*Kept, then idle*: a shorter keep, or *Keep while it works*, next time\n" + bullet_list(keeps))
         )
+    theirs = [a for a in data.advice if a.instance.instance_id in mine]
+    if theirs:
+        blocks += _advice_blocks(theirs, "*Worth a look*: the same work for less")
     blocks.append(context("Stop what you are not using; tag `costguard:keep-until` what you are. — costguard"))
     return Message(f"Your GPU week: {usd(figures.waste_usd)} idle", tuple(blocks))

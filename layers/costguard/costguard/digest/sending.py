@@ -155,7 +155,8 @@ def _owner_messages(
         if figures is None:
             continue  # nothing of theirs ran this week: nothing to tell them
         kept_idle = [k for k in data.outlived_keeps if k.instance_id in {i.instance_id for i in theirs}]
-        if not always and figures.idle_gpu_hours == 0 and not kept_idle:
+        advised = [a for a in data.advice if a.instance.instance_id in {i.instance_id for i in theirs}]
+        if not always and figures.idle_gpu_hours == 0 and not kept_idle and not advised:
             report.owners_quiet.append(owner)  # a week with nothing idle is not worth a message
             continue
         if time_left() < SLACK_RESERVE_SECONDS:

@@ -1,0 +1,211 @@
+"""Right-sizing and Spot advice from the week's hours. Pure: hours and prices in, suggestions out.
+
+Three suggestions, each resting on figures it states, each only for a machine a week of data supports
+(at least 24 hours with every GPU reporting, on at least 5 of the week's 7 days):
+
+- **Fewer GPUs.** A multi-GPU machine whose busiest hour used k of its n GPUs all week: the smallest
+  size of its family with k GPUs and the vCPUs its busiest hour needed, with the price difference.
+  (Cost grows with the GPUs; training speed does not: about 5x for 8x the GPUs.)
+- **A cheaper GPU.** A machine whose GPUs averaged under 20 % while it worked (its hours that were not
+  idle): the cheapest type with as many GPUs, at least as much GPU memory, and the vCPUs it needed.
+- **Spot.** An on-demand machine that worked stretches of 6 hours or more without a break: the Spot
+  price of its type in its zone, and what those hours would have cost there, with the plain warning
+  that Spot capacity can be taken back with two minutes' notice, so the job must checkpoint.
+
+A machine gets at most one size suggestion (the larger saving) and possibly the Spot one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from math import ceil
+
+from costguard.core.records import vcpus_of_type
+from costguard.core.settings import IdlePolicy
+from costguard.digest.figures import Hour, InstanceWeek, is_idle
+
+MIN_HOURS = 24
+MIN_DAYS = 5
+LOW_GPU_PERCENT = 20.0
+STRETCH_HOURS = 6
+
+# type -> (GPUs, the GPU, its memory in GB). The accelerated sizes costguard can suggest.
+_SIZES_1_4_8 = {
+    "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4, "48xlarge": 8
+}  # fmt: skip
+GPU_TYPES: dict[str, tuple[int, str, int]] = {
+    **{f"g4dn.{size}": (n, "T4", 16) for size, n in _SIZES_1_4_8.items() if size not in ("24xlarge", "48xlarge")},
+    **{f"g5.{size}": (n, "A10G", 24) for size, n in _SIZES_1_4_8.items()},
+    **{f"g6.{size}": (n, "L4", 24) for size, n in _SIZES_1_4_8.items()},
+    **{f"g6e.{size}": (n, "L40S", 48) for size, n in _SIZES_1_4_8.items()},
+    "p3.2xlarge": (1, "V100", 16),
+    "p3.8xlarge": (4, "V100", 16),
+    "p3.16xlarge": (8, "V100", 16),
+    "p4d.24xlarge": (8, "A100", 40),
+    "p4de.24xlarge": (8, "A100", 80),
+    "p5.4xlarge": (1, "H100", 80),
+    "p5.48xlarge": (8, "H100", 80),
+}
+
+Price = Callable[[str, str], float | None]  # (instance type, region) -> on-demand USD an hour
+
+
+@dataclass(frozen=True)
+class Advice:
+    instance: InstanceWeek
+    kind: str  # "fewer-gpus", "cheaper-gpu" or "spot"
+    suggested: str  # the instance type suggested ("" for Spot: the same type)
+    now_usd: float  # an hour, as it runs
+    then_usd: float  # an hour, as suggested
+    hours: float  # the hours the saving is counted over (this week's running, or working stretch, hours)
+    basis: str  # the figures it rests on, said plainly
+
+    @property
+    def saving_usd(self) -> float:
+        """What the week would have cost less."""
+        return (self.now_usd - self.then_usd) * self.hours
+
+
+def supported(hours: Sequence[Hour]) -> bool:
+    """A week of data: enough hours with every GPU reporting, spread over most of the week's days."""
+    complete = [h for h in hours if h.gpus_busy is not None]
+    return len(complete) >= MIN_HOURS and len({h.at.date() for h in complete}) >= MIN_DAYS
+
+
+def advise(
+    instances: Iterable[InstanceWeek], start: datetime, end: datetime, policy: IdlePolicy, price: Price
+) -> list[Advice]:
+    """Size suggestions for every machine a week of data supports; the largest savings first."""
+    out: list[Advice] = []
+    for instance in instances:
+        hours = [h for h in instance.hours if start <= h.at < end and h.running]
+        if not instance.telemetry or instance.instance_type not in GPU_TYPES or not supported(hours):
+            continue
+        now = price(instance.instance_type, instance.region)
+        if not now:
+            continue
+        sizes = (_fewer_gpus(instance, hours, now, price, policy), _cheaper_gpu(instance, hours, now, price, policy))
+        options = [a for a in sizes if a is not None]
+        if options:
+            out.append(max(options, key=lambda a: a.saving_usd))
+    return sorted(out, key=lambda a: -a.saving_usd)
+
+
+def spot_candidates(
+    instances: Iterable[InstanceWeek], start: datetime, end: datetime, policy: IdlePolicy
+) -> list[tuple[InstanceWeek, int, int]]:
+    """On-demand machines a week of data supports that worked long stretches: (machine, hours in stretches
+    of STRETCH_HOURS or more, the longest stretch)."""
+    out = []
+    for instance in instances:
+        if instance.lifecycle or not instance.zone:
+            continue
+        hours = [h for h in instance.hours if start <= h.at < end and h.running]
+        if not instance.telemetry or not supported(hours):
+            continue
+        stretches = _working_stretches(hours, instance, policy)
+        long = [s for s in stretches if s >= STRETCH_HOURS]
+        if long:
+            out.append((instance, sum(long), max(long)))
+    return out
+
+
+def spot_advice(
+    candidates: Iterable[tuple[InstanceWeek, int, int]], now: Price, spot: Mapping[tuple[str, str], float]
+) -> list[Advice]:
+    """Spot suggestions where the Spot price of the type in the machine's zone is below on-demand."""
+    out = []
+    for instance, hours, longest in candidates:
+        on_demand = now(instance.instance_type, instance.region)
+        price = spot.get((instance.instance_type, instance.zone))
+        if not on_demand or price is None or price >= on_demand:
+            continue
+        basis = (
+            f"{hours} h of work in stretches of {STRETCH_HOURS} h or more this week (the longest {longest} h), "
+            f"on demand at ${on_demand:.2f}/h; Spot in {instance.zone} now ${price:.2f}/h"
+        )
+        out.append(Advice(instance, "spot", "", on_demand, price, float(hours), basis))
+    return sorted(out, key=lambda a: -a.saving_usd)
+
+
+def _fewer_gpus(
+    instance: InstanceWeek, hours: Sequence[Hour], now: float, price: Price, policy: IdlePolicy
+) -> Advice | None:
+    gpus = GPU_TYPES[instance.instance_type][0]
+    complete = [h for h in hours if h.gpus_busy is not None]
+    used = max(h.gpus_busy or 0 for h in complete)
+    if gpus < 2 or used >= gpus:
+        return None
+    need_gpus = max(1, used)
+    need_vcpus = _vcpus_needed(instance, hours)
+    family = instance.instance_type.partition(".")[0]
+    fits = [
+        (p, t)
+        for t, (n, _, _) in GPU_TYPES.items()
+        if t.partition(".")[0] == family and need_gpus <= n < gpus and vcpus_of_type(t) >= need_vcpus
+        and (p := price(t, instance.region))
+    ]  # fmt: skip
+    if not fits:
+        return None
+    then, suggested = min(fits)
+    if then >= now:
+        return None
+    basis = (
+        f"at most {used} of its {gpus} GPUs in use in any of its {len(complete)} hours this week "
+        f"(a GPU in use reaches {policy.gpu_idle_percent:.0f}% in the hour); its busiest hour kept {need_vcpus} "
+        "vCPUs busy"
+    )
+    return Advice(instance, "fewer-gpus", suggested, now, then, float(len(hours)), basis)
+
+
+def _cheaper_gpu(
+    instance: InstanceWeek, hours: Sequence[Hour], now: float, price: Price, policy: IdlePolicy
+) -> Advice | None:
+    gpus, gpu, memory = GPU_TYPES[instance.instance_type]
+    working = [h for h in hours if h.gpu_avg is not None and not is_idle(h, instance, policy)]
+    if len(working) < MIN_HOURS:
+        return None
+    average = sum(h.gpu_avg or 0.0 for h in working) / len(working)
+    if average >= LOW_GPU_PERCENT:
+        return None
+    need_vcpus = _vcpus_needed(instance, hours)
+    fits = [
+        (p, t)
+        for t, (n, _, mem) in GPU_TYPES.items()
+        if n == gpus and mem >= memory and vcpus_of_type(t) >= need_vcpus and (p := price(t, instance.region))
+    ]
+    cheaper = [(p, t) for p, t in fits if p < now]
+    if not cheaper:
+        return None
+    then, suggested = min(cheaper)
+    basis = (
+        f"its {gpus} {gpu} GPU{'s' if gpus != 1 else ''} averaged {average:.0f}% over the {len(working)} hours it "
+        f"worked this week; {suggested} has {gpus} {GPU_TYPES[suggested][1]} ({GPU_TYPES[suggested][2]} GB each)"
+    )
+    return Advice(instance, "cheaper-gpu", suggested, now, then, float(len(hours)), basis)
+
+
+def _vcpus_needed(instance: InstanceWeek, hours: Sequence[Hour]) -> int:
+    """The vCPUs the busiest hour kept busy: CPUUtilization is a percentage of all of the type's vCPUs."""
+    peak = max((h.cpu_max or 0.0) for h in hours)
+    return max(1, ceil(peak / 100 * vcpus_of_type(instance.instance_type)))
+
+
+def _working_stretches(hours: Sequence[Hour], instance: InstanceWeek, policy: IdlePolicy) -> list[int]:
+    """Lengths of the runs of consecutive working hours (running, every GPU reporting, not idle)."""
+    runs: list[int] = []
+    length, previous = 0, None
+    for h in sorted(hours, key=lambda h: h.at):
+        working = h.gpu_max is not None and not is_idle(h, instance, policy)
+        if working and length and previous is not None and h.at - previous == timedelta(hours=1):
+            length += 1
+        else:
+            if length:
+                runs.append(length)
+            length = 1 if working else 0
+        previous = h.at
+    if length:
+        runs.append(length)
+    return runs

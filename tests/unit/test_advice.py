@@ -1,0 +1,138 @@
+"""Right-sizing and Spot advice on hand-built weeks: every expected figure worked out here, by hand."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from costguard.aws.ec2 import Ec2
+from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
+from costguard.core.settings import IdlePolicy, Mode
+from costguard.digest.advice import Advice, advise, spot_advice, spot_candidates
+from costguard.digest.figures import Hour, InstanceWeek
+from costguard.digest.messages import SPOT_WARNING, advice_line
+
+START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
+END = START + timedelta(days=7)
+POLICY = IdlePolicy()
+
+
+def price(instance_type: str, region: str) -> float | None:
+    return BUNDLED_USD_PER_HOUR.get(instance_type)
+
+
+def days(
+    count: int, first: int, length: int, *, cpu: float, gpu_max: float, gpu_avg: float, busy: int | None
+) -> list[Hour]:
+    """`length` hours from `first` o'clock on each of the week's first `count` days."""
+    return [
+        Hour(START + timedelta(days=d, hours=first + k), cpu, gpu_max, gpu_avg, busy)
+        for d in range(count)
+        for k in range(length)
+    ]
+
+
+def machine(instance_type: str, gpus: int, hours: list[Hour], *, lifecycle: str = "", zone: str = "") -> InstanceWeek:
+    usd = BUNDLED_USD_PER_HOUR[instance_type]
+    return InstanceWeek(
+        "i-0a", instance_type, "us-east-1", "ana", "", gpus, usd, True, "running", tuple(hours), lifecycle, zone
+    )
+
+
+def test_a_four_gpu_machine_that_used_one_gpu_all_week_is_told_the_one_gpu_size_that_fits_its_cpu() -> None:
+    # g5.12xlarge: 4 A10G, 48 vCPUs, $5.672/h. 10 h a day for 7 days, one GPU at 60 % (max 80 %),
+    # CPUUtilization at most 10 %: 4.8 of 48 vCPUs, so 5 needed. The 1-GPU g5 sizes with 5 vCPUs or more:
+    # g5.2xlarge (8, $1.212), 4xlarge (16, $1.624), 8xlarge (32, $2.448), 16xlarge (64, $4.096).
+    box = machine("g5.12xlarge", 4, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=15.0, busy=1))
+    [advice] = advise([box], START, END, POLICY, price)
+    assert (advice.kind, advice.suggested, advice.hours) == ("fewer-gpus", "g5.2xlarge", 70.0)
+    assert advice.saving_usd == pytest.approx((5.672 - 1.212) * 70)  # $312.20
+    assert advice.basis.startswith("at most 1 of its 4 GPUs in use in any of its 70 hours this week")
+    assert "kept 5 vCPUs busy" in advice.basis
+    line = advice_line(advice)
+    assert "*g5.2xlarge* instead, $1.21/h rather than $5.67/h, *$312 less* this week" in line
+
+
+def test_a_machine_whose_gpu_averaged_low_while_it_worked_is_told_a_cheaper_gpu_with_as_much_memory() -> None:
+    # g5.xlarge: 1 A10G (24 GB), $1.006/h. 8 working hours a day for 6 days at 10 % average (max 30 %).
+    # Same GPU count, at least 24 GB, cheaper: g6.xlarge (L4, 24 GB) at $0.8048/h. 48 h: (1.006 - 0.8048) x 48.
+    box = machine("g5.xlarge", 1, days(6, 9, 8, cpu=20.0, gpu_max=30.0, gpu_avg=10.0, busy=1))
+    [advice] = advise([box], START, END, POLICY, price)
+    assert (advice.kind, advice.suggested) == ("cheaper-gpu", "g6.xlarge")
+    assert advice.saving_usd == pytest.approx((1.006 - 0.8048) * 48)  # $9.66
+    assert advice.basis.startswith("its 1 A10G GPU averaged 10% over the 48 hours it worked this week")
+
+
+def test_no_advice_without_a_week_of_data_or_when_the_count_of_busy_gpus_is_unknown() -> None:
+    four_days = machine("g5.12xlarge", 4, days(4, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=1))
+    unknown = machine("g5.12xlarge", 4, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=None))
+    every_gpu = machine("g5.12xlarge", 4, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=4))
+    assert advise([four_days, unknown, every_gpu], START, END, POLICY, price) == []
+
+
+def test_long_on_demand_training_stretches_are_priced_on_spot_in_their_zone() -> None:
+    # p4d.24xlarge on demand, $21.96/h. 12 working hours a day (08-20) for 6 days: six stretches of 12 h;
+    # on the 7th day 3 h (too short to count). 72 h at a Spot price of $8.7838/h: (21.96 - 8.7838) x 72.
+    hours = days(6, 8, 12, cpu=60.0, gpu_max=95.0, gpu_avg=90.0, busy=8)
+    hours += [Hour(START + timedelta(days=6, hours=8 + k), 60.0, 95.0, 90.0, 8) for k in range(3)]
+    box = machine("p4d.24xlarge", 8, hours, zone="us-east-1a")
+    spot_box = machine("p4d.24xlarge", 8, hours, lifecycle="spot", zone="us-east-1a")
+    [(candidate, stretch_hours, longest)] = spot_candidates([box, spot_box], START, END, POLICY)
+    assert (candidate, stretch_hours, longest) == (box, 72, 12)
+    [advice] = spot_advice([(box, 72, 12)], price, {("p4d.24xlarge", "us-east-1a"): 8.7838})
+    assert advice.saving_usd == pytest.approx((21.96 - 8.7838) * 72)  # $948.69
+    assert advice.basis == (
+        "72 h of work in stretches of 6 h or more this week (the longest 12 h), on demand at $21.96/h; "
+        "Spot in us-east-1a now $8.78/h"
+    )
+    assert spot_advice([(box, 72, 12)], price, {("p4d.24xlarge", "us-east-1a"): 25.0}) == []  # dearer: nothing
+    assert spot_advice([(box, 72, 12)], price, {("p4d.24xlarge", "us-east-1b"): 5.0}) == []  # not its zone
+
+
+def test_idle_hours_break_a_stretch() -> None:
+    working = [Hour(START + timedelta(days=d, hours=k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(4)]
+    idle = [Hour(START + timedelta(days=d, hours=4), 1.0, 0.5, 0.5, 0) for d in range(6)]
+    more = [Hour(START + timedelta(days=d, hours=5 + k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(4)]
+    box = machine("p4d.24xlarge", 8, working + idle + more, zone="us-east-1a")
+    assert spot_candidates([box], START, END, POLICY) == []  # 4 h, idle, 4 h: never 6 in a row
+
+
+def test_the_spot_price_is_asked_once_per_type_at_the_digests_time_and_read_for_the_machines_zone() -> None:
+    client = boto3.client("ec2", region_name="us-east-1")
+    at = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    with Stubber(client) as stub:
+        stub.add_response(
+            "describe_spot_price_history",
+            {
+                "SpotPriceHistory": [
+                    {"AvailabilityZone": "us-east-1a", "InstanceType": "p4d.24xlarge", "SpotPrice": "9.10",
+                     "Timestamp": at - timedelta(hours=5), "ProductDescription": "Linux/UNIX"},
+                    {"AvailabilityZone": "us-east-1a", "InstanceType": "p4d.24xlarge", "SpotPrice": "8.7838",
+                     "Timestamp": at - timedelta(hours=1), "ProductDescription": "Linux/UNIX"},
+                    {"AvailabilityZone": "us-east-1b", "InstanceType": "p4d.24xlarge", "SpotPrice": "7.00",
+                     "Timestamp": at - timedelta(hours=1), "ProductDescription": "Linux/UNIX"},
+                    {"AvailabilityZone": "us-east-1c", "InstanceType": "p4d.24xlarge", "SpotPrice": "NaN",
+                     "Timestamp": at - timedelta(hours=1), "ProductDescription": "Linux/UNIX"},
+                ]
+            },
+            {"InstanceTypes": ["p4d.24xlarge"], "ProductDescriptions": ["Linux/UNIX"], "StartTime": at, "EndTime": at},
+        )  # fmt: skip
+        prices = Ec2(client, "us-east-1", Mode.ENFORCE).spot_prices(
+            [("p4d.24xlarge", "us-east-1a"), ("p4d.24xlarge", "us-east-1c")], at
+        )
+        stub.assert_no_pending_responses()
+    assert prices == {("p4d.24xlarge", "us-east-1a"): 8.7838}  # the newest in its zone; NaN is no price
+
+
+def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> None:
+    from costguard.digest.messages import _advice_blocks  # noqa: PLC0415
+
+    box = machine("p4d.24xlarge", 8, [], zone="us-east-1a")
+    spot = Advice(box, "spot", "", 21.96, 8.7838, 72.0, "72 h of work in stretches")
+    text = json.dumps(_advice_blocks([spot], "*Right-sizing and Spot*"))
+    assert "*Spot* instead, $8.78/h rather than $21.96/h, *$949 less* this week. 72 h of work in stretches" in text
+    assert json.dumps(SPOT_WARNING)[1:-1] in text
