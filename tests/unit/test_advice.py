@@ -136,3 +136,38 @@ def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> Non
     text = json.dumps(_advice_blocks([spot], "*Right-sizing and Spot*"))
     assert "*Spot* instead, $8.78/h rather than $21.96/h, *$949 less* this week. 72 h of work in stretches" in text
     assert json.dumps(SPOT_WARNING)[1:-1] in text
+
+
+def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_working_hours_tag() -> None:
+    from costguard.digest.advice import schedule_advice  # noqa: PLC0415
+    from costguard.idle.schedule import parse_schedule  # noqa: PLC0415
+
+    # g5.xlarge, $1.006/h. Monday to Friday (the week starts on a Monday): works 09:00-17:00 UTC, then runs
+    # idle until midnight: 5 x 7 = 35 idle hours outside its hours, $35.21.
+    work = days(5, 9, 8, cpu=40.0, gpu_max=90.0, gpu_avg=70.0, busy=1)
+    idle = days(5, 17, 7, cpu=1.0, gpu_max=0.5, gpu_avg=0.5, busy=0)
+    box = machine("g5.xlarge", 1, work + idle)
+    [advice] = schedule_advice([box], START, END, POLICY)
+    assert (advice.kind, advice.suggested, advice.hours) == ("schedule", "weekdays 09:00-17:00 UTC", 35.0)
+    assert advice.saving_usd == pytest.approx(35 * 1.006)
+    assert advice.basis == (
+        "worked within 09:00-17:00 UTC on 5 days (40 of its 40 working hours), and sat idle 35 h outside them"
+    )
+    parse_schedule(advice.suggested)  # the tag costguard itself reads
+    assert "tag it `costguard:schedule` = `weekdays 09:00-17:00 UTC`" in advice_line(advice)
+    # already scheduled: nothing to suggest
+    assert schedule_advice([box], START, END, POLICY, exclude=frozenset({"i-0a"})) == []
+
+
+def test_irregular_hours_or_no_idle_time_outside_them_suggest_no_working_hours() -> None:
+    from costguard.digest.advice import schedule_advice  # noqa: PLC0415
+
+    # a different 4-hour slot each day: no window holds 80 % of the work within 16 hours
+    scattered = [
+        Hour(START + timedelta(days=d, hours=(d * 5) % 20 + k), 40.0, 90.0, 70.0, 1) for d in range(7) for k in range(4)
+    ]
+    idle = days(7, 0, 1, cpu=1.0, gpu_max=0.5, gpu_avg=0.5, busy=0)
+    assert schedule_advice([machine("g5.xlarge", 1, scattered + idle)], START, END, POLICY) == []
+    # regular hours, but stopped after them: nothing idle to save
+    regular = days(6, 9, 8, cpu=40.0, gpu_max=90.0, gpu_avg=70.0, busy=1)
+    assert schedule_advice([machine("g5.xlarge", 1, regular)], START, END, POLICY) == []

@@ -14,10 +14,10 @@ from costguard.aws.commitments import CommitmentReader
 from costguard.aws.ec2 import LIVE_STATES, Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
-from costguard.core import formatting
+from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.advice import Advice, advise, spot_advice, spot_candidates
+from costguard.digest.advice import Advice, advise, schedule_advice, spot_advice, spot_candidates
 from costguard.digest.dashboards import update_dashboards
 from costguard.digest.data import DigestData
 from costguard.digest.figures import InstanceWeek, outlived_keeps, summarize
@@ -78,6 +78,11 @@ class DigestCollector:
             )
         this_week = summarize(weeks, start, end, self.policy)
         advice = self._advice(weeks, start, end, now, errors)
+        # Not for machines that have working hours, nor for Auto Scaling members (scheduled scaling is theirs).
+        exclude = frozenset(i for i, m in raw.items() if tags.SCHEDULE in m.tags or m.auto_scaling_group)
+        advice = sorted(
+            advice + schedule_advice(weeks, start, end, self.policy, exclude=exclude), key=lambda a: -a.saving_usd
+        )
         last_week = summarize(weeks, earlier, start, self.policy)
         entries = list(self.ledger.entries_between(start, end))
         saved_hours, saved_usd = saved_by_stops(entries, raw, end, self.prices)

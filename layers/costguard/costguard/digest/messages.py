@@ -89,7 +89,9 @@ def digest_message(data: DigestData) -> Message:
         ]
         blocks.append(section("*Worst idle machines still running*\n" + bullet_list(lines)))
     if data.advice:
-        blocks += _advice_blocks(data.advice, "*Right-sizing and Spot* (each from a week of this machine's data)")
+        blocks += _advice_blocks(
+            data.advice, "*Right-sizing, Spot and working hours* (each from a week of this machine's data)"
+        )
     blocks += [divider(), section(_costguard_did(data)), section(_hygiene(data)), section(_commitments(data))]
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(
@@ -115,6 +117,18 @@ SPOT_WARNING = (
 
 def advice_line(advice: Advice) -> Mrkdwn:
     machine = advice.instance
+    if advice.kind == "schedule":
+        return mrkdwn(
+            "`{0}` {1} ({2}): tag it `costguard:schedule` = `{3}`: costguard starts it before those hours and "
+            "never warns about it in them; outside them a stop saves {4}/h, *{5}* this week. {6}",
+            machine.instance_id,
+            machine.instance_type,
+            machine.owner or "no owner",
+            advice.suggested,
+            usd(advice.now_usd),
+            usd(advice.saving_usd),
+            advice.basis[:1].upper() + advice.basis[1:],
+        )
     what = "Spot" if advice.kind == "spot" else advice.suggested
     return mrkdwn(
         "`{0}` {1} ({2}): *{3}* instead, {4}/h rather than {5}/h, *{6} less* this week. {7}",
