@@ -311,6 +311,23 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
         )
 
 
+def deep_dive(demo: Demo, seeded: fleet.SeededFleet) -> None:
+    member = (accounts.MEMBER, accounts.REGION, accounts.MACHINE_TYPE, accounts.OWNER)
+    fleet.seed_quarter(demo.account.gaps, seeded, demo.clock, member)
+    # costguard ran all quarter: its weekly records, made from this week's (which the digest just kept)
+    weeks = fleet.seed_weekly_records(demo.client("dynamodb"), HUB, demo.clock)
+    print(f"   (the quarter's history: {weeks} weekly records, each this week's figures scaled)")
+    with step(
+        f"{demo.clock:%H:%M} deep_dive: the quarterly deep dive into EC2 spend (events/deep_dive/quarterly.json)"
+    ):
+        result = demo.invoke("deep_dive", event("deep_dive/quarterly.json"), "quarterly")
+        print(
+            f"   {result['quarter']}: ${result['total_usd']:,.0f} of EC2 compute, {result['lines']} lines, "
+            f"{result['anomalies']} anomalies ({result['anomaly_source'].split(':')[0]}), "
+            f"{result['region_moves']} region move(s); chart and CSV {result['files']}"
+        )
+
+
 def weekly(demo: Demo) -> None:
     with step(f"{demo.clock:%H:%M} weekly_digest: the Monday digest (events/weekly_digest/weekly.json)"):
         result = demo.invoke("weekly_digest", event("weekly_digest/weekly.json"), "weekly")
@@ -415,6 +432,7 @@ def main() -> int:
         if not organization(demo, member):
             print("\n== Several accounts: the member's stop or the organization digest did not happen as told")
             return 1
+        deep_dive(demo, seeded)
 
         rows = fleet_rows(demo, seeded, member)
         print("\n== The fleet at the end")

@@ -8,6 +8,7 @@ notebook left idle, a machine that gets back to work during its grace period, on
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,6 +18,8 @@ from typing import Any
 from costguard.aws.costexplorer import EC2_COMPUTE, periods
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.records import vcpus_of_type
+from costguard.digest.quarter import quarter_bounds
+from costguard.state.weeks import WeekRecords
 from testing import launches, moto_fixes
 from testing.aws_gaps import AwsGaps
 from testing.launches import AMI, iam_user, launch_record, person
@@ -518,3 +521,72 @@ def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
 def launch_event(machine: Machine) -> dict[str, Any]:
     """The events/owner_tagger payload for this machine, pointed at its real instance id."""
     return launches.launch_event(machine.launch_event, machine.instance_id)
+
+
+# The deep dive's quarter: how each machine's monthly cost moved over the three months (oldest first).
+_QUARTER_SHAPE = {"alice-train": (0.5, 0.6, 1.0), "carol-eval": (0.0, 0.2, 0.9), "bob-notebook": (1.0, 1.0, 1.0)}
+_TEAMS = {"alice-train": "nlp", "carol-eval": "nlp", "bob-notebook": "vision", "kim-notebook": "vision"}
+# Other regions' on-demand prices, relative to the demo's (illustrative, not AWS's).
+_REGION_FACTORS = {"us-east-2": 1.0, "eu-west-1": 1.12, "ap-northeast-1": 1.28, "ap-south-1": 0.95}
+
+
+def seed_quarter(gaps: AwsGaps, seeded: SeededFleet, today: datetime, member: tuple[str, str, str, str]) -> None:
+    """Cost Explorer's three months of EC2 compute by account, region, type, owner and team (and type x
+    region) for the deep dive; `member` is (account, region, instance type, owner) of the member's box."""
+    first = today.date().replace(day=1)
+    months: list[str] = []
+    for _ in range(3):
+        first = (first - timedelta(days=1)).replace(day=1)
+        months.insert(0, first.isoformat())
+    rows: list[tuple[str, str, str, str, str, tuple[float, ...]]] = []
+    for machine in seeded.machines:
+        monthly = BUNDLED_USD_PER_HOUR.get(machine.instance_type, 0.68) * 24 * 30
+        shape = _QUARTER_SHAPE.get(machine.name, (0.8, 0.9, 1.0))
+        owner = machine.launch_tags.get("Owner", _OWNERS.get(machine.name, ""))
+        team = _TEAMS.get(machine.name, "platform")
+        rows.append(
+            ("123456789012", machine.region, machine.instance_type, owner, team, tuple(monthly * f for f in shape))
+        )
+    account, region, instance_type, owner = member
+    monthly = BUNDLED_USD_PER_HOUR[instance_type] * 24 * 30
+    rows.append((account, region, instance_type, owner, "vision", (monthly, monthly, monthly)))
+    tables: dict[tuple[str, ...], dict[tuple[str, ...], dict[str, float]]] = {}
+    groupings = {
+        ("LINKED_ACCOUNT",): lambda r: (r[0],),
+        ("REGION",): lambda r: (r[1],),
+        ("INSTANCE_TYPE",): lambda r: (r[2],),
+        ("Owner",): lambda r: (f"Owner${r[3]}",),
+        ("Team",): lambda r: (f"Team${r[4]}",),
+        ("INSTANCE_TYPE", "REGION"): lambda r: (r[2], r[1]),
+    }
+    for keys, group_of in groupings.items():
+        table = tables.setdefault(keys, {})
+        for row in rows:
+            by_month = table.setdefault(group_of(row), {})
+            for month, amount in zip(months, row[5], strict=True):
+                by_month[month] = by_month.get(month, 0.0) + amount
+    gaps.quarter.update(tables)
+    for (instance_type, region), price in list(gaps.prices.items()):
+        if region == HOME:
+            for other, factor in _REGION_FACTORS.items():
+                gaps.prices.setdefault((instance_type, other), round(price * factor, 4))
+
+
+def seed_weekly_records(dynamodb: Any, account: str, today: datetime) -> int:
+    """The weekly digest's records for the quarter before `today`: this week's record (written by the demo's
+    weekly digest) copied to each earlier week, its figures scaled. How many were written."""
+    records = WeekRecords(dynamodb, "costguard-state")
+    [latest] = records.between(account, today.date() - timedelta(days=8), today.date() + timedelta(days=1))[-1:]
+    week = json.loads(latest)
+    start, end, _ = quarter_bounds(today.date())
+    day, count, rng = start + timedelta(days=(7 - start.weekday()) % 7), 0, random.Random(13)
+    while day < end:
+        scale = rng.uniform(0.7, 1.2)
+        copy = {**week, "start": f"{day}T00:00:00+00:00", "end": f"{day + timedelta(days=7)}T09:00:00+00:00"}
+        for key in ("gpu_hours", "idle_gpu_hours", "waste_usd", "saved_hours", "saved_usd"):
+            copy[key] = round(week[key] * scale, 2)
+        copy["stopped"] = max(1, round(week["stopped"] * scale))
+        records.keep(account, datetime.fromisoformat(copy["start"]), json.dumps(copy))
+        day += timedelta(days=7)
+        count += 1
+    return count

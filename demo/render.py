@@ -132,15 +132,23 @@ def page(
             f'<div class="notification">Notification: {html.escape(m.text)}</div>{blocks}</div></div>'
         )
     for upload in uploads:
-        if upload.get("bytes", b"")[:8] == b"\x89PNG\r\n\x1a\n":
-            data = base64.b64encode(upload["bytes"]).decode()
-            rendered.append(
-                f'<div class="message"><div class="avatar">cg</div><div class="content">'
-                f'<div class="meta"><b>costguard</b> <span class="app">APP</span> <span class="where">'
-                f"{html.escape(str(upload.get('channel', '')))}: uploaded a file</span></div>"
-                f'<div class="header">{html.escape(str(upload.get("title", "")))}</div>'
-                f'<div class="image"><img src="data:image/png;base64,{data}" alt="chart"></div></div></div>'
+        content: bytes = upload.get("bytes", b"")
+        data = base64.b64encode(content).decode()
+        if content[:8] == b"\x89PNG\r\n\x1a\n":
+            shown = f'<div class="image"><img src="data:image/png;base64,{data}" alt="chart"></div>'
+        else:  # a text file (the deep dive's CSV): its first lines, and the whole of it to download
+            name = html.escape(str(upload.get("filename", "file")))
+            head = "\n".join(content.decode(errors="replace").splitlines()[:12])
+            shown = (
+                f'<pre class="file">{html.escape(head)}\n…</pre>'
+                f'<a download="{name}" href="data:text/csv;base64,{data}">{name}</a>'
             )
+        rendered.append(
+            f'<div class="message"><div class="avatar">cg</div><div class="content">'
+            f'<div class="meta"><b>costguard</b> <span class="app">APP</span> <span class="where">'
+            f"{html.escape(str(upload.get('channel', '')))}: uploaded a file</span></div>"
+            f'<div class="header">{html.escape(str(upload.get("title", "")))}</div>{shown}</div></div>'
+        )
     body = "".join(f"<h2>{html.escape(s.title)}</h2>{s.body_html}" for s in sections)
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
@@ -169,6 +177,7 @@ code {{ background: #f6f6f6; border: 1px solid #e0e0e0; border-radius: 3px; padd
 pre {{ background: #f6f6f6; border: 1px solid #e0e0e0; padding: 8px; font-size: 12px; white-space: pre-wrap; }}
 .mention {{ background: #e8f5fa; color: #1264a3; border-radius: 3px; padding: 0 2px; }}
 .image img {{ max-width: 100%; border: 1px solid #ddd; border-radius: 4px; }}
+pre.file {{ font-size: 11px; background: #fff; border: 1px solid #ddd; padding: 6px; overflow-x: auto; }}
 hr {{ border: 0; border-top: 1px solid #ddd; }}
 </style></head><body><main><h1>{html.escape(title)}</h1>{body}
 <h2>Slack, as costguard's messages would appear ({len(messages)})</h2><div class="slack">{"".join(rendered)}</div>

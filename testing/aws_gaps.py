@@ -5,7 +5,7 @@ except the operations listed in `AwsGaps.handlers`, which are answered here in A
 (so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), the
 Pricing API's GetProducts, EC2 DescribeReservedInstances and DescribeSpotPriceHistory, Savings Plans
 DescribeSavingsPlans, and the Cost Explorer reports (costs, forecast, reservation and Savings Plans use,
-purchase recommendations).
+purchase recommendations, anomaly monitors).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ class AwsGaps:
     # Cost Explorer: (group-by key, period start) -> {group: USD}; the forecast of the rest of the month.
     costs: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     forecast_rest_of_month: float = 0.0
+    # The deep dive's quarter: group-by keys -> {group keys: {first day of a month (ISO): USD}}.
+    quarter: dict[tuple[str, ...], dict[tuple[str, ...], dict[str, float]]] = field(default_factory=dict)
     daily_spend: dict[str, float] = field(default_factory=dict)  # ISO date -> USD
     coverage: dict[str, float] = field(default_factory=lambda: {"ri": 0.0, "sp": 0.0})  # % of eligible use covered
     reserved_instances: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # region -> RIs
@@ -66,6 +68,7 @@ class AwsGaps:
             "AWSPriceListService.GetProducts": self.get_products,
             "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
             "AWSInsightsIndexService.GetCostForecast": self.get_cost_forecast,
+            "AWSInsightsIndexService.GetAnomalyMonitors": self.get_anomaly_monitors,
             "AWSInsightsIndexService.GetReservationUtilization": self.get_reservation_utilization,
             "AWSInsightsIndexService.GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
             "AWSInsightsIndexService.GetReservationCoverage": self.get_reservation_coverage,
@@ -129,8 +132,32 @@ class AwsGaps:
                     "DimensionValueAttributes": [],
                 }
             )
+        keys = tuple(g["Key"] for g in body["GroupBy"])
+        if body.get("Granularity") == "MONTHLY" and keys in self.quarter:  # the deep dive's three months
+            rows = self.quarter[keys]
+            months = sorted({m for by_month in rows.values() for m in by_month if period["Start"] <= m < period["End"]})
+            results = [
+                {
+                    "TimePeriod": {"Start": month, "End": month},
+                    "Total": {},
+                    "Groups": [
+                        {
+                            "Keys": list(group),
+                            "Metrics": {"UnblendedCost": {"Amount": f"{by[month]:.2f}", "Unit": "USD"}},
+                        }
+                        for group, by in sorted(rows.items())
+                        if month in by
+                    ],
+                    "Estimated": False,
+                }
+                for month in months
+            ]
+            return _json({"ResultsByTime": results, "DimensionValueAttributes": []})
         groups = self.costs.get((body["GroupBy"][0]["Key"], period["Start"]), {})
         return _json(cost_and_usage(groups, period["Start"], period["End"]))
+
+    def get_anomaly_monitors(self, body: dict[str, Any], _region: str) -> Answer:
+        return _json({"AnomalyMonitors": []})  # the demo account has not turned Cost Anomaly Detection on
 
     def get_cost_forecast(self, body: dict[str, Any], _region: str) -> Answer:
         amount = f"{self.forecast_rest_of_month:.2f}"
@@ -248,34 +275,33 @@ class AwsGaps:
 
     # ------------------------------------------------------------------ Pricing
     def get_products(self, body: dict[str, Any], _region: str) -> Answer:
-        """GetProducts for EC2 on-demand Linux: one product in AWS's PriceList shape, or none."""
+        """GetProducts for EC2 on-demand Linux: a product in AWS's PriceList shape for the region asked, or for
+        every region priced when the filters name none (the deep dive's region prices)."""
         fields = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
-        price = self.prices.get((fields.get("instanceType", ""), fields.get("regionCode", "")))
+        instance_type = fields.get("instanceType", "")
+        wanted = fields.get("regionCode")
         products = []
-        if price is not None and body.get("ServiceCode") == "AmazonEC2":
-            sku = "DEMO" + fields["instanceType"].replace(".", "").upper()
-            products.append(
-                json.dumps(
-                    {
-                        "product": {"sku": sku, "attributes": {**fields, "servicecode": "AmazonEC2"}},
-                        "serviceCode": "AmazonEC2",
-                        "terms": {
-                            "OnDemand": {
-                                f"{sku}.JRTCKXETXF": {
-                                    "priceDimensions": {
-                                        f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
-                                            "unit": "Hrs",
-                                            "pricePerUnit": {"USD": f"{price:.10f}"},
-                                            "description": f"${price} per On Demand Linux instance hour",
-                                        }
-                                    },
-                                    "sku": sku,
-                                }
-                            }
-                        },
-                    }
-                )
-            )
+        for (priced_type, region), price in sorted(self.prices.items()):
+            if priced_type != instance_type or (wanted is not None and region != wanted):
+                continue
+            if body.get("ServiceCode") != "AmazonEC2":
+                continue
+            sku = "DEMO" + instance_type.replace(".", "").upper() + region.replace("-", "").upper()
+            attributes = {**fields, "regionCode": region, "servicecode": "AmazonEC2"}
+            on_demand = {
+                f"{sku}.JRTCKXETXF": {
+                    "priceDimensions": {
+                        f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
+                            "unit": "Hrs",
+                            "pricePerUnit": {"USD": f"{price:.10f}"},
+                            "description": f"${price} per On Demand Linux instance hour",
+                        }
+                    },
+                    "sku": sku,
+                }
+            }
+            product = {"product": {"sku": sku, "attributes": attributes}, "serviceCode": "AmazonEC2"}
+            products.append(json.dumps({**product, "terms": {"OnDemand": on_demand}}))
         body_out = {"PriceList": products, "FormatVersion": "aws_v1"}
         return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(body_out).encode()
 

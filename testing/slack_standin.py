@@ -83,6 +83,7 @@ class SlackStandIn:
     token: str = BOT_TOKEN
     messages: list[Posted] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
+    filenames: dict[str, str] = field(default_factory=dict)  # file id -> the name it was uploaded as
     ephemeral: list[dict[str, Any]] = field(default_factory=list)  # replies only the clicker sees
     groups: dict[str, list[str]] = field(default_factory=dict)  # user group id -> member ids
     calls: list[str] = field(default_factory=list)
@@ -161,7 +162,8 @@ class SlackStandIn:
             return
         if method == "upload":
             with self._lock:
-                self.files.append({"id": parsed.path.rsplit("/", 1)[-1], "bytes": raw})
+                file_id = parsed.path.rsplit("/", 1)[-1]
+                self.files.append({"id": file_id, "bytes": raw, "filename": self.filenames.get(file_id, "")})
             self._reply(request, 200, "OK - uploaded")
             return
         if request.headers.get("Authorization") != f"Bearer {self.token}":
@@ -242,6 +244,7 @@ class SlackStandIn:
             return {"ok": False, "error": "message_not_found"}
         if method == "files.getUploadURLExternal":
             file_id = f"F{len(self.files) + 1:06d}"
+            self.filenames[file_id] = str(args.get("filename", ""))
             return {"ok": True, "upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
         if method == "files.completeUploadExternal":
             channel = str(args.get("channel_id", ""))

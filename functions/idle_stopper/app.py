@@ -1,15 +1,18 @@
 """idle_stopper: warns the owner of an idle GPU instance, stops it after the grace period if still idle.
 
 Triggers: EventBridge Scheduler sweep ({"costguard": "sweep"}, every governed region); the state
-change of a costguard idle alarm (one instance, fresh data); EC2 state changes (alarm lifecycle).
+change of a costguard idle alarm (one instance, fresh data); EC2 state changes (alarm lifecycle, and
+each machine's starts and stops, for the working hours a warning may offer).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.cloudwatch.alarms import IdleAlarms
@@ -22,9 +25,11 @@ from costguard.core.records import Skipped
 from costguard.core.settings import IdlePolicy
 from costguard.idle import events as idle_events
 from costguard.idle.checks import ActivityChecker
+from costguard.idle.mornings import hours_offer
 from costguard.idle.report import RegionReport
 from costguard.idle.sweep import IdleStopper
 from costguard.runtime import Runtime
+from costguard.state.history import MachineHistory
 from costguard.state.outbox import Outbox
 
 
@@ -62,6 +67,7 @@ def lambda_handler(
     else:
         stopper = _stopper(runtime, policy, what.region, context)
         reports = {what.region: stopper.on_state_change(what.instance_id, what.state)}
+        _remember(runtime, what, now)
     _emit(reports)
     errors = failures + [e for r in reports.values() for e in r.retryable_errors]
     if errors:
@@ -89,7 +95,7 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         wait_seconds=policy.activity_check_seconds,
         time_left=runtime.time_left,
     )
-    return IdleStopper(
+    stopper = IdleStopper(
         region=region,
         ec2=ec2,
         gpu_series=GpuSeriesFinder(cloudwatch),
@@ -108,6 +114,22 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         checker=checker,
         time_left=runtime.time_left,
     )
+    stopper.notices.hours_for = hours_offer(MachineHistory(runtime.client("dynamodb"), settings.state_table))
+    return stopper
+
+
+def _remember(runtime: Runtime, change: idle_events.StateChanged, now: datetime) -> None:
+    """A start or a stop, kept for the working hours the idle warning may offer. A nicety: a failed write
+    is logged and counted, and the event (whose alarm work is done) is not retried for it."""
+    if change.state not in ("running", "stopped"):
+        return
+    try:
+        MachineHistory(runtime.client("dynamodb"), runtime.settings.state_table).record(
+            change.instance_id, change.state, change.at or now
+        )
+    except (ClientError, BotoCoreError) as exc:
+        logger.warning("state change not kept", instance_id=change.instance_id, error=str(exc)[:200])
+        metrics.add_metric(name="StateChangesNotKept", unit=MetricUnit.Count, value=1)
 
 
 def _emit(reports: dict[str, RegionReport]) -> None:

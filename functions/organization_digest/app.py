@@ -17,7 +17,7 @@ from costguard.core.shapes import shape
 from costguard.digest.chart import week_chart
 from costguard.digest.gathering import gather
 from costguard.digest.organization import chart_days, organization_message
-from costguard.digest.sending import DigestIncomplete, post_with_chart
+from costguard.digest.sending import DigestIncomplete, chart, post_with_chart
 from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 
@@ -41,27 +41,26 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         time_left=runtime.time_left,
     )
     week = f"{now:%G-W%V}"
-    posted, chart_file, missing = post_with_chart(
+    posted = post_with_chart(
         runtime.notifier,
         runtime.claims,
         key=f"organization-digest:{week}",
         channel=runtime.settings.digest_channel,
         message=lambda: organization_message(org),
-        chart=lambda: week_chart(chart_days(org)),
-        filename=f"gpu-week-organization-{week}.png",
+        attachments=[chart(lambda: week_chart(chart_days(org)), f"gpu-week-organization-{week}.png")],
         now=now,
     )
     metrics.add_metric(name="OrganizationAccountsMissing", unit=MetricUnit.Count, value=len(org.missing))
-    if missing:
-        raise DigestIncomplete(f"the organization digest's {missing}")
+    if posted.missing:
+        raise DigestIncomplete(f"the organization digest's {posted.missing}")
     return {
-        "status": "posted" if posted else "already-posted",
+        "status": "posted" if posted.posted else "already-posted",
         "accounts": [w.account for w in org.fresh],
         "missing": [account for account, _ in org.missing],
         "refused": org.refused,
         "idle_gpu_hours": round(sum(w.idle_gpu_hours for w in org.fresh), 3),
         "waste_usd": round(sum(w.waste_usd for w in org.fresh), 2),
-        "chart_file": chart_file,
+        "chart_file": (posted.files or [""])[0],
     }
 
 

@@ -19,8 +19,9 @@ from costguard.core.observability import logger, metrics, refuses_garbage
 from costguard.core.settings import DigestSettings, IdlePolicy
 from costguard.core.shapes import shape
 from costguard.digest.collection import DigestCollector, Region
-from costguard.digest.sending import DigestIncomplete, hand_over, send_digest
+from costguard.digest.sending import DigestIncomplete, record_week, send_digest
 from costguard.runtime import Runtime
+from costguard.state.weeks import WeekRecords
 
 WEEKLY_INPUT = {"costguard": "digest"}
 
@@ -60,16 +61,13 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     now = runtime.now()
     data = collector.collect(now)
     handoff = _settings().handoff_queue_arn
-    unsent = (
-        hand_over(
-            data,
-            Mailbox(runtime.client("sqs", queue_region(queue_url(handoff))), queue_url(handoff)),
-            account=runtime.account,
-            label=_settings().account_label,
-            regions=settings.governed_regions,
-        )
-        if handoff
-        else ""
+    unsent = record_week(
+        data,
+        WeekRecords(runtime.client("dynamodb"), settings.state_table),
+        Mailbox(runtime.client("sqs", queue_region(queue_url(handoff))), queue_url(handoff)) if handoff else None,
+        account=runtime.account,
+        label=_settings().account_label,
+        regions=settings.governed_regions,
     )
     report = send_digest(
         data,
@@ -83,7 +81,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         time_left=runtime.time_left,
     )
     if unsent:
-        raise DigestIncomplete(unsent)  # the digest went out; the retry hands the week over again
+        raise DigestIncomplete(f"{unsent}")  # the digest went out; the retry keeps and hands the week over again
     metrics.add_metric(name="DigestIdleGpuHours", unit=MetricUnit.Count, value=data.this_week.fleet.idle_gpu_hours)
     return {
         "status": "posted" if report.posted else "already-posted",

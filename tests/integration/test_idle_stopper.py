@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -756,3 +757,62 @@ def test_dry_run_tells_no_owner_about_an_unreadable_schedule(
     result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert "cannot be read" in result["regions"][REGION]["skipped"][iid]
     assert slack.messages == []
+
+
+def test_with_the_morning_note_the_owner_is_told_their_machine_is_starting_once(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    soon = launch(now, tags={tags.SCHEDULE: schedule_around(now, 0, 8)})  # opens in under 15 minutes
+    ec2().stop_instances(InstanceIds=[soon])
+    monkeypatch.setattr(runtime, "now", lambda: now - timedelta(minutes=10))
+    policy = dataclasses.replace(POLICY, morning_note=True)
+    for _ in range(2):  # a second sweep in the lead starts nothing and says nothing
+        result = app.lambda_handler(SWEEP, lambda_context, runtime=runtime, policy=policy)
+    assert result["regions"][REGION]["started"] == []
+    [note] = slack.messages
+    assert (note.channel, note.direct) == ("U0ALICE", True)
+    assert f"is starting for its working hours (`{schedule_around(now, 0, 8)}`)" in json.dumps(note.blocks)
+
+
+def test_without_the_morning_note_a_morning_start_says_nothing(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    soon = launch(now, tags={tags.SCHEDULE: schedule_around(now, 0, 8)})
+    ec2().stop_instances(InstanceIds=[soon])
+    result = run(SWEEP, runtime, now - timedelta(minutes=10), lambda_context, monkeypatch)
+    assert result["regions"][REGION]["started"] == [soon]
+    assert slack.messages == []
+
+
+def test_a_machine_started_and_stopped_at_the_same_hours_is_offered_working_hours_in_its_warning(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now)
+    # EC2's state changes of the four days before: started about 08:00, stopped about 19:00 UTC
+    for back in range(1, 5):
+        day = (now - timedelta(days=back)).replace(hour=0, minute=0, second=0, microsecond=0)
+        for at, state in (
+            (day + timedelta(hours=8, minutes=5 * back), "running"),
+            (day + timedelta(hours=19), "stopped"),
+        ):
+            change = load_event("idle_stopper/ec2-state-running.json")
+            change["time"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            change["detail"] = {"instance-id": iid, "state": state}
+            run(change, runtime, now, lambda_context, monkeypatch)
+    publish(iid, now, gpus=[idle()])
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert result["regions"][REGION]["warned"] == [iid]
+    [warning] = slack.messages
+    text = json.dumps(warning.blocks)
+    assert "*Keeps regular hours?* Tag it `costguard:schedule` = `" in text
+    assert "08:00-20:00 UTC`" in text
+
+
+def test_a_machine_without_regular_hours_is_offered_none(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle()])
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    [warning] = slack.messages
+    assert "Keeps regular hours" not in json.dumps(warning.blocks)

@@ -265,6 +265,8 @@ def test_rule_patterns_match_the_real_shaped_events(
         ("IdleStopperFunctionSweep", "idle_stopper/sweep.json"),
         ("CommitmentTrackerFunctionDaily", "commitment_tracker/daily.json"),
         ("WeeklyDigestFunctionWeekly", "weekly_digest/weekly.json"),
+        ("OrganizationDigestFunctionWeekly", "organization_digest/weekly.json"),
+        ("DeepDiveFunctionQuarterly", "deep_dive/quarterly.json"),
     ],
 )
 def test_schedules_send_the_input_the_handlers_expect(cfn: dict[str, Any], schedule: str, fixture: str) -> None:
@@ -621,3 +623,18 @@ def test_the_organization_digest_runs_after_the_accounts_digests_on_the_same_day
     assert schedule["ScheduleExpression"] == {"Fn::Sub": "cron(0 ${OrganizationDigestHour} ? * ${DigestDay} *)"}
     assert schedule["ScheduleExpressionTimezone"] == {"Ref": "TeamTimezone"}
     assert json.loads(schedule["Target"]["Input"]) == load_event("organization_digest/weekly.json")
+
+
+def test_the_deep_dive_runs_each_quarter_reads_anomalies_of_this_account_only_and_can_be_left_out(
+    cfn: dict[str, Any],
+) -> None:
+    params = cfn["Parameters"]
+    # 09:00 on the first Monday (day 2 of EventBridge's week, #1) of January, April, July and October
+    assert params["DeepDiveSchedule"]["Default"] == "cron(0 9 ? JAN,APR,JUL,OCT 2#1 *)"
+    assert cfn["Conditions"]["HasDeepDive"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "DeepDiveSchedule"}, ""]}]}
+    assert cfn["Resources"]["DeepDiveFunction"]["Condition"] == "HasDeepDive"
+    role = [s for r, s in statements(cfn) if r == "DeepDiveFunctionRole"]
+    [anomalies] = [s for s in role if "ce:GetAnomalies" in as_list(s["Action"])]
+    assert anomalies["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ce::${AWS::AccountId}:anomalymonitor/*"}
+    acts = {a for s in role for a in as_list(s["Action"])}
+    assert not any(a.startswith(("ec2:Stop", "ec2:Start", "ec2:CreateTags", "sqs:Receive")) for a in acts)

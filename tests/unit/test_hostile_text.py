@@ -133,11 +133,15 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 def test_idle_warnings_and_notices_escape_every_user_string(value: str) -> None:
     box, price = instance(value), Price(4.1, value)
     assert_harmless(idle.idle_warning(box, decision(value, Action.WARN), price, value, NOW), value)
+    assert_harmless(idle.idle_warning(box, decision(value, Action.WARN), price, value, NOW, hours=value), value)
     assert_harmless(idle.stop_notice(box, decision(value, Action.STOP), price, value, NOW), value)
     assert_harmless(idle.stop_cancelled_notice(box, decision(value, Action.CANCEL_STOP), value), value)
     assert_harmless(idle.not_stopped_notice(box, decision(value, Action.STOP), "notify-only", value), value)
     assert_harmless(idle.dry_run_notice(box, decision(value, Action.WARN), price, value), value)
     assert_harmless(idle.stop_failed_notice(box, value, value), value)
+    scheduled = replace(box, tags={**box.tags, tags.SCHEDULE: value})
+    assert_harmless(idle.morning_start_note(scheduled, NOW, value), value)
+    assert_harmless(idle.schedule_unreadable_notice(scheduled, value, value), value)
 
 
 @SETTINGS

@@ -7,7 +7,7 @@ partial context is better than no alert.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -130,3 +130,50 @@ def _label(key: str) -> str:
         value = key.split("$", 1)[1]
         return value or "(no owner tag)"
     return key or "(none)"
+
+
+def monthly_spend(
+    client: CostExplorerClient, start: date, end: date, group_by: Sequence[Mapping[str, str]]
+) -> dict[tuple[str, ...], dict[date, float]]:
+    """EC2 compute cost a month in [start, end), by up to two groupings: {(key, ...): {month: USD}}.
+    Tag keys come back as "Owner$alice" and are labelled as _label does. Raises on a failed call."""
+    params: dict[str, Any] = {
+        "TimePeriod": {"Start": start.isoformat(), "End": end.isoformat()},
+        "Granularity": "MONTHLY",
+        "Metrics": [METRIC],
+        "Filter": {"Dimensions": {"Key": "SERVICE", "Values": [EC2_COMPUTE]}},
+        "GroupBy": [dict(g) for g in group_by],
+    }
+    out: dict[tuple[str, ...], dict[date, float]] = {}
+    while True:
+        response = client.get_cost_and_usage(**params)
+        for result in response.get("ResultsByTime", []):
+            month = date.fromisoformat(result["TimePeriod"]["Start"])
+            for group in result.get("Groups", []):
+                key = tuple(_label(k) for k in group["Keys"])
+                amount = float(group["Metrics"][METRIC]["Amount"])
+                out.setdefault(key, {})[month] = out.get(key, {}).get(month, 0.0) + amount
+        token = response.get("NextPageToken")
+        if not token:
+            return out
+        params["NextPageToken"] = token
+
+
+ANOMALY_DAYS = 90  # Cost Anomaly Detection keeps its findings 90 days
+
+
+def cost_anomalies(client: CostExplorerClient, start: date, end: date) -> list[Mapping[str, Any]] | None:
+    """Cost Anomaly Detection's findings in [start, end) (its last 90 days at most); None when the account
+    has no anomaly monitor (the feature is off). Raises on a failed call."""
+    if not client.get_anomaly_monitors(MaxResults=1).get("AnomalyMonitors"):
+        return None
+    since = max(start, end - timedelta(days=ANOMALY_DAYS))
+    params: dict[str, Any] = {"DateInterval": {"StartDate": since.isoformat(), "EndDate": end.isoformat()}}
+    found: list[Mapping[str, Any]] = []
+    while True:
+        response = client.get_anomalies(**params)
+        found += response.get("Anomalies", [])
+        token = response.get("NextPageToken")
+        if not token:
+            return found
+        params["NextPageToken"] = token

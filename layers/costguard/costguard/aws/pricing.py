@@ -68,21 +68,45 @@ class PriceBook:
             self._cache[key] = self._lookup(instance_type, region)
         return self._cache[key]
 
+    def across_regions(self, instance_type: str) -> dict[str, float]:
+        """The type's Linux on-demand price in every AWS Region that offers it (Local Zones left out),
+        from the Pricing API's pages; {} when the API cannot be read. Each region's price is kept for hourly()."""
+        if self.client is None:
+            return {}
+        params: dict[str, Any] = {
+            "ServiceCode": "AmazonEC2",
+            "Filters": _filters(instance_type, "locationType", "AWS Region"),
+            "MaxResults": 100,
+        }
+        prices: dict[str, float] = {}
+        try:
+            while True:
+                self.api_calls += 1
+                response = self.client.get_products(**params)
+                for raw in response.get("PriceList", []):
+                    product = json.loads(raw) if isinstance(raw, str) else raw
+                    region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
+                    price = on_demand_usd([product])
+                    if region and price:
+                        prices[region] = price
+                token = response.get("NextToken")
+                if not token:
+                    break
+                params["NextToken"] = token
+        except READ_ERRORS as exc:
+            logger.warning("pricing API unavailable for region prices", instance_type=instance_type, error=str(exc))
+            return {}
+        for region, price in prices.items():
+            self._cache.setdefault((instance_type, region), Price(price, "pricing-api"))
+        return prices
+
     def _lookup(self, instance_type: str, region: str) -> Price:
         if self.client is not None:
             try:
                 self.api_calls += 1
                 response = self.client.get_products(
                     ServiceCode="AmazonEC2",
-                    Filters=[
-                        {"Type": "TERM_MATCH", "Field": "instanceType", "Value": instance_type},
-                        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
-                        {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
-                        {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
-                        {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
-                        {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
-                        {"Type": "TERM_MATCH", "Field": "licenseModel", "Value": "No License required"},
-                    ],
+                    Filters=_filters(instance_type, "regionCode", region),
                     MaxResults=10,
                 )
                 price = on_demand_usd(response.get("PriceList", []))
@@ -93,6 +117,21 @@ class PriceBook:
                 logger.warning("pricing API unavailable, using bundled prices", error=str(exc))
         bundled = BUNDLED_USD_PER_HOUR.get(instance_type)
         return Price(bundled, "bundled" if bundled is not None else "unknown")
+
+
+def _filters(instance_type: str, place: str, where: str) -> list[Any]:
+    """GetProducts filters for the Linux, shared-tenancy, no-software, on-demand product of a type, in
+    one place (`regionCode`), or in every place of a kind (`locationType` "AWS Region")."""
+    terms = [
+        ("instanceType", instance_type),
+        (place, where),
+        ("operatingSystem", "Linux"),
+        ("tenancy", "Shared"),
+        ("preInstalledSw", "NA"),
+        ("capacitystatus", "Used"),
+        ("licenseModel", "No License required"),
+    ]
+    return [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in terms]
 
 
 def on_demand_usd(price_list: list[Any]) -> float | None:

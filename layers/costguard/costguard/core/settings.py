@@ -150,6 +150,7 @@ class IdlePolicy:
     activity_check_document: str = ""  # "": no activity check
     activity_check_seconds: int = 45
     schedule_lead_minutes: int = 15  # a machine with working hours is started this long before they open
+    morning_note: bool = False  # tell the owner when their machine is started for its working hours
 
     def cpu_threshold(self, vcpus: int, *, busiest_core_known: bool) -> float:
         """The whole-instance CPUUtilization at which a machine is busy. Without the busiest-core metric a
@@ -182,6 +183,7 @@ class IdlePolicy:
             activity_check_document=read.optional("ACTIVITY_CHECK_DOCUMENT"),
             activity_check_seconds=int(read.number("ACTIVITY_CHECK_SECONDS", cls.activity_check_seconds, minimum=5)),
             schedule_lead_minutes=int(read.number("SCHEDULE_LEAD_MINUTES", cls.schedule_lead_minutes, minimum=0)),
+            morning_note=read.flag("MORNING_NOTE", cls.morning_note),
         )
         if window > 1440:
             read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")
@@ -326,6 +328,28 @@ class OrganizationSettings:
             queue_url=read.required("FIGURES_QUEUE_URL"),
             members=tuple(dict.fromkeys(members)),
             reports_itself=read.flag("HUB_WEEKLY_DIGEST", True),
+        )
+        read.check()
+        return settings
+
+
+@dataclass(frozen=True)
+class DeepDiveSettings:
+    """deep_dive: teams, and what counts as a jump or a region move worth saying."""
+
+    team_tag_key: str = "Team"
+    jump_percent: float = 50.0  # a month-over-month rise above this share is a jump (without Cost Anomaly Detection)
+    jump_usd: float = 100.0  # ... and at least this much
+    region_move_usd: float = 100.0  # a region move is named when it would have saved this much in the quarter
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> DeepDiveSettings:
+        read = _Reader(os.environ if env is None else env)
+        settings = cls(
+            team_tag_key=read.optional("TEAM_TAG_KEY", "Team") or "Team",
+            jump_percent=read.number("DEEP_DIVE_JUMP_PERCENT", cls.jump_percent),
+            jump_usd=read.number("DEEP_DIVE_JUMP_USD", cls.jump_usd),
+            region_move_usd=read.number("REGION_MOVE_USD", cls.region_move_usd),
         )
         read.check()
         return settings

@@ -1,4 +1,5 @@
-"""A PNG bar chart in pure Python (zlib + struct): daily GPU-hours used versus idle for the week.
+"""PNG bar charts in pure Python (zlib + struct): the week's GPU-hours used versus idle a day, the
+quarter's EC2 spend a month.
 
 No plotting library in the Lambda layer: matplotlib and numpy would add tens of MB of native wheels
 and about a second of cold start for one picture a week.
@@ -48,6 +49,11 @@ GLYPHS: dict[str, tuple[str, ...]] = {
     "U": ("10001", "10001", "10001", "10001", "10001", "10001", "01110"),
     "W": ("10001", "10001", "10001", "10101", "10101", "10101", "01010"),
     "Y": ("10001", "10001", "01010", "00100", "00100", "00100", "00100"),
+    "B": ("11110", "10001", "10001", "11110", "10001", "10001", "11110"),
+    "J": ("00111", "00010", "00010", "00010", "00010", "10010", "01100"),
+    "K": ("10001", "10010", "10100", "11000", "10100", "10010", "10001"),
+    "V": ("10001", "10001", "10001", "10001", "10001", "01010", "00100"),
+    "X": ("10001", "10001", "01010", "00100", "01010", "10001", "10001"),
     "-": ("00000", "00000", "00000", "11111", "00000", "00000", "00000"),
     " ": ("00000",) * 7,
 }
@@ -91,24 +97,40 @@ def text_width(text: str, scale: int = 2) -> int:
 
 def week_chart(days: Sequence[tuple[str, float, float]], width: int = 720, height: int = 360) -> bytes:
     """Stacked bars per day: used GPU-hours (green) under idle GPU-hours (red), with totals on top."""
+    return bar_chart(days, ("GPU-HOURS USED", "IDLE"), width, height)
+
+
+def bar_chart(
+    bars: Sequence[tuple[str, float, float]], legend: tuple[str, str], width: int = 720, height: int = 360
+) -> bytes:
+    """Stacked bars: the first value (green) under the second (red), labelled, with totals on top."""
     canvas = Canvas(width, height)
     left, right, top, bottom = 20, 20, 60, 40
-    canvas.text(left, 14, "GPU-HOURS USED", USED)
-    canvas.text(left + text_width("GPU-HOURS USED ") + 8, 14, "IDLE", IDLE)
+    canvas.text(left, 14, legend[0], USED)
+    canvas.text(left + text_width(legend[0] + " ") + 8, 14, legend[1], IDLE)
     plot_h = height - top - bottom
-    tallest = max([used + idle for _, used, idle in days] + [1.0])
+    tallest = max([low + high for _, low, high in bars] + [1.0])
     canvas.rect(left, height - bottom, width - left - right, 2, INK)
     for step in range(1, 4):
         canvas.rect(left, height - bottom - plot_h * step // 4, width - left - right, 1, GRID)
-    slot = (width - left - right) // max(1, len(days))
+    slot = (width - left - right) // max(1, len(bars))
     bar = int(slot * 0.6)
-    for index, (label, used, idle) in enumerate(days):
+    for index, (label, low, high) in enumerate(bars):
         x = left + index * slot + (slot - bar) // 2
-        used_h = round(plot_h * used / tallest)
-        idle_h = round(plot_h * idle / tallest)
-        canvas.rect(x, height - bottom - used_h, bar, used_h, USED)
-        canvas.rect(x, height - bottom - used_h - idle_h, bar, idle_h, IDLE)
-        total = f"{used + idle:.0f}"
-        canvas.text(x + (bar - text_width(total)) // 2, height - bottom - used_h - idle_h - 18, total)
+        low_h = round(plot_h * low / tallest)
+        high_h = round(plot_h * high / tallest)
+        canvas.rect(x, height - bottom - low_h, bar, low_h, USED)
+        canvas.rect(x, height - bottom - low_h - high_h, bar, high_h, IDLE)
+        total = _short(low + high)
+        canvas.text(x + (bar - text_width(total)) // 2, height - bottom - low_h - high_h - 18, total)
         canvas.text(x + (bar - text_width(label)) // 2, height - bottom + 10, label)
     return canvas.png()
+
+
+def _short(value: float) -> str:
+    """A bar's total in at most a few glyphs: 987, 12K, 3M."""
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.0f}M"
+    if value >= 10_000:
+        return f"{value / 1_000:.0f}K"
+    return f"{value:.0f}"

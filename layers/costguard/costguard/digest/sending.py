@@ -4,7 +4,8 @@ part on its own, so that a retry sends only what did not go out."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -22,6 +23,7 @@ from costguard.digest.messages import chart_days, digest_message, owner_message
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
+from costguard.state.weeks import WeekRecords
 
 TTL = timedelta(days=30)
 # No owner message is started with less than this left: the retry (the scheduler's, minutes later)
@@ -49,16 +51,16 @@ def send_digest(
     """The channel post, its chart and each owner's message, each delivered and recorded on its own."""
     week = f"{data.start:%G-W%V}"
     report = DigestReport(posted=False)
-    report.posted, report.chart_file, missing = post_with_chart(
+    posted = post_with_chart(
         notifier,
         claims,
         key=f"digest:{week}",
         channel=channel,
         message=lambda: digest_message(data),
-        chart=lambda: week_chart(chart_days(data)),
-        filename=f"gpu-week-{week}.png",
+        attachments=[chart(lambda: week_chart(chart_days(data)), f"gpu-week-{week}.png")],
         now=now,
     )
+    report.posted, report.chart_file, missing = posted.posted, (posted.files or [""])[0], posted.missing
     if owner_digests:
         missing += _owner_messages(
             data,
@@ -76,6 +78,23 @@ def send_digest(
     return report
 
 
+@dataclass(frozen=True)
+class Attachment:
+    """A file that goes with a channel post (a chart, a CSV), made only when it is to be uploaded."""
+
+    name: str  # its part of the claim's key
+    content: Callable[[], bytes]
+    filename: str
+    title: str
+
+
+@dataclass
+class Posted:
+    posted: bool  # the post went out in this run (False: an earlier attempt had sent it)
+    files: list[str] = field(default_factory=list)  # the ids of the files uploaded in this run
+    missing: list[str] = field(default_factory=list)  # what did not go out, for the retry
+
+
 def post_with_chart(
     notifier: SlackNotifier,
     claims: Claims,
@@ -83,19 +102,16 @@ def post_with_chart(
     key: str,
     channel: str,
     message: Callable[[], Message],
-    chart: Callable[[], bytes],
-    filename: str,
+    attachments: Sequence[Attachment],
     now: datetime,
-) -> tuple[bool, str, list[str]]:
-    """A channel post and its chart, each once (`key`, `key:chart`): (posted now, the chart's file id, what
-    did not go out). A post Slack refused raises (nothing else can go without it); a chart that did
-    not go out is named, for the retry."""
-    missing: list[str] = []
+) -> Posted:
+    """A channel post and its files, each once (`key`, `key:<attachment>`). A post Slack refused raises
+    (nothing else can go without it); a file that did not go out is named, for the retry."""
     post = claims.claim(key, now, ttl=TTL)
     if post.state is ClaimState.HELD:
         raise ClaimHeld(f"{key} is being posted by another attempt")
     posted_in = post.detail or channel
-    posted = False
+    out = Posted(posted=False)
     if post.state is ClaimState.TAKEN:
         try:
             delivery = notifier.post(channel, message())
@@ -103,31 +119,54 @@ def post_with_chart(
             claims.release(post)
             raise
         posted_in = delivery.channel
-        claims.done(post, detail=posted_in)  # the channel id, for a retry's chart upload
-        posted = True
-    chart_file = ""
-    upload = claims.claim(f"{key}:chart", now, ttl=TTL)
-    if upload.state is ClaimState.TAKEN:
+        claims.done(post, detail=posted_in)  # the channel id, for a retry's uploads
+        out.posted = True
+    for attachment in attachments:
+        upload = claims.claim(f"{key}:{attachment.name}", now, ttl=TTL)
+        if upload.state is not ClaimState.TAKEN:
+            continue
         try:
-            chart_file = notifier.upload_image(
-                posted_in, chart(), filename=filename, title="GPU-hours used and idle, day by day"
+            out.files.append(
+                notifier.upload_file(
+                    posted_in, attachment.content(), filename=attachment.filename, title=attachment.title
+                )
             )
             claims.done(upload)
         except SlackDeliveryError as exc:
             claims.release(upload)
-            missing.append(f"chart: {exc}")
-    return posted, chart_file, missing
+            out.missing.append(f"{attachment.name}: {exc}")
+    return out
 
 
-def hand_over(data: DigestData, mailbox: Mailbox, *, account: str, label: str, regions: tuple[str, ...]) -> str:
-    """The week to the hub's figures queue; "" if it went, else why not (the run fails, and is retried:
-    the hub keeps the newest week of each account, so a second hand-off changes nothing)."""
-    try:
-        mailbox.send(encode(account_week(data, account=account, label=label, regions=regions)))
-    except (ClientError, BotoCoreError) as exc:
-        logger.warning("week not handed to the hub", error=str(exc)[:300])
-        return f"hand-off to the hub: {error_code(exc)}"
-    return ""
+def chart(content: Callable[[], bytes], filename: str) -> Attachment:
+    return Attachment("chart", content, filename, "GPU-hours used and idle, day by day")
+
+
+def record_week(
+    data: DigestData,
+    records: WeekRecords,
+    mailbox: Mailbox | None,
+    *,
+    account: str,
+    label: str,
+    regions: tuple[str, ...],
+) -> list[str]:
+    """The week kept in the state table (for the quarterly deep dive) and handed to the hub's figures
+    queue when there is a hub; what did not go (the run fails and is retried: both are idempotent)."""
+    body = encode(account_week(data, account=account, label=label, regions=regions))
+    unsent = []
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("the week's record", lambda: records.keep(account, data.start, body))
+    ]
+    if mailbox is not None:
+        steps.append(("hand-off to the hub", lambda: mailbox.send(body)))
+    for what, step in steps:
+        try:
+            step()
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning("week not kept or handed over", what=what, error=str(exc)[:300])
+            unsent.append(f"{what}: {error_code(exc)}")
+    return unsent
 
 
 def _owner_messages(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from costguard.core import shapes
@@ -31,6 +32,7 @@ class StateChanged:
     instance_id: str
     region: str
     state: str
+    at: datetime | None = None  # when EC2 says it changed (the event's time)
 
 
 def parse(event: Any) -> Sweep | AlarmFired | StateChanged | Skipped:
@@ -53,4 +55,12 @@ def parse(event: Any) -> Sweep | AlarmFired | StateChanged | Skipped:
         return AlarmFired(shapes.instance_id(name.removeprefix(ALARM_PREFIX), "the alarm's instance"), region)
     instance_id = shapes.instance_id(detail.get("instance-id"), "detail.instance-id")
     state = shapes.text(detail, "state", "detail", limit=40)
-    return StateChanged(instance_id, region, state)
+    return StateChanged(instance_id, region, state, _time(shapes.optional_text(event, "time", "event", limit=40)))
+
+
+def _time(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None

@@ -9,7 +9,7 @@ from costguard.core import formatting, tags
 from costguard.core.formatting import duration
 from costguard.core.records import Instance, Price
 from costguard.idle.decision import Decision
-from costguard.slack.blocks import Message, actions, context, fields_section, header, section
+from costguard.slack.blocks import Message, actions, context, fields_section, header, mrkdwn, section
 from costguard.slack.buttons import start_buttons, warning_buttons
 
 
@@ -31,7 +31,10 @@ def _keep_cli(instance: Instance, until: datetime) -> str:
     )
 
 
-def idle_warning(instance: Instance, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
+def idle_warning(
+    instance: Instance, decision: Decision, price: Price, owner: str, now: datetime, *, hours: str | None = None
+) -> Message:
+    """The warning; `hours`: working hours its starts and stops of the last two weeks suggest, offered."""
     judgement = decision.judgement
     idle = duration(judgement.idle_minutes(now)) if judgement else "?"
     why = judgement.reason if judgement else decision.reason
@@ -72,6 +75,14 @@ def idle_warning(instance: Instance, decision: Decision, price: Price, owner: st
     ]
     if decision.activity:
         blocks.insert(3, section(f"*On the machine*\n{decision.activity}"))
+    if hours:
+        blocks.append(
+            section(
+                mrkdwn("*Keeps regular hours?* Tag it `{0}` = `{1}`: ", tags.SCHEDULE, hours)
+                + "costguard then starts it shortly before they open and never warns about it inside them "
+                "(started and stopped at about those hours on several days of the last two weeks)."
+            )
+        )
     blocks.append(
         actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop, instance.account))
     )
@@ -201,6 +212,24 @@ def schedule_unreadable_notice(instance: Instance, reason: str, owner: str) -> M
             context(
                 "Write it as `<days> HH:MM-HH:MM <time zone>`, e.g. `weekdays 08:30-19:00 Europe/Berlin` or "
                 "`daily 01:00-05:00 UTC`; several windows with `;`."
+            ),
+        ),
+    )
+
+
+def morning_start_note(instance: Instance, opens: datetime, owner: str) -> Message:
+    """The owner's machine was started for their working hours (MorningNote)."""
+    iid = instance.instance_id
+    hours = instance.tags.get(tags.SCHEDULE, "")
+    return Message(
+        f"costguard started {iid}{_name(instance)} for your working hours, which open at {opens:%H:%M} UTC",
+        (
+            section(
+                mrkdwn(
+                    "Good morning: {0} is starting for its working hours (`{1}`), ", _subject(owner, instance), hours
+                )
+                + f"which open at {opens:%H:%M} UTC. It is never warned about or stopped inside them; outside "
+                "them costguard stops it when it sits idle."
             ),
         ),
     )

@@ -65,8 +65,8 @@ class SweepNotices:
         self.outbox = outbox
         self.notifier = notifier
         self.prices = prices
-        self.settings = settings
-        self.mode = settings.mode
+        self.settings, self.mode = settings, settings.mode
+        self.hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None  # working hours to offer
 
     def prepare(self, instance: Instance) -> None:
         """Made here, once, not by racing threads: the price lookup, the Slack client, the owners' ids."""
@@ -105,10 +105,10 @@ class SweepNotices:
             elif decision.action is Action.CLEAR_WARNING:
                 writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
             elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
-                tell_unreadable_schedule(self.claims, self._send, instance=instance, owner=outcome.owner, now=now)
+                tell_unreadable_schedule(self.claims, self.tell, instance=instance, owner=outcome.owner, now=now)
             elif decision.action is Action.CANCEL_STOP:
                 # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
-                self._send(outcome.owner, stop_cancelled_notice(instance, decision, outcome.owner))
+                self.tell(outcome.owner, stop_cancelled_notice(instance, decision, outcome.owner))
                 writes.clear(instance, outcome)
         except SlackDeliveryError as exc:
             outcome.retry(f"Slack: {exc}")
@@ -141,7 +141,8 @@ class SweepNotices:
         # The warning is delivered first; only a delivered warning is recorded on the instance, so a
         # machine is never stopped on a warning nobody received. Recorded in the outbox at once (the
         # tags come with the sweep's batch): a sweep killed before its tags does not warn twice.
-        self._send(outcome.owner, idle_warning(instance, decision, price, outcome.owner, now))
+        warning = idle_warning(instance, decision, price, outcome.owner, now, hours=self.hours_for(instance, now))
+        self.tell(outcome.owner, warning)
         state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
         if decision.stop_after is not None:
             state[tags.STOP_AFTER] = formatting.format_time(decision.stop_after)
@@ -168,7 +169,7 @@ class SweepNotices:
         """Deliver a stop's notice, then take it out of the outbox; False (and the outcome to retry) if
         Slack failed: it stays in the outbox for the next sweep."""
         try:
-            self._send(notice.owner, notice.message)
+            self.tell(notice.owner, notice.message)
         except SlackDeliveryError as exc:
             if outcome is not None:
                 outcome.retry(f"Slack: {exc}")
@@ -193,6 +194,7 @@ class SweepNotices:
         if owners:
             self.notifier().resolve(owner_email(o, self.settings.email_domain) or "" for o in sorted(owners))
 
-    def _send(self, owner: str, message: Message) -> None:
+    def tell(self, owner: str, message: Message) -> None:
+        """A message to a machine's owner (or the alerts channel when Slack cannot reach them)."""
         email = owner_email(owner, self.settings.email_domain) if owner else None
         self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)

@@ -89,6 +89,7 @@ class IdleStopper:
             report_once=self.notices.report_once,
         )
         self.mornings = MorningStarts(ec2=ec2, ledger=ledger, claims=claims, policy=policy, settings=settings)
+        self.mornings.tell = self.notices.tell if policy.morning_note else None  # the optional morning note
         self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
         # The activity check runs a (read-only) script on the machine: never in dry-run.

@@ -173,8 +173,8 @@ class SlackNotifier:
         fallback = Message(message.text, (*message.blocks, context(why)))
         return self.post(fallback_channel, fallback)
 
-    def upload_image(self, channel: str, content: bytes, *, filename: str, title: str, comment: str = "") -> str:
-        """Upload an image to a channel with files_upload_v2 (needs files:write and a channel ID); its file id."""
+    def upload_file(self, channel: str, content: bytes, *, filename: str, title: str, comment: str = "") -> str:
+        """Upload a file to a channel with files_upload_v2 (needs files:write and a channel ID); its file id."""
         if self.web is None:
             raise SlackDeliveryError("uploading a file needs a bot token")
         try:
