@@ -17,7 +17,7 @@ from costguard.core.shapes import shape
 from costguard.digest.chart import bar_chart
 from costguard.digest.quarter import chart_bars, csv_text, quarter_message
 from costguard.digest.quarterly import QuarterCollector
-from costguard.digest.sending import Attachment, DigestIncomplete, post_with_chart
+from costguard.digest.sending import Attachment, DigestIncomplete, post_with_files
 from costguard.runtime import Runtime
 from costguard.state.weeks import WeekRecords
 
@@ -49,7 +49,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         region_threshold_usd=options.region_move_usd,
     ).collect(now)
     slug = quarter.label.lower().replace(" ", "-")
-    posted = post_with_chart(
+    posted = post_with_files(
         runtime.notifier,
         runtime.claims,
         key=f"deep-dive:{quarter.months[0]:%Y-%m}",

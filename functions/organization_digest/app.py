@@ -17,7 +17,7 @@ from costguard.core.shapes import shape
 from costguard.digest.chart import week_chart
 from costguard.digest.gathering import gather
 from costguard.digest.organization import chart_days, organization_message
-from costguard.digest.sending import DigestIncomplete, chart, post_with_chart
+from costguard.digest.sending import DigestIncomplete, chart, post_with_files
 from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 
@@ -41,7 +41,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         time_left=runtime.time_left,
     )
     week = f"{now:%G-W%V}"
-    posted = post_with_chart(
+    posted = post_with_files(
         runtime.notifier,
         runtime.claims,
         key=f"organization-digest:{week}",

@@ -71,7 +71,9 @@ def test_no_advice_without_a_week_of_data_or_when_the_count_of_busy_gpus_is_unkn
     four_days = machine("g5.12xlarge", 4, days(4, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=1))
     unknown = machine("g5.12xlarge", 4, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=None))
     every_gpu = machine("g5.12xlarge", 4, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=4))
-    assert advise([four_days, unknown, every_gpu], START, END, POLICY, price) == []
+    # the agent reported 2 of the type's 4 GPUs: the two silent ones are missing data, not spare GPUs
+    half_seen = machine("g5.12xlarge", 2, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=1))
+    assert advise([four_days, unknown, every_gpu, half_seen], START, END, POLICY, price) == []
 
 
 def test_long_on_demand_training_stretches_are_priced_on_spot_in_their_zone() -> None:

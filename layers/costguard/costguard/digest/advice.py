@@ -62,8 +62,8 @@ Price = Callable[[str, str], float | None]  # (instance type, region) -> on-dema
 @dataclass(frozen=True)
 class Advice:
     instance: InstanceWeek
-    kind: str  # "fewer-gpus", "cheaper-gpu" or "spot"
-    suggested: str  # the instance type suggested ("" for Spot: the same type)
+    kind: str  # "fewer-gpus", "cheaper-gpu", "spot" or "schedule"
+    suggested: str  # the instance type suggested ("" for Spot: the same type; the tag's value for a schedule)
     now_usd: float  # an hour, as it runs
     then_usd: float  # an hour, as suggested
     hours: float  # the hours the saving is counted over (this week's running, or working stretch, hours)
@@ -180,6 +180,8 @@ def _fewer_gpus(
     instance: InstanceWeek, hours: Sequence[Hour], now: float, price: Price, policy: IdlePolicy
 ) -> Advice | None:
     gpus = GPU_TYPES[instance.instance_type][0]
+    if instance.gpus != gpus:
+        return None  # a GPU that never reported is missing data, never a GPU it does not use
     complete = [h for h in hours if h.gpus_busy is not None]
     used = max(h.gpus_busy or 0 for h in complete)
     if gpus < 2 or used >= gpus:

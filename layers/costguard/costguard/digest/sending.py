@@ -51,7 +51,7 @@ def send_digest(
     """The channel post, its chart and each owner's message, each delivered and recorded on its own."""
     week = f"{data.start:%G-W%V}"
     report = DigestReport(posted=False)
-    posted = post_with_chart(
+    posted = post_with_files(
         notifier,
         claims,
         key=f"digest:{week}",
@@ -95,7 +95,7 @@ class Posted:
     missing: list[str] = field(default_factory=list)  # what did not go out, for the retry
 
 
-def post_with_chart(
+def post_with_files(
     notifier: SlackNotifier,
     claims: Claims,
     *,
