@@ -12,6 +12,7 @@ import pytest
 
 from costguard.core import tags
 from costguard.runtime import Runtime
+from testing import moto_fixes
 from testing.slack_standin import SlackStandIn
 from tests.faults.conftest import Killed, kill_at, refuse
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
@@ -71,6 +72,40 @@ def test_a_sweep_killed_right_after_aws_took_its_stops_loses_neither_record_nor_
     assert tags.STOPPED_AT in tags_of(iid)
     told = [m for m in slack.messages if m.text.startswith("Stopped idle")]
     assert len(told) == 1
+
+
+def test_a_stop_whose_sweep_died_and_whose_owner_started_the_machine_again_is_still_recorded_and_told(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
+    publish(iid, now, gpus=[idle(), idle()])
+    kill_at(runtime.client("ec2", REGION), "StopInstances", after=True)
+    with pytest.raises(Killed):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    # Before the next sweep, its owner finds it stopped and starts it again (EC2 gives it a new launch time).
+    ec2().start_instances(InstanceIds=[iid])
+    moto_fixes.set_launch_time(iid, REGION, now - timedelta(minutes=5))
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert stop_entries() == [iid]  # costguard's stop is in the ledger
+    told = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    assert len(told) == 1  # and its owner learns why it stopped
+    assert tags.STOPPED_AT not in tags_of(iid)  # it runs: no stopped-at tag on it
+
+
+def test_a_pending_stop_of_a_machine_that_never_stopped_is_dropped(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
+    publish(iid, now, gpus=[idle(), idle()])
+    kill_at(runtime.client("ec2", REGION), "StopInstances")  # killed before the call: AWS stopped nothing
+    with pytest.raises(Killed):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    assert state(iid) == "running"
+    slack.messages.clear()
+    app._stopper(runtime, app._policy(), REGION, lambda_context).recovery.run(now)  # the next sweep's first step
+    assert stop_entries() == []
+    assert not [m for m in slack.messages if m.text.startswith("Stopped idle")]
 
 
 def test_no_stop_notice_goes_out_for_a_stop_aws_refused(

@@ -51,15 +51,20 @@ class Recovery:
         stopped: Stopped = []
         for notice in left:
             instance = found.get(notice.instance_id)
-            if instance is not None and instance.state in ("stopping", "stopped"):
+            # Stopped; or running again, but started after the stop was prepared (EC2 gives a machine a new
+            # launch time at each start): the stop happened, and someone started it since. Told either way.
+            if instance is not None and (
+                instance.state in ("stopping", "stopped") or instance.launch_time > notice.time
+            ):
                 outcome = Outcome(instance.instance_id, instance.instance_type, notice.owner, Action.STOP, "recovered")
                 stopped.append((instance, outcome, notice))
-        # Still running (the stop never happened) or gone: nothing to tell.
+        # Still running since before (the stop never happened) or gone: nothing to tell.
         dropped = [n for n in left if n.instance_id not in {i.instance_id for i, _, _ in stopped}]
         if dropped:
             self.outbox.remove(dropped)
         for instance, outcome, notice in stopped:
             logger.info("finishing a stop a dead sweep left", instance_id=instance.instance_id, at=notice.at)
-            self.writer.tag_stopped([instance.instance_id], notice.time)
+            if instance.state in ("stopping", "stopped"):
+                self.writer.tag_stopped([instance.instance_id], notice.time)
             self.writer.record_stops([(instance, outcome, notice)])
             self.notices.tell_stop(notice, outcome)
