@@ -35,15 +35,7 @@ DAY = timedelta(days=1)
 
 
 class MorningStarts:
-    def __init__(
-        self,
-        *,
-        ec2: Ec2,
-        ledger: Ledger,
-        claims: Claims,
-        policy: IdlePolicy,
-        settings: Settings,
-    ) -> None:
+    def __init__(self, *, ec2: Ec2, ledger: Ledger, claims: Claims, policy: IdlePolicy, settings: Settings) -> None:
         self.ec2, self.ledger, self.claims = ec2, ledger, claims
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.tell: Callable[[str, Message], None] | None = None  # the morning note, with MorningNote
