@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.digest.advice import Advice, advise, spot_advice, spot_candidates
+from costguard.digest.advice import Advice, advise, observe, spot_advice, spot_candidates
 from costguard.digest.figures import Hour, InstanceWeek
 from costguard.digest.messages import SPOT_WARNING, advice_line
 
@@ -48,7 +48,7 @@ def test_a_four_gpu_machine_that_used_one_gpu_all_week_is_told_the_one_gpu_size_
     # CPUUtilization at most 10 %: 4.8 of 48 vCPUs, so 5 needed. The 1-GPU g5 sizes with 5 vCPUs or more:
     # g5.2xlarge (8, $1.212), 4xlarge (16, $1.624), 8xlarge (32, $2.448), 16xlarge (64, $4.096).
     box = machine("g5.12xlarge", 4, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=15.0, busy=1))
-    [advice] = advise([box], START, END, POLICY, price)
+    [advice] = advise(observe([box], START, END), POLICY, price)
     assert (advice.kind, advice.suggested, advice.hours) == ("fewer-gpus", "g5.2xlarge", 70.0)
     assert advice.saving_usd == pytest.approx((5.672 - 1.212) * 70)  # $312.20
     assert advice.basis.startswith("at most 1 of its 4 GPUs in use in any of its 70 hours this week")
@@ -61,7 +61,7 @@ def test_a_machine_whose_gpu_averaged_low_while_it_worked_is_told_a_cheaper_gpu_
     # g5.xlarge: 1 A10G (24 GB), $1.006/h. 8 working hours a day for 6 days at 10 % average (max 30 %).
     # Same GPU count, at least 24 GB, cheaper: g6.xlarge (L4, 24 GB) at $0.8048/h. 48 h: (1.006 - 0.8048) x 48.
     box = machine("g5.xlarge", 1, days(6, 9, 8, cpu=20.0, gpu_max=30.0, gpu_avg=10.0, busy=1))
-    [advice] = advise([box], START, END, POLICY, price)
+    [advice] = advise(observe([box], START, END), POLICY, price)
     assert (advice.kind, advice.suggested) == ("cheaper-gpu", "g6.xlarge")
     assert advice.saving_usd == pytest.approx((1.006 - 0.8048) * 48)  # $9.66
     assert advice.basis.startswith("its 1 A10G GPU averaged 10% over the 48 hours it worked this week")
@@ -73,7 +73,7 @@ def test_no_advice_without_a_week_of_data_or_when_the_count_of_busy_gpus_is_unkn
     every_gpu = machine("g5.12xlarge", 4, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=4))
     # the agent reported 2 of the type's 4 GPUs: the two silent ones are missing data, not spare GPUs
     half_seen = machine("g5.12xlarge", 2, days(7, 8, 10, cpu=10.0, gpu_max=80.0, gpu_avg=60.0, busy=1))
-    assert advise([four_days, unknown, every_gpu, half_seen], START, END, POLICY, price) == []
+    assert advise(observe([four_days, unknown, every_gpu, half_seen], START, END), POLICY, price) == []
 
 
 def test_long_on_demand_training_stretches_are_priced_on_spot_in_their_zone() -> None:
@@ -83,7 +83,7 @@ def test_long_on_demand_training_stretches_are_priced_on_spot_in_their_zone() ->
     hours += [Hour(START + timedelta(days=6, hours=8 + k), 60.0, 95.0, 90.0, 8) for k in range(3)]
     box = machine("p4d.24xlarge", 8, hours, zone="us-east-1a")
     spot_box = machine("p4d.24xlarge", 8, hours, lifecycle="spot", zone="us-east-1a")
-    [(candidate, stretch_hours, longest)] = spot_candidates([box, spot_box], START, END, POLICY)
+    [(candidate, stretch_hours, longest)] = spot_candidates(observe([box, spot_box], START, END), POLICY)
     assert (candidate, stretch_hours, longest) == (box, 72, 12)
     [advice] = spot_advice([(box, 72, 12)], price, {("p4d.24xlarge", "us-east-1a"): 8.7838})
     assert advice.saving_usd == pytest.approx((21.96 - 8.7838) * 72)  # $948.69
@@ -100,7 +100,7 @@ def test_idle_hours_break_a_stretch() -> None:
     idle = [Hour(START + timedelta(days=d, hours=4), 1.0, 0.5, 0.5, 0) for d in range(6)]
     more = [Hour(START + timedelta(days=d, hours=5 + k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(4)]
     box = machine("p4d.24xlarge", 8, working + idle + more, zone="us-east-1a")
-    assert spot_candidates([box], START, END, POLICY) == []  # 4 h, idle, 4 h: never 6 in a row
+    assert spot_candidates(observe([box], START, END), POLICY) == []  # 4 h, idle, 4 h: never 6 in a row
 
 
 def test_the_spot_price_is_asked_once_per_type_at_the_digests_time_and_read_for_the_machines_zone() -> None:
@@ -149,7 +149,7 @@ def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_w
     work = days(5, 9, 8, cpu=40.0, gpu_max=90.0, gpu_avg=70.0, busy=1)
     idle = days(5, 17, 7, cpu=1.0, gpu_max=0.5, gpu_avg=0.5, busy=0)
     box = machine("g5.xlarge", 1, work + idle)
-    [advice] = schedule_advice([box], START, END, POLICY)
+    [advice] = schedule_advice(observe([box], START, END), POLICY)
     assert (advice.kind, advice.suggested, advice.hours) == ("schedule", "weekdays 09:00-17:00 UTC", 35.0)
     assert advice.saving_usd == pytest.approx(35 * 1.006)
     assert advice.basis == (
@@ -158,7 +158,7 @@ def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_w
     parse_schedule(advice.suggested)  # the tag costguard itself reads
     assert "tag it `costguard:schedule` = `weekdays 09:00-17:00 UTC`" in advice_line(advice)
     # already scheduled: nothing to suggest
-    assert schedule_advice([box], START, END, POLICY, exclude=frozenset({"i-0a"})) == []
+    assert schedule_advice(observe([box], START, END), POLICY, exclude=frozenset({"i-0a"})) == []
 
 
 def test_irregular_hours_or_no_idle_time_outside_them_suggest_no_working_hours() -> None:
@@ -169,7 +169,7 @@ def test_irregular_hours_or_no_idle_time_outside_them_suggest_no_working_hours()
         Hour(START + timedelta(days=d, hours=(d * 5) % 20 + k), 40.0, 90.0, 70.0, 1) for d in range(7) for k in range(4)
     ]
     idle = days(7, 0, 1, cpu=1.0, gpu_max=0.5, gpu_avg=0.5, busy=0)
-    assert schedule_advice([machine("g5.xlarge", 1, scattered + idle)], START, END, POLICY) == []
+    assert schedule_advice(observe([machine("g5.xlarge", 1, scattered + idle)], START, END), POLICY) == []
     # regular hours, but stopped after them: nothing idle to save
     regular = days(6, 9, 8, cpu=40.0, gpu_max=90.0, gpu_avg=70.0, busy=1)
-    assert schedule_advice([machine("g5.xlarge", 1, regular)], START, END, POLICY) == []
+    assert schedule_advice(observe([machine("g5.xlarge", 1, regular)], START, END), POLICY) == []

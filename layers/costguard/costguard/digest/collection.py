@@ -17,7 +17,7 @@ from costguard.aws.ssm import Ssm
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.advice import Advice, advise, schedule_advice, spot_advice, spot_candidates
+from costguard.digest.advice import Advice, Observed, advise, observe, schedule_advice, spot_advice, spot_candidates
 from costguard.digest.dashboards import update_dashboards
 from costguard.digest.data import DigestData
 from costguard.digest.figures import InstanceWeek, outlived_keeps, summarize
@@ -77,12 +77,10 @@ class DigestCollector:
                 busy_percent=self.policy.gpu_idle_percent,
             )
         this_week = summarize(weeks, start, end, self.policy)
-        advice = self._advice(weeks, start, end, now, errors)
-        # Not for machines that have working hours, nor for Auto Scaling members (scheduled scaling is theirs).
+        # Working hours are not suggested for machines that have them, nor for Auto Scaling members
+        # (scheduled scaling is theirs).
         exclude = frozenset(i for i, m in raw.items() if tags.SCHEDULE in m.tags or m.auto_scaling_group)
-        advice = sorted(
-            advice + schedule_advice(weeks, start, end, self.policy, exclude=exclude), key=lambda a: -a.saving_usd
-        )
+        advice = self._advice(observe(weeks, start, end), now, errors, exclude)
         last_week = summarize(weeks, earlier, start, self.policy)
         entries = list(self.ledger.entries_between(start, end))
         saved_hours, saved_usd = saved_by_stops(entries, raw, end, self.prices)
@@ -118,15 +116,15 @@ class DigestCollector:
         return data
 
     def _advice(
-        self, weeks: list[InstanceWeek], start: datetime, end: datetime, now: datetime, errors: list[str]
+        self, observed: list[Observed], now: datetime, errors: list[str], exclude: frozenset[str]
     ) -> list[Advice]:
-        """Right-sizing from the hours read; Spot from EC2's price history, for the machines that need it."""
+        """Right-sizing and working hours from the hours read; Spot from EC2's price history, for the machines
+        that need it. The largest savings first."""
 
         def price(instance_type: str, region: str) -> float | None:
             return self.prices.hourly(instance_type, region).usd_per_hour
 
-        sizes = advise(weeks, start, end, self.policy, price)
-        candidates = spot_candidates(weeks, start, end, self.policy)
+        candidates = spot_candidates(observed, self.policy)
         spot: dict[tuple[str, str], float] = {}
         for region in self.regions:
             wanted = [(i.instance_type, i.zone) for i, _, _ in candidates if i.region == region.name]
@@ -136,7 +134,12 @@ class DigestCollector:
                 spot.update(region.ec2.spot_prices(wanted, now))
             except READ_ERRORS as exc:
                 errors.append(f"DescribeSpotPriceHistory: {error_code(exc)}")
-        return sorted(sizes + spot_advice(candidates, price, spot), key=lambda a: -a.saving_usd)
+        found = [
+            *advise(observed, self.policy, price),
+            *spot_advice(candidates, price, spot),
+            *schedule_advice(observed, self.policy, exclude=exclude),
+        ]
+        return sorted(found, key=lambda a: -a.saving_usd)
 
     def _without_activity_check(self, instances: Iterable[Instance], errors: list[str]) -> list[str]:
         missing: list[str] = []
