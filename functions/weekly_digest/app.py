@@ -12,10 +12,11 @@ from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
-from costguard.aws.queues import Mailbox, queue_region, queue_url
+from costguard.aws.queues import Mailbox
 from costguard.aws.ssm import Ssm
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.queues import sqs_queue_region, sqs_queue_url
 from costguard.core.settings import DigestSettings, IdlePolicy
 from costguard.core.shapes import shape
 from costguard.digest.collection import DigestCollector, Region
@@ -64,7 +65,9 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     unsent = record_week(
         data,
         WeekRecords(runtime.client("dynamodb"), settings.state_table),
-        Mailbox(runtime.client("sqs", queue_region(queue_url(handoff))), queue_url(handoff)) if handoff else None,
+        Mailbox(runtime.client("sqs", sqs_queue_region(sqs_queue_url(handoff))), sqs_queue_url(handoff))
+        if handoff
+        else None,
         account=runtime.account,
         label=_settings().account_label,
         regions=settings.governed_regions,

@@ -23,18 +23,6 @@ class Letter:
     receives: int  # how many times SQS has handed this message out, this time included
 
 
-def queue_url(arn: str) -> str:
-    """arn:aws:sqs:<region>:<account>:<name> -> its queue URL."""
-    _, partition, _, region, account, name = arn.split(":", 5)
-    suffix = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
-    return f"https://sqs.{region}.{suffix}/{account}/{name}"
-
-
-def queue_region(url: str) -> str:
-    host = url.split("//", 1)[-1].split("/", 1)[0].split(".")
-    return host[1] if len(host) > 2 and host[0] == "sqs" else ""
-
-
 class Mailbox:
     def __init__(self, client: Any, url: str) -> None:
         self.client = client

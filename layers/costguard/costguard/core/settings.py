@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from costguard.core.errors import ConfigError
+from costguard.core.queues import sqs_queue_url
 
 
 class Mode(StrEnum):
@@ -261,8 +262,7 @@ class ButtonSettings:
             if match is None:
                 read.problems.append(f"MEMBER_CLICK_QUEUES entry {arn!r} is not an SQS queue ARN")
                 continue
-            region, account, name = match.groups()
-            members[account] = f"https://sqs.{region}.amazonaws.com/{account}/{name}"
+            members[match.group(2)] = sqs_queue_url(arn)
         settings = cls(admins=admins, timezone=zone, queue_url=read.required("CLICK_QUEUE_URL"), members=members)
         read.check()
         return settings

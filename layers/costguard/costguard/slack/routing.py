@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from costguard.core.errors import EventValidationError
+from costguard.core.queues import sqs_queue_region
 
 
 class NotAMember(EventValidationError):
@@ -20,14 +21,7 @@ class NotAMember(EventValidationError):
 def route(account: str, *, own_account: str, own_queue: str, members: Mapping[str, str]) -> tuple[str, str]:
     """(region, queue URL) for a click on a machine of `account` ("" on buttons from before accounts)."""
     if not account or account == own_account:
-        return _region(own_queue), own_queue
+        return sqs_queue_region(own_queue), own_queue
     if account in members:
-        return _region(members[account]), members[account]
+        return sqs_queue_region(members[account]), members[account]
     raise NotAMember(f"a click for account {account}, which this hub does not serve")
-
-
-def _region(queue_url: str) -> str:
-    # https://sqs.<region>.amazonaws.com/<account>/<name>
-    host = queue_url.split("//", 1)[-1].split("/", 1)[0]
-    parts = host.split(".")
-    return parts[1] if len(parts) > 2 and parts[0] == "sqs" else ""
