@@ -190,3 +190,29 @@ def test_the_hub_expects_itself_and_the_account_of_each_member_digest_role() -> 
     assert alone.expected(HUB) == [MEMBER, SANDBOX]
     with pytest.raises(ConfigError, match="not an IAM role ARN"):
         OrganizationSettings.from_env({**env, "MEMBER_DIGEST_ROLES": "111122223333"})
+
+
+class Throttled:
+    """DynamoDB's BatchGetItem under throttling: every key left unprocessed, every time."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def batch_get_item(self, RequestItems: Any) -> Any:
+        self.calls += 1
+        assert self.calls < 50, "asked again and again, without end"
+        return {"Responses": {}, "UnprocessedKeys": RequestItems}
+
+
+def test_reading_the_kept_weeks_backs_off_and_gives_up_when_dynamodb_keeps_refusing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from costguard.state import handoffs, ledger  # noqa: PLC0415
+
+    pauses: list[int] = []
+    monkeypatch.setattr(handoffs, "backoff", pauses.append)
+    client = Throttled()
+    with pytest.raises(ledger.StateTableBusy):
+        handoffs.HandedWeeks(client, "t").latest([MEMBER])  # type: ignore[arg-type]
+    assert client.calls == ledger.MAX_BATCH_ATTEMPTS
+    assert pauses == list(range(ledger.MAX_BATCH_ATTEMPTS - 1))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from costguard.state.ledger import MAX_BATCH_ATTEMPTS, StateTableBusy, backoff
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
@@ -46,11 +48,17 @@ class HandedWeeks:
         for start in range(0, len(accounts), 100):
             keys = [_key(a) for a in accounts[start : start + 100]]
             request = {self.table: {"Keys": keys, "ConsistentRead": True}}
-            while request:
+            for attempt in range(MAX_BATCH_ATTEMPTS):
                 answer = self.client.batch_get_item(RequestItems=request)  # type: ignore[arg-type]
                 for item in answer.get("Responses", {}).get(self.table, []):
                     found[item["pk"]["S"].removeprefix("handoff#")] = item["body"]["S"]
                 request = answer.get("UnprocessedKeys") or {}  # type: ignore[assignment]
+                if not request:
+                    break
+                if attempt < MAX_BATCH_ATTEMPTS - 1:
+                    backoff(attempt)  # throttled: back off, then ask for the rest
+            else:
+                raise StateTableBusy(f"kept weeks still unread after {MAX_BATCH_ATTEMPTS} tries")
         return found
 
 

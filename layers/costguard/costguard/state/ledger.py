@@ -27,8 +27,18 @@ _ser = TypeSerializer()
 _de = TypeDeserializer()
 
 
-class LedgerWriteError(CostguardError):
-    """DynamoDB kept refusing part of a batch; raised so the invocation is retried."""
+class StateTableBusy(CostguardError):
+    """DynamoDB kept leaving part of a batch unprocessed (it throttles so); raised so the invocation is
+    retried."""
+
+
+class LedgerWriteError(StateTableBusy):
+    """DynamoDB kept refusing part of a batch write."""
+
+
+def backoff(attempt: int) -> None:
+    """The pause before resending what a batch call left unprocessed: 50 ms, doubling, at most 2 s."""
+    time.sleep(min(0.05 * 2**attempt, 2.0))
 
 
 def write_batch(client: DynamoDBClient, table: str, requests: Sequence[Any]) -> None:
@@ -40,7 +50,7 @@ def write_batch(client: DynamoDBClient, table: str, requests: Sequence[Any]) -> 
             batch = list((response.get("UnprocessedItems") or {}).get(table, []))
             if not batch:
                 break
-            time.sleep(min(0.05 * 2**attempt, 2.0))  # throttled: back off, then resend the rest
+            backoff(attempt)  # throttled: back off, then resend the rest
         else:
             raise LedgerWriteError(f"{len(batch)} items still unprocessed after {MAX_BATCH_ATTEMPTS} tries")
 
