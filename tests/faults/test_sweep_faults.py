@@ -37,6 +37,18 @@ def state(iid: str) -> str:
     return str(ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"])
 
 
+def killed_right_after_its_stop(
+    runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """An idle machine warned an hour ago, whose sweep dies right after AWS took its stop; its id."""
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
+    publish(iid, now, gpus=[idle(), idle()])
+    kill_at(runtime.client("ec2", REGION), "StopInstances", after=True)
+    with pytest.raises(Killed):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    return iid
+
+
 def test_a_sweep_killed_after_its_warnings_but_before_their_tags_warns_nobody_twice(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -59,12 +71,7 @@ def test_a_sweep_killed_after_its_warnings_but_before_their_tags_warns_nobody_tw
 def test_a_sweep_killed_right_after_aws_took_its_stops_loses_neither_record_nor_notice(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
-    publish(iid, now, gpus=[idle(), idle()])
-    kill_at(runtime.client("ec2", REGION), "StopInstances", after=True)
-
-    with pytest.raises(Killed):
-        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    iid = killed_right_after_its_stop(runtime, now, lambda_context, monkeypatch)
     assert state(iid) in ("stopping", "stopped")
     sweep(runtime, now, lambda_context, monkeypatch)
 
@@ -77,11 +84,7 @@ def test_a_sweep_killed_right_after_aws_took_its_stops_loses_neither_record_nor_
 def test_a_stop_whose_sweep_died_and_whose_owner_started_the_machine_again_is_still_recorded_and_told(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=60))
-    publish(iid, now, gpus=[idle(), idle()])
-    kill_at(runtime.client("ec2", REGION), "StopInstances", after=True)
-    with pytest.raises(Killed):
-        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    iid = killed_right_after_its_stop(runtime, now, lambda_context, monkeypatch)
     # Before the next sweep, its owner finds it stopped and starts it again (EC2 gives it a new launch time).
     ec2().start_instances(InstanceIds=[iid])
     moto_fixes.set_launch_time(iid, REGION, now - timedelta(minutes=5))

@@ -135,14 +135,13 @@ def member_with_machine(member: boto3.session.Session, slack: SlackStandIn, inst
         {"STATE_TABLE": TABLE, "SLACK_SECRET_NAME": SECRET},
         json.dumps({"bot_token": slack.token}),
     )
-    tags = [{"Key": "Owner", "Value": "alice@example.com"}]
-    ec2: Any = member.client("ec2")
-    return str(
-        ec2.run_instances(
-            ImageId="ami-12c6146b",
-            MinCount=1,
-            MaxCount=1,
-            InstanceType=instance_type,
-            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
-        )["Instances"][0]["InstanceId"]
+    return run_instance(member.client("ec2"), instance_type, {"Owner": "alice@example.com"})
+
+
+def run_instance(client: Any, instance_type: str, tags: dict[str, str]) -> str:
+    """One instance of `instance_type` with `tags`, launched through `client`; its id."""
+    specs = [{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+    launched = client.run_instances(
+        ImageId="ami-12c6146b", MinCount=1, MaxCount=1, InstanceType=instance_type, TagSpecifications=specs
     )
+    return str(launched["Instances"][0]["InstanceId"])

@@ -93,6 +93,13 @@ def weekly(runtime: Runtime, context: Any, monkeypatch: pytest.MonkeyPatch, labe
     return digest.lambda_handler({"costguard": "digest"}, context, runtime=runtime)  # type: ignore[no-any-return]
 
 
+def handed_week(world: dict[str, Any]) -> dict[str, Any]:
+    """The first hand-off on the hub's queue, read and left there (visible again at once)."""
+    peek = world["sqs"].receive_message(QueueUrl=world["queue"], MaxNumberOfMessages=1, VisibilityTimeout=0)
+    week: dict[str, Any] = json.loads(peek["Messages"][0]["Body"])
+    return week
+
+
 def organization_digest(world: dict[str, Any]) -> dict[str, Any]:
     return organization.lambda_handler(ORGANIZATION_EVENT, LambdaContext(), runtime=world["hub"])  # type: ignore[no-any-return]
 
@@ -106,8 +113,7 @@ def test_the_hub_posts_one_digest_with_both_accounts_and_names_the_one_that_did_
     weekly(org["hub"], LambdaContext(), monkeypatch, "research")
     # someone else's hand-off, from an account the hub does not expect, and one that is not a week at all:
     # refused, and left on the queue for the dead-letter queue
-    peek = org["sqs"].receive_message(QueueUrl=org["queue"], MaxNumberOfMessages=1, VisibilityTimeout=0)
-    forged = {**json.loads(peek["Messages"][0]["Body"]), "account": "999999999999"}
+    forged = {**handed_week(org), "account": "999999999999"}
     org["sqs"].send_message(QueueUrl=org["queue"], MessageBody=json.dumps(forged))
     org["sqs"].send_message(QueueUrl=org["queue"], MessageBody="{not a week")
 
@@ -160,8 +166,7 @@ def test_a_late_retry_of_last_weeks_hand_off_never_replaces_this_weeks(
     org: dict[str, Any], slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     weekly(org["member"], MemberContext(), monkeypatch, "training")
-    peek = org["sqs"].receive_message(QueueUrl=org["queue"], VisibilityTimeout=0)
-    body = json.loads(peek["Messages"][0]["Body"])
+    body = handed_week(org)
     organization_digest(org)
     older = {**body, "end": (datetime.fromisoformat(body["end"]) - timedelta(days=7)).isoformat(), "machines": 99}
     org["sqs"].send_message(QueueUrl=org["queue"], MessageBody=json.dumps(older))
@@ -176,8 +181,7 @@ def test_the_hub_reads_hundreds_of_mutated_hand_offs_without_an_unhandled_error_
     org: dict[str, Any], slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     weekly(org["member"], MemberContext(), monkeypatch, "training")
-    peek = org["sqs"].receive_message(QueueUrl=org["queue"], VisibilityTimeout=0)
-    real = json.loads(peek["Messages"][0]["Body"])
+    real = handed_week(org)
     sent = 0
     for mutant in mutants([real], 300, seed=15):
         try:

@@ -15,7 +15,7 @@ from costguard.state.entries import Entry, EntryKind
 from testing import moto_fixes
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
-from tests.integration.conftest import REGION, ec2
+from tests.integration.conftest import REGION, ec2, run_instance
 
 app = load_handler("weekly_digest")
 A10G = [{"Name": "name", "Value": "NVIDIA A10G"}, {"Name": "arch", "Value": "Ampere"}]
@@ -27,16 +27,7 @@ def now() -> datetime:
 
 
 def launch(instance_type: str, owner: str, team: str, now: datetime) -> str:
-    tags = [{"Key": "Owner", "Value": owner}, {"Key": "Team", "Value": team}]
-    iid = str(
-        ec2().run_instances(
-            ImageId="ami-12c6146b",
-            MinCount=1,
-            MaxCount=1,
-            InstanceType=instance_type,
-            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
-        )["Instances"][0]["InstanceId"]
-    )
+    iid = run_instance(ec2(), instance_type, {"Owner": owner, "Team": team})
     moto_fixes.set_launch_time(iid, REGION, now - timedelta(days=10))
     return iid
 
