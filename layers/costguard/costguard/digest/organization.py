@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import cached_property
 
 from costguard.core.formatting import usd
 from costguard.digest.handoff import AccountWeek
@@ -35,21 +36,16 @@ class OrganizationWeek:
     expected: Sequence[str]  # the accounts that should report, in the order the operator gave them
     reported: Mapping[str, AccountWeek]  # the latest hand-off of each account
     refused: int = 0  # hand-offs that could not be read or came from an account not expected
-    _fresh: list[AccountWeek] = field(init=False, default_factory=list)
 
-    def __post_init__(self) -> None:
-        self._fresh = [
-            w for a in self.expected if (w := self.reported.get(a)) is not None and w.end >= self.now - FRESH
-        ]
-
-    @property
+    @cached_property
     def fresh(self) -> list[AccountWeek]:
-        return self._fresh
+        """This week's hand-offs of the expected accounts, in their order."""
+        return [w for a in self.expected if (w := self.reported.get(a)) is not None and w.end >= self.now - FRESH]
 
     @property
     def missing(self) -> list[tuple[str, AccountWeek | None]]:
         """Each account without this week's figures, with what it last sent (or None: never)."""
-        have = {w.account for w in self._fresh}
+        have = {w.account for w in self.fresh}
         return [(a, self.reported.get(a)) for a in self.expected if a not in have]
 
 
