@@ -16,6 +16,7 @@ that were at work.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -43,18 +44,29 @@ ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
 
 # ---------------------------------------------------------------------- the world's machines, as they run
 class Fleet:
-    """Which machines run when, their tags, and the ledger of stops and restarts."""
+    """Which machines run when, their tags, and the ledger of stops and restarts.
+
+    Owners start a stopped machine again when its work comes due in their office hours. An automation
+    box's owner reads the stop notice at their desk (or learns of it from the job that failed in the
+    night), starts it again, and tags it `costguard:exempt` for good: unless the notice said costguard
+    starts it before its job, and it did."""
 
     def __init__(self, world: World, seed: int, no_ssm_share: float) -> None:
         self.world = world
         rng = random.Random(seed)
+        self.rng = random.Random(seed * 13)
         self.running = {m.instance_id: [True] * world.slots for m in world.machines}
         self.launched = {m.instance_id: world.begin - timedelta(days=3) for m in world.machines}
+        self.boot = {m.instance_id: 0 for m in world.machines}  # the slot of each machine's last start
         self.tags: dict[str, dict[str, str]] = {m.instance_id: {"Owner": m.owner} for m in world.machines}
         self.ssm = {m.instance_id for m in world.machines if rng.random() >= no_ssm_share}
         self.by_id = {m.instance_id: m for m in world.machines}
         self.stops: list[tuple[str, int]] = []  # (instance id, slot)
         self.restart_at: dict[str, int] = {}
+        self.owner_restarts: list[tuple[str, int]] = []
+        self.costguard_starts: list[tuple[str, int]] = []
+        self.exempted: list[tuple[str, int]] = []
+        self.changes: list[tuple[str, str, datetime]] = []  # EC2 state changes, for EventBridge to deliver
         self.now = world.start
 
     @property
@@ -67,20 +79,44 @@ class Fleet:
         self.stops.append((instance_id, self.index))
         for i in range(self.index, self.world.slots):
             self.running[instance_id][i] = False
-        self.restart_at[instance_id] = restart_slot(self.world, self.by_id[instance_id], self.index)
+        machine = self.by_id[instance_id]
+        self.changes.append((instance_id, "stopped", self.now))
+        if not machine.automation:
+            self.restart_at[instance_id] = restart_slot(self.world, machine, self.index)
+        elif "costguard:start-at" not in self.tags[instance_id] and self.rng.random() < ANSWER_RATE:
+            self.restart_at[instance_id] = next_office_slot(self.world, machine, self.index)
+        # Otherwise: the notice said when costguard starts it, or nobody read it: a job that finds it
+        # stopped fails, and its owner starts it the next time they are at their desk (advance).
 
-    def start(self, instance_id: str) -> None:
+    def start(self, instance_id: str, *, by_owner: bool = False) -> None:
+        if self.running[instance_id][self.index]:
+            self.restart_at.pop(instance_id, None)
+            return
         for i in range(self.index, self.world.slots):
             self.running[instance_id][i] = True
         self.launched[instance_id] = self.now
+        self.boot[instance_id] = self.index
         self.restart_at.pop(instance_id, None)
+        self.changes.append((instance_id, "running", self.now))
+        if not by_owner:
+            self.costguard_starts.append((instance_id, self.index))
+            return
+        self.owner_restarts.append((instance_id, self.index))
+        if self.by_id[instance_id].automation and "costguard:exempt" not in self.tags[instance_id]:
+            self.tags[instance_id]["costguard:exempt"] = "the nightly job must run; costguard stopped it"
+            self.exempted.append((instance_id, self.index))
 
     def advance(self, to: datetime) -> None:
         while self.now < to:
             self.now += STEP
+            for machine in self.world.machines:
+                iid = machine.instance_id
+                failed = machine.automation and not self.running[iid][self.index] and machine.slots[self.index].work
+                if failed and iid not in self.restart_at:  # the job failed: its owner hears of it at their desk
+                    self.restart_at[iid] = next_office_slot(self.world, machine, self.index)
             for instance_id, at in list(self.restart_at.items()):
                 if at <= self.index:
-                    self.start(instance_id)
+                    self.start(instance_id, by_owner=True)
 
 
 def restart_slot(world: World, machine: Machine, stopped: int) -> int:
@@ -88,6 +124,14 @@ def restart_slot(world: World, machine: Machine, stopped: int) -> int:
     (they start the machine as they start the work). Work due outside office hours waits, and is lost."""
     for i in range(stopped, world.slots):
         if world.office_hours(machine, i) and machine.slots[i].work:
+            return i
+    return world.slots
+
+
+def next_office_slot(world: World, machine: Machine, after: int) -> int:
+    """The owner's next moment at their desk (the start of their office hours, or now if they are there)."""
+    for i in range(after, world.slots):
+        if world.office_hours(machine, i):
             return i
     return world.slots
 
@@ -172,6 +216,8 @@ class FakeAws:
         self.commands: dict[str, dict[str, str]] = {}
         self.calls: dict[str, int] = defaultdict(int)
         self.stops_after_keep = 0
+        self.checked = 0  # machines asked for their activity check
+        self.cgroup_check = False  # the code's check reports GPUs and cgroup accounting
 
     def client(self, service: str) -> Any:
         fake = self
@@ -214,10 +260,14 @@ class FakeAws:
     def describe_instances(self, **params: Any) -> list[dict[str, Any]]:
         fleet = self.fleet
         wanted = set(params.get("InstanceIds") or [])
+        filters = {f["Name"]: set(f["Values"]) for f in params.get("Filters") or []}
+        states = filters.get("instance-state-name", set() if wanted else {"running"})
         out = []
         for m in fleet.world.machines:
             state = "running" if fleet.running[m.instance_id][fleet.index] else "stopped"
-            if (wanted and m.instance_id not in wanted) or (not wanted and state != "running"):
+            if (wanted and m.instance_id not in wanted) or (states and state not in states):
+                continue
+            if "tag-key" in filters and not filters["tag-key"] & set(fleet.tags[m.instance_id]):
                 continue
             out.append(
                 {
@@ -250,7 +300,7 @@ class FakeAws:
 
     def start_instances(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
         for instance_id in InstanceIds:
-            self.fleet.start(instance_id)
+            self.fleet.start(instance_id)  # costguard's: a working-hours or learned start, or a button
         return {"StartingInstances": []}
 
     # CloudWatch
@@ -263,7 +313,12 @@ class FakeAws:
         first = max(0, fleet.index - hours * SLOTS_PER_HOUR)
         metrics = []
         for m in fleet.world.machines:
-            if any(self._published(m, i) and m.slots[i].gpu_agent for i in range(first, fleet.index)):
+            running = fleet.running[m.instance_id][first : fleet.index]
+            if hours == 3:
+                published = any(on and s.gpu_agent for on, s in zip(running, m.slots[first : fleet.index], strict=True))
+            else:  # an agent that hung for hours in a run still published in two weeks
+                published = m.gpu_agent and any(running)
+            if published:
                 for g in range(m.gpus):
                     dims = [("InstanceId", m.instance_id), ("index", str(g)), ("name", "NVIDIA"), ("arch", "Ampere")]
                     metrics.append(
@@ -278,14 +333,18 @@ class FakeAws:
     def get_metric_data(
         self, MetricDataQueries: list[dict[str, Any]], StartTime: datetime, EndTime: datetime, **_: Any
     ) -> dict[str, Any]:
+        """Each query's points at its period and statistic: five-minute slots rolled up (two weeks of
+        quarter-hours for the learning of recurring work)."""
         world, fleet = self.fleet.world, self.fleet
         first, last = max(0, world.index(StartTime)), min(world.index(EndTime), fleet.index - 1)  # lag: a slot late
         results = []
         for query in MetricDataQueries:
-            metric = query["MetricStat"]["Metric"]
+            stat = query["MetricStat"]
+            metric = stat["Metric"]
+            per = max(1, int(stat.get("Period", 300)) // 300)
             dims = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
             m = fleet.by_id.get(dims.get("InstanceId", ""))
-            times, values = [], []
+            buckets: dict[int, list[float]] = defaultdict(list)
             for i in range(first, last):
                 if m is None or not self._published(m, i):
                     continue
@@ -293,14 +352,16 @@ class FakeAws:
                 name = metric["MetricName"]
                 if name == "CPUUtilization":
                     value = slot.cpu
-                elif name == "cpu_usage_active" and set(dims) == {"InstanceId"}:
+                elif name == "cpu_usage_active" and set(dims) == {"InstanceId"} and m.gpu_agent:
                     value = slot.core
                 elif name == "nvidia_smi_utilization_gpu" and "index" in dims and slot.gpu_agent:
                     value = slot.gpu[int(dims["index"])]
                 else:
                     continue
-                times.append(world.at(i))
-                values.append(value)
+                buckets[i - i % per].append(value)
+            times = [world.at(i) for i in sorted(buckets)]
+            fold = max if stat.get("Stat") == "Maximum" else (lambda v: sum(v) / len(v))
+            values = [fold(buckets[i]) for i in sorted(buckets)]
             results.append({"Id": query["Id"], "Timestamps": times, "Values": values, "StatusCode": "Complete"})
         return {"MetricDataResults": results}
 
@@ -312,8 +373,14 @@ class FakeAws:
 
     def send_command(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
         command = f"{len(self.commands):08d}-0000-4000-8000-000000000000"
+        self.checked += len(InstanceIds)
         fleet = self.fleet
-        self.commands[command] = {i: json.dumps(fleet.world.report(fleet.by_id[i], fleet.index)) for i in InstanceIds}
+        self.commands[command] = {
+            i: json.dumps(
+                fleet.world.report(fleet.by_id[i], fleet.index, boot=fleet.boot[i], cgroups=self.cgroup_check)
+            )
+            for i in InstanceIds
+        }
         return {"Command": {"CommandId": command}}
 
     def list_command_invocations(self, CommandId: str, **_: Any) -> list[dict[str, Any]]:
@@ -353,12 +420,28 @@ class FakeAws:
         found = self.items.get((Key["pk"]["S"], Key["sk"]["S"]))
         return {"Item": found} if found else {}
 
-    def update_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
-        found = self.items.get((Key["pk"]["S"], Key["sk"]["S"]))
-        if found is not None:  # the only update costguard makes: a claim marked done
+    def update_item(self, Key: dict[str, Any], **params: Any) -> dict[str, Any]:
+        key = (Key["pk"]["S"], Key["sk"]["S"])
+        found = self.items.get(key)
+        expression = params.get("UpdateExpression", "")
+        values = params.get("ExpressionAttributeValues", {})
+        if "list_append" in expression:  # a machine's history: one change appended
+            item = self.items.setdefault(key, {"pk": Key["pk"], "sk": Key["sk"], "changes": {"L": []}})
+            item["changes"]["L"].extend(values[":one"]["L"])
+            return {"Attributes": {"changes": item["changes"]}}
+        if ":kept" in values and found is not None:
+            found["changes"] = values[":kept"]
+        elif found is not None:  # a claim marked done
             found["status"] = {"S": "done"}
             found.pop("lease_until", None)
         return {}
+
+    def batch_get_item(self, RequestItems: dict[str, Any], **_: Any) -> dict[str, Any]:
+        out: dict[str, list[Any]] = {}
+        for table, request in RequestItems.items():
+            keys = [(k["pk"]["S"], k["sk"]["S"]) for k in request["Keys"]]
+            out[table] = [self.items[k] for k in keys if k in self.items]
+        return {"Responses": out, "UnprocessedKeys": {}}
 
     def delete_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
         self.items.pop((Key["pk"]["S"], Key["sk"]["S"]), None)
@@ -381,7 +464,7 @@ def run_costguard(
 ) -> dict[str, Any]:
     sys.path[:0] = [str(code_root / "layers" / "costguard"), str(code_root)]
     os.environ.update(
-        POWERTOOLS_LOG_LEVEL="ERROR",
+        POWERTOOLS_LOG_LEVEL=os.environ.get("BENCH_LOG_LEVEL", "ERROR"),
         POWERTOOLS_METRICS_DISABLED="true",
         POWERTOOLS_SERVICE_NAME="costguard",
         POWERTOOLS_METRICS_NAMESPACE="costguard",
@@ -432,6 +515,7 @@ def run_costguard(
     slack = SlackStandIn(users={p: f"U{k:04d}" for k, p in enumerate(sorted(people))}).start()
     plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
     aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
+    aws.cgroup_check = '"cg"' in (code_root / "template.yaml").read_text()  # the check of this code tree
     os.environ["SLACK_API_URL"] = slack.api_url
     # A week of posts in a few minutes: the stand-in enforces no rate limit, and the pace would wait real seconds.
     runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION), slack_pace=0.0)
@@ -472,7 +556,9 @@ def run_costguard(
                     kw = {"stop_now": faults is None}
                     answer(fleet, rng, buttons, runtime, Click, message, instance_id, LambdaContext, url, **kw)
             seen = len(slack.messages)
+            deliver_changes(fleet, sweep, LambdaContext, runtime)
             fleet.advance(fleet.now + STEP * SWEEP_EVERY)
+            deliver_changes(fleet, sweep, LambdaContext, runtime)
         if plan is not None:  # the faults end; the next scheduled sweeps finish what the last ones left
             aws.faults = None
             for _ in range(2):
@@ -481,11 +567,52 @@ def run_costguard(
     finally:
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
+    figures |= people_and_starts(world, fleet, days=days)
+    figures["machines_checked_per_sweep"] = round(aws.checked / max(1, sweeps), 1)
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
     if faults is not None:
         figures |= fault_counts(aws, fleet, slack.messages, plan, warnings)
     return figures
+
+
+def deliver_changes(fleet: Fleet, sweep: Any, context: Any, runtime: Any) -> None:
+    """EventBridge hands each EC2 state change to the idle stopper (its history; a start-at let go)."""
+    changes, fleet.changes = fleet.changes, []
+    for instance_id, state, at in changes:
+        event = {
+            "version": "0",
+            "id": f"{instance_id}-{state}-{at:%Y%m%d%H%M}",
+            "detail-type": "EC2 Instance State-change Notification",
+            "source": "aws.ec2",
+            "account": "123456789012",
+            "time": f"{at:%Y-%m-%dT%H:%M:%SZ}",
+            "region": REGION,
+            "resources": [f"arn:aws:ec2:{REGION}:123456789012:instance/{instance_id}"],
+            "detail": {"instance-id": instance_id, "state": state},
+        }
+        with contextlib.suppress(Exception, Killed):  # EventBridge retries; a change not kept: less history
+            sweep(event, context(), runtime=runtime)
+
+
+def people_and_starts(world: World, fleet: Fleet, *, days: int = 7) -> dict[str, Any]:
+    """What the week asked of people, and costguard's own starts: restarts owners had to make, machines
+    they exempted for good, and the starts costguard made (a start is wasted when no work came within 90
+    minutes of it)."""
+    first = world.index(world.start)
+    last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
+    window = 90 // 5
+    wasted = [
+        (iid, at)
+        for iid, at in fleet.costguard_starts
+        if not any(s.work for s in fleet.by_id[iid].slots[at : at + window])
+    ]
+    return {
+        "owner_restarts": sum(1 for _, at in fleet.owner_restarts if first <= at < last),
+        "exempted_by_owners": len(fleet.exempted),
+        "costguard_starts": len(fleet.costguard_starts),
+        "costguard_starts_wasted": len(wasted),
+    }
 
 
 def fault_counts(
@@ -602,13 +729,17 @@ def outcome(
     last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
     idle = reclaimed = lost = 0.0
     interrupted = set()
+    kinds: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # persona: idle, reclaimed GPU-hours
     for m in world.machines:
+        kind = m.persona if m.gpu_agent else f"{m.persona} (no GPU agent)"
         for i in range(first, last):
             hours = m.gpus / SLOTS_PER_HOUR
             if not m.slots[i].work:
                 idle += hours
+                kinds[kind][0] += hours
                 if not running[m.instance_id][i]:
                     reclaimed += hours
+                    kinds[kind][1] += hours
             elif not running[m.instance_id][i]:
                 lost += hours
     causes: dict[str, int] = defaultdict(int)
@@ -642,7 +773,29 @@ def outcome(
         "warnings": len(warnings),
         "warnings_about_busy_machines": busy_warnings,
         "warnings_per_owner_per_day": round(len(warnings) / len(owners) / 7, 2),
+        "reclaimed_percent_by_kind": {k: round(100 * r / i, 1) if i else 0.0 for k, (i, r) in sorted(kinds.items())},
     }
+
+
+def oracle_baseline(world: World, window: int = 24) -> dict[str, Any]:
+    """An oracle that knows the truth: it stops a machine after exactly 2 hours of true idleness, and has
+    it running again the moment work comes due (no warning, no interruption, no restart by anyone)."""
+    running = {m.instance_id: [True] * world.slots for m in world.machines}
+    stops = []
+    for m in world.machines:
+        on = running[m.instance_id]
+        i = 0
+        while i < world.slots:
+            if m.slots[i].work:
+                i += 1
+                continue
+            end = next((j for j in range(i, world.slots) if m.slots[j].work), world.slots)
+            if end - i > window:
+                stops.append((m.instance_id, i + window))
+                for j in range(i + window, end):
+                    on[j] = False
+            i = end
+    return outcome(world, running, stops, []) | {"owner_restarts": 0}
 
 
 def schedule_baseline(world: World) -> dict[str, Any]:
@@ -702,6 +855,7 @@ def measure(code_root: Path = ROOT, seed: int = 7) -> dict[str, Any]:
     world = World(seed)
     return {
         "seed": seed,
+        "oracle": oracle_baseline(world),
         "costguard": costguard_week(code_root, seed, 0.0),
         f"costguard, {NO_SSM_AGENT_SHARE:.0%} of machines without the SSM agent": costguard_week(
             code_root, seed, NO_SSM_AGENT_SHARE

@@ -9,8 +9,18 @@ overnight with its kernel holding GPU memory, a forgotten machine. Metrics see o
 GPU agent goes silent for hours on some runs, a waiting job shows 0 % everywhere, one busy core is
 0.5 % of a 192-vCPU host.
 
-Owners live in three time zones and answer some warnings in their office hours. The same seed
-gives the same week; other seeds give other weeks of the same kinds of work.
+Automation too: nightly cron boxes (a job at a fixed UTC or local hour, every day), and pipeline boxes
+that an upstream export triggers in the evening (weekdays, a little jitter). Idle machines are not
+silent: the system's own timers and agents (apt, unattended-upgrades, snapd, the SSM agent's update)
+take one core for a few minutes a few times a day, at random. Some GPU machines run without the
+CloudWatch agent's GPU plugin but with SSM: only the activity check on them can see their GPUs.
+
+The check's answers carry what cgroup v2 accounting would say: cumulative CPU seconds since boot, of
+the whole machine and of the system's own services, so that a spike can be attributed afterwards.
+
+Owners live in three time zones and answer some warnings in their office hours. Two weeks of history
+come before the simulated week (no stops in them), as a fleet that ran before costguard would have.
+The same seed gives the same weeks; other seeds give other weeks of the same kinds of work.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from zoneinfo import ZoneInfo
 
 STEP = timedelta(minutes=5)
 SLOTS_PER_HOUR = 12
-HISTORY = timedelta(days=1)  # before the week, so the first sweeps have a window to judge
+HISTORY = timedelta(days=14)  # before the week: a window to judge, and two weeks for recurring work
 WEEK = timedelta(days=7)
 TYPES = {  # GPUs, vCPUs
     "g5.xlarge": (1, 4),
@@ -33,6 +43,53 @@ TYPES = {  # GPUs, vCPUs
     "p5.48xlarge": (8, 192),
 }
 ZONES = ("Europe/Paris", "America/New_York", "Asia/Kolkata")
+AUTOMATION = ("pipeline", "nightly_utc", "nightly_local", "evening_pipeline")
+# The system's own services that take a core for a few minutes, as the check's 3-second sample names them.
+SYSTEM_BUSY = ("unattended-upgr", "apt-get update", "snapd", "amazon-ssm-agent", "man-db", "packagekitd")
+PLAN = [
+    ("trainer", "p4d.24xlarge"),
+    ("trainer", "p5.48xlarge"),
+    ("trainer", "g5.48xlarge"),
+    ("trainer", "g5.12xlarge"),
+    ("trainer", "g5.12xlarge"),
+    ("single_gpu", "g5.12xlarge"),
+    ("single_gpu", "p4d.24xlarge"),
+    ("preprocess", "p5.48xlarge"),
+    ("preprocess", "g5.48xlarge"),
+    ("notebook", "g5.xlarge"),
+    ("notebook", "g5.2xlarge"),
+    ("notebook", "g5.xlarge"),
+    ("notebook", "g5.12xlarge"),
+    ("forgotten", "g5.12xlarge"),
+    ("forgotten", "p4d.24xlarge"),
+    ("forgotten", "g5.2xlarge"),
+    ("pipeline", "g5.12xlarge"),
+]
+# The rest of a 55-machine team: automation boxes, more of the people's machines, and GPU machines whose
+# CloudWatch agent has no GPU plugin (True: without it).
+MORE = [
+    ("nightly_utc", "g5.12xlarge", False),
+    ("nightly_utc", "g5.2xlarge", False),
+    ("nightly_utc", "p4d.24xlarge", False),
+    ("nightly_utc", "g5.xlarge", False),
+    ("nightly_local", "g5.2xlarge", False),
+    ("nightly_local", "g5.12xlarge", False),
+    ("evening_pipeline", "g5.12xlarge", False),
+    ("evening_pipeline", "p4d.24xlarge", False),
+    ("evening_pipeline", "g5.48xlarge", False),
+    ("evening_pipeline", "g5.2xlarge", False),
+    ("trainer", "g5.12xlarge", True),
+    ("notebook", "g5.2xlarge", True),
+    ("forgotten", "g5.12xlarge", True),
+    ("single_gpu", "g5.12xlarge", True),
+    ("trainer", "p4d.24xlarge", False),
+    ("notebook", "g5.xlarge", False),
+    ("forgotten", "g5.48xlarge", False),
+    ("preprocess", "g5.12xlarge", False),
+    ("trainer", "g5.2xlarge", True),
+    ("single_gpu", "g5.48xlarge", False),
+    ("notebook", "g5.12xlarge", False),
+]
 
 
 @dataclass
@@ -49,6 +106,9 @@ class Slot:
     kernel_idle_s: int = 0
     process: str = ""  # a process busy on a core
     gpu_holder: str = ""  # a non-notebook process holding GPU memory
+    system: str = ""  # a system service busy on a core (apt, snapd...): not work
+    user_s: float = 0.0  # CPU seconds of everything but the system's own services, this slot
+    system_s: float = 0.0  # CPU seconds of the system's own services, this slot
 
 
 @dataclass
@@ -59,6 +119,7 @@ class Machine:
     instance_type: str
     persona: str
     hook: str = ""  # the owner's keep-alive hook: its line when it says keep
+    gpu_agent: bool = True  # the CloudWatch agent's GPU plugin is installed
     slots: list[Slot] = field(default_factory=list)
 
     @property
@@ -69,6 +130,11 @@ class Machine:
     def vcpus(self) -> int:
         return int(TYPES[self.instance_type][1])
 
+    @property
+    def automation(self) -> bool:
+        """Its work is started by a clock or by another system, not by a person at a desk."""
+        return self.persona in AUTOMATION
+
 
 class World:
     def __init__(self, seed: int = 7, start: datetime | None = None) -> None:
@@ -77,31 +143,15 @@ class World:
         self.begin = self.start - HISTORY
         self.slots = int((HISTORY + WEEK + timedelta(hours=2)) / STEP)  # the week, and sweeps just after it
         self.machines: list[Machine] = []
-        people = [(f"person{k}@example.com", ZONES[k % len(ZONES)]) for k in range(12)]
-        plan = [
-            ("trainer", "p4d.24xlarge"),
-            ("trainer", "p5.48xlarge"),
-            ("trainer", "g5.48xlarge"),
-            ("trainer", "g5.12xlarge"),
-            ("trainer", "g5.12xlarge"),
-            ("single_gpu", "g5.12xlarge"),
-            ("single_gpu", "p4d.24xlarge"),
-            ("preprocess", "p5.48xlarge"),
-            ("preprocess", "g5.48xlarge"),
-            ("notebook", "g5.xlarge"),
-            ("notebook", "g5.2xlarge"),
-            ("notebook", "g5.xlarge"),
-            ("notebook", "g5.12xlarge"),
-            ("forgotten", "g5.12xlarge"),
-            ("forgotten", "p4d.24xlarge"),
-            ("forgotten", "g5.2xlarge"),
-            ("pipeline", "g5.12xlarge"),
-        ]
-        for k, (persona, instance_type) in enumerate(plan * 2):
+        self._sums: dict[str, list[tuple[float, float]]] = {}
+        people = [(f"person{k}@example.com", ZONES[k % len(ZONES)]) for k in range(16)]
+        plan = [(persona, kind, False) for persona, kind in PLAN * 2] + MORE
+        for k, (persona, instance_type, no_agent) in enumerate(plan):
             owner, zone = people[k % len(people)]
-            machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona)
+            machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona, gpu_agent=not no_agent)
             machine.slots = [Slot(gpu=(0.0,) * machine.gpus) for _ in range(self.slots)]
             getattr(self, f"_{persona}")(machine)
+            self._system_services(machine)
             self._idle_floor(machine)
             self.machines.append(machine)
 
@@ -124,7 +174,7 @@ class World:
         first = self.local(machine, 0).replace(hour=0, minute=0, second=0, microsecond=0)
         return [
             self.index(day.astimezone(UTC))
-            for day in (first + timedelta(days=d) for d in range(10))
+            for day in (first + timedelta(days=d) for d in range(int((HISTORY + WEEK) / timedelta(days=1)) + 3))
             if 0 <= self.index(day.astimezone(UTC)) < self.slots
         ] or [0]
 
@@ -244,7 +294,8 @@ class World:
                     m.slots[s].kernel = "idle"
 
     def _forgotten(self, m: Machine) -> None:
-        monday = self._days(m)[1] if len(self._days(m)) > 1 else 0
+        """Started for a run on the week's first day, then forgotten."""
+        monday = next((d for d in self._days(m) if d >= self.index(self.start)), 0)
         self._training_run(m, monday + 10 * SLOTS_PER_HOUR, self.rng.uniform(2, 5))
 
     def _pipeline(self, m: Machine) -> None:
@@ -261,18 +312,88 @@ class World:
                 gpu_holder="python pipeline.py",
             )
 
-    @staticmethod
-    def _idle_floor(m: Machine) -> None:
-        """Idle slots keep a little background noise: the agent, sshd, cron."""
+    def _job(self, m: Machine, start: int, slots: int, work: str, holder: str) -> None:
+        """An automation job: its GPUs busy, one core feeding them, its process holding GPU memory."""
+        self._span(
+            m,
+            start,
+            slots,
+            work,
+            gpu=tuple(self.rng.uniform(55, 95) for _ in range(m.gpus)),
+            core=100.0,
+            cpu=min(100.0, 100.0 / m.vcpus * 2 + 2),
+            gpu_holder=holder,
+        )
+
+    def _utc_days(self) -> list[int]:
+        first = self.begin.replace(hour=0, minute=0, second=0, microsecond=0)
+        days = (first + timedelta(days=d) for d in range(int((HISTORY + WEEK) / timedelta(days=1)) + 2))
+        return [self.index(day) for day in days if 0 <= self.index(day) < self.slots]
+
+    def _nightly_utc(self, m: Machine) -> None:
+        """A cron job at a fixed UTC time every night (the box's clock is UTC): batch scoring, an index."""
+        at = self.rng.randrange(0, 6) * SLOTS_PER_HOUR + self.rng.choice((0, 3, 6))  # 00:00-05:30 UTC
+        length = int(self.rng.uniform(0.6, 1.6) * SLOTS_PER_HOUR)
+        for day in self._utc_days():
+            jitter = self.rng.choice((0, 0, 0, 1))  # the job's own start-up: a few minutes some nights
+            self._job(m, day + at + jitter, length + self.rng.randrange(-1, 3), "nightly cron job", "python nightly.py")
+
+    def _nightly_local(self, m: Machine) -> None:
+        """A cron job at a fixed hour of its owner's clock (the box follows the team's zone), every night."""
+        at = self.rng.choice((22, 23, 1, 2, 3)) * SLOTS_PER_HOUR + self.rng.choice((0, 6))
+        length = int(self.rng.uniform(0.7, 2.0) * SLOTS_PER_HOUR)
+        for day in self._days(m):
+            self._job(m, day + at, length + self.rng.randrange(-2, 3), "nightly cron job", "python refresh.py")
+
+    def _evening_pipeline(self, m: Machine) -> None:
+        """A pipeline step the upstream data export triggers on weekday evenings, give or take 20 minutes."""
+        at = int(self.rng.uniform(18.5, 21) * SLOTS_PER_HOUR)
+        for day in self._days(m):
+            if self.local(m, day).weekday() >= 5:
+                continue
+            start = day + at + self.rng.randrange(-4, 5)
+            length = int(self.rng.uniform(1.0, 2.5) * SLOTS_PER_HOUR)
+            self._job(m, start, length, "evening pipeline", "python features.py")
+
+    def _system_services(self, m: Machine) -> None:
+        """The system's own work on idle machines: apt's and snapd's timers at random times, and the daily
+        unattended upgrade after 06:00 UTC: one core for 5 to 15 minutes. Never work."""
+        for day in self._utc_days():
+            starts = [day + self.rng.randrange(24 * SLOTS_PER_HOUR) for _ in range(self.rng.randint(1, 3))]
+            starts.append(day + 6 * SLOTS_PER_HOUR + self.rng.randrange(SLOTS_PER_HOUR))
+            for start in starts:
+                name = self.rng.choice(SYSTEM_BUSY)
+                for i in range(start, min(self.slots, start + self.rng.randint(1, 3))):
+                    slot = m.slots[i]
+                    if not slot.work and not slot.process:
+                        slot.system, slot.core = name, 100.0
+                        slot.system_s = self.rng.uniform(240, 300)
+
+    def _idle_floor(self, m: Machine) -> None:
+        """What every slot costs the CPU: the agents and the system's timers (the system's own), and for
+        everything else the work, or, on an idle machine, sshd, cron and an idle shell. CPUUtilization
+        is the average of it over the vCPUs; an idle busiest core shows the background's few percent."""
+        if not m.gpu_agent:
+            for slot in m.slots:
+                slot.gpu_agent = False
         for slot in m.slots:
-            if not slot.work and not slot.process:
-                slot.cpu, slot.core = 0.4, 4.0
+            slot.system_s += self.rng.uniform(0.5, 1.5)
+            if slot.work or slot.process:
+                slot.user_s = slot.cpu * m.vcpus * 3  # percent of every vCPU for 300 s
+                continue
+            slot.user_s = self.rng.uniform(0.3, 2.0)
+            slot.cpu = (slot.user_s + slot.system_s) / (m.vcpus * 3)
+            if not slot.system:
+                slot.core = 4.0
 
     # ------------------------------------------------------------------ what the machine says
-    def report(self, machine: Machine, index: int) -> dict[str, object]:
-        """The activity check's version-1 report for this slot."""
+    def report(self, machine: Machine, index: int, *, boot: int = 0, cgroups: bool = False) -> dict[str, object]:
+        """The activity check's version-1 report for this slot. `cgroups`: the check that reports each GPU
+        and cgroup v2's CPU accounting since the machine's last start (`boot`, a slot), and leaves the
+        system's own services out of its busy processes; without it, the check before them."""
         slot = machine.slots[min(index, self.slots - 1)]
-        out: dict[str, object] = {"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None}
+        at = int(self.at(index).timestamp())
+        out: dict[str, object] = {"v": 1, "at": at, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None}
         if slot.input_s is not None:
             out["sessions"] = [{"tty": "pts/0", "idle_s": slot.input_s}]
         else:
@@ -284,12 +405,31 @@ class World:
             out["gpu"] = [{"name": "python -m ipykernel_launcher", "mib": 6000, "notebook": True}]
         if slot.process and slot.core >= 50:
             out["cpu"] = [{"name": slot.process, "cpu": slot.core, "notebook": False}]
+        elif slot.system and not cgroups:  # the older check lists the system's own busy processes too
+            out["cpu"] = [{"name": slot.system, "cpu": slot.core, "notebook": False}]
         if slot.gpu_holder:
             held: list[object] = list(out["gpu"])  # type: ignore[call-overload]
             out["gpu"] = [*held, {"name": slot.gpu_holder, "mib": 30000, "notebook": False}]
         if machine.hook:
             out["hook"] = {"exit": 0, "line": machine.hook}
+        if cgroups:
+            held_mib = 30000 if slot.gpu_holder else 6000 if slot.kernel else 0
+            out["gpus"] = [{"i": g, "u": round(u), "m": held_mib + 3} for g, u in enumerate(slot.gpu)]
+            user, system = self._cpu_since(machine, boot, index)
+            out["cg"] = {"v": 2, "boot": f"{machine.instance_id}-{boot}", "top": round(user + system, 1), "sys": system}
         return out
+
+    def _cpu_since(self, machine: Machine, boot: int, index: int) -> tuple[float, float]:
+        """CPU seconds of everything but the system's services, and of them, over the slots [boot, index)."""
+        sums = self._sums.get(machine.instance_id)
+        if sums is None:
+            user, system, sums = 0.0, 0.0, [(0.0, 0.0)]
+            for slot in machine.slots:
+                user, system = user + slot.user_s, system + slot.system_s
+                sums.append((user, system))
+            self._sums[machine.instance_id] = sums
+        (u0, s0), (u1, s1) = sums[max(0, boot)], sums[max(0, min(index, self.slots))]
+        return round(u1 - u0, 1), round(s1 - s0, 1)
 
     def _last_input(self, machine: Machine, index: int) -> int | None:
         for back in range(index, max(-1, index - 24 * SLOTS_PER_HOUR), -1):
