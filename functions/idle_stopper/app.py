@@ -25,12 +25,15 @@ from costguard.core.records import Skipped
 from costguard.core.settings import IdlePolicy
 from costguard.idle import events as idle_events
 from costguard.idle.checks import ActivityChecker
+from costguard.idle.learned import Learner
 from costguard.idle.mornings import hours_offer
 from costguard.idle.report import RegionReport
 from costguard.idle.sweep import IdleStopper
 from costguard.runtime import Runtime
+from costguard.state.checklog import CheckLog
 from costguard.state.history import MachineHistory
 from costguard.state.outbox import Outbox
+from costguard.state.startlog import StartLog
 
 
 class SweepIncomplete(RuntimeError):
@@ -113,6 +116,16 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         manage_alarms=region == settings.home_region,
         checker=checker,
         time_left=runtime.time_left,
+        checklog=CheckLog(runtime.client("dynamodb"), settings.state_table),
+        learner=Learner(
+            metrics=MetricReader(cloudwatch, policy),
+            history=MachineHistory(runtime.client("dynamodb"), settings.state_table),
+            starts=StartLog(runtime.client("dynamodb"), settings.state_table),
+            ledger=runtime.ledger,
+            policy=policy,
+            mode=settings.mode,
+            owner_tag_key=settings.owner_tag_key,
+        ),
     )
     stopper.notices.hours_for = hours_offer(MachineHistory(runtime.client("dynamodb"), settings.state_table))
     return stopper

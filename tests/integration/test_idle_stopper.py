@@ -183,16 +183,19 @@ def test_sweep_sends_the_exact_requests_aws_needs(
         {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
     ]
     assert describe["MaxResults"] == 1000
-    # The stopped machines with working hours, to start before their hours: one more call, a small answer.
+    # The stopped machines with working hours, or a learned start, to start before their work: one more
+    # call, a small answer.
     assert mornings["Filters"] == [
         {"Name": "instance-state-name", "Values": ["stopped"]},
-        {"Name": "tag-key", "Values": [tags.SCHEDULE]},
+        {"Name": "tag-key", "Values": [tags.SCHEDULE, tags.START_AT]},
         {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
     ]
     [listing] = [p for op, p in calls if op == "ListMetrics"]
     # No RecentlyActive: the listing covers two weeks, so a GPU agent gone silent is still known.
     assert listing == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu"}
-    [query] = [p for op, p in calls if op == "GetMetricData"]
+    # The window's data; then, for the machine about to be warned, two weeks of quarter-hours to learn
+    # whether work recurs on it (idle/learning.py).
+    [query, learning] = [p for op, p in calls if op == "GetMetricData"]
     queried = sorted(
         (
             q["MetricStat"]["Metric"]["MetricName"],
@@ -209,6 +212,18 @@ def test_sweep_sends_the_exact_requests_aws_needs(
         ("nvidia_smi_utilization_gpu", gpu_dims[1], "Maximum"),
     ], "exactly the published dimension sets: real CloudWatch returns nothing for a subset"
     assert all(q["MetricStat"]["Period"] == 300 for q in query["MetricDataQueries"])
+    learned = sorted(
+        (q["MetricStat"]["Metric"]["MetricName"], q["MetricStat"]["Stat"], q["MetricStat"]["Period"])
+        for q in learning["MetricDataQueries"]
+    )
+    assert learned == [
+        ("CPUUtilization", "Average", 900),
+        ("cpu_usage_active", "Average", 900),  # a core busy for half an hour, not a minute of apt
+        ("nvidia_smi_utilization_gpu", "Maximum", 900),
+        ("nvidia_smi_utilization_gpu", "Maximum", 900),
+    ]
+    span = datetime.fromisoformat(learning["EndTime"]) - datetime.fromisoformat(learning["StartTime"])
+    assert span >= timedelta(days=14)
 
 
 def test_an_aggregate_gpu_series_beside_the_per_gpu_ones_is_not_read(
@@ -228,13 +243,15 @@ def test_an_aggregate_gpu_series_beside_the_per_gpu_ones_is_not_read(
         ],
     )
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
-    [query] = [p for op, p in calls if op == "GetMetricData"]
-    gpu_dims = [
-        sorted(d["Name"] for d in q["MetricStat"]["Metric"]["Dimensions"])
-        for q in query["MetricDataQueries"]
-        if q["MetricStat"]["Metric"]["MetricName"] == "nvidia_smi_utilization_gpu"
-    ]
-    assert gpu_dims == [["InstanceId", "arch", "index", "name"]] * 2
+    reads = [p for op, p in calls if op == "GetMetricData"]  # the window's, and the two weeks' to learn from
+    assert len(reads) == 2
+    for query in reads:
+        gpu_dims = [
+            sorted(d["Name"] for d in q["MetricStat"]["Metric"]["Dimensions"])
+            for q in query["MetricDataQueries"]
+            if q["MetricStat"]["Metric"]["MetricName"] == "nvidia_smi_utilization_gpu"
+        ]
+        assert gpu_dims == [["InstanceId", "arch", "index", "name"]] * 2
 
 
 def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(

@@ -13,16 +13,18 @@ from costguard.idle.activity import (
     ActivityCheck,
     ActivityReport,
     CheckState,
+    CpuAccount,
+    Gpu,
     Kernel,
     Process,
     ReportError,
     Session,
     judge_activity,
     parse_report,
-    review,
 )
 from costguard.idle.decision import Action, Decision
 from costguard.idle.judgement import Verdict
+from costguard.idle.review import review
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
 WINDOW = 120
@@ -180,3 +182,43 @@ def test_decisions_other_than_warn_and_stop_are_left_alone() -> None:
     keep = Decision("i-1", Action.SKIP, "exempt")
     check = ActivityCheck(CheckState.ANSWERED, ActivityReport(sessions=(Session("pts/0", 1),)))
     assert reviewed(keep, check) is keep
+
+
+# ------------------------------------------------------------------ GPU facts and CPU accounting (additive fields)
+
+
+def test_each_gpu_as_nvidia_smi_saw_it_is_read() -> None:
+    report = parse_report(output(gpus=[{"i": 0, "u": 0, "m": 3}, {"i": 1, "u": 87, "m": 40_000}]))
+    assert report.gpus == (Gpu(0, 0.0, 3), Gpu(1, 87.0, 40_000))
+
+
+@pytest.mark.parametrize(
+    "gpus",
+    [
+        [{"i": 0, "u": "[N/A]", "m": 3}],  # a GPU whose utilization nvidia-smi cannot tell
+        [{"i": 0, "u": 0}],
+        [{"i": 0, "u": True, "m": 3}],
+        [{"i": 0, "u": -1, "m": 3}],
+        "0, 0, 3",
+        [],
+    ],
+)
+def test_gpu_figures_that_cannot_all_be_read_are_not_read_at_all(gpus: Any) -> None:
+    assert parse_report(output(gpus=gpus)).gpus is None  # never an idle GPU by default
+
+
+def test_cgroup_v2_accounting_is_read_and_cgroup_v1_reports_none() -> None:
+    v2 = parse_report(output(at=1_700_000_000, cg={"v": 2, "boot": "5f3c-boot", "top": 912.5, "sys": 610.0}))
+    assert v2.cpu_account == CpuAccount("5f3c-boot", 912.5, 610.0)
+    assert v2.at == 1_700_000_000
+    assert parse_report(output(cg={"v": 1})).cpu_account is None
+    assert parse_report(output(cg={"v": 2})).cpu_account is None  # the journal could not be read
+
+
+def test_a_system_share_larger_than_the_whole_is_unreadable() -> None:
+    assert parse_report(output(cg={"v": 2, "boot": "b", "top": 100.0, "sys": 250.0})).cpu_account is None
+
+
+def test_a_report_of_the_check_before_these_fields_still_reads() -> None:
+    report = parse_report(output(sessions=[{"tty": "pts/0", "idle_s": 30}]))
+    assert (report.gpus, report.cpu_account, report.sessions) == (None, None, (Session("pts/0", 30),))

@@ -301,6 +301,77 @@ def test_without_gpu_telemetry_the_owner_is_warned_but_never_stopped_when_policy
     assert (d.action, d.will_stop, d.stop_after) == (Action.WARN, False, None)
 
 
+def test_without_gpu_telemetry_but_with_its_own_check_the_warning_may_stop_it_once_the_check_agrees() -> None:
+    u = utilization(gpu=[])
+    d = decide(instance(), judge(u, POLICY, NOW), POLICY, NOW, gpu_telemetry=False, gpus_from_check=True)
+    assert (d.action, d.will_stop, d.gpus_from_check) == (Action.WARN, True, True)
+    assert d.stop_after == NOW + timedelta(minutes=30)  # if the review finds its answers bear it out
+
+
+# ------------------------------------------------------------------ the system's own CPU, certain idleness
+
+
+def test_a_busy_core_the_system_made_is_not_work_but_a_busy_gpu_always_is() -> None:
+    spike = NOW - timedelta(minutes=50)
+    core = [4.0] * 36
+    core[26] = 100.0  # one period of apt's upgrade, 50 minutes ago
+    u = utilization(core=core)
+    assert judge(u, POLICY, NOW).verdict is Verdict.BUSY
+
+    def excused(t: datetime) -> bool:
+        return t == spike
+
+    j = judge(u, POLICY, NOW, excused=excused)
+    assert j.verdict is Verdict.IDLE
+    assert j.reason.endswith("(not counting the system's own services' CPU)")
+    assert j.idle_minutes(NOW) == 180
+    gpu = [1.0] * 36
+    gpu[26] = 40.0
+    assert judge(utilization(gpu=[gpu], core=core), POLICY, NOW, excused=excused).verdict is Verdict.BUSY
+
+
+def busy_an_hour_ago() -> Utilization:
+    gpu = [80.0] * 24 + [0.5] * 12  # a run that ended an hour ago
+    return utilization(gpu=[gpu], core=[100.0] * 24 + [4.0] * 12)
+
+
+def test_idle_for_the_shorter_window_is_an_early_warning_for_the_machines_check_to_confirm() -> None:
+    u = busy_an_hour_ago()
+    full = judge(u, POLICY, NOW)
+    certain = judge(u, POLICY, NOW, window_minutes=45)
+    assert (full.verdict, certain.verdict) == (Verdict.BUSY, Verdict.IDLE)
+    d = decide(instance(), full, POLICY, NOW, certain=certain)
+    assert (d.action, d.certain, d.stop_after) == (Action.WARN, True, NOW + timedelta(minutes=30))
+    assert d.reason == "idle for 45 min: GPU max 0.5% < 5%, busiest core max 4.0% < 50%, CPU max 2.0% < 10%"
+
+
+@pytest.mark.parametrize(
+    ("inst", "policy"),
+    [
+        (instance(tags={tags.EARLY_WARNING: "off"}), POLICY),  # its owner turned it off
+        (instance(tags={tags.EARLY_WARNING: " OFF "}), POLICY),
+        (instance(), IdlePolicy(certain_idle_minutes=0)),  # the deployment did
+    ],
+)
+def test_early_warnings_can_be_turned_off(inst: Instance, policy: IdlePolicy) -> None:
+    u = busy_an_hour_ago()
+    certain = judge(u, policy, NOW, window_minutes=45)
+    d = decide(inst, judge(u, policy, NOW), policy, NOW, certain=certain)
+    assert d.action is Action.NONE
+
+
+def test_an_early_warned_machine_is_stopped_after_the_grace_on_the_shorter_window_since_the_warning() -> None:
+    warned_at = NOW - timedelta(minutes=31)
+    # Idle for 80 minutes: not the full window, but the 45 minutes before the warning and its grace.
+    u = utilization(gpu=[[80.0] * 20 + [0.5] * 16], core=[100.0] * 20 + [4.0] * 16)
+    inst = instance(tags=warned(warned_at, NOW - timedelta(minutes=1)))
+    certain = judge(u, POLICY, NOW, since=warned_at - timedelta(minutes=45), window_minutes=45)
+    d = decide(inst, judge(u, POLICY, NOW, since=warned_at), POLICY, NOW, certain=certain)
+    assert (d.action, d.certain) == (Action.STOP, True)
+    back = judge(utilization(core=[4.0] * 34 + [100.0, 4.0]), POLICY, NOW, window_minutes=45)
+    assert decide(inst, judge(u, POLICY, NOW), POLICY, NOW, certain=back).action is Action.CLEAR_WARNING
+
+
 def test_cpu_instances_are_not_accelerators() -> None:
     d = decide(instance(instance_type="c6i.4xlarge"), judge(utilization(), POLICY, NOW), POLICY, NOW)
     assert d.action is Action.SKIP

@@ -152,6 +152,14 @@ class IdlePolicy:
     activity_check_seconds: int = 45
     schedule_lead_minutes: int = 15  # a machine with working hours is started this long before they open
     morning_note: bool = False  # tell the owner when their machine is started for its working hours
+    # Warned after this much idleness instead of the window when the activity check saw nothing alive on
+    # the machine for all of it (metrics idle too); 0: never sooner than the window.
+    certain_idle_minutes: int = 45
+    # Recurring work learned from a machine's last two weeks: it is started again before its next run
+    # (ScheduleLeadMinutes ahead), and not stopped at all when that run is nearer than this after the stop.
+    learned_starts: bool = True
+    shortest_stop_minutes: int = 90
+    team_timezone: str = "UTC"  # the team's clock, in which recurring work is also looked for
 
     def cpu_threshold(self, vcpus: int, *, busiest_core_known: bool) -> float:
         """The whole-instance CPUUtilization at which a machine is busy. Without the busiest-core metric a
@@ -185,7 +193,17 @@ class IdlePolicy:
             activity_check_seconds=int(read.number("ACTIVITY_CHECK_SECONDS", cls.activity_check_seconds, minimum=5)),
             schedule_lead_minutes=int(read.number("SCHEDULE_LEAD_MINUTES", cls.schedule_lead_minutes, minimum=0)),
             morning_note=read.flag("MORNING_NOTE", cls.morning_note),
+            certain_idle_minutes=int(read.number("CERTAIN_IDLE_MINUTES", cls.certain_idle_minutes)),
+            learned_starts=read.flag("LEARNED_STARTS", cls.learned_starts),
+            shortest_stop_minutes=int(read.number("SHORTEST_STOP_MINUTES", cls.shortest_stop_minutes)),
+            team_timezone=read.optional("TEAM_TIMEZONE", "UTC") or "UTC",
         )
+        if policy.certain_idle_minutes and not 15 <= policy.certain_idle_minutes < window:
+            read.problems.append("CERTAIN_IDLE_MINUTES must be 0 (off) or from 15 to less than IDLE_WINDOW_MINUTES")
+        try:
+            ZoneInfo(policy.team_timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            read.problems.append(f"TEAM_TIMEZONE={policy.team_timezone!r} is not an IANA time zone")
         if window > 1440:
             read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")
         read.check()

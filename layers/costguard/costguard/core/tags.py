@@ -18,6 +18,13 @@ KEPT_BY = "costguard:kept-by"  # who pressed a keep button
 # Kept while it works: set to the time it was pressed; the normal rule resumes once the machine has
 # been idle for a whole window that began after it.
 KEEP_WHILE_BUSY = "costguard:keep-while-busy"
+# Owners' switches for the two things costguard may do without a full idle window: `off` on either turns
+# it off for that machine. LEARNED_START: never started again for learned recurring work (nor kept up for
+# it); costguard's "Don't start it" button sets it. EARLY_WARNING: never warned before the full window,
+# however certain the activity check is that nothing runs.
+LEARNED_START = "costguard:learned-start"
+EARLY_WARNING = "costguard:early-warning"
+OFF = "off"
 
 # The idle stopper's state, on the instance itself, visible in the console.
 IDLE_WARNED_AT = "costguard:idle-warned-at"
@@ -25,6 +32,9 @@ STOP_AFTER = "costguard:stop-after"
 STOPPED_AT = "costguard:stopped-at"
 STOP_REASON = "costguard:stop-reason"
 WARNING_TAGS = (IDLE_WARNED_AT, STOP_AFTER)
+# A machine costguard stopped between the runs of work it learned recurs: when costguard starts it again
+# (ISO 8601, UTC), until it is started by anyone. Only costguard's own role may write it.
+START_AT = "costguard:start-at"
 # When costguard last asked the machine's SSM agent for its activity check. IAM lets costguard send
 # the check only to instances that carry it, and lets it write it only on accelerated instances.
 ACTIVITY_CHECK_AT = "costguard:activity-check-at"

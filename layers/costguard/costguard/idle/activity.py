@@ -1,28 +1,29 @@
 """The activity check on the machine: what its SSM answer says, and what that means. Pure: no I/O.
 
 The check (the costguard SSM document, a fixed read-only script) prints one JSON object, schema
-version 1 (README, "The activity check"). Metrics cannot see a person who logged in a minute ago, a
-job waiting on a queue with its GPU memory held, or what a team knows its own jobs look like; the
-check can. Work anywhere is work: recent input, a busy or recently used Jupyter kernel, a process
+version 1 (docs/rules.md, "The activity check"). Metrics cannot see a person who logged in a minute
+ago, a job waiting on a queue with its GPU memory held, or what a team knows its own jobs look like;
+the check can. Work anywhere is work: recent input, a busy or recently used Jupyter kernel, a process
 busy on a CPU core, a process that is not a notebook kernel holding GPU memory (a job alive and
 waiting), or the owner's keep-alive hook saying keep. An idle notebook kernel holding GPU memory is
-still idle: that is the forgotten notebook costguard exists for.
+still idle: that is the forgotten notebook costguard exists for. The system's own services (apt,
+snapd, the agents: the document's list) are not work: the check leaves them out of its busy processes.
+
+Two additive fields, which older readers ignore: `gpus`, each GPU's utilization and memory as
+nvidia-smi sees them; and `cg`, cgroup v2's CPU accounting since boot (the whole machine's, and the
+system's own services'), from which costguard attributes the CPU between two answers.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from costguard.core.formatting import duration
-from costguard.core.records import Instance
-from costguard.core.settings import IdlePolicy
-from costguard.idle.decision import Action, Decision
 from costguard.idle.judgement import Verdict
-from costguard.idle.report import RegionReport
 
 SCHEMA_VERSION = 1
 MAX_NAME = 60
@@ -56,6 +57,25 @@ class Process:
 
 
 @dataclass(frozen=True)
+class Gpu:
+    """One GPU as nvidia-smi saw it at the check: utilization (its last sample period) and memory used."""
+
+    index: int
+    util: float
+    mib: int
+
+
+@dataclass(frozen=True)
+class CpuAccount:
+    """cgroup v2's cumulative CPU seconds since the machine booted: of every cgroup, and of the system's
+    own services among them (ended ones too, from systemd's journal). Comparable only within one boot."""
+
+    boot: str
+    total_s: float
+    system_s: float
+
+
+@dataclass(frozen=True)
 class ActivityReport:
     sessions: tuple[Session, ...] = ()
     kernels: tuple[Kernel, ...] = ()
@@ -64,6 +84,9 @@ class ActivityReport:
     hook_exit: int | None = None  # None: no hook installed
     hook_line: str = ""
     errors: tuple[str, ...] = ()
+    gpus: tuple[Gpu, ...] | None = None  # None: not reported (an older check, or nvidia-smi failed)
+    cpu_account: CpuAccount | None = None  # None: not reported, or not cgroup v2
+    at: int = 0  # the machine's clock when it answered (epoch seconds)
 
 
 @dataclass(frozen=True)
@@ -106,7 +129,68 @@ def parse_report(output: str) -> ActivityReport:
         hook_exit=_exit_code(hook),
         hook_line=_text(hook.get("line")) if isinstance(hook, Mapping) else "",
         errors=tuple(_text(e) for e in raw.get("errors") or () if isinstance(e, str)),
+        gpus=_gpus(raw.get("gpus")),
+        cpu_account=_cpu_account(raw.get("cg")),
+        at=_int(raw.get("at")),
     )
+
+
+MAX_GPUS = 16
+
+
+def _gpus(value: Any) -> tuple[Gpu, ...] | None:
+    """Each GPU's figures; None when the check did not report them, or reported them unreadably (a GPU
+    whose figures cannot be read must not pass for an idle one)."""
+    if not isinstance(value, list) or not value:
+        return None
+    out = []
+    for raw in value[:MAX_GPUS]:
+        if not isinstance(raw, Mapping) or not all(_number(raw.get(k)) for k in ("i", "u", "m")):
+            return None
+        out.append(Gpu(_int(raw.get("i")), min(100.0, _float(raw.get("u"))), _int(raw.get("m"))))
+    return tuple(out)
+
+
+def _cpu_account(value: Any) -> CpuAccount | None:
+    """cgroup v2's figures, or None (cgroup v1, no figures, or figures that do not add up)."""
+    if not isinstance(value, Mapping) or value.get("v") != 2:
+        return None
+    boot, total, system = value.get("boot"), value.get("top"), value.get("sys")
+    if not isinstance(total, int | float) or not isinstance(system, int | float):
+        return None
+    if not isinstance(boot, str) or not boot or not _number(total) or not _number(system):
+        return None
+    if float(system) > float(total) * 1.01 + 1:  # the system's part of more than the whole: unreadable
+        return None
+    return CpuAccount(boot[:40], float(total), float(system))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def alive(report: ActivityReport, *, window_minutes: int, busy_core_percent: float) -> str | None:
+    """What the check saw alive, for the shorter wait of certain idleness: anything at all; None when
+    nothing. Stricter than `judge_activity`: any Jupyter kernel (even idle: it holds someone's state) and
+    any process holding GPU memory count; input is looked for over the whole of `window_minutes`."""
+    if report.hook_exit == 0:
+        said = f": {report.hook_line}" if report.hook_line else ""
+        return f"the owner's keep-alive hook says keep{said}"
+    recent = [s for s in report.sessions if s.idle_s < window_minutes * 60]
+    if recent:
+        last = min(recent, key=lambda s: s.idle_s)
+        return f"someone typed in {last.tty} {_ago(last.idle_s)}"
+    if report.kernels:
+        return f"{len(report.kernels)} Jupyter kernel{'s' if len(report.kernels) > 1 else ''} alive"
+    hot = [p for p in report.cpu if p.cpu >= busy_core_percent]
+    if hot:
+        top = max(hot, key=lambda p: p.cpu)
+        return f"{top.name} is using {top.cpu:.0f}% of a CPU core"
+    holders = [p for p in report.gpu if p.gpu_mib > 0]
+    if holders:
+        top = max(holders, key=lambda p: p.gpu_mib)
+        return f"{top.name} holds {_mib(top.gpu_mib)} of GPU memory"
+    return None
 
 
 def judge_activity(report: ActivityReport, *, window_minutes: int, busy_core_percent: float) -> ActivityJudgement:
@@ -182,47 +266,3 @@ def _int(value: Any) -> int:
 
 def _float(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else 0.0
-
-
-def review(decision: Decision, check: ActivityCheck, *, window_minutes: int, busy_core_percent: float) -> Decision:
-    """A warning or a stop decided on metrics, reviewed with what the machine itself says.
-
-    Busy on the machine: no warning; a stop is cancelled (the warning cleared, the owner told why).
-    No answer from a machine SSM manages: insufficient data, so no stop in this sweep (a warning still
-    goes out: warning nobody is what would leave a forgotten machine running). No SSM agent: the
-    metrics decide alone."""
-    if decision.action not in (Action.WARN, Action.STOP):
-        return decision
-    if check.state in (CheckState.NOT_ASKED, CheckState.NO_AGENT):
-        return decision
-    if check.state is CheckState.NO_ANSWER or check.report is None:
-        if decision.action is Action.STOP:
-            reason = f"activity check did not answer ({check.detail or 'no answer'}): not stopped in this sweep"
-            return replace(decision, action=Action.NONE, reason=reason)
-        return replace(decision, activity=f"activity check did not answer ({check.detail or 'no answer'})")
-    verdict = judge_activity(check.report, window_minutes=window_minutes, busy_core_percent=busy_core_percent)
-    if verdict.verdict is Verdict.IDLE:
-        return replace(decision, activity="; ".join((verdict.reason, *verdict.notes)))
-    if decision.action is Action.STOP:
-        return replace(
-            decision, action=Action.CANCEL_STOP, reason=f"not idle: {verdict.reason}", activity=verdict.reason
-        )
-    return replace(decision, action=Action.NONE, reason=f"not idle: {verdict.reason}", activity=verdict.reason)
-
-
-def reviewed(
-    to_check: Sequence[tuple[Instance, Decision]],
-    checks: Mapping[str, ActivityCheck],
-    policy: IdlePolicy,
-    report: RegionReport,
-) -> list[tuple[Instance, Decision]]:
-    """Warnings and stops decided on metrics, each reviewed with its machine's activity check (none asked:
-    unchanged). Machines without the SSM agent are noted in the report."""
-    out = []
-    for instance, decision in to_check:
-        check = checks.get(instance.instance_id, ActivityCheck(CheckState.NOT_ASKED))
-        if check.state is CheckState.NO_AGENT:
-            report.no_activity_check.append(instance.instance_id)
-        window, core = policy.window_minutes, policy.busiest_core_percent
-        out.append((instance, review(decision, check, window_minutes=window, busy_core_percent=core)))
-    return out

@@ -5,6 +5,11 @@ instance-store root or one-time Spot (they cannot be stopped); managed by an orc
 replace them; Auto Scaling group members (their scale-in protection is managed instead); running for
 less than the window. A stop needs a delivered warning (its tags), the grace period passed, and an
 idle judgement of fresh data covering at least the window and everything since the warning.
+
+Two decisions rest on the activity check as well (idle/review.py confirms or drops them): a warning
+(and its stop) after the shorter window of certain idleness, when the metrics are idle for it but not
+for the full window; and a warning with a stop about a machine without GPU metrics, whose GPUs only its
+own check sees.
 """
 
 from __future__ import annotations
@@ -54,6 +59,11 @@ class Decision:
     will_stop: bool = True  # False for a warning about a machine costguard will not stop by itself
     judgement: Judgement | None = None
     activity: str = ""  # what the activity check on the machine found, when it ran
+    certain: bool = False  # sooner than the window: stands only if the check saw nothing alive for all of it
+    gpus_from_check: bool = False  # no GPU metrics: stops only if the check saw every GPU at 0 % throughout
+    told: bool = False  # warned already (without a stop): nothing more to say unless it will now stop
+    learned: str = ""  # the recurring work learned for this machine, as the messages say it
+    start_at: datetime | None = None  # a stop: when costguard starts the machine again for that work
 
 
 UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
@@ -99,7 +109,12 @@ def decide(
     spot_request_type: str = "",
     protected_from_scale_in: bool | None = None,
     gpu_telemetry: bool = True,
+    certain: Judgement | None = None,
+    gpus_from_check: bool = False,
 ) -> Decision:
+    """`certain`: the judgement over the shorter window of certain idleness (since the warning, for a
+    machine warned so), when the full window's is not idle; `gpus_from_check`: a machine without GPU
+    metrics whose own check can be asked about its GPUs."""
     iid = instance.instance_id
     warned_at = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
     stop_after = formatting.parse_time(instance.tags.get(tags.STOP_AFTER))
@@ -130,11 +145,14 @@ def decide(
         minutes = int(running_for.total_seconds() // 60)
         return clear_or(Action.SKIP, f"running for {minutes} min, less than the {policy.window_minutes}-min window")
 
+    early = False
     if judgement.verdict is not Verdict.IDLE:
-        return clear_or(Action.NONE, judgement.reason)
+        if certain is None or certain.verdict is not Verdict.IDLE or not early_warnings(instance, policy):
+            return clear_or(Action.NONE, judgement.reason)
+        judgement, early = certain, True  # idle for the shorter window: if the machine's check agrees
 
-    will_stop = gpu_telemetry or policy.stop_without_gpu_telemetry
-    if not will_stop:
+    unseen = not (gpu_telemetry or policy.stop_without_gpu_telemetry)  # only its own check sees its GPUs
+    if unseen and not gpus_from_check:
         if warned:
             return Decision(iid, Action.NONE, "warned; no GPU telemetry, so it is not stopped automatically")
         return Decision(iid, Action.WARN, judgement.reason, will_stop=False, judgement=judgement)
@@ -145,9 +163,20 @@ def decide(
             judgement.reason,
             stop_after=now + timedelta(minutes=policy.grace_minutes),
             judgement=judgement,
+            told=warned,
+            certain=early,
+            gpus_from_check=unseen,
         )
     if now < stop_after:
-        return Decision(iid, Action.WAIT, judgement.reason, stop_after=stop_after, judgement=judgement)
+        return Decision(
+            iid,
+            Action.WAIT,
+            judgement.reason,
+            stop_after=stop_after,
+            judgement=judgement,
+            certain=early,
+            gpus_from_check=unseen,
+        )
     if judgement.judged_from is None or warned_at is None or judgement.judged_from > warned_at:
         # The fresh data must cover the whole grace period, or a burst of work in it could be missed.
         # A warning older than the data read (sweeps failed for a day, notify-only) is given again.
@@ -157,6 +186,8 @@ def decide(
             f"still {judgement.reason}; the earlier warning is older than the data read",
             stop_after=now + timedelta(minutes=policy.grace_minutes),
             judgement=judgement,
+            certain=early,
+            gpus_from_check=unseen,
         )
     return Decision(
         iid,
@@ -165,7 +196,16 @@ def decide(
         stop_after=stop_after,
         hibernate=instance.hibernation_configured,
         judgement=judgement,
+        certain=early,
+        gpus_from_check=unseen,
     )
+
+
+def early_warnings(instance: Instance, policy: IdlePolicy) -> bool:
+    """Whether certain idleness may shorten this machine's wait: on for the deployment, and not turned
+    off by its owner."""
+    shorter = 0 < policy.certain_idle_minutes < policy.window_minutes
+    return shorter and instance.tags.get(tags.EARLY_WARNING, "").strip().lower() != tags.OFF
 
 
 def _kept_while_busy(instance: Instance, judgement: Judgement) -> str | None:

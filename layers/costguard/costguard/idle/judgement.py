@@ -6,11 +6,14 @@ point anywhere makes it busy; a gap makes it insufficient. An instance is idle o
 signal is idle: every GPU, the busiest CPU core (or, without it, the instance's CPU at a threshold one
 busy core cannot hide under), and the network when it is a signal. A machine that published GPU
 metrics in the last 14 days and sends none now is insufficient data: a silent agent is not an idle GPU.
+
+CPU points the activity check attributed to the system's own services (apt, snapd, the agents:
+idle/evidence.py) are not work: they are data, and idle. GPU points are never excused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -68,13 +71,27 @@ def per_gpu(series: Sequence[Series]) -> list[Series]:
     return [Series(Signal.GPU, label, tuple(sorted(points))) for label, points in merged.items()]
 
 
+Excused = Callable[[datetime], bool]  # a CPU point the system's own services made
+
+
+def _never(_: datetime) -> bool:
+    return False
+
+
 def judge_series(
-    series: Series, threshold: float, start: datetime, end: datetime, policy: IdlePolicy
+    series: Series,
+    threshold: float,
+    start: datetime,
+    end: datetime,
+    policy: IdlePolicy,
+    *,
+    excused: Excused = _never,
 ) -> SignalJudgement:
-    """One series over [start, end): busy if any point >= threshold, insufficient if a period has no point."""
+    """One series over [start, end): busy if any point >= threshold (but an excused one), insufficient if
+    a period has no point."""
     inside = [(t, v) for t, v in series.points if start <= t < end]
     for t, v in inside:
-        if v >= threshold:
+        if v >= threshold and not excused(t):
             return SignalJudgement(
                 series.label, Verdict.BUSY, f"{series.label} at {_fmt(series.signal, v)} at {t:%H:%M} UTC", v
             )
@@ -94,19 +111,32 @@ def judge_series(
             Verdict.INSUFFICIENT,
             f"{series.label}: no data for {len(missing) or expected} of {expected} periods (from {first:%H:%M} UTC)",
         )
-    peak = max(v for _, v in inside)
-    return SignalJudgement(series.label, Verdict.IDLE, f"{series.label} peaked at {_fmt(series.signal, peak)}", peak)
+    counted = [v for t, v in inside if not excused(t)]
+    peak = max(counted, default=0.0)
+    reason = f"{series.label} peaked at {_fmt(series.signal, peak)}"
+    if len(counted) < len(inside):
+        reason += f" (not counting {len(inside) - len(counted)} points of the system's own services)"
+    return SignalJudgement(series.label, Verdict.IDLE, reason, peak)
 
 
-def judge(utilization: Utilization, policy: IdlePolicy, now: datetime, *, since: datetime | None = None) -> Judgement:
-    """Judge an instance over the idle window ending now (or from `since`, if that is earlier)."""
-    start = now - timedelta(minutes=policy.window_minutes)
+def judge(
+    utilization: Utilization,
+    policy: IdlePolicy,
+    now: datetime,
+    *,
+    since: datetime | None = None,
+    excused: Excused = _never,
+    window_minutes: int | None = None,
+) -> Judgement:
+    """Judge an instance over the idle window ending now (or from `since`, if that is earlier); another
+    window's length for the shorter wait of certain idleness. `excused`: CPU points that were not work."""
+    start = now - timedelta(minutes=window_minutes or policy.window_minutes)
     if since is not None and since < start:
         start = since
     if utilization.error:
         return Judgement(Verdict.INSUFFICIENT, f"metrics could not be read: {utilization.error}", judged_from=start)
     levels = thresholds(utilization, policy)
-    judgements = _judge_signals(utilization, policy, levels, start, now)
+    judgements = _judge_signals(utilization, policy, levels, start, now, excused=excused)
     busy = [j for j in judgements if j.verdict is Verdict.BUSY]
     short = [j for j in judgements if j.verdict is Verdict.INSUFFICIENT]
     gpu_peak = _peak(judgements, utilization.of(Signal.GPU))
@@ -125,12 +155,20 @@ def judge(utilization: Utilization, policy: IdlePolicy, now: datetime, *, since:
     if cpu_peak is not None:
         parts.append(f"CPU max {cpu_peak:.1f}% < {levels[Signal.CPU]:.3g}%")
     reason = f"idle for {minutes} min: " + ", ".join(p for p in parts if p)
-    since_idle = idle_since(utilization, policy, start)
+    if any("not counting" in j.reason for j in judgements):
+        reason += " (not counting the system's own services' CPU)"
+    since_idle = idle_since(utilization, policy, start, excused=excused)
     return Judgement(Verdict.IDLE, reason, tuple(judgements), since_idle, gpu_peak, cpu_peak, start)
 
 
 def _judge_signals(
-    utilization: Utilization, policy: IdlePolicy, levels: dict[Signal, float], start: datetime, now: datetime
+    utilization: Utilization,
+    policy: IdlePolicy,
+    levels: dict[Signal, float],
+    start: datetime,
+    now: datetime,
+    *,
+    excused: Excused = _never,
 ) -> list[SignalJudgement]:
     wanted = [Signal.GPU, Signal.CPU]
     if any(s.points for s in utilization.of(Signal.BUSIEST_CORE)):
@@ -142,8 +180,9 @@ def _judge_signals(
         series = per_gpu(utilization.of(signal)) if signal is Signal.GPU else utilization.of(signal)
         if not series and signal is not Signal.GPU:
             judgements.append(SignalJudgement(signal.value, Verdict.INSUFFICIENT, f"no {signal.value} data"))
+        cpu = signal in (Signal.CPU, Signal.BUSIEST_CORE)
         for one in series:
-            judgement = judge_series(one, levels[signal], start, now, policy)
+            judgement = judge_series(one, levels[signal], start, now, policy, excused=excused if cpu else _never)
             if signal is Signal.GPU and judgement.verdict is Verdict.INSUFFICIENT:
                 reason = f"{judgement.reason}; its GPU agent may be silent"
                 judgement = SignalJudgement(judgement.label, judgement.verdict, reason)
@@ -153,7 +192,9 @@ def _judge_signals(
     return judgements
 
 
-def idle_since(utilization: Utilization, policy: IdlePolicy, window_start: datetime) -> datetime:
+def idle_since(
+    utilization: Utilization, policy: IdlePolicy, window_start: datetime, *, excused: Excused = _never
+) -> datetime:
     """Start of the trailing run below every threshold, looking back before the window where data allows."""
     since = datetime.min.replace(tzinfo=window_start.tzinfo)
     period = timedelta(seconds=policy.period_seconds)
@@ -164,10 +205,29 @@ def idle_since(utilization: Utilization, policy: IdlePolicy, window_start: datet
         threshold = levels[series.signal]
         if series.signal in (Signal.NETWORK_IN, Signal.NETWORK_OUT) and threshold <= 0:
             continue
-        busy = [t for t, v in series.points if v >= threshold]
+        cpu = series.signal in (Signal.CPU, Signal.BUSIEST_CORE)
+        busy = [t for t, v in series.points if v >= threshold and not (cpu and excused(t))]
         first = series.points[0][0] if series.points else window_start
         since = max(since, busy[-1] + period if busy else first)
     return min(since, window_start)
+
+
+def quiet_gpus(utilization: Utilization, policy: IdlePolicy, start: datetime) -> bool:
+    """Every GPU below its threshold at every point since `start` (some point there), or no GPU metrics at
+    all on a machine that never had them: a machine worth asking what it is doing."""
+    series = utilization.of(Signal.GPU)
+    if not series:
+        return not utilization.gpu_telemetry and not utilization.error
+    points = [v for one in series for t, v in one.points if t >= start]
+    return bool(points) and max(points) < policy.gpu_idle_percent
+
+
+def quiet_cpu(utilization: Utilization, policy: IdlePolicy, last: int = 2) -> bool:
+    """The CPU's latest points (the busiest core's where published) below their thresholds: not at work now."""
+    levels = thresholds(utilization, policy)
+    signal = Signal.BUSIEST_CORE if any(s.points for s in utilization.of(Signal.BUSIEST_CORE)) else Signal.CPU
+    points = [p for s in utilization.of(signal) for p in s.points[-last:]]
+    return bool(points) and all(v < levels[signal] for _, v in points)
 
 
 def _peak(judgements: Sequence[SignalJudgement], series: Sequence[Series]) -> float | None:

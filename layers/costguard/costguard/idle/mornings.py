@@ -1,10 +1,14 @@
-"""Machines up before their working hours: a stopped machine with a `costguard:schedule` is started
-when its next window opens within the lead (15 minutes by default), once per window; with MorningNote,
-its owner is told.
+"""Machines up before their work: a stopped machine with a `costguard:schedule` is started when its
+next window opens within the lead (15 minutes by default), once per window; with MorningNote, its owner
+is told. A machine costguard stopped between the runs of recurring work it learned carries
+`costguard:start-at` (that run's time less the lead) and is started then, once.
 
 Only then: a machine someone stopped inside its hours stays stopped, and one whose schedule cannot be
-read is not started (the sweep tells its owner when it runs). Dry-run starts nothing and says what it
-would have started.
+read is not started (the sweep tells its owner when it runs). A learned start is made only for the stop
+costguard made (its `costguard:stopped-at`, after the machine's last start: nobody started and stopped it
+since), only while the run can still be met (up to an hour after its time), and never when its owner
+turned learned starts off; a start-at that is not honoured is taken off. Dry-run starts nothing and says
+what it would have started.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
+from costguard.idle.learning import LATE
 from costguard.idle.messages import morning_start_note, schedule_unreadable_notice
 from costguard.idle.report import RegionReport
 from costguard.idle.schedule import ScheduleError, parse_schedule, suggest_schedule
@@ -30,6 +35,7 @@ from costguard.state.claims import Claims, ClaimState
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
+from costguard.state.startlog import StartLog, StartRecord
 
 DAY = timedelta(days=1)
 
@@ -39,55 +45,64 @@ class MorningStarts:
         self.ec2, self.ledger, self.claims = ec2, ledger, claims
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.tell: Callable[[str, Message], None] | None = None  # the morning note, with MorningNote
+        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, claims=claims, policy=policy, settings=settings)
 
     def run(self, now: datetime, report: RegionReport) -> None:
-        lead = timedelta(minutes=self.policy.schedule_lead_minutes)
+        """The stopped machines with working hours or a learned start (one DescribeInstances walk)."""
         filters: list[Any] = [
             {"Name": "instance-state-name", "Values": ["stopped"]},
-            {"Name": "tag-key", "Values": [tags.SCHEDULE]},
+            {"Name": "tag-key", "Values": [tags.SCHEDULE, tags.START_AT]},
             {"Name": "instance-type", "Values": list(self.policy.accelerator_families)},
         ]
         for instance in self.ec2.iter_instances(filters):
             # The filters narrow the answer; this is what is relied on.
-            if instance.state != "stopped" or tags.SCHEDULE not in instance.tags:
+            if instance.state != "stopped" or not self.policy.is_accelerated(instance.instance_type):
                 continue
-            if not self.policy.is_accelerated(instance.instance_type):
-                continue
-            try:
-                opens = parse_schedule(instance.tags[tags.SCHEDULE]).next_start(now)
-            except ScheduleError:
-                continue
-            if opens - now > lead:
-                continue
-            # Once per window: a second sweep in the lead (a retry) does not start it again after its owner
-            # stopped it.
-            key = f"morning-start:{instance.instance_id}:{formatting.format_time(opens)}"
-            claim = self.claims.claim(key, now, ttl=timedelta(days=2))
-            if claim.state is not ClaimState.TAKEN:
-                continue
-            try:
-                applied = self.ec2.start(instance.instance_id)
-            except (ClientError, BotoCoreError) as exc:  # no capacity, say: the owner starts it by hand
-                self.claims.release(claim)
-                logger.warning("morning start failed", instance_id=instance.instance_id, error=str(exc)[:200])
-                continue
-            self.claims.done(claim)
-            report.started.append(instance.instance_id)
-            self.ledger.record(
-                Entry(
-                    at=now,
-                    kind=EntryKind.MORNING_START,
-                    instance_id=instance.instance_id,
-                    region=instance.region,
-                    mode=self.mode.value,
-                    applied=applied,
-                    owner=instance.owner(self.owner_tag_key),
-                    instance_type=instance.instance_type,
-                    reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
-                )
+            if tags.SCHEDULE in instance.tags:
+                self.working_hours(instance, now, report)
+            if tags.START_AT in instance.tags:
+                self.learned.consider(instance, now, report)
+
+    def started(self, instance_id: str) -> None:
+        self.learned.started(instance_id)
+
+    def working_hours(self, instance: Instance, now: datetime, report: RegionReport) -> None:
+        lead = timedelta(minutes=self.policy.schedule_lead_minutes)
+        try:
+            opens = parse_schedule(instance.tags[tags.SCHEDULE]).next_start(now)
+        except ScheduleError:
+            return
+        if opens - now > lead:
+            return
+        # Once per window: a second sweep in the lead (a retry) does not start it again after its owner
+        # stopped it.
+        key = f"morning-start:{instance.instance_id}:{formatting.format_time(opens)}"
+        claim = self.claims.claim(key, now, ttl=timedelta(days=2))
+        if claim.state is not ClaimState.TAKEN:
+            return
+        try:
+            applied = self.ec2.start(instance.instance_id)
+        except (ClientError, BotoCoreError) as exc:  # no capacity, say: the owner starts it by hand
+            self.claims.release(claim)
+            logger.warning("morning start failed", instance_id=instance.instance_id, error=str(exc)[:200])
+            return
+        self.claims.done(claim)
+        report.started.append(instance.instance_id)
+        self.ledger.record(
+            Entry(
+                at=now,
+                kind=EntryKind.MORNING_START,
+                instance_id=instance.instance_id,
+                region=instance.region,
+                mode=self.mode.value,
+                applied=applied,
+                owner=instance.owner(self.owner_tag_key),
+                instance_type=instance.instance_type,
+                reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
             )
-            if applied and self.tell is not None:
-                self._note(instance, opens)
+        )
+        if applied and self.tell is not None:
+            self._note(instance, opens)
 
     def _note(self, instance: Instance, opens: datetime) -> None:
         """The optional morning note: the machine is already starting, so a note Slack refused is logged and
@@ -99,6 +114,98 @@ class MorningStarts:
         except SlackDeliveryError as exc:
             logger.warning("morning note not delivered", instance_id=instance.instance_id, error=str(exc)[:200])
             metrics.add_metric(name="MorningNotesUndelivered", unit=MetricUnit.Count, value=1)
+
+
+class LearnedStarts:
+    """Machines stopped between runs of learned recurring work, started again before the next run."""
+
+    def __init__(self, *, ec2: Ec2, ledger: Ledger, claims: Claims, policy: IdlePolicy, settings: Settings) -> None:
+        self.ec2, self.ledger, self.claims = ec2, ledger, claims
+        self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
+        self.starts: StartLog | None = None  # the learned starts kept for each machine
+
+    def started(self, instance_id: str) -> None:
+        """A machine started by anyone no longer waits for costguard's start: its start-at goes, so that a
+        stop by its owner later is never undone by costguard."""
+        found = [i for i in self.ec2.describe([instance_id]) if tags.START_AT in i.tags]
+        if found and self.policy.is_accelerated(found[0].instance_type):
+            self.ec2.delete_tags([instance_id], [tags.START_AT])
+
+    def consider(self, instance: Instance, now: datetime, report: RegionReport) -> None:
+        """A stopped machine with a start-at: started when its time has come, if costguard may."""
+        start_at = formatting.parse_time(instance.tags[tags.START_AT])
+        if start_at is not None and start_at > now:
+            return  # not yet
+        why_not = learned_start_refused(instance, start_at, now, self.policy)
+        if why_not or start_at is None:
+            self._let_go(instance, why_not)
+        else:
+            self._start_learned(instance, start_at, now, report)
+
+    def _let_go(self, instance: Instance, why: str) -> None:
+        """A start-at costguard will not honour: taken off, so the machine's tags say what will happen."""
+        logger.info("learned start not made", instance_id=instance.instance_id, reason=why)
+        try:
+            self.ec2.delete_tags([instance.instance_id], [tags.START_AT])
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning("start-at not taken off", instance_id=instance.instance_id, error=str(exc)[:200])
+
+    def _start_learned(self, instance: Instance, start_at: datetime, now: datetime, report: RegionReport) -> None:
+        iid = instance.instance_id
+        expected = start_at + timedelta(minutes=self.policy.schedule_lead_minutes)
+        claim = self.claims.claim(f"learned-start:{iid}:{formatting.format_time(start_at)}", now, ttl=timedelta(days=2))
+        if claim.state is not ClaimState.TAKEN:
+            return
+        try:
+            applied = self.ec2.start(iid)
+        except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, in time or not
+            self.claims.release(claim)
+            logger.warning("learned start failed", instance_id=iid, error=str(exc)[:200])
+            return
+        if applied:
+            self._let_go(instance, "started")
+        self.claims.done(claim)
+        report.started.append(iid)
+        record = self.starts.read(iid) if self.starts is not None else StartRecord()
+        stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
+            record.stopped_at
+        )
+        hours = max(0.0, (now - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
+        self.ledger.record(
+            Entry(
+                at=now,
+                kind=EntryKind.LEARNED_START,
+                instance_id=iid,
+                region=instance.region,
+                mode=self.mode.value,
+                applied=applied,
+                owner=instance.owner(self.owner_tag_key),
+                instance_type=instance.instance_type,
+                reason=f"its recurring work is expected at {expected:%H:%M} UTC",
+                idle_hours=round(hours, 2),
+                gpu_hours=round(hours * record.gpus, 2),
+            )
+        )
+        if applied and self.starts is not None:
+            made = {"e": formatting.format_time(expected), "s": formatting.format_time(now)}
+            self.starts.update(iid, now, lambda kept: kept.starts.append(made))
+
+
+def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
+    """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
+    only while the run can be met, and not on a machine whose owner turned learned starts off."""
+    if start_at is None:
+        return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
+    if not policy.learned_starts or instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
+        return "learned starts are off for it"
+    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    if stopped_at is None or stopped_at < instance.launch_time:
+        return "costguard did not make its last stop: someone started it since"
+    if start_at <= stopped_at:
+        return "the start time is from before its stop"
+    if now > start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
+        return f"its run was due at {start_at:%H:%M} UTC: too late to start it for that"
+    return ""
 
 
 def hours_offer(history: MachineHistory) -> Callable[[Instance, datetime], str | None]:

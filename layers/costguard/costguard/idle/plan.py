@@ -1,5 +1,12 @@
 """Reading the fleet and deciding: what the sweep will do to each machine, judged one GetMetricData
-answer at a time so that the sweep holds one answer's points, not the fleet's."""
+answer at a time so that the sweep holds one answer's points, not the fleet's.
+
+Where the activity check runs, the answers kept for machines whose GPUs are quiet are read with each
+answer's machines (BatchGetItem): CPU points they attribute to the system's services are not work, and
+a machine idle for the shorter window of certain idleness is a candidate for an early warning, which
+the sweep confirms with a fresh check. Machines with quiet GPUs and a quiet CPU are watched: asked for
+their check every sweep, so that the answers exist before the next spike, or for the whole window.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +20,17 @@ from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
+from costguard.core.series import Utilization
 from costguard.core.settings import IdlePolicy
-from costguard.idle.decision import Decision, decide
-from costguard.idle.judgement import judge
+from costguard.idle.activity import ActivityCheck, CheckState
+from costguard.idle.decision import Action, Decision, decide, early_warnings
+from costguard.idle.evidence import Answer, answer_of, excused, excuses, kept
+from costguard.idle.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
+from costguard.state.checklog import CheckLog
 
 HISTORY = timedelta(hours=2)  # read this much before the window, to say how long a machine has been idle
+# Decisions whose machines are asked for their check for the evidence alone (warnings and stops are anyway).
+WATCHED = (Action.NONE, Action.WAIT)
 MAX_LOOKBACK = timedelta(hours=24)
 
 
@@ -26,6 +39,8 @@ class Planned:
     instance: Instance
     decision: Decision
     gpu_telemetry: bool
+    watch: bool = False  # asked for its activity check this sweep whatever the decision, for the evidence
+    answers: tuple[Answer, ...] = ()  # its activity check's answers kept from earlier sweeps
 
 
 @dataclass
@@ -51,12 +66,14 @@ class SweepPlanner:
         metrics: MetricReader,
         autoscaling: AutoScaling,
         policy: IdlePolicy,
+        checklog: CheckLog | None = None,
     ) -> None:
         self.ec2 = ec2
         self.gpu_series = gpu_series
         self.metrics = metrics
         self.autoscaling = autoscaling
         self.policy = policy
+        self.checklog = checklog  # None: no activity check, so no evidence either
 
     def plan(self, candidates: Sequence[Instance], now: datetime, *, one_instance: bool) -> Plan:
         spot_types = self.ec2.spot_request_types(
@@ -80,20 +97,64 @@ class SweepPlanner:
         spot_types: Mapping[str, str],
         protected: Mapping[str, bool],
     ) -> Iterator[Planned]:
+        policy = self.policy
         for run, fleet in self.metrics.chunks(candidates, gpu, start, now):
+            # GPUs quiet for the shorter window (or the last quarter hour): worth the evidence.
+            recent = now - timedelta(minutes=policy.certain_idle_minutes or 15)
+            quiet = [i.instance_id for i in run if quiet_gpus(fleet.get(i.instance_id), policy, recent)]
+            logs = self.checklog.read(quiet) if self.checklog is not None and quiet else {}
             for instance in run:
                 utilization = fleet.get(instance.instance_id)
+                answers = tuple(a for raw in logs.get(instance.instance_id, []) if (a := Answer.from_json(raw)))
+                stretches = excused(answers, policy.busiest_core_percent)
+
+                def system_made(
+                    t: datetime,
+                    s: tuple[tuple[datetime, datetime], ...] = stretches,
+                    period: int = policy.period_seconds,
+                ) -> bool:
+                    return excuses(s, t, period)
+
                 warned_at = live_warning(instance)
                 # Judged since the warning, as far back as the data read goes (the decision checks it).
                 since = max(warned_at, start) if warned_at else None
-                judgement = judge(utilization, self.policy, now, since=since)
+                judgement = judge(utilization, policy, now, since=since, excused=system_made)
+                certain = None
+                evidence = self.checklog is not None and instance.instance_id in quiet
+                if evidence and judgement.verdict is not Verdict.IDLE and early_warnings(instance, policy):
+                    certain = self._certain(utilization, now, warned_at, system_made)
                 decision = decide(
                     instance,
                     judgement,
-                    self.policy,
+                    policy,
                     now,
                     spot_request_type=spot_types.get(instance.spot_request_id, ""),
                     protected_from_scale_in=protected.get(instance.instance_id),
                     gpu_telemetry=utilization.gpu_telemetry,
+                    certain=certain,
+                    gpus_from_check=evidence,
                 )
-                yield Planned(instance, decision, utilization.gpu_telemetry)
+                watch = evidence and decision.action in WATCHED and quiet_cpu(utilization, policy)
+                yield Planned(instance, decision, utilization.gpu_telemetry, watch, answers)
+
+    def _certain(
+        self, utilization: Utilization, now: datetime, warned_at: datetime | None, system_made: Excused
+    ) -> Judgement:
+        """The judgement over the shorter window (from that long before the warning, for a warned machine)."""
+        minutes = self.policy.certain_idle_minutes
+        since = warned_at - timedelta(minutes=minutes) if warned_at else None
+        return judge(utilization, self.policy, now, since=since, excused=system_made, window_minutes=minutes)
+
+
+def log_answers(
+    checklog: CheckLog, checked: Mapping[str, ActivityCheck], earlier: Mapping[str, Sequence[Answer]], now: datetime
+) -> None:
+    """This sweep's answers added to each machine's check log (the earlier ones stay in `earlier`: the
+    review weighs the fresh answer apart)."""
+    logs = {}
+    for iid, check in checked.items():
+        if check.state is CheckState.ANSWERED and check.report is not None:
+            fresh = answer_of(check.report, now)
+            logs[iid] = [a.to_json() for a in kept([*earlier.get(iid, ()), fresh], now)]
+    if logs:
+        checklog.write(logs, now)

@@ -22,10 +22,11 @@ from costguard.aws.pricing import PriceBook
 from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode, Settings
-from costguard.idle.activity import reviewed
 from costguard.idle.alarms import AlarmKeeper
 from costguard.idle.checks import ActivityChecker
+from costguard.idle.consult import Consultation, sort_out
 from costguard.idle.decision import Action, Decision
+from costguard.idle.learned import Learner
 from costguard.idle.mornings import MorningStarts
 from costguard.idle.notices import SweepNotices, tells_schedule
 from costguard.idle.plan import SweepPlanner
@@ -33,6 +34,7 @@ from costguard.idle.recovery import Recovery
 from costguard.idle.report import Outcome, RegionReport, ledger_entry
 from costguard.idle.writes import PendingWrites, SweepWriter
 from costguard.slack.notifier import SlackNotifier
+from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
 from costguard.state.entries import Entry
 from costguard.state.ledger import Ledger
@@ -65,6 +67,8 @@ class IdleStopper:
         manage_alarms: bool,
         checker: ActivityChecker | None = None,
         time_left: Callable[[], float] | None = None,
+        checklog: CheckLog | None = None,
+        learner: Learner | None = None,
     ) -> None:
         self.region = region
         self.ec2 = ec2
@@ -74,9 +78,13 @@ class IdleStopper:
         self.settings = settings
         self.policy = policy
         self.manage_alarms = manage_alarms and policy.idle_alarms and settings.mode.mutates
+        # The activity check runs a (read-only) script on the machine: never in dry-run.
+        self.checker = checker if settings.mode.mutates and policy.activity_check_document else None
+        self.consult = Consultation(checker=self.checker, checklog=checklog, learner=learner, policy=policy)
         self.planner = SweepPlanner(
             ec2=ec2, gpu_series=gpu_series, metrics=metrics, autoscaling=autoscaling, policy=policy
         )
+        self.planner.checklog = self.consult.checklog  # the answers kept: evidence for the judgement
         self.notices = SweepNotices(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
         self.notices.time_left = time_left or self.notices.time_left
         self.writer = SweepWriter(
@@ -89,11 +97,10 @@ class IdleStopper:
             report_once=self.notices.report_once,
         )
         self.mornings = MorningStarts(ec2=ec2, ledger=ledger, claims=claims, policy=policy, settings=settings)
+        self.mornings.learned.starts = learner.starts if learner is not None else None
         self.mornings.tell = self.notices.tell if policy.morning_note else None  # the optional morning note
         self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
-        # The activity check runs a (read-only) script on the machine: never in dry-run.
-        self.checker = checker if settings.mode.mutates and policy.activity_check_document else None
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
@@ -121,6 +128,8 @@ class IdleStopper:
         report = RegionReport(self.region)
         if self.manage_alarms:
             self.alarms.on_state_change(instance_id, state, report)
+        if state == "running" and self.settings.mode.mutates:
+            self.mornings.started(instance_id)
         return report
 
     def candidate_filters(self) -> list[Any]:
@@ -153,23 +162,15 @@ class IdleStopper:
             earlier = told.get(instance.instance_id)
             if earlier is not None and (tags.IDLE_WARNED_AT in instance.tags or earlier.time < instance.launch_time):
                 earlier = None  # tagged already, or about an earlier run of the machine
+            if decision.action is Action.STOP and decision.start_at is not None:
+                writes.start_again(instance.instance_id, decision.start_at)
             future = pool.submit(self.notices.act, instance, decision, now, writes, earlier)
             decided.append((instance, decision, future))
 
         try:
-            for planned in plan.decisions:
-                instance, decision = planned.instance, planned.decision
-                if not planned.gpu_telemetry:
-                    report.no_gpu_telemetry.append(instance.instance_id)
-                if decision.action in (Action.PROTECT, Action.UNPROTECT):
-                    protect = decision.action is Action.PROTECT
-                    protection_changes[(instance.auto_scaling_group, protect)].append(instance)
-                elif decision.action in (Action.WARN, Action.STOP) and self.checker is not None:
-                    to_check.append((instance, decision))  # asked all at once, after the last judgement
-                else:
-                    act(instance, decision)
-            checked = self.checker.check([i for i, _ in to_check], now) if self.checker and to_check else {}
-            for instance, decision in reviewed(to_check, checked, self.policy, report):
+            sorted_out = sort_out(plan, report, act, to_check, protection_changes)
+            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)
+            for instance, decision in final:
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
             # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance;
@@ -177,6 +178,7 @@ class IdleStopper:
             stopped = self.writer.apply(writes, now)
             for done in [pool.submit(self.notices.tell_stop, n, o) for _, o, n in stopped]:
                 done.result()
+            self.consult.stopped([i for i, _, _ in stopped], final, plan.gpu_series, now)
             for instance, decision, outcome in settled:
                 report.outcomes.append(outcome)
                 if outcome.detail.startswith("retry:"):

@@ -49,11 +49,17 @@ class PendingWrites:
     tags: defaultdict[tuple[tuple[str, str], ...], Queued] = field(default_factory=lambda: defaultdict(list))
     clears: Queued = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stop_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # by instance id: more to tag at its stop
 
     def stop(self, instance: Instance, outcome: Outcome, notice: Notice) -> None:
         with self.lock:
             self.stops[notice.hibernate].append((instance, outcome))
             self.stop_notices[instance.instance_id] = notice
+
+    def start_again(self, instance_id: str, at: datetime) -> None:
+        """A stop, if it happens, promises to start the machine again then: written before the stop."""
+        with self.lock:
+            self.stop_tags[instance_id] = {tags.START_AT: formatting.format_time(at)}
 
     def tag(self, instance: Instance, outcome: Outcome, state: dict[str, str]) -> None:
         with self.lock:
@@ -94,6 +100,7 @@ class SweepWriter:
         return stopped
 
     def _stop(self, writes: PendingWrites, now: datetime) -> Stopped:
+        self._tag_before_stop(writes)
         if not writes.stop_notices:
             return []
         try:
@@ -105,7 +112,7 @@ class SweepWriter:
             return []
         stopped: Queued = []
         for hibernate, queued in writes.stops.items():
-            outcomes = {i.instance_id: (i, o) for i, o in queued}
+            outcomes = {i.instance_id: (i, o) for i, o in queued if i.instance_id in writes.stop_notices}
             results = write_in_batches(
                 list(outcomes),
                 partial(self.ec2.stop, hibernate=hibernate),
@@ -121,6 +128,21 @@ class SweepWriter:
         self.tag_stopped([i.instance_id for i, _ in stopped], now)
         self.record_stops(out)
         return out
+
+    def _tag_before_stop(self, writes: PendingWrites) -> None:
+        """What a stop's notice promises (when costguard starts the machine again) is on the machine before
+        the stop: a machine whose tag could not be written is not stopped in this sweep."""
+        for iid, extra in writes.stop_tags.items():
+            if iid not in writes.stop_notices:
+                continue
+            try:
+                self.ec2.create_tags([iid], extra)
+            except (ClientError, BotoCoreError) as exc:
+                del writes.stop_notices[iid]
+                for queued in writes.stops.values():
+                    for instance, outcome in queued:
+                        if instance.instance_id == iid:
+                            outcome.retry(exc)
 
     def record_stops(self, stopped: Stopped) -> None:
         """The ledger's entries of stops, written with them (keyed by when each was decided)."""

@@ -22,6 +22,8 @@ class EntryKind(StrEnum):
     STOP_FROM_SLACK = "stop-from-slack"
     START_FROM_SLACK = "start-from-slack"
     MORNING_START = "morning-start"  # started before its working hours (costguard:schedule)
+    LEARNED_START = "learned-start"  # started before work it learned recurs (costguard:start-at)
+    LEARNED_START_WASTED = "learned-start-wasted"  # ... and the work did not come
 
     @property
     def stopped(self) -> bool:
@@ -45,3 +47,4 @@ class Entry:
     idle_hours: float = 0.0
     hourly_saving: float = 0.0
     until: str = ""  # a timed keep: when it ends (ISO 8601, UTC)
+    gpu_hours: float = 0.0  # a learned start: the GPU-hours its machine was stopped before it

@@ -99,7 +99,7 @@ class Ledger:
                 for raw in page.get("Items", []):
                     item = {k: _de.deserialize(v) for k, v in raw.items() if k in names}
                     item["at"] = datetime.fromisoformat(item["at"])
-                    for key in ("idle_hours", "hourly_saving"):
+                    for key in ("idle_hours", "hourly_saving", "gpu_hours"):
                         item[key] = float(item.get(key, 0))
                     item["kind"] = EntryKind(item["kind"])
                     entry = Entry(**item)

@@ -1,0 +1,264 @@
+"""Recurring work, learned from a machine's own recent past. Pure: its activity in, a pattern out.
+
+A nightly cron job, or a pipeline step that an upstream export triggers every weekday evening, leaves
+its machine idle for hours between runs. Stopped there, it must be running again before the next run.
+From two weeks of a machine's activity in quarter-hours (any GPU busy, or a core busy for half an hour:
+the system's few minutes of apt are not work) and its starts (EC2's `running`), `learn` finds work that
+starts at about the same time of day: on at least 3 of the last 7 days, within 30 minutes of the most
+recent start, from idle or from a stop. It looks on UTC's clock (a cron on a UTC box) and on the team's
+(a pipeline that follows the office across a change of clocks), and keeps the clock that explains more.
+
+The pattern's days are every weekday except those seen without the work (running through its time and
+idle) and never with it in two weeks: a weekday-only pipeline is not started on Saturday, a day nobody
+saw is. Its time is the earliest of its recent starts. A start costguard made for a pattern that found no
+work counts against it; a pattern that did so twice is broken and no longer used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from costguard.core.series import Point
+from costguard.core.settings import IdlePolicy
+from costguard.idle.decision import Action, Decision
+
+QUARTER = timedelta(minutes=15)
+DAYS = 7  # the days a pattern must recur in: 3 of the last 7
+HISTORY_DAYS = 14  # the days looked at, for its weekdays and its broken starts
+MIN_DAYS = 3
+TOLERANCE = 30  # minutes: starts this close to the latest one's time of day are the same work
+LATE = timedelta(minutes=60)  # a run may come this late and still be the expected one
+EARLY = timedelta(minutes=TOLERANCE)
+BROKEN_AFTER = 2  # learned starts that found no work
+QUIET_BEFORE = 2  # quarter-hours without work before a start: a pause in a job is not a new start
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+@dataclass(frozen=True)
+class Quarter:
+    """A quarter-hour of a machine: working, idle, or not running (no data)."""
+
+    at: datetime  # UTC
+    busy: bool | None
+
+
+@dataclass(frozen=True)
+class LearnedStart:
+    """A start costguard made for a learned pattern: for work expected at `expected`."""
+
+    expected: datetime
+    outcome: str = ""  # "", "used" or "wasted"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    zone: str  # "UTC" or the team's zone
+    minute: int  # of the day, on the zone's clock: the earliest recent start
+    weekdays: frozenset[int]  # Monday = 0
+    days: int  # of the last 7 with the work at that time
+    key: str  # what a broken pattern is remembered by
+
+    def occurrences(self, after: datetime, count: int = 2) -> list[datetime]:
+        """The next `count` times the work is expected, from the day of `after` on (UTC). Times of day
+        are the zone's wall clock, so a pattern keeps its local hour across a change of clocks."""
+        zone = ZoneInfo(self.zone)
+        day = after.astimezone(zone).date() - timedelta(days=1)
+        out: list[datetime] = []
+        for ahead in range(9):
+            current = day + timedelta(days=ahead)
+            if current.weekday() in self.weekdays:
+                at = datetime.combine(current, time(self.minute // 60, self.minute % 60), tzinfo=zone).astimezone(UTC)
+                if at + LATE > after:
+                    out.append(at)
+            if len(out) >= count:
+                break
+        return out
+
+    def next_start(self, after: datetime) -> datetime:
+        """The next expected start strictly after `after`."""
+        return next(t for t in self.occurrences(after, 3) if t > after)
+
+    def pending(self, now: datetime) -> datetime | None:
+        """A run expected around now that has not come yet: it may still (up to an hour late)."""
+        return next((t for t in self.occurrences(now, 1) if t - EARLY <= now < t + LATE), None)
+
+    def describe(self) -> str:
+        clock = f"{self.minute // 60:02d}:{self.minute % 60:02d} {self.zone}"
+        if len(self.weekdays) == 7:
+            when = ""
+        elif self.weekdays == frozenset(range(5)):
+            when = " on weekdays"
+        else:
+            when = " on " + ", ".join(WEEKDAYS[d] for d in sorted(self.weekdays))
+        return f"starts work at about {clock}{when} ({self.days} of the last {DAYS} days)"
+
+
+@dataclass(frozen=True)
+class Learned:
+    pattern: Pattern | None
+    reason: str  # why there is no pattern, or what it is
+    outcomes: tuple[tuple[datetime, bool], ...] = ()  # learned starts now judged: (expected, found work)
+    broken: str = ""  # the key of a pattern found broken now
+
+
+def quarters_of(
+    gpus: Sequence[Sequence[Point]], core: Sequence[Point], cpu: Sequence[Point], policy: IdlePolicy, vcpus: int
+) -> list[Quarter]:
+    """Quarter-hours from two weeks of CloudWatch points at a 15-minute period: busy when any GPU's
+    Maximum reached its threshold, or the CPU's Average (the busiest core's where published) stayed at its
+    threshold for two quarters running; idle when there was data and neither; missing: not running."""
+    gpu_busy: dict[datetime, bool] = {}
+    for series in gpus:
+        for t, v in series:
+            gpu_busy[t] = gpu_busy.get(t, False) or v >= policy.gpu_idle_percent
+    level = policy.busiest_core_percent if core else policy.cpu_threshold(vcpus, busiest_core_known=False)
+    cpu_high = {t: v >= level for t, v in (core or cpu)}
+    times = sorted(set(gpu_busy) | set(cpu_high) | {t for t, _ in cpu})
+    out = []
+    for t in times:
+        sustained = cpu_high.get(t, False) and (cpu_high.get(t - QUARTER, False) or cpu_high.get(t + QUARTER, False))
+        out.append(Quarter(t, gpu_busy.get(t, False) or sustained))
+    return out
+
+
+def work_starts(quarters: Sequence[Quarter], running_at: Iterable[datetime] = ()) -> list[datetime]:
+    """When work started: a busy quarter after QUIET_BEFORE quarters without work (idle, or no data: the
+    machine stopped). A machine started (EC2's `running`) up to 30 minutes before is counted from then:
+    its work needed it up by that time."""
+    busy = {q.at for q in quarters if q.busy}
+    ups = sorted(running_at)
+    starts = []
+    for at in sorted(busy):
+        if any(at - k * QUARTER in busy for k in range(1, QUIET_BEFORE + 1)):
+            continue
+        began = at
+        for up in ups:
+            if at - timedelta(minutes=TOLERANCE) <= up <= at:
+                began = up
+                break
+        starts.append(began)
+    return starts
+
+
+def learn(
+    quarters: Sequence[Quarter],
+    now: datetime,
+    *,
+    zones: Sequence[str] = ("UTC",),
+    running_at: Iterable[datetime] = (),
+    made: Sequence[LearnedStart] = (),
+    broken: Sequence[str] = (),
+) -> Learned:
+    """The recurring work of one machine, if any, from its last two weeks of quarter-hours."""
+    since = now - timedelta(days=HISTORY_DAYS)
+    recent = [q for q in quarters if since <= q.at < now]
+    starts = [s for s in work_starts(recent, running_at) if since <= s < now]
+    outcomes = tuple(
+        (m.expected, _found(recent, m.expected)) for m in made if not m.outcome and m.expected + LATE <= now
+    )
+    wasted = [m.expected for m in made if m.outcome == "wasted"] + [e for e, found in outcomes if not found]
+    best: Pattern | None = None
+    for zone in dict.fromkeys(zones):
+        found = _pattern(recent, starts, now, zone)
+        if found is not None and (best is None or found.days > best.days):
+            best = found
+    if best is None:
+        return Learned(None, "no work starts at the same time on 3 of the last 7 days", outcomes)
+    misses = [e for e in wasted if _near(best, e)]
+    if best.key in broken or len(misses) >= BROKEN_AFTER:
+        why = f"it {best.describe()}, but costguard's starts for it found no work twice: not used"
+        return Learned(None, why, outcomes, broken=best.key if best.key not in broken else "")
+    return Learned(best, best.describe(), outcomes)
+
+
+def _pattern(quarters: Sequence[Quarter], starts: Sequence[datetime], now: datetime, zone_name: str) -> Pattern | None:
+    zone = ZoneInfo(zone_name)
+    week = now - timedelta(days=DAYS)
+    local = sorted((s.astimezone(zone) for s in starts), reverse=True)
+    for anchor in (s for s in local if s >= week.astimezone(zone)):
+        minute = anchor.hour * 60 + anchor.minute
+        near = [s for s in local if _gap(s.hour * 60 + s.minute, minute) <= TOLERANCE]
+        days = {s.date() for s in near if s >= week.astimezone(zone)}
+        if len(days) < MIN_DAYS:
+            continue
+        this_week = [s for s in near if s >= week.astimezone(zone)]
+        earliest = min(this_week, key=lambda s: _offset(s.hour * 60 + s.minute, minute))
+        start_minute = earliest.hour * 60 + earliest.minute
+        seen = {s.date() for s in near}
+        weekdays = _weekdays(quarters, seen, zone, start_minute, now)
+        key = f"{zone_name} {start_minute // 60:02d}:{start_minute % 60:02d}"
+        return Pattern(zone_name, start_minute, weekdays, len(days), key)
+    return None
+
+
+def _weekdays(
+    quarters: Sequence[Quarter], seen: set[date], zone: ZoneInfo, minute: int, now: datetime
+) -> frozenset[int]:
+    """Every weekday but those seen without the work and never with it: the machine ran through the
+    expected time (from 30 minutes before to an hour after) and stayed idle."""
+    by_time = {q.at: q.busy for q in quarters}
+    without: set[int] = set()
+    day = (now - timedelta(days=HISTORY_DAYS)).astimezone(zone).date()
+    while day <= now.astimezone(zone).date():
+        expected = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=zone).astimezone(UTC)
+        if day not in seen and expected + LATE <= now:
+            span = _quarters(expected - EARLY, expected + LATE)
+            states = [by_time.get(t) for t in span]
+            if all(s is False for s in states):
+                without.add(day.weekday())
+        day += timedelta(days=1)
+    with_work = {d.weekday() for d in seen}
+    return frozenset(d for d in range(7) if d in with_work or d not in without)
+
+
+def _found(quarters: Sequence[Quarter], expected: datetime) -> bool:
+    """Work in the expected run's time: from 30 minutes before to an hour after."""
+    span = set(_quarters(expected - EARLY, expected + LATE))
+    return any(q.busy for q in quarters if q.at in span)
+
+
+def _near(pattern: Pattern, expected: datetime) -> bool:
+    local = expected.astimezone(ZoneInfo(pattern.zone))
+    return _gap(local.hour * 60 + local.minute, pattern.minute) <= TOLERANCE
+
+
+def _quarters(start: datetime, end: datetime) -> list[datetime]:
+    first = datetime.fromtimestamp(int(start.timestamp()) // 900 * 900, UTC)
+    out = []
+    while first < end:
+        out.append(first)
+        first += QUARTER
+    return out
+
+
+def _gap(a: int, b: int) -> int:
+    """Minutes between two times of day, around midnight."""
+    return min(abs(a - b), 24 * 60 - abs(a - b))
+
+
+def _offset(a: int, anchor: int) -> int:
+    """Signed minutes from `anchor` to `a`, around midnight (-720 to 720)."""
+    return (a - anchor + 720) % 1440 - 720
+
+
+def with_pattern(decision: Decision, learned: Learned, policy: IdlePolicy, now: datetime) -> Decision:
+    """A warning or a stop, in the light of the machine's recurring work: not now when its next run (or a
+    run due and late) is nearer than ShortestStopMinutes after the stop; else, with when costguard starts
+    it again, ScheduleLeadMinutes before that run."""
+    pattern = learned.pattern
+    if pattern is None or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
+        return decision
+    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    late = pattern.pending(now)
+    upcoming = pattern.next_start(stop_at)
+    if late is not None or upcoming - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
+        if late is not None:
+            why = f"a run due at {late:%H:%M} UTC has not come yet"
+        else:
+            why = f"its next run, at about {upcoming:%H:%M} UTC, is too soon after a stop at {stop_at:%H:%M} to pay"
+        return replace(decision, action=Action.NONE, reason=f"{pattern.describe()}; {why}", learned=pattern.describe())
+    start_at = upcoming - timedelta(minutes=policy.schedule_lead_minutes)
+    return replace(decision, learned=pattern.describe(), start_at=start_at)

@@ -1,0 +1,129 @@
+"""Warnings and stops decided on metrics, reviewed with what the machine itself says. Pure: no I/O.
+
+Two kinds of decision need the machine's own word before anything happens, and are dropped without it:
+a warning or stop on certain idleness (sooner than the window: the check must see nothing alive for all
+of the shorter window), and one whose GPUs only the check can see (no GPU metrics: its answers must show
+every GPU at 0 % and no process on them across the window). Every other warning or stop is reviewed as
+before: work on the machine saves it, a machine that does not answer is not stopped in that sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from costguard.core.formatting import duration
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.activity import ActivityCheck, ActivityReport, CheckState, judge_activity
+from costguard.idle.decision import Action, Decision
+from costguard.idle.evidence import Answer, answer_of, gpus_quiet, nothing_alive
+from costguard.idle.judgement import Verdict
+from costguard.idle.report import RegionReport
+
+
+def review(decision: Decision, check: ActivityCheck, *, window_minutes: int, busy_core_percent: float) -> Decision:
+    """A warning or a stop decided on metrics, reviewed with what the machine itself says.
+
+    Busy on the machine: no warning; a stop is cancelled (the warning cleared, the owner told why).
+    No answer from a machine SSM manages: insufficient data, so no stop in this sweep (a warning still
+    goes out: warning nobody is what would leave a forgotten machine running). No SSM agent: the
+    metrics decide alone."""
+    if decision.action not in (Action.WARN, Action.STOP):
+        return decision
+    if check.state in (CheckState.NOT_ASKED, CheckState.NO_AGENT):
+        return decision
+    if check.state is CheckState.NO_ANSWER or check.report is None:
+        if decision.action is Action.STOP:
+            reason = f"activity check did not answer ({check.detail or 'no answer'}): not stopped in this sweep"
+            return replace(decision, action=Action.NONE, reason=reason)
+        return replace(decision, activity=f"activity check did not answer ({check.detail or 'no answer'})")
+    verdict = judge_activity(check.report, window_minutes=window_minutes, busy_core_percent=busy_core_percent)
+    if verdict.verdict is Verdict.IDLE:
+        return replace(decision, activity="; ".join((verdict.reason, *verdict.notes)))
+    if decision.action is Action.STOP:
+        return replace(
+            decision, action=Action.CANCEL_STOP, reason=f"not idle: {verdict.reason}", activity=verdict.reason
+        )
+    return replace(decision, action=Action.NONE, reason=f"not idle: {verdict.reason}", activity=verdict.reason)
+
+
+def confirm(
+    decision: Decision, check: ActivityCheck, answers: Sequence[Answer], policy: IdlePolicy, now: datetime
+) -> Decision:
+    """A decision that rests on the machine's own answers, kept only if they bear it out.
+
+    Certain idleness: the fresh answer and every answer kept since the shorter window began saw nothing
+    alive, and nobody typed since. GPUs seen only by the check: answers across the window (the fresh one
+    last) show every GPU at 0 % and no process on any. Without them, the warning waits for the full
+    window, and a machine without GPU metrics is warned but not stopped, as before."""
+    if decision.action not in (Action.WARN, Action.STOP) or not (decision.certain or decision.gpus_from_check):
+        return decision
+    start = decision.judgement.judged_from if decision.judgement and decision.judgement.judged_from else now
+    report = check.report if check.state is CheckState.ANSWERED else None
+    why_not = f"activity check: {check.detail or check.state.value}" if report is None else ""
+    if decision.certain and report is not None:
+        seen = nothing_alive(answers, report, start=start, now=now, busy_core_percent=policy.busiest_core_percent)
+        why_not = f"the check saw {seen}" if seen else ""
+    if decision.gpus_from_check and report is not None and not why_not:
+        fresh = answer_of(report, now)
+        why_not = gpus_quiet([*answers, fresh], start=start, now=now) or ""
+    if not why_not:
+        return replace(decision, activity=_seen(decision, report, now, start)) if report is not None else decision
+    if decision.certain and decision.action is Action.WARN:
+        minutes = int((now - start).total_seconds() // 60)
+        full = duration(policy.window_minutes)
+        return replace(
+            decision,
+            action=Action.NONE,
+            reason=f"idle for {duration(minutes)}, not yet {full}: {why_not}",
+            certain=False,
+        )
+    if decision.action is Action.STOP:
+        return replace(decision, action=Action.NONE, reason=f"not stopped in this sweep: {why_not}")
+    if decision.told:  # warned already that it would not be stopped: nothing new to say
+        return replace(
+            decision, action=Action.NONE, reason="warned; no GPU telemetry, so it is not stopped automatically"
+        )
+    # A warning about a machine whose GPUs nobody sees: the warning of before, that stops nothing.
+    return replace(decision, will_stop=False, stop_after=None, gpus_from_check=False)
+
+
+def _seen(decision: Decision, report: ActivityReport, now: datetime, start: datetime) -> str:
+    """What the warning or the stop notice says the machine's own check saw."""
+    parts = []
+    if decision.certain:
+        quiet = min((s.idle_s for s in report.sessions), default=None)
+        typed = f"no input for {duration(quiet // 60)}" if quiet is not None else "nobody logged in"
+        parts.append(
+            f"the activity check saw nothing running: {typed}, no Jupyter kernel, no busy process, no GPU memory held"
+        )
+    if decision.gpus_from_check:
+        since = duration(int((now - start).total_seconds() // 60))
+        parts.append(f"judged from the machine's own check: every GPU at 0 % and no process on them for {since}")
+    return "; ".join(parts)
+
+
+def reviewed(
+    to_check: Sequence[tuple[Instance, Decision]],
+    checks: Mapping[str, ActivityCheck],
+    policy: IdlePolicy,
+    report: RegionReport,
+    *,
+    now: datetime,
+    answers: Mapping[str, Sequence[Answer]] | None = None,
+) -> list[tuple[Instance, Decision]]:
+    """Warnings and stops decided on metrics, each reviewed with its machine's activity check (none asked:
+    unchanged, but for those that rest on the check, which go), then confirmed with the answers kept for
+    it when it rests on them. Machines without the SSM agent are noted in the report."""
+    out = []
+    for instance, decision in to_check:
+        check = checks.get(instance.instance_id, ActivityCheck(CheckState.NOT_ASKED))
+        if check.state is CheckState.NO_AGENT:
+            report.no_activity_check.append(instance.instance_id)
+        window, core = policy.window_minutes, policy.busiest_core_percent
+        seen = review(decision, check, window_minutes=window, busy_core_percent=core)
+        kept = (answers or {}).get(instance.instance_id, ())
+        out.append((instance, confirm(seen, check, kept, policy, now)))
+    return out

@@ -1,0 +1,84 @@
+"""The learned starts of each machine (`learned#<instance>` in the state table, kept 30 days after the last
+change): the stop costguard made before a learned start (when, how many GPUs it stopped), each start it
+made for the work it expected (and, once judged, whether the work came), and the patterns whose starts
+found no work twice, which are not used again. Small items, read and written a machine at a time: only
+machines about to be warned or stopped, and those started, are read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.core.observability import logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+KEEP = timedelta(days=30)
+MAX_STARTS = 40
+
+
+@dataclass
+class StartRecord:
+    """One machine's learned starts, as kept."""
+
+    starts: list[dict[str, str]] = field(default_factory=list)  # {"e": expected, "s": started, "o": outcome}
+    broken: list[str] = field(default_factory=list)  # patterns not to use again
+    stopped_at: str = ""  # costguard's stop before the pending start
+    gpus: int = 0  # the GPUs that stop took off
+
+
+class StartLog:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self.client = client
+        self.table = table_name
+
+    def read(self, instance_id: str) -> StartRecord:
+        """What was kept; an empty record when nothing was, or when the table would not answer (a learned
+        pattern is then judged without its past starts: they count against it only once read)."""
+        try:
+            item = self.client.get_item(TableName=self.table, Key=_key(instance_id)).get("Item") or {}
+            raw = json.loads(item.get("record", {}).get("S", "{}"))
+        except (ClientError, BotoCoreError, ValueError) as exc:
+            logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
+            return StartRecord()
+        if not isinstance(raw, dict):
+            return StartRecord()
+        starts = [s for s in raw.get("starts", []) if isinstance(s, dict)]
+        broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
+        return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0))
+
+    def write(self, instance_id: str, record: StartRecord, now: datetime) -> None:
+        """Raises on a failed write: the caller decides what a lost record costs."""
+        body = {
+            "starts": record.starts[-MAX_STARTS:],
+            "broken": record.broken[-MAX_STARTS:],
+            "stopped_at": record.stopped_at,
+            "gpus": record.gpus,
+        }
+        self.client.put_item(
+            TableName=self.table,
+            Item={
+                **_key(instance_id),
+                "record": {"S": json.dumps(body, separators=(",", ":"))},
+                "expires_at": {"N": str(int((now + KEEP).timestamp()))},
+            },
+        )
+
+    def update(self, instance_id: str, now: datetime, change: Any) -> None:
+        """Read, change (a function of the record), write; a failure is logged, not raised: what is lost is
+        a judgement of a past start, or a stop's GPU count for the digest."""
+        try:
+            record = self.read(instance_id)
+            change(record)
+            self.write(instance_id, record, now)
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning("learned starts not kept", instance_id=instance_id, error=str(exc)[:200])
+
+
+def _key(instance_id: str) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": f"learned#{instance_id}"}, "sk": {"S": "learned"}}

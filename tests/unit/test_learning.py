@@ -1,0 +1,196 @@
+"""Recurring work learned from a machine's last two weeks: daily, weekdays only, drifting, broken, across a
+change of clocks; and what it does to a warning or a stop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from costguard.core.settings import IdlePolicy
+from costguard.idle.decision import Action, Decision
+from costguard.idle.learning import LearnedStart, Quarter, learn, quarters_of, with_pattern, work_starts
+
+QUARTER = timedelta(minutes=15)
+NOW = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # a Saturday
+POLICY = IdlePolicy()
+
+
+def fortnight(
+    starts: Iterable[datetime], *, hours: float = 1.0, until: datetime = NOW, down: Iterable[datetime] = ()
+) -> list[Quarter]:
+    """Two weeks of quarter-hours, idle but for `hours` of work from each start; none (stopped) in `down` days."""
+    busy: set[datetime] = set()
+    for start in starts:
+        first = datetime.fromtimestamp(int(start.timestamp()) // 900 * 900, UTC)
+        busy.update(first + QUARTER * k for k in range(int(hours * 4)))
+    off = {d.date() for d in down}
+    at = until - timedelta(days=14)
+    out = []
+    while at < until:
+        out.append(Quarter(at, at in busy) if at.date() not in off else Quarter(at, None))
+        at += QUARTER
+    return [q for q in out if q.busy is not None]
+
+
+def daily(hour: int, minute: int = 0, days: int = 14, zone: str = "UTC", until: datetime = NOW) -> list[datetime]:
+    tz = ZoneInfo(zone)
+    last = until.astimezone(tz).date()
+    out = []
+    for back in range(days, -1, -1):
+        day = last - timedelta(days=back)
+        at = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz).astimezone(UTC)
+        if at < until:
+            out.append(at)
+    return out
+
+
+def test_a_nightly_job_is_learned_with_its_time_and_next_run() -> None:
+    found = learn(fortnight(daily(2, 0)), NOW)
+    assert found.pattern is not None
+    assert found.reason == "starts work at about 02:00 UTC (7 of the last 7 days)"
+    assert found.pattern.next_start(NOW) == datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
+
+
+def test_work_on_fewer_than_3_of_the_last_7_days_is_not_a_pattern() -> None:
+    two = [datetime(2026, 11, 18, 2, 0, tzinfo=UTC), datetime(2026, 11, 19, 2, 0, tzinfo=UTC)]
+    found = learn(fortnight(two), NOW)
+    assert found.pattern is None
+    assert found.reason == "no work starts at the same time on 3 of the last 7 days"
+
+
+def test_a_weekday_pipeline_is_not_started_at_the_weekend_it_was_seen_idle() -> None:
+    weekdays = [s for s in daily(19, 30) if s.weekday() < 5]
+    found = learn(fortnight(weekdays), NOW)
+    assert found.pattern is not None
+    assert found.pattern.weekdays == frozenset(range(5))
+    assert found.reason == "starts work at about 19:30 UTC on weekdays (5 of the last 7 days)"
+    friday_night = datetime(2026, 11, 20, 21, 0, tzinfo=UTC)
+    assert found.pattern.next_start(friday_night) == datetime(2026, 11, 23, 19, 30, tzinfo=UTC)  # Monday
+
+
+def test_a_weekend_nobody_saw_is_not_taken_for_a_weekend_without_work() -> None:
+    weekdays = [s for s in daily(19, 30) if s.weekday() < 5]
+    weekends = [s for s in daily(0, 0) if s.weekday() >= 5]
+    found = learn(fortnight(weekdays, down=weekends), NOW)  # stopped every weekend: never seen idle then
+    assert found.pattern is not None
+    assert found.pattern.weekdays == frozenset(range(7))  # started then too: a stop would cost more than a start
+
+
+def test_a_slowly_drifting_start_is_followed_from_its_earliest_recent_time() -> None:
+    drifting = [datetime(2026, 11, 7 + d, 1, 0, tzinfo=UTC) + timedelta(minutes=8 * d) for d in range(15)]
+    found = learn(fortnight(drifting), NOW)
+    assert found.pattern is not None
+    # The latest start was 02:52 (its quarter: 02:45); the starts within 30 minutes of it: from 02:15, on
+    # the last 5 days. The next run (about 03:00) is met with time to spare; the older 02:00s are let go.
+    assert (found.pattern.minute, found.pattern.days) == (2 * 60 + 15, 5)
+    assert found.pattern.next_start(NOW) == datetime(2026, 11, 22, 2, 15, tzinfo=UTC)
+
+
+def test_a_start_that_moves_by_40_minutes_a_day_is_not_a_pattern() -> None:
+    wandering = [datetime(2026, 11, 7 + d, 1, 0, tzinfo=UTC) + timedelta(minutes=40 * d) for d in range(14)]
+    assert learn(fortnight(wandering), NOW).pattern is None
+
+
+def test_learned_starts_that_found_no_work_break_the_pattern_after_two() -> None:
+    runs = daily(2, 0)[:-4]  # the job stopped running four days ago
+    made = [
+        LearnedStart(datetime(2026, 11, 19, 2, 0, tzinfo=UTC)),
+        LearnedStart(datetime(2026, 11, 20, 2, 0, tzinfo=UTC)),
+    ]
+    quarters = fortnight(runs)
+    once = learn(quarters, NOW, made=made[:1])
+    assert once.pattern is not None
+    assert once.outcomes == ((made[0].expected, False),)  # judged now: wasted
+    twice = learn(quarters, NOW, made=made)
+    assert twice.pattern is None
+    assert twice.reason.endswith("but costguard's starts for it found no work twice: not used")
+    assert twice.broken == "UTC 02:00"
+    assert learn(quarters, NOW, broken=["UTC 02:00"]).pattern is None  # remembered once broken
+
+
+def test_a_learned_start_that_found_its_work_is_judged_used() -> None:
+    made = [LearnedStart(datetime(2026, 11, 20, 2, 0, tzinfo=UTC))]
+    assert learn(fortnight(daily(2, 0)), NOW, made=made).outcomes == ((made[0].expected, True),)
+
+
+def test_a_team_pipeline_keeps_its_local_hour_across_a_change_of_clocks() -> None:
+    # Berlin leaves summer time on 25 October 2026: 19:30 there is 17:30 UTC before and 18:30 UTC after.
+    until = datetime(2026, 10, 29, 6, 0, tzinfo=UTC)
+    found = learn(
+        fortnight(daily(19, 30, zone="Europe/Berlin", until=until), until=until), until, zones=("UTC", "Europe/Berlin")
+    )
+    assert found.pattern is not None
+    assert found.pattern.zone == "Europe/Berlin"
+    assert found.pattern.days == 7
+    assert found.pattern.next_start(until) == datetime(2026, 10, 29, 18, 30, tzinfo=UTC)
+
+
+def test_a_cron_on_a_utc_box_keeps_its_utc_hour_across_the_teams_change_of_clocks() -> None:
+    until = datetime(2026, 10, 29, 6, 0, tzinfo=UTC)
+    found = learn(fortnight(daily(2, 0, until=until), until=until), until, zones=("UTC", "Europe/Berlin"))
+    assert found.pattern is not None
+    assert (found.pattern.zone, found.pattern.days) == ("UTC", 7)
+
+
+def test_a_few_minutes_of_one_busy_core_are_not_work_but_half_an_hour_is() -> None:
+    base = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
+    core = [(base + QUARTER * k, v) for k, v in enumerate([4, 4, 60, 4, 4, 80, 90, 4])]
+    quarters = quarters_of([], core, [], POLICY, vcpus=8)
+    assert [q.at for q in quarters if q.busy] == [base + QUARTER * 5, base + QUARTER * 6]
+    gpu = [[(base + QUARTER * k, v) for k, v in enumerate([0, 0, 0, 40, 0, 0, 0, 0])]]
+    assert next(q.at for q in quarters_of(gpu, core, [], POLICY, vcpus=8) if q.busy) == base + QUARTER * 3
+
+
+def test_a_machine_started_for_its_work_is_counted_from_its_start() -> None:
+    base = datetime(2026, 11, 20, 2, 0, tzinfo=UTC)
+    quarters = [Quarter(base - QUARTER, False), Quarter(base, True)]
+    assert work_starts(quarters, [base - timedelta(minutes=20)]) == [base - timedelta(minutes=20)]
+    assert work_starts(quarters, [base - timedelta(hours=3)]) == [base]
+
+
+# ------------------------------------------------------------------ what it does to a warning or a stop
+
+
+def warning(stop_after: datetime) -> Decision:
+    return Decision("i-1", Action.WARN, "idle for 45 min", stop_after=stop_after)
+
+
+@pytest.fixture
+def nightly() -> object:
+    found = learn(fortnight(daily(2, 0)), NOW)
+    assert found.pattern is not None
+    return found
+
+
+def test_a_machine_whose_next_run_is_near_is_not_warned(nightly: object) -> None:
+    at = datetime(2026, 11, 22, 0, 30, tzinfo=UTC)
+    decision = with_pattern(warning(at + timedelta(minutes=30)), nightly, POLICY, at)  # type: ignore[arg-type]
+    assert decision.action is Action.NONE
+    assert decision.reason == (
+        "starts work at about 02:00 UTC (7 of the last 7 days); its next run, at about 02:00 UTC, "
+        "is too soon after a stop at 01:00 to pay"
+    )
+
+
+def test_a_machine_stopped_between_runs_is_started_again_before_the_next(nightly: object) -> None:
+    stop = Decision("i-1", Action.STOP, "idle for 75 min", stop_after=NOW)
+    decision = with_pattern(stop, nightly, POLICY, NOW)  # type: ignore[arg-type]
+    assert decision.action is Action.STOP
+    assert decision.start_at == datetime(2026, 11, 22, 1, 45, tzinfo=UTC)  # ScheduleLeadMinutes before
+    assert decision.learned == "starts work at about 02:00 UTC (7 of the last 7 days)"
+
+
+def test_a_run_that_is_due_and_late_holds_the_stop(nightly: object) -> None:
+    at = datetime(2026, 11, 22, 2, 40, tzinfo=UTC)
+    stop = Decision("i-1", Action.STOP, "idle", stop_after=at)
+    decision = with_pattern(stop, nightly, POLICY, at)  # type: ignore[arg-type]
+    assert decision.action is Action.NONE
+    assert decision.reason.endswith("a run due at 02:00 UTC has not come yet")
+
+
+def test_a_warning_that_stops_nothing_is_left_as_it_is(nightly: object) -> None:
+    blind = Decision("i-1", Action.WARN, "idle", will_stop=False)
+    assert with_pattern(blind, nightly, POLICY, NOW) == blind  # type: ignore[arg-type]
