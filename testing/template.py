@@ -17,6 +17,15 @@ def template() -> dict[str, Any]:
     return yaml_parse(TEMPLATE.read_text())  # type: ignore[no-any-return]
 
 
+def activity_check_script(system_services: str | None = None) -> str:
+    """The activity check's script as the deployed document runs it: the template's `!Sub` filled with the
+    SystemServices parameter (its default unless given)."""
+    doc = template()["Resources"]["ActivityCheckDocument"]["Properties"]["Content"]
+    [command] = doc["mainSteps"][0]["inputs"]["runCommand"]
+    services = template()["Parameters"]["SystemServices"]["Default"] if system_services is None else system_services
+    return str(command["Fn::Sub"]).replace("${SystemServices}", services)
+
+
 def create_state_table(dynamodb: Any, name: str) -> None:
     """Create the StateTable with the template's keys and TTL."""
     props = template()["Resources"]["StateTable"]["Properties"]

@@ -14,6 +14,7 @@ from costguard.core import tags
 from costguard.core.settings import IdlePolicy
 from costguard.idle.activity import parse_report
 from testing.handlers import ROOT, load_event
+from testing.template import activity_check_script
 
 # Actions AWS offers no resource-level permission for: the only ones allowed on Resource "*".
 RESOURCELESS_READS = {
@@ -103,7 +104,14 @@ def test_idle_stopper_tags_exactly_its_state_keys(cfn: dict[str, Any]) -> None:
         s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and s.get("Sid") == "TagIdleStateOnly"
     ]
     keys = statement["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
-    assert keys == [tags.IDLE_WARNED_AT, tags.STOP_AFTER, tags.STOPPED_AT, tags.STOP_REASON, tags.ACTIVITY_CHECK_AT]
+    assert keys == [
+        tags.IDLE_WARNED_AT,
+        tags.STOP_AFTER,
+        tags.STOPPED_AT,
+        tags.STOP_REASON,
+        tags.ACTIVITY_CHECK_AT,
+        tags.START_AT,
+    ]
     # Only on the accelerator families: the activity-check tag, which SendCommand requires, too.
     assert statement["Condition"]["StringLike"]["ec2:InstanceType"] == {
         "Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]
@@ -114,7 +122,8 @@ def test_stop_is_allowed_only_for_accelerator_types_and_never_for_exempt_instanc
     grants = [(r, s) for r, s in statements(cfn) if "ec2:StopInstances" in as_list(s["Action"])]
     assert sorted(r for r, _ in grants) == ["ButtonsFunctionRole", "IdleStopperFunctionRole"]
     starts = [r for r, s in statements(cfn) if "ec2:StartInstances" in as_list(s["Action"])]
-    assert sorted(starts) == ["ButtonsFunctionRole", "IdleStopperFunctionRole"]  # the idle stopper's: working hours
+    # The idle stopper's: before working hours, and before learned recurring work.
+    assert sorted(starts) == ["ButtonsFunctionRole", "IdleStopperFunctionRole", "IdleStopperFunctionRole"]
     for _, statement in grants:
         assert set(as_list(statement["Action"])) <= {"ec2:StopInstances", "ec2:StartInstances"}
         assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
@@ -437,15 +446,16 @@ def test_the_activity_check_is_a_costguard_document_with_a_fixed_script_and_no_p
     assert "parameters" not in content
     [step] = content["mainSteps"]
     assert step["action"] == "aws:runShellScript"
-    [script] = step["inputs"]["runCommand"]
+    [command] = step["inputs"]["runCommand"]
+    script = command["Fn::Sub"]  # filled in at deploy time, with the SystemServices parameter only
     assert "{{" not in script  # nothing a caller could fill in
+    assert re.findall(r"\$\{([^}]*)\}", script) == ["SystemServices"]
 
 
-def test_the_activity_check_script_prints_a_report_costguard_reads(sam_template: dict[str, Any]) -> None:
-    [script] = sam_template["Resources"]["ActivityCheckDocument"]["Properties"]["Content"]["mainSteps"][0]["inputs"][
-        "runCommand"
-    ]
-    ran = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=True)
+def test_the_activity_check_script_prints_a_report_costguard_reads() -> None:
+    ran = subprocess.run(
+        ["bash", "-c", activity_check_script()], capture_output=True, text=True, timeout=60, check=True
+    )
     report = parse_report(ran.stdout)  # this machine has no GPU and no Jupyter: an empty, valid report
     assert report.gpu == ()
     assert len(ran.stdout) < 2500  # Run Command returns the first 2,500 characters of the output
@@ -557,18 +567,58 @@ def test_no_role_may_act_on_another_accounts_machines(cfn: dict[str, Any]) -> No
                 assert "${AWS::AccountId}" in resource["Fn::Sub"], (role, acts)
 
 
-def test_the_idle_stopper_may_start_only_accelerated_machines_that_carry_working_hours(cfn: dict[str, Any]) -> None:
-    [statement] = [
+def test_the_idle_stopper_may_start_only_accelerated_machines_with_working_hours_or_a_learned_start(
+    cfn: dict[str, Any],
+) -> None:
+    grants = [
         s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and "ec2:StartInstances" in as_list(s["Action"])
     ]
-    assert statement["Action"] == "ec2:StartInstances"
-    assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
-    assert statement["Condition"]["StringLike"] == {
-        "ec2:InstanceType": {"Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]}
-    }
-    assert statement["Condition"]["Null"] == {f"aws:ResourceTag/{tags.SCHEDULE}": "false"}  # the tag must be there
+    # One statement per tag: IAM ANDs the conditions of one statement, and either tag is enough.
+    assert sorted(list(s["Condition"]["Null"]) for s in grants) == [
+        [f"aws:ResourceTag/{tags.SCHEDULE}"],
+        [f"aws:ResourceTag/{tags.START_AT}"],
+    ]
+    for statement in grants:
+        assert statement["Action"] == "ec2:StartInstances"
+        assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ec2:*:${AWS::AccountId}:instance/*"}
+        assert statement["Condition"]["StringLike"] == {
+            "ec2:InstanceType": {"Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]}
+        }
+        assert list(statement["Condition"]["Null"].values()) == ["false"]  # the tag must be there
     env = functions(cfn)["IdleStopperFunction"]["Environment"]["Variables"]
     assert env["SCHEDULE_LEAD_MINUTES"] == {"Ref": "ScheduleLeadMinutes"}
+
+
+def test_only_the_idle_stoppers_role_may_write_a_start_at_and_the_buttons_may_only_take_it_off(
+    cfn: dict[str, Any],
+) -> None:
+    writers = [
+        (r, sorted(as_list(s["Action"])))
+        for r, s in statements(cfn)
+        if tags.START_AT in s.get("Condition", {}).get("ForAllValues:StringEquals", {}).get("aws:TagKeys", [])
+    ]
+    assert sorted(writers) == [
+        ("ButtonsFunctionRole", ["ec2:DeleteTags"]),  # "Don't start it"
+        ("IdleStopperFunctionRole", ["ec2:CreateTags", "ec2:DeleteTags"]),
+    ]
+    [keep] = [s for r, s in statements(cfn) if r == "ButtonsFunctionRole" and s.get("Sid") == "TagKeepAndStopOnly"]
+    assert tags.LEARNED_START in keep["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+
+
+def test_the_new_idle_parameters_reach_the_idle_stopper_with_the_codes_defaults(
+    sam_template: dict[str, Any], cfn: dict[str, Any]
+) -> None:
+    params, policy = sam_template["Parameters"], IdlePolicy()
+    assert params["CertainIdleMinutes"]["Default"] == policy.certain_idle_minutes
+    assert params["ShortestStopMinutes"]["Default"] == policy.shortest_stop_minutes
+    assert params["LearnedStarts"]["Default"] == str(policy.learned_starts).lower()
+    env = functions(cfn)["IdleStopperFunction"]["Environment"]["Variables"]
+    assert env["CERTAIN_IDLE_MINUTES"] == {"Ref": "CertainIdleMinutes"}
+    assert env["SHORTEST_STOP_MINUTES"] == {"Ref": "ShortestStopMinutes"}
+    assert env["LEARNED_STARTS"] == {"Ref": "LearnedStarts"}
+    assert env["TEAM_TIMEZONE"] == {"Ref": "TeamTimezone"}  # the team's clock, where recurring work is looked for
+    [table] = [s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and s.get("Sid") == "StateTable"]
+    assert "dynamodb:BatchGetItem" in table["Action"]  # the check log, 100 machines a call
 
 
 def test_only_the_member_digest_roles_may_hand_weeks_to_the_hubs_figures_queue(cfn: dict[str, Any]) -> None:

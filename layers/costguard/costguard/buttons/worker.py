@@ -44,6 +44,27 @@ Responder = Callable[[str, Mapping[str, Any]], None]
 REFUSED = {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "OperationNotPermitted"}
 
 
+KINDS = {
+    Button.STOP_NOW: EntryKind.STOP_FROM_SLACK,
+    Button.START: EntryKind.START_FROM_SLACK,
+    Button.DONT_START: EntryKind.LEARNED_START_OFF,
+}
+
+
+def dont_start(ec2: Ec2, click: Click) -> tuple[bool, str]:
+    """ "Don't start it": learned starts off for the machine (the tag its owner could set too), and a
+    pending start-at gone. Applied, and what the message says."""
+    applied = ec2.create_tags([click.instance_id], {tags.LEARNED_START: tags.OFF})
+    ec2.delete_tags([click.instance_id], [tags.START_AT])
+    text = mrkdwn(
+        "{} turned learned starts off for {}: costguard will not start it for its recurring work (`{}`).",
+        mention(click.user_id),
+        f"`{click.instance_id}`",
+        f"{tags.LEARNED_START}={tags.OFF}",
+    )
+    return applied, text
+
+
 def click_time(click: Click, fallback: datetime) -> datetime:
     """When the button was pressed (Slack's action_ts), so that every delivery of a click records the same."""
     try:
@@ -124,6 +145,8 @@ class ClickWorker:
             text = mrkdwn(
                 "{} kept {} while it works: costguard looks again once it has been idle for a whole window.", who, iid
             )
+        elif click.button is Button.DONT_START:
+            applied, text = dont_start(ec2, click)
         elif click.button in KEEPS:
             until = keep_until(click.button, now, self.zone)
             local = until.astimezone(self.zone)
@@ -169,9 +192,7 @@ class ClickWorker:
         return Reply("done", text)
 
     def _record(self, click: Click, instance_type: str, owner: str, at: datetime, now: datetime) -> None:
-        kind = {Button.STOP_NOW: EntryKind.STOP_FROM_SLACK, Button.START: EntryKind.START_FROM_SLACK}.get(
-            click.button, EntryKind.KEEP
-        )
+        kind = KINDS.get(click.button, EntryKind.KEEP)
         self.ledger.record(
             Entry(
                 at=at,

@@ -9,7 +9,7 @@ from costguard.core import formatting, tags
 from costguard.core.formatting import duration
 from costguard.core.records import Instance, Price
 from costguard.idle.decision import Decision
-from costguard.slack.blocks import Message, actions, context, fields_section, header, mrkdwn, section
+from costguard.slack.blocks import Block, Message, actions, context, fields_section, header, mrkdwn, section
 from costguard.slack.buttons import start_buttons, warning_buttons
 
 
@@ -75,6 +75,8 @@ def idle_warning(
     ]
     if decision.activity:
         blocks.insert(3, section(f"*On the machine*\n{decision.activity}"))
+    if decision.learned and decision.start_at is not None and decision.stop_after is not None:
+        blocks.append(learned_section(decision, decision.stop_after))
     if hours:
         blocks.append(
             section(
@@ -83,11 +85,16 @@ def idle_warning(
                 "(started and stopped at about those hours on several days of the last two weeks)."
             )
         )
-    blocks.append(
-        actions(f"costguard:{iid}", warning_buttons(iid, instance.region, decision.will_stop, instance.account))
-    )
+    learned = decision.start_at is not None
+    buttons = warning_buttons(iid, instance.region, decision.will_stop, instance.account, learned_start=learned)
+    blocks.append(actions(f"costguard:{iid}", buttons))
     notes = []
-    if decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
+    if decision.gpus_from_check and decision.will_stop:
+        notes.append(
+            "No GPU metrics: its GPUs were judged from the machine's own activity check (every GPU at 0 % and no "
+            "process on them, check after check). The CloudWatch agent's nvidia_gpu plugin would show them."
+        )
+    elif decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
         notes.append(
             "No GPU telemetry: judged on CPU, so costguard will not stop it. Install the CloudWatch agent "
             "with its nvidia_gpu plugin (costguard's README, 'The CloudWatch agent') to have idle GPUs seen."
@@ -122,9 +129,23 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
                     f"*Why*\n{judgement.reason if judgement else decision.reason}",
                 ]
             ),
+            *([learned_section(decision, now)] if decision.learned and decision.start_at is not None else []),
             section(f"*To start it again*, press the button or run\n```{start}```"),
-            actions(f"costguard:{iid}", start_buttons(iid, instance.region, instance.account)),
+            actions(
+                f"costguard:{iid}",
+                start_buttons(iid, instance.region, instance.account, learned_start=decision.start_at is not None),
+            ),
         ),
+    )
+
+
+def learned_section(decision: Decision, stop: datetime) -> Block:
+    """What costguard learned recurs on the machine, and when it starts it again for it (and how not to)."""
+    start_at = decision.start_at or stop
+    return section(
+        mrkdwn("*Recurring work* It {0}: ", decision.learned)
+        + f"costguard stops it at {stop:%H:%M} UTC and starts it again at *{start_at:%a %H:%M} UTC*, before its next "
+        f"run. To keep it stopped, press *Don't start it* or tag it `{tags.LEARNED_START}={tags.OFF}`."
     )
 
 

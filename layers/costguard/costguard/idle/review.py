@@ -70,7 +70,9 @@ def confirm(
         fresh = answer_of(report, now)
         why_not = gpus_quiet([*answers, fresh], start=start, now=now) or ""
     if not why_not:
-        return replace(decision, activity=_seen(decision, report, now, start)) if report is not None else decision
+        if report is None:
+            return decision
+        return replace(decision, activity=_seen(decision, report, now, start, policy.window_minutes))
     if decision.certain and decision.action is Action.WARN:
         minutes = int((now - start).total_seconds() // 60)
         full = duration(policy.window_minutes)
@@ -90,14 +92,20 @@ def confirm(
     return replace(decision, will_stop=False, stop_after=None, gpus_from_check=False)
 
 
-def _seen(decision: Decision, report: ActivityReport, now: datetime, start: datetime) -> str:
+def _seen(decision: Decision, report: ActivityReport, now: datetime, start: datetime, window: int) -> str:
     """What the warning or the stop notice says the machine's own check saw."""
     parts = []
     if decision.certain:
         quiet = min((s.idle_s for s in report.sessions), default=None)
         typed = f"no input for {duration(quiet // 60)}" if quiet is not None else "nobody logged in"
+        sooner = (
+            f"so it is warned after {duration(int((now - start).total_seconds() // 60))}, not {duration(window)}"
+            if decision.action is Action.WARN
+            else f"so it was warned before the full {duration(window)}"
+        )
         parts.append(
-            f"the activity check saw nothing running: {typed}, no Jupyter kernel, no busy process, no GPU memory held"
+            f"the activity check saw nothing running: {typed}, no Jupyter kernel, no busy process, no GPU memory "
+            f"held; {sooner}"
         )
     if decision.gpus_from_check:
         since = duration(int((now - start).total_seconds() // 60))

@@ -15,6 +15,7 @@ class Button(StrEnum):
     KEEP_MONDAY = "costguard.keep_monday"
     STOP_NOW = "costguard.stop_now"
     START = "costguard.start"
+    DONT_START = "costguard.dont_start"  # not started again for its learned recurring work
 
 
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
@@ -26,7 +27,9 @@ def button_value(instance_id: str, region: str, account: str = "") -> str:
     return json.dumps(target, separators=(",", ":"))
 
 
-def warning_buttons(instance_id: str, region: str, will_stop: bool, account: str = "") -> list[Block]:
+def warning_buttons(
+    instance_id: str, region: str, will_stop: bool, account: str = "", *, learned_start: bool = False
+) -> list[Block]:
     value = button_value(instance_id, region, account)
     elements = [
         button("Keep while it works", Button.KEEP_WHILE_BUSY, value, style="primary"),
@@ -43,8 +46,12 @@ def warning_buttons(instance_id: str, region: str, will_stop: bool, account: str
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
         elements.append(stop)
+    if learned_start:
+        elements.append(button("Don't start it", Button.DONT_START, value))
     return elements
 
 
-def start_buttons(instance_id: str, region: str, account: str = "") -> list[Block]:
-    return [button("Start it again", Button.START, button_value(instance_id, region, account), style="primary")]
+def start_buttons(instance_id: str, region: str, account: str = "", *, learned_start: bool = False) -> list[Block]:
+    value = button_value(instance_id, region, account)
+    again = [button("Start it again", Button.START, value, style="primary")]
+    return [*again, button("Don't start it", Button.DONT_START, value)] if learned_start else again

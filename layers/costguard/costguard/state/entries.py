@@ -24,6 +24,7 @@ class EntryKind(StrEnum):
     MORNING_START = "morning-start"  # started before its working hours (costguard:schedule)
     LEARNED_START = "learned-start"  # started before work it learned recurs (costguard:start-at)
     LEARNED_START_WASTED = "learned-start-wasted"  # ... and the work did not come
+    LEARNED_START_OFF = "learned-start-off"  # its owner pressed "Don't start it"
 
     @property
     def stopped(self) -> bool:

@@ -1,0 +1,220 @@
+"""Learned recurring work through the handlers, against moto: a nightly box is stopped after its run with
+`costguard:start-at`, started again before the next run (and the tag taken off), never when its owner
+stopped it or pressed "Don't start it", and not stopped at all when its next run is too near."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from costguard.core import formatting, tags
+from costguard.core.settings import IdlePolicy
+from costguard.runtime import Runtime
+from costguard.slack.buttons import Button
+from costguard.slack.interactions import Click
+from testing import moto_fixes
+from testing.handlers import load_handler
+from testing.slack_standin import SlackStandIn
+from tests.integration.conftest import REGION, TABLE, ec2, tags_of
+from tests.integration.test_idle_stopper import A10G, launch, publish, state_of, warn_tags
+
+app = load_handler("idle_stopper")
+buttons = load_handler("buttons")
+POLICY = IdlePolicy()
+SWEEP = {"costguard": "sweep"}
+QUARTER = timedelta(minutes=15)
+
+
+def quarter(moment: datetime) -> datetime:
+    return datetime.fromtimestamp(int(moment.timestamp()) // 900 * 900, moment.tzinfo)
+
+
+def nightly_history(instance_id: str, first_run: datetime, days: int = 14) -> None:
+    """Two weeks of a job that runs an hour every day from `first_run`'s time: quarter-hourly points of its GPU,
+    CPU and busiest core, busy during the job and idle between (what CloudWatch keeps of a nightly box)."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    busy = {first_run - timedelta(days=d) + QUARTER * k for d in range(days) for k in range(4)}
+    start, end = first_run - timedelta(days=days), first_run + timedelta(hours=1)
+    moments = [start + QUARTER * k for k in range(int((end - start) / QUARTER))]
+    ec2_dims = [{"Name": "InstanceId", "Value": instance_id}]
+    gpu_dims = [*ec2_dims, {"Name": "index", "Value": "0"}] + [{"Name": k, "Value": v} for k, v in A10G]
+    for namespace, name, dims, level in (
+        ("CWAgent", "nvidia_smi_utilization_gpu", gpu_dims, 85.0),
+        ("AWS/EC2", "CPUUtilization", ec2_dims, 30.0),
+        ("CWAgent", "cpu_usage_active", ec2_dims, 100.0),
+    ):
+        data: list[Any] = [
+            {"MetricName": name, "Dimensions": dims, "Timestamp": t, "Value": level if t in busy else 1.0}
+            for t in moments
+        ]
+        for n in range(0, len(data), 500):
+            cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[n : n + 500])
+
+
+def sweep(runtime: Runtime, at: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setattr(runtime, "now", lambda: at)
+    result: dict[str, Any] = app.lambda_handler(SWEEP, lambda_context, runtime=runtime, policy=POLICY)
+    return result["regions"][REGION]  # type: ignore[no-any-return]
+
+
+def ledger(kind: str) -> list[dict[str, Any]]:
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    return [i for i in items if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == kind]
+
+
+@pytest.fixture
+def nightly_box(now: datetime) -> tuple[str, datetime]:
+    """A 1-GPU box whose job ran from 3 h 30 ago to 2 h 30 ago, as every day for two weeks; warned half an
+    hour ago, idle since its run: the sweep now stops it. Returns it and its next run."""
+    run = quarter(now - timedelta(minutes=210))
+    iid = launch(now, instance_type="g5.xlarge", hours=24 * 20, tags=warn_tags(now, warned_minutes_ago=30))
+    nightly_history(iid, run)
+    publish(iid, now, gpus=[[1.0] * 30])  # the last 2 h 30, every 5 minutes: idle
+    return iid, run + timedelta(days=1)
+
+
+def test_a_nightly_box_is_stopped_with_its_start_time_and_started_again_before_its_next_run(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert result["stopped"] == [iid]
+    assert state_of(iid) == "stopped"
+    assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
+    [notice] = slack.messages
+    text = json.dumps(notice.blocks)
+    assert f"starts work at about {next_run:%H:%M} UTC" in text
+    assert f"starts it again at *{start_at:%a %H:%M} UTC*" in text
+    assert Button.DONT_START.value in text
+
+    # Not before its time: the sweep a quarter of an hour earlier leaves it stopped.
+    assert sweep(runtime, start_at - QUARTER, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+
+    started = sweep(runtime, start_at, lambda_context, monkeypatch)
+    assert started["started"] == [iid]
+    assert state_of(iid) == "running"
+    assert tags.START_AT not in tags_of(iid)  # started: nothing more is promised
+    [entry] = ledger("learned-start")
+    assert entry["instance_id"]["S"] == iid
+    assert float(entry["gpu_hours"]["N"]) == pytest.approx((start_at - now).total_seconds() / 3600, abs=0.01)
+    # A retry of that sweep does not start it a second time.
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+
+
+def test_a_learned_start_cancelled_from_slack_is_not_made(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    assert tags.START_AT in tags_of(iid)
+    [notice] = slack.messages
+    monkeypatch.setenv("CLICK_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-clicks")
+    monkeypatch.setattr(runtime, "now", lambda: now + timedelta(minutes=5))
+    click = Click(
+        button=Button.DONT_START,
+        instance_id=iid,
+        region=REGION,
+        user_id="U0ALICE",
+        user_name="alice",
+        response_url=slack.response_url(notice.ts),
+        message_ts=notice.ts,
+        action_ts=str((now + timedelta(minutes=5)).timestamp()),
+    )
+    buttons._settings.cache_clear()
+    buttons.lambda_handler({"Records": [{"body": click.to_json()}]}, lambda_context, runtime=runtime)
+
+    assert tags_of(iid)[tags.LEARNED_START] == "off"
+    assert tags.START_AT not in tags_of(iid)
+    assert notice.updated  # the notice now says who turned it off
+    assert "turned learned starts off" in notice.text
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+
+
+def test_a_box_its_owner_started_and_stopped_again_is_never_started_by_costguard(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    assert tags.START_AT in tags_of(iid)
+    # The owner starts it (its start-at goes with the state change), then stops it again.
+    ec2().start_instances(InstanceIds=[iid])
+    moto_fixes.set_launch_time(iid, REGION, now + timedelta(hours=1))
+    event = {
+        "version": "0",
+        "id": "7bf73129-1428-4cd3-a780-95db273d1602",
+        "detail-type": "EC2 Instance State-change Notification",
+        "source": "aws.ec2",
+        "account": "123456789012",
+        "time": formatting.format_time(now + timedelta(hours=1)),
+        "region": REGION,
+        "resources": [f"arn:aws:ec2:{REGION}:123456789012:instance/{iid}"],
+        "detail": {"instance-id": iid, "state": "running"},
+    }
+    app.lambda_handler(event, lambda_context, runtime=runtime, policy=POLICY)
+    assert tags.START_AT not in tags_of(iid)
+    ec2().stop_instances(InstanceIds=[iid])
+
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+
+
+def test_a_start_at_left_behind_is_not_honoured_after_someone_else_started_the_box(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    assert tags.START_AT in tags_of(iid)
+    moto_fixes.set_launch_time(iid, REGION, now + timedelta(hours=1))  # started and stopped: the event was lost
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+    assert tags.START_AT not in tags_of(iid)  # let go, so the console says what will happen
+
+
+def test_a_box_whose_next_run_is_near_is_not_warned_but_one_whose_run_is_far_is(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    near = launch(now, instance_type="g5.xlarge", hours=24 * 20)
+    nightly_history(near, quarter(now + timedelta(minutes=70)) - timedelta(days=1))  # the next run in ~70 min
+    far = launch(now, instance_type="g5.xlarge", hours=24 * 20)
+    nightly_history(far, quarter(now + timedelta(hours=8)) - timedelta(days=1))
+    for iid in (near, far):
+        publish(iid, now, gpus=[[1.0] * 36])
+
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert result["warned"] == [far]  # the same idleness: only the stop that would pay is announced
+    assert tags.IDLE_WARNED_AT not in tags_of(near)
+    [warning] = slack.messages
+    assert far in warning.text

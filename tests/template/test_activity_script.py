@@ -1,0 +1,165 @@
+"""The activity check's script itself, run on this machine against a fake cgroup v2 tree and a fake journal:
+what it reports of the system's own services (running, ended, ending) and of everything else, and the
+busy processes it leaves out because a system service runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from costguard.idle.activity import CpuAccount, parse_report
+from testing.template import activity_check_script, template
+
+RESOURCES = "MESSAGE_ID=ae8f7b866b0347b9af31fe1c80b127c0"  # systemd's "unit consumed resources" message
+
+
+def services() -> list[str]:
+    return str(template()["Parameters"]["SystemServices"]["Default"]).split(",")
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "apt-daily.service",
+        "apt-daily-upgrade.service",
+        "unattended-upgrades.service",
+        "packagekit.service",
+        "snapd.service",
+        "snap.amazon-ssm-agent.amazon-ssm-agent.service",
+        "amazon-ssm-agent.service",
+        "amazon-cloudwatch-agent.service",
+        "nvidia-persistenced.service",
+        "man-db.service",
+        "logrotate.service",
+        "fwupd-refresh.service",
+        "systemd-journald.service",
+        "init.scope",
+    ],
+)
+def test_the_default_list_names_the_systems_own_services(unit: str) -> None:
+    assert any(fnmatchcase(unit, p) for p in services())
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "cron.service",  # cron's jobs run in its cgroup: the nightly jobs costguard must see
+        "crond.service",
+        "atd.service",
+        "docker.service",
+        "containerd.service",
+        "docker-3f2a9c.scope",
+        "jupyter.service",
+        "run-u42.service",  # systemd-run
+        "user@1000.service",
+        "session-3.scope",
+        "slurmd.service",
+        "feature-pipeline.service",
+    ],
+)
+def test_the_default_list_names_nothing_that_runs_someones_jobs(unit: str) -> None:
+    assert not any(fnmatchcase(unit, p) for p in services())
+
+
+def cgroup(root: Path, name: str, usage_usec: int, populated: bool | None = None) -> None:
+    path = root / name
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "cpu.stat").write_text(f"usage_usec {usage_usec}\nuser_usec 1\nsystem_usec 1\n")
+    if populated is not None:
+        (path / "cgroup.events").write_text(f"populated {int(populated)}\nfrozen 0\n")
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> dict[str, Any]:
+    """A cgroup v2 machine: what ran since boot, and the journal of services that ended."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpu io memory pids\n")
+    cgroup(root, "system.slice", 30_000_000)  # everything in it, ended services included
+    cgroup(root, "system.slice/apt-daily-upgrade.service", 3_000_000, populated=True)
+    cgroup(root, "system.slice/cron.service", 1_000_000, populated=True)
+    cgroup(root, "system.slice/snapd.service", 500_000, populated=False)  # ending: its figure is in the journal
+    cgroup(root, "user.slice", 2_000_000)
+    cgroup(root, "init.scope", 400_000, populated=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    journal = [
+        {"UNIT": "apt-daily.service", "CPU_USAGE_NSEC": "7000000000", "__REALTIME_TIMESTAMP": "1000"},
+        {"UNIT": "cron.service", "CPU_USAGE_NSEC": "9000000000", "__REALTIME_TIMESTAMP": "1000"},  # not ours
+        {"UNIT": "snapd.service", "CPU_USAGE_NSEC": "500000000", "__REALTIME_TIMESTAMP": "2000"},
+        {"UNIT": "man-db.service", "CPU_USAGE_NSEC": "8000000000", "__REALTIME_TIMESTAMP": "99999999999999999"},
+    ]
+    fake = bin_dir / "journalctl"
+    lines = "\n".join(json.dumps(e) for e in journal)
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/journalctl-args\ncat <<'EOF'\n{lines}\nEOF\n")
+    fake.chmod(0o755)
+    boot = tmp_path / "boot_id"
+    boot.write_text("8d2c1f0e-boot\n")
+    return {"tmp": tmp_path, "root": root, "bin": bin_dir, "boot": boot}
+
+
+def run_check(machine: dict[str, Any], *, proc_cgroup: Path | None = None) -> str:
+    script = activity_check_script()
+    script = script.replace('root = "/sys/fs/cgroup/"', f'root = "{machine["root"]}/"')
+    script = script.replace("/proc/sys/kernel/random/boot_id", str(machine["boot"]))
+    if proc_cgroup is not None:
+        script = script.replace('"/proc/%s/cgroup" % pid', f'"{proc_cgroup}/%s" % pid')
+    env = {"PATH": f"{machine['bin']}:/usr/bin:/bin"}
+    ran = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=True, env=env)
+    return ran.stdout
+
+
+def test_cgroup_v2_accounting_counts_the_system_services_running_ending_and_ended_once(machine: dict[str, Any]) -> None:
+    report = parse_report(run_check(machine))
+    # Everything: the top-level cgroups (30 + 2 + 0.4 s). The system's own: apt-daily-upgrade running (3 s),
+    # PID 1 (0.4 s), apt-daily and snapd ended (7 + 0.5 s) as the journal says; not cron, running or ended,
+    # nor snapd's emptied cgroup a second time, nor what ended after the counters were read.
+    assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 10.9)
+    args = (machine["tmp"] / "journalctl-args").read_text().split()
+    assert args[:2] == ["-b", "-q"]  # this boot only
+    assert RESOURCES in args
+
+
+def test_a_journal_that_cannot_be_read_gives_no_account_rather_than_a_wrong_one(machine: dict[str, Any]) -> None:
+    (machine["bin"] / "journalctl").write_text("#!/bin/sh\nexit 1\n")
+    report = parse_report(run_check(machine))
+    assert report.cpu_account is None
+    assert "cgroup: OSError" in report.errors
+
+
+def test_a_cgroup_v1_host_says_so_and_nothing_more(machine: dict[str, Any]) -> None:
+    (machine["root"] / "cgroup.controllers").unlink()
+    out = json.loads(run_check(machine).strip().splitlines()[-1])
+    assert out["cg"] == {"v": 1}
+    assert parse_report(json.dumps(out)).cpu_account is None
+
+
+@pytest.mark.parametrize(
+    ("cgroup_line", "listed"),
+    [
+        ("0::/system.slice/apt-daily-upgrade.service\n", False),  # unattended-upgrades at work: the system's
+        ("0::/user.slice/user-1000.slice/session-4.scope\n", True),  # someone's job in their session
+        ("0::/system.slice/cron.service\n", True),  # a cron job
+        ("1:name=systemd:/system.slice/snapd.service\n0::/\n", False),  # a cgroup v1 host says so too
+    ],
+)
+def test_busy_processes_of_the_systems_services_are_left_out(
+    machine: dict[str, Any], tmp_path: Path, cgroup_line: str, listed: bool
+) -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "#i22busy\nwhile True: pass"])
+    try:
+        cgroups = tmp_path / "proc"
+        cgroups.mkdir()
+        (cgroups / str(busy.pid)).write_text(cgroup_line)
+        report = parse_report(run_check(machine, proc_cgroup=cgroups))
+    finally:
+        busy.kill()
+        busy.wait()
+    names = [p.name for p in report.cpu]  # this machine is shared: other processes may be busy too
+    assert any("#i22busy" in n for n in names) is listed, names
