@@ -66,6 +66,7 @@ class Fleet:
         self.owner_restarts: list[tuple[str, int]] = []
         self.costguard_starts: list[tuple[str, int]] = []
         self.exempted: list[tuple[str, int]] = []
+        self.unread: list[str] = []  # automation boxes stopped, whose owners have not yet read the notice
         self.changes: list[tuple[str, str, datetime]] = []  # EC2 state changes, for EventBridge to deliver
         self.now = world.start
 
@@ -83,10 +84,19 @@ class Fleet:
         self.changes.append((instance_id, "stopped", self.now))
         if not machine.automation:
             self.restart_at[instance_id] = restart_slot(self.world, machine, self.index)
-        elif "costguard:start-at" not in self.tags[instance_id] and self.rng.random() < ANSWER_RATE:
-            self.restart_at[instance_id] = next_office_slot(self.world, machine, self.index)
-        # Otherwise: the notice said when costguard starts it, or nobody read it: a job that finds it
-        # stopped fails, and its owner starts it the next time they are at their desk (advance).
+        else:
+            self.unread.append(instance_id)  # its owner reads the notice once costguard has sent it (react)
+
+    def react(self) -> None:
+        """The owners of automation boxes stopped since, reading the notice: one that says when costguard
+        starts the box again is trusted; otherwise half of them start it again at their desk (and exempt
+        it). A job that then finds its box stopped fails, and its owner starts it (advance)."""
+        for instance_id in self.unread:
+            if self.running[instance_id][self.index] or "costguard:start-at" in self.tags[instance_id]:
+                continue
+            if self.rng.random() < ANSWER_RATE:
+                self.restart_at[instance_id] = next_office_slot(self.world, self.by_id[instance_id], self.index)
+        self.unread = []
 
     def start(self, instance_id: str, *, by_owner: bool = False) -> None:
         if self.running[instance_id][self.index]:
@@ -556,6 +566,7 @@ def run_costguard(
                     kw = {"stop_now": faults is None}
                     answer(fleet, rng, buttons, runtime, Click, message, instance_id, LambdaContext, url, **kw)
             seen = len(slack.messages)
+            fleet.react()
             deliver_changes(fleet, sweep, LambdaContext, runtime)
             fleet.advance(fleet.now + STEP * SWEEP_EVERY)
             deliver_changes(fleet, sweep, LambdaContext, runtime)
@@ -688,6 +699,15 @@ def answer(
     else:
         return
     user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
+    # What the button carries, as Slack hands it over (a stop that keeps a learned start says when).
+    value = next(
+        json.loads(e["value"])
+        for b in message.blocks
+        if b.get("type") == "actions"
+        for e in b["elements"]
+        if e["action_id"] == pressed
+    )
+    extra = {"start_at": value["s"]} if "s" in value and "start_at" in click.__dataclass_fields__ else {}
     payload = click(
         button=_button(pressed),
         instance_id=instance_id,
@@ -697,6 +717,7 @@ def answer(
         response_url=response_url,
         message_ts=message.ts,
         action_ts="1",
+        **extra,
     )
     for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
         runtime.now = lambda k=attempt: fleet.now + timedelta(minutes=3 * k)

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
-from demo import accounts, fleet, render
+from demo import accounts, fleet, learned, render
 from testing.account import LocalAccount
 from testing.handlers import LambdaContext, load_handler
 
@@ -177,6 +177,10 @@ def print_decisions(demo: Demo, seeded: fleet.SeededFleet, result: dict[str, Any
             demo.timeline.append([when, name, region, d["action"], d["reason"]])
         for started in summary.get("started", []):
             name = names[started].name if started in names else started
+            if started in summary.get("learned_started", []):
+                print(f"   {name:<20} {'learned-start':<14} started again before its recurring work")
+                demo.timeline.append([when, name, region, "learned-start", "its nightly job is due in 15 minutes"])
+                continue
             print(f"   {name:<20} {'morning-start':<14} started before its working hours open")
             demo.timeline.append([when, name, region, "morning-start", "its working hours open in 5 minutes"])
         if summary.get("no_gpu_telemetry"):
@@ -413,6 +417,8 @@ def main() -> int:
         with step("Seeding the ML fleet"):
             seeded = fleet.seed(demo.client, demo.account.gaps, demo.t0)
             hourly = fleet.seed_week(demo.client, seeded, demo.t0)
+            nightly_run = learned.seed(demo.client, demo.account.gaps, seeded, demo.t0)  # demo/learned.py
+            demo.account.set_env(SHORTEST_STOP_MINUTES=learned.SHORTEST_STOP_MINUTES)
             history = sum(len(v) for v in demo.account.gaps.trail.values())
             print(
                 f"   {len(seeded.machines) + len(seeded.asg_instances)} instances in {fleet.HOME} and {fleet.OTHER}, "
@@ -424,6 +430,14 @@ def main() -> int:
         idle_stopping(demo, seeded)
         demo.clock = demo.t0 + timedelta(minutes=5)
         press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
+        demo.clock = max(demo.clock, learned.start_before_the_run(nightly_run))
+        with step(f"{demo.clock:%H:%M} idle_stopper: the sweep a quarter before carol-batch's job (sweep.json)"):
+            print_decisions(
+                demo,
+                seeded,
+                demo.invoke("idle_stopper", event("idle_stopper/sweep.json"), "sweep"),
+                f"{demo.clock:%H:%M}",
+            )
         billing(demo, seeded)
         with step(f"Several accounts: member account {accounts.MEMBER} joins the hub's Slack app"):
             member = accounts.join(demo.account, Runtime.current(), demo.t0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import boto3
 import pytest
@@ -15,7 +16,7 @@ from costguard.core import formatting, tags
 from costguard.core.settings import IdlePolicy
 from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
-from costguard.slack.interactions import Click
+from costguard.slack.interactions import Click, parse_interaction
 from testing import moto_fixes
 from testing.handlers import load_handler
 from testing.slack_standin import SlackStandIn
@@ -218,3 +219,36 @@ def test_a_box_whose_next_run_is_near_is_not_warned_but_one_whose_run_is_far_is(
     assert tags.IDLE_WARNED_AT not in tags_of(near)
     [warning] = slack.messages
     assert far in warning.text
+
+
+def test_stop_now_on_a_warning_that_promised_a_learned_start_keeps_the_promise(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = quarter(now - timedelta(minutes=210))
+    iid = launch(now, instance_type="g5.xlarge", hours=24 * 20)
+    nightly_history(iid, run)
+    publish(iid, now, gpus=[[1.0] * 30])
+    assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == [iid]
+    [warning] = slack.messages
+    start_at = run + timedelta(days=1) - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert f"starts it again at *{start_at:%a %H:%M} UTC*" in json.dumps(warning.blocks)
+    [stop_now] = [e for b in warning.blocks if b["type"] == "actions" for e in b["elements"] if "Stop" in str(e)]
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U0ALICE", "username": "alice"},
+        "actions": [{"action_id": stop_now["action_id"], "value": stop_now["value"], "action_ts": "1.5"}],
+        "response_url": slack.response_url(warning.ts),
+        "message": {"ts": warning.ts, "blocks": warning.blocks},
+    }
+    click = parse_interaction(urlencode({"payload": json.dumps(payload)}))
+    assert click is not None
+    assert click.start_at == formatting.format_time(start_at)  # what the warning promised travels with the click
+    monkeypatch.setattr(runtime, "now", lambda: now + timedelta(minutes=3))
+    buttons._settings.cache_clear()
+    monkeypatch.setenv("CLICK_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-clicks")
+    buttons.lambda_handler({"Records": [{"body": click.to_json()}]}, lambda_context, runtime=runtime)
+
+    assert state_of(iid) == "stopped"
+    assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
+    assert "costguard starts it again at" in warning.text
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]

@@ -589,16 +589,14 @@ def test_the_idle_stopper_may_start_only_accelerated_machines_with_working_hours
     assert env["SCHEDULE_LEAD_MINUTES"] == {"Ref": "ScheduleLeadMinutes"}
 
 
-def test_only_the_idle_stoppers_role_may_write_a_start_at_and_the_buttons_may_only_take_it_off(
-    cfn: dict[str, Any],
-) -> None:
+def test_only_costguards_own_roles_may_write_a_start_at(cfn: dict[str, Any]) -> None:
     writers = [
         (r, sorted(as_list(s["Action"])))
         for r, s in statements(cfn)
         if tags.START_AT in s.get("Condition", {}).get("ForAllValues:StringEquals", {}).get("aws:TagKeys", [])
     ]
     assert sorted(writers) == [
-        ("ButtonsFunctionRole", ["ec2:DeleteTags"]),  # "Don't start it"
+        ("ButtonsFunctionRole", ["ec2:CreateTags", "ec2:DeleteTags"]),  # "Stop now" keeps it; "Don't start it"
         ("IdleStopperFunctionRole", ["ec2:CreateTags", "ec2:DeleteTags"]),
     ]
     [keep] = [s for r, s in statements(cfn) if r == "ButtonsFunctionRole" and s.get("Sid") == "TagKeepAndStopOnly"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, cast
 
@@ -25,8 +26,10 @@ from costguard.digest.figures import (
     worst_idle,
 )
 from costguard.digest.hours import read_hours
+from costguard.digest.messages import digest_message
 from costguard.digest.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
+from tests.unit.test_organization import member_data
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -216,3 +219,19 @@ def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() ->
     text = json.dumps(owner_message(data, "bob", [bob]).slack_blocks())
     assert "`i-b` kept until Tue 09:00 UTC sat idle 14 h of its 15 ($79.41)" in text
     assert "i-c" not in text
+
+
+def test_the_digest_says_how_many_learned_starts_were_made_wasted_and_the_gpu_hours_stopped_between_runs() -> None:
+    data = member_data()
+    start = Entry(
+        START + timedelta(days=2, hours=1, minutes=45), EntryKind.LEARNED_START, "i-b", "eu-west-1", "enforce"
+    )
+    data.entries += [
+        replace(start, gpu_hours=21.5),
+        replace(start, at=start.at + timedelta(days=1), gpu_hours=22.0),
+        replace(start, at=start.at + timedelta(days=2), gpu_hours=9.0, applied=False),  # dry-run: not made
+        replace(start, kind=EntryKind.LEARNED_START_WASTED, at=start.at + timedelta(days=1, minutes=15)),
+    ]
+    text = digest_message(data).text + json.dumps(digest_message(data).blocks)
+    assert "2 learned starts before recurring work (1 found no work), after 44 GPU-hours stopped between runs." in text
+    assert "learned start" not in json.dumps(digest_message(member_data()).blocks)  # none: nothing said

@@ -71,6 +71,14 @@ def test_a_weekday_pipeline_is_not_started_at_the_weekend_it_was_seen_idle() -> 
     assert found.pattern.next_start(friday_night) == datetime(2026, 11, 23, 19, 30, tzinfo=UTC)  # Monday
 
 
+def test_a_holiday_monday_and_a_late_monday_run_keep_mondays_in_the_pattern() -> None:
+    runs = [s for s in daily(14, 30) if s.weekday() < 5 and s.weekday() != 0]
+    runs.append(datetime(2026, 11, 16, 15, 15, tzinfo=UTC))  # last Monday, 45 minutes late; the one before: none
+    found = learn(fortnight(runs), NOW)
+    assert found.pattern is not None
+    assert 0 in found.pattern.weekdays  # the next Monday's run must not find its machine stopped
+
+
 def test_a_weekend_nobody_saw_is_not_taken_for_a_weekend_without_work() -> None:
     weekdays = [s for s in daily(19, 30) if s.weekday() < 5]
     weekends = [s for s in daily(0, 0) if s.weekday() >= 5]

@@ -8,7 +8,7 @@ the original message to show who did what.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -22,7 +22,7 @@ from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.slack.blocks import Message, context, mention, mrkdwn, safe
+from costguard.slack.blocks import Message, Mrkdwn, context, mention, mrkdwn, safe
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import SlackNotifier
@@ -51,7 +51,24 @@ KINDS = {
 }
 
 
-def dont_start(ec2: Ec2, click: Click) -> tuple[bool, str]:
+def stop_record(click: Click, now: datetime) -> dict[str, str]:
+    """A stop from Slack, on the machine: when and by whom; and the learned start its warning promised."""
+    record = {
+        tags.STOPPED_AT: formatting.format_time(now),
+        tags.STOP_REASON: tags.clip(f"stopped from Slack by {click.user_name}"),
+    }
+    start_at = formatting.parse_time(click.start_at)
+    return record | ({tags.START_AT: click.start_at} if start_at is not None and start_at > now else {})
+
+
+def start_again(click: Click, now: datetime) -> str:
+    start_at = formatting.parse_time(click.start_at)
+    if start_at is None or start_at <= now:
+        return ""
+    return f" costguard starts it again at {start_at:%a %H:%M} UTC for its recurring work."
+
+
+def dont_start(ec2: Ec2, click: Click) -> tuple[bool, Mrkdwn]:
     """ "Don't start it": learned starts off for the machine (the tag its owner could set too), and a
     pending start-at gone. Applied, and what the message says."""
     applied = ec2.create_tags([click.instance_id], {tags.LEARNED_START: tags.OFF})
@@ -112,6 +129,8 @@ class ClickWorker:
         # same entry), then the done mark, then the answer. A failure anywhere before the done mark
         # leaves the claim to a retry after its lease, which applies the same keep again, harmlessly.
         # The effect is dated now (a keep runs from when it is applied); its record by the click itself.
+        if instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
+            click = replace(click, start_at="")  # learned starts turned off since the warning
         reply = self._apply(ec2, click, instance.hibernation_configured, now)
         if reply.status == "done":
             self._record(click, instance.instance_type, owner, click_time(click, now), now)
@@ -172,14 +191,8 @@ class ClickWorker:
                     "type costguard may not stop.",
                 )
             if applied:
-                ec2.create_tags(
-                    [click.instance_id],
-                    {
-                        tags.STOPPED_AT: formatting.format_time(now),
-                        tags.STOP_REASON: tags.clip(f"stopped from Slack by {click.user_name}"),
-                    },
-                )
-            text = mrkdwn("{} {} {}.", who, "hibernated" if hibernate else "stopped", iid)
+                ec2.create_tags([click.instance_id], stop_record(click, now))
+            text = mrkdwn("{} {} {}.", who, "hibernated" if hibernate else "stopped", iid) + start_again(click, now)
         else:
             try:
                 applied = ec2.start(click.instance_id)

@@ -158,7 +158,21 @@ def _costguard_did(data: DigestData) -> str:
         f"*What costguard did*: {warned} warning{'s' if warned != 1 else ''}, "
         f"{stopped} stop{'s' if stopped != 1 else ''}, {kept} machine{'s' if kept != 1 else ''} kept from Slack. "
         "Stopped machines stayed off "
-        f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*."
+        f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*." + learned_starts_line(data)
+    )
+
+
+def learned_starts_line(data: DigestData) -> str:
+    """Machines started again before the recurring work learned for them: how many, how many found no
+    work, and the GPU-hours they were stopped between runs. Empty when there were none."""
+    made = data.count(EntryKind.LEARNED_START)
+    if not made:
+        return ""
+    wasted = data.count(EntryKind.LEARNED_START_WASTED)
+    hours = sum(e.gpu_hours for e in data.entries if e.kind is EntryKind.LEARNED_START and e.applied)
+    return (
+        f" {made} learned start{'s' if made != 1 else ''} before recurring work ({wasted} found no work), "
+        f"after {hours:,.0f} GPU-hours stopped between runs."
     )
 
 

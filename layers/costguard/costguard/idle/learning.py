@@ -8,17 +8,18 @@ starts at about the same time of day: on at least 3 of the last 7 days, within 3
 recent start, from idle or from a stop. It looks on UTC's clock (a cron on a UTC box) and on the team's
 (a pipeline that follows the office across a change of clocks), and keeps the clock that explains more.
 
-The pattern's days are every weekday except those seen without the work (running through its time and
-idle) and never with it in two weeks: a weekday-only pipeline is not started on Saturday, a day nobody
-saw is. Its time is the earliest of its recent starts. A start costguard made for a pattern that found no
-work counts against it; a pattern that did so twice is broken and no longer used.
+The pattern's days are every weekday except those seen without the work both times in two weeks
+(running through its time and idle) and never with work near its time: a weekday-only pipeline is not
+started on Saturday; a day nobody saw, a holiday, a late run keep theirs. Its time is the earliest of
+its recent starts. A start costguard made for a pattern that found no work counts against it; a pattern
+that did so twice is broken and no longer used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from costguard.core.series import Point
@@ -32,6 +33,7 @@ MIN_DAYS = 3
 TOLERANCE = 30  # minutes: starts this close to the latest one's time of day are the same work
 LATE = timedelta(minutes=60)  # a run may come this late and still be the expected one
 EARLY = timedelta(minutes=TOLERANCE)
+LOOSE = 90  # minutes: work this near a weekday's time keeps that weekday in the pattern
 BROKEN_AFTER = 2  # learned starts that found no work
 QUIET_BEFORE = 2  # quarter-hours without work before a start: a pause in a job is not a new start
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -187,31 +189,34 @@ def _pattern(quarters: Sequence[Quarter], starts: Sequence[datetime], now: datet
         this_week = [s for s in near if s >= week.astimezone(zone)]
         earliest = min(this_week, key=lambda s: _offset(s.hour * 60 + s.minute, minute))
         start_minute = earliest.hour * 60 + earliest.minute
-        seen = {s.date() for s in near}
-        weekdays = _weekdays(quarters, seen, zone, start_minute, now)
+        weekdays = _weekdays(quarters, starts, zone, start_minute, now)
         key = f"{zone_name} {start_minute // 60:02d}:{start_minute % 60:02d}"
         return Pattern(zone_name, start_minute, weekdays, len(days), key)
     return None
 
 
 def _weekdays(
-    quarters: Sequence[Quarter], seen: set[date], zone: ZoneInfo, minute: int, now: datetime
+    quarters: Sequence[Quarter], starts: Sequence[datetime], zone: ZoneInfo, minute: int, now: datetime
 ) -> frozenset[int]:
-    """Every weekday but those seen without the work and never with it: the machine ran through the
-    expected time (from 30 minutes before to an hour after) and stayed idle."""
+    """Every weekday but those seen without the work every time in two weeks (running from 30 minutes
+    before its time to an hour after, and idle), never with work within 90 minutes of its time: a
+    holiday, or a late run, is no reason to let a run find its machine stopped."""
     by_time = {q.at: q.busy for q in quarters}
-    without: set[int] = set()
+    without: dict[int, int] = {}
+    near_enough: set[int] = set()
+    for start in starts:
+        local = start.astimezone(zone)
+        if _gap(local.hour * 60 + local.minute, minute) <= LOOSE:
+            near_enough.add(local.weekday())
     day = (now - timedelta(days=HISTORY_DAYS)).astimezone(zone).date()
     while day <= now.astimezone(zone).date():
         expected = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=zone).astimezone(UTC)
-        if day not in seen and expected + LATE <= now:
-            span = _quarters(expected - EARLY, expected + LATE)
-            states = [by_time.get(t) for t in span]
-            if all(s is False for s in states):
-                without.add(day.weekday())
+        if expected + LATE <= now and expected - EARLY >= now - timedelta(days=HISTORY_DAYS):
+            states = [by_time.get(t) for t in _quarters(expected - EARLY, expected + LATE)]
+            if all(state is False for state in states):
+                without[day.weekday()] = without.get(day.weekday(), 0) + 1
         day += timedelta(days=1)
-    with_work = {d.weekday() for d in seen}
-    return frozenset(d for d in range(7) if d in with_work or d not in without)
+    return frozenset(d for d in range(7) if d in near_enough or without.get(d, 0) < 2)
 
 
 def _found(quarters: Sequence[Quarter], expected: datetime) -> bool:

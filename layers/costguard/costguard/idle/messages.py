@@ -85,8 +85,8 @@ def idle_warning(
                 "(started and stopped at about those hours on several days of the last two weeks)."
             )
         )
-    learned = decision.start_at is not None
-    buttons = warning_buttons(iid, instance.region, decision.will_stop, instance.account, learned_start=learned)
+    start_at = formatting.format_time(decision.start_at) if decision.start_at else ""
+    buttons = warning_buttons(iid, instance.region, decision.will_stop, instance.account, start_at=start_at)
     blocks.append(actions(f"costguard:{iid}", buttons))
     notes = []
     if decision.gpus_from_check and decision.will_stop:

@@ -166,6 +166,7 @@ class LearnedStarts:
             self._let_go(instance, "started")
         self.claims.done(claim)
         report.started.append(iid)
+        report.learned_started.append(iid)
         record = self.starts.read(iid) if self.starts is not None else StartRecord()
         stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
             record.stopped_at

@@ -41,7 +41,8 @@ class RegionReport:
     alarms_deleted: int = 0
     alarms_pending: int = 0  # left for the next sweep
     retryable_errors: list[str] = field(default_factory=list)
-    started: list[str] = field(default_factory=list)  # started before their working hours
+    started: list[str] = field(default_factory=list)  # started before their working hours, or learned work
+    learned_started: list[str] = field(default_factory=list)  # ... of them, for learned recurring work
 
     def summary(self) -> dict[str, Any]:
         counts = Counter(o.action.value for o in self.outcomes)
@@ -52,6 +53,7 @@ class RegionReport:
             "warned": [o.instance_id for o in self.outcomes if o.action is Action.WARN and o.applied],
             "deferred": [o.instance_id for o in self.outcomes if o.detail.startswith("deferred")],
             "started": self.started,
+            "learned_started": self.learned_started,
             "skipped": {o.instance_id: o.reason for o in self.outcomes if o.action is Action.SKIP},
             "no_gpu_telemetry": self.no_gpu_telemetry,
             "no_activity_check": self.no_activity_check,

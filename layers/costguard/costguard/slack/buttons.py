@@ -21,15 +21,23 @@ class Button(StrEnum):
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
 
 
-def button_value(instance_id: str, region: str, account: str = "") -> str:
-    """What a button carries: the machine, its region, and its account (where one Slack app serves many)."""
-    target = {"i": instance_id, "r": region, **({"a": account} if account else {})}
+def button_value(instance_id: str, region: str, account: str = "", start_at: str = "") -> str:
+    """What a button carries: the machine, its region, and its account (where one Slack app serves many);
+    a stop button on a warning that promised a learned start, when costguard starts the machine again."""
+    target = {
+        "i": instance_id,
+        "r": region,
+        **({"a": account} if account else {}),
+        **({"s": start_at} if start_at else {}),
+    }
     return json.dumps(target, separators=(",", ":"))
 
 
 def warning_buttons(
-    instance_id: str, region: str, will_stop: bool, account: str = "", *, learned_start: bool = False
+    instance_id: str, region: str, will_stop: bool, account: str = "", *, start_at: str = ""
 ) -> list[Block]:
+    """`start_at`: the learned start the warning promised (ISO 8601): "Stop now" keeps it, "Don't start it"
+    is offered."""
     value = button_value(instance_id, region, account)
     elements = [
         button("Keep while it works", Button.KEEP_WHILE_BUSY, value, style="primary"),
@@ -38,7 +46,9 @@ def warning_buttons(
         button("Keep until Monday", Button.KEEP_MONDAY, value),
     ]
     if will_stop:
-        stop = dict(button("Stop now", Button.STOP_NOW, value, style="danger"))
+        stop = dict(
+            button("Stop now", Button.STOP_NOW, button_value(instance_id, region, account, start_at), style="danger")
+        )
         stop["confirm"] = {
             "title": {"type": "plain_text", "text": "Stop this machine?"},
             "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now. Its EBS volumes are kept."},
@@ -46,7 +56,7 @@ def warning_buttons(
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
         elements.append(stop)
-    if learned_start:
+    if start_at:
         elements.append(button("Don't start it", Button.DONT_START, value))
     return elements
 

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from costguard.core import shapes
+from costguard.core import formatting, shapes
 from costguard.core.errors import EventValidationError
 from costguard.slack.buttons import Button
 
@@ -27,6 +27,7 @@ class Click:
     action_ts: str
     blocks: tuple[Any, ...] = ()
     account: str = ""  # the machine's account; "" on buttons from before accounts: the receiver's own
+    start_at: str = ""  # "Stop now" on a warning that promised a learned start: when (ISO 8601, UTC)
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "button": self.button.value})
@@ -51,6 +52,7 @@ class Click:
             action_ts=shapes.optional_text(data, "action_ts", "click", limit=40),
             blocks=_blocks(data.get("blocks"), "click.blocks"),
             account=_account(data.get("account"), "click.account"),
+            start_at=_time(data.get("start_at"), "click.start_at"),
         )
 
 
@@ -95,6 +97,7 @@ def parse_interaction(body: str) -> Click | None:
         action_ts=shapes.optional_text(action, "action_ts", "action", limit=40),
         blocks=_blocks(message.get("blocks"), "payload.message.blocks"),
         account=_account(target.get("a"), "action.value.a"),
+        start_at=_time(target.get("s"), "action.value.s"),
     )
 
 
@@ -110,6 +113,14 @@ def _account(value: Any, where: str) -> str:
         return ""
     if not isinstance(value, str) or not ACCOUNT_ID.match(value):
         raise EventValidationError(f"{where} is not an account id (12 digits)")
+    return value
+
+
+def _time(value: Any, where: str) -> str:
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or len(value) > 40 or formatting.parse_time(value) is None:
+        raise EventValidationError(f"{where} is not a time (ISO 8601)")
     return value
 
 
