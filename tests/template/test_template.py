@@ -249,6 +249,7 @@ def test_patterns_use_only_values_and_nesting(cfn: dict[str, Any]) -> None:
         ("IdleStopperFunctionIdleAlarm", "idle_stopper/alarm-back-to-ok.json", False),
         ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-running.json", True),
         ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-stopped.json", True),
+        ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-documented-sample.json", True),
         ("IdleStopperFunctionInstanceState", "owner_tagger/runinstances-iam-user.json", False),
     ],
 )

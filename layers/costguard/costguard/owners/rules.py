@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from costguard.core import tags
+from costguard.core import shapes, tags
 
 
 class OwnerSource(StrEnum):
@@ -116,7 +116,6 @@ class OwnerDecision:
 
 
 _SERVICE_LINKED_ROLE = re.compile(r":role/aws-service-role/([^/]+)/")
-_INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Session names that SDKs and tools make up: they name no person, so the role is the better owner.
 _GENERATED_SESSION = re.compile(r"^(botocore-session-\d+|aws-go-sdk-\d+|\d{10,}|[0-9a-f-]{32,})$")
 _IDENTITY_CENTER_ROLE = "AWSReservedSSO_"
@@ -199,7 +198,7 @@ def _person_or_role(identity: Identity, created_by: str) -> OwnerDecision:
     if identity.automation and role:
         reason = f"deployment or CI session {session!r} of role {role}"
         return OwnerDecision(role, OwnerSource.AUTOMATION_ROLE, created_by, reason)
-    if _INSTANCE_ID.match(session) and role:
+    if shapes.INSTANCE_ID.match(session) and role:
         reason = f"launched from instance {session} with role {role}"
         return OwnerDecision(role, OwnerSource.INSTANCE_ROLE, created_by, reason)
     if session and not _GENERATED_SESSION.match(session):
