@@ -94,6 +94,8 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         document=policy.activity_check_document,
         wait_seconds=policy.activity_check_seconds,
         time_left=runtime.time_left,
+        sleep=runtime.sleep,
+        clock=runtime.monotonic,
     )
     stopper = IdleStopper(
         region=region,

@@ -10,6 +10,7 @@ invocation fails and is retried: a notification is never dropped silently.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,6 +116,8 @@ class SlackNotifier:
         time_left: Callable[[], float] | None = None,
         known_users: KnownUsers | None = None,
         channel_pace: float = PER_CHANNEL_SECONDS,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.web = web_client
         if self.web is None and credentials.bot_token:
@@ -131,7 +134,7 @@ class SlackNotifier:
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
         self.people = SlackPeople(self.web, known_users)
-        self.pace = ChannelPace(channel_pace)
+        self.pace = ChannelPace(channel_pace, clock=clock, sleep=sleep)
         self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message) -> Delivery:
