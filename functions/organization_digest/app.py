@@ -22,6 +22,7 @@ from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 
 ORGANIZATION_INPUT = {"costguard": "organization-digest"}
+ORGANIZATION_TITLE = "GPU-hours a day across the organization, used and idle"
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -47,7 +48,9 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         key=f"organization-digest:{week}",
         channel=runtime.settings.digest_channel,
         message=lambda: organization_message(org),
-        attachments=[chart(lambda: week_chart(chart_days(org)), f"gpu-week-organization-{week}.png")],
+        attachments=[
+            chart(lambda: week_chart(chart_days(org), ORGANIZATION_TITLE), f"gpu-week-organization-{week}.png")
+        ],
         now=now,
     )
     metrics.add_metric(name="OrganizationAccountsMissing", unit=MetricUnit.Count, value=len(org.missing))
