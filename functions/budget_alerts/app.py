@@ -14,12 +14,13 @@ from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.costexplorer import CostExplorer
 from costguard.budgets.alerting import handle_notification
 from costguard.budgets.notifications import parse_sns_event
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import BudgetSettings
 from costguard.runtime import Runtime
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:

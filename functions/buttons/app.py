@@ -17,7 +17,7 @@ from costguard.aws.ec2 import Ec2
 from costguard.buttons.worker import ClickWorker
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import ButtonSettings, IdlePolicy
 from costguard.runtime import Runtime
 from costguard.slack.interactions import Click
@@ -25,6 +25,7 @@ from costguard.slack.notifier import post_response
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import DeepDiveSettings, IdlePolicy
 from costguard.core.shapes import shape
 from costguard.digest.chart import BLUE, DOLLARS, GREY, Series, bar_chart
@@ -25,6 +25,7 @@ DEEP_DIVE_INPUT = {"costguard": "deep-dive"}
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:

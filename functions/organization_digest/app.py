@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.queues import Mailbox
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import OrganizationSettings
 from costguard.core.shapes import shape
 from costguard.digest.chart import week_chart
@@ -26,6 +26,7 @@ ORGANIZATION_TITLE = "GPU-hours a day across the organization, used and idle"
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:

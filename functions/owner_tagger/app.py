@@ -13,7 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.cloudtrail import CloudTrail
 from costguard.aws.ec2 import Ec2
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.records import Skipped
 from costguard.owners.backfill import Backfill
 from costguard.owners.launch import tag_launch
@@ -28,6 +28,7 @@ BACKFILL_INPUT = {"costguard": "backfill"}
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from costguard.aws.ec2 import Ec2
 from costguard.aws.queues import Mailbox
 from costguard.aws.ssm import Ssm
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.queues import sqs_queue_region, sqs_queue_url
 from costguard.core.settings import DigestSettings, IdlePolicy
 from costguard.core.shapes import shape
@@ -28,6 +28,7 @@ WEEKLY_INPUT = {"costguard": "digest"}
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:

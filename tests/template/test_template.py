@@ -65,11 +65,35 @@ def test_no_iam_action_has_a_wildcard(cfn: dict[str, Any]) -> None:
     assert found == []
 
 
-def test_roles_use_no_managed_policies_beyond_basic_execution(cfn: dict[str, Any]) -> None:
+# The one managed policy beside basic execution: X-Ray's write-only one, which SAM attaches with Tracing
+# Active (PutTraceSegments and PutTelemetryRecords have no resource-level permissions: Resource "*").
+XRAY_WRITE = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"
+
+
+def test_roles_use_no_managed_policies_beyond_basic_execution_and_x_ray_writes(cfn: dict[str, Any]) -> None:
     for name, resource in cfn["Resources"].items():
         if resource["Type"] == "AWS::IAM::Role":
             for arn in resource["Properties"].get("ManagedPolicyArns", []):
-                assert "AWSLambdaBasicExecutionRole" in json.dumps(arn), (name, arn)
+                assert "AWSLambdaBasicExecutionRole" in json.dumps(arn) or arn == XRAY_WRITE, (name, arn)
+
+
+def test_tracing_follows_its_parameter_on_every_function(
+    cfn: dict[str, Any], cfn_untraced: dict[str, Any], sam_template: dict[str, Any]
+) -> None:
+    assert sam_template["Parameters"]["Tracing"]["Default"] == "Active"
+    assert sam_template["Parameters"]["Tracing"]["AllowedValues"] == ["Active", "Disabled"]
+    for traced_cfn, on in ((cfn, True), (cfn_untraced, False)):
+        roles = {n: r["Properties"] for n, r in traced_cfn["Resources"].items() if r["Type"] == "AWS::IAM::Role"}
+        assert len(functions(traced_cfn)) == 9
+        for name, props in functions(traced_cfn).items():
+            assert props.get("TracingConfig") == ({"Mode": {"Ref": "Tracing"}} if on else None), name
+            # Powertools' Tracer is off exactly when the function is not traced.
+            assert props["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == {
+                "Fn::If": ["TracingOn", "false", "true"]
+            }
+            role = roles[props["Role"]["Fn::GetAtt"][0]]
+            assert (XRAY_WRITE in role.get("ManagedPolicyArns", [])) is on, name
+    assert sam_template["Conditions"]["TracingOn"] == {"Fn::Equals": [{"Ref": "Tracing"}, "Active"]}
 
 
 def test_resource_star_only_for_reads_without_resource_level_permissions(cfn: dict[str, Any]) -> None:
@@ -345,10 +369,12 @@ def test_the_public_receiver_can_read_the_signing_secret_and_queue_clicks_and_no
         ("sqs:SendMessage", json.dumps({"Fn::Split": [",", {"Ref": "MemberClickQueues"}]}, sort_keys=True)),
     }
     assert not any(a.startswith(("ec2:", "dynamodb:", "ssm:", "autoscaling:")) for a, _ in granted)
-    # No managed policy but CloudWatch Logs, and no dead-letter queue it could write to.
+    # No managed policy but CloudWatch Logs and, with Tracing Active, X-Ray's write-only telemetry (its
+    # traces: Slack's 3-second deadline is where a slow call hurts most), and no dead-letter queue.
     managed = [json.dumps(m) for m in role.get("ManagedPolicyArns", [])]
-    assert len(managed) == 1
+    assert len(managed) == 2
     assert "AWSLambdaBasicExecutionRole" in managed[0]
+    assert json.loads(managed[1]) == XRAY_WRITE
     assert "DeadLetterConfig" not in functions(cfn)["SlackReceiverFunction"]
 
 

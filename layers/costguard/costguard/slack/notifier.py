@@ -23,10 +23,11 @@ from slack_sdk.http_retry.builtin_handlers import (
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
-from slack_sdk.webhook import WebhookClient
+from slack_sdk.web import SlackResponse
+from slack_sdk.webhook import WebhookClient, WebhookResponse
 
 from costguard.core.errors import ConfigError, SlackDeliveryError
-from costguard.core.observability import logger
+from costguard.core.observability import logger, traced
 from costguard.slack.blocks import Message, context
 from costguard.slack.pace import PER_CHANNEL_SECONDS, ChannelPace
 from costguard.slack.people import GONE_USER, KnownUsers, SlackPeople
@@ -69,6 +70,27 @@ class Delivery:
     channel: str
     ts: str = ""
     direct: bool = False
+
+
+class TracedWebClient(WebClient):
+    """slack-sdk's client, each Web API call (its retries included) a subsegment of the invocation's trace,
+    named by its method ("Slack chat.postMessage"): X-Ray's botocore patch sees only the AWS calls."""
+
+    def api_call(self, api_method: str, **kwargs: Any) -> SlackResponse:
+        with traced(f"Slack {api_method}"):
+            return super().api_call(api_method, **kwargs)
+
+
+class TracedWebhookClient(WebhookClient):
+    """An incoming webhook or an interaction's response_url, each post a subsegment of the trace."""
+
+    def __init__(self, url: str, *, name: str = "Slack webhook", **kwargs: Any) -> None:
+        super().__init__(url, **kwargs)
+        self.name = name
+
+    def send_dict(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> WebhookResponse:
+        with traced(self.name):
+            return super().send_dict(body, headers)
 
 
 class TimeBoundRateLimitHandler(RateLimitErrorRetryHandler):
@@ -122,7 +144,7 @@ class SlackNotifier:
         self.web = web_client
         if self.web is None and credentials.bot_token:
             kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
-            self.web = WebClient(
+            self.web = TracedWebClient(
                 token=credentials.bot_token,
                 timeout=timeout,
                 retry_handlers=_retry_handlers(rate_limit_retries, time_left),
@@ -130,7 +152,7 @@ class SlackNotifier:
             )
         self.webhook = webhook_client
         if self.webhook is None and credentials.webhook_url:
-            self.webhook = WebhookClient(
+            self.webhook = TracedWebhookClient(
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
         self.people = SlackPeople(self.web, known_users)
@@ -234,6 +256,7 @@ def _describe(exc: BaseException) -> str:
 
 def post_response(url: str, body: Mapping[str, Any]) -> None:
     """Answer an interaction through its response_url (update the message, or an ephemeral reply)."""
-    response = WebhookClient(url, timeout=10, retry_handlers=_retry_handlers(3)).send_dict(dict(body))
+    client = TracedWebhookClient(url, name="Slack response_url", timeout=10, retry_handlers=_retry_handlers(3))
+    response = client.send_dict(dict(body))
     if response.status_code != 200:
         raise SlackDeliveryError(f"response_url answered HTTP {response.status_code}: {response.body[:200]}")
