@@ -49,6 +49,7 @@ def test_the_tests_run_with_tracing_off() -> None:
 # address (here a UDP socket of the test's). A handler makes one AWS call (moto) and one Slack post.
 TRACED_INVOCATION = """
 import json
+from concurrent.futures import ThreadPoolExecutor
 from moto import mock_aws
 import boto3
 from costguard.core.observability import tracer
@@ -63,6 +64,8 @@ def handler(event, context):
     boto3.client("sqs", region_name="us-east-1").list_queues()
     notifier = SlackNotifier(SlackCredentials(bot_token=slack.token), base_url=slack.api_url)
     notifier.post("C0ALERTS", Message("hello", (section("hello"),)))
+    with ThreadPoolExecutor(1) as pool:  # the sweep tells owners from worker threads
+        pool.submit(notifier.post, "C0OTHER", Message("hello", (section("hello"),))).result()
     return {"secret": "not in the trace"}
 
 with mock_aws():
@@ -91,7 +94,7 @@ def test_an_invocation_sends_its_aws_and_slack_calls_to_x_ray_as_subsegments(tmp
     run = subprocess.run(
         [sys.executable, "-c", TRACED_INVOCATION], env=env, capture_output=True, text=True, check=True, timeout=60
     )
-    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"disabled": False, "posted": 1}
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"disabled": False, "posted": 2}
     documents = []
     daemon.settimeout(0.5)
     try:
@@ -105,12 +108,14 @@ def test_an_invocation_sends_its_aws_and_slack_calls_to_x_ray_as_subsegments(tmp
     finally:
         daemon.close()
     names = {d["name"]: d for d in documents}
+    slack = [d for d in documents if d["name"] == "Slack chat.postMessage"]
+    # The worker thread's post too, under the function's own segment (X-Ray's facade in a new thread).
+    assert sorted(d["parent_id"] for d in slack) == sorted([names["## handler"]["id"], "53995c3f42cd8ad8"])
     assert "## handler" in names  # the handler's own subsegment
     assert names["sqs"]["namespace"] == "aws"  # the AWS SDK call (botocore patched)
     assert names["sqs"]["aws"]["operation"] == "ListQueues"
-    assert names["Slack chat.postMessage"]["namespace"] == "remote"  # the Slack call, through the notifier
-    handler_id = names["## handler"]["id"]
-    assert names["sqs"]["parent_id"] == names["Slack chat.postMessage"]["parent_id"] == handler_id
+    assert {d["namespace"] for d in slack} == {"remote"}  # the Slack calls, through the notifier's client
+    assert names["sqs"]["parent_id"] == names["## handler"]["id"]
     assert {d["trace_id"] for d in documents} == {"1-5759e988-bd862e3fe1be46a994272793"}
     assert "not in the trace" not in json.dumps(documents)
     handler: Any = names["## handler"]
