@@ -222,7 +222,12 @@ def drivers(**changes: Any) -> Drivers:
         date(2026, 11, 18),
         date(2026, 11, 21),
         (EC2,),
-        [Mover("alice", 2100.0, 300.0), Mover("(no owner tag)", 500.0, 400.0), Mover("bob", 10.0, 50.0)],
+        [
+            Mover("alice", 2100.0, 300.0),
+            Mover("(no owner tag)", 500.0, 300.0),
+            Mover("carol", 905.0, 800.0),  # +$105: under 5% of the anomaly's $2,413, drives nothing
+            Mover("bob", 10.0, 50.0),
+        ],
     )
     for key, value in changes.items():
         setattr(base, key, value)
@@ -241,21 +246,22 @@ def test_the_alert_says_what_jumped_by_how_much_since_when_and_who_drives_it() -
     assert "Its worst day: +$1,104." in summary
     assert summary.endswith(
         f"Driving it on {EC2}, by owner tag, versus the 3 days before: owner *alice* +$1,800 · "
-        "owner *(no owner tag)* +$100"
+        "owner *(no owner tag)* +$200"
     )
     body = body_of(message)
     assert "us-east-1 \\u00b7 BoxUsage:p4d.24xlarge: +$1,867" in body, "the root causes, with AWS's contribution"
     assert "*Score*\\n0.78 (highest 0.81)" in body
     assert "bob" not in body, "an owner whose spend fell drives nothing"
+    assert "carol" not in body, "nor one whose spend rose by a trifle of the anomaly"
     assert f"/anomalies/{ANOMALY_ID}|Open the anomaly in AWS Cost Anomaly Detection>" in body
 
 
 def test_no_rising_owner_and_a_failed_cost_explorer_are_said() -> None:
     quiet = anomaly_message(anomaly(), drivers(by_owner=[Mover("bob", 10.0, 50.0)]))
-    assert f"No owner spends more on {EC2} than in the 3 days before." in body_of(quiet)
+    assert f"No owner's spend on {EC2} rose by $121 or more." in body_of(quiet)
     failed = anomaly_message(anomaly(), drivers(by_owner=[], errors=["GetCostAndUsage by Owner: ThrottlingException"]))
     assert "Cost Explorer could not answer GetCostAndUsage by Owner: ThrottlingException" in body_of(failed)
-    assert drivers_line(drivers(errors=["x"])) == f"Who drives it could not be read from Cost Explorer ({EC2})."
+    assert drivers_line(drivers(errors=["x"]), 2412.8) == f"Who drives it could not be read from Cost Explorer ({EC2})."
 
 
 def test_an_edit_says_what_the_impact_was_and_a_new_post_says_what_it_replaces() -> None:

@@ -8,7 +8,7 @@ from datetime import date, datetime
 
 from costguard.budgets.anomalies import Anomaly, RootCause
 from costguard.core.formatting import signed, usd
-from costguard.core.records import Drivers
+from costguard.core.records import Drivers, Mover
 from costguard.slack.blocks import (
     MAX_FIELD,
     Block,
@@ -24,6 +24,7 @@ from costguard.slack.blocks import (
 
 ICON = ":chart_with_upwards_trend:"
 OWNERS_SHOWN = 3
+SHARE_WORTH_NAMING = 0.05  # an owner whose spend rose by less than 5% of the anomaly does not drive it
 
 
 def what_jumped(anomaly: Anomaly) -> str:
@@ -61,14 +62,20 @@ def _summary(anomaly: Anomaly) -> str:
     return text
 
 
-def drivers_line(drivers: Drivers) -> str:
+def driving(drivers: Drivers, impact: float) -> list[Mover]:
+    """The owners whose spend rose by a share of the anomaly worth naming, the biggest rise first."""
+    floor = max(1.0, SHARE_WORTH_NAMING * impact)
+    return [m for m in drivers.by_owner if m.delta >= floor][:OWNERS_SHOWN]
+
+
+def drivers_line(drivers: Drivers, impact: float) -> str:
     """Who drives it, in one line: the owners whose spend rose most over the anomaly's days."""
-    rising = [m for m in drivers.by_owner if m.delta > 0][:OWNERS_SHOWN]
     where = ", ".join(drivers.services) if drivers.services else "all services"
     if drivers.errors:
         return f"Who drives it could not be read from Cost Explorer ({where})."
+    rising = driving(drivers, impact)
     if not rising:
-        return f"No owner spends more on {where} than in the {_days(drivers.days)} before."
+        return f"No owner's spend on {where} rose by {usd(max(1.0, SHARE_WORTH_NAMING * impact))} or more."
     parts = " · ".join(f"owner *{m.key}* {signed(m.delta)}" for m in rising)
     return f"Driving it on {where}, by owner tag, versus the {_days(drivers.days)} before: {parts}"
 
@@ -77,8 +84,8 @@ def _days(days: int) -> str:
     return "day" if days == 1 else f"{days} days"
 
 
-def _owners(drivers: Drivers) -> str:
-    rising = [m for m in drivers.by_owner if m.delta > 0][:OWNERS_SHOWN]
+def _owners(drivers: Drivers, impact: float) -> str:
+    rising = driving(drivers, impact)
     title = f"*Owners, versus the {_days(drivers.days)} before*"
     if not rising:
         return f"{title}\nnothing rising" if not drivers.errors else f"{title}\nunknown"
@@ -120,7 +127,7 @@ def anomaly_message(
             )
         )
     blocks += [
-        section(f"{ICON} {_summary(anomaly)}\n{drivers_line(drivers)}"),
+        section(f"{ICON} {_summary(anomaly)}\n{drivers_line(drivers, anomaly.total_impact)}"),
         fields_section(
             [
                 f"*Impact*\n{signed(anomaly.total_impact)}{_percent(anomaly)}",
@@ -138,7 +145,7 @@ def anomaly_message(
     cause_text = "*Root causes, as AWS ranks them*\n" + (
         bullet_list(causes, limit=MAX_FIELD - 40) if causes else "AWS named none."
     )
-    blocks.append(fields_section([cause_text, _owners(drivers)]))
+    blocks.append(fields_section([cause_text, _owners(drivers, anomaly.total_impact)]))
     blocks.append(section(link(anomaly.console_link, "Open the anomaly in AWS Cost Anomaly Detection")))
     notes = [
         f"AWS Cost Anomaly Detection, anomaly {anomaly.anomaly_id}"
