@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from mypy_boto3_ce import CostExplorerClient
 
 EC2_COMPUTE = "Amazon Elastic Compute Cloud - Compute"
+SAGEMAKER = "Amazon SageMaker"
 METRIC = "UnblendedCost"
 
 
@@ -46,6 +47,7 @@ class CostExplorer:
             ("by_service", {"Type": "DIMENSION", "Key": "SERVICE"}, scope),
             ("by_instance_type", {"Type": "DIMENSION", "Key": "INSTANCE_TYPE"}, ec2_scope),
             ("by_owner", {"Type": "TAG", "Key": self.owner_tag_key}, scope),
+            *self._sagemaker_grouping(),
         ]
         for attribute, group_by, group_filter in groupings:
             current = self._grouped(start, end, group_by, group_filter, picture) if end > start else {}
@@ -56,13 +58,22 @@ class CostExplorer:
             )
             if current is None or previous is None:
                 continue
-            movers = [Mover(_label(k), current.get(k, 0.0), previous.get(k, 0.0)) for k in set(current) | set(previous)]
+            label = sagemaker_usage if attribute == "by_sagemaker" else _label
+            movers = [Mover(label(k), current.get(k, 0.0), previous.get(k, 0.0)) for k in set(current) | set(previous)]
             movers.sort(key=lambda m: m.delta, reverse=True)
             setattr(picture, attribute, movers)
             if attribute == "by_service":
                 picture.month_to_date = sum(current.values())
         picture.forecast_month = self._forecast(today, picture)
         return picture
+
+    def _sagemaker_grouping(self) -> list[tuple[str, dict[str, str], dict[str, Any] | None]]:
+        """SageMaker's spend by usage type (USE1-Notebk:ml.g5.xlarge, USE1-Host:…): which notebook instances,
+        endpoints and Studio apps drive it. Not asked when the budget covers EC2 only."""
+        if self.ec2_only:
+            return []
+        scope = {"Dimensions": {"Key": "SERVICE", "Values": [SAGEMAKER]}}
+        return [("by_sagemaker", {"Type": "DIMENSION", "Key": "USAGE_TYPE"}, scope)]
 
     def _scope(self) -> dict[str, Any] | None:
         return {"Dimensions": {"Key": "SERVICE", "Values": [EC2_COMPUTE]}} if self.ec2_only else None
@@ -122,6 +133,20 @@ class CostExplorer:
     def _failed(picture: SpendPicture, call: str, exc: BaseException) -> None:
         picture.errors.append(f"{call}: {error_code(exc)}")
         logger.warning("cost explorer call failed", call=call, error=str(exc))
+
+
+_SAGEMAKER_USAGE = {"Notebk": "notebook instances", "Host": "endpoints", "Studio": "Studio apps"}
+
+
+def sagemaker_usage(key: str) -> str:
+    """A SageMaker usage type as a person reads it: "USE1-Notebk:ml.g5.xlarge" is "ml.g5.xlarge notebook
+    instances (USE1)"; a usage type of another form is shown as it is."""
+    region, _, rest = key.partition("-")
+    what, _, instance_type = rest.partition(":")
+    for marker, name in _SAGEMAKER_USAGE.items():
+        if what.startswith(marker) and instance_type:
+            return f"{instance_type} {name} ({region})"
+    return key or "(none)"
 
 
 def _label(key: str) -> str:

@@ -373,6 +373,7 @@ class SageMakerPolicy:
     studio_app_max_hours: int = 12  # running this long with no activity SageMaker reports: warned
     studio_apps_delete: bool = False
     studio_idle_minutes: int = 120  # the team's window: idle shutdown off or longer than this is reported
+    governed: bool = True  # SageMakerGovernance: owner tagging and the backfill cover SageMaker too
 
     def is_accelerated(self, instance_type: str) -> bool:
         """True for an ml.* type of the accelerator families (ml.g5.xlarge is the g5.xlarge family's)."""
@@ -395,6 +396,7 @@ class SageMakerPolicy:
             studio_app_max_hours=int(read.number("STUDIO_APP_MAX_HOURS", cls.studio_app_max_hours, minimum=1)),
             studio_apps_delete=read.flag("STUDIO_APPS_DELETE", cls.studio_apps_delete),
             studio_idle_minutes=window,
+            governed=read.flag("SAGEMAKER_GOVERNANCE", cls.governed),
         )
         if policy.endpoint_idle_days > LAST_INVOCATION_DAYS:
             # The last invocation is looked for this far back (CloudWatch keeps hourly data 455 days).

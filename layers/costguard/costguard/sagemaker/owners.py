@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.cloudtrail import EVENT_HISTORY, CloudTrail
 from costguard.aws.sagemaker import SageMaker
 from costguard.core import tags
@@ -36,6 +37,7 @@ class OwnerReport:
     unattributed: list[tuple[str, str, str]] = field(default_factory=list)  # (key, region, why)
     pages: int = 0
     deferred: bool = False
+    errors: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, object]:
         return {
@@ -43,6 +45,7 @@ class OwnerReport:
             "sagemaker_unattributed": [k for k, _, _ in self.unattributed],
             "sagemaker_cloudtrail_pages": self.pages,
             "sagemaker_deferred": self.deferred,
+            "sagemaker_errors": self.errors,
         }
 
 
@@ -137,9 +140,12 @@ class SageMakerOwners:
         report = OwnerReport()
         pending: list[Resource] = []
         for read in (self.api.notebooks, self.api.endpoints, self.api.apps):
-            pending += [
-                r for r in read(accelerated) if self.owner_tag_key not in r.tags and tags.OWNER_SOURCE not in r.tags
-            ]
+            try:
+                found = read(accelerated)
+            except READ_ERRORS as exc:  # one kind unreadable (no Studio here, a right missing): said, not fatal
+                report.errors.append(f"{read.__name__}: {error_code(exc)}")
+                continue
+            pending += [r for r in found if self.owner_tag_key not in r.tags and tags.OWNER_SOURCE not in r.tags]
         if not pending:
             return report
         found = self._walk(trail, pending, now, time_left=time_left, max_pages=max_pages, report=report)
