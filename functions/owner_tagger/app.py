@@ -85,8 +85,10 @@ def backfill(runtime: Runtime) -> dict[str, Any]:
 
 def tag_sagemaker(runtime: Runtime, event: dict[str, Any]) -> dict[str, Any]:
     """A SageMaker create call: the notebook instance, endpoint or Studio app tagged with its owner."""
-    if event.get("detail-type") != "AWS API Call via CloudTrail" or not _sagemaker_policy().governed:
-        raise EventValidationError("a SageMaker event costguard does not take here")
+    if event.get("detail-type") != "AWS API Call via CloudTrail":
+        raise EventValidationError(f"detail-type {str(event.get('detail-type'))[:60]!r} is not a CloudTrail API call")
+    if not _sagemaker_policy().governed:
+        return _ignored("SageMaker governance is off")
     created = creations.parse_record(event["detail"])
     if isinstance(created, Skipped):
         return _ignored(created.reason)

@@ -40,6 +40,14 @@ RESOURCELESS_READS = {
     "ce:GetSavingsPlansPurchaseRecommendation",
     "ssm:DescribeInstanceInformation",
     "ssm:ListCommandInvocations",
+    # SageMaker's List actions name no resource type in the Service Authorization Reference (ListTags does:
+    # it is granted on this account's SageMaker ARNs instead).
+    "sagemaker:ListNotebookInstances",
+    "sagemaker:ListEndpoints",
+    "sagemaker:ListApps",
+    "sagemaker:ListDomains",
+    "sagemaker:ListUserProfiles",
+    "sagemaker:ListSpaces",
 }
 
 
