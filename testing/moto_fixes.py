@@ -23,6 +23,7 @@ import moto.ec2.utils as ec2_utils
 from moto.cloudwatch.models import CloudWatchBackend
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.ec2.models import ec2_backends
+from moto.sagemaker.models import sagemaker_backends
 
 ACCOUNT = "123456789012"  # moto's default account
 
@@ -64,6 +65,13 @@ def _list_only_series_with_recent_data() -> None:
 def set_launch_time(instance_id: str, region: str, when: datetime, account: str = ACCOUNT) -> None:
     instance = ec2_backends[account][region].get_instance(instance_id)
     instance.launch_time = when.astimezone(UTC).replace(tzinfo=None)
+
+
+def set_sagemaker_time(kind: str, name: str, region: str, when: datetime, account: str = ACCOUNT) -> None:
+    """moto makes every notebook instance and endpoint "now": move one back (InService since `when`)."""
+    backend = sagemaker_backends[account][region]
+    found = backend.notebook_instances[name] if kind == "notebook" else backend.endpoints[name]
+    found.creation_time = found.last_modified_time = when.astimezone(UTC).replace(tzinfo=None)
 
 
 def index_metric_queries() -> None:

@@ -247,7 +247,8 @@ class _Studio(_Reads):
                 domain = self.client.describe_domain(DomainId=domain_id)
                 name = str(domain.get("DomainName", domain_id))
                 found += _settings("domain", domain_id, name, domain.get("DefaultUserSettings"))
-                found += _settings("domain spaces", domain_id, name, domain.get("DefaultSpaceSettings"))
+                spaces = domain.get("DefaultSpaceSettings")
+                found += _settings("domain spaces", domain_id, name, spaces, app_types=("JupyterLab",))
                 found += self._profiles(domain_id)
                 found += self._spaces(domain_id)
         return found
@@ -348,10 +349,17 @@ def _holder(domain: str, holder: str, app_type: str, app_name: str) -> dict[str,
     return params
 
 
-def _settings(scope: str, domain_id: str, name: str, settings: Mapping[str, Any] | None) -> list[IdleSetting]:
-    """The idle shutdown of each app type that has one, as set in these settings (None where not set)."""
+def _settings(
+    scope: str,
+    domain_id: str,
+    name: str,
+    settings: Mapping[str, Any] | None,
+    app_types: Sequence[str] = IDLE_SHUTDOWN_APP_TYPES,
+) -> list[IdleSetting]:
+    """The idle shutdown of each app type that has one, as set in these settings (None where not set). A
+    domain's defaults for spaces have JupyterLab settings only (DefaultSpaceSettings has no Code Editor)."""
     found = []
-    for app_type in IDLE_SHUTDOWN_APP_TYPES:
+    for app_type in app_types:
         app = (settings or {}).get(f"{app_type}AppSettings") or {}
         idle = (app.get("AppLifecycleManagement") or {}).get("IdleSettings") or {}
         state = idle.get("LifecycleManagement")

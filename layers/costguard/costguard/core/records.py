@@ -130,5 +130,5 @@ class SpendPicture:
     by_service: list[Mover] = field(default_factory=list)
     by_instance_type: list[Mover] = field(default_factory=list)
     by_owner: list[Mover] = field(default_factory=list)
-    by_sagemaker: list[Mover] = field(default_factory=list)  # SageMaker's usage types (ml.* hours, by what)
     errors: list[str] = field(default_factory=list)
+    by_sagemaker: list[Mover] = field(default_factory=list)  # SageMaker's usage types (ml.* hours, by what)

@@ -135,7 +135,10 @@ def app_activity(app: Resource, *, start: datetime) -> Activity:
     user = activity is not None and (health is None or abs(activity - health) > HEALTH_CHECK_NOISE)
     if user and activity is not None and activity >= start:
         return Activity(Verdict.BUSY, f"SageMaker saw its user at {activity:%a %H:%M} UTC", start)
-    seen = f"; last user activity SageMaker reports: {activity:%a %d %b %H:%M} UTC" if activity else ""
+    if user and activity is not None:
+        seen = f"; the last user activity SageMaker reports was {activity:%a %d %b %H:%M} UTC"
+    else:
+        seen = "; SageMaker reports only its health checks"
     return Activity(Verdict.IDLE, f"no activity SageMaker reports since {start:%a %d %b %H:%M} UTC{seen}", start, start)
 
 

@@ -141,11 +141,11 @@ class SageMakerOwners:
         pending: list[Resource] = []
         for read in (self.api.notebooks, self.api.endpoints, self.api.apps):
             try:
-                found = read(accelerated)
+                listed = read(accelerated)
             except READ_ERRORS as exc:  # one kind unreadable (no Studio here, a right missing): said, not fatal
                 report.errors.append(f"{read.__name__}: {error_code(exc)}")
                 continue
-            pending += [r for r in found if self.owner_tag_key not in r.tags and tags.OWNER_SOURCE not in r.tags]
+            pending += [r for r in listed if self.owner_tag_key not in r.tags and tags.OWNER_SOURCE not in r.tags]
         if not pending:
             return report
         found = self._walk(trail, pending, now, time_left=time_left, max_pages=max_pages, report=report)
