@@ -406,3 +406,66 @@ def test_studio_settings_without_idle_shutdown_are_reported_and_an_idle_gpu_app_
     body = json.dumps(settings.blocks)
     assert "domain `research` (domain d-abc123def456), JupyterLab: idle shutdown off" in body
     assert "user profile `bob` (domain d-abc123def456), CodeEditor: shuts down after 480 min idle" in body
+
+
+# ------------------------------------------------------------------ owners and prices
+
+
+def test_a_notebook_instance_created_through_the_console_is_tagged_with_its_creator(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any
+) -> None:
+    runtime = make_runtime(slack)
+    arn = notebook("alice-research", now, owner="")
+    sagemaker().delete_tags(ResourceArn=arn, TagKeys=["Owner"])
+    tagger = load_handler("owner_tagger")
+    tagger._sagemaker_policy.cache_clear()
+    result = tagger.lambda_handler(
+        load_event("owner_tagger/sagemaker-createnotebookinstance.json"), lambda_context, runtime=runtime
+    )
+    assert result["sagemaker_tagged"] == ["notebook/alice-research"]
+    written = tags_on(arn)
+    assert written["Owner"] == "alice@example.com"
+    assert written[tags.OWNER_SOURCE] == "identity-center"
+    assert written[tags.CREATED_BY].endswith(
+        "assumed-role/AWSReservedSSO_DataScientist_0123456789abcdef/alice@example.com"
+    )
+
+
+def product(usage: str, usd: str) -> str:
+    return json.dumps(
+        {
+            "product": {"attributes": {"usagetype": usage, "instanceName": "ml.g5.xlarge", "regionCode": "eu-west-1"}},
+            "terms": {"OnDemand": {"T": {"priceDimensions": {"D": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}},
+        }
+    )
+
+
+def test_sagemaker_prices_come_from_the_pricing_api_by_usage_type_in_one_call() -> None:
+    from costguard.aws.pricing import PriceBook
+
+    client = boto3.client("pricing", region_name="us-east-1")
+    expected = {
+        "ServiceCode": "AmazonSageMaker",
+        "Filters": [
+            {"Type": "TERM_MATCH", "Field": "instanceName", "Value": "ml.g5.xlarge"},
+            {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "eu-west-1"},
+        ],
+        "MaxResults": 100,
+    }
+    answer = {
+        "PriceList": [product("EUW1-Host:ml.g5.xlarge", "1.57"), product("EUW1-Notebk:ml.g5.xlarge", "1.58")],
+        "FormatVersion": "aws_v1",
+    }
+    with Stubber(client) as stub:
+        stub.add_response("get_products", answer, expected)
+        book = PriceBook(client)
+        host = book.sagemaker_hourly("ml.g5.xlarge", "eu-west-1", "endpoint")
+        notebook_price = book.sagemaker_hourly("ml.g5.xlarge", "eu-west-1", "notebook")
+        studio = book.sagemaker_hourly("ml.g5.xlarge", "eu-west-1", "app")
+        stub.assert_no_pending_responses()
+    assert (host.usd_per_hour, host.source) == (1.57, "pricing-api")
+    assert (notebook_price.usd_per_hour, notebook_price.source) == (1.58, "pricing-api")
+    assert (studio.usd_per_hour, studio.source) == (1.58, "bundled"), (
+        "no Studio usage type here: the notebook's, approximate"
+    )
+    assert book.api_calls == 1
