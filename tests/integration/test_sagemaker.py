@@ -14,6 +14,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from costguard.aws.pricing import PriceBook
 from costguard.aws.sagemaker import (
     INSTANCE_NAMESPACE,
     INVOCATIONS_NAMESPACE,
@@ -441,8 +442,6 @@ def product(usage: str, usd: str) -> str:
 
 
 def test_sagemaker_prices_come_from_the_pricing_api_by_usage_type_in_one_call() -> None:
-    from costguard.aws.pricing import PriceBook
-
     client = boto3.client("pricing", region_name="us-east-1")
     expected = {
         "ServiceCode": "AmazonSageMaker",
