@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
-from demo import accounts, fleet, render, sagemaker
+from demo import accounts, anomaly, fleet, render, sagemaker
 from testing.account import LocalAccount
 from testing.handlers import LambdaContext, load_handler
 
@@ -304,6 +304,12 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
     ):
         result = demo.invoke("budget_alerts", event("budget_alerts/sns-unknown.json"), "sns-unknown")
         print(f"   {result['notifications'][0]['status']}")
+    with step(
+        f"{demo.clock:%H:%M} budget_alerts: Cost Anomaly Detection finds EC2 jumping, by EventBridge and SNS, "
+        "then again bigger (events/budget_alerts/*anomaly.json)"
+    ):
+        for line in anomaly.scene(demo.account.gaps, demo.invoke, demo.clock):
+            print(f"   {line}")
     with step(f"{demo.clock:%H:%M} commitment_tracker: the daily check (events/commitment_tracker/daily.json)"):
         result = demo.invoke("commitment_tracker", event("commitment_tracker/daily.json"), "daily")
         print(

@@ -115,7 +115,7 @@ def invoke(function: str, runtime: Runtime) -> Callable[[Any], Any]:
 
 
 def report(function: str, outcomes: Counter[str], unhandled: list[str]) -> None:
-    """The counts go to bench/results/fuzz.json (the README reports them); any unhandled one fails."""
+    """The counts go to bench/results/fuzz.json (docs/security.md reports them); any unhandled one fails."""
     counts = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     counts[function] = {"events": sum(outcomes.values()), **dict(sorted(outcomes.items()))}
     RESULTS.write_text(json.dumps(dict(sorted(counts.items())), indent=1) + "\n")

@@ -258,6 +258,8 @@ def test_patterns_use_only_values_and_nesting(cfn: dict[str, Any]) -> None:
         ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-running.json", True),
         ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-stopped.json", True),
         ("IdleStopperFunctionInstanceState", "owner_tagger/runinstances-iam-user.json", False),
+        ("BudgetAlertsFunctionAnomalyDetected", "budget_alerts/eventbridge-anomaly.json", True),
+        ("BudgetAlertsFunctionAnomalyDetected", "idle_stopper/alarm-state-change.json", False),
     ],
 )
 def test_rule_patterns_match_the_real_shaped_events(
@@ -294,11 +296,56 @@ def test_budget_notifies_costguard_at_every_tier_and_the_forecast(cfn: dict[str,
     assert budget["Budget"]["TimeUnit"] == "MONTHLY"
 
 
-def test_only_aws_budgets_of_this_account_may_publish_to_the_budget_topic(cfn: dict[str, Any]) -> None:
-    [statement] = cfn["Resources"]["BudgetTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
-    assert statement["Principal"] == {"Service": "budgets.amazonaws.com"}
-    assert statement["Action"] == "sns:Publish"
-    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+def test_only_aws_budgets_and_cost_anomaly_detection_of_this_account_may_publish_to_the_budget_topic(
+    cfn: dict[str, Any],
+) -> None:
+    budgets, anomalies = cfn["Resources"]["BudgetTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    # costalerts.amazonaws.com is the service principal AWS documents for an anomaly subscription's topic.
+    assert [budgets["Principal"], anomalies["Principal"]] == [
+        {"Service": "budgets.amazonaws.com"},
+        {"Service": "costalerts.amazonaws.com"},
+    ]
+    for statement in (budgets, anomalies):
+        assert (statement["Effect"], statement["Action"], statement["Resource"]) == (
+            "Allow",
+            "sns:Publish",
+            {"Ref": "BudgetTopic"},
+        )
+        assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+
+
+def test_anomaly_detected_events_reach_budget_alerts_with_retries_a_dead_letter_queue_and_one_permission(
+    cfn: dict[str, Any],
+) -> None:
+    rule = cfn["Resources"]["BudgetAlertsFunctionAnomalyDetected"]
+    assert rule["Condition"] == "BudgetAlertsOn"
+    assert rule["Properties"]["EventPattern"] == {"source": ["aws.ce"], "detail-type": ["Anomaly Detected"]}
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["BudgetAlertsFunction", "Arn"]}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] > 0
+    invokers = [
+        r["Properties"]
+        for r in cfn["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Permission" and r["Properties"]["FunctionName"] == {"Ref": "BudgetAlertsFunction"}
+    ]
+    # SNS from the budget topic, EventBridge from this rule only: nothing else may invoke it.
+    assert sorted((p["Principal"], json.dumps(p["SourceArn"])) for p in invokers) == [
+        ("events.amazonaws.com", json.dumps({"Fn::GetAtt": ["BudgetAlertsFunctionAnomalyDetected", "Arn"]})),
+        ("sns.amazonaws.com", json.dumps({"Ref": "BudgetTopic"})),
+    ]
+
+
+def test_budget_alerts_reads_cost_explorer_for_anomalies_with_no_new_permission(cfn: dict[str, Any]) -> None:
+    # The anomaly comes in the event; who drives it is GetCostAndUsage, which budget alerts already had.
+    actions = sorted(
+        action
+        for role, statement in statements(cfn)
+        if role == "BudgetAlertsFunctionRole"
+        for action in as_list(statement["Action"])
+        if action.startswith("ce:")
+    )
+    assert actions == ["ce:GetCostAndUsage", "ce:GetCostForecast"]
 
 
 def test_budget_alerts_function_is_subscribed_to_the_budget_topic(cfn: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """Tag keys costguard owns. State that belongs to an instance lives in its tags, under `costguard:`.
 
-One name for one thing: the template's IAM conditions, the code and the README use these keys.
+One name for one thing: the template's IAM conditions, the code and the docs use these keys.
 """
 
 from __future__ import annotations

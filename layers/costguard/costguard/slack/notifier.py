@@ -152,6 +152,20 @@ class SlackNotifier:
                 failures.append(f"webhook: {_describe(exc)}")
         raise SlackDeliveryError(f"could not post to {channel}: " + "; ".join(failures or ["no Slack route"]))
 
+    def update(self, channel: str, ts: str, message: Message) -> Delivery:
+        """Edit a message the bot posted (chat.update: the channel id and ts its post returned).
+        SlackDeliveryError when it cannot: no bot token, a webhook's message (no ts), or Slack refused
+        (the message deleted, the channel gone); the caller decides what to post instead."""
+        if self.web is None or not ts:
+            why = "no bot token" if self.web is None else "the message has no ts (posted by the webhook)"
+            raise SlackDeliveryError(f"cannot edit a message in {channel}: {why}")
+        try:
+            response = self.web.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.slack_blocks())
+        except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+            logger.warning("slack update failed", channel=channel, error=_describe(exc))
+            raise SlackDeliveryError(f"could not edit {ts} in {channel}: {_describe(exc)}") from exc
+        return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ts))
+
     def send_to_owner(self, email: str | None, message: Message, *, fallback_channel: str, owner: str) -> Delivery:
         """Direct-message the owner; if Slack does not know them, post to the fallback channel naming them."""
         user_id = self.people.user_id(email) if email else None
