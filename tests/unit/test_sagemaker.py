@@ -20,7 +20,8 @@ from costguard.core.settings import Mode, SageMakerPolicy
 from costguard.sagemaker.activity import Verdict, app_activity, endpoint_activity, notebook_activity
 from costguard.sagemaker.creations import Creation, parse_record
 from costguard.sagemaker.decision import Action, decide
-from costguard.sagemaker.messages import warning
+from costguard.sagemaker.figures import SageMakerWeek, Zombie
+from costguard.sagemaker.messages import act_notice, digest_section, unattributed, warning
 from costguard.sagemaker.owners import app_owner
 from costguard.sagemaker.sweep import shutdown_findings
 from costguard.slack.buttons import Button, sagemaker_keep_buttons
@@ -279,3 +280,18 @@ def test_an_ec2_click_reads_as_before_and_a_forged_sagemaker_name_is_refused() -
     ):
         with pytest.raises(EventValidationError):
             parse_interaction(interaction(json.dumps(forged)))
+
+
+def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() -> None:
+    hostile = "<!channel> <https://example.com|re-authenticate>"
+    resource = endpoint_resource(tags={"Owner": hostile})
+    decision = decide(resource, idle(resource), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
+    week = SageMakerWeek(endpoints=1, zombies=[Zombie("churn-v2", hostile, 36.0, hostile)], idle_shutdown_off=[hostile])
+    for message in (
+        warning(resource, decision, Price(1.5, "pricing-api"), hostile, NOW),
+        act_notice(resource, decision, Price(1.5, "pricing-api"), hostile),
+        unattributed([("endpoint/churn-v2", "us-east-1", hostile)], "Owner"),
+    ):
+        assert "<!channel>" not in json.dumps(message.blocks) + message.text
+    assert "<!channel>" not in json.dumps(digest_section(week))
+    assert "&lt;!channel&gt;" in json.dumps(digest_section(week))

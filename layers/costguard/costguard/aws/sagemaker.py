@@ -11,8 +11,8 @@ app/<domain>/<user profile or space>/<type>/<name>, each with aws:ResourceTag/${
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -440,10 +440,3 @@ class SageMakerMetrics:
             scale = period if ref.stat == "Sum" else 1
             out.setdefault(ref.instance_id, {})[ref.signal] = [(t, v * scale) for t, v in points[ref]]
         return out, {ref.instance_id: why for ref, why in failed.items()}
-
-
-def days_between(start: datetime, end: datetime) -> Iterator[datetime]:
-    day = start
-    while day < end:
-        yield day
-        day += timedelta(days=1)

@@ -140,26 +140,6 @@ def act_notice(resource: Resource, decision: Decision, price: Price, owner: str)
     return Message(f"costguard {verb} idle {resource.label}", tuple(blocks))
 
 
-def not_acted_notice(resource: Resource, decision: Decision, mode: str, owner: str) -> Message:
-    return Message(
-        f"[{mode}] {resource.label} is still idle after the grace period; not {DONE[resource.kind]}",
-        (
-            section(
-                mrkdwn(
-                    "*[{0}]* {1} ({2}, owner {3}) is still idle after the grace period; in {0} mode costguard does "
-                    "not {4} it.\n{5}",
-                    mode,
-                    resource.label,
-                    resource.instance_type,
-                    owner or "unknown",
-                    VERB[resource.kind],
-                    decision.reason,
-                )
-            ),
-        ),
-    )
-
-
 def dry_run_notice(resource: Resource, decision: Decision, price: Price, owner: str) -> Message:
     plan = f"warn {owner or 'the alerts channel'}"
     if decision.will_act and decision.act_after is not None:
