@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
-from demo import accounts, anomaly, fleet, render
+from demo import accounts, anomaly, fleet, render, sagemaker
 from demo.clock import DemoClock
 from testing.account import LocalAccount
 from testing.handlers import LambdaContext, load_handler
@@ -441,6 +441,7 @@ def main() -> int:
         idle_stopping(demo, seeded)
         demo.clock = demo.t0 + timedelta(minutes=5)
         press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
+        sagemaker.scene(demo, demo.t0, step)  # a notebook instance stopped, a zombie endpoint warned
         billing(demo, seeded)
         with step(f"Several accounts: member account {accounts.MEMBER} joins the hub's Slack app"):
             member = accounts.join(demo.account, Runtime.current(), demo.t0)

@@ -5,7 +5,10 @@
 - ListMetrics: AWS lists a series only if it had data in the last two weeks (three hours with
   `RecentlyActive=PT3H`); moto lists every series it ever received. Patched to list like AWS.
 - Launch times: moto launches every instance "now"; tests and the demo need machines that have
-  been running for hours. `set_launch_time` moves one back.
+  been running for hours. `set_launch_time` moves one back (`set_sagemaker_time`, a notebook
+  instance or an endpoint).
+- SageMaker Studio apps: moto has none, and answers DescribeApp with NotImplementedError; AWS answers
+  an app that does not exist with ResourceNotFound. Patched to answer like AWS (every app is absent).
 
 Used by the integration tests (in-process moto) and the demo (moto's server runs in this process).
 `index_metric_queries` (demo and benchmarks only) makes moto's CloudWatch fast enough for a week of
@@ -23,6 +26,9 @@ import moto.ec2.utils as ec2_utils
 from moto.cloudwatch.models import CloudWatchBackend
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.ec2.models import ec2_backends
+from moto.sagemaker.exceptions import ResourceNotFound
+from moto.sagemaker.models import sagemaker_backends
+from moto.sagemaker.responses import SageMakerResponse
 
 ACCOUNT = "123456789012"  # moto's default account
 
@@ -40,6 +46,14 @@ def apply() -> None:
     ec2_utils.instance_value_in_filter_values = with_wildcards
     ec2_utils._costguard_wildcards = True  # type: ignore[attr-defined]
     _list_only_series_with_recent_data()
+    _no_studio_apps()
+
+
+def _no_studio_apps() -> None:
+    def describe_app(self: Any) -> Any:
+        raise ResourceNotFound(f"App {self._get_param('AppName')} does not exist")
+
+    SageMakerResponse.describe_app = describe_app  # type: ignore[attr-defined]
 
 
 def _list_only_series_with_recent_data() -> None:
@@ -64,6 +78,13 @@ def _list_only_series_with_recent_data() -> None:
 def set_launch_time(instance_id: str, region: str, when: datetime, account: str = ACCOUNT) -> None:
     instance = ec2_backends[account][region].get_instance(instance_id)
     instance.launch_time = when.astimezone(UTC).replace(tzinfo=None)
+
+
+def set_sagemaker_time(kind: str, name: str, region: str, when: datetime, account: str = ACCOUNT) -> None:
+    """moto makes every notebook instance and endpoint "now": move one back (InService since `when`)."""
+    backend = sagemaker_backends[account][region]
+    found = backend.notebook_instances[name] if kind == "notebook" else backend.endpoints[name]
+    found.creation_time = found.last_modified_time = when.astimezone(UTC).replace(tzinfo=None)
 
 
 def index_metric_queries() -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mypy_boto3_ce import CostExplorerClient
 
 EC2_COMPUTE = "Amazon Elastic Compute Cloud - Compute"
+SAGEMAKER = "Amazon SageMaker"
 METRIC = "UnblendedCost"
 
 
@@ -47,6 +48,7 @@ class CostExplorer:
             ("by_service", {"Type": "DIMENSION", "Key": "SERVICE"}, scope),
             ("by_instance_type", {"Type": "DIMENSION", "Key": "INSTANCE_TYPE"}, ec2_scope),
             ("by_owner", {"Type": "TAG", "Key": self.owner_tag_key}, scope),
+            *self._sagemaker_grouping(),
         ]
         for attribute, group_by, group_filter in groupings:
             compared = self._compare(
@@ -55,11 +57,21 @@ class CostExplorer:
             if compared is None:
                 continue
             movers, current_total = compared
+            if attribute == "by_sagemaker":
+                movers = [Mover(sagemaker_usage(m.key), m.current, m.previous) for m in movers]
             setattr(picture, attribute, movers)
             if attribute == "by_service":
                 picture.month_to_date = current_total
         picture.forecast_month = self._forecast(today, picture)
         return picture
+
+    def _sagemaker_grouping(self) -> list[tuple[str, dict[str, str], dict[str, Any] | None]]:
+        """SageMaker's spend by usage type (USE1-Notebk:ml.g5.xlarge, USE1-Host:…): which notebook instances,
+        endpoints and Studio apps drive it. Not asked when the budget covers EC2 only."""
+        if self.ec2_only:
+            return []
+        scope = {"Dimensions": {"Key": "SERVICE", "Values": [SAGEMAKER]}}
+        return [("by_sagemaker", {"Type": "DIMENSION", "Key": "USAGE_TYPE"}, scope)]
 
     def drivers(self, start: date, end: date, services: Sequence[str] = ()) -> Drivers:
         """Who drives a jump (an anomaly's days, [start, end)): spend by owner tag against as many days
@@ -149,6 +161,20 @@ class CostExplorer:
     def _failed(errors: list[str], call: str, exc: BaseException) -> None:
         errors.append(f"{call}: {error_code(exc)}")
         logger.warning("cost explorer call failed", call=call, error=str(exc))
+
+
+_SAGEMAKER_USAGE = {"Notebk": "notebook instances", "Host": "endpoints", "Studio": "Studio apps"}
+
+
+def sagemaker_usage(key: str) -> str:
+    """A SageMaker usage type as a person reads it: "USE1-Notebk:ml.g5.xlarge" is "ml.g5.xlarge notebook
+    instances (USE1)"; a usage type of another form is shown as it is."""
+    region, _, rest = key.partition("-")
+    what, _, instance_type = rest.partition(":")
+    for marker, name in _SAGEMAKER_USAGE.items():
+        if what.startswith(marker) and instance_type:
+            return f"{instance_type} {name} ({region})"
+    return key or "(none)"
 
 
 def _label(key: str) -> str:

@@ -131,6 +131,7 @@ class SpendPicture:
     by_instance_type: list[Mover] = field(default_factory=list)
     by_owner: list[Mover] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    by_sagemaker: list[Mover] = field(default_factory=list)  # SageMaker's usage types (ml.* hours, by what)
 
 
 @dataclass

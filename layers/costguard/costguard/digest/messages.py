@@ -90,6 +90,8 @@ def digest_message(data: DigestData) -> Message:
         blocks += _advice_blocks(
             data.advice, "*Right-sizing, Spot and working hours* (each from a week of this machine's data)"
         )
+    if data.sections:
+        blocks += [divider(), *data.sections]
     blocks += [divider(), section(_costguard_did(data)), section(_hygiene(data)), section(_commitments(data))]
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(
