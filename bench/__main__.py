@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 
-from bench import backfill, cold_imports, digest, faults, first_sweep, idle_sweep, owner_tagger, versus, week
+from bench import backfill, charts, cold_imports, digest, faults, first_sweep, idle_sweep, owner_tagger, versus, week
 from bench.common import save
 
 
 def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     cold_imports.main()
+    charts.main()
     owner_tagger.main()
     print("The first sweeps of 10,000 instances, 1,000 idle, 500 owners, against Slack's rate limits")
     print(f"  saved {save('first_sweep', first_sweep.main())}")

@@ -25,6 +25,15 @@ class EntryKind(StrEnum):
     LEARNED_START = "learned-start"  # started before work it learned recurs (costguard:start-at)
     LEARNED_START_WASTED = "learned-start-wasted"  # ... and the work did not come
     LEARNED_START_OFF = "learned-start-off"  # its owner pressed "Don't start it"
+    # SageMaker resources (the entry's instance_id is the resource's key: notebook/<name>, endpoint/<name>,
+    # app/<domain>/<profile or space>/<type>/<name>), apart from the EC2 kinds the digest counts.
+    SAGEMAKER_WARN = "sagemaker-warn"
+    SAGEMAKER_STOP = "sagemaker-stop"  # a notebook instance stopped
+    SAGEMAKER_DELETE = "sagemaker-delete"  # an endpoint or a Studio app deleted
+    SAGEMAKER_CLEAR = "sagemaker-clear-warning"
+    SAGEMAKER_KEEP = "sagemaker-keep"
+    SAGEMAKER_START = "sagemaker-start"  # a notebook started again from Slack
+    SAGEMAKER_RECREATE = "sagemaker-recreate"  # an endpoint recreated from Slack with its kept configuration
 
     @property
     def stopped(self) -> bool:
