@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import logging
 
-from bench import backfill, charts, cold_imports, digest, faults, first_sweep, idle_sweep, owner_tagger, versus, week
+from bench import (
+    backfill,
+    charts,
+    cold_imports,
+    digest,
+    faults,
+    first_sweep,
+    idle_sweep,
+    learning,
+    owner_tagger,
+    versus,
+    week,
+)
 from bench.common import save
 
 
@@ -19,7 +31,9 @@ def main() -> None:
     print(f"  saved {save('backfill', backfill.main())}")
     print("The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances")
     print(f"  saved {save('digest', digest.main())}")
-    print("A week of a realistic fleet through the real sweep, against two baselines")
+    print("The learning of recurring work for 1,000 machines about to be warned at once")
+    print(f"  saved {save('learning', learning.main())}")
+    print("A week of a realistic fleet through the real sweep, against the oracle and two baselines")
     print(f"  saved {save('week', week.main())}")
     print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")
     print(f"  saved {save('faults', faults.main())}")

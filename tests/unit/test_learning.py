@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from costguard.core.settings import IdlePolicy
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.decision import Action, Decision
+from costguard.idle.learned import Learner
 from costguard.idle.learning import LearnedStart, Quarter, learn, quarters_of, with_pattern, work_starts
+from costguard.state.startlog import StartRecord
 
 QUARTER = timedelta(minutes=15)
 NOW = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)  # a Saturday
@@ -202,3 +206,51 @@ def test_a_run_that_is_due_and_late_holds_the_stop(nightly: object) -> None:
 def test_a_warning_that_stops_nothing_is_left_as_it_is(nightly: object) -> None:
     blind = Decision("i-1", Action.WARN, "idle", will_stop=False)
     assert with_pattern(blind, nightly, POLICY, NOW) == blind  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ the reads
+
+
+class Unreadable:
+    """CloudWatch that cannot answer one machine's series (InternalError): the rest reads as idle."""
+
+    def __init__(self, broken: str) -> None:
+        self.broken = broken
+        self.periods: list[int | None] = []
+
+    def fetch(self, refs: Any, start: datetime, end: datetime, *, period: int | None = None) -> Any:
+        self.periods.append(period)
+        failed = {ref: "InternalError" for ref in refs if ref.instance_id == self.broken}
+        return {ref: [(end - QUARTER, 1.0)] for ref in refs}, failed
+
+
+class Nothing:
+    def changes_of(self, ids: Any) -> dict[str, list[Any]]:
+        return {i: [] for i in ids}
+
+    def read_many(self, ids: Any) -> dict[str, StartRecord]:
+        return {i: StartRecord() for i in ids}
+
+
+def test_a_stop_whose_fortnight_could_not_be_read_waits_and_a_warning_goes_out() -> None:
+    metrics = Unreadable("i-2")
+    learner = Learner(
+        metrics=metrics,  # type: ignore[arg-type]
+        history=Nothing(),  # type: ignore[arg-type]
+        starts=Nothing(),  # type: ignore[arg-type]
+        ledger=None,  # type: ignore[arg-type]
+        policy=POLICY,
+        mode=Mode.ENFORCE,
+        owner_tag_key="Owner",
+    )
+    machines = [Instance(f"i-{n}", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20)) for n in (1, 2, 3)]
+    decided = [
+        (machines[0], Decision("i-1", Action.STOP, "idle", stop_after=NOW)),
+        (machines[1], Decision("i-2", Action.STOP, "idle", stop_after=NOW)),
+        (machines[2], Decision("i-3", Action.WARN, "idle", stop_after=NOW + timedelta(minutes=30))),
+    ]
+    metrics.broken = "i-2"
+    out = learner.adjust(decided, {}, NOW)
+    assert [d.action for _, d in out] == [Action.STOP, Action.NONE, Action.WARN]
+    assert out[1][1].reason.startswith("its last two weeks could not be read")
+    assert metrics.periods == [900]  # quarter-hours, three machines' series in one call

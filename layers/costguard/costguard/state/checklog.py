@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.core.observability import logger
-from costguard.state.ledger import LedgerWriteError, backoff, write_batch
+from costguard.state.batches import read_batch
+from costguard.state.ledger import LedgerWriteError, StateTableBusy, write_batch
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-KEYS_PER_READ = 100  # BatchGetItem's limit
-MAX_READ_ATTEMPTS = 5
 KEEP = timedelta(days=1)
 
 
@@ -31,27 +30,13 @@ class CheckLog:
     def read(self, instance_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """Each machine's kept answers (as written), oldest first; none for a machine without any, or when
         the table would not answer."""
+        keys = [_key(i) for i in dict.fromkeys(instance_ids)]
         out: dict[str, list[dict[str, Any]]] = {}
-        ids = list(dict.fromkeys(instance_ids))
-        for start in range(0, len(ids), KEYS_PER_READ):
-            keys: list[Any] = [_key(i) for i in ids[start : start + KEYS_PER_READ]]
-            try:
-                for attempt in range(MAX_READ_ATTEMPTS):
-                    answer = self.client.batch_get_item(
-                        RequestItems={self.table: {"Keys": keys, "ProjectionExpression": "pk, answers"}}
-                    )
-                    responses: Mapping[str, Any] = answer.get("Responses") or {}
-                    for item in responses.get(self.table) or []:
-                        out[item["pk"]["S"].removeprefix("checks#")] = _answers(item)
-                    unprocessed: Mapping[str, Any] = answer.get("UnprocessedKeys") or {}
-                    keys = list((unprocessed.get(self.table) or {}).get("Keys") or [])
-                    if not keys:
-                        break
-                    backoff(attempt)
-                else:
-                    logger.warning("check log partly unread", machines=len(keys))
-            except (ClientError, BotoCoreError) as exc:
-                logger.warning("check log unreadable", error=str(exc)[:200])
+        try:
+            for item in read_batch(self.client, self.table, keys, "pk, answers"):
+                out[item["pk"]["S"].removeprefix("checks#")] = _answers(item)
+        except (ClientError, BotoCoreError, StateTableBusy) as exc:
+            logger.warning("check log unreadable", error=str(exc)[:200])
         return out
 
     def write(self, answers: Mapping[str, Sequence[Mapping[str, Any]]], now: datetime) -> None:

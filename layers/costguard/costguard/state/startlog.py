@@ -7,6 +7,7 @@ machines about to be warned or stopped, and those started, are read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.core.observability import logger
+from costguard.state.batches import read_batch
+from costguard.state.ledger import StateTableBusy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -37,20 +40,26 @@ class StartLog:
         self.client = client
         self.table = table_name
 
+    def read_many(self, instance_ids: Sequence[str]) -> dict[str, StartRecord]:
+        """The records of many machines, 100 a call (empty ones for machines without, or when the table would
+        not answer)."""
+        out = {i: StartRecord() for i in instance_ids}
+        try:
+            for item in read_batch(self.client, self.table, [_key(i) for i in dict.fromkeys(instance_ids)]):
+                out[str(item["pk"]["S"]).removeprefix("learned#")] = _record(item)
+        except (ClientError, BotoCoreError, StateTableBusy, ValueError) as exc:
+            logger.warning("learned starts unreadable", machines=len(instance_ids), error=str(exc)[:200])
+        return out
+
     def read(self, instance_id: str) -> StartRecord:
         """What was kept; an empty record when nothing was, or when the table would not answer (a learned
         pattern is then judged without its past starts: they count against it only once read)."""
         try:
             item = self.client.get_item(TableName=self.table, Key=_key(instance_id)).get("Item") or {}
-            raw = json.loads(item.get("record", {}).get("S", "{}"))
+            return _record(item)
         except (ClientError, BotoCoreError, ValueError) as exc:
             logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
             return StartRecord()
-        if not isinstance(raw, dict):
-            return StartRecord()
-        starts = [s for s in raw.get("starts", []) if isinstance(s, dict)]
-        broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
-        return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0))
 
     def write(self, instance_id: str, record: StartRecord, now: datetime) -> None:
         """Raises on a failed write: the caller decides what a lost record costs."""
@@ -78,6 +87,15 @@ class StartLog:
             self.write(instance_id, record, now)
         except (ClientError, BotoCoreError) as exc:
             logger.warning("learned starts not kept", instance_id=instance_id, error=str(exc)[:200])
+
+
+def _record(item: Mapping[str, Any]) -> StartRecord:
+    raw = json.loads(item.get("record", {}).get("S", "{}"))
+    if not isinstance(raw, dict):
+        return StartRecord()
+    starts = [s for s in raw.get("starts", []) if isinstance(s, dict)]
+    broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
+    return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0))
 
 
 def _key(instance_id: str) -> dict[str, dict[str, str]]:
