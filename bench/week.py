@@ -519,7 +519,7 @@ def run_costguard(
     except ImportError:
         pass  # code from before the activity check
 
-    world = World(seed)
+    world = World(seed, copies=int(os.environ.get("BENCH_COPIES", "1")))  # copies: the calls at scale
     fleet = Fleet(world, seed, no_ssm_share)
     people = {m.owner for m in world.machines}
     slack = SlackStandIn(users={p: f"U{k:04d}" for k, p in enumerate(sorted(people))}).start()
@@ -884,6 +884,47 @@ def measure(code_root: Path = ROOT, seed: int = 7) -> dict[str, Any]:
         "night_and_weekend_schedule": schedule_baseline(world),
         "cpu_average_rule": cpu_average_baseline(world),
     }
+
+
+SEEDS = (7, 11, 23)  # the weeks the rules were checked on
+UNSEEN = (31, 47, 59, 71)  # weeks looked at only at the end
+KEPT = (
+    "reclaimed_percent",
+    "interruptions",
+    "owner_restarts",
+    "exempted_by_owners",
+    "costguard_starts",
+    "costguard_starts_wasted",
+    "warnings_about_busy_machines",
+    "warnings_per_owner_per_day",
+    "machines_checked_per_sweep",
+    "reclaimed_percent_by_kind",
+    "calls",
+)
+
+
+def compare(before_root: Path, seeds: tuple[int, ...] = SEEDS + UNSEEN, after_root: Path = ROOT) -> dict[str, Any]:
+    """The same weeks (every machine with the SSM agent) through two code trees, next to the oracle:
+    `python -c "from bench import week; week.compare(Path('/tmp/base'))"` with a `git worktree add` of the
+    commit before."""
+    out: dict[str, Any] = {"seeds_checked_on": list(SEEDS), "seeds_unseen": list(UNSEEN), "weeks": {}}
+    for seed in seeds:
+        oracle = oracle_baseline(World(seed))
+        before = costguard_week(before_root, seed, 0.0)
+        after = costguard_week(after_root, seed, 0.0)
+        out["weeks"][str(seed)] = {
+            "oracle": {k: oracle[k] for k in ("reclaimed_percent", "idle_gpu_hours", "reclaimed_percent_by_kind")},
+            "before": {k: before[k] for k in KEPT},
+            "after": {k: after[k] for k in KEPT},
+        }
+        print(
+            f"  seed {seed}: reclaimed {before['reclaimed_percent']} % -> {after['reclaimed_percent']} % "
+            f"(oracle {oracle['reclaimed_percent']} %), interruptions {before['interruptions']} -> "
+            f"{after['interruptions']}, owner restarts {before['owner_restarts']} -> {after['owner_restarts']}, "
+            f"learned starts {after['costguard_starts']} ({after['costguard_starts_wasted']} wasted)",
+            flush=True,
+        )
+    return out
 
 
 def main() -> dict[str, Any]:

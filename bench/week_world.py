@@ -137,15 +137,16 @@ class Machine:
 
 
 class World:
-    def __init__(self, seed: int = 7, start: datetime | None = None) -> None:
+    def __init__(self, seed: int = 7, start: datetime | None = None, copies: int = 1) -> None:
+        """`copies`: that many teams of the same kinds of work (and of 16 people each), for the calls at scale."""
         self.rng = random.Random(seed)
         self.start = start or datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
         self.begin = self.start - HISTORY
         self.slots = int((HISTORY + WEEK + timedelta(hours=2)) / STEP)  # the week, and sweeps just after it
         self.machines: list[Machine] = []
         self._sums: dict[str, list[tuple[float, float]]] = {}
-        people = [(f"person{k}@example.com", ZONES[k % len(ZONES)]) for k in range(16)]
-        plan = [(persona, kind, False) for persona, kind in PLAN * 2] + MORE
+        people = [(f"person{k}@example.com", ZONES[k % len(ZONES)]) for k in range(16 * copies)]
+        plan = ([(persona, kind, False) for persona, kind in PLAN * 2] + MORE) * copies
         for k, (persona, instance_type, no_agent) in enumerate(plan):
             owner, zone = people[k % len(people)]
             machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona, gpu_agent=not no_agent)
