@@ -17,6 +17,7 @@ from costguard.core.settings import IdlePolicy
 from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
 from costguard.slack.interactions import Click, parse_interaction
+from costguard.state.ledger import LedgerWriteError
 from testing import moto_fixes
 from testing.handlers import load_handler
 from testing.slack_standin import SlackStandIn
@@ -252,3 +253,27 @@ def test_stop_now_on_a_warning_that_promised_a_learned_start_keeps_the_promise(
     assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
     assert "costguard starts it again at" in warning.text
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]
+
+
+def test_a_learned_start_is_made_even_when_the_rest_of_its_sweep_fails(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    busy = launch(now, instance_type="g5.xlarge", tags=warn_tags(now, warned_minutes_ago=40))  # a stop to record
+    publish(busy, now, gpus=[[1.0] * 36])
+
+    def storm(*_: Any, **__: Any) -> None:  # DynamoDB refuses every batch write for an hour
+        raise LedgerWriteError("25 items still unprocessed after 8 tries")
+
+    monkeypatch.setattr(runtime.ledger, "record_many", storm)
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    monkeypatch.setattr(runtime, "now", lambda: start_at)
+    with pytest.raises(app.SweepIncomplete):  # retried by the scheduler, as any failed sweep
+        app.lambda_handler(SWEEP, lambda_context, runtime=runtime, policy=POLICY)
+    assert state_of(iid) == "running"  # the run does not find its machine stopped

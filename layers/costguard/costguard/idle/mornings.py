@@ -34,7 +34,7 @@ from costguard.slack.blocks import Message
 from costguard.state.claims import Claims, ClaimState
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.history import MachineHistory
-from costguard.state.ledger import Ledger
+from costguard.state.ledger import Ledger, StateTableBusy
 from costguard.state.startlog import StartLog, StartRecord
 
 DAY = timedelta(days=1)
@@ -58,10 +58,14 @@ class MorningStarts:
             # The filters narrow the answer; this is what is relied on.
             if instance.state != "stopped" or not self.policy.is_accelerated(instance.instance_type):
                 continue
-            if tags.SCHEDULE in instance.tags:
-                self.working_hours(instance, now, report)
-            if tags.START_AT in instance.tags:
-                self.learned.consider(instance, now, report)
+            try:  # one machine's failed write does not keep the others from their start
+                if tags.SCHEDULE in instance.tags:
+                    self.working_hours(instance, now, report)
+                if tags.START_AT in instance.tags:
+                    self.learned.consider(instance, now, report)
+            except (ClientError, BotoCoreError, StateTableBusy) as exc:
+                logger.warning("start not finished", instance_id=instance.instance_id, error=str(exc)[:200])
+                report.retryable_errors.append(f"{instance.instance_id}: {exc}")
 
     def started(self, instance_id: str) -> None:
         self.learned.started(instance_id)

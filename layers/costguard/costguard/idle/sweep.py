@@ -104,13 +104,15 @@ class IdleStopper:
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
-        candidates = list(self.ec2.iter_instances(self.candidate_filters()))
+        candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
         # Server-side filters narrow the page count; this check is the one the decision relies on.
         candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
         report.candidates = len(candidates)
-        told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
-        gpu = self._act_on(candidates, now, report, one_instance=False, told=told)
-        self.mornings.run(now, report)
+        try:  # first: a machine due to start for its work or its hours cannot wait for the rest to succeed
+            self.mornings.run(now, report)
+        finally:
+            told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
+            gpu = self._act_on(candidates, now, report, one_instance=False, told=told)
         if self.manage_alarms:
             self.alarms.reconcile(candidates, gpu, report)
         return report
@@ -131,12 +133,6 @@ class IdleStopper:
         if state == "running" and self.settings.mode.mutates:
             self.mornings.started(instance_id)
         return report
-
-    def candidate_filters(self) -> list[Any]:
-        return [
-            {"Name": "instance-state-name", "Values": ["running"]},
-            {"Name": "instance-type", "Values": list(self.policy.accelerator_families)},
-        ]
 
     def _act_on(
         self,
@@ -197,6 +193,13 @@ class IdleStopper:
             pool.shutdown(wait=True)
             self.ledger.record_many(entries)
         return plan.gpu_series
+
+
+def candidate_filters(policy: IdlePolicy) -> list[Any]:
+    return [
+        {"Name": "instance-state-name", "Values": ["running"]},
+        {"Name": "instance-type", "Values": list(policy.accelerator_families)},
+    ]
 
 
 def scale_in_protection(
