@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
@@ -366,3 +366,65 @@ def test_dry_run_asks_no_machine_anything(
     iid = warned_machine(now)
     sweep(runtime, now, lambda_context, monkeypatch)
     assert tags.ACTIVITY_CHECK_AT not in tags_of(iid)
+
+
+def finished_an_hour_ago(now: datetime) -> str:
+    """A 4-GPU machine whose run ended 50 minutes ago: idle for the shorter window, not the full one."""
+    iid = launch(now)
+    ran = [90.0] * 26 + [0.0] * 10
+    publish(iid, now, gpus=[ran] * 4, cpu=[30.0] * 26 + [1.0] * 10, core=[100.0] * 26 + [3.0] * 10)
+    return iid
+
+
+def test_a_machine_whose_check_sees_nothing_alive_is_warned_after_the_shorter_window(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = finished_an_hour_ago(now)
+    answers[iid] = report(sessions=[{"tty": "pts/0", "idle_s": 4 * 3600}])
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["warned"] == [iid]
+    [warning] = slack.messages
+    assert "has been idle for 50 min" in warning.text
+    assert "the activity check saw nothing running: no input for 4 h" in json.dumps(warning.blocks)
+    assert tags_of(iid)[tags.STOP_AFTER] == formatting.format_time(now + timedelta(minutes=30))
+
+
+@pytest.mark.parametrize(
+    "alive",
+    [
+        {"kernels": [{"state": "idle", "idle_s": 9000}]},  # an idle kernel still holds its user's state
+        {"sessions": [{"tty": "pts/0", "idle_s": 1800}]},  # someone typed 30 minutes ago
+        {"gpu": [{"name": "python serve.py", "mib": 900, "notebook": False}]},
+    ],
+)
+def test_anything_alive_on_the_machine_keeps_the_full_window(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    alive: dict[str, Any],
+) -> None:
+    iid = finished_an_hour_ago(now)
+    answers[iid] = report(**alive)
+    assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == []
+    assert slack.messages == []
+
+
+def test_without_its_check_a_machine_waits_the_full_window(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = finished_an_hour_ago(now)  # not managed by SSM: metrics alone never shorten the window
+    assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == []
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
