@@ -199,6 +199,12 @@ def print_decisions(demo: Demo, seeded: fleet.SeededFleet, result: dict[str, Any
             print(f"   {region}: no GPU telemetry from {silent}")
 
 
+def print_decisions_of(demo: Demo, seeded: fleet.SeededFleet) -> None:
+    """A sweep now, and what it decided."""
+    result = demo.invoke("idle_stopper", event("idle_stopper/sweep.json"), "sweep")
+    print_decisions(demo, seeded, result, f"{demo.clock:%H:%M}")
+
+
 def activity(**fields: Any) -> dict[str, Any]:
     """What costguard's activity check prints on a machine (schema version 1)."""
     return {"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None, **fields}
@@ -447,14 +453,7 @@ def main() -> int:
         idle_stopping(demo, seeded)
         demo.clock = demo.t0 + timedelta(minutes=5)
         press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
-        demo.clock = max(demo.clock, learned.start_before_the_run(nightly_run))
-        with step(f"{demo.clock:%H:%M} idle_stopper: the sweep a quarter before carol-batch's job (sweep.json)"):
-            print_decisions(
-                demo,
-                seeded,
-                demo.invoke("idle_stopper", event("idle_stopper/sweep.json"), "sweep"),
-                f"{demo.clock:%H:%M}",
-            )
+        learned.start_scene(demo, lambda: print_decisions_of(demo, seeded), nightly_run)  # demo/learned.py
         sagemaker.scene(demo, demo.t0, step)  # a notebook instance stopped, a zombie endpoint warned
         billing(demo, seeded)
         with step(f"Several accounts: member account {accounts.MEMBER} joins the hub's Slack app"):
