@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import logging
 
-from bench import backfill, cold_imports, digest, faults, first_sweep, idle_sweep, owner_tagger, versus, week
+from bench import (
+    backfill,
+    cold_imports,
+    digest,
+    digest_whole,
+    faults,
+    first_sweep,
+    idle_sweep,
+    owner_tagger,
+    versus,
+    week,
+)
 from bench.common import save
 
 
@@ -18,6 +29,8 @@ def main() -> None:
     print(f"  saved {save('backfill', backfill.main())}")
     print("The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances")
     print(f"  saved {save('digest', digest.main())}")
+    print("The whole weekly digest handler at 1,000 and 10,000 GPU machines, as Lambda runs it")
+    print(f"  saved {save('digest_whole', digest_whole.main())}")
     print("A week of a realistic fleet through the real sweep, against two baselines")
     print(f"  saved {save('week', week.main())}")
     print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")
