@@ -59,7 +59,7 @@ class PeakSnapshots:
         import threading  # noqa: PLC0415
         import tracemalloc  # noqa: PLC0415
 
-        tracemalloc.start(12)
+        tracemalloc.start(int(os.environ.get("BENCH_TRACE_FRAMES", "1")))
         self.best, self.snapshot = 0, cast(Any, None)
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._watch, daemon=True)
@@ -70,7 +70,7 @@ class PeakSnapshots:
 
         while not self.done.wait(0.5):
             current, _ = tracemalloc.get_traced_memory()
-            if current > self.best * 1.05:
+            if current > self.best * 1.2:
                 self.best, self.snapshot = current, tracemalloc.take_snapshot()
 
     def report(self, path: Path) -> None:
