@@ -13,6 +13,7 @@ from bench import (
     first_sweep,
     idle_sweep,
     owner_tagger,
+    scheduled,
     versus,
     week,
 )
@@ -31,6 +32,8 @@ def main() -> None:
     print(f"  saved {save('digest', digest.main())}")
     print("The whole weekly digest handler at 1,000 and 10,000 GPU machines, as Lambda runs it")
     print(f"  saved {save('digest_whole', digest_whole.main())}")
+    print("The deep dive over a payer account's quarter, and the organization digest of 100 accounts, whole")
+    print(f"  saved {save('scheduled', scheduled.main())}")
     print("A week of a realistic fleet through the real sweep, against two baselines")
     print(f"  saved {save('week', week.main())}")
     print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")

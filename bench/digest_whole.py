@@ -133,6 +133,63 @@ def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) ->
     }
 
 
+def run_handler(
+    function: str,
+    name: str,
+    env: dict[str, str],
+    *,
+    profile: str = "",
+    keep: Path | None = None,
+    code: Path | None = None,
+) -> tuple[float, dict[str, Any]]:
+    """A scheduled handler in a fresh process (this tree's, or `code`'s library and handlers): the wall
+    seconds from start to exit, and what the process reported (bench/handler_child.py)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        where = keep or Path(tmp)
+        out = where / f"{name}.json"
+        argv = [sys.executable, "-m", "bench.handler_child", function, str(out)]
+        if profile:
+            argv += ["--profile", profile]
+        if code is not None:
+            env = {**env, "BENCH_CODE_ROOT": str(code)}
+        started = time.perf_counter()
+        with (where / f"{name}.log").open("wb") as log:
+            status = subprocess.run(argv, check=False, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        wall = time.perf_counter() - started
+        child: dict[str, Any] = {"status": "failed", "error": f"exit {status.returncode}"}
+        if out.exists():
+            child = json.loads(out.read_text())
+        if child.get("status") != "done":
+            log_tail = (where / f"{name}.log").read_text()[-2000:]
+            raise RuntimeError(f"{function} ({name}) failed: {child.get('error')}\n{log_tail}")
+    return wall, child
+
+
+def measured(
+    wall: float, child: dict[str, Any], aws: Any, slack: SlackStandIn, limit: dict[str, int]
+) -> dict[str, Any]:
+    """A run's measures, and its calls by operation against their floor."""
+    if aws.unsupported:
+        raise RuntimeError(f"the stand-in was asked what it does not implement: {sorted(set(aws.unsupported))}")
+    calls = {**dict(aws.calls), **{f"slack:{k}": v for k, v in Counter(slack.calls).items()}}
+    aws_calls = sum(v for k, v in calls.items() if not k.startswith("slack:"))
+    aws_floor = sum(v for k, v in limit.items() if not k.startswith("slack:"))
+    return {
+        "latency_ms": round(aws.latency_s * 1000),
+        "wall_s": round(wall, 1),
+        "cpu_s": child["cpu_s"],
+        "peak_rss_mb": child["peak_rss_mb"],
+        "import_s": child["import_s"],
+        "handler_s": child["handler_s"],
+        "standin_busy_s": round(aws.busy_s, 1),
+        "aws_calls": aws_calls,
+        "aws_floor": aws_floor,
+        "aws_vs_floor": round(aws_calls / aws_floor, 2),
+        "slack_429s": dict(sorted((slack.limits.refused if slack.limits else {}).items())),
+        "calls": {op: {"made": calls.get(op, 0), "floor": limit.get(op, 0)} for op in sorted(set(calls) | set(limit))},
+    }
+
+
 def run_weekly(
     n: int, latency: float, *, profile: str = "", keep: Path | None = None, code: Path | None = None
 ) -> dict[str, Any]:
@@ -143,55 +200,18 @@ def run_weekly(
     aws.start()
     slack = SlackStandIn(users=world.slack_users, token=TOKEN, latency_s=latency, limits=RateLimits()).start()
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            where = keep or Path(tmp)
-            out = where / f"weekly-{n}.json"
-            argv = [sys.executable, "-m", "bench.handler_child", "weekly_digest", str(out)]
-            if profile:
-                argv += ["--profile", profile]
-            env = digest_env(aws.url, slack, world)
-            if code is not None:
-                env["BENCH_CODE_ROOT"] = str(code)
-            started = time.perf_counter()
-            with (where / f"weekly-{n}.log").open("wb") as log:
-                status = subprocess.run(
-                    argv, check=False, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-                ).returncode
-            wall = time.perf_counter() - started
-            child: dict[str, Any] = {"status": "failed", "error": f"exit {status}"}
-            if out.exists():
-                child = json.loads(out.read_text())
-            if child.get("status") != "done":
-                log_tail = (where / f"weekly-{n}.log").read_text()[-2000:]
-                raise RuntimeError(f"weekly digest of {n} failed: {child.get('error')}\n{log_tail}")
-        if aws.unsupported:
-            raise RuntimeError(f"the stand-in was asked what it does not implement: {sorted(set(aws.unsupported))}")
+        env = digest_env(aws.url, slack, world)
+        wall, child = run_handler("weekly_digest", f"weekly-{n}", env, profile=profile, keep=keep, code=code)
         answer = child["answer"]
-        calls = {**dict(aws.calls), **{f"slack:{k}": v for k, v in Counter(slack.calls).items()}}
         limit = floor(world, len(answer["owners_told"]), len(aws.priced), len(aws.spot_asked))
-        aws_calls = sum(v for k, v in calls.items() if not k.startswith("slack:"))
-        aws_floor = sum(v for k, v in limit.items() if not k.startswith("slack:"))
         return {
             "instances": n,
-            "latency_ms": round(latency * 1000),
-            "wall_s": round(wall, 1),
-            "cpu_s": child["cpu_s"],
-            "peak_rss_mb": child["peak_rss_mb"],
-            "import_s": child["import_s"],
-            "handler_s": child["handler_s"],
-            "standin_busy_s": round(aws.busy_s, 1),
-            "aws_calls": aws_calls,
-            "aws_floor": aws_floor,
-            "aws_vs_floor": round(aws_calls / aws_floor, 2),
-            "slack_429s": dict(sorted((slack.limits.refused if slack.limits else {}).items())),
+            **measured(wall, child, aws, slack, limit),
             "owners_told": len(answer["owners_told"]),
             "owners_quiet": len(answer["owners_quiet"]),
             "owners_unreachable": len(answer["owners_unreachable"]),
             "idle_gpu_hours": answer["idle_gpu_hours"],
             "waste_usd": answer["waste_usd"],
-            "calls": {
-                op: {"made": calls.get(op, 0), "floor": limit.get(op, 0)} for op in sorted(set(calls) | set(limit))
-            },
         }
     finally:
         slack.stop()

@@ -60,6 +60,7 @@ class PriceBook:
     def __init__(self, client: PricingClient | None) -> None:
         self.client = client
         self._cache: dict[tuple[str, str], Price] = {}
+        self._everywhere: dict[str, dict[str, float]] = {}  # a type's prices in every region, once read
         self.api_calls = 0
 
     def hourly(self, instance_type: str, region: str) -> Price:
@@ -70,7 +71,10 @@ class PriceBook:
 
     def across_regions(self, instance_type: str) -> dict[str, float]:
         """The type's Linux on-demand price in every AWS Region that offers it (Local Zones left out),
-        from the Pricing API's pages; {} when the API cannot be read. Each region's price is kept for hourly()."""
+        from the Pricing API's pages; {} when the API cannot be read. Each region's price is kept for hourly(),
+        and the answer for the next region that asks about the same type (an answer that failed is asked again)."""
+        if instance_type in self._everywhere:
+            return dict(self._everywhere[instance_type])
         if self.client is None:
             return {}
         params: dict[str, Any] = {
@@ -98,6 +102,7 @@ class PriceBook:
             return {}
         for region, price in prices.items():
             self._cache.setdefault((instance_type, region), Price(price, "pricing-api"))
+        self._everywhere[instance_type] = dict(prices)
         return prices
 
     def _lookup(self, instance_type: str, region: str) -> Price:
