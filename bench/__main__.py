@@ -6,6 +6,7 @@ import logging
 
 from bench import (
     backfill,
+    charts,
     cold_imports,
     digest,
     digest_whole,
@@ -23,6 +24,7 @@ from bench.common import save
 def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     cold_imports.main()
+    charts.main()
     owner_tagger.main()
     print("The first sweeps of 10,000 instances, 1,000 idle, 500 owners, against Slack's rate limits")
     print(f"  saved {save('first_sweep', first_sweep.main())}")

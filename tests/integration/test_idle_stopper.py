@@ -586,6 +586,26 @@ def test_instance_state_changes_create_and_delete_its_alarm(
     assert alarms() == {}
 
 
+def test_the_documented_state_change_sample_is_handled_not_dead_lettered(
+    runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # AWS's own sample names its instance i-xxxxxxxx: an 8-character id of letters, as AWS writes ids.
+    boto3.client("cloudwatch", region_name=REGION).put_metric_alarm(
+        AlarmName="costguard-idle-i-xxxxxxxx",
+        MetricName="CPUUtilization",
+        Namespace="AWS/EC2",
+        Statistic="Maximum",
+        Period=300,
+        EvaluationPeriods=1,
+        Threshold=1,
+        ComparisonOperator="LessThanThreshold",
+    )
+    result = run(load_event("idle_stopper/ec2-state-documented-sample.json"), runtime, now, lambda_context, monkeypatch)
+    assert result["status"] == "done"
+    assert result["regions"][REGION]["alarms_deleted"] == 1
+    assert alarms() == {}
+
+
 def test_alarm_creation_is_spread_over_sweeps_on_a_large_fleet(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

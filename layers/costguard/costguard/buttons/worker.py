@@ -52,6 +52,10 @@ def click_time(click: Click, fallback: datetime) -> datetime:
         return fallback
 
 
+def no_sagemaker(worker: ClickWorker, click: Click, _now: datetime) -> Reply:
+    return worker._tell(click, Reply("gone", "costguard does not govern SageMaker in this account."))
+
+
 @dataclass
 class ClickWorker:
     ec2_for: Callable[[str], Ec2]
@@ -66,12 +70,15 @@ class ClickWorker:
     admins: Sequence[str]
     zone: ZoneInfo
     account: str = ""  # this worker's account: a click for a machine elsewhere is never acted on here
+    sagemaker: Callable[[ClickWorker, Click, datetime], Reply] = no_sagemaker  # clicks on SageMaker resources
 
     def handle(self, click: Click, now: datetime) -> Reply:
         if click.account and self.account and click.account != self.account:
             logger.error("click for another account", click_account=click.account, account=self.account)
             text = f"`{click.instance_id}` is in account {click.account}; this costguard acts in {self.account} only."
             return self._tell(click, Reply("refused", text))
+        if click.sagemaker:  # a notebook instance, endpoint or Studio app (buttons.sagemaker)
+            return self.sagemaker(self, click, now)
         ec2 = self.ec2_for(click.region)
         found = ec2.describe([click.instance_id])
         if not found or not self.policy.is_accelerated(found[0].instance_type):

@@ -1,9 +1,11 @@
 """Tag keys costguard owns. State that belongs to an instance lives in its tags, under `costguard:`.
 
-One name for one thing: the template's IAM conditions, the code and the README use these keys.
+One name for one thing: the template's IAM conditions, the code and the docs use these keys.
 """
 
 from __future__ import annotations
+
+import re
 
 PREFIX = "costguard:"
 
@@ -29,6 +31,12 @@ WARNING_TAGS = (IDLE_WARNED_AT, STOP_AFTER)
 # the check only to instances that carry it, and lets it write it only on accelerated instances.
 ACTIVITY_CHECK_AT = "costguard:activity-check-at"
 
+# SageMaker: on an endpoint configuration whose endpoint costguard deleted, the endpoint's name and owner,
+# so that "Recreate" brings the endpoint back with its owner.
+DELETED_ENDPOINT = "costguard:deleted-endpoint"
+ENDPOINT_OWNER = "costguard:endpoint-owner"
+RECREATED_BY = "costguard:recreated-by"  # on an endpoint recreated from Slack (IAM requires it on CreateEndpoint)
+
 # Tag values are limited to 256 characters by EC2.
 MAX_VALUE_LENGTH = 256
 
@@ -36,3 +44,11 @@ MAX_VALUE_LENGTH = 256
 def clip(value: str) -> str:
     """EC2 refuses tag values over 256 characters; a long role-session ARN must not fail the call."""
     return value if len(value) <= MAX_VALUE_LENGTH else value[: MAX_VALUE_LENGTH - 1] + "…"
+
+
+_SAGEMAKER_UNSAFE = re.compile(r"[^\w\s_.:/=+\-@]", re.UNICODE)
+
+
+def sagemaker_value(value: str) -> str:
+    """SageMaker refuses tag values outside letters, digits, spaces and _.:/=+-@ (and over 256 characters)."""
+    return _SAGEMAKER_UNSAFE.sub("_", value)[:MAX_VALUE_LENGTH]  # no ellipsis: SageMaker refuses it too

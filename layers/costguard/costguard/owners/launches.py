@@ -15,8 +15,8 @@ from typing import Any
 
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
+from costguard.core.ownership import Identity, parse_identity
 from costguard.core.records import Skipped
-from costguard.owners.rules import Identity
 
 EVENTBRIDGE_DETAIL_TYPE = "AWS API Call via CloudTrail"
 
@@ -87,28 +87,6 @@ def parse_lookup_event(result: Mapping[str, Any]) -> LaunchEvent | Skipped:
         if ids:
             record = {**record, "responseElements": {"instancesSet": {"items": [{"instanceId": i} for i in ids]}}}
     return parse_record(record)
-
-
-def parse_identity(raw: Any) -> Identity:
-    """userIdentity, every field its documented type: a list where a name should be is refused, never
-    written as an owner."""
-    where = "userIdentity"
-    identity = shapes.obj(raw, where)
-    context = shapes.optional_obj(identity, "sessionContext", where)
-    issuer = shapes.optional_obj(context, "sessionIssuer", f"{where}.sessionContext")
-    return Identity(
-        type=shapes.text(identity, "type", where, limit=40),
-        arn=shapes.optional_text(identity, "arn", where),
-        user_name=shapes.optional_text(identity, "userName", where, limit=256),
-        session_issuer_arn=shapes.optional_text(issuer, "arn", f"{where}.sessionContext.sessionIssuer"),
-        session_issuer_name=shapes.optional_text(issuer, "userName", f"{where}.sessionContext.sessionIssuer"),
-        invoked_by=shapes.optional_text(identity, "invokedBy", where, limit=256),
-        web_identity_provider=shapes.optional_text(
-            shapes.optional_obj(context, "webIdFederationData", f"{where}.sessionContext"),
-            "federatedProvider",
-            f"{where}.sessionContext.webIdFederationData",
-        ),
-    )
 
 
 def _instance_ids(response: Any) -> tuple[str, ...]:

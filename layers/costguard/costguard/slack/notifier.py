@@ -10,6 +10,7 @@ invocation fails and is retried: a notification is never dropped silently.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +23,11 @@ from slack_sdk.http_retry.builtin_handlers import (
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
-from slack_sdk.webhook import WebhookClient
+from slack_sdk.web import SlackResponse
+from slack_sdk.webhook import WebhookClient, WebhookResponse
 
 from costguard.core.errors import ConfigError, SlackDeliveryError
-from costguard.core.observability import logger
+from costguard.core.observability import logger, traced
 from costguard.slack.blocks import Message, context
 from costguard.slack.pace import PER_CHANNEL_SECONDS, ChannelPace
 from costguard.slack.people import GONE_USER, KnownUsers, SlackPeople
@@ -68,6 +70,27 @@ class Delivery:
     channel: str
     ts: str = ""
     direct: bool = False
+
+
+class TracedWebClient(WebClient):
+    """slack-sdk's client, each Web API call (its retries included) a subsegment of the invocation's trace,
+    named by its method ("Slack chat.postMessage"): X-Ray's botocore patch sees only the AWS calls."""
+
+    def api_call(self, api_method: str, **kwargs: Any) -> SlackResponse:
+        with traced(f"Slack {api_method}"):
+            return super().api_call(api_method, **kwargs)
+
+
+class TracedWebhookClient(WebhookClient):
+    """An incoming webhook or an interaction's response_url, each post a subsegment of the trace."""
+
+    def __init__(self, url: str, *, name: str = "Slack webhook", **kwargs: Any) -> None:
+        super().__init__(url, **kwargs)
+        self.name = name
+
+    def send_dict(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> WebhookResponse:
+        with traced(self.name):
+            return super().send_dict(body, headers)
 
 
 class TimeBoundRateLimitHandler(RateLimitErrorRetryHandler):
@@ -115,11 +138,13 @@ class SlackNotifier:
         time_left: Callable[[], float] | None = None,
         known_users: KnownUsers | None = None,
         channel_pace: float = PER_CHANNEL_SECONDS,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.web = web_client
         if self.web is None and credentials.bot_token:
             kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
-            self.web = WebClient(
+            self.web = TracedWebClient(
                 token=credentials.bot_token,
                 timeout=timeout,
                 retry_handlers=_retry_handlers(rate_limit_retries, time_left),
@@ -127,11 +152,11 @@ class SlackNotifier:
             )
         self.webhook = webhook_client
         if self.webhook is None and credentials.webhook_url:
-            self.webhook = WebhookClient(
+            self.webhook = TracedWebhookClient(
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
         self.people = SlackPeople(self.web, known_users)
-        self.pace = ChannelPace(channel_pace)
+        self.pace = ChannelPace(channel_pace, clock=clock, sleep=sleep)
         self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message) -> Delivery:
@@ -151,6 +176,20 @@ class SlackNotifier:
             except (SlackClientError, URLError, OSError, SlackDeliveryError) as exc:
                 failures.append(f"webhook: {_describe(exc)}")
         raise SlackDeliveryError(f"could not post to {channel}: " + "; ".join(failures or ["no Slack route"]))
+
+    def update(self, channel: str, ts: str, message: Message) -> Delivery:
+        """Edit a message the bot posted (chat.update: the channel id and ts its post returned).
+        SlackDeliveryError when it cannot: no bot token, a webhook's message (no ts), or Slack refused
+        (the message deleted, the channel gone); the caller decides what to post instead."""
+        if self.web is None or not ts:
+            why = "no bot token" if self.web is None else "the message has no ts (posted by the webhook)"
+            raise SlackDeliveryError(f"cannot edit a message in {channel}: {why}")
+        try:
+            response = self.web.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.slack_blocks())
+        except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+            logger.warning("slack update failed", channel=channel, error=_describe(exc))
+            raise SlackDeliveryError(f"could not edit {ts} in {channel}: {_describe(exc)}") from exc
+        return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ts))
 
     def send_to_owner(self, email: str | None, message: Message, *, fallback_channel: str, owner: str) -> Delivery:
         """Direct-message the owner; if Slack does not know them, post to the fallback channel naming them."""
@@ -231,6 +270,7 @@ def _describe(exc: BaseException) -> str:
 
 def post_response(url: str, body: Mapping[str, Any]) -> None:
     """Answer an interaction through its response_url (update the message, or an ephemeral reply)."""
-    response = WebhookClient(url, timeout=10, retry_handlers=_retry_handlers(3)).send_dict(dict(body))
+    client = TracedWebhookClient(url, name="Slack response_url", timeout=10, retry_handlers=_retry_handlers(3))
+    response = client.send_dict(dict(body))
     if response.status_code != 200:
         raise SlackDeliveryError(f"response_url answered HTTP {response.status_code}: {response.body[:200]}")

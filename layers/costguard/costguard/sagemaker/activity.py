@@ -1,0 +1,157 @@
+"""Whether a SageMaker resource did any work: judged from what can be seen of it. Pure: no I/O.
+
+Missing data is never idleness, here either:
+- a notebook instance is idle only when costguard's lifecycle configuration reported every 5-minute period
+  of the window, with no kernel busy or active in any and the busiest GPU under the threshold in all; a
+  period without a report (the server could not be read, the instance was restarting) is insufficient data;
+- an endpoint is a zombie only when none of its variants was invoked in the window and every variant's
+  instances published CPU on every day of it (Invocations has no datapoint for a day without requests, so
+  its silence alone proves nothing: the CPU series proves the metrics flowed);
+- a Studio app reports no kernel activity: SageMaker's LastUserActivityTimestamp follows its health checks
+  (DescribeApp's documentation), so a user activity later than the last health check is work, and anything
+  else is "no activity SageMaker reports", never "idle kernels".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from costguard.core.sagemaker import Resource
+from costguard.core.series import Point, Signal
+
+PERIOD = timedelta(minutes=5)
+LAG = timedelta(minutes=10)  # the newest periods may not be published yet
+DAY = timedelta(days=1)
+HEALTH_CHECK_NOISE = timedelta(minutes=5)  # an activity this close to a health check is the health check
+
+
+class Verdict(StrEnum):
+    IDLE = "idle"
+    BUSY = "busy"
+    INSUFFICIENT = "insufficient-data"
+
+
+@dataclass(frozen=True)
+class Activity:
+    verdict: Verdict
+    reason: str
+    judged_from: datetime | None = None  # the start of the period the data covered
+    idle_since: datetime | None = None
+    last_invoked: datetime | None = None  # endpoints: the newest day with an invocation, when one is known
+    gpu_peak: float | None = None
+
+    @property
+    def idle(self) -> bool:
+        return self.verdict is Verdict.IDLE
+
+
+def notebook_activity(
+    series: Mapping[Signal, Sequence[Point]] | None,
+    *,
+    start: datetime,
+    now: datetime,
+    gpu_idle_percent: float,
+    error: str = "",
+) -> Activity:
+    """A watched notebook instance over [start, now): its kernels and its GPUs, every period reported."""
+    if error:
+        return Activity(Verdict.INSUFFICIENT, f"its metrics could not be read: {error}", start)
+    kernels = [(t, v) for t, v in (series or {}).get(Signal.KERNEL_ACTIVITY, ()) if start <= t < now]
+    gpus = [(t, v) for t, v in (series or {}).get(Signal.GPU, ()) if start <= t < now]
+    busy = [t for t, v in kernels if v > 0]
+    if busy:
+        return Activity(Verdict.BUSY, f"a Jupyter kernel was at work at {busy[-1]:%H:%M} UTC", start)
+    hot = [(t, v) for t, v in gpus if v >= gpu_idle_percent]
+    if hot:
+        t, v = hot[-1]
+        return Activity(Verdict.BUSY, f"a GPU was at {v:.0f}% at {t:%H:%M} UTC", start)
+    missing = _missing_periods(kernels, start, now - LAG, PERIOD)
+    if missing:
+        first = missing[0]
+        return Activity(
+            Verdict.INSUFFICIENT,
+            f"no kernel report for {len(missing)} five-minute period(s) from {first:%H:%M} UTC: "
+            "the lifecycle configuration did not report (missing data is never idleness)",
+            start,
+        )
+    minutes = int((now - start).total_seconds() // 60)
+    gpu_peak = max((v for _, v in gpus), default=None)
+    gpu = f", GPU max {gpu_peak:.0f}%" if gpu_peak is not None else ", no GPU reading"
+    return Activity(
+        Verdict.IDLE, f"no Jupyter kernel or terminal active for {minutes} min{gpu}", start, start, gpu_peak=gpu_peak
+    )
+
+
+def endpoint_activity(
+    endpoint: Resource,
+    series: Mapping[str, Mapping[Signal, Sequence[Point]]],
+    *,
+    window_start: datetime,
+    now: datetime,
+    errors: Mapping[str, str] | None = None,
+) -> Activity:
+    """A real-time endpoint over [window_start, now), a day at a time, every billed variant."""
+    variants = [v for v in endpoint.variants if not v.serverless and v.instance_count > 0]
+    last_invoked: datetime | None = None
+    for variant in variants:
+        key = f"{endpoint.name}/{variant.name}"
+        if (errors or {}).get(key):
+            return Activity(Verdict.INSUFFICIENT, f"its metrics could not be read: {(errors or {})[key]}", window_start)
+        invoked = [t for t, v in series.get(key, {}).get(Signal.INVOCATIONS, ()) if v > 0]
+        if invoked:
+            last_invoked = max(last_invoked or invoked[-1], *invoked)
+    if last_invoked is not None and last_invoked >= window_start:
+        return Activity(Verdict.BUSY, f"invoked on {last_invoked:%a %d %b}", window_start, last_invoked=last_invoked)
+    # Full days only: today's day is not over.
+    end = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    for variant in variants:
+        cpu = [(t, v) for t, v in series.get(f"{endpoint.name}/{variant.name}", {}).get(Signal.CPU, ())]
+        missing = _missing_periods(cpu, _day(window_start), end, DAY)
+        if missing:
+            return Activity(
+                Verdict.INSUFFICIENT,
+                f"variant {variant.name} published no instance metrics on {len(missing)} day(s) from "
+                f"{missing[0]:%a %d %b}: no invocation datapoint is not proof of no invocation without them",
+                window_start,
+                last_invoked=last_invoked,
+            )
+    days = (now - window_start).days
+    since = f"; last invoked {last_invoked:%a %d %b}" if last_invoked else "; no invocation found in 90 days"
+    return Activity(
+        Verdict.IDLE,
+        f"no invocation in {days} days while its instances ran{since}",
+        window_start,
+        idle_since=last_invoked + DAY if last_invoked else None,
+        last_invoked=last_invoked,
+    )
+
+
+def app_activity(app: Resource, *, start: datetime) -> Activity:
+    """A Studio app: work only where SageMaker reports a user's activity apart from its health checks."""
+    activity, health = app.last_user_activity, app.last_health_check
+    user = activity is not None and (health is None or abs(activity - health) > HEALTH_CHECK_NOISE)
+    if user and activity is not None and activity >= start:
+        return Activity(Verdict.BUSY, f"SageMaker saw its user at {activity:%a %H:%M} UTC", start)
+    if user and activity is not None:
+        seen = f"; the last user activity SageMaker reports was {activity:%a %d %b %H:%M} UTC"
+    else:
+        seen = "; SageMaker reports only its health checks"
+    return Activity(Verdict.IDLE, f"no activity SageMaker reports since {start:%a %d %b %H:%M} UTC{seen}", start, start)
+
+
+def _day(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _missing_periods(points: Sequence[Point], start: datetime, end: datetime, period: timedelta) -> list[datetime]:
+    """The periods in [start, end) that have no point at all."""
+    missing = []
+    bucket = start
+    while bucket + period <= end:
+        if not any(bucket <= t < bucket + period for t, _ in points):
+            missing.append(bucket)
+        bucket += period
+    return missing

@@ -1,0 +1,297 @@
+"""SageMaker's pure parts: the CloudTrail create records, owners, activity judgements, decisions, clicks."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from costguard.aws.costexplorer import sagemaker_usage
+from costguard.core import tags
+from costguard.core.errors import EventValidationError
+from costguard.core.ownership import OwnerSource, decide_owner
+from costguard.core.records import Price, Skipped
+from costguard.core.sagemaker import IdleSetting, Kind, Resource, Variant
+from costguard.core.series import Signal
+from costguard.core.settings import Mode, SageMakerPolicy
+from costguard.sagemaker.activity import Verdict, app_activity, endpoint_activity, notebook_activity
+from costguard.sagemaker.creations import Creation, parse_record
+from costguard.sagemaker.decision import Action, decide
+from costguard.sagemaker.figures import SageMakerWeek, Zombie
+from costguard.sagemaker.messages import act_notice, digest_section, unattributed, warning
+from costguard.sagemaker.owners import app_owner
+from costguard.sagemaker.sweep import shutdown_findings
+from costguard.slack.buttons import Button, sagemaker_keep_buttons
+from costguard.slack.interactions import Click, parse_interaction
+from testing.handlers import load_event
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+POLICY = SageMakerPolicy()
+
+
+def record(name: str) -> dict[str, Any]:
+    return load_event(f"owner_tagger/{name}")["detail"]  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------ CloudTrail create records (AWS's shapes)
+
+
+def test_create_endpoint_as_aws_documents_it_names_the_endpoint_and_its_iam_user() -> None:
+    created = parse_record(record("sagemaker-createendpoint.json"))
+    assert isinstance(created, Creation)
+    assert (created.kind, created.name, created.region) == (Kind.ENDPOINT, "ExampleEndpoint", "us-east-1")
+    assert created.arn == "arn:aws:sagemaker:us-east-1:123456789012:endpoint/exampleendpoint"
+    owner = decide_owner(created.identity, existing_tags={}, owner_tag_key="Owner")
+    assert (owner.owner, owner.source) == ("intern", OwnerSource.IAM_USER)
+
+
+def test_create_notebook_instance_by_an_identity_center_user_is_theirs() -> None:
+    created = parse_record(record("sagemaker-createnotebookinstance.json"))
+    assert isinstance(created, Creation)
+    assert created.key == "notebook/alice-research"
+    owner = decide_owner(created.identity, existing_tags={}, owner_tag_key="Owner")
+    assert (owner.owner, owner.source) == ("alice@example.com", OwnerSource.IDENTITY_CENTER)
+
+
+def test_create_app_by_studios_execution_role_names_the_app_and_the_propagated_profile() -> None:
+    created = parse_record(record("sagemaker-createapp.json"))
+    assert isinstance(created, Creation)
+    assert created.name == "d-abc123def456/user.bob/JupyterLab/default"
+    assert created.identity.source_identity == "bob"
+    role_says = decide_owner(created.identity, existing_tags={}, owner_tag_key="Owner")
+    assert role_says.owner == "SageMaker", "a session name, which names no person"
+    by_profile = app_owner(role_says, {"Owner": "bob@example.com"}, "Owner", "user bob")
+    assert (by_profile.owner, by_profile.source) == ("bob@example.com", OwnerSource.GROUP_TAG)
+    nobody = app_owner(role_says, {}, "Owner", "user bob")
+    assert nobody.owner is None
+    assert nobody.source is OwnerSource.UNKNOWN
+
+
+def test_failed_or_ungoverned_create_calls_are_skipped_and_hostile_names_refused() -> None:
+    failed = {**record("sagemaker-createendpoint.json"), "errorCode": "ValidationException"}
+    assert isinstance(parse_record(failed), Skipped)
+    canvas = record("sagemaker-createapp.json")
+    canvas["requestParameters"] = {**canvas["requestParameters"], "appType": "Canvas"}
+    assert isinstance(parse_record(canvas), Skipped)
+    hostile = record("sagemaker-createnotebookinstance.json")
+    hostile["requestParameters"] = {**hostile["requestParameters"], "notebookInstanceName": "<!channel>"}
+    with pytest.raises(EventValidationError):
+        parse_record(hostile)
+
+
+# ------------------------------------------------------------------ what was seen
+
+
+def points(start: datetime, end: datetime, value: float, step: int = 5) -> list[tuple[datetime, float]]:
+    out, at = [], start
+    while at < end:
+        out.append((at, value))
+        at += timedelta(minutes=step)
+    return out
+
+
+def test_a_notebook_is_idle_only_when_every_period_was_reported_quiet() -> None:
+    start = NOW - timedelta(hours=2)
+    quiet = {Signal.KERNEL_ACTIVITY: points(start, NOW, 0.0), Signal.GPU: points(start, NOW, 1.0)}
+    assert notebook_activity(quiet, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.IDLE
+    gap = {Signal.KERNEL_ACTIVITY: [p for p in quiet[Signal.KERNEL_ACTIVITY] if p[0] != start + timedelta(minutes=30)]}
+    assert notebook_activity(gap, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.INSUFFICIENT
+    hot = {**quiet, Signal.GPU: [*quiet[Signal.GPU], (NOW - timedelta(minutes=20), 60.0)]}
+    assert notebook_activity(hot, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.BUSY
+    assert notebook_activity(None, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.INSUFFICIENT
+
+
+def endpoint_resource(**kwargs: object) -> Resource:
+    base: dict[str, Any] = {
+        "kind": Kind.ENDPOINT,
+        "name": "churn-v2",
+        "region": "us-east-1",
+        "arn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/churn-v2",
+        "instance_type": "ml.g5.xlarge",
+        "status": "InService",
+        "since": NOW - timedelta(days=30),
+        "config_name": "churn-v2-config",
+        "variants": (Variant("AllTraffic", "ml.g5.xlarge", 2),),
+        "tags": {"Owner": "bob@example.com"},
+    }
+    return Resource(**{**base, **kwargs})
+
+
+def daily(days: int, value: float, skip: int | None = None, now: datetime = NOW) -> list[tuple[datetime, float]]:
+    """A point per day at midnight, as CloudWatch answers a one-day period, for the `days` before today."""
+    midnight = now.replace(hour=0)
+    return [(midnight - timedelta(days=d), value) for d in range(1, days + 1) if d != skip]
+
+
+def test_an_endpoint_is_a_zombie_only_when_its_instances_proved_the_metrics_flowed() -> None:
+    window = NOW - timedelta(days=7)
+    cpu = {"churn-v2/AllTraffic": {Signal.CPU: daily(8, 2.0), Signal.INVOCATIONS: [(NOW - timedelta(days=20), 3.0)]}}
+    zombie = endpoint_activity(endpoint_resource(), cpu, window_start=window, now=NOW)
+    assert zombie.verdict is Verdict.IDLE
+    assert zombie.last_invoked == NOW - timedelta(days=20)
+    invoked = {
+        "churn-v2/AllTraffic": {**cpu["churn-v2/AllTraffic"], Signal.INVOCATIONS: [(NOW - timedelta(days=2), 1.0)]}
+    }
+    assert endpoint_activity(endpoint_resource(), invoked, window_start=window, now=NOW).verdict is Verdict.BUSY
+    silent_day = {"churn-v2/AllTraffic": {Signal.CPU: daily(8, 2.0, skip=3)}}
+    assert (
+        endpoint_activity(endpoint_resource(), silent_day, window_start=window, now=NOW).verdict is Verdict.INSUFFICIENT
+    )
+    assert endpoint_activity(endpoint_resource(), {}, window_start=window, now=NOW).verdict is Verdict.INSUFFICIENT
+
+
+def test_a_studio_app_whose_user_activity_is_only_its_health_check_reports_no_activity() -> None:
+    checked = NOW - timedelta(minutes=3)
+    app = Resource(
+        Kind.APP, "d-abc123def456/user.bob/JupyterLab/default", "us-east-1", "arn", "ml.g5.2xlarge", "InService",
+        NOW - timedelta(hours=20), last_health_check=checked, last_user_activity=checked,
+    )  # fmt: skip
+    start = NOW - timedelta(hours=12)
+    assert app_activity(app, start=start).verdict is Verdict.IDLE
+    used = Resource(**{**app.__dict__, "last_user_activity": NOW - timedelta(hours=1)})
+    assert app_activity(used, start=start).verdict is Verdict.BUSY
+
+
+# ------------------------------------------------------------------ decisions
+
+
+def idle(resource: Resource) -> object:
+    start = NOW - timedelta(days=7)
+    series = {"churn-v2/AllTraffic": {Signal.CPU: daily(8, 2.0)}}
+    return endpoint_activity(resource, series, window_start=start, now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"tags": {tags.EXEMPT: "A/B challenger"}}, "exempt: A/B challenger"),
+        ({"tags": {tags.KEEP_UNTIL: "2026-12-01T00:00:00Z"}}, "kept until 2026-12-01T00:00:00Z"),
+        ({"asynchronous": True}, "asynchronous endpoint"),
+        ({"variants": (Variant("AllTraffic", "", 0, serverless=True),)}, "serverless or scaled to zero"),
+        ({"variants": (Variant("AllTraffic", "ml.g5.xlarge", 1, min_instances=0),)}, "scales to zero"),
+        ({"instance_type": "ml.m5.xlarge"}, "not an accelerated type"),
+        ({"since": NOW - timedelta(days=2)}, "less than its 168-h window"),
+    ],
+)
+def test_endpoints_costguard_must_not_act_on_are_skipped_with_why(changes: dict[str, Any], reason: str) -> None:
+    resource = endpoint_resource(**changes)
+    decision = decide(resource, idle(endpoint_resource()), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
+    assert decision.action is Action.SKIP
+    assert reason in decision.reason
+
+
+def test_a_zombie_endpoint_is_deleted_only_after_a_delivered_warning_the_grace_and_with_its_switch() -> None:
+    policy = SageMakerPolicy(endpoints_delete=True)
+    first = decide(endpoint_resource(), idle(endpoint_resource()), policy, NOW)  # type: ignore[arg-type]
+    assert (first.action, first.act_after) == (Action.WARN, NOW + timedelta(hours=24))
+    warned = endpoint_resource(
+        tags={tags.IDLE_WARNED_AT: "2026-11-24T12:00:00Z", tags.STOP_AFTER: "2026-11-25T12:00:00Z"}
+    )
+    later = NOW + timedelta(hours=25)
+    cpu = {"churn-v2/AllTraffic": {Signal.CPU: daily(9, 2.0, now=later)}}
+    activity = endpoint_activity(warned, cpu, window_start=later - timedelta(days=7), now=later)
+    assert decide(warned, activity, policy, later).action is Action.ACT
+    assert decide(warned, activity, SageMakerPolicy(), later).action is Action.NONE, "deletion off: warned, kept"
+    assert decide(warned, activity, policy, later, mode=Mode.NOTIFY_ONLY).action is Action.NONE
+
+
+def test_the_warning_says_what_a_zombie_cost_since_its_last_invocation_and_a_day() -> None:
+    activity = endpoint_activity(
+        endpoint_resource(),
+        {"churn-v2/AllTraffic": {Signal.CPU: daily(8, 2.0), Signal.INVOCATIONS: daily(11, 4.0)[-1:]}},
+        window_start=NOW - timedelta(days=7),
+        now=NOW,
+    )
+    decision = decide(endpoint_resource(), activity, SageMakerPolicy(), NOW)
+    message = warning(
+        endpoint_resource(), decision, Price(1.5, "pricing-api"), "bob@example.com", NOW, why_not="deletion is off"
+    )
+    body = json.dumps(message.blocks, ensure_ascii=False)
+    assert "$3.00/h × 2 instances · $72/day" in body
+    # Invoked on Fri 13 Nov: from the end of that day to now, 10 days and 12 h at $3/h.
+    assert "*Cost since its last invocation (Fri 13 Nov)*\\n$756" in body
+
+
+def test_studio_settings_report_what_is_off_or_longer_than_the_window() -> None:
+    found = shutdown_findings(
+        [
+            IdleSetting("domain", "d-1", "research", "JupyterLab", None, None),
+            IdleSetting("domain", "d-1", "research", "CodeEditor", True, 60),
+            IdleSetting("user profile", "d-1", "bob", "JupyterLab", None, None),  # inherits: not reported
+            IdleSetting("space", "d-1", "team", "JupyterLab", True, 600),
+            IdleSetting("user profile", "d-1", "carol", "CodeEditor", False, None),
+        ],
+        120,
+    )
+    assert [(f.scope, f.name, f.app_type) for f in found] == [
+        ("domain", "research", "JupyterLab"),
+        ("space", "team", "JupyterLab"),
+        ("user profile", "carol", "CodeEditor"),
+    ]
+
+
+def test_only_ml_types_of_the_accelerator_families_are_governed() -> None:
+    assert POLICY.is_accelerated("ml.g5.xlarge")
+    assert POLICY.is_accelerated("ml.p4d.24xlarge")
+    assert not POLICY.is_accelerated("ml.m5.xlarge")
+    assert not POLICY.is_accelerated("g5.xlarge")  # an EC2 type, not SageMaker's
+    assert not POLICY.is_accelerated("system")
+
+
+def test_sagemaker_usage_types_read_as_people_say_them() -> None:
+    assert sagemaker_usage("USE1-Notebk:ml.g5.xlarge") == "ml.g5.xlarge notebook instances (USE1)"
+    assert sagemaker_usage("EUW1-Host:ml.p4d.24xlarge") == "ml.p4d.24xlarge endpoints (EUW1)"
+    assert sagemaker_usage("USE1-Studio-Notebk:ml.g5.2xlarge") == "ml.g5.2xlarge Studio apps (USE1)"
+    assert sagemaker_usage("USE1-RealTimeInference-Storage") == "USE1-RealTimeInference-Storage"
+
+
+# ------------------------------------------------------------------ clicks
+
+
+def interaction(value: str, button: str = "costguard.keep_tomorrow") -> str:
+    payload = load_event("slack_receiver/block-actions-keep-2h.json")
+    payload["actions"][0].update(action_id=button, value=value)
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def test_a_click_on_a_sagemaker_button_names_the_resource_and_survives_the_queue() -> None:
+    [keep, *_] = sagemaker_keep_buttons(
+        "app", "d-abc123def456/space.team/JupyterLab/default", "eu-west-1", "111122223333"
+    )
+    click = parse_interaction(interaction(keep["value"], keep["action_id"]))
+    assert click is not None
+    assert (click.kind, click.instance_id, click.region, click.account) == (
+        "app", "d-abc123def456/space.team/JupyterLab/default", "eu-west-1", "111122223333"
+    )  # fmt: skip
+    assert click.button is Button.KEEP_2H
+    assert Click.from_json(click.to_json()) == click
+
+
+def test_an_ec2_click_reads_as_before_and_a_forged_sagemaker_name_is_refused() -> None:
+    ec2 = parse_interaction(interaction(json.dumps({"i": "i-0123456789abcdef0", "r": "us-east-1"})))
+    assert ec2 is not None
+    assert (ec2.kind, ec2.instance_id, ec2.sagemaker) == ("instance", "i-0123456789abcdef0", False)
+    for forged in (
+        {"k": "notebook", "n": "x/../../etc", "r": "us-east-1"},
+        {"k": "cluster", "n": "a", "r": "us-east-1"},
+    ):
+        with pytest.raises(EventValidationError):
+            parse_interaction(interaction(json.dumps(forged)))
+
+
+def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() -> None:
+    hostile = "<!channel> <https://example.com|re-authenticate>"
+    resource = endpoint_resource(tags={"Owner": hostile})
+    decision = decide(resource, idle(resource), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
+    week = SageMakerWeek(endpoints=1, zombies=[Zombie("churn-v2", hostile, 36.0, hostile)], idle_shutdown_off=[hostile])
+    for message in (
+        warning(resource, decision, Price(1.5, "pricing-api"), hostile, NOW),
+        act_notice(resource, decision, Price(1.5, "pricing-api"), hostile),
+        unattributed([("endpoint/churn-v2", "us-east-1", hostile)], "Owner"),
+    ):
+        assert "<!channel>" not in json.dumps(message.blocks) + message.text
+    assert "<!channel>" not in json.dumps(digest_section(week))
+    assert "&lt;!channel&gt;" in json.dumps(digest_section(week))
