@@ -52,6 +52,8 @@ def capture(code_root: Path, n: int = SIZE) -> dict[str, Any]:
                 raise RuntimeError(
                     f"the digest failed: {child.get('error')}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
                 )
+        if aws.unsupported:
+            raise RuntimeError(f"the stand-in was asked what it does not implement: {sorted(set(aws.unsupported))}")
         answer = dict(child["answer"])
         answer.pop("chart_file")  # a file id the stand-in numbers
         posts = [m for m in slack.messages if m.channel == DIGEST_CHANNEL]

@@ -6,7 +6,8 @@ and limits: DescribeInstances (pages of 5-1,000), DescribeSpotPriceHistory, Desc
 ListMetrics (500 a page), GetMetricData (500 queries and 100,800 points a call, exact dimension sets,
 hourly Maximum and Average), PutDashboard, SSM DescribeInstanceInformation (5-50 a page, at most 100
 ids a filter, running instances only), Cost Explorer's commitments and daily cost, Savings Plans
-(REST-JSON), DynamoDB BatchGetItem (100 keys), SQS SendMessage. The metrics come from the world's
+(REST-JSON), DynamoDB BatchGetItem (100 keys), SQS SendMessage, and SageMaker's lists (empty: the fleet
+is EC2's). The metrics come from the world's
 hourly functions, computed once per distinct series shape, so serving 10,000 machines costs the
 stand-in little of the machine the benchmark shares with the measured process.
 """
@@ -43,6 +44,7 @@ PREFIXES = {
     "AmazonSSM": "ssm",
     "AWSInsightsIndexService": "ce",
     "AmazonSQS": "sqs",
+    "SageMaker": "sagemaker",
 }
 
 
@@ -83,6 +85,11 @@ class DigestStandIn(StandIn):
                 "DynamoDB_20120810.BatchGetItem": self.batch_get_item,
                 "AmazonSQS.SendMessage": self.send_message,
                 "AWSPriceListService.GetProducts": self.get_products,
+                # The digest's SageMaker part (SageMakerGovernance is on by default): an account without any.
+                "SageMaker.ListNotebookInstances": lambda _: {"NotebookInstances": []},
+                "SageMaker.ListEndpoints": lambda _: {"Endpoints": []},
+                "SageMaker.ListDomains": lambda _: {"Domains": []},
+                "SageMaker.ListApps": lambda _: {"Apps": []},
             }
         )  # fmt: skip
         self._query.update(
