@@ -77,7 +77,7 @@ class ScalarListsJSONParser(JSONParser):
     The generic parser looks up a handler for every item of every list: a GetMetricData answer is
     100,000 timestamps and 100,000 values, and a weekly digest of 10,000 machines reads 18 million of
     each. The timestamps of one answer are a few hundred distinct hours, each made into a datetime once
-    (datetimes cannot change: sharing one is safe). 14 ms an answer instead of 91 on the dev machine.
+    (datetimes cannot change: sharing one is safe). 15 ms an answer instead of 95 on the dev machine.
     Lists of anything else, and of types the parser converts, take botocore's own path.
     """
 
