@@ -63,19 +63,16 @@ class KnownSlackUsers:
         return found
 
     def put(self, email: str, user_id: str | None) -> None:
-        self.put_many({email: user_id})
+        try:
+            self.client.put_item(TableName=self.table, Item=_item(email, user_id, int(time.time())))
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning("slack id not kept", email=email, error=str(exc)[:200])
 
     def put_many(self, ids: Mapping[str, str | None]) -> None:
         """Keep each email's answer (an id, or None: not in Slack), 25 a write."""
         now = int(time.time())
-        items = {
-            _key(email)["pk"]["S"]: {
-                **_key(email),
-                "user_id": {"S": user_id or ""},
-                "expires_at": {"N": str(now + (KEEP_SECONDS if user_id else KEEP_ABSENT_SECONDS))},
-            }
-            for email, user_id in ids.items()
-        }  # one item per key: emails that differ only in case are one person to Slack
+        # One item per key: emails that differ only in case are one person to Slack.
+        items = {_key(email)["pk"]["S"]: _item(email, user_id, now) for email, user_id in ids.items()}
         try:
             write_batch(self.client, self.table, [{"PutRequest": {"Item": item}} for item in items.values()])
         except (ClientError, BotoCoreError, StateTableBusy) as exc:
@@ -86,6 +83,11 @@ class KnownSlackUsers:
             self.client.delete_item(TableName=self.table, Key=_key(email))
         except (ClientError, BotoCoreError) as exc:
             logger.warning("slack id not forgotten", email=email, error=str(exc)[:200])
+
+
+def _item(email: str, user_id: str | None, now: int) -> dict[str, Any]:
+    keep = KEEP_SECONDS if user_id else KEEP_ABSENT_SECONDS
+    return {**_key(email), "user_id": {"S": user_id or ""}, "expires_at": {"N": str(now + keep)}}
 
 
 def _key(email: str) -> dict[str, dict[str, str]]:
