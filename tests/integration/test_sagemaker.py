@@ -316,7 +316,7 @@ def test_an_endpoint_with_a_day_of_missing_metrics_is_left_alone(
 # -------------------------------------------------------------- Studio: Stubber (moto has no apps, profiles, spaces)
 
 
-def test_studio_settings_without_idle_shutdown_are_reported_and_an_idle_gpu_app_is_warned(
+def test_studio_settings_without_idle_shutdown_are_reported_and_a_gpu_app_sagemaker_cannot_see_is_never_deleted(
     aws: None, slack: SlackStandIn, now: datetime
 ) -> None:
     runtime = make_runtime(slack, mode=Mode.ENFORCE)
@@ -386,7 +386,8 @@ def test_studio_settings_without_idle_shutdown_are_reported_and_an_idle_gpu_app_
         )
         stub.add_response("list_spaces", {"Spaces": []}, {"DomainIdEquals": "d-abc123def456"})
         api = SageMaker(client, REGION, Mode.ENFORCE, owner_tag_key="Owner")
-        policy = SageMakerPolicy()
+        # Deletion on: the app is still only warned (the add_tags above carries no costguard:stop-after).
+        policy = SageMakerPolicy(studio_apps_delete=True)
         acts = SageMakerActs(
             api=api, prices=runtime.prices, ledger=runtime.ledger, claims=runtime.claims,
             notifier=lambda: runtime.notifier, settings=runtime.settings, policy=policy,
@@ -402,7 +403,7 @@ def test_studio_settings_without_idle_shutdown_are_reported_and_an_idle_gpu_app_
     # off), and bob's Code Editor (8 h, longer than the team's 2-h window).
     assert summary["idle_settings_reported"] == 4
     warning, settings = slack.messages
-    assert "never automatically: Studio app deletion is off (StudioAppsDelete)" in json.dumps(warning.blocks)
+    assert "never automatically: SageMaker does not report whether anyone works in it" in json.dumps(warning.blocks)
     assert settings.channel == "C0ALERTS"
     body = json.dumps(settings.blocks)
     assert "domain `research` (domain d-abc123def456), JupyterLab: idle shutdown off" in body

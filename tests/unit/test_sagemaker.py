@@ -143,16 +143,66 @@ def test_an_endpoint_is_a_zombie_only_when_its_instances_proved_the_metrics_flow
     assert endpoint_activity(endpoint_resource(), {}, window_start=window, now=NOW).verdict is Verdict.INSUFFICIENT
 
 
-def test_a_studio_app_whose_user_activity_is_only_its_health_check_reports_no_activity() -> None:
+def studio_app(**kwargs: object) -> Resource:
+    base: dict[str, Any] = {
+        "kind": Kind.APP,
+        "name": "d-abc123def456/user.bob/JupyterLab/default",
+        "region": "us-east-1",
+        "arn": "arn:aws:sagemaker:us-east-1:123456789012:app/d-abc123def456/bob/jupyterlab/default",
+        "instance_type": "ml.g5.2xlarge",
+        "status": "InService",
+        "since": NOW - timedelta(hours=20),
+        "tags": {"Owner": "bob@example.com"},
+    }
+    return Resource(**{**base, **kwargs})
+
+
+def test_a_studio_app_whose_user_activity_is_only_its_health_check_is_unseen_never_idle() -> None:
+    # DescribeApp: LastUserActivityTimestamp "is also updated when SageMaker AI performs health checks without
+    # user activity. As a result, this value is set to the same value as LastHealthCheckTimestamp" (API
+    # reference, checked): a user who worked before the last health check is overwritten by it, so equal
+    # timestamps say nothing about idleness. They were read as idle (and deleted with StudioAppsDelete).
     checked = NOW - timedelta(minutes=3)
-    app = Resource(
-        Kind.APP, "d-abc123def456/user.bob/JupyterLab/default", "us-east-1", "arn", "ml.g5.2xlarge", "InService",
-        NOW - timedelta(hours=20), last_health_check=checked, last_user_activity=checked,
-    )  # fmt: skip
     start = NOW - timedelta(hours=12)
-    assert app_activity(app, start=start).verdict is Verdict.IDLE
-    used = Resource(**{**app.__dict__, "last_user_activity": NOW - timedelta(hours=1)})
+    unseen = app_activity(studio_app(last_health_check=checked, last_user_activity=checked), start=start)
+    assert unseen.verdict is Verdict.UNSEEN
+    assert not unseen.idle
+    assert "cannot tell" in unseen.reason
+    only_health = app_activity(studio_app(last_health_check=checked), start=start)
+    assert only_health.verdict is Verdict.UNSEEN
+    used = studio_app(last_health_check=checked, last_user_activity=NOW - timedelta(hours=1))
     assert app_activity(used, start=start).verdict is Verdict.BUSY
+    after_check = studio_app(last_health_check=NOW - timedelta(hours=1), last_user_activity=NOW - timedelta(minutes=1))
+    assert app_activity(after_check, start=start).verdict is Verdict.BUSY
+    # A user activity kept apart from a later health check, older than the window: SageMaker looked and saw none.
+    apart = studio_app(last_health_check=checked, last_user_activity=NOW - timedelta(hours=15))
+    assert app_activity(apart, start=start).verdict is Verdict.IDLE
+    # No health check in the window (or none at all): SageMaker did not look; missing data is never idleness.
+    stale = studio_app(last_health_check=NOW - timedelta(hours=13), last_user_activity=NOW - timedelta(hours=15))
+    assert app_activity(stale, start=start).verdict is Verdict.INSUFFICIENT
+    assert app_activity(studio_app(), start=start).verdict is Verdict.INSUFFICIENT
+
+
+def test_a_studio_app_sagemaker_cannot_see_is_warned_once_and_never_deleted_even_with_deletion_on() -> None:
+    checked = NOW - timedelta(minutes=3)
+    policy = SageMakerPolicy(studio_apps_delete=True)
+    app = studio_app(last_health_check=checked, last_user_activity=checked)
+    activity = app_activity(app, start=NOW - timedelta(hours=12))
+    first = decide(app, activity, policy, NOW)
+    assert (first.action, first.will_act, first.act_after) == (Action.WARN, False, None)
+    assert "cannot tell" in first.why_not
+    message = warning(app, first, Price(1.5, "pricing-api"), "bob@example.com", NOW)
+    body = json.dumps(message.blocks)
+    assert "never automatically" in body
+    assert "has done no work" not in body, "it is not known to be idle"
+    warned = studio_app(
+        last_health_check=NOW + timedelta(minutes=57),
+        last_user_activity=NOW + timedelta(minutes=57),
+        tags={"Owner": "bob@example.com", tags.IDLE_WARNED_AT: "2026-11-24T12:00:00Z"},
+    )
+    later = NOW + timedelta(hours=1)
+    again = decide(warned, app_activity(warned, start=later - timedelta(hours=12)), policy, later)
+    assert again.action is Action.NONE
 
 
 # ------------------------------------------------------------------ decisions
@@ -206,10 +256,9 @@ def test_the_warning_says_what_a_zombie_cost_since_its_last_invocation_and_a_day
         now=NOW,
     )
     decision = decide(endpoint_resource(), activity, SageMakerPolicy(), NOW)
-    message = warning(
-        endpoint_resource(), decision, Price(1.5, "pricing-api"), "bob@example.com", NOW, why_not="deletion is off"
-    )
+    message = warning(endpoint_resource(), decision, Price(1.5, "pricing-api"), "bob@example.com", NOW)
     body = json.dumps(message.blocks, ensure_ascii=False)
+    assert "never automatically: endpoint deletion is off (EndpointsDelete)" in body
     assert "$3.00/h × 2 instances · $72/day" in body
     # Invoked on Fri 13 Nov: from the end of that day to now, 10 days and 12 h at $3/h.
     assert "*Cost since its last invocation (Fri 13 Nov)*\\n$756" in body

@@ -7,9 +7,12 @@ Missing data is never idleness, here either:
 - an endpoint is a zombie only when none of its variants was invoked in the window and every variant's
   instances published CPU on every day of it (Invocations has no datapoint for a day without requests, so
   its silence alone proves nothing: the CPU series proves the metrics flowed);
-- a Studio app reports no kernel activity: SageMaker's LastUserActivityTimestamp follows its health checks
-  (DescribeApp's documentation), so a user activity later than the last health check is work, and anything
-  else is "no activity SageMaker reports", never "idle kernels".
+- a Studio app reports no kernel activity, and its LastUserActivityTimestamp "is also updated when SageMaker
+  AI performs health checks without user activity" and then equals LastHealthCheckTimestamp (DescribeApp's
+  API reference): a health check overwrites the user activity before it. Equal timestamps therefore say
+  nothing (unseen: warned about, never deleted); a user activity apart from the last health check is work
+  when it falls in the window, and only a user activity kept apart, older than the window, with a health
+  check since, is "no user activity SageMaker reports" (never "idle kernels": a kernel's run is not seen).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class Verdict(StrEnum):
     IDLE = "idle"
     BUSY = "busy"
     INSUFFICIENT = "insufficient-data"
+    UNSEEN = "unseen"  # the resource runs, and what is read of it cannot tell idle from busy (Studio apps)
 
 
 @dataclass(frozen=True)
@@ -130,16 +134,34 @@ def endpoint_activity(
 
 
 def app_activity(app: Resource, *, start: datetime) -> Activity:
-    """A Studio app: work only where SageMaker reports a user's activity apart from its health checks."""
+    """A Studio app over [start, now): what SageMaker's two timestamps can and cannot say."""
     activity, health = app.last_user_activity, app.last_health_check
-    user = activity is not None and (health is None or abs(activity - health) > HEALTH_CHECK_NOISE)
-    if user and activity is not None and activity >= start:
+    if health is None or health < start:
+        seen = f"the last at {health:%a %d %b %H:%M} UTC" if health else "none at all"
+        return Activity(
+            Verdict.INSUFFICIENT,
+            f"SageMaker reports no health check of it since {start:%a %d %b %H:%M} UTC ({seen}): "
+            "missing data is never idleness",
+            start,
+        )
+    apart = activity is not None and abs(activity - health) > HEALTH_CHECK_NOISE
+    if apart and activity is not None and activity >= start:
         return Activity(Verdict.BUSY, f"SageMaker saw its user at {activity:%a %H:%M} UTC", start)
-    if user and activity is not None:
-        seen = f"; the last user activity SageMaker reports was {activity:%a %d %b %H:%M} UTC"
-    else:
-        seen = "; SageMaker reports only its health checks"
-    return Activity(Verdict.IDLE, f"no activity SageMaker reports since {start:%a %d %b %H:%M} UTC{seen}", start, start)
+    if apart and activity is not None:
+        return Activity(
+            Verdict.IDLE,
+            f"no user activity SageMaker reports since {activity:%a %d %b %H:%M} UTC (checked at "
+            f"{health:%a %H:%M} UTC); a kernel's own run is not something SageMaker reports",
+            start,
+            activity,
+        )
+    return Activity(
+        Verdict.UNSEEN,
+        f"running since {app.since:%a %d %b %H:%M} UTC on a GPU, and SageMaker reports only its health checks "
+        f"(the last at {health:%a %H:%M} UTC), which overwrite any user activity before them: costguard cannot "
+        "tell whether anyone works in it",
+        start,
+    )
 
 
 def _day(moment: datetime) -> datetime:

@@ -20,7 +20,7 @@ from costguard.core.people import owner_email
 from costguard.core.records import Price
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy, Settings
-from costguard.sagemaker.decision import Action, Decision, may_act
+from costguard.sagemaker.decision import Action, Decision
 from costguard.sagemaker.messages import act_failed_notice, act_notice, dry_run_notice, hourly_cost, warning
 from costguard.sagemaker.report import Outcome
 from costguard.slack.blocks import Message
@@ -92,10 +92,9 @@ class SageMakerActs:
             posted = self.report_once(key, dry_run_notice(resource, decision, price, owner), now)
             outcome.applied, outcome.detail = False, "" if posted else "reported already"
             return
-        _, why_not = may_act(resource, self.policy, self.mode)
         # Delivered first; only a delivered warning is recorded on the resource, so that nothing is ever
         # stopped or deleted on a warning nobody received (a crash between the two costs one duplicate).
-        self.tell(owner, warning(resource, decision, price, owner, now, why_not=why_not))
+        self.tell(owner, warning(resource, decision, price, owner, now))
         state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
         if decision.will_act and decision.act_after is not None:
             state[tags.STOP_AFTER] = formatting.format_time(decision.act_after)

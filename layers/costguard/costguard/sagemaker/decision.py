@@ -17,7 +17,7 @@ from enum import StrEnum
 from costguard.core import formatting, tags
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy
-from costguard.sagemaker.activity import Activity
+from costguard.sagemaker.activity import Activity, Verdict
 
 
 class Action(StrEnum):
@@ -37,6 +37,7 @@ class Decision:
     act_after: datetime | None = None
     will_act: bool = True  # False: a warning about something costguard will not stop or delete by itself
     activity: Activity | None = None
+    why_not: str = ""  # with will_act False: why costguard will not act on it by itself
 
 
 def window(resource: Resource, policy: SageMakerPolicy) -> timedelta:
@@ -112,14 +113,16 @@ def decide(
         return clear_or(
             Action.SKIP, f"InService for {hours:.1f} h, less than its {span.total_seconds() / 3600:g}-h window"
         )
-    if not activity.idle:
-        return clear_or(Action.NONE, activity.reason)
-
     allowed, why_not = may_act(resource, policy, mode)
+    if activity.verdict is Verdict.UNSEEN:
+        # Running on a GPU with nothing to judge it by: its owner is told once, and nothing is deleted on it.
+        allowed, why_not = False, "SageMaker does not report whether anyone works in it, so costguard cannot tell"
+    elif not activity.idle:
+        return clear_or(Action.NONE, activity.reason)
     if not allowed:
         if warned:
             return Decision(key, Action.NONE, f"warned; {why_not}", activity=activity)
-        return Decision(key, Action.WARN, activity.reason, will_act=False, activity=activity)
+        return Decision(key, Action.WARN, activity.reason, will_act=False, activity=activity, why_not=why_not)
     if not warned or act_after is None:
         return Decision(key, Action.WARN, activity.reason, act_after=now + grace(resource, policy), activity=activity)
     if now < act_after:
