@@ -23,7 +23,7 @@ from costguard.sagemaker.decision import Action, decide
 from costguard.sagemaker.figures import SageMakerWeek, Zombie
 from costguard.sagemaker.messages import act_notice, digest_section, unattributed, warning
 from costguard.sagemaker.owners import app_owner
-from costguard.sagemaker.sweep import shutdown_findings
+from costguard.sagemaker.sweep import judged_from, shutdown_findings
 from costguard.slack.buttons import Button, sagemaker_keep_buttons
 from costguard.slack.interactions import Click, parse_interaction
 from testing.handlers import load_event
@@ -344,3 +344,55 @@ def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() 
         assert "<!channel>" not in json.dumps(message.blocks) + message.text
     assert "<!channel>" not in json.dumps(digest_section(week))
     assert "&lt;!channel&gt;" in json.dumps(digest_section(week))
+
+
+def test_an_exempt_resource_keeps_its_old_warning_tags_since_costguard_may_not_tag_it() -> None:
+    # IAM lets costguard write no tag on a costguard:exempt resource (TagIdleStateOnly); clearing the warning
+    # was refused every sweep, and each refusal failed the run (a retry, then the dead-letter queue).
+    warned = {tags.IDLE_WARNED_AT: "2026-11-24T10:00:00Z", tags.STOP_AFTER: "2026-11-25T10:00:00Z"}
+    exempt = endpoint_resource(tags={**warned, tags.EXEMPT: "demo day"})
+    decision = decide(exempt, idle(exempt), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
+    assert (decision.action, decision.reason) == (Action.SKIP, "exempt: demo day")
+    kept = endpoint_resource(tags={**warned, tags.KEEP_UNTIL: "2026-12-01T00:00:00Z"})
+    assert decide(kept, idle(kept), SageMakerPolicy(), NOW).action is Action.CLEAR_WARNING  # type: ignore[arg-type]
+
+
+def notebook_resource(**kwargs: object) -> Resource:
+    base: dict[str, Any] = {
+        "kind": Kind.NOTEBOOK,
+        "name": "alice-research",
+        "region": "us-east-1",
+        "arn": "arn:aws:sagemaker:us-east-1:123456789012:notebook-instance/alice-research",
+        "instance_type": "ml.g5.xlarge",
+        "status": "InService",
+        "since": NOW - timedelta(days=5),
+        "tags": {"Owner": "alice@example.com"},
+    }
+    return Resource(**{**base, **kwargs})
+
+
+def test_a_warning_from_days_ago_is_given_again_not_acted_on() -> None:
+    # Warned two days ago, then exempt for a while (or the sweeps failed): the data was read back to the old
+    # warning, found quiet all along, and the notebook was stopped on a warning its owner read two days ago.
+    warned_at = NOW - timedelta(days=2)
+    old = {tags.IDLE_WARNED_AT: f"{warned_at:%Y-%m-%dT%H:%M:%SZ}", tags.STOP_AFTER: "2026-11-22T12:30:00Z"}
+    nb = notebook_resource(tags={"Owner": "alice@example.com", **old})
+    start = judged_from(nb, POLICY, NOW)
+    assert start == NOW - timedelta(minutes=POLICY.notebook_window_minutes)
+    quiet = {Signal.KERNEL_ACTIVITY: points(warned_at, NOW, 0.0), Signal.GPU: points(warned_at, NOW, 0.0)}
+    activity = notebook_activity(quiet, start=start, now=NOW, gpu_idle_percent=5)
+    decision = decide(nb, activity, POLICY, NOW)
+    assert decision.action is Action.WARN
+    assert decision.act_after == NOW + timedelta(minutes=POLICY.grace_minutes)
+    # A warning within its grace and a sweep's delay still reads the data back to it, and acts.
+    recent = NOW - timedelta(minutes=45)
+    fresh = notebook_resource(
+        tags={tags.IDLE_WARNED_AT: f"{recent:%Y-%m-%dT%H:%M:%SZ}", tags.STOP_AFTER: "2026-11-24T11:45:00Z"}
+    )
+    assert judged_from(fresh, POLICY, NOW) == NOW - timedelta(minutes=POLICY.notebook_window_minutes)
+    long_grace = SageMakerPolicy(grace_minutes=180)
+    assert judged_from(fresh, long_grace, NOW) == NOW - timedelta(minutes=POLICY.notebook_window_minutes)
+    slow = notebook_resource(
+        tags={tags.IDLE_WARNED_AT: f"{NOW - timedelta(minutes=195):%Y-%m-%dT%H:%M:%SZ}", tags.STOP_AFTER: "x"}
+    )
+    assert judged_from(slow, long_grace, NOW) == NOW - timedelta(minutes=195)

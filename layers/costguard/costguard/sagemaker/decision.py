@@ -105,6 +105,10 @@ def decide(
     if resource.status != "InService":
         return Decision(key, Action.SKIP, f"{resource.status}, not InService")
     blocked = protection(resource, now)
+    if blocked and tags.EXEMPT in resource.tags:
+        # IAM lets costguard write no tag on an exempt resource: an old warning stays there, inert (a stop or a
+        # deletion is refused on it too), and stale by the time the exemption is lifted (sweep.judged_from).
+        return Decision(key, Action.SKIP, blocked)
     if blocked:
         return clear_or(Action.SKIP, blocked)
     span = window(resource, policy)
