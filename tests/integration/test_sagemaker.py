@@ -469,3 +469,41 @@ def test_sagemaker_prices_come_from_the_pricing_api_by_usage_type_in_one_call() 
         "no Studio usage type here: the notebook's, approximate"
     )
     assert book.api_calls == 1
+
+
+def test_an_endpoint_of_inference_components_is_read_as_such_and_left_unjudged(now: datetime) -> None:
+    # CreateInferenceComponent puts the model in the component: the endpoint configuration's variant names none.
+    client = boto3.client("sagemaker", region_name=REGION)
+    arn = f"arn:aws:sagemaker:{REGION}:123456789012:endpoint/llm-shared"
+    with Stubber(client) as stub:
+        stub.add_response(
+            "describe_endpoint",
+            {
+                "EndpointName": "llm-shared",
+                "EndpointArn": arn,
+                "EndpointConfigName": "llm-shared-config",
+                "EndpointStatus": "InService",
+                "CreationTime": now - timedelta(days=30),
+                "LastModifiedTime": now - timedelta(days=30),
+                "ProductionVariants": [{"VariantName": "AllTraffic", "CurrentInstanceCount": 2}],
+            },
+            {"EndpointName": "llm-shared"},
+        )
+        stub.add_response(
+            "describe_endpoint_config",
+            {
+                "EndpointConfigName": "llm-shared-config",
+                "EndpointConfigArn": f"arn:aws:sagemaker:{REGION}:123456789012:endpoint-config/llm-shared-config",
+                "CreationTime": now - timedelta(days=30),
+                "ProductionVariants": [
+                    {"VariantName": "AllTraffic", "InstanceType": "ml.g5.12xlarge", "InitialInstanceCount": 2}
+                ],
+            },
+            {"EndpointConfigName": "llm-shared-config"},
+        )
+        stub.add_response("list_tags", {"Tags": []}, {"ResourceArn": arn})
+        found = SageMaker(client, REGION, Mode.ENFORCE).endpoint("llm-shared")
+        stub.assert_no_pending_responses()
+    assert found is not None
+    [variant] = found.variants
+    assert (variant.instance_type, variant.instance_count, variant.inference_components) == ("ml.g5.12xlarge", 2, True)

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pytest
 
 from costguard.aws.costexplorer import sagemaker_usage
+from costguard.aws.pricing import PriceBook
 from costguard.core import tags
 from costguard.core.errors import EventValidationError
 from costguard.core.ownership import OwnerSource, decide_owner
@@ -24,6 +25,7 @@ from costguard.sagemaker.figures import SageMakerWeek, Zombie
 from costguard.sagemaker.messages import act_notice, digest_section, unattributed, warning
 from costguard.sagemaker.owners import app_owner
 from costguard.sagemaker.sweep import judged_from, shutdown_findings
+from costguard.sagemaker.week import SageMakerRegion, WeekCollector
 from costguard.slack.buttons import Button, sagemaker_keep_buttons
 from costguard.slack.interactions import Click, parse_interaction
 from testing.handlers import load_event
@@ -396,3 +398,92 @@ def test_a_warning_from_days_ago_is_given_again_not_acted_on() -> None:
         tags={tags.IDLE_WARNED_AT: f"{NOW - timedelta(minutes=195):%Y-%m-%dT%H:%M:%SZ}", tags.STOP_AFTER: "x"}
     )
     assert judged_from(slow, long_grace, NOW) == NOW - timedelta(minutes=195)
+
+
+def test_an_invocation_in_the_day_that_straddles_the_window_start_counts_as_in_the_window() -> None:
+    # CloudWatch answers a one-day period with buckets aligned on the query's start (rounded), not on midnight
+    # nor on the window: the point at window_start - 6 h sums calls up to window_start + 18 h.
+    window = NOW - timedelta(days=7)
+    series = {
+        "churn-v2/AllTraffic": {
+            Signal.CPU: daily(8, 2.0),
+            Signal.INVOCATIONS: [(window - timedelta(hours=6), 12.0)],
+        }
+    }
+    activity = endpoint_activity(endpoint_resource(), series, window_start=window, now=NOW)
+    assert activity.verdict is Verdict.BUSY
+    before = {
+        "churn-v2/AllTraffic": {
+            **series["churn-v2/AllTraffic"],
+            Signal.INVOCATIONS: [(window - timedelta(days=1), 1.0)],
+        }
+    }
+    assert endpoint_activity(endpoint_resource(), before, window_start=window, now=NOW).verdict is Verdict.IDLE
+
+
+def test_an_endpoint_hosting_inference_components_or_asynchronous_is_not_judged_on_variant_invocations() -> None:
+    components = endpoint_resource(variants=(Variant("AllTraffic", "ml.g5.xlarge", 1, inference_components=True),))
+    decision = decide(components, idle(components), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
+    assert decision.action is Action.SKIP
+    assert "inference components" in decision.reason
+    asynchronous = endpoint_resource(asynchronous=True)
+    decision = decide(asynchronous, idle(asynchronous), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
+    assert decision.action is Action.SKIP
+    assert "publishes no Invocations" in decision.reason
+    assert "costs nothing" not in decision.reason, "an asynchronous endpoint scales to zero only if told to"
+
+
+class FakeApi:
+    """What WeekCollector reads of SageMaker, as records (no I/O)."""
+
+    def __init__(self, notebooks: list[Resource], endpoints: list[Resource], apps: list[Resource]) -> None:
+        self._notebooks, self._endpoints, self._apps = notebooks, endpoints, apps
+
+    def notebooks(self, wanted: Any) -> list[Resource]:
+        return [r for r in self._notebooks if wanted(r.instance_type)]
+
+    def endpoints(self, wanted: Any) -> list[Resource]:
+        return [r for r in self._endpoints if any(wanted(v.instance_type) for v in r.variants)]
+
+    def apps(self, wanted: Any) -> list[Resource]:
+        return [r for r in self._apps if wanted(r.instance_type)]
+
+    def idle_settings(self) -> list[IdleSetting]:
+        return []
+
+
+class FakeMetrics:
+    def __init__(self, notebooks: dict[str, Any], endpoints: dict[str, Any]) -> None:
+        self.notebooks, self.endpoints = notebooks, endpoints
+
+    def watched_notebooks(self) -> set[str]:
+        return set(self.notebooks)
+
+    def notebook_series(self, names: Any, start: datetime, end: datetime, period: int = 300) -> Any:
+        return {n: self.notebooks[n] for n in names}, {}
+
+    def endpoint_series(self, endpoints: Any, start: datetime, window_start: datetime, end: datetime) -> Any:
+        return self.endpoints, {}
+
+
+def test_the_digest_week_counts_only_what_it_saw_idle_and_names_only_judged_zombies() -> None:
+    hours = [(NOW - timedelta(hours=h), 0.0) for h in range(1, 11)]
+    zombie = endpoint_resource()
+    asynchronous = endpoint_resource(name="batchy", asynchronous=True)
+    cpu_only = {Signal.CPU: daily(8, 2.0)}
+    checked = NOW - timedelta(minutes=3)
+    unseen_app = studio_app(last_health_check=checked, last_user_activity=checked)
+    region = SageMakerRegion(
+        "us-east-1",
+        FakeApi([notebook_resource()], [zombie, asynchronous], [unseen_app]),  # type: ignore[arg-type]
+        FakeMetrics(  # type: ignore[arg-type]
+            {"alice-research": {Signal.KERNEL_ACTIVITY: hours, Signal.GPU: hours}},
+            {"churn-v2/AllTraffic": cpu_only, "batchy/AllTraffic": cpu_only},
+        ),
+    )
+    prices = PriceBook(None)
+    week = WeekCollector(prices, SageMakerPolicy(), "Owner").collect([region], [], NOW - timedelta(days=7), NOW)
+    assert (week.notebooks, week.endpoints, week.apps) == (1, 2, 1)
+    assert [z.name for z in week.zombies] == ["churn-v2"], "an asynchronous endpoint publishes no Invocations"
+    assert week.idle_hours == 10, "the notebook's ten quiet reported hours; the unseen app's hours are not idle"
+    assert week.zombie_days == 7

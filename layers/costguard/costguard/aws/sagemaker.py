@@ -144,6 +144,7 @@ class _Reads:
                     instance_count=int(summary.get("CurrentInstanceCount") or 0),
                     serverless=serverless,
                     min_instances=int(minimum) if minimum is not None else None,
+                    inference_components=bool(configured) and not serverless and not configured.get("ModelName"),
                 )
             )
         arn = str(raw["EndpointArn"])

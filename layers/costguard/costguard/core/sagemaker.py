@@ -38,6 +38,9 @@ class Variant:
     instance_count: int = 0  # CurrentInstanceCount: what is billed now
     serverless: bool = False
     min_instances: int | None = None  # managed instance scaling's minimum (0: it scales to zero)
+    # No model of its own in the endpoint configuration: the variant hosts inference components, and a call
+    # names the component (InvokeEndpoint's InferenceComponentName), not the variant's Invocations alone.
+    inference_components: bool = False
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,9 @@ def endpoint_activity(
         invoked = [t for t, v in series.get(key, {}).get(Signal.INVOCATIONS, ()) if v > 0]
         if invoked:
             last_invoked = max(last_invoked or invoked[-1], *invoked)
-    if last_invoked is not None and last_invoked >= window_start:
+    # A point stands for the calls of the day that starts at its timestamp; CloudWatch aligns those days on
+    # the query's (rounded) start, not on the window: a day that reaches into the window counts as in it.
+    if last_invoked is not None and last_invoked + DAY > window_start:
         return Activity(Verdict.BUSY, f"invoked on {last_invoked:%a %d %b}", window_start, last_invoked=last_invoked)
     # Full days only: today's day is not over.
     end = now.replace(hour=0, minute=0, second=0, microsecond=0)

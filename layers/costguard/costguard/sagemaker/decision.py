@@ -1,8 +1,9 @@
 """The SageMaker sweep's decision for one resource. Pure: the resource, what it did, the policy and `now` in;
 a decision with its reason out.
 
-Never acted on: resources exempt or kept; not on an accelerated ml.* type; not InService; serverless and
-asynchronous endpoints, and variants that scale to zero (they are not zombies: they cost nothing idle);
+Never acted on: resources exempt or kept; not on an accelerated ml.* type; not InService; serverless
+endpoints and variants that scale to zero (they are not zombies: they cost nothing idle); asynchronous
+endpoints and endpoints of inference components (their calls are counted elsewhere than Invocations);
 resources that became what they are less than a window ago. An act (a notebook instance stopped, an endpoint
 or a Studio app deleted) needs a delivered warning (its tags), the grace period passed, a fresh judgement
 covering the window and everything since the warning, the `enforce` mode, and for deletions their switch.
@@ -77,14 +78,31 @@ def protection(resource: Resource, now: datetime) -> str | None:
             return f"{tags.KEEP_UNTIL}={keep!r} is not a time I can read, so it is kept"
         if until > now:
             return f"kept until {formatting.format_time(until)}"
-    if resource.kind is Kind.ENDPOINT:
-        if resource.asynchronous:
-            return "asynchronous endpoint: it can scale to zero, so idle it costs nothing"
-        billed = [v for v in resource.variants if not v.serverless and v.instance_count > 0]
-        if not billed:
-            return "serverless or scaled to zero: idle, it costs nothing"
-        if any(v.min_instances == 0 for v in resource.variants):
-            return "a variant scales to zero instances: idle, it costs nothing"
+    return unjudged(resource)
+
+
+def unjudged(resource: Resource) -> str | None:
+    """Why an endpoint is never a zombie whatever its Invocations say, or None: what costs nothing idle, and
+    what SageMaker counts elsewhere than Invocations (the sweep and the digest alike)."""
+    if resource.kind is not Kind.ENDPOINT:
+        return None
+    if resource.asynchronous:
+        # "Any metric not listed below is not published if the endpoint is enabled for asynchronous
+        # inference. Such metrics include ... Invocations" (SageMaker's asynchronous inference monitoring).
+        return (
+            "asynchronous endpoint: SageMaker publishes no Invocations for it (InvocationsProcessed "
+            "instead), which costguard does not read yet, so it is not judged"
+        )
+    if any(v.inference_components for v in resource.variants):
+        return (
+            "hosts inference components: its calls name a component, whose invocations costguard does "
+            "not read yet, so it is not judged"
+        )
+    billed = [v for v in resource.variants if not v.serverless and v.instance_count > 0]
+    if not billed:
+        return "serverless or scaled to zero: idle, it costs nothing"
+    if any(v.min_instances == 0 for v in resource.variants):
+        return "a variant scales to zero instances: idle, it costs nothing"
     return None
 
 

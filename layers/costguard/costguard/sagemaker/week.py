@@ -20,6 +20,7 @@ from costguard.core.sagemaker import Kind, Resource
 from costguard.core.series import Point, Signal
 from costguard.core.settings import SageMakerPolicy
 from costguard.sagemaker.activity import app_activity, endpoint_activity
+from costguard.sagemaker.decision import unjudged
 from costguard.sagemaker.figures import LOOKBACK, SageMakerWeek, Zombie
 from costguard.sagemaker.messages import hourly_cost
 from costguard.sagemaker.sweep import shutdown_findings
@@ -104,6 +105,8 @@ class WeekCollector:
         for endpoint in endpoints:
             hourly = self._hourly(endpoint)
             week.daily_usd += hourly * 24
+            if unjudged(endpoint):  # asynchronous, inference components, scales to zero: never a zombie
+                continue
             since = max(start, endpoint.since)
             if endpoint_activity(endpoint, series, window_start=since, now=now, errors=failed).idle:
                 days = (now - since).total_seconds() / 86_400
