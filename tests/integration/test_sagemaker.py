@@ -57,8 +57,17 @@ def notebook(name: str, now: datetime, *, owner: str = "alice@example.com", hour
     return str(arn)
 
 
-def kernels(name: str, start: datetime, end: datetime, *, busy_at: datetime | None = None, gap: bool = False) -> None:
-    """What costguard's lifecycle configuration publishes every 5 minutes; `gap`: it missed one report."""
+def kernels(
+    name: str,
+    start: datetime,
+    end: datetime,
+    *,
+    busy_at: datetime | None = None,
+    gap: bool = False,
+    core_busy_at: datetime | None = None,
+) -> None:
+    """What costguard's lifecycle configuration publishes every 5 minutes; `gap`: it missed one report;
+    `core_busy_at`: a job outside any kernel kept a CPU core busy in that period."""
     data = []
     at = start
     while at < end:
@@ -69,6 +78,8 @@ def kernels(name: str, start: datetime, end: datetime, *, busy_at: datetime | No
                 {"MetricName": "KernelActivity", "Dimensions": dims, "Timestamp": at, "Value": float(at == busy_at)}
             )
             data.append({"MetricName": "GPUUtilization", "Dimensions": dims, "Timestamp": at, "Value": 0.0})
+            core = 97.0 if at == core_busy_at else 3.0
+            data.append({"MetricName": "BusiestCoreUtilization", "Dimensions": dims, "Timestamp": at, "Value": core})
         at += timedelta(minutes=5)
     cloudwatch = boto3.client("cloudwatch", region_name=REGION)
     for first in range(0, len(data), 500):
@@ -214,6 +225,19 @@ def test_a_notebook_whose_kernel_worked_is_left_alone(
     runtime = make_runtime(slack)
     arn = notebook("busy-nb", now)
     kernels("busy-nb", now - timedelta(hours=3), now, busy_at=now - timedelta(minutes=45))
+    result = sweep(runtime, now, monkeypatch, lambda_context)
+    assert result["warned"] == []
+    assert slack.messages == []
+    assert tags.IDLE_WARNED_AT not in tags_on(arn)
+
+
+def test_a_notebook_whose_cpu_worked_outside_any_kernel_is_left_alone(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(slack)
+    arn = notebook("preprocessing-nb", now)
+    start = now - timedelta(hours=3)
+    kernels("preprocessing-nb", start, now, core_busy_at=start + timedelta(minutes=5 * 24))  # 1 h ago
     result = sweep(runtime, now, monkeypatch, lambda_context)
     assert result["warned"] == []
     assert slack.messages == []

@@ -15,17 +15,19 @@ What the reference says, and what follows here:
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
 
-from costguard.aws.sagemaker import KERNEL_METRIC, NOTEBOOK_NAMESPACE
+from costguard.aws.sagemaker import CORE_METRIC, KERNEL_METRIC, NOTEBOOK_NAMESPACE
 from costguard.core import tags
 from testing.handlers import load_event
 from tests.template.test_template import as_list, matches_pattern, rule_patterns, statements
@@ -193,15 +195,58 @@ def run_script(script: str, url: str, tmp_path: Any) -> dict[str, Any]:
     metadata = tmp_path / "resource-metadata.json"
     arn = "arn:aws:sagemaker:eu-west-1:123456789012:notebook-instance/alice-research"
     metadata.write_text(json.dumps({"ResourceName": "alice-research", "ResourceArn": arn}))
+    stat = tmp_path / "stat"
+    if not stat.exists():
+        stat.write_text("cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 5 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 40 0 0 0 0 0 0\n")
     ran = subprocess.run(
         [sys.executable, "-c", script, "--print"],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
-        env={"COSTGUARD_JUPYTER_URL": url, "COSTGUARD_METADATA": str(metadata), "PATH": "/usr/bin:/bin"},
+        env={
+            "COSTGUARD_JUPYTER_URL": url,
+            "COSTGUARD_METADATA": str(metadata),
+            "COSTGUARD_PROC_STAT": str(stat),
+            "COSTGUARD_STATE": str(tmp_path / "cpu-state.json"),
+            "PATH": "/usr/bin:/bin",
+        },
     )
     return json.loads(ran.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_the_lifecycle_script_fits_sagemakers_limit_and_finds_the_notebooks_python(
+    sam_template: dict[str, Any],
+) -> None:
+    # NotebookInstanceLifecycleHook.Content: "A base64-encoded string ... Maximum length of 16384" (SageMaker
+    # API reference, checked); its PATH is /sbin:bin:/usr/sbin:/usr/bin and it must finish within 5 minutes.
+    [start] = sam_template["Resources"]["NotebookActivityConfig"]["Properties"]["OnStart"]
+    content = start["Content"]["Fn::Base64"]
+    assert len(base64.b64encode(content.encode())) <= 16384
+    # The Python AWS's auto-stop sample runs (it has boto3), tried first; the script only installs a cron job.
+    assert content.index("envs/JupyterSystemEnv/bin/python") < content.index("/usr/bin/python3")
+    assert "sleep" not in content.split("\nPY\n", 1)[1]
+
+
+def test_the_activity_script_reports_the_busiest_cores_use_since_its_last_report(
+    sam_template: dict[str, Any], jupyter: Any, tmp_path: Any
+) -> None:
+    url, server = jupyter
+    server.answers = {"/api/kernels": [{"execution_state": "idle", "last_activity": "2020-01-01T00:00:00.000000Z"}]}
+    # The previous report's counters, 5 minutes ago (its state file), then /proc/stat now: cpu1 ran a job
+    # outside any kernel (busy 285 of 300 jiffies), cpu0 idled (busy 6 of 300).
+    before = {"at": time.time() - 300, "cores": {"cpu0": [10, 60], "cpu1": [10, 60]}}
+    (tmp_path / "cpu-state.json").write_text(json.dumps(before))
+    (tmp_path / "stat").write_text(
+        "cpu  300 0 11 408 1 0 0 0 0 0\ncpu0 13 0 3 344 0 0 0 0 0 0\ncpu1 287 0 8 64 1 0 0 0 0 0\n"
+    )
+    printed = run_script(activity_script(sam_template), url, tmp_path)
+    [core] = [d for d in printed["MetricData"] if d["MetricName"] == CORE_METRIC]
+    assert core["Value"] == pytest.approx(95.0)
+    assert core["Unit"] == "Percent"
+    assert kernel_values(printed) == [0]
+    saved = json.loads((tmp_path / "cpu-state.json").read_text())
+    assert saved["cores"]["cpu1"] == [295, 360], "the next report measures from these"
 
 
 def kernel_values(printed: dict[str, Any]) -> list[float]:

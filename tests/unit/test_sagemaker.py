@@ -97,13 +97,67 @@ def points(start: datetime, end: datetime, value: float, step: int = 5) -> list[
 
 def test_a_notebook_is_idle_only_when_every_period_was_reported_quiet() -> None:
     start = NOW - timedelta(hours=2)
-    quiet = {Signal.KERNEL_ACTIVITY: points(start, NOW, 0.0), Signal.GPU: points(start, NOW, 1.0)}
-    assert notebook_activity(quiet, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.IDLE
-    gap = {Signal.KERNEL_ACTIVITY: [p for p in quiet[Signal.KERNEL_ACTIVITY] if p[0] != start + timedelta(minutes=30)]}
-    assert notebook_activity(gap, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.INSUFFICIENT
+    quiet = {
+        Signal.KERNEL_ACTIVITY: points(start, NOW, 0.0),
+        Signal.GPU: points(start, NOW, 1.0),
+        Signal.BUSIEST_CORE: points(start, NOW, 4.0),
+    }
+
+    def judged(series: Any, instance_type: str = "ml.g5.xlarge") -> Verdict:
+        return notebook_activity(series, start=start, now=NOW, policy=POLICY, instance_type=instance_type).verdict
+
+    assert judged(quiet) is Verdict.IDLE
+    gap = {
+        **quiet,
+        Signal.KERNEL_ACTIVITY: [p for p in quiet[Signal.KERNEL_ACTIVITY] if p[0] != start + timedelta(minutes=30)],
+    }
+    assert judged(gap) is Verdict.INSUFFICIENT
     hot = {**quiet, Signal.GPU: [*quiet[Signal.GPU], (NOW - timedelta(minutes=20), 60.0)]}
-    assert notebook_activity(hot, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.BUSY
-    assert notebook_activity(None, start=start, now=NOW, gpu_idle_percent=5).verdict is Verdict.INSUFFICIENT
+    assert judged(hot) is Verdict.BUSY
+    assert judged(None) is Verdict.INSUFFICIENT
+
+
+def test_a_notebook_whose_busiest_core_works_outside_any_kernel_is_busy() -> None:
+    # `nohup python prepare.py &` from a cell or a closed terminal: no kernel busy, no GPU, one core at 100%.
+    # The script reported only kernels and GPUs, and the notebook was stopped under a running job.
+    start = NOW - timedelta(hours=2)
+    series = {
+        Signal.KERNEL_ACTIVITY: points(start, NOW, 0.0),
+        Signal.GPU: points(start, NOW, 0.0),
+        Signal.BUSIEST_CORE: [
+            *points(start, NOW - timedelta(minutes=30), 3.0),
+            *points(NOW - timedelta(minutes=30), NOW, 99.0),
+        ],
+    }
+    activity = notebook_activity(series, start=start, now=NOW, policy=POLICY, instance_type="ml.g5.xlarge")
+    assert activity.verdict is Verdict.BUSY
+    assert "CPU core" in activity.reason
+
+
+def test_a_notebook_missing_its_cpu_or_gpu_reports_is_not_judged() -> None:
+    start = NOW - timedelta(hours=2)
+    kernels = points(start, NOW, 0.0)
+    gpus = points(start, NOW, 0.0)
+    cores = points(start, NOW, 2.0)
+
+    def judged(series: Any, instance_type: str = "ml.g5.xlarge") -> Any:
+        return notebook_activity(series, start=start, now=NOW, policy=POLICY, instance_type=instance_type)
+
+    # An older lifecycle configuration (kernels and GPUs only) until the notebook is restarted: never judged.
+    older = judged({Signal.KERNEL_ACTIVITY: kernels, Signal.GPU: gpus})
+    assert older.verdict is Verdict.INSUFFICIENT
+    assert "CPU" in older.reason
+    # nvidia-smi answered nothing for a period, or never, on an NVIDIA type: its GPUs are not known quiet.
+    gpu_gap = [p for p in gpus if p[0] != start + timedelta(minutes=45)]
+    assert judged({Signal.KERNEL_ACTIVITY: kernels, Signal.GPU: gpu_gap, Signal.BUSIEST_CORE: cores}).verdict is (
+        Verdict.INSUFFICIENT
+    )
+    no_gpu = judged({Signal.KERNEL_ACTIVITY: kernels, Signal.BUSIEST_CORE: cores})
+    assert no_gpu.verdict is Verdict.INSUFFICIENT
+    assert "GPU" in no_gpu.reason
+    # Inferentia and Trainium have no nvidia-smi: no GPU reading is expected there.
+    neuron = judged({Signal.KERNEL_ACTIVITY: kernels, Signal.BUSIEST_CORE: cores}, "ml.inf2.xlarge")
+    assert neuron.verdict is Verdict.IDLE
 
 
 def endpoint_resource(**kwargs: object) -> Resource:
@@ -381,8 +435,12 @@ def test_a_warning_from_days_ago_is_given_again_not_acted_on() -> None:
     nb = notebook_resource(tags={"Owner": "alice@example.com", **old})
     start = judged_from(nb, POLICY, NOW)
     assert start == NOW - timedelta(minutes=POLICY.notebook_window_minutes)
-    quiet = {Signal.KERNEL_ACTIVITY: points(warned_at, NOW, 0.0), Signal.GPU: points(warned_at, NOW, 0.0)}
-    activity = notebook_activity(quiet, start=start, now=NOW, gpu_idle_percent=5)
+    quiet = {
+        Signal.KERNEL_ACTIVITY: points(warned_at, NOW, 0.0),
+        Signal.GPU: points(warned_at, NOW, 0.0),
+        Signal.BUSIEST_CORE: points(warned_at, NOW, 0.0),
+    }
+    activity = notebook_activity(quiet, start=start, now=NOW, policy=POLICY, instance_type="ml.g5.xlarge")
     decision = decide(nb, activity, POLICY, NOW)
     assert decision.action is Action.WARN
     assert decision.act_after == NOW + timedelta(minutes=POLICY.grace_minutes)
@@ -468,6 +526,7 @@ class FakeMetrics:
 
 def test_the_digest_week_counts_only_what_it_saw_idle_and_names_only_judged_zombies() -> None:
     hours = [(NOW - timedelta(hours=h), 0.0) for h in range(1, 11)]
+    cores = [(NOW - timedelta(hours=h), 80.0 if h == 3 else 2.0) for h in range(1, 11)]
     zombie = endpoint_resource()
     asynchronous = endpoint_resource(name="batchy", asynchronous=True)
     cpu_only = {Signal.CPU: daily(8, 2.0)}
@@ -477,7 +536,7 @@ def test_the_digest_week_counts_only_what_it_saw_idle_and_names_only_judged_zomb
         "us-east-1",
         FakeApi([notebook_resource()], [zombie, asynchronous], [unseen_app]),  # type: ignore[arg-type]
         FakeMetrics(  # type: ignore[arg-type]
-            {"alice-research": {Signal.KERNEL_ACTIVITY: hours, Signal.GPU: hours}},
+            {"alice-research": {Signal.KERNEL_ACTIVITY: hours, Signal.GPU: hours, Signal.BUSIEST_CORE: cores}},
             {"churn-v2/AllTraffic": cpu_only, "batchy/AllTraffic": cpu_only},
         ),
     )
@@ -485,5 +544,5 @@ def test_the_digest_week_counts_only_what_it_saw_idle_and_names_only_judged_zomb
     week = WeekCollector(prices, SageMakerPolicy(), "Owner").collect([region], [], NOW - timedelta(days=7), NOW)
     assert (week.notebooks, week.endpoints, week.apps) == (1, 2, 1)
     assert [z.name for z in week.zombies] == ["churn-v2"], "an asynchronous endpoint publishes no Invocations"
-    assert week.idle_hours == 10, "the notebook's ten quiet reported hours; the unseen app's hours are not idle"
+    assert week.idle_hours == 9, "the notebook's quiet reported hours (one had a busy core); the unseen app's none"
     assert week.zombie_days == 7

@@ -29,6 +29,12 @@ GOVERNED_APP_TYPES = ("JupyterLab", "KernelGateway", "CodeEditor")
 IDLE_SHUTDOWN_APP_TYPES = ("JupyterLab", "CodeEditor")
 
 
+def has_nvidia_gpu(instance_type: str) -> bool:
+    """ml.g* and ml.p* types carry NVIDIA GPUs (nvidia-smi answers there); ml.inf*, ml.trn* (AWS Neuron) and
+    ml.dl1 (Gaudi) have none for it to read."""
+    return instance_type.removeprefix("ml.")[:1] in ("g", "p")
+
+
 @dataclass(frozen=True)
 class Variant:
     """One production variant of an endpoint: what it runs on, how many, and how it scales."""

@@ -2,8 +2,9 @@
 
 Missing data is never idleness, here either:
 - a notebook instance is idle only when costguard's lifecycle configuration reported every 5-minute period
-  of the window, with no kernel busy or active in any and the busiest GPU under the threshold in all; a
-  period without a report (the server could not be read, the instance was restarting) is insufficient data;
+  of the window, with no kernel busy or active in any, the busiest CPU core and the busiest GPU under their
+  thresholds in all; a period without a report (the server could not be read, the instance was restarting,
+  nvidia-smi did not answer on an NVIDIA type) is insufficient data;
 - an endpoint is a zombie only when none of its variants was invoked in the window and every variant's
   instances published CPU on every day of it (Invocations has no datapoint for a day without requests, so
   its silence alone proves nothing: the CPU series proves the metrics flowed);
@@ -22,8 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from costguard.core.sagemaker import Resource
+from costguard.core.sagemaker import Resource, has_nvidia_gpu
 from costguard.core.series import Point, Signal
+from costguard.core.settings import SageMakerPolicy
 
 PERIOD = timedelta(minutes=5)
 LAG = timedelta(minutes=10)  # the newest periods may not be published yet
@@ -57,35 +59,58 @@ def notebook_activity(
     *,
     start: datetime,
     now: datetime,
-    gpu_idle_percent: float,
+    policy: SageMakerPolicy,
+    instance_type: str,
     error: str = "",
 ) -> Activity:
-    """A watched notebook instance over [start, now): its kernels and its GPUs, every period reported."""
+    """A watched notebook instance over [start, now): its kernels, its busiest CPU core and its GPUs, every
+    period reported. Work seen anywhere is work; a period without a kernel or a CPU report (or, on an NVIDIA
+    type, a GPU report) is missing data, as is a lifecycle configuration that reports no CPU at all."""
     if error:
         return Activity(Verdict.INSUFFICIENT, f"its metrics could not be read: {error}", start)
-    kernels = [(t, v) for t, v in (series or {}).get(Signal.KERNEL_ACTIVITY, ()) if start <= t < now]
-    gpus = [(t, v) for t, v in (series or {}).get(Signal.GPU, ()) if start <= t < now]
+    found = series or {}
+    kernels = [(t, v) for t, v in found.get(Signal.KERNEL_ACTIVITY, ()) if start <= t < now]
+    cores = [(t, v) for t, v in found.get(Signal.BUSIEST_CORE, ()) if start <= t < now]
+    gpus = [(t, v) for t, v in found.get(Signal.GPU, ()) if start <= t < now]
     busy = [t for t, v in kernels if v > 0]
     if busy:
         return Activity(Verdict.BUSY, f"a Jupyter kernel was at work at {busy[-1]:%H:%M} UTC", start)
-    hot = [(t, v) for t, v in gpus if v >= gpu_idle_percent]
+    hot = [(t, v) for t, v in gpus if v >= policy.gpu_idle_percent]
     if hot:
         t, v = hot[-1]
         return Activity(Verdict.BUSY, f"a GPU was at {v:.0f}% at {t:%H:%M} UTC", start)
-    missing = _missing_periods(kernels, start, now - LAG, PERIOD)
-    if missing:
-        first = missing[0]
-        return Activity(
-            Verdict.INSUFFICIENT,
-            f"no kernel report for {len(missing)} five-minute period(s) from {first:%H:%M} UTC: "
-            "the lifecycle configuration did not report (missing data is never idleness)",
-            start,
-        )
+    working = [(t, v) for t, v in cores if v >= policy.busiest_core_percent]
+    if working:
+        t, v = working[-1]
+        return Activity(Verdict.BUSY, f"a CPU core was at {v:.0f}% at {t:%H:%M} UTC", start)
+    required = [("kernel", kernels), ("CPU", cores)]
+    if has_nvidia_gpu(instance_type):
+        required.append(("GPU", gpus))
+    for what, points in required:
+        missing = _missing_periods(points, start, now - LAG, PERIOD)
+        if missing:
+            why = {
+                "kernel": "the lifecycle configuration did not report",
+                "CPU": "the lifecycle configuration did not report, or is older than costguard's CPU report "
+                "(restart the notebook instance to load the current one)",
+                "GPU": "nvidia-smi answered nothing",
+            }[what]
+            return Activity(
+                Verdict.INSUFFICIENT,
+                f"no {what} report for {len(missing)} five-minute period(s) from {missing[0]:%H:%M} UTC: {why} "
+                "(missing data is never idleness)",
+                start,
+            )
     minutes = int((now - start).total_seconds() // 60)
     gpu_peak = max((v for _, v in gpus), default=None)
-    gpu = f", GPU max {gpu_peak:.0f}%" if gpu_peak is not None else ", no GPU reading"
+    core_peak = max(v for _, v in cores)
+    gpu = f", GPU max {gpu_peak:.0f}%" if gpu_peak is not None else ", no GPU on this type"
     return Activity(
-        Verdict.IDLE, f"no Jupyter kernel or terminal active for {minutes} min{gpu}", start, start, gpu_peak=gpu_peak
+        Verdict.IDLE,
+        f"no Jupyter kernel or terminal active for {minutes} min, busiest CPU core max {core_peak:.0f}%{gpu}",
+        start,
+        start,
+        gpu_peak=gpu_peak,
     )
 
 

@@ -104,7 +104,8 @@ class SageMakerSweep:
                     series.get(n.name),
                     start=judged_from(n, self.policy, now),
                     now=now,
-                    gpu_idle_percent=self.policy.gpu_idle_percent,
+                    policy=self.policy,
+                    instance_type=n.instance_type,
                     error=failed.get(n.name, ""),
                 ),
             )
