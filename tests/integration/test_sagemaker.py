@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from costguard.aws.pricing import PriceBook
@@ -86,23 +87,26 @@ def kernels(
         cloudwatch.put_metric_data(Namespace=NOTEBOOK_NAMESPACE, MetricData=cast(Any, data[first : first + 500]))
 
 
-def endpoint(name: str, now: datetime, *, owner: str = "bob@example.com", days: float = 10) -> str:
+def endpoint(name: str, now: datetime, *, owner: str = "bob@example.com", days: float = 10, config: str = "") -> str:
+    """A real-time endpoint on one ml.g4dn.xlarge; `config`: created from that existing configuration."""
     client = sagemaker()
-    client.create_model(ModelName=f"{name}-model", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "image"})
-    client.create_endpoint_config(
-        EndpointConfigName=f"{name}-config",
-        ProductionVariants=[
-            {
-                "VariantName": "AllTraffic",
-                "ModelName": f"{name}-model",
-                "InitialInstanceCount": 1,
-                "InstanceType": "ml.g4dn.xlarge",
-            }
-        ],
-    )
-    arn = client.create_endpoint(
-        EndpointName=name, EndpointConfigName=f"{name}-config", Tags=[{"Key": "Owner", "Value": owner}]
-    )["EndpointArn"]
+    if not config:
+        config = f"{name}-config"
+        client.create_model(ModelName=f"{name}-model", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "image"})
+        client.create_endpoint_config(
+            EndpointConfigName=config,
+            ProductionVariants=[
+                {
+                    "VariantName": "AllTraffic",
+                    "ModelName": f"{name}-model",
+                    "InitialInstanceCount": 1,
+                    "InstanceType": "ml.g4dn.xlarge",
+                }
+            ],
+        )
+    arn = client.create_endpoint(EndpointName=name, EndpointConfigName=config, Tags=[{"Key": "Owner", "Value": owner}])[
+        "EndpointArn"
+    ]
     set_sagemaker_time("endpoint", name, REGION, now - timedelta(days=days))
     return str(arn)
 
@@ -286,7 +290,9 @@ def test_a_zombie_endpoint_is_warned_with_its_cost_deleted_and_recreated_from_it
     assert after["acted"] == ["endpoint/churn-v2"]
     assert sagemaker().list_endpoints()["Endpoints"] == []
     config = sagemaker().describe_endpoint_config(EndpointConfigName="churn-v2-config")
-    assert tags_on(config["EndpointConfigArn"])[tags.DELETED_ENDPOINT] == "churn-v2", "kept, and says whose it was"
+    assert tags_on(config["EndpointConfigArn"])[f"{tags.DELETED_ENDPOINT}:churn-v2"] == "bob@example.com", (
+        "kept, and says which endpoint costguard deleted from it, and whose it was"
+    )
     notice = slack.messages[-1]
 
     done = press(
@@ -298,6 +304,63 @@ def test_a_zombie_endpoint_is_warned_with_its_cost_deleted_and_recreated_from_it
     restored = tags_on(again["EndpointArn"])
     assert restored["Owner"] == "bob@example.com"
     assert restored[tags.RECREATED_BY] == "alice"
+
+
+def test_two_zombie_endpoints_of_one_configuration_are_both_recreated_from_their_buttons(
+    aws: None, slack: SlackStandIn, queue: str, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A demo and its copy from one endpoint configuration: the configuration kept the name of the last one
+    # deleted only, and the other's Recreate answered "costguard did not delete it".
+    runtime = runtime_for(slack)
+    monkeypatch.setenv("SLACK_ADMINS", "U0ALICE")
+    load_handler("buttons")._settings.cache_clear()
+    endpoint("demo-a", now)
+    endpoint("demo-b", now, owner="carol@example.com", config="demo-a-config")
+    for name in ("demo-a", "demo-b"):
+        endpoint_metrics(name, now)
+    sweep(runtime, now, monkeypatch, lambda_context, endpoints_delete=True)
+    later = now + timedelta(hours=25)
+    for name in ("demo-a", "demo-b"):
+        endpoint_metrics(name, later, days=1)
+    after = sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
+    assert sorted(after["acted"]) == ["endpoint/demo-a", "endpoint/demo-b"]
+    notices = {m.text: m for m in slack.messages if m.text.startswith("costguard deleted")}
+    for name, owner in (("demo-a", "bob@example.com"), ("demo-b", "carol@example.com")):
+        notice = notices[f"costguard deleted idle endpoint {name}"]
+        at = later + timedelta(minutes=5)
+        done = press(slack, notice, "costguard.recreate", runtime, queue, at, lambda_context, monkeypatch)
+        assert done["clicks"][0]["status"] == "done", name
+        [again] = [e for e in sagemaker().list_endpoints()["Endpoints"] if e["EndpointName"] == name]
+        assert tags_on(again["EndpointArn"])["Owner"] == owner
+
+
+def test_a_recreate_aws_refuses_is_answered_not_retried_for_ever(
+    aws: None, slack: SlackStandIn, queue: str, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The model was deleted since: CreateEndpoint's ValidationException will not pass on a retry. It went back
+    # to the queue on every delivery, then to the dead-letter queue, and the person who clicked heard nothing.
+    runtime = runtime_for(slack)
+    monkeypatch.setenv("SLACK_ADMINS", "U0ALICE")
+    load_handler("buttons")._settings.cache_clear()
+    endpoint("churn-v3", now)
+    endpoint_metrics("churn-v3", now)
+    sweep(runtime, now, monkeypatch, lambda_context, endpoints_delete=True)
+    later = now + timedelta(hours=25)
+    endpoint_metrics("churn-v3", later, days=1)
+    sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
+    notice = slack.messages[-1]
+
+    def model_gone(*_: Any, **__: Any) -> bool:
+        error = {"Error": {"Code": "ValidationException", "Message": "Could not find model churn-v3-model."}}
+        raise ClientError(error, "CreateEndpoint")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SageMaker, "create_endpoint", model_gone)
+    at = later + timedelta(minutes=5)
+    done = press(slack, notice, "costguard.recreate", runtime, queue, at, lambda_context, monkeypatch)
+    assert done["clicks"][0]["status"] == "refused"
+    answer = json.dumps(slack.ephemeral[-1])
+    assert "ValidationException" in answer
+    assert "Could not find model" in answer
 
 
 def test_without_deletion_a_zombie_endpoint_is_warned_once_and_kept(

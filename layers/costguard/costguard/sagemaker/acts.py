@@ -143,7 +143,7 @@ class SageMakerActs:
             return stopped
         if resource.kind is Kind.ENDPOINT:
             # The configuration says which endpoint costguard deleted from it, and whose: Recreate needs both.
-            kept = {tags.DELETED_ENDPOINT: resource.name, tags.ENDPOINT_OWNER: owner}
+            kept = {tags.deleted_endpoint(resource.name): owner}
             self.api.tag_endpoint_config(resource.config_name, kept)
             return self.api.delete_endpoint(resource.name)
         return self.api.delete_app(resource.name)
