@@ -106,7 +106,10 @@ def test_sagemaker_tag_writes_are_limited_to_costguard_keys(cfn: dict[str, Any])
 def test_recreate_and_start_again_act_only_on_what_costguard_did(cfn: dict[str, Any]) -> None:
     [(role, recreate)] = sagemaker_grants(cfn, "sagemaker:CreateEndpoint")
     assert role == "ButtonsFunctionRole"
-    assert recreate["Condition"]["Null"] == {f"aws:RequestTag/{tags.RECREATED_BY}": "false"}
+    assert recreate["Condition"] == {
+        "ForAllValues:StringEquals": {"aws:TagKeys": [{"Ref": "OwnerTagKey"}, tags.RECREATED_BY]},
+        "Null": {f"aws:RequestTag/{tags.RECREATED_BY}": "false"},
+    }
     assert {r["Fn::Sub"] for r in recreate["Resource"]} == {
         ACCOUNT_ARN + "endpoint/*",
         ACCOUNT_ARN + "endpoint-config/*",
@@ -285,3 +288,25 @@ def test_the_activity_script_reports_nothing_when_jupyter_cannot_be_read(
 ) -> None:
     printed = run_script(activity_script(sam_template), "http://127.0.0.1:9", tmp_path)  # nothing listens there
     assert kernel_values(printed) == []  # a gap, which costguard reads as missing data, never as idle
+
+
+def test_a_keep_click_may_add_only_the_keep_and_remove_only_the_warning(cfn: dict[str, Any]) -> None:
+    # The buttons role could AddTags costguard:stop-after itself (one statement for both verbs): a keep needs
+    # only to add keep-until and kept-by, and to remove the warning.
+    grants = [(r, s) for r, s in sagemaker_grants(cfn, "sagemaker:AddTags", "sagemaker:DeleteTags")]
+    buttons = [s for r, s in grants if r == "ButtonsFunctionRole"]
+
+    def keys(verb: str) -> set[str]:
+        return {
+            k if isinstance(k, str) else json.dumps(k)
+            for s in buttons
+            if verb in as_list(s["Action"])
+            for k in s["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+        }
+
+    keep_and_recreate = {tags.KEEP_UNTIL, tags.KEPT_BY, tags.RECREATED_BY, json.dumps({"Ref": "OwnerTagKey"})}
+    assert keys("sagemaker:AddTags") == keep_and_recreate
+    assert keys("sagemaker:DeleteTags") == {tags.IDLE_WARNED_AT, tags.STOP_AFTER}
+    [recreate_tags] = [s for s in buttons if s["Sid"] == "TagRecreatedEndpointsOnly"]
+    assert as_list(recreate_tags["Action"]) == ["sagemaker:AddTags"]
+    assert recreate_tags["Resource"] == {"Fn::Sub": ACCOUNT_ARN + "endpoint/*"}, "not on configurations"
