@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from costguard.aws.costexplorer import sagemaker_usage
 from costguard.aws.pricing import PriceBook
@@ -18,17 +21,26 @@ from costguard.core.records import Price, Skipped
 from costguard.core.sagemaker import IdleSetting, Kind, Resource, Variant
 from costguard.core.series import Signal
 from costguard.core.settings import Mode, SageMakerPolicy
-from costguard.sagemaker.activity import Verdict, app_activity, endpoint_activity, notebook_activity
+from costguard.sagemaker.activity import Activity, Verdict, app_activity, endpoint_activity, notebook_activity
 from costguard.sagemaker.creations import Creation, parse_record
-from costguard.sagemaker.decision import Action, decide
+from costguard.sagemaker.decision import Action, Decision, decide
 from costguard.sagemaker.figures import SageMakerWeek, Zombie
-from costguard.sagemaker.messages import act_notice, digest_section, unattributed, warning
+from costguard.sagemaker.messages import (
+    act_failed_notice,
+    act_notice,
+    digest_section,
+    dry_run_notice,
+    idle_settings_report,
+    unattributed,
+    warning,
+)
 from costguard.sagemaker.owners import app_owner
 from costguard.sagemaker.sweep import judged_from, shutdown_findings
 from costguard.sagemaker.week import SageMakerRegion, WeekCollector
 from costguard.slack.buttons import Button, sagemaker_keep_buttons
 from costguard.slack.interactions import Click, parse_interaction
 from testing.handlers import load_event
+from tests.unit.test_hostile_text import assert_harmless, hostile
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 POLICY = SageMakerPolicy()
@@ -546,3 +558,48 @@ def test_the_digest_week_counts_only_what_it_saw_idle_and_names_only_judged_zomb
     assert [z.name for z in week.zombies] == ["churn-v2"], "an asynchronous endpoint publishes no Invocations"
     assert week.idle_hours == 9, "the notebook's quiet reported hours (one had a busy core); the unseen app's none"
     assert week.zombie_days == 7
+
+
+# ------------------------------------------------------------------ hostile input, generated
+
+
+@given(value=hostile)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+def test_every_sagemaker_message_escapes_what_it_did_not_write(value: str) -> None:
+    # Owner tags, AWS's error messages, Studio names and CloudTrail reasons reach Slack only escaped.
+    resource = endpoint_resource(tags={"Owner": value}, instance_type=value, region=value)
+    activity = Activity(Verdict.IDLE, value, NOW - timedelta(days=7), last_invoked=NOW - timedelta(days=9))
+    decision = Decision(resource.key, Action.WARN, value, NOW + timedelta(hours=24), activity=activity, why_not=value)
+    unseen = Decision(
+        "app/x", Action.WARN, value, will_act=False, why_not=value, activity=Activity(Verdict.UNSEEN, value)
+    )
+    app = studio_app(tags={"Owner": value})
+    week = SageMakerWeek(
+        notebooks=1,
+        zombies=[Zombie(value, value, 3.0, value)],
+        unwatched=[value],
+        idle_shutdown_off=[value],
+        errors=[value],
+    )
+    for message in (
+        warning(resource, decision, Price(1.5, "pricing-api"), value, NOW),
+        warning(app, unseen, Price(None, "unknown"), value, NOW),
+        act_notice(resource, decision, Price(1.5, "bundled"), value),
+        dry_run_notice(resource, decision, Price(1.5, "pricing-api"), value),
+        act_failed_notice(resource, value, value),
+        idle_settings_report([IdleSetting("space", "d-1", value, "JupyterLab", False, None)], 120),
+        unattributed([(value, value, value)], "Owner"),
+    ):
+        assert_harmless(message, value)
+    assert_harmless({"blocks": digest_section(week)}, value)
+
+
+@given(value=st.text(max_size=400))
+def test_a_tag_value_costguard_writes_is_always_one_sagemaker_accepts(value: str) -> None:
+    # Tag.Value: "Length Constraints: Maximum length of 256. Pattern: ([\p{L}\p{Z}\p{N}_.:/=+\-@]*)" (API
+    # reference). A tab, a newline or another control character in a Slack name or a session name is not \p{Z}.
+    written = tags.sagemaker_value(value)
+    assert len(written) <= 256
+    assert all(unicodedata.category(c)[0] in "LZN" or c in "_.:/=+-@" for c in written), repr(written)
+    assert tags.sagemaker_value("alice\tsmith\n") == "alice_smith_"
+    assert tags.sagemaker_value("Zoë O'Brien <zoe@example.com>") == "Zoë O_Brien _zoe@example.com_"

@@ -5,7 +5,7 @@ One name for one thing: the template's IAM conditions, the code and the docs use
 
 from __future__ import annotations
 
-import re
+import unicodedata
 
 PREFIX = "costguard:"
 
@@ -46,12 +46,15 @@ def clip(value: str) -> str:
     return value if len(value) <= MAX_VALUE_LENGTH else value[: MAX_VALUE_LENGTH - 1] + "…"
 
 
-_SAGEMAKER_UNSAFE = re.compile(r"[^\w\s_.:/=+\-@]", re.UNICODE)
+_SAGEMAKER_PUNCTUATION = frozenset("_.:/=+-@")
 
 
 def sagemaker_value(value: str) -> str:
-    """SageMaker refuses tag values outside letters, digits, spaces and _.:/=+-@ (and over 256 characters)."""
-    return _SAGEMAKER_UNSAFE.sub("_", value)[:MAX_VALUE_LENGTH]  # no ellipsis: SageMaker refuses it too
+    """SageMaker's Tag.Value pattern is ([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*), at most 256 characters: letters,
+    separators and numbers by Unicode category (a tab or a newline is a control character, not \\p{Z}), and
+    that punctuation. Anything else becomes "_"; no ellipsis when cut, SageMaker refuses it too."""
+    kept = (c if unicodedata.category(c)[0] in "LZN" or c in _SAGEMAKER_PUNCTUATION else "_" for c in value)
+    return "".join(kept)[:MAX_VALUE_LENGTH]
 
 
 def deleted_endpoint(name: str) -> str:
