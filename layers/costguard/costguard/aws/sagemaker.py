@@ -222,6 +222,14 @@ class _Studio(_Reads):
             last_health_check=raw.get("LastHealthCheckTimestamp"),
         )
 
+    def resource(self, kind: Kind, name: str) -> Resource | None:
+        """A notebook instance, endpoint or Studio app by its kind and name (core.sagemaker's), or None."""
+        if kind is Kind.NOTEBOOK:
+            return self.notebook(name)
+        if kind is Kind.ENDPOINT:
+            return self.endpoint(name)
+        return self.app(name)
+
     def holder_tags(self, domain: str, holder: str) -> dict[str, str]:
         """The tags of the user profile an app runs for, or of a private space's owner's user profile: where
         a person may be named (Owner) when the app's own create call names only SageMaker's role."""

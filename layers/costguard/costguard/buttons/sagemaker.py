@@ -35,7 +35,7 @@ class SageMakerClicks:
         kind = Kind(click.kind)
         if click.button is Button.RECREATE:
             return self._recreate(worker, api, click, now)
-        found = self._find(api, kind, click.instance_id)
+        found = api.resource(kind, click.instance_id)
         if found is None or not self.policy.is_accelerated(found.instance_type):
             text = f"The {kind.value} `{click.instance_id}` is gone, or not on a GPU type costguard governs."
             return worker._tell(click, Reply("gone", text))
@@ -47,14 +47,6 @@ class SageMakerClicks:
         return self._once(
             worker, click, now, lambda: self._apply(worker, api, found, click, now), resource=found, owner=owner
         )
-
-    @staticmethod
-    def _find(api: SageMaker, kind: Kind, name: str) -> Resource | None:
-        if kind is Kind.NOTEBOOK:
-            return api.notebook(name)
-        if kind is Kind.ENDPOINT:
-            return api.endpoint(name)
-        return api.app(name)
 
     def _once(
         self,

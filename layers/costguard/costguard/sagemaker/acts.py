@@ -33,7 +33,6 @@ REFUSED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}
 ACT_TTL = timedelta(days=30)
 REPORT_TTL = timedelta(days=2)
 SLACK_RESERVE_SECONDS = 60.0
-PRICE_KIND = {Kind.NOTEBOOK: "notebook", Kind.ENDPOINT: "endpoint", Kind.APP: "app"}
 
 
 class SageMakerActs:
@@ -58,7 +57,7 @@ class SageMakerActs:
         self.time_left = time_left or (lambda: float("inf"))
 
     def price(self, resource: Resource) -> Price:
-        return self.prices.sagemaker_hourly(resource.instance_type, resource.region, PRICE_KIND[resource.kind])
+        return self.prices.sagemaker_hourly(resource.instance_type, resource.region, resource.kind.value)
 
     def act(self, resource: Resource, decision: Decision, now: datetime) -> Outcome:
         outcome = Outcome(resource.key, decision.action, decision.reason)

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.pricing import PriceBook
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
-from costguard.core.sagemaker import Kind, Resource, has_nvidia_gpu
+from costguard.core.sagemaker import Resource, has_nvidia_gpu
 from costguard.core.series import Point, Signal
 from costguard.core.settings import SageMakerPolicy
 from costguard.sagemaker.activity import app_activity, endpoint_activity
@@ -28,7 +28,6 @@ from costguard.sagemaker.sweep import shutdown_findings
 from costguard.state.entries import Entry
 
 HOUR = 3600
-PRICE_KIND = {Kind.NOTEBOOK: "notebook", Kind.ENDPOINT: "endpoint", Kind.APP: "app"}
 
 
 @dataclass
@@ -80,7 +79,7 @@ class WeekCollector:
         return week
 
     def _hourly(self, resource: Resource) -> float:
-        price = self.prices.sagemaker_hourly(resource.instance_type, resource.region, PRICE_KIND[resource.kind])
+        price = self.prices.sagemaker_hourly(resource.instance_type, resource.region, resource.kind.value)
         return hourly_cost(resource, price) or 0.0
 
     def _notebooks(self, region: SageMakerRegion, week: SageMakerWeek, start: datetime, now: datetime) -> None:
