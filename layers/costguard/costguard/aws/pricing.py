@@ -7,6 +7,7 @@ container's life. The fallback is said to be one in every message that uses it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from costguard.aws.clients import READ_ERRORS
@@ -115,24 +116,28 @@ class PriceBook:
             "MaxResults": 100,
         }
         try:
-            while True:
-                self.api_calls += 1
-                response = self.client.get_products(**params)
-                for raw in response.get("PriceList", []):
-                    product = json.loads(raw) if isinstance(raw, str) else raw
-                    usage = str(product.get("product", {}).get("attributes", {}).get("usagetype", ""))
-                    price = on_demand_usd([product])
-                    if usage and price:
-                        found[usage] = price
-                token = response.get("NextToken")
-                if not token:
-                    break
-                params["NextToken"] = token
+            for product in self._products(self.client, params):
+                usage = str(product.get("product", {}).get("attributes", {}).get("usagetype", ""))
+                price = on_demand_usd([product])
+                if usage and price:
+                    found[usage] = price
         except READ_ERRORS as exc:
             logger.warning("pricing API unavailable for SageMaker", instance_type=instance_type, error=str(exc))
             return {}
         self._sagemaker[key] = found
         return found
+
+    def _products(self, client: PricingClient, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every product of a GetProducts query, page after page (each page counted in api_calls)."""
+        while True:
+            self.api_calls += 1
+            response = client.get_products(**params)
+            for raw in response.get("PriceList", []):
+                yield json.loads(raw) if isinstance(raw, str) else raw
+            token = response.get("NextToken")
+            if not token:
+                return
+            params = {**params, "NextToken": token}
 
     def hourly(self, instance_type: str, region: str) -> Price:
         key = (instance_type, region)
@@ -155,19 +160,11 @@ class PriceBook:
         }
         prices: dict[str, float] = {}
         try:
-            while True:
-                self.api_calls += 1
-                response = self.client.get_products(**params)
-                for raw in response.get("PriceList", []):
-                    product = json.loads(raw) if isinstance(raw, str) else raw
-                    region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
-                    price = on_demand_usd([product])
-                    if region and price:
-                        prices[region] = price
-                token = response.get("NextToken")
-                if not token:
-                    break
-                params["NextToken"] = token
+            for product in self._products(self.client, params):
+                region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
+                price = on_demand_usd([product])
+                if region and price:
+                    prices[region] = price
         except READ_ERRORS as exc:
             logger.warning("pricing API unavailable for region prices", instance_type=instance_type, error=str(exc))
             return {}
