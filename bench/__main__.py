@@ -9,11 +9,13 @@ from bench import (
     charts,
     cold_imports,
     digest,
+    digest_whole,
     faults,
     first_sweep,
     idle_sweep,
     learning,
     owner_tagger,
+    scheduled,
     versus,
     week,
 )
@@ -31,6 +33,10 @@ def main() -> None:
     print(f"  saved {save('backfill', backfill.main())}")
     print("The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances")
     print(f"  saved {save('digest', digest.main())}")
+    print("The whole weekly digest handler at 1,000 and 10,000 GPU machines, as Lambda runs it")
+    print(f"  saved {save('digest_whole', digest_whole.main())}")
+    print("The deep dive over a payer account's quarter, and the organization digest of 100 accounts, whole")
+    print(f"  saved {save('scheduled', scheduled.main())}")
     print("The learning of recurring work for 1,000 machines about to be warned at once")
     print(f"  saved {save('learning', learning.main())}")
     print("A week of a realistic fleet through the real sweep, against the oracle and two baselines")

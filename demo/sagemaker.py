@@ -43,6 +43,7 @@ def seed(client: Callable[..., Any], gaps: AwsGaps, t0: datetime) -> None:
     while at <= t0 + timedelta(minutes=5):
         reports += [
             {"MetricName": "KernelActivity", "Dimensions": dims, "Timestamp": at, "Value": 0.0},
+            {"MetricName": "BusiestCoreUtilization", "Dimensions": dims, "Timestamp": at, "Value": 4.0},
             {"MetricName": "GPUUtilization", "Dimensions": dims, "Timestamp": at, "Value": 0.0},
         ]
         at += timedelta(minutes=5)
@@ -82,18 +83,6 @@ def seed(client: Callable[..., Any], gaps: AwsGaps, t0: datetime) -> None:
         {"MetricName": "Invocations", "Dimensions": variant, "Timestamp": midnight - timedelta(days=12), "Value": 40.0}
     ]
     cloudwatch.put_metric_data(Namespace="AWS/SageMaker", MetricData=last_call)
-    # Cost Explorer's SageMaker spend by usage type (the budget alert's "who drives the spend"): the
-    # "Amazon SageMaker" service line of the demo's bill, split between the endpoint and the notebook.
-    (start, _), (previous_start, _) = periods(t0.date())
-    now, before = OTHER_SERVICES["Amazon SageMaker"]
-    gaps.costs[("USAGE_TYPE", start.isoformat())] = {
-        "USE1-Host:ml.g4dn.xlarge": now * 0.45,
-        "USE1-Notebk:ml.p3.2xlarge": now * 0.55,
-    }
-    gaps.costs[("USAGE_TYPE", previous_start.isoformat())] = {
-        "USE1-Host:ml.g4dn.xlarge": before * 0.2,
-        "USE1-Notebk:ml.p3.2xlarge": before * 0.8,
-    }
     # Cost Explorer's SageMaker spend by usage type (the budget alert's "who drives the spend"): the
     # "Amazon SageMaker" service line of the demo's bill, split between the endpoint and the notebook.
     (start, _), (previous_start, _) = periods(t0.date())

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from costguard.aws.pricing import PriceBook
@@ -57,8 +58,17 @@ def notebook(name: str, now: datetime, *, owner: str = "alice@example.com", hour
     return str(arn)
 
 
-def kernels(name: str, start: datetime, end: datetime, *, busy_at: datetime | None = None, gap: bool = False) -> None:
-    """What costguard's lifecycle configuration publishes every 5 minutes; `gap`: it missed one report."""
+def kernels(
+    name: str,
+    start: datetime,
+    end: datetime,
+    *,
+    busy_at: datetime | None = None,
+    gap: bool = False,
+    core_busy_at: datetime | None = None,
+) -> None:
+    """What costguard's lifecycle configuration publishes every 5 minutes; `gap`: it missed one report;
+    `core_busy_at`: a job outside any kernel kept a CPU core busy in that period."""
     data = []
     at = start
     while at < end:
@@ -69,29 +79,34 @@ def kernels(name: str, start: datetime, end: datetime, *, busy_at: datetime | No
                 {"MetricName": "KernelActivity", "Dimensions": dims, "Timestamp": at, "Value": float(at == busy_at)}
             )
             data.append({"MetricName": "GPUUtilization", "Dimensions": dims, "Timestamp": at, "Value": 0.0})
+            core = 97.0 if at == core_busy_at else 3.0
+            data.append({"MetricName": "BusiestCoreUtilization", "Dimensions": dims, "Timestamp": at, "Value": core})
         at += timedelta(minutes=5)
     cloudwatch = boto3.client("cloudwatch", region_name=REGION)
     for first in range(0, len(data), 500):
         cloudwatch.put_metric_data(Namespace=NOTEBOOK_NAMESPACE, MetricData=cast(Any, data[first : first + 500]))
 
 
-def endpoint(name: str, now: datetime, *, owner: str = "bob@example.com", days: float = 10) -> str:
+def endpoint(name: str, now: datetime, *, owner: str = "bob@example.com", days: float = 10, config: str = "") -> str:
+    """A real-time endpoint on one ml.g4dn.xlarge; `config`: created from that existing configuration."""
     client = sagemaker()
-    client.create_model(ModelName=f"{name}-model", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "image"})
-    client.create_endpoint_config(
-        EndpointConfigName=f"{name}-config",
-        ProductionVariants=[
-            {
-                "VariantName": "AllTraffic",
-                "ModelName": f"{name}-model",
-                "InitialInstanceCount": 1,
-                "InstanceType": "ml.g4dn.xlarge",
-            }
-        ],
-    )
-    arn = client.create_endpoint(
-        EndpointName=name, EndpointConfigName=f"{name}-config", Tags=[{"Key": "Owner", "Value": owner}]
-    )["EndpointArn"]
+    if not config:
+        config = f"{name}-config"
+        client.create_model(ModelName=f"{name}-model", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "image"})
+        client.create_endpoint_config(
+            EndpointConfigName=config,
+            ProductionVariants=[
+                {
+                    "VariantName": "AllTraffic",
+                    "ModelName": f"{name}-model",
+                    "InitialInstanceCount": 1,
+                    "InstanceType": "ml.g4dn.xlarge",
+                }
+            ],
+        )
+    arn = client.create_endpoint(EndpointName=name, EndpointConfigName=config, Tags=[{"Key": "Owner", "Value": owner}])[
+        "EndpointArn"
+    ]
     set_sagemaker_time("endpoint", name, REGION, now - timedelta(days=days))
     return str(arn)
 
@@ -220,6 +235,19 @@ def test_a_notebook_whose_kernel_worked_is_left_alone(
     assert tags.IDLE_WARNED_AT not in tags_on(arn)
 
 
+def test_a_notebook_whose_cpu_worked_outside_any_kernel_is_left_alone(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(slack)
+    arn = notebook("preprocessing-nb", now)
+    start = now - timedelta(hours=3)
+    kernels("preprocessing-nb", start, now, core_busy_at=start + timedelta(minutes=5 * 24))  # 1 h ago
+    result = sweep(runtime, now, monkeypatch, lambda_context)
+    assert result["warned"] == []
+    assert slack.messages == []
+    assert tags.IDLE_WARNED_AT not in tags_on(arn)
+
+
 def test_a_notebook_with_a_missing_report_or_none_at_all_is_never_warned(
     aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -262,7 +290,9 @@ def test_a_zombie_endpoint_is_warned_with_its_cost_deleted_and_recreated_from_it
     assert after["acted"] == ["endpoint/churn-v2"]
     assert sagemaker().list_endpoints()["Endpoints"] == []
     config = sagemaker().describe_endpoint_config(EndpointConfigName="churn-v2-config")
-    assert tags_on(config["EndpointConfigArn"])[tags.DELETED_ENDPOINT] == "churn-v2", "kept, and says whose it was"
+    assert tags_on(config["EndpointConfigArn"])[f"{tags.DELETED_ENDPOINT}:churn-v2"] == "bob@example.com", (
+        "kept, and says which endpoint costguard deleted from it, and whose it was"
+    )
     notice = slack.messages[-1]
 
     done = press(
@@ -274,6 +304,63 @@ def test_a_zombie_endpoint_is_warned_with_its_cost_deleted_and_recreated_from_it
     restored = tags_on(again["EndpointArn"])
     assert restored["Owner"] == "bob@example.com"
     assert restored[tags.RECREATED_BY] == "alice"
+
+
+def test_two_zombie_endpoints_of_one_configuration_are_both_recreated_from_their_buttons(
+    aws: None, slack: SlackStandIn, queue: str, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A demo and its copy from one endpoint configuration: the configuration kept the name of the last one
+    # deleted only, and the other's Recreate answered "costguard did not delete it".
+    runtime = runtime_for(slack)
+    monkeypatch.setenv("SLACK_ADMINS", "U0ALICE")
+    load_handler("buttons")._settings.cache_clear()
+    endpoint("demo-a", now)
+    endpoint("demo-b", now, owner="carol@example.com", config="demo-a-config")
+    for name in ("demo-a", "demo-b"):
+        endpoint_metrics(name, now)
+    sweep(runtime, now, monkeypatch, lambda_context, endpoints_delete=True)
+    later = now + timedelta(hours=25)
+    for name in ("demo-a", "demo-b"):
+        endpoint_metrics(name, later, days=1)
+    after = sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
+    assert sorted(after["acted"]) == ["endpoint/demo-a", "endpoint/demo-b"]
+    notices = {m.text: m for m in slack.messages if m.text.startswith("costguard deleted")}
+    for name, owner in (("demo-a", "bob@example.com"), ("demo-b", "carol@example.com")):
+        notice = notices[f"costguard deleted idle endpoint {name}"]
+        at = later + timedelta(minutes=5)
+        done = press(slack, notice, "costguard.recreate", runtime, queue, at, lambda_context, monkeypatch)
+        assert done["clicks"][0]["status"] == "done", name
+        [again] = [e for e in sagemaker().list_endpoints()["Endpoints"] if e["EndpointName"] == name]
+        assert tags_on(again["EndpointArn"])["Owner"] == owner
+
+
+def test_a_recreate_aws_refuses_is_answered_not_retried_for_ever(
+    aws: None, slack: SlackStandIn, queue: str, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The model was deleted since: CreateEndpoint's ValidationException will not pass on a retry. It went back
+    # to the queue on every delivery, then to the dead-letter queue, and the person who clicked heard nothing.
+    runtime = runtime_for(slack)
+    monkeypatch.setenv("SLACK_ADMINS", "U0ALICE")
+    load_handler("buttons")._settings.cache_clear()
+    endpoint("churn-v3", now)
+    endpoint_metrics("churn-v3", now)
+    sweep(runtime, now, monkeypatch, lambda_context, endpoints_delete=True)
+    later = now + timedelta(hours=25)
+    endpoint_metrics("churn-v3", later, days=1)
+    sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
+    notice = slack.messages[-1]
+
+    def model_gone(*_: Any, **__: Any) -> bool:
+        error = {"Error": {"Code": "ValidationException", "Message": "Could not find model churn-v3-model."}}
+        raise ClientError(error, "CreateEndpoint")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SageMaker, "create_endpoint", model_gone)
+    at = later + timedelta(minutes=5)
+    done = press(slack, notice, "costguard.recreate", runtime, queue, at, lambda_context, monkeypatch)
+    assert done["clicks"][0]["status"] == "refused"
+    answer = json.dumps(slack.ephemeral[-1])
+    assert "ValidationException" in answer
+    assert "Could not find model" in answer
 
 
 def test_without_deletion_a_zombie_endpoint_is_warned_once_and_kept(
@@ -316,7 +403,7 @@ def test_an_endpoint_with_a_day_of_missing_metrics_is_left_alone(
 # -------------------------------------------------------------- Studio: Stubber (moto has no apps, profiles, spaces)
 
 
-def test_studio_settings_without_idle_shutdown_are_reported_and_an_idle_gpu_app_is_warned(
+def test_studio_settings_without_idle_shutdown_are_reported_and_a_gpu_app_sagemaker_cannot_see_is_never_deleted(
     aws: None, slack: SlackStandIn, now: datetime
 ) -> None:
     runtime = make_runtime(slack, mode=Mode.ENFORCE)
@@ -386,7 +473,8 @@ def test_studio_settings_without_idle_shutdown_are_reported_and_an_idle_gpu_app_
         )
         stub.add_response("list_spaces", {"Spaces": []}, {"DomainIdEquals": "d-abc123def456"})
         api = SageMaker(client, REGION, Mode.ENFORCE, owner_tag_key="Owner")
-        policy = SageMakerPolicy()
+        # Deletion on: the app is still only warned (the add_tags above carries no costguard:stop-after).
+        policy = SageMakerPolicy(studio_apps_delete=True)
         acts = SageMakerActs(
             api=api, prices=runtime.prices, ledger=runtime.ledger, claims=runtime.claims,
             notifier=lambda: runtime.notifier, settings=runtime.settings, policy=policy,
@@ -402,7 +490,7 @@ def test_studio_settings_without_idle_shutdown_are_reported_and_an_idle_gpu_app_
     # off), and bob's Code Editor (8 h, longer than the team's 2-h window).
     assert summary["idle_settings_reported"] == 4
     warning, settings = slack.messages
-    assert "never automatically: Studio app deletion is off (StudioAppsDelete)" in json.dumps(warning.blocks)
+    assert "never automatically: SageMaker does not report whether anyone works in it" in json.dumps(warning.blocks)
     assert settings.channel == "C0ALERTS"
     body = json.dumps(settings.blocks)
     assert "domain `research` (domain d-abc123def456), JupyterLab: idle shutdown off" in body
@@ -468,3 +556,41 @@ def test_sagemaker_prices_come_from_the_pricing_api_by_usage_type_in_one_call() 
         "no Studio usage type here: the notebook's, approximate"
     )
     assert book.api_calls == 1
+
+
+def test_an_endpoint_of_inference_components_is_read_as_such_and_left_unjudged(now: datetime) -> None:
+    # CreateInferenceComponent puts the model in the component: the endpoint configuration's variant names none.
+    client = boto3.client("sagemaker", region_name=REGION)
+    arn = f"arn:aws:sagemaker:{REGION}:123456789012:endpoint/llm-shared"
+    with Stubber(client) as stub:
+        stub.add_response(
+            "describe_endpoint",
+            {
+                "EndpointName": "llm-shared",
+                "EndpointArn": arn,
+                "EndpointConfigName": "llm-shared-config",
+                "EndpointStatus": "InService",
+                "CreationTime": now - timedelta(days=30),
+                "LastModifiedTime": now - timedelta(days=30),
+                "ProductionVariants": [{"VariantName": "AllTraffic", "CurrentInstanceCount": 2}],
+            },
+            {"EndpointName": "llm-shared"},
+        )
+        stub.add_response(
+            "describe_endpoint_config",
+            {
+                "EndpointConfigName": "llm-shared-config",
+                "EndpointConfigArn": f"arn:aws:sagemaker:{REGION}:123456789012:endpoint-config/llm-shared-config",
+                "CreationTime": now - timedelta(days=30),
+                "ProductionVariants": [
+                    {"VariantName": "AllTraffic", "InstanceType": "ml.g5.12xlarge", "InitialInstanceCount": 2}
+                ],
+            },
+            {"EndpointConfigName": "llm-shared-config"},
+        )
+        stub.add_response("list_tags", {"Tags": []}, {"ResourceArn": arn})
+        found = SageMaker(client, REGION, Mode.ENFORCE).endpoint("llm-shared")
+        stub.assert_no_pending_responses()
+    assert found is not None
+    [variant] = found.variants
+    assert (variant.instance_type, variant.instance_count, variant.inference_components) == ("ml.g5.12xlarge", 2, True)

@@ -15,17 +15,19 @@ What the reference says, and what follows here:
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
 
-from costguard.aws.sagemaker import KERNEL_METRIC, NOTEBOOK_NAMESPACE
+from costguard.aws.sagemaker import CORE_METRIC, KERNEL_METRIC, NOTEBOOK_NAMESPACE
 from costguard.core import tags
 from testing.handlers import load_event
 from tests.template.test_template import as_list, matches_pattern, rule_patterns, statements
@@ -75,7 +77,8 @@ def test_sagemaker_tag_writes_are_limited_to_costguard_keys(cfn: dict[str, Any])
         "SageMakerStopperFunctionRole",
     ]
     for role, statement in grants:
-        keys = statement["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+        condition = statement["Condition"]
+        keys = condition.get("ForAllValues:StringEquals", condition.get("ForAllValues:StringLike", {}))["aws:TagKeys"]
         literal = [k for k in keys if isinstance(k, str)]
         assert all(k.startswith(tags.PREFIX) for k in literal), (role, keys)
         assert [k for k in keys if not isinstance(k, str)] in ([], [{"Ref": "OwnerTagKey"}])
@@ -90,9 +93,11 @@ def test_sagemaker_tag_writes_are_limited_to_costguard_keys(cfn: dict[str, Any])
         tags.IDLE_WARNED_AT, tags.STOP_AFTER, tags.STOPPED_AT, tags.STOP_REASON
     ]  # fmt: skip
     assert stopper["Null"][f"aws:ResourceTag/{tags.EXEMPT}"] == "true"
-    assert by_sid["TagKeptEndpointConfigs"]["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"] == [
-        tags.DELETED_ENDPOINT, tags.ENDPOINT_OWNER
-    ]  # fmt: skip
+    # One key per endpoint deleted from a configuration: a pattern, under costguard's own prefix.
+    assert by_sid["TagKeptEndpointConfigs"]["Condition"] == {
+        "ForAllValues:StringLike": {"aws:TagKeys": [tags.deleted_endpoint("*")]},
+        "Null": {"aws:TagKeys": "false"},
+    }
     assert by_sid["TagSageMakerOwnerOnly"]["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"] == [
         {"Ref": "OwnerTagKey"}, tags.CREATED_BY, tags.OWNER_SOURCE
     ]  # fmt: skip
@@ -101,7 +106,10 @@ def test_sagemaker_tag_writes_are_limited_to_costguard_keys(cfn: dict[str, Any])
 def test_recreate_and_start_again_act_only_on_what_costguard_did(cfn: dict[str, Any]) -> None:
     [(role, recreate)] = sagemaker_grants(cfn, "sagemaker:CreateEndpoint")
     assert role == "ButtonsFunctionRole"
-    assert recreate["Condition"]["Null"] == {f"aws:RequestTag/{tags.RECREATED_BY}": "false"}
+    assert recreate["Condition"] == {
+        "ForAllValues:StringEquals": {"aws:TagKeys": [{"Ref": "OwnerTagKey"}, tags.RECREATED_BY]},
+        "Null": {f"aws:RequestTag/{tags.RECREATED_BY}": "false"},
+    }
     assert {r["Fn::Sub"] for r in recreate["Resource"]} == {
         ACCOUNT_ARN + "endpoint/*",
         ACCOUNT_ARN + "endpoint-config/*",
@@ -193,15 +201,58 @@ def run_script(script: str, url: str, tmp_path: Any) -> dict[str, Any]:
     metadata = tmp_path / "resource-metadata.json"
     arn = "arn:aws:sagemaker:eu-west-1:123456789012:notebook-instance/alice-research"
     metadata.write_text(json.dumps({"ResourceName": "alice-research", "ResourceArn": arn}))
+    stat = tmp_path / "stat"
+    if not stat.exists():
+        stat.write_text("cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 5 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 40 0 0 0 0 0 0\n")
     ran = subprocess.run(
         [sys.executable, "-c", script, "--print"],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
-        env={"COSTGUARD_JUPYTER_URL": url, "COSTGUARD_METADATA": str(metadata), "PATH": "/usr/bin:/bin"},
+        env={
+            "COSTGUARD_JUPYTER_URL": url,
+            "COSTGUARD_METADATA": str(metadata),
+            "COSTGUARD_PROC_STAT": str(stat),
+            "COSTGUARD_STATE": str(tmp_path / "cpu-state.json"),
+            "PATH": "/usr/bin:/bin",
+        },
     )
     return json.loads(ran.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_the_lifecycle_script_fits_sagemakers_limit_and_finds_the_notebooks_python(
+    sam_template: dict[str, Any],
+) -> None:
+    # NotebookInstanceLifecycleHook.Content: "A base64-encoded string ... Maximum length of 16384" (SageMaker
+    # API reference, checked); its PATH is /sbin:bin:/usr/sbin:/usr/bin and it must finish within 5 minutes.
+    [start] = sam_template["Resources"]["NotebookActivityConfig"]["Properties"]["OnStart"]
+    content = start["Content"]["Fn::Base64"]
+    assert len(base64.b64encode(content.encode())) <= 16384
+    # The Python AWS's auto-stop sample runs (it has boto3), tried first; the script only installs a cron job.
+    assert content.index("envs/JupyterSystemEnv/bin/python") < content.index("/usr/bin/python3")
+    assert "sleep" not in content.split("\nPY\n", 1)[1]
+
+
+def test_the_activity_script_reports_the_busiest_cores_use_since_its_last_report(
+    sam_template: dict[str, Any], jupyter: Any, tmp_path: Any
+) -> None:
+    url, server = jupyter
+    server.answers = {"/api/kernels": [{"execution_state": "idle", "last_activity": "2020-01-01T00:00:00.000000Z"}]}
+    # The previous report's counters, 5 minutes ago (its state file), then /proc/stat now: cpu1 ran a job
+    # outside any kernel (busy 285 of 300 jiffies), cpu0 idled (busy 6 of 300).
+    before = {"at": time.time() - 300, "cores": {"cpu0": [10, 60], "cpu1": [10, 60]}}
+    (tmp_path / "cpu-state.json").write_text(json.dumps(before))
+    (tmp_path / "stat").write_text(
+        "cpu  300 0 11 408 1 0 0 0 0 0\ncpu0 13 0 3 344 0 0 0 0 0 0\ncpu1 287 0 8 64 1 0 0 0 0 0\n"
+    )
+    printed = run_script(activity_script(sam_template), url, tmp_path)
+    [core] = [d for d in printed["MetricData"] if d["MetricName"] == CORE_METRIC]
+    assert core["Value"] == pytest.approx(95.0)
+    assert core["Unit"] == "Percent"
+    assert kernel_values(printed) == [0]
+    saved = json.loads((tmp_path / "cpu-state.json").read_text())
+    assert saved["cores"]["cpu1"] == [295, 360], "the next report measures from these"
 
 
 def kernel_values(printed: dict[str, Any]) -> list[float]:
@@ -237,3 +288,25 @@ def test_the_activity_script_reports_nothing_when_jupyter_cannot_be_read(
 ) -> None:
     printed = run_script(activity_script(sam_template), "http://127.0.0.1:9", tmp_path)  # nothing listens there
     assert kernel_values(printed) == []  # a gap, which costguard reads as missing data, never as idle
+
+
+def test_a_keep_click_may_add_only_the_keep_and_remove_only_the_warning(cfn: dict[str, Any]) -> None:
+    # The buttons role could AddTags costguard:stop-after itself (one statement for both verbs): a keep needs
+    # only to add keep-until and kept-by, and to remove the warning.
+    grants = [(r, s) for r, s in sagemaker_grants(cfn, "sagemaker:AddTags", "sagemaker:DeleteTags")]
+    buttons = [s for r, s in grants if r == "ButtonsFunctionRole"]
+
+    def keys(verb: str) -> set[str]:
+        return {
+            k if isinstance(k, str) else json.dumps(k)
+            for s in buttons
+            if verb in as_list(s["Action"])
+            for k in s["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+        }
+
+    keep_and_recreate = {tags.KEEP_UNTIL, tags.KEPT_BY, tags.RECREATED_BY, json.dumps({"Ref": "OwnerTagKey"})}
+    assert keys("sagemaker:AddTags") == keep_and_recreate
+    assert keys("sagemaker:DeleteTags") == {tags.IDLE_WARNED_AT, tags.STOP_AFTER}
+    [recreate_tags] = [s for s in buttons if s["Sid"] == "TagRecreatedEndpointsOnly"]
+    assert as_list(recreate_tags["Action"]) == ["sagemaker:AddTags"]
+    assert recreate_tags["Resource"] == {"Fn::Sub": ACCOUNT_ARN + "endpoint/*"}, "not on configurations"

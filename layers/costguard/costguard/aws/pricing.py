@@ -7,6 +7,7 @@ container's life. The fallback is said to be one in every message that uses it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from costguard.aws.clients import READ_ERRORS
@@ -82,6 +83,7 @@ class PriceBook:
     def __init__(self, client: PricingClient | None) -> None:
         self.client = client
         self._cache: dict[tuple[str, str], Price] = {}
+        self._everywhere: dict[str, dict[str, float]] = {}  # a type's prices in every region, once read
         self.api_calls = 0
         self._sagemaker: dict[tuple[str, str], dict[str, float]] = {}
 
@@ -114,24 +116,28 @@ class PriceBook:
             "MaxResults": 100,
         }
         try:
-            while True:
-                self.api_calls += 1
-                response = self.client.get_products(**params)
-                for raw in response.get("PriceList", []):
-                    product = json.loads(raw) if isinstance(raw, str) else raw
-                    usage = str(product.get("product", {}).get("attributes", {}).get("usagetype", ""))
-                    price = on_demand_usd([product])
-                    if usage and price:
-                        found[usage] = price
-                token = response.get("NextToken")
-                if not token:
-                    break
-                params["NextToken"] = token
+            for product in self._products(self.client, params):
+                usage = str(product.get("product", {}).get("attributes", {}).get("usagetype", ""))
+                price = on_demand_usd([product])
+                if usage and price:
+                    found[usage] = price
         except READ_ERRORS as exc:
             logger.warning("pricing API unavailable for SageMaker", instance_type=instance_type, error=str(exc))
             return {}
         self._sagemaker[key] = found
         return found
+
+    def _products(self, client: PricingClient, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every product of a GetProducts query, page after page (each page counted in api_calls)."""
+        while True:
+            self.api_calls += 1
+            response = client.get_products(**params)
+            for raw in response.get("PriceList", []):
+                yield json.loads(raw) if isinstance(raw, str) else raw
+            token = response.get("NextToken")
+            if not token:
+                return
+            params = {**params, "NextToken": token}
 
     def hourly(self, instance_type: str, region: str) -> Price:
         key = (instance_type, region)
@@ -141,7 +147,10 @@ class PriceBook:
 
     def across_regions(self, instance_type: str) -> dict[str, float]:
         """The type's Linux on-demand price in every AWS Region that offers it (Local Zones left out),
-        from the Pricing API's pages; {} when the API cannot be read. Each region's price is kept for hourly()."""
+        from the Pricing API's pages; {} when the API cannot be read. Each region's price is kept for hourly(),
+        and the answer for the next region that asks about the same type (an answer that failed is asked again)."""
+        if instance_type in self._everywhere:
+            return dict(self._everywhere[instance_type])
         if self.client is None:
             return {}
         params: dict[str, Any] = {
@@ -151,24 +160,17 @@ class PriceBook:
         }
         prices: dict[str, float] = {}
         try:
-            while True:
-                self.api_calls += 1
-                response = self.client.get_products(**params)
-                for raw in response.get("PriceList", []):
-                    product = json.loads(raw) if isinstance(raw, str) else raw
-                    region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
-                    price = on_demand_usd([product])
-                    if region and price:
-                        prices[region] = price
-                token = response.get("NextToken")
-                if not token:
-                    break
-                params["NextToken"] = token
+            for product in self._products(self.client, params):
+                region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
+                price = on_demand_usd([product])
+                if region and price:
+                    prices[region] = price
         except READ_ERRORS as exc:
             logger.warning("pricing API unavailable for region prices", instance_type=instance_type, error=str(exc))
             return {}
         for region, price in prices.items():
             self._cache.setdefault((instance_type, region), Price(price, "pricing-api"))
+        self._everywhere[instance_type] = dict(prices)
         return prices
 
     def _lookup(self, instance_type: str, region: str) -> Price:

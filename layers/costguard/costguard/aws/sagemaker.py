@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 # Where costguard's notebook lifecycle configuration publishes (template.yaml, NotebookActivityConfig), one
 # series per notebook instance, dimension NotebookInstanceName. KernelActivity is 1 for a 5-minute period in
 # which a Jupyter kernel was busy or active (or a terminal was used), 0 when the server answered and none was;
-# nothing at all when the server could not be read. GPUUtilization is the busiest GPU's, from nvidia-smi.
+# nothing at all when the server could not be read. GPUUtilization is the busiest GPU's, from nvidia-smi;
+# BusiestCoreUtilization the busiest CPU core's over the period, from /proc/stat (work outside any kernel).
 NOTEBOOK_NAMESPACE = "costguard/SageMaker"
 KERNEL_METRIC = "KernelActivity"
 GPU_METRIC = "GPUUtilization"
+CORE_METRIC = "BusiestCoreUtilization"
 # AWS/SageMaker publishes Invocations per EndpointName and VariantName only for periods with requests: no
 # datapoint is not "0 invocations" on its own. The instances' CPUUtilization (namespace
 # /aws/sagemaker/Endpoints, same dimensions) is published every minute the variant runs: it proves the
@@ -144,6 +146,7 @@ class _Reads:
                     instance_count=int(summary.get("CurrentInstanceCount") or 0),
                     serverless=serverless,
                     min_instances=int(minimum) if minimum is not None else None,
+                    inference_components=bool(configured) and not serverless and not configured.get("ModelName"),
                 )
             )
         arn = str(raw["EndpointArn"])
@@ -218,6 +221,14 @@ class _Studio(_Reads):
             last_user_activity=raw.get("LastUserActivityTimestamp"),
             last_health_check=raw.get("LastHealthCheckTimestamp"),
         )
+
+    def resource(self, kind: Kind, name: str) -> Resource | None:
+        """A notebook instance, endpoint or Studio app by its kind and name (core.sagemaker's), or None."""
+        if kind is Kind.NOTEBOOK:
+            return self.notebook(name)
+        if kind is Kind.ENDPOINT:
+            return self.endpoint(name)
+        return self.app(name)
 
     def holder_tags(self, domain: str, holder: str) -> dict[str, str]:
         """The tags of the user profile an app runs for, or of a private space's owner's user profile: where
@@ -394,7 +405,8 @@ class SageMakerMetrics:
     def notebook_series(
         self, names: Sequence[str], start: datetime, end: datetime, period: int = 300
     ) -> tuple[dict[str, dict[Signal, list[Point]]], dict[str, str]]:
-        """Kernel activity and GPU use of each notebook over [start, end); and those CloudWatch failed on."""
+        """Kernel activity, busiest core and GPU use of each notebook over [start, end); and those CloudWatch
+        failed on."""
         refs = []
         for name in names:
             dims = (("NotebookInstanceName", name),)
@@ -402,6 +414,9 @@ class SageMakerMetrics:
                 MetricRef(name, Signal.KERNEL_ACTIVITY, "kernels", NOTEBOOK_NAMESPACE, KERNEL_METRIC, dims, "Maximum")
             )
             refs.append(MetricRef(name, Signal.GPU, "GPU", NOTEBOOK_NAMESPACE, GPU_METRIC, dims, "Maximum"))
+            refs.append(
+                MetricRef(name, Signal.BUSIEST_CORE, "busiest core", NOTEBOOK_NAMESPACE, CORE_METRIC, dims, "Maximum")
+            )
         return self._read(refs, start, end, period)
 
     def endpoint_series(

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from costguard.aws.clients import error_code
 from costguard.aws.sagemaker import SageMaker
 from costguard.buttons.rules import keep_until
-from costguard.buttons.worker import REFUSED, ClickWorker, Reply, click_time
+from costguard.buttons.worker import ClickWorker, Reply, click_time
 from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.sagemaker import Kind, Resource
@@ -35,7 +35,7 @@ class SageMakerClicks:
         kind = Kind(click.kind)
         if click.button is Button.RECREATE:
             return self._recreate(worker, api, click, now)
-        found = self._find(api, kind, click.instance_id)
+        found = api.resource(kind, click.instance_id)
         if found is None or not self.policy.is_accelerated(found.instance_type):
             text = f"The {kind.value} `{click.instance_id}` is gone, or not on a GPU type costguard governs."
             return worker._tell(click, Reply("gone", text))
@@ -47,14 +47,6 @@ class SageMakerClicks:
         return self._once(
             worker, click, now, lambda: self._apply(worker, api, found, click, now), resource=found, owner=owner
         )
-
-    @staticmethod
-    def _find(api: SageMaker, kind: Kind, name: str) -> Resource | None:
-        if kind is Kind.NOTEBOOK:
-            return api.notebook(name)
-        if kind is Kind.ENDPOINT:
-            return api.endpoint(name)
-        return api.app(name)
 
     def _once(
         self,
@@ -136,10 +128,10 @@ class SageMakerClicks:
         if config_tags is None:
             text = f"The endpoint configuration `{config or '?'}` is gone: `{name}` cannot be recreated from it."
             return worker._tell(click, Reply("gone", text))
-        if config_tags.get(tags.DELETED_ENDPOINT) != name:
+        if tags.deleted_endpoint(name) not in config_tags:
             text = f"costguard did not delete `{name}` from `{config}`: recreate it yourself."
             return worker._tell(click, Reply("refused", text))
-        owner = config_tags.get(tags.ENDPOINT_OWNER, "")
+        owner = config_tags[tags.deleted_endpoint(name)]
         if not worker._may_act(click.user_id, owner):
             return worker._tell(
                 click, Reply("refused", f"Only the owner ({owner or 'unknown'}) or a costguard admin can do that.")
@@ -158,9 +150,10 @@ class SageMakerClicks:
             try:
                 applied = api.create_endpoint(name, config, recreated)
             except ClientError as exc:
-                if error_code(exc) not in REFUSED:
-                    raise
-                return Reply("refused", f"AWS refused to create it ({error_code(exc)}).")
+                # Answered, never retried: a model deleted since, a quota, a refusal will not pass on a second
+                # delivery (as the EC2 Start answers). The person may press again once it is fixed.
+                said = exc.response.get("Error", {}).get("Message", "")
+                return Reply("refused", mrkdwn("AWS refused to create it ({0}: {1}).", error_code(exc), said[:300]))
             text = mrkdwn(
                 "{} recreated {} from `{}`: it is InService in a few minutes.",
                 mention(click.user_id),

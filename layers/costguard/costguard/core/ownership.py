@@ -11,6 +11,7 @@ else it is left unset and the source is marked `service`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from costguard.core import shapes, tags
+from costguard.core.errors import EventValidationError
 
 
 class OwnerSource(StrEnum):
@@ -253,3 +255,16 @@ def parse_identity(raw: Any) -> Identity:
         ),
         source_identity=shapes.optional_text(context, "sourceIdentity", f"{where}.sessionContext", limit=256),
     )
+
+
+def lookup_record(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The CloudTrail record inside one entry of LookupEvents' `Events` (its CloudTrailEvent, a JSON string):
+    the same record an EventBridge "AWS API Call via CloudTrail" event carries as its detail."""
+    raw = result.get("CloudTrailEvent")
+    try:
+        record = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError as exc:
+        raise EventValidationError(f"CloudTrailEvent is not JSON: {exc}") from exc
+    if not isinstance(record, Mapping):
+        raise EventValidationError("LookupEvents result has no CloudTrailEvent record")
+    return record

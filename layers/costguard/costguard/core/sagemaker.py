@@ -29,6 +29,12 @@ GOVERNED_APP_TYPES = ("JupyterLab", "KernelGateway", "CodeEditor")
 IDLE_SHUTDOWN_APP_TYPES = ("JupyterLab", "CodeEditor")
 
 
+def has_nvidia_gpu(instance_type: str) -> bool:
+    """ml.g* and ml.p* types carry NVIDIA GPUs (nvidia-smi answers there); ml.inf*, ml.trn* (AWS Neuron) and
+    ml.dl1 (Gaudi) have none for it to read."""
+    return instance_type.removeprefix("ml.")[:1] in ("g", "p")
+
+
 @dataclass(frozen=True)
 class Variant:
     """One production variant of an endpoint: what it runs on, how many, and how it scales."""
@@ -38,6 +44,9 @@ class Variant:
     instance_count: int = 0  # CurrentInstanceCount: what is billed now
     serverless: bool = False
     min_instances: int | None = None  # managed instance scaling's minimum (0: it scales to zero)
+    # No model of its own in the endpoint configuration: the variant hosts inference components, and a call
+    # names the component (InvokeEndpoint's InferenceComponentName), not the variant's Invocations alone.
+    inference_components: bool = False
 
 
 @dataclass(frozen=True)

@@ -384,6 +384,7 @@ class SageMakerPolicy:
     accelerator_families: tuple[str, ...] = ("p*", "g*", "trn*", "inf*", "dl*")
     notebook_window_minutes: int = 120  # kernels and GPUs quiet this long: the notebook instance is idle
     gpu_idle_percent: float = 5.0
+    busiest_core_percent: float = 50.0  # a notebook instance's busiest CPU core at or over this is at work
     grace_minutes: int = 30  # notebook instances and Studio apps: from the warning to the stop or deletion
     endpoint_idle_days: int = 7  # no invocation for this many days: a zombie endpoint
     endpoint_grace_hours: int = 24
@@ -407,6 +408,7 @@ class SageMakerPolicy:
             accelerator_families=tuple(f if f.endswith("*") else f"{f}*" for f in families),
             notebook_window_minutes=window,
             gpu_idle_percent=read.number("GPU_IDLE_PERCENT", cls.gpu_idle_percent),
+            busiest_core_percent=read.number("BUSIEST_CORE_PERCENT", cls.busiest_core_percent),
             grace_minutes=int(read.number("GRACE_MINUTES", cls.grace_minutes, minimum=5)),
             endpoint_idle_days=int(read.number("ENDPOINT_IDLE_DAYS", cls.endpoint_idle_days, minimum=1)),
             endpoint_grace_hours=int(read.number("ENDPOINT_GRACE_HOURS", cls.endpoint_grace_hours, minimum=1)),

@@ -5,7 +5,7 @@ One name for one thing: the template's IAM conditions, the code and the docs use
 
 from __future__ import annotations
 
-import re
+import unicodedata
 
 PREFIX = "costguard:"
 
@@ -41,10 +41,10 @@ START_AT = "costguard:start-at"
 # the check only to instances that carry it, and lets it write it only on accelerated instances.
 ACTIVITY_CHECK_AT = "costguard:activity-check-at"
 
-# SageMaker: on an endpoint configuration whose endpoint costguard deleted, the endpoint's name and owner,
-# so that "Recreate" brings the endpoint back with its owner.
+# SageMaker: on an endpoint configuration whose endpoint costguard deleted, one tag per endpoint deleted from
+# it, "costguard:deleted-endpoint:<endpoint name>" = its owner, so that "Recreate" brings each back with its
+# owner (several endpoints may share a configuration: one tag for all kept only the last one deleted).
 DELETED_ENDPOINT = "costguard:deleted-endpoint"
-ENDPOINT_OWNER = "costguard:endpoint-owner"
 RECREATED_BY = "costguard:recreated-by"  # on an endpoint recreated from Slack (IAM requires it on CreateEndpoint)
 
 # Tag values are limited to 256 characters by EC2.
@@ -56,9 +56,18 @@ def clip(value: str) -> str:
     return value if len(value) <= MAX_VALUE_LENGTH else value[: MAX_VALUE_LENGTH - 1] + "…"
 
 
-_SAGEMAKER_UNSAFE = re.compile(r"[^\w\s_.:/=+\-@]", re.UNICODE)
+_SAGEMAKER_PUNCTUATION = frozenset("_.:/=+-@")
 
 
 def sagemaker_value(value: str) -> str:
-    """SageMaker refuses tag values outside letters, digits, spaces and _.:/=+-@ (and over 256 characters)."""
-    return _SAGEMAKER_UNSAFE.sub("_", value)[:MAX_VALUE_LENGTH]  # no ellipsis: SageMaker refuses it too
+    """SageMaker's Tag.Value pattern is ([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*), at most 256 characters: letters,
+    separators and numbers by Unicode category (a tab or a newline is a control character, not \\p{Z}), and
+    that punctuation. Anything else becomes "_"; no ellipsis when cut, SageMaker refuses it too."""
+    kept = (c if unicodedata.category(c)[0] in "LZN" or c in _SAGEMAKER_PUNCTUATION else "_" for c in value)
+    return "".join(kept)[:MAX_VALUE_LENGTH]
+
+
+def deleted_endpoint(name: str) -> str:
+    """The tag, on its kept endpoint configuration, of an endpoint costguard deleted (at most 27 + 63 of
+    SageMaker's 128 characters of a key)."""
+    return f"{DELETED_ENDPOINT}:{name}"

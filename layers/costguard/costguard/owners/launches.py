@@ -7,7 +7,6 @@ CloudTrail LookupEvents result (the backfill, 90 days of history).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,7 +14,7 @@ from typing import Any
 
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
-from costguard.core.ownership import Identity, parse_identity
+from costguard.core.ownership import Identity, lookup_record, parse_identity
 from costguard.core.records import Skipped
 
 EVENTBRIDGE_DETAIL_TYPE = "AWS API Call via CloudTrail"
@@ -67,13 +66,7 @@ def parse_record(record: Mapping[str, Any]) -> LaunchEvent | Skipped:
 
 def parse_lookup_event(result: Mapping[str, Any]) -> LaunchEvent | Skipped:
     """One entry of LookupEvents' `Events`; its `Resources` list backs up a truncated record."""
-    raw = result.get("CloudTrailEvent")
-    try:
-        record = json.loads(raw) if isinstance(raw, str) else None
-    except json.JSONDecodeError as exc:
-        raise EventValidationError(f"CloudTrailEvent is not JSON: {exc}") from exc
-    if not isinstance(record, Mapping):
-        raise EventValidationError("LookupEvents result has no CloudTrailEvent record")
+    record = lookup_record(result)
     if not _instance_ids(record.get("responseElements")):
         # CloudTrail drops responseElements from very large records; the Resources list still names them.
         ids = [

@@ -2,14 +2,18 @@
 
 Missing data is never idleness, here either:
 - a notebook instance is idle only when costguard's lifecycle configuration reported every 5-minute period
-  of the window, with no kernel busy or active in any and the busiest GPU under the threshold in all; a
-  period without a report (the server could not be read, the instance was restarting) is insufficient data;
+  of the window, with no kernel busy or active in any, the busiest CPU core and the busiest GPU under their
+  thresholds in all; a period without a report (the server could not be read, the instance was restarting,
+  nvidia-smi did not answer on an NVIDIA type) is insufficient data;
 - an endpoint is a zombie only when none of its variants was invoked in the window and every variant's
   instances published CPU on every day of it (Invocations has no datapoint for a day without requests, so
   its silence alone proves nothing: the CPU series proves the metrics flowed);
-- a Studio app reports no kernel activity: SageMaker's LastUserActivityTimestamp follows its health checks
-  (DescribeApp's documentation), so a user activity later than the last health check is work, and anything
-  else is "no activity SageMaker reports", never "idle kernels".
+- a Studio app reports no kernel activity, and its LastUserActivityTimestamp "is also updated when SageMaker
+  AI performs health checks without user activity" and then equals LastHealthCheckTimestamp (DescribeApp's
+  API reference): a health check overwrites the user activity before it. Equal timestamps therefore say
+  nothing (unseen: warned about, never deleted); a user activity apart from the last health check is work
+  when it falls in the window, and only a user activity kept apart, older than the window, with a health
+  check since, is "no user activity SageMaker reports" (never "idle kernels": a kernel's run is not seen).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from costguard.core.sagemaker import Resource
+from costguard.core.sagemaker import Resource, has_nvidia_gpu
 from costguard.core.series import Point, Signal
+from costguard.core.settings import SageMakerPolicy
 
 PERIOD = timedelta(minutes=5)
 LAG = timedelta(minutes=10)  # the newest periods may not be published yet
@@ -32,6 +37,7 @@ class Verdict(StrEnum):
     IDLE = "idle"
     BUSY = "busy"
     INSUFFICIENT = "insufficient-data"
+    UNSEEN = "unseen"  # the resource runs, and what is read of it cannot tell idle from busy (Studio apps)
 
 
 @dataclass(frozen=True)
@@ -53,35 +59,58 @@ def notebook_activity(
     *,
     start: datetime,
     now: datetime,
-    gpu_idle_percent: float,
+    policy: SageMakerPolicy,
+    instance_type: str,
     error: str = "",
 ) -> Activity:
-    """A watched notebook instance over [start, now): its kernels and its GPUs, every period reported."""
+    """A watched notebook instance over [start, now): its kernels, its busiest CPU core and its GPUs, every
+    period reported. Work seen anywhere is work; a period without a kernel or a CPU report (or, on an NVIDIA
+    type, a GPU report) is missing data, as is a lifecycle configuration that reports no CPU at all."""
     if error:
         return Activity(Verdict.INSUFFICIENT, f"its metrics could not be read: {error}", start)
-    kernels = [(t, v) for t, v in (series or {}).get(Signal.KERNEL_ACTIVITY, ()) if start <= t < now]
-    gpus = [(t, v) for t, v in (series or {}).get(Signal.GPU, ()) if start <= t < now]
+    found = series or {}
+    kernels = [(t, v) for t, v in found.get(Signal.KERNEL_ACTIVITY, ()) if start <= t < now]
+    cores = [(t, v) for t, v in found.get(Signal.BUSIEST_CORE, ()) if start <= t < now]
+    gpus = [(t, v) for t, v in found.get(Signal.GPU, ()) if start <= t < now]
     busy = [t for t, v in kernels if v > 0]
     if busy:
         return Activity(Verdict.BUSY, f"a Jupyter kernel was at work at {busy[-1]:%H:%M} UTC", start)
-    hot = [(t, v) for t, v in gpus if v >= gpu_idle_percent]
+    hot = [(t, v) for t, v in gpus if v >= policy.gpu_idle_percent]
     if hot:
         t, v = hot[-1]
         return Activity(Verdict.BUSY, f"a GPU was at {v:.0f}% at {t:%H:%M} UTC", start)
-    missing = _missing_periods(kernels, start, now - LAG, PERIOD)
-    if missing:
-        first = missing[0]
-        return Activity(
-            Verdict.INSUFFICIENT,
-            f"no kernel report for {len(missing)} five-minute period(s) from {first:%H:%M} UTC: "
-            "the lifecycle configuration did not report (missing data is never idleness)",
-            start,
-        )
+    working = [(t, v) for t, v in cores if v >= policy.busiest_core_percent]
+    if working:
+        t, v = working[-1]
+        return Activity(Verdict.BUSY, f"a CPU core was at {v:.0f}% at {t:%H:%M} UTC", start)
+    required = [("kernel", kernels), ("CPU", cores)]
+    if has_nvidia_gpu(instance_type):
+        required.append(("GPU", gpus))
+    for what, points in required:
+        missing = _missing_periods(points, start, now - LAG, PERIOD)
+        if missing:
+            why = {
+                "kernel": "the lifecycle configuration did not report",
+                "CPU": "the lifecycle configuration did not report, or is older than costguard's CPU report "
+                "(restart the notebook instance to load the current one)",
+                "GPU": "nvidia-smi answered nothing",
+            }[what]
+            return Activity(
+                Verdict.INSUFFICIENT,
+                f"no {what} report for {len(missing)} five-minute period(s) from {missing[0]:%H:%M} UTC: {why} "
+                "(missing data is never idleness)",
+                start,
+            )
     minutes = int((now - start).total_seconds() // 60)
     gpu_peak = max((v for _, v in gpus), default=None)
-    gpu = f", GPU max {gpu_peak:.0f}%" if gpu_peak is not None else ", no GPU reading"
+    core_peak = max(v for _, v in cores)
+    gpu = f", GPU max {gpu_peak:.0f}%" if gpu_peak is not None else ", no GPU on this type"
     return Activity(
-        Verdict.IDLE, f"no Jupyter kernel or terminal active for {minutes} min{gpu}", start, start, gpu_peak=gpu_peak
+        Verdict.IDLE,
+        f"no Jupyter kernel or terminal active for {minutes} min, busiest CPU core max {core_peak:.0f}%{gpu}",
+        start,
+        start,
+        gpu_peak=gpu_peak,
     )
 
 
@@ -103,7 +132,9 @@ def endpoint_activity(
         invoked = [t for t, v in series.get(key, {}).get(Signal.INVOCATIONS, ()) if v > 0]
         if invoked:
             last_invoked = max(last_invoked or invoked[-1], *invoked)
-    if last_invoked is not None and last_invoked >= window_start:
+    # A point stands for the calls of the day that starts at its timestamp; CloudWatch aligns those days on
+    # the query's (rounded) start, not on the window: a day that reaches into the window counts as in it.
+    if last_invoked is not None and last_invoked + DAY > window_start:
         return Activity(Verdict.BUSY, f"invoked on {last_invoked:%a %d %b}", window_start, last_invoked=last_invoked)
     # Full days only: today's day is not over.
     end = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -130,16 +161,34 @@ def endpoint_activity(
 
 
 def app_activity(app: Resource, *, start: datetime) -> Activity:
-    """A Studio app: work only where SageMaker reports a user's activity apart from its health checks."""
+    """A Studio app over [start, now): what SageMaker's two timestamps can and cannot say."""
     activity, health = app.last_user_activity, app.last_health_check
-    user = activity is not None and (health is None or abs(activity - health) > HEALTH_CHECK_NOISE)
-    if user and activity is not None and activity >= start:
+    if health is None or health < start:
+        seen = f"the last at {health:%a %d %b %H:%M} UTC" if health else "none at all"
+        return Activity(
+            Verdict.INSUFFICIENT,
+            f"SageMaker reports no health check of it since {start:%a %d %b %H:%M} UTC ({seen}): "
+            "missing data is never idleness",
+            start,
+        )
+    apart = activity is not None and abs(activity - health) > HEALTH_CHECK_NOISE
+    if apart and activity is not None and activity >= start:
         return Activity(Verdict.BUSY, f"SageMaker saw its user at {activity:%a %H:%M} UTC", start)
-    if user and activity is not None:
-        seen = f"; the last user activity SageMaker reports was {activity:%a %d %b %H:%M} UTC"
-    else:
-        seen = "; SageMaker reports only its health checks"
-    return Activity(Verdict.IDLE, f"no activity SageMaker reports since {start:%a %d %b %H:%M} UTC{seen}", start, start)
+    if apart and activity is not None:
+        return Activity(
+            Verdict.IDLE,
+            f"no user activity SageMaker reports since {activity:%a %d %b %H:%M} UTC (checked at "
+            f"{health:%a %H:%M} UTC); a kernel's own run is not something SageMaker reports",
+            start,
+            activity,
+        )
+    return Activity(
+        Verdict.UNSEEN,
+        f"running since {app.since:%a %d %b %H:%M} UTC on a GPU, and SageMaker reports only its health checks "
+        f"(the last at {health:%a %H:%M} UTC), which overwrite any user activity before them: costguard cannot "
+        "tell whether anyone works in it",
+        start,
+    )
 
 
 def _day(moment: datetime) -> datetime:

@@ -20,7 +20,7 @@ from costguard.core.people import owner_email
 from costguard.core.records import Price
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy, Settings
-from costguard.sagemaker.decision import Action, Decision, may_act
+from costguard.sagemaker.decision import Action, Decision
 from costguard.sagemaker.messages import act_failed_notice, act_notice, dry_run_notice, hourly_cost, warning
 from costguard.sagemaker.report import Outcome
 from costguard.slack.blocks import Message
@@ -33,7 +33,6 @@ REFUSED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}
 ACT_TTL = timedelta(days=30)
 REPORT_TTL = timedelta(days=2)
 SLACK_RESERVE_SECONDS = 60.0
-PRICE_KIND = {Kind.NOTEBOOK: "notebook", Kind.ENDPOINT: "endpoint", Kind.APP: "app"}
 
 
 class SageMakerActs:
@@ -58,7 +57,7 @@ class SageMakerActs:
         self.time_left = time_left or (lambda: float("inf"))
 
     def price(self, resource: Resource) -> Price:
-        return self.prices.sagemaker_hourly(resource.instance_type, resource.region, PRICE_KIND[resource.kind])
+        return self.prices.sagemaker_hourly(resource.instance_type, resource.region, resource.kind.value)
 
     def act(self, resource: Resource, decision: Decision, now: datetime) -> Outcome:
         outcome = Outcome(resource.key, decision.action, decision.reason)
@@ -92,10 +91,9 @@ class SageMakerActs:
             posted = self.report_once(key, dry_run_notice(resource, decision, price, owner), now)
             outcome.applied, outcome.detail = False, "" if posted else "reported already"
             return
-        _, why_not = may_act(resource, self.policy, self.mode)
         # Delivered first; only a delivered warning is recorded on the resource, so that nothing is ever
         # stopped or deleted on a warning nobody received (a crash between the two costs one duplicate).
-        self.tell(owner, warning(resource, decision, price, owner, now, why_not=why_not))
+        self.tell(owner, warning(resource, decision, price, owner, now))
         state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
         if decision.will_act and decision.act_after is not None:
             state[tags.STOP_AFTER] = formatting.format_time(decision.act_after)
@@ -144,7 +142,7 @@ class SageMakerActs:
             return stopped
         if resource.kind is Kind.ENDPOINT:
             # The configuration says which endpoint costguard deleted from it, and whose: Recreate needs both.
-            kept = {tags.DELETED_ENDPOINT: resource.name, tags.ENDPOINT_OWNER: owner}
+            kept = {tags.deleted_endpoint(resource.name): owner}
             self.api.tag_endpoint_config(resource.config_name, kept)
             return self.api.delete_endpoint(resource.name)
         return self.api.delete_app(resource.name)

@@ -9,7 +9,6 @@ spaceName, appType, appName) and its ARN in responseElements (notebookInstanceAr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +16,7 @@ from typing import Any
 
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
-from costguard.core.ownership import Identity, parse_identity
+from costguard.core.ownership import Identity, lookup_record, parse_identity
 from costguard.core.records import Skipped
 from costguard.core.sagemaker import GOVERNED_APP_TYPES, Kind, check_key
 
@@ -86,14 +85,7 @@ def parse_record(record: Mapping[str, Any]) -> Creation | Skipped:
 
 
 def parse_lookup_event(result: Mapping[str, Any]) -> Creation | Skipped:
-    raw = result.get("CloudTrailEvent")
-    try:
-        record = json.loads(raw) if isinstance(raw, str) else None
-    except json.JSONDecodeError as exc:
-        raise EventValidationError(f"CloudTrailEvent is not JSON: {exc}") from exc
-    if not isinstance(record, Mapping):
-        raise EventValidationError("LookupEvents result has no CloudTrailEvent record")
-    return parse_record(record)
+    return parse_record(lookup_record(result))
 
 
 def _time(value: str) -> datetime:

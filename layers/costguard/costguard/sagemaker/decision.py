@@ -1,8 +1,9 @@
 """The SageMaker sweep's decision for one resource. Pure: the resource, what it did, the policy and `now` in;
 a decision with its reason out.
 
-Never acted on: resources exempt or kept; not on an accelerated ml.* type; not InService; serverless and
-asynchronous endpoints, and variants that scale to zero (they are not zombies: they cost nothing idle);
+Never acted on: resources exempt or kept; not on an accelerated ml.* type; not InService; serverless
+endpoints and variants that scale to zero (they are not zombies: they cost nothing idle); asynchronous
+endpoints and endpoints of inference components (their calls are counted elsewhere than Invocations);
 resources that became what they are less than a window ago. An act (a notebook instance stopped, an endpoint
 or a Studio app deleted) needs a delivered warning (its tags), the grace period passed, a fresh judgement
 covering the window and everything since the warning, the `enforce` mode, and for deletions their switch.
@@ -17,7 +18,7 @@ from enum import StrEnum
 from costguard.core import formatting, tags
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy
-from costguard.sagemaker.activity import Activity
+from costguard.sagemaker.activity import Activity, Verdict
 
 
 class Action(StrEnum):
@@ -37,6 +38,7 @@ class Decision:
     act_after: datetime | None = None
     will_act: bool = True  # False: a warning about something costguard will not stop or delete by itself
     activity: Activity | None = None
+    why_not: str = ""  # with will_act False: why costguard will not act on it by itself
 
 
 def window(resource: Resource, policy: SageMakerPolicy) -> timedelta:
@@ -76,14 +78,31 @@ def protection(resource: Resource, now: datetime) -> str | None:
             return f"{tags.KEEP_UNTIL}={keep!r} is not a time I can read, so it is kept"
         if until > now:
             return f"kept until {formatting.format_time(until)}"
-    if resource.kind is Kind.ENDPOINT:
-        if resource.asynchronous:
-            return "asynchronous endpoint: it can scale to zero, so idle it costs nothing"
-        billed = [v for v in resource.variants if not v.serverless and v.instance_count > 0]
-        if not billed:
-            return "serverless or scaled to zero: idle, it costs nothing"
-        if any(v.min_instances == 0 for v in resource.variants):
-            return "a variant scales to zero instances: idle, it costs nothing"
+    return unjudged(resource)
+
+
+def unjudged(resource: Resource) -> str | None:
+    """Why an endpoint is never a zombie whatever its Invocations say, or None: what costs nothing idle, and
+    what SageMaker counts elsewhere than Invocations (the sweep and the digest alike)."""
+    if resource.kind is not Kind.ENDPOINT:
+        return None
+    if resource.asynchronous:
+        # "Any metric not listed below is not published if the endpoint is enabled for asynchronous
+        # inference. Such metrics include ... Invocations" (SageMaker's asynchronous inference monitoring).
+        return (
+            "asynchronous endpoint: SageMaker publishes no Invocations for it (InvocationsProcessed "
+            "instead), which costguard does not read yet, so it is not judged"
+        )
+    if any(v.inference_components for v in resource.variants):
+        return (
+            "hosts inference components: its calls name a component, whose invocations costguard does "
+            "not read yet, so it is not judged"
+        )
+    billed = [v for v in resource.variants if not v.serverless and v.instance_count > 0]
+    if not billed:
+        return "serverless or scaled to zero: idle, it costs nothing"
+    if any(v.min_instances == 0 for v in resource.variants):
+        return "a variant scales to zero instances: idle, it costs nothing"
     return None
 
 
@@ -104,6 +123,10 @@ def decide(
     if resource.status != "InService":
         return Decision(key, Action.SKIP, f"{resource.status}, not InService")
     blocked = protection(resource, now)
+    if blocked and tags.EXEMPT in resource.tags:
+        # IAM lets costguard write no tag on an exempt resource: an old warning stays there, inert (a stop or a
+        # deletion is refused on it too), and stale by the time the exemption is lifted (sweep.judged_from).
+        return Decision(key, Action.SKIP, blocked)
     if blocked:
         return clear_or(Action.SKIP, blocked)
     span = window(resource, policy)
@@ -112,14 +135,16 @@ def decide(
         return clear_or(
             Action.SKIP, f"InService for {hours:.1f} h, less than its {span.total_seconds() / 3600:g}-h window"
         )
-    if not activity.idle:
-        return clear_or(Action.NONE, activity.reason)
-
     allowed, why_not = may_act(resource, policy, mode)
+    if activity.verdict is Verdict.UNSEEN:
+        # Running on a GPU with nothing to judge it by: its owner is told once, and nothing is deleted on it.
+        allowed, why_not = False, "SageMaker does not report whether anyone works in it, so costguard cannot tell"
+    elif not activity.idle:
+        return clear_or(Action.NONE, activity.reason)
     if not allowed:
         if warned:
             return Decision(key, Action.NONE, f"warned; {why_not}", activity=activity)
-        return Decision(key, Action.WARN, activity.reason, will_act=False, activity=activity)
+        return Decision(key, Action.WARN, activity.reason, will_act=False, activity=activity, why_not=why_not)
     if not warned or act_after is None:
         return Decision(key, Action.WARN, activity.reason, act_after=now + grace(resource, policy), activity=activity)
     if now < act_after:

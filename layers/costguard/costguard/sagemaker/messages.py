@@ -10,6 +10,7 @@ from costguard.core import tags
 from costguard.core.formatting import duration, usd
 from costguard.core.records import Price
 from costguard.core.sagemaker import IdleSetting, Kind, Resource
+from costguard.sagemaker.activity import Verdict
 from costguard.sagemaker.decision import Decision
 from costguard.sagemaker.figures import SageMakerWeek, endpoint_cost_since
 from costguard.slack.blocks import (
@@ -65,11 +66,12 @@ def _what_then(resource: Resource) -> str:
     return "Deleting keeps the space's storage: reopening the app from Studio starts a new one (kernels restart)."
 
 
-def warning(
-    resource: Resource, decision: Decision, price: Price, owner: str, now: datetime, *, why_not: str = ""
-) -> Message:
-    """The warning: idle for how long, what it costs, when costguard acts (or that it will not), how to keep."""
+def warning(resource: Resource, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
+    """The warning: idle for how long, what it costs, when costguard acts (or that it will not), how to keep.
+    A resource SageMaker gives nothing to judge by (a Studio app's health checks only) is not called idle."""
     why = decision.activity.reason if decision.activity else decision.reason
+    unseen = decision.activity is not None and decision.activity.verdict is Verdict.UNSEEN
+    adjective = "Long-running" if unseen else "Idle"
     kind = {Kind.NOTEBOOK: "notebook instance", Kind.ENDPOINT: "zombie endpoint", Kind.APP: "Studio app"}[resource.kind]
     if decision.will_act and decision.act_after is not None:
         at = decision.act_after
@@ -77,11 +79,12 @@ def warning(
         title = f"Idle SageMaker {kind}: costguard will {VERB[resource.kind]} it at {at:%a %H:%M} UTC"
         when = f"*{VERB[resource.kind].title()}s at*\n{at:%a %d %b %H:%M} UTC (in {duration(minutes)})"
     else:
-        title = f"Idle SageMaker {kind}"
-        when = f"*{VERB[resource.kind].title()}s at*\nnever automatically: {why_not or 'not allowed'}"
+        title = f"{adjective} SageMaker {kind}"
+        when = f"*{VERB[resource.kind].title()}s at*\nnever automatically: {decision.why_not or 'not allowed'}"
+    said = "{0} runs, and costguard cannot see its work: {1}." if unseen else "{0} has done no work: {1}."
     blocks: list[Block] = [
         header(title),
-        section(mrkdwn("{0} has done no work: {1}.", _subject(owner, resource), why)),
+        section(mrkdwn(said, _subject(owner, resource), why)),
         fields_section(
             [
                 mrkdwn("*Type*\n{0} in {1}", resource.instance_type, resource.region),
@@ -104,7 +107,7 @@ def warning(
     ]
     if price.source != "pricing-api":
         blocks.append(context("Cost is an approximate list price: the Pricing API had no exact answer."))
-    text = f"Idle {resource.label} ({resource.instance_type}): {cost_text(resource, price)}"
+    text = f"{adjective} {resource.label} ({resource.instance_type}): {cost_text(resource, price)}"
     return Message(text, tuple(blocks))
 
 

@@ -73,13 +73,6 @@ class SageMakerOwners:
         self.owner_tag_key = owner_tag_key
         self.mode = mode
 
-    def find(self, kind: Kind, name: str) -> Resource | None:
-        if kind is Kind.NOTEBOOK:
-            return self.api.notebook(name)
-        if kind is Kind.ENDPOINT:
-            return self.api.endpoint(name)
-        return self.api.app(name)
-
     def decide(self, resource: Resource, creation: Creation | None) -> OwnerDecision:
         decision = decide_owner(
             creation.identity if creation else None, existing_tags=resource.tags, owner_tag_key=self.owner_tag_key
@@ -118,7 +111,7 @@ class SageMakerOwners:
 
     def tag_creation(self, creation: Creation, now: datetime) -> OwnerReport:
         report = OwnerReport()
-        resource = self.find(creation.kind, creation.name)
+        resource = self.api.resource(creation.kind, creation.name)
         if resource is None:
             logger.warning("created SageMaker resource no longer exists", resource=creation.key)
             return report

@@ -19,7 +19,7 @@ from costguard.core.sagemaker import IdleSetting, Resource
 from costguard.core.settings import Mode, SageMakerPolicy
 from costguard.sagemaker.activity import Activity, app_activity, endpoint_activity, notebook_activity
 from costguard.sagemaker.acts import SageMakerActs
-from costguard.sagemaker.decision import decide, window
+from costguard.sagemaker.decision import decide, grace, window
 from costguard.sagemaker.figures import LOOKBACK
 from costguard.sagemaker.messages import idle_settings_report
 from costguard.sagemaker.report import SweepReport
@@ -29,10 +29,15 @@ SETTINGS_TTL = timedelta(days=30)
 
 
 def judged_from(resource: Resource, policy: SageMakerPolicy, now: datetime) -> datetime:
-    """The window ending now, or from the warning if that is earlier: the data must cover the grace period."""
+    """The window ending now, or from the warning if that is earlier: the data must cover the grace period. A
+    warning older than the window and the grace together (the resource was exempt for a while, the sweeps
+    failed for a day) is stale: the data read is the window's, later than it, and the decision warns again
+    rather than acting on a warning its owner read long ago (as the EC2 sweep does)."""
     start = now - window(resource, policy)
     warned = formatting.parse_time(resource.tags.get(tags.IDLE_WARNED_AT))
-    return min(start, warned) if warned is not None and warned >= resource.since else start
+    if warned is None or warned < resource.since or warned < start - grace(resource, policy):
+        return start
+    return min(start, warned)
 
 
 def shutdown_findings(settings: Sequence[IdleSetting], window_minutes: int) -> list[IdleSetting]:
@@ -99,7 +104,8 @@ class SageMakerSweep:
                     series.get(n.name),
                     start=judged_from(n, self.policy, now),
                     now=now,
-                    gpu_idle_percent=self.policy.gpu_idle_percent,
+                    policy=self.policy,
+                    instance_type=n.instance_type,
                     error=failed.get(n.name, ""),
                 ),
             )

@@ -1,10 +1,11 @@
 """The SageMaker week for the weekly digest: what runs on GPUs, its idle hours and their cost, the zombie
 endpoints, what costguard did, and the hygiene (notebooks reporting nothing, Studio without idle shutdown).
 
-Idle hours are counted only where they can be seen: a watched notebook instance's hours with a kernel report
-and no activity in any of them; a Studio app's hours since the later of its start, the week's start and the
-last user activity SageMaker reports; an endpoint's full days without an invocation while its instances
-published metrics. Hours without data are not counted as idle.
+Idle hours are counted only where they can be seen: a watched notebook instance's hours with its reports
+(kernels, busiest core, GPU on an NVIDIA type) and no work in any of them; a Studio app's hours since the
+later of its start, the week's start and the last user activity SageMaker reports (kept apart from its
+health checks); an endpoint's full days without an invocation while its instances published metrics.
+Hours without data are not counted as idle.
 """
 
 from __future__ import annotations
@@ -16,17 +17,17 @@ from datetime import datetime, timedelta
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.pricing import PriceBook
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
-from costguard.core.sagemaker import Kind, Resource
+from costguard.core.sagemaker import Resource, has_nvidia_gpu
 from costguard.core.series import Point, Signal
 from costguard.core.settings import SageMakerPolicy
 from costguard.sagemaker.activity import app_activity, endpoint_activity
+from costguard.sagemaker.decision import unjudged
 from costguard.sagemaker.figures import LOOKBACK, SageMakerWeek, Zombie
 from costguard.sagemaker.messages import hourly_cost
 from costguard.sagemaker.sweep import shutdown_findings
 from costguard.state.entries import Entry
 
 HOUR = 3600
-PRICE_KIND = {Kind.NOTEBOOK: "notebook", Kind.ENDPOINT: "endpoint", Kind.APP: "app"}
 
 
 @dataclass
@@ -36,11 +37,26 @@ class SageMakerRegion:
     metrics: SageMakerMetrics
 
 
-def idle_notebook_hours(series: Mapping[Signal, Sequence[Point]] | None, gpu_idle_percent: float) -> int:
-    """Hours with a kernel report in which no kernel was at work and no GPU busy."""
-    kernels = dict((series or {}).get(Signal.KERNEL_ACTIVITY, ()))
-    gpus = dict((series or {}).get(Signal.GPU, ()))
-    return sum(1 for t, v in kernels.items() if v == 0 and gpus.get(t, 0.0) < gpu_idle_percent)
+def idle_notebook_hours(
+    series: Mapping[Signal, Sequence[Point]] | None, policy: SageMakerPolicy, instance_type: str
+) -> int:
+    """Hours with a kernel and a CPU report (and a GPU one on an NVIDIA type) in which no kernel was at work,
+    and the busiest core and GPU stayed under their thresholds."""
+    found = series or {}
+    kernels = dict(found.get(Signal.KERNEL_ACTIVITY, ()))
+    cores = dict(found.get(Signal.BUSIEST_CORE, ()))
+    gpus = dict(found.get(Signal.GPU, ()))
+    nvidia = has_nvidia_gpu(instance_type)
+
+    def quiet(t: datetime) -> bool:
+        core, gpu = cores.get(t), gpus.get(t)
+        if core is None or core >= policy.busiest_core_percent:
+            return False
+        if gpu is None:
+            return not nvidia
+        return gpu < policy.gpu_idle_percent
+
+    return sum(1 for t, v in kernels.items() if v == 0 and quiet(t))
 
 
 @dataclass
@@ -63,7 +79,7 @@ class WeekCollector:
         return week
 
     def _hourly(self, resource: Resource) -> float:
-        price = self.prices.sagemaker_hourly(resource.instance_type, resource.region, PRICE_KIND[resource.kind])
+        price = self.prices.sagemaker_hourly(resource.instance_type, resource.region, resource.kind.value)
         return hourly_cost(resource, price) or 0.0
 
     def _notebooks(self, region: SageMakerRegion, week: SageMakerWeek, start: datetime, now: datetime) -> None:
@@ -77,7 +93,7 @@ class WeekCollector:
             hourly = self._hourly(notebook)
             week.daily_usd += hourly * 24
             if notebook.name in watched:
-                hours = idle_notebook_hours(series.get(notebook.name), self.policy.gpu_idle_percent)
+                hours = idle_notebook_hours(series.get(notebook.name), self.policy, notebook.instance_type)
                 week.idle_hours += hours
                 week.idle_usd += hours * hourly
 
@@ -104,6 +120,8 @@ class WeekCollector:
         for endpoint in endpoints:
             hourly = self._hourly(endpoint)
             week.daily_usd += hourly * 24
+            if unjudged(endpoint):  # asynchronous, inference components, scales to zero: never a zombie
+                continue
             since = max(start, endpoint.since)
             if endpoint_activity(endpoint, series, window_start=since, now=now, errors=failed).idle:
                 days = (now - since).total_seconds() / 86_400
