@@ -23,13 +23,15 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bench.week_world import SLOTS_PER_HOUR, STEP, Machine, World
+from testing.conditions import holds
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_EVERY = 3  # slots: 15 minutes
@@ -132,7 +134,9 @@ class FaultPlan:
 
     def sweep_started(self, sweep: int) -> None:
         if self.storm_every and sweep % self.storm_every == 0:
-            self.storm_on = self.rng.choice(["ec2:create_tags", "ec2:stop_instances", "dynamodb:batch_write_item"])
+            self.storm_on = self.rng.choice(
+                ["ec2:create_tags", "ec2:stop_instances", "dynamodb:batch_write_item", "dynamodb:transact_write_items"]
+            )
             self.storm_until = sweep + self.storm_sweeps
             self.storms += 1
         elif sweep >= self.storm_until:
@@ -157,6 +161,14 @@ class FaultPlan:
             raise Killed(f"after {call}")
 
 
+@cache
+def _transaction_cancelled() -> type[Exception]:
+    """botocore's TransactionCanceledException: a ClientError that carries its CancellationReasons."""
+    from botocore.exceptions import ClientError  # noqa: PLC0415 (the child process's botocore)
+
+    return type("TransactionCanceledException", (ClientError,), {})
+
+
 def _aws_error(code: str, call: str) -> Exception:
     from botocore.exceptions import ClientError  # noqa: PLC0415 (the child process's botocore)
 
@@ -179,6 +191,7 @@ class FakeAws:
         class Client:
             class exceptions:
                 ConditionalCheckFailedException = Conditional
+                TransactionCanceledException = _transaction_cancelled()
 
             def get_paginator(self, name: str) -> Pages:
                 fake.calls[f"{service}:{name}"] += 1
@@ -224,6 +237,7 @@ class FakeAws:
                     "InstanceId": m.instance_id,
                     "InstanceType": m.instance_type,
                     "State": {"Name": state},
+                    "StateTransitionReason": self._transition(m.instance_id, state),
                     "LaunchTime": fleet.launched[m.instance_id],
                     "Tags": [{"Key": k, "Value": v} for k, v in fleet.tags[m.instance_id].items()],
                     "RootDeviceType": "ebs",
@@ -231,6 +245,13 @@ class FakeAws:
                 }
             )
         return [{"Reservations": [{"Instances": out}]}]
+
+    def _transition(self, instance_id: str, state: str) -> str:
+        """EC2's StateTransitionReason: when a stopped machine's stop was asked for."""
+        stops = [slot for iid, slot in self.fleet.stops if iid == instance_id]
+        if state != "stopped" or not stops:
+            return ""
+        return f"User initiated ({self.fleet.world.at(stops[-1]):%Y-%m-%d %H:%M:%S} GMT)"
 
     def create_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
         for resource in Resources:
@@ -340,13 +361,41 @@ class FakeAws:
 
     def put_item(self, Item: dict[str, Any], **params: Any) -> dict[str, Any]:
         key = (Item["pk"]["S"], Item["sk"]["S"])
-        current = self.items.get(key)
-        if "ConditionExpression" in params and current is not None:
-            lease = int(current.get("lease_until", {}).get("N", "0"))
-            pending = current.get("status", {}).get("S") == "pending"
-            if not (pending and lease < int(params["ExpressionAttributeValues"][":now"]["N"])):
-                raise Conditional
+        if not self._holds(key, params):
+            raise Conditional
         self.items[key] = Item
+        return {}
+
+    def _holds(self, key: tuple[str, str], params: Mapping[str, Any]) -> bool:
+        if "ConditionExpression" not in params:
+            return True
+        return holds(
+            params["ConditionExpression"],
+            self.items.get(key),
+            params.get("ExpressionAttributeValues"),
+            params.get("ExpressionAttributeNames"),
+        )
+
+    def transact_write_items(self, TransactItems: list[dict[str, Any]]) -> dict[str, Any]:
+        """All or nothing, as DynamoDB does: one failed condition cancels the lot, and says which."""
+        actions = [next(iter(action.items())) for action in TransactItems]
+        keys = [(op["Item"] if kind == "Put" else op["Key"]) for kind, op in actions]
+        keys = [(k["pk"]["S"], k["sk"]["S"]) for k in keys]
+        failed = [not self._holds(key, op) for key, (_, op) in zip(keys, actions, strict=True)]
+        if any(failed):
+            reasons = [{"Code": "ConditionalCheckFailed" if f else "None"} for f in failed]
+            raise _transaction_cancelled()(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                    "CancellationReasons": reasons,
+                },
+                "TransactWriteItems",
+            )
+        for key, (kind, op) in zip(keys, actions, strict=True):
+            if kind == "Put":
+                self.items[key] = op["Item"]
+            elif kind == "Delete":
+                self.items.pop(key, None)
         return {}
 
     def get_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
@@ -429,7 +478,8 @@ def run_costguard(
     world = World(seed)
     fleet = Fleet(world, seed, no_ssm_share)
     people = {m.owner for m in world.machines}
-    slack = SlackStandIn(users={p: f"U{k:04d}" for k, p in enumerate(sorted(people))}).start()
+    users = {p: f"U{k:04d}" for k, p in enumerate(sorted(people))}
+    slack = SlackStandIn(users=users, clock=lambda: fleet.now.timestamp()).start()  # noqa: PLW0108 (now moves)
     plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
     aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
     os.environ["SLACK_API_URL"] = slack.api_url

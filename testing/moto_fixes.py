@@ -6,6 +6,9 @@
   `RecentlyActive=PT3H`); moto lists every series it ever received. Patched to list like AWS.
 - Launch times: moto launches every instance "now"; tests and the demo need machines that have
   been running for hours. `set_launch_time` moves one back.
+- DynamoDB transactions: moto backs a TransactWriteItems up by deep-copying the whole table, which
+  fails ("dictionary changed size during iteration") when another thread writes meanwhile; DynamoDB
+  serializes them itself. Writes to moto's tables are serialized here.
 
 Used by the integration tests (in-process moto) and the demo (moto's server runs in this process).
 `index_metric_queries` (demo and benchmarks only) makes moto's CloudWatch fast enough for a week of
@@ -15,6 +18,7 @@ hourly data or a thousand instances, without changing its answers.
 from __future__ import annotations
 
 import fnmatch
+import threading
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +26,7 @@ from typing import Any
 import moto.ec2.utils as ec2_utils
 from moto.cloudwatch.models import CloudWatchBackend
 from moto.cloudwatch.responses import CloudWatchResponse
+from moto.dynamodb.models import DynamoDBBackend
 from moto.ec2.models import ec2_backends
 
 ACCOUNT = "123456789012"  # moto's default account
@@ -40,6 +45,21 @@ def apply() -> None:
     ec2_utils.instance_value_in_filter_values = with_wildcards
     ec2_utils._costguard_wildcards = True  # type: ignore[attr-defined]
     _list_only_series_with_recent_data()
+    _serialize_dynamodb_writes()
+
+
+def _serialize_dynamodb_writes() -> None:
+    lock = threading.RLock()
+
+    def serialized(method: Any) -> Any:
+        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(self, *args, **kwargs)
+
+        return write
+
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        setattr(DynamoDBBackend, name, serialized(getattr(DynamoDBBackend, name)))
 
 
 def _list_only_series_with_recent_data() -> None:

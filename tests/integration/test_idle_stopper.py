@@ -335,8 +335,10 @@ def test_a_refused_batch_is_retried_one_instance_at_a_time_so_one_refusal_costs_
 
     runtime.client("ec2", REGION).meta.events.register("provide-client-params.ec2.StopInstances", deny)
 
-    with pytest.raises(app.SweepIncomplete, match=f"{refused}: .*UnauthorizedOperation"):
-        run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)  # ends normally; the next sweep retries
+    [left] = result["regions"][REGION]["errors"]
+    assert left.startswith(refused)
+    assert "UnauthorizedOperation" in left
 
     stops = [sorted(p["InstanceIds"]) for op, p in calls if op == "StopInstances"]
     assert stops == [sorted([first, refused, third]), *sorted([[first], [refused], [third]])]
@@ -468,15 +470,15 @@ def test_dry_run_makes_no_mutating_call_and_reports_once_to_the_alerts_channel(
 # ------------------------------------------------------------------ failures
 
 
-def test_slack_outage_fails_the_run_and_records_no_warning(
+def test_slack_outage_records_no_warning_and_leaves_it_to_the_next_sweep(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     iid = launch(now)
     publish(iid, now, gpus=[idle()])
     slack.fail("chat.postMessage", 500, count=50)
     slack.fail("webhook", 500, count=50)
-    with pytest.raises(app.SweepIncomplete, match="Slack"):
-        run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert "Slack" in result["regions"][REGION]["errors"][0]
     assert tags.IDLE_WARNED_AT not in tags_of(iid), "no warning recorded: the next sweep warns again"
     assert ledger_kinds() == []
 

@@ -63,6 +63,7 @@ def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") ->
         vcpus=_vcpus(raw.get("CpuOptions")),
         account=account,
         zone=str((raw.get("Placement") or {}).get("AvailabilityZone", "")),
+        state_reason=str(raw.get("StateTransitionReason") or ""),
     )
 
 

@@ -84,6 +84,9 @@ class ClickWorker:
         key = f"slack-action:{click.instance_id}:{click.message_ts}:{click.button.value}"
         claim = self.claims.claim(key, now, ttl=timedelta(days=7))
         if claim.state is ClaimState.DONE:
+            if claim.detail:  # done, but the attempt may have died before the message showed it: shown again
+                self._update_original(click, claim.detail)
+                return Reply("duplicate", claim.detail)
             return self._tell(click, Reply("duplicate", "That was done already."))
         if claim.state is ClaimState.HELD:
             raise ClaimHeld(f"{key} is being done by another delivery of the click")  # back to the queue
@@ -94,7 +97,7 @@ class ClickWorker:
         reply = self._apply(ec2, click, instance.hibernation_configured, now)
         if reply.status == "done":
             self._record(click, instance.instance_type, owner, click_time(click, now), now)
-        self.claims.done(claim)
+        self.claims.done(claim, detail=reply.text if reply.status == "done" else "")
         if reply.status == "done":
             self._update_original(click, reply.text)
         else:
