@@ -22,7 +22,7 @@ import random
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,6 +41,7 @@ DOCUMENT = "costguard-activity-check"
 # machine managed (the recommended setup) and with this share without the agent.
 NO_SSM_AGENT_SHARE = 0.15
 ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
+LAMBDA_ATTEMPTS = (timedelta(0), timedelta(minutes=1), timedelta(minutes=3))  # an async invocation, retried twice
 
 
 # ---------------------------------------------------------------------- the world's machines, as they run
@@ -103,6 +104,17 @@ class Pages:
         return self.answer(**params)
 
 
+# The write operations a storm may hit (every write the sweep makes, by the fakes' names).
+STORM_OPS = (
+    "ec2:create_tags",
+    "ec2:delete_tags",
+    "ec2:stop_instances",
+    "dynamodb:batch_write_item",
+    "dynamodb:transact_write_items",
+    "dynamodb:put_item",
+)
+
+
 class Conditional(Exception):
     pass
 
@@ -122,6 +134,7 @@ class FaultPlan:
     kill: float = 0.0
     storm_every: int = 0  # sweeps between storms (0: none)
     storm_sweeps: int = 4
+    storm_ops: tuple[str, ...] = STORM_OPS  # each storm on one of these, at random
     seed: int = 1
     kills: int = 0
     storms: int = 0
@@ -134,9 +147,7 @@ class FaultPlan:
 
     def sweep_started(self, sweep: int) -> None:
         if self.storm_every and sweep % self.storm_every == 0:
-            self.storm_on = self.rng.choice(
-                ["ec2:create_tags", "ec2:stop_instances", "dynamodb:batch_write_item", "dynamodb:transact_write_items"]
-            )
+            self.storm_on = self.rng.choice(list(self.storm_ops))
             self.storm_until = sweep + self.storm_sweeps
             self.storms += 1
         elif sweep >= self.storm_until:
@@ -494,7 +505,7 @@ def run_costguard(
     warnings: list[tuple[str, int]] = []
     seen = 0
     end = world.start + timedelta(days=days)
-    sweeps = 0
+    sweeps = dead_lettered = 0
     slack_rng = random.Random(seed * 7)
     try:
         while fleet.now < end:
@@ -506,13 +517,23 @@ def run_costguard(
                 status, retry_after = slack_rng.choice([(429, 1), (500, None), (503, None)])
                 slack.fail(method, status, count=slack_rng.randint(1, 6), retry_after=retry_after)
             for _ in range(2 if faults and faults.get("double") else 1):  # EventBridge delivers at least once
-                try:
-                    sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
-                except Killed:
-                    pass  # the scheduler's retry is the next sweep
-                except Exception as exc:  # a sweep that raises is retried by the scheduler: the next one runs
-                    if faults is None:
-                        print(f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+                # An invocation that fails (raises, or is killed) is retried by Lambda 1 and then 2 minutes
+                # later; one whose three attempts all fail goes to the dead-letter queue (and pages).
+                for retry in LAMBDA_ATTEMPTS:
+                    runtime.now = lambda r=retry: fleet.now + r
+                    try:
+                        sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
+                        break
+                    except Killed:
+                        pass
+                    except Exception as exc:
+                        if faults is None:
+                            print(
+                                f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr
+                            )
+                else:
+                    dead_lettered += 1
+                del runtime.now
             for message in slack.messages[seen:]:
                 instance_id = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
                 if instance_id and "has been idle for" in message.text:  # a warning
@@ -534,7 +555,7 @@ def run_costguard(
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
     if faults is not None:
-        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings)
+        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {"dead_lettered_sweeps": dead_lettered}
     return figures
 
 
@@ -564,7 +585,26 @@ def fault_counts(
     stops: dict[str, int] = defaultdict(int)
     for iid in stopped_ids:
         stops[iid] += 1
+    # Each warning told (its block id names the machine and the warning's time) against the ledger's entries.
+    told = {b["block_id"] for m in messages for b in m.blocks if str(b.get("block_id", "")).startswith("cg-warn-")}
+    warn_entries = Counter(
+        f"cg-warn-{i['instance_id']['S']}-{i['at']['S'][:19].replace('-', '').replace(':', '')}Z"
+        for (pk, _), i in aws.items.items()
+        if pk.startswith("action#") and i["kind"]["S"] == "warn"
+    )
+    # A notice posted again: a message carrying a block id (one machine's notice) an earlier one carried.
+    seen: set[str] = set()
+    posted_twice = 0
+    for message in messages:
+        ids = {str(b.get("block_id", "")) for b in message.blocks} - {""}
+        notices = {i for i in ids if i.startswith(("cg-warn-", "cg-stop-", "cg-cancel-"))}
+        posted_twice += bool(notices & seen)
+        seen |= notices
     return {
+        "notices_posted_twice": posted_twice,
+        "warnings_without_ledger_record": len(told - set(warn_entries)),
+        "duplicate_ledger_records": sum(max(0, recorded[i] - n) for i, n in stops.items())
+        + sum(n - 1 for n in warn_entries.values()),
         "faults": {
             "kills": plan.kills if plan else 0,
             "storms": plan.storms if plan else 0,

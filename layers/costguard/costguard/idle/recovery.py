@@ -81,7 +81,9 @@ class Recovery:
             if stale or dropped:
                 self.outbox.remove(stale + dropped)
         except AWS_ERRORS as exc:
+            # Posted, but not recorded yet: these machines are left alone until the next sweep records them.
             logger.warning("outbox left as it was for the next sweep", error=str(exc)[:200])
+            recovered.busy |= {n.instance_id for n in settled}
             settled = []
         for notice in [n for n in notices if n.status == DELIVERED and n not in stale] + settled:
             (recovered.told if notice.kind == WARN else recovered.withdrawn if notice.kind == CANCEL else {})[
