@@ -164,3 +164,22 @@ def test_a_sweep_in_a_write_storm_ends_normally_and_the_next_sweep_finishes(
     assert tags.IDLE_WARNED_AT in tags_of(fresh)
     assert len(ledger("stop")) == 1
     assert [i["instance_id"]["S"] for i in ledger("warn")] == [fresh]
+
+
+def test_a_post_found_in_slack_whose_record_a_storm_refuses_is_not_told_again(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: Any, switch: KillSwitch
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    first = now - timedelta(minutes=30)
+    killed_sweep(switch, "slack:chat.postMessage", runtime, first, lambda_context, monkeypatch, after=True)
+    # The next sweep finds the warning in Slack, but DynamoDB refuses to record it (throttled once).
+    refuse(runtime.client("dynamodb"), "TransactWriteItems", "ThrottlingException", times=1)
+    sweep(runtime, first + timedelta(minutes=15), lambda_context, monkeypatch)
+    assert len([m for m in slack.messages if "has been idle" in m.text]) == 1
+    monkeypatch.setattr(runtime, "clients", type(runtime.clients)(default_region=REGION))  # the storm is over
+    sweep(runtime, first + timedelta(minutes=30), lambda_context, monkeypatch)
+
+    assert len([m for m in slack.messages if "has been idle" in m.text]) == 1
+    assert [i["instance_id"]["S"] for i in ledger("warn")] == [iid]
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == formatting.format_time(first)
