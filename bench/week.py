@@ -520,7 +520,7 @@ def run_costguard(
                 # An invocation that fails (raises, or is killed) is retried by Lambda 1 and then 2 minutes
                 # later; one whose three attempts all fail goes to the dead-letter queue (and pages).
                 for retry in LAMBDA_ATTEMPTS:
-                    runtime.now = lambda r=retry: fleet.now + r
+                    runtime.now = lambda r=retry: fleet.now + r  # type: ignore[method-assign,misc]
                     try:
                         sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
                         break
@@ -565,11 +565,13 @@ def fault_counts(
     """What the faults cost: stops without their notice, record or tag; notices told twice; stops of a
     machine someone kept."""
     stopped_ids = [iid for iid, _ in fleet.stops]
-    notices: dict[str, int] = defaultdict(int)
+    notices: dict[str, int] = defaultdict(int)  # stop notices told, by machine (a message may tell several)
     for message in messages:
-        iid = next((i for i in fleet.by_id if i in message.text), "")
-        if message.text.startswith(("Stopped idle", "Hibernated idle")):
-            notices[iid] += 1
+        told = {m for i in fleet.by_id for m in _markers(message) if m.startswith(f"cg-stop-{i}-")}
+        for marker in told:
+            notices[marker[len("cg-stop-") :].rsplit("-", 1)[0]] += 1
+        if not told and message.text.startswith(("Stopped idle", "Hibernated idle")):  # code before block ids
+            notices[next((i for i in fleet.by_id if i in message.text), "")] += 1
     # A warning again within the grace period is a duplicate: a machine is warned anew only after a
     # whole idle window (or when its warning is older than the data read, hours later).
     last: dict[str, int] = {}
@@ -593,13 +595,13 @@ def fault_counts(
         if pk.startswith("action#") and i["kind"]["S"] == "warn"
     )
     # A notice posted again: a message carrying a block id (one machine's notice) an earlier one carried.
-    seen: set[str] = set()
+    posted: set[str] = set()
     posted_twice = 0
     for message in messages:
         ids = {str(b.get("block_id", "")) for b in message.blocks} - {""}
-        notices = {i for i in ids if i.startswith(("cg-warn-", "cg-stop-", "cg-cancel-"))}
-        posted_twice += bool(notices & seen)
-        seen |= notices
+        carried = {i for i in ids if i.startswith(("cg-warn-", "cg-stop-", "cg-cancel-"))}
+        posted_twice += bool(carried & posted)
+        posted |= carried
     return {
         "notices_posted_twice": posted_twice,
         "warnings_without_ledger_record": len(told - set(warn_entries)),
@@ -619,6 +621,10 @@ def fault_counts(
         "duplicate_warnings": duplicate_warnings,
         "stops_after_a_keep": aws.stops_after_keep,
     }
+
+
+def _markers(message: Any) -> set[str]:
+    return {str(b.get("block_id", "")) for b in message.blocks} - {""}
 
 
 def tags_key(name: str) -> str:
