@@ -72,8 +72,11 @@ def state(iid: str) -> str:
     return str(ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"])
 
 
+NOTICES = ("cg-warn-", "cg-stop-", "cg-cancel-", "cg-claim-")  # the block ids that mark one notice
+
+
 def markers(message: Any) -> set[str]:
-    return {b.get("block_id", "") for b in message.blocks if str(b.get("block_id", "")).startswith("cg-")}
+    return {b.get("block_id", "") for b in message.blocks if str(b.get("block_id", "")).startswith(NOTICES)}
 
 
 def duplicate_messages(slack: SlackStandIn) -> list[str]:

@@ -7,6 +7,7 @@ the original message to show who did what.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.slack.blocks import Message, context, mention, mrkdwn, safe
+from costguard.slack.blocks import Message, Mrkdwn, context, mention, mrkdwn, safe, section
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import SlackNotifier
@@ -190,9 +191,9 @@ class ClickWorker:
         )
 
     def _update_original(self, click: Click, text: str) -> None:
-        """The original message, its buttons replaced by who did what."""
-        kept = [b for b in click.blocks if b.get("type") != "actions"]
-        done = Message(text, (*kept, context(":white_check_mark: " + safe(text))))
+        """The original message, the pressed machine's buttons replaced by who did what; in a message about
+        several machines, the others' parts stay as they are."""
+        done = Message(text, tuple(answered(click.blocks, click.instance_id, ":white_check_mark: " + safe(text))))
         self.respond(click.response_url, done.response(replace_original=True))
         logger.info("button click done", instance_id=click.instance_id, button=click.button.value, user=click.user_id)
 
@@ -202,3 +203,24 @@ class ClickWorker:
         self.respond(click.response_url, answer)
         logger.info("button click not done", instance_id=click.instance_id, status=reply.status, user=click.user_id)
         return reply
+
+
+def answered(blocks: Sequence[Mapping[str, Any]], instance_id: str, done: Mrkdwn) -> list[Mapping[str, Any]]:
+    """The message's blocks with one machine's buttons replaced by what was done: its actions block becomes
+    a line saying so, or, a line among many, its menu gives way to it. A message whose blocks name no such
+    machine (one from before) loses all its buttons, and says it at its end."""
+    out: list[Mapping[str, Any]] = []
+    found = False
+    for block in blocks:
+        if block.get("type") == "actions" and block.get("block_id") == f"costguard:{instance_id}":
+            out.append({**context(done), "block_id": block["block_id"]})
+            found = True
+        elif "accessory" in block and instance_id in json.dumps(block["accessory"]):
+            line = str((block.get("text") or {}).get("text", ""))
+            out.append({**section(Mrkdwn(f"{line}\n{done}")), "block_id": block.get("block_id", "")})
+            found = True
+        else:
+            out.append(block)
+    if not found:
+        out = [*(b for b in blocks if b.get("type") != "actions"), context(done)]
+    return out

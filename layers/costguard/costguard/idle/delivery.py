@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
+from costguard.idle.grouping import Part, gather
 from costguard.idle.report import Outcome
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import Delivery, SlackNotifier
@@ -104,19 +105,43 @@ class Dispatch:
         user = self.notifier().user_id_for(email) if email else None
         return user or self.alerts_channel
 
-    def messages(self, tellings: Sequence[Telling]) -> list[tuple[Message, list[Telling]]]:
-        """The messages that carry these tellings: one each."""
-        return [(t.message.marked(t.notice.marker), [t]) for t in tellings]
+    def messages(self, to: str, tellings: Sequence[Telling]) -> list[tuple[Message, list[Telling]]]:
+        """The messages that carry these tellings to one recipient: one of each kind of notice (split only
+        by Block Kit's limits), a part per machine."""
+        kinds: dict[str, list[Telling]] = defaultdict(list)
+        for telling in tellings:
+            kinds[telling.notice.kind].append(telling)
+        channel = to == self.alerts_channel
+        out = []
+        for group in kinds.values():
+            parts = [Part(t.message, t.notice.marker, t.notice.kind) for t in group]
+            for message, carried in gather(parts, channel=channel, why=self._why(group) if channel else ""):
+                out.append((message, [group[k] for k in carried]))
+        return out
+
+    def _why(self, tellings: Sequence[Telling]) -> str:
+        """Why machines are in the alerts channel: their owners, as Slack cannot reach them."""
+        owners = sorted({t.notice.owner for t in tellings} - {""})
+        unowned = sum(1 for t in tellings if not t.notice.owner)
+        who = [f"{o} (no Slack user for {owner_email(o, self.email_domain) or o})" for o in owners[:10]]
+        if len(owners) > 10:
+            who.append(f"{len(owners) - 10} more owners")
+        if unowned:
+            who.append(f"{unowned} machine{'s' if unowned != 1 else ''} with no owner tag")
+        return "Sent here because costguard cannot reach their owners by direct message: " + ", ".join(who) + "."
 
     def _send_to(self, to: str, tellings: list[Telling], now: datetime) -> None:
-        for message, carried in self.messages(tellings):
+        for message, carried in self.messages(to, tellings):
             if self.time_left() < SLACK_RESERVE_SECONDS:
                 for telling in carried:
                     telling.outcome.applied, telling.outcome.detail = False, DEFERRED
                 continue
             taken = self._lease(to, carried, now)
-            if taken:
-                self._deliver(to, message if len(taken) == len(carried) else self.messages(taken)[0][0], taken, now)
+            if len(taken) == len(carried):
+                self._deliver(to, message, taken, now)
+                continue
+            for fewer, part in self.messages(to, taken):  # some are another attempt's: the others, gathered again
+                self._deliver(to, fewer, part, now)
 
     def _lease(self, to: str, tellings: list[Telling], now: datetime) -> list[Telling]:
         """The tellings whose records this attempt now holds; the others are another attempt's to tell."""
@@ -150,10 +175,10 @@ class Dispatch:
 
     def _post(self, to: str, message: Message, tellings: list[Telling]) -> Delivery:
         notifier = self.notifier()
-        if to == self.alerts_channel:
+        if to == self.alerts_channel and len(tellings) > 1:  # the gathered message says why it is here
             return notifier.post(to, message)
         owner = tellings[0].notice.owner
-        email = owner_email(owner, self.email_domain)
+        email = owner_email(owner, self.email_domain) if owner else None
         return notifier.send_to_owner(email, message, fallback_channel=self.alerts_channel, owner=owner)
 
     def _record(self, records: list[Notice]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from enum import StrEnum
 
 from costguard.slack.blocks import Block, button
@@ -18,6 +19,9 @@ class Button(StrEnum):
 
 
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
+MENU = "costguard.menu"  # one machine's buttons as an overflow menu (a line among many)
+OVERFLOW_OPTIONS = 5  # Slack's most options in an overflow menu
+OPTION_VALUE = 150  # an option's value, at most
 
 
 def button_value(instance_id: str, region: str, account: str = "") -> str:
@@ -48,3 +52,14 @@ def warning_buttons(instance_id: str, region: str, will_stop: bool, account: str
 
 def start_buttons(instance_id: str, region: str, account: str = "") -> list[Block]:
     return [button("Start it again", Button.START, button_value(instance_id, region, account), style="primary")]
+
+
+def as_menu(buttons: Sequence[Block]) -> Block:
+    """Buttons as one overflow menu: each option carries its button's action and its machine."""
+    options = []
+    for element in buttons[:OVERFLOW_OPTIONS]:
+        target = json.loads(str(element.get("value") or "{}"))
+        value = json.dumps({"b": element["action_id"], **target}, separators=(",", ":"))
+        if len(value) <= OPTION_VALUE:
+            options.append({"text": dict(element["text"]), "value": value})
+    return {"type": "overflow", "action_id": MENU, "options": options}
