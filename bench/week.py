@@ -506,6 +506,8 @@ def run_costguard(
     seen = 0
     end = world.start + timedelta(days=days)
     sweeps = dead_lettered = 0
+    messages_per_owner: Counter[str] = Counter()  # warning messages (one may tell about several machines)
+    most_in_a_sweep = 0
     slack_rng = random.Random(seed * 7)
     try:
         while fleet.now < end:
@@ -534,9 +536,11 @@ def run_costguard(
                 else:
                     dead_lettered += 1
                 del runtime.now
+            this_sweep = Counter(m.channel for m in slack.messages[seen:] if warned_in(m, world))
+            messages_per_owner.update(this_sweep)
+            most_in_a_sweep = max(most_in_a_sweep, *this_sweep.values(), 0)
             for message in slack.messages[seen:]:
-                instance_id = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
-                if instance_id and "has been idle for" in message.text:  # a warning
+                for instance_id in warned_in(message, world):  # each machine a warning tells about
                     warnings.append((instance_id, fleet.index))
                     url = slack.response_url(message.ts)
                     # Under faults, owners only keep: every stop counted is the sweep's, with its notice.
@@ -552,6 +556,11 @@ def run_costguard(
     finally:
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
+    figures["warning_messages"] = sum(messages_per_owner.values())
+    figures["warning_messages_per_owner_per_day"] = round(
+        sum(messages_per_owner.values()) / figures["owners"] / days, 2
+    )
+    figures["most_warning_messages_to_one_owner_in_a_sweep"] = most_in_a_sweep
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
     if faults is not None:
@@ -627,6 +636,16 @@ def _markers(message: Any) -> set[str]:
     return {str(b.get("block_id", "")) for b in message.blocks} - {""}
 
 
+def warned_in(message: Any, world: World) -> list[str]:
+    """The machines a warning message tells about: by their parts' block ids, or (code from before block
+    ids, one machine a message) by its words."""
+    marked = [m.removeprefix("cg-warn-").rsplit("-", 1)[0] for m in _markers(message) if m.startswith("cg-warn-")]
+    if marked:
+        return marked
+    found = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
+    return [found] if found and "has been idle for" in message.text else []
+
+
 def tags_key(name: str) -> str:
     return f"costguard:{name}"
 
@@ -649,7 +668,8 @@ def answer(
     if not fleet.world.office_hours(machine, fleet.index) or rng.random() >= ANSWER_RATE:
         return
     working = bool(machine.slots[fleet.index].work)
-    offered = [e["action_id"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]]
+    mine = [b for b in message.blocks if b.get("type") == "actions" and instance_id in json.dumps(b)]
+    offered = [e["action_id"] for b in mine for e in b["elements"]]
     if working:
         pressed = "costguard.keep_while_busy" if "costguard.keep_while_busy" in offered else "costguard.keep_tomorrow"
     elif stop_now and rng.random() < 0.3 and "costguard.stop_now" in offered:
@@ -665,6 +685,7 @@ def answer(
         user_name=machine.owner.split("@")[0],
         response_url=response_url,
         message_ts=message.ts,
+        blocks=tuple(message.blocks),
         action_ts="1",
     )
     for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
