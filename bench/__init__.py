@@ -1,4 +1,4 @@
-"""Benchmarks: `make bench` runs them all and writes bench/results/*.json, which the README reports."""
+"""Benchmarks: `make bench` runs them all and writes bench/results/*.json, which docs/benchmarks.md reports."""
 
 import os
 

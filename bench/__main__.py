@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import logging
 
-from bench import backfill, cold_imports, digest, faults, first_sweep, idle_sweep, owner_tagger, versus, week
+from bench import (
+    backfill,
+    charts,
+    cold_imports,
+    digest,
+    digest_whole,
+    faults,
+    first_sweep,
+    idle_sweep,
+    owner_tagger,
+    scheduled,
+    versus,
+    week,
+)
 from bench.common import save
 
 
 def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     cold_imports.main()
+    charts.main()
     owner_tagger.main()
     print("The first sweeps of 10,000 instances, 1,000 idle, 500 owners, against Slack's rate limits")
     print(f"  saved {save('first_sweep', first_sweep.main())}")
@@ -18,6 +32,10 @@ def main() -> None:
     print(f"  saved {save('backfill', backfill.main())}")
     print("The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances")
     print(f"  saved {save('digest', digest.main())}")
+    print("The whole weekly digest handler at 1,000 and 10,000 GPU machines, as Lambda runs it")
+    print(f"  saved {save('digest_whole', digest_whole.main())}")
+    print("The deep dive over a payer account's quarter, and the organization digest of 100 accounts, whole")
+    print(f"  saved {save('scheduled', scheduled.main())}")
     print("A week of a realistic fleet through the real sweep, against two baselines")
     print(f"  saved {save('week', week.main())}")
     print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")

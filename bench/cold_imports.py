@@ -10,10 +10,15 @@ from bench.common import ROOT, cold_import_seconds, save
 def main() -> dict[str, Any]:
     functions = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "app.py").exists())
     result = {name: cold_import_seconds(name, runs=7) for name in functions}
-    path = save("cold_imports", {"handlers": result})
-    print(f"cold imports ({path.name}), median and max of 7 fresh interpreters:")
-    for name, timing in result.items():
-        print(f"  {name:<22} {timing['median_s']:.3f} s  (max {timing['max_s']:.3f} s)")
+    untraced = {name: cold_import_seconds(name, runs=7, tracing=False) for name in functions}
+    path = save("cold_imports", {"handlers": result, "handlers_tracing_disabled": untraced})
+    print(f"cold imports ({path.name}), 7 fresh interpreters: median wall (max), median CPU; tracing on, then off:")
+    for name, on in result.items():
+        off = untraced[name]
+        print(
+            f"  {name:<22} {on['median_s']:.3f} s ({on['max_s']:.3f} s), CPU {on['cpu_median_s']:.3f} s;   "
+            f"off {off['median_s']:.3f} s ({off['max_s']:.3f} s), CPU {off['cpu_median_s']:.3f} s"
+        )
     return result
 
 

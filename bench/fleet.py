@@ -4,7 +4,7 @@ Every instance publishes CPUUtilization (AWS/EC2, InstanceId) and, through the C
 `nvidia_smi_utilization_gpu` series per GPU (InstanceId, index, name, arch) plus the agent's
 InstanceId-only aggregate (`aggregation_dimensions: [["InstanceId"]]`, the maximum over the GPUs),
 which is the only GPU series a Cloud Custodian `metrics` filter can name, and the busiest CPU core
-(`cpu_usage_active` rolled up by InstanceId, as the README's agent configuration publishes it).
+(`cpu_usage_active` rolled up by InstanceId, as docs/cloudwatch-agent.json publishes it).
 Points every 5 minutes.
 
 Kinds, and what a correct tool does with each (`should_stop`):

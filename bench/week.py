@@ -413,6 +413,13 @@ class FakeAws:
         found = self.items.get((Key["pk"]["S"], Key["sk"]["S"]))
         return {"Item": found} if found else {}
 
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        responses = {
+            table: [found for k in request["Keys"] if (found := self.items.get((k["pk"]["S"], k["sk"]["S"])))]
+            for table, request in RequestItems.items()
+        }
+        return {"Responses": responses, "UnprocessedKeys": {}}
+
     def update_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
         found = self.items.get((Key["pk"]["S"], Key["sk"]["S"]))
         if found is not None:  # the only update costguard makes: a claim marked done

@@ -24,7 +24,8 @@ from urllib.parse import urlencode
 from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
-from demo import accounts, fleet, grouped, render
+from demo import accounts, anomaly, fleet, grouped, render, sagemaker
+from demo.clock import DemoClock
 from testing.account import LocalAccount
 from testing.handlers import LambdaContext, load_handler
 
@@ -95,11 +96,21 @@ class Demo:
             handler.setStream(self.log)  # Lambda's stdout goes to a file; the terminal keeps the story
         real = datetime.now(UTC).replace(second=0, microsecond=0)
         self.t0 = real - timedelta(minutes=real.minute % 5)  # the fleet's metrics run up to here
-        self.clock = self.t0
-        # The handlers ask Runtime for the time; the demo moves it forward instead of waiting 40 minutes.
-        Runtime.now = staticmethod(lambda: self.clock)  # type: ignore[method-assign]
+        # The handlers read the time and wait on the demo's clock: it moves forward instead of 40 minutes
+        # passing, and their waits (activity checks, Slack's pace) cost it seconds, not the wall clock.
+        self.time = DemoClock(self.t0)
+        self.time.install()
         self.invocations: list[tuple[str, str, str, float]] = []
         self.timeline: list[list[str]] = []
+
+    @property
+    def clock(self) -> datetime:
+        """The demo's time, which a scene sets or moves forward."""
+        return self.time.at
+
+    @clock.setter
+    def clock(self, value: datetime) -> None:
+        self.time.at = value
 
     def invoke(self, function: str, payload: Any, label: str, member: accounts.Member | None = None) -> Any:
         """The function's handler on `payload`, in the hub (this account) or in the member account."""
@@ -304,6 +315,12 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
     ):
         result = demo.invoke("budget_alerts", event("budget_alerts/sns-unknown.json"), "sns-unknown")
         print(f"   {result['notifications'][0]['status']}")
+    with step(
+        f"{demo.clock:%H:%M} budget_alerts: Cost Anomaly Detection finds EC2 jumping, by EventBridge and SNS, "
+        "then again bigger (events/budget_alerts/*anomaly.json)"
+    ):
+        for line in anomaly.scene(demo.account.gaps, demo.invoke, demo.clock):
+            print(f"   {line}")
     with step(f"{demo.clock:%H:%M} commitment_tracker: the daily check (events/commitment_tracker/daily.json)"):
         result = demo.invoke("commitment_tracker", event("commitment_tracker/daily.json"), "daily")
         print(
@@ -425,6 +442,7 @@ def main() -> int:
         idle_stopping(demo, seeded, lambda: grouped.keep_the_second(partial(press, demo), quinn))
         demo.clock = demo.t0 + timedelta(minutes=5)
         press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
+        sagemaker.scene(demo, demo.t0, step)  # a notebook instance stopped, a zombie endpoint warned
         billing(demo, seeded)
         with step(f"Several accounts: member account {accounts.MEMBER} joins the hub's Slack app"):
             member = accounts.join(demo.account, Runtime.current(), demo.t0)
@@ -490,6 +508,10 @@ def main() -> int:
         (OUT / "messages.json").write_text(json.dumps([asdict(m) for m in demo.slack.messages], indent=1))
         print(f"\nHTML: {OUT / 'index.html'}   Lambda logs: {OUT / 'lambda-logs.jsonl'}")
         print(f"Calls answered by testing/aws_gaps.py instead of moto: {sorted(set(demo.account.gaps.answered))}")
+        print(
+            f"The handlers waited {demo.time.waited:.0f} s ({demo.time.waits} waits: activity checks, Slack's pace) "
+            "on the demo's clock, none on the wall clock"
+        )
         return 0
     finally:
         demo.close()

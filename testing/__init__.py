@@ -14,3 +14,5 @@ if _LAYER not in sys.path:
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "costguard")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "INFO")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "costguard")
+# No X-Ray daemon here: the tests, the demo and the benchmarks run as a deploy with Tracing Disabled.
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")

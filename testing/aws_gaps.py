@@ -60,6 +60,8 @@ class AwsGaps:
     activity: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     commands: dict[str, list[str]] = field(default_factory=dict)
     answered: list[str] = field(default_factory=list)
+    # SageMaker: (ml.* type, region) -> {usage type: USD/h}, as the Pricing API's AmazonSageMaker products say.
+    sagemaker_prices: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
 
     @property
     def handlers(self) -> dict[str, Callable[[dict[str, Any], str], Answer]]:
@@ -77,6 +79,10 @@ class AwsGaps:
             "AWSInsightsIndexService.GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
             "AWSInsightsIndexService.GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
             "query.DescribeReservedInstances": self.describe_reserved_instances,
+            # moto has no Studio apps, user profiles or spaces: the demo's domain has none.
+            "SageMaker.ListApps": lambda _b, _r: _json({"Apps": []}),
+            "SageMaker.ListUserProfiles": lambda _b, _r: _json({"UserProfiles": []}),
+            "SageMaker.ListSpaces": lambda _b, _r: _json({"Spaces": []}),
             "query.DescribeSpotPriceHistory": self.describe_spot_price_history,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
             "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
@@ -278,6 +284,8 @@ class AwsGaps:
         """GetProducts for EC2 on-demand Linux: a product in AWS's PriceList shape for the region asked, or for
         every region priced when the filters name none (the deep dive's region prices)."""
         fields = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
+        if body.get("ServiceCode") == "AmazonSageMaker":
+            return self._sagemaker_products(fields)
         instance_type = fields.get("instanceType", "")
         wanted = fields.get("regionCode")
         products = []
@@ -304,6 +312,24 @@ class AwsGaps:
             products.append(json.dumps({**product, "terms": {"OnDemand": on_demand}}))
         body_out = {"PriceList": products, "FormatVersion": "aws_v1"}
         return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(body_out).encode()
+
+    def _sagemaker_products(self, fields: dict[str, str]) -> Answer:
+        """AmazonSageMaker products of one ml.* type in one region, one per usage type."""
+        usage = self.sagemaker_prices.get((fields.get("instanceName", ""), fields.get("regionCode", "")), {})
+        products = [
+            json.dumps(
+                {
+                    "product": {"attributes": {**fields, "usagetype": name}},
+                    "terms": {
+                        "OnDemand": {
+                            "T": {"priceDimensions": {"D": {"unit": "Hrs", "pricePerUnit": {"USD": f"{usd}"}}}}
+                        }
+                    },
+                }
+            )
+            for name, usd in sorted(usage.items())
+        ]
+        return _json({"PriceList": products, "FormatVersion": "aws_v1"})
 
     def add_launch(self, region: str, record: dict[str, Any]) -> None:
         self.trail.setdefault(region, []).append(TrailEvent(record))

@@ -5,7 +5,10 @@
 - ListMetrics: AWS lists a series only if it had data in the last two weeks (three hours with
   `RecentlyActive=PT3H`); moto lists every series it ever received. Patched to list like AWS.
 - Launch times: moto launches every instance "now"; tests and the demo need machines that have
-  been running for hours. `set_launch_time` moves one back.
+  been running for hours. `set_launch_time` moves one back (`set_sagemaker_time`, a notebook
+  instance or an endpoint).
+- SageMaker Studio apps: moto has none, and answers DescribeApp with NotImplementedError; AWS answers
+  an app that does not exist with ResourceNotFound. Patched to answer like AWS (every app is absent).
 - DynamoDB transactions: moto backs a TransactWriteItems up by deep-copying the whole table, which
   fails ("dictionary changed size during iteration") when another thread writes meanwhile; DynamoDB
   serializes them itself. Writes to moto's tables are serialized here.
@@ -28,6 +31,9 @@ from moto.cloudwatch.models import CloudWatchBackend
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.ec2.models import ec2_backends
+from moto.sagemaker.exceptions import ResourceNotFound
+from moto.sagemaker.models import sagemaker_backends
+from moto.sagemaker.responses import SageMakerResponse
 
 ACCOUNT = "123456789012"  # moto's default account
 
@@ -45,7 +51,15 @@ def apply() -> None:
     ec2_utils.instance_value_in_filter_values = with_wildcards
     ec2_utils._costguard_wildcards = True  # type: ignore[attr-defined]
     _list_only_series_with_recent_data()
+    _no_studio_apps()
     _serialize_dynamodb_writes()
+
+
+def _no_studio_apps() -> None:
+    def describe_app(self: Any) -> Any:
+        raise ResourceNotFound(f"App {self._get_param('AppName')} does not exist")
+
+    SageMakerResponse.describe_app = describe_app  # type: ignore[attr-defined]
 
 
 def _serialize_dynamodb_writes() -> None:
@@ -86,6 +100,13 @@ def set_launch_time(instance_id: str, region: str, when: datetime, account: str 
     instance.launch_time = when.astimezone(UTC).replace(tzinfo=None)
 
 
+def set_sagemaker_time(kind: str, name: str, region: str, when: datetime, account: str = ACCOUNT) -> None:
+    """moto makes every notebook instance and endpoint "now": move one back (InService since `when`)."""
+    backend = sagemaker_backends[account][region]
+    found = backend.notebook_instances[name] if kind == "notebook" else backend.endpoints[name]
+    found.creation_time = found.last_modified_time = when.astimezone(UTC).replace(tzinfo=None)
+
+
 def index_metric_queries() -> None:
     """moto's GetMetricData rescans every datapoint for every period of every query (quadratic in fleet
     size). Each query is answered here by moto's own code over just the datapoints of its namespace,
@@ -95,7 +116,6 @@ def index_metric_queries() -> None:
     if getattr(CloudWatchBackend, "_costguard_at_scale", False):
         return
     original_get = CloudWatchBackend.get_metric_data
-    original_filtered = CloudWatchBackend.get_filtered_metrics
 
     def get_metric_data(
         self: Any, queries: list[dict[str, Any]], start_time: Any, end_time: Any, scan_by: str = "TimestampAscending"
@@ -122,16 +142,21 @@ def index_metric_queries() -> None:
             self.__dict__.pop("get_all_metrics", None)
         return results
 
-    def get_filtered_metrics(self: Any, metric_name: str, namespace: str, dimensions: list[dict[str, str]]) -> Any:
-        seen: set[Any] = set()
-        unique = []
-        for datum in original_filtered(self, metric_name, namespace, dimensions):
-            key = (datum.namespace, datum.name, tuple(sorted((d.name, d.value) for d in datum.dimensions)))
-            if key not in seen:
-                seen.add(key)
-                unique.append(datum)
-        return unique
-
     CloudWatchBackend.get_metric_data = get_metric_data  # type: ignore[method-assign]
-    CloudWatchBackend.get_filtered_metrics = get_filtered_metrics  # type: ignore[method-assign]
+    CloudWatchBackend.get_filtered_metrics = each_series_once  # type: ignore[method-assign]
     CloudWatchBackend._costguard_at_scale = True  # type: ignore[attr-defined]
+
+
+def each_series_once(self: Any, metric_name: str, namespace: str, dimensions: list[dict[str, str]]) -> Any:
+    """ListMetrics' series in one pass. moto compares each datapoint with every series already listed
+    (quadratic: a week of hourly data made one ListMetrics take ~0.7 s in the demo) and lists a series of
+    2+ dimensions once per datapoint. Here moto's own filter is applied to each datapoint, and each series
+    is listed once, in moto's order, by its newest datapoint: the listing then keeps a series that had data
+    recently (AWS lists those of the last two weeks), whatever its oldest."""
+    newest: dict[Any, Any] = {}
+    for datum in CloudWatchBackend.get_all_metrics(self):
+        if datum.filter(namespace=namespace, name=metric_name, dimensions=dimensions):
+            key = (datum.namespace, datum.name, tuple(sorted((d.name, d.value) for d in datum.dimensions)))
+            if key not in newest or datum.timestamp > newest[key].timestamp:
+                newest[key] = datum
+    return list(newest.values())

@@ -244,7 +244,7 @@ class SlackStandIn:
             return {"ok": True, "channel": channel, "ts": posted.ts, "message": {"text": posted.text}}
         if method == "chat.update":
             for message in self.messages:
-                if message.ts == args.get("ts"):
+                if message.ts == args.get("ts") and message.channel == args.get("channel"):
                     message.text = str(args.get("text", message.text))
                     message.blocks = list(args.get("blocks") or message.blocks)
                     message.updated = True

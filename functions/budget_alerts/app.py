@@ -1,6 +1,7 @@
 """budget_alerts: turns AWS Budgets notifications (via SNS) into tiered Slack alerts that say who and
-what is driving the spend. A notification it cannot read is posted raw, never dropped; the same tier
-of the same budget and month is posted once, however often SNS delivers it.
+what is driving the spend, and Cost Anomaly Detection alerts (via SNS or EventBridge) into one message
+per anomaly, edited as AWS re-sends it. A notification it cannot read is posted raw, never dropped; the
+same tier of the same budget and month is posted once, however often SNS delivers it.
 """
 
 from __future__ import annotations
@@ -12,14 +13,16 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.costexplorer import CostExplorer
-from costguard.budgets.alerting import handle_notification
+from costguard.budgets.alerting import handle_anomaly, handle_notification
+from costguard.budgets.anomalies import is_anomaly_event, parse_anomaly_event
 from costguard.budgets.notifications import parse_sns_event
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import BudgetSettings
 from costguard.runtime import Runtime
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
@@ -33,18 +36,22 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
             _budget_settings().ec2_only,
         )
 
+    anomaly = parse_anomaly_event(event) if is_anomaly_event(event) else None  # Cost Anomaly Detection via EventBridge
+    notifications = parse_sns_event(event) if anomaly is None else []
+    wiring: dict[str, Any] = {
+        "explorer": explorer,
+        "claims": runtime.claims,
+        "notifier": runtime.notifier,
+        "channel": settings.alerts_channel,
+        "now": runtime.now(),
+    }
+    results = [handle_anomaly(anomaly, **wiring)] if anomaly else []
+    results += [handle_notification(notification, **wiring) for notification in notifications]
     handled = []
-    for notification in parse_sns_event(event):
-        result = handle_notification(
-            notification,
-            explorer=explorer,
-            claims=runtime.claims,
-            notifier=runtime.notifier,
-            channel=settings.alerts_channel,
-            now=runtime.now(),
-        )
-        logger.info("budget notification", message_id=result.message_id, status=result.status, key=result.key)
-        metrics.add_metric(name=f"Budget{result.status.title().replace('-', '')}", unit=MetricUnit.Count, value=1)
+    for result in results:
+        logger.info(f"{result.kind} alert", message_id=result.message_id, status=result.status, key=result.key)
+        name = f"{result.kind.title()}{result.status.title().replace('-', '')}"  # BudgetPosted, AnomalyUpdated...
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
         handled.append({"message_id": result.message_id, "status": result.status, "key": result.key})
     return {"status": "done", "notifications": handled}
 

@@ -7,6 +7,8 @@ to the queue, then to the dead-letter queue, whose alarm says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -14,17 +16,20 @@ from zoneinfo import ZoneInfo
 from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.ec2 import Ec2
-from costguard.buttons.worker import ClickWorker
+from costguard.aws.sagemaker import SageMaker
+from costguard.buttons.sagemaker import SageMakerClicks
+from costguard.buttons.worker import ClickWorker, Reply, no_sagemaker
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
-from costguard.core.settings import ButtonSettings, IdlePolicy
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
+from costguard.core.settings import ButtonSettings, IdlePolicy, SageMakerPolicy
 from costguard.runtime import Runtime
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import post_response
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
@@ -52,6 +57,7 @@ def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
         admins=actions.admins,
         zone=ZoneInfo(actions.timezone),
         account=runtime.account,
+        sagemaker=_sagemaker(runtime),
     )
     done = []
     for click in clicks:
@@ -59,6 +65,23 @@ def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
         metrics.add_metric(name=f"ButtonClick{reply.status.title().replace('-', '')}", unit=MetricUnit.Count, value=1)
         done.append({"instance_id": click.instance_id, "button": click.button.value, "status": reply.status})
     return {"status": "done", "clicks": done}
+
+
+def _sagemaker(runtime: Runtime) -> Callable[[ClickWorker, Click, datetime], Reply]:
+    settings, policy = runtime.settings, _sagemaker_policy()
+    if not policy.governed:
+        return no_sagemaker
+
+    def api(region: str) -> SageMaker:
+        client = runtime.client("sagemaker", region)
+        return SageMaker(client, region, settings.mode, account=runtime.account, owner_tag_key=settings.owner_tag_key)
+
+    return SageMakerClicks(sagemaker_for=api, policy=policy)
+
+
+@cache
+def _sagemaker_policy() -> SageMakerPolicy:
+    return SageMakerPolicy.from_env()
 
 
 @cache

@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.commitments.check import CommitmentTracker
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import CommitmentSettings
 from costguard.core.shapes import shape
 from costguard.runtime import Runtime
@@ -20,6 +20,7 @@ DAILY_INPUT = {"costguard": "commitments"}
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import DeepDiveSettings, IdlePolicy
 from costguard.core.shapes import shape
-from costguard.digest.chart import bar_chart
-from costguard.digest.quarter import chart_bars, csv_text, quarter_message
+from costguard.digest.chart import BLUE, DOLLARS, GREY, Series, bar_chart
+from costguard.digest.quarter import Quarter, chart_bars, csv_text, quarter_message
 from costguard.digest.quarterly import QuarterCollector
 from costguard.digest.sending import Attachment, DigestIncomplete, post_with_files
 from costguard.runtime import Runtime
@@ -25,6 +25,7 @@ DEEP_DIVE_INPUT = {"costguard": "deep-dive"}
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
@@ -56,8 +57,8 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         channel=settings.digest_channel,
         message=lambda: quarter_message(quarter, now),
         attachments=[
-            Attachment("chart", lambda: bar_chart(chart_bars(quarter), ("GPU TYPES", "OTHER EC2")),
-                       f"ec2-{slug}.png", "EC2 compute a month: accelerated types and the rest"),
+            Attachment("chart", lambda: _chart(quarter), f"ec2-{slug}.png",
+                       "EC2 compute a month: accelerated types and the rest"),
             Attachment("csv", lambda: csv_text(quarter).encode(), f"ec2-deep-dive-{slug}.csv",
                        "Every line, month by month"),
         ],
@@ -79,6 +80,15 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         "files": posted.files,
         "errors": quarter.errors,
     }
+
+
+def _chart(quarter: Quarter) -> bytes:
+    return bar_chart(
+        chart_bars(quarter),
+        title=f"EC2 compute cost a month, {quarter.label}",
+        series=(Series("Accelerated types", BLUE), Series("Other EC2", GREY)),
+        unit=DOLLARS,
+    )
 
 
 @cache

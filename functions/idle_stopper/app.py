@@ -20,7 +20,7 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.aws.ssm import Ssm
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.records import Skipped
 from costguard.core.settings import IdlePolicy
 from costguard.idle import events as idle_events
@@ -38,6 +38,7 @@ class SweepIncomplete(RuntimeError):
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(
@@ -99,6 +100,8 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         document=policy.activity_check_document,
         wait_seconds=policy.activity_check_seconds,
         time_left=runtime.time_left,
+        sleep=runtime.sleep,
+        clock=runtime.monotonic,
     )
     stopper = IdleStopper(
         region=region,

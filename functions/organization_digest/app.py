@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.queues import Mailbox
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import OrganizationSettings
 from costguard.core.shapes import shape
 from costguard.digest.chart import week_chart
@@ -22,9 +22,11 @@ from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 
 ORGANIZATION_INPUT = {"costguard": "organization-digest"}
+ORGANIZATION_TITLE = "GPU-hours a day across the organization, used and idle"
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
@@ -47,7 +49,9 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         key=f"organization-digest:{week}",
         channel=runtime.settings.digest_channel,
         message=lambda: organization_message(org),
-        attachments=[chart(lambda: week_chart(chart_days(org)), f"gpu-week-organization-{week}.png")],
+        attachments=[
+            chart(lambda: week_chart(chart_days(org), ORGANIZATION_TITLE), f"gpu-week-organization-{week}.png")
+        ],
         now=now,
     )
     metrics.add_metric(name="OrganizationAccountsMissing", unit=MetricUnit.Count, value=len(org.missing))

@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.core.errors import ConfigError, EventValidationError
-from costguard.core.observability import logger, metrics
+from costguard.core.observability import logger, metrics, tracer
 from costguard.core.settings import ButtonSettings
 from costguard.core.shapes import shape
 from costguard.runtime import Runtime
@@ -32,6 +32,7 @@ from costguard.slack.signature import SignatureError, verify
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
     runtime = (runtime or Runtime.current()).start(context)

@@ -3,6 +3,8 @@ each week in the team's time, with a chart, and to each owner. Input: {"costguar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -13,21 +15,27 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.aws.queues import Mailbox
+from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
 from costguard.aws.ssm import Ssm
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics, refuses_garbage
+from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.queues import sqs_queue_region, sqs_queue_url
-from costguard.core.settings import DigestSettings, IdlePolicy
+from costguard.core.settings import DigestSettings, IdlePolicy, SageMakerPolicy
 from costguard.core.shapes import shape
 from costguard.digest.collection import DigestCollector, Region
 from costguard.digest.sending import DigestIncomplete, record_week, send_digest
 from costguard.runtime import Runtime
+from costguard.sagemaker.messages import digest_section
+from costguard.sagemaker.week import SageMakerRegion, WeekCollector
+from costguard.slack.blocks import Block
+from costguard.state.entries import Entry
 from costguard.state.weeks import WeekRecords
 
 WEEKLY_INPUT = {"costguard": "digest"}
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
@@ -61,6 +69,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     )
     now = runtime.now()
     data = collector.collect(now)
+    data.sections = _sagemaker_section(runtime, data.entries, data.start, now)
     handoff = _settings().handoff_queue_arn
     unsent = record_week(
         data,
@@ -99,6 +108,24 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         "handed_over": bool(handoff),
         "errors": data.errors,
     }
+
+
+def _sagemaker_section(runtime: Runtime, entries: Sequence[Entry], start: datetime, now: datetime) -> list[Block]:
+    """The digest's SageMaker part (its own collection, apart from the EC2 fleet's)."""
+    policy = SageMakerPolicy.from_env()
+    if not policy.governed:
+        return []
+    settings = runtime.settings
+    regions = [
+        SageMakerRegion(
+            name,
+            SageMaker(runtime.client("sagemaker", name), name, settings.mode, owner_tag_key=settings.owner_tag_key),
+            SageMakerMetrics(runtime.client("cloudwatch", name)),
+        )
+        for name in settings.governed_regions
+    ]
+    week = WeekCollector(runtime.prices, policy, settings.owner_tag_key).collect(regions, entries, start, now)
+    return digest_section(week)
 
 
 @cache

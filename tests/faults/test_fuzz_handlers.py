@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 
+from costguard.core import shapes
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger
 from costguard.runtime import Runtime
@@ -35,7 +36,6 @@ SIGNING_SECRET = "fuzz-signing-secret"
 PER_HANDLER = 1000
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "fuzz.json"
 HANDLERS = ["owner_tagger", "idle_stopper", "budget_alerts", "commitment_tracker", "weekly_digest"]
-INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 PLAIN_OWNER = re.compile(r"^[^\[\]{}()'\"]*$")
 
 
@@ -65,7 +65,7 @@ def seeds(folder: str, instance: str) -> list[Any]:
             return {k: rename(v) for k, v in value.items()}
         if isinstance(value, list):
             return [rename(v) for v in value]
-        return instance if isinstance(value, str) and INSTANCE_ID.match(value) else value
+        return instance if isinstance(value, str) and shapes.INSTANCE_ID.match(value) else value
 
     return [rename(load_event(f"{folder}/{p.name}")) for p in sorted((EVENTS / folder).glob("*.json"))]
 
@@ -115,7 +115,7 @@ def invoke(function: str, runtime: Runtime) -> Callable[[Any], Any]:
 
 
 def report(function: str, outcomes: Counter[str], unhandled: list[str]) -> None:
-    """The counts go to bench/results/fuzz.json (the README reports them); any unhandled one fails."""
+    """The counts go to bench/results/fuzz.json (docs/security.md reports them); any unhandled one fails."""
     counts = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     counts[function] = {"events": sum(outcomes.values()), **dict(sorted(outcomes.items()))}
     RESULTS.write_text(json.dumps(dict(sorted(counts.items())), indent=1) + "\n")

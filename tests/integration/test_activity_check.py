@@ -5,6 +5,7 @@ saves a stop, lets it go ahead, or is missing."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -290,6 +291,35 @@ def test_a_managed_machine_that_does_not_answer_is_not_stopped(
     assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
     assert tags.IDLE_WARNED_AT in tags_of(iid)  # still warned: the next sweep asks again
     assert slack.messages == []
+
+
+def test_the_sweep_waits_for_answers_on_the_runtimes_clock(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The demo (and any simulation) gives the runtime its own clock: the whole wait for a silent machine
+    # is paid on it, in the production poll's steps, and none on the wall clock.
+    monkeypatch.setattr("costguard.idle.checks.POLL_SECONDS", 2.0)
+    clock = Clock()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.sleep(seconds)
+
+    monkeypatch.setattr(runtime, "monotonic", clock)
+    monkeypatch.setattr(runtime, "sleep", sleep)
+    iid = warned_machine(now)
+    answers[iid] = None
+    started = time.perf_counter()
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["stopped"] == []
+    assert slept == [2.0]  # one poll step covers the policy's 1 s wait
+    assert time.perf_counter() - started < 2.0
 
 
 def test_a_machine_without_the_ssm_agent_is_stopped_on_its_metrics_and_listed(

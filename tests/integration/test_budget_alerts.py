@@ -33,6 +33,10 @@ ANSWERS = [
     cost_and_usage(
         {"Owner$alice": 1450.0, "Owner$bob@example.com": 1000.0, "Owner$": 2550.0}, "2026-10-01", "2026-10-21"
     ),
+    cost_and_usage(
+        {"USE1-Host:ml.g5.12xlarge": 1020.0, "USE1-Notebk:ml.g5.xlarge": 192.34}, "2026-11-01", "2026-11-21"
+    ),
+    cost_and_usage({"USE1-Host:ml.g5.12xlarge": 700.0, "USE1-Notebk:ml.g5.xlarge": 200.0}, "2026-10-01", "2026-10-21"),
 ]
 
 
@@ -61,6 +65,9 @@ def test_75_percent_alert_names_the_top_movers_and_is_posted_once_when_sns_deliv
     assert f"*{EC2}* +$2,310" in body
     assert "*p4d.24xlarge* +$1,980" in body
     assert "owner *alice* +$1,450" in body
+    # Who drives the SageMaker spend: its usage types, named for people.
+    assert "SageMaker *ml.g5.12xlarge endpoints (USE1)* +$320" in body
+    assert "*SageMaker usage*" in body
     assert "$7,612" in body, "month to date: the sum of the services"
     # moto has no GetCostForecast: the alert says so instead of hiding it.
     assert "Cost Explorer could not answer GetCostForecast: NotImplementedError" in body
@@ -76,6 +83,10 @@ def test_cost_explorer_is_asked_exactly_what_it_needs(
         ({"Type": "DIMENSION", "Key": "SERVICE"}, None),
         ({"Type": "DIMENSION", "Key": "INSTANCE_TYPE"}, {"Dimensions": {"Key": "SERVICE", "Values": [EC2]}}),
         ({"Type": "TAG", "Key": "Owner"}, None),
+        (
+            {"Type": "DIMENSION", "Key": "USAGE_TYPE"},
+            {"Dimensions": {"Key": "SERVICE", "Values": ["Amazon SageMaker"]}},
+        ),
     ]
     with Stubber(ce) as stub:
         answers = iter(ANSWERS)

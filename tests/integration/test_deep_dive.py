@@ -3,6 +3,7 @@ API through botocore's Stubber (moto answers neither), every request asserted ex
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from PIL import Image
 
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.costexplorer import EC2_COMPUTE
@@ -164,6 +166,7 @@ def test_the_quarterly_deep_dive_posts_the_report_with_its_chart_and_csv_once(
     assert "*p4d.24xlarge* in us-east-1: $21.96/h; cheapest: ap-south-1 $19.22, us-east-1 $21.96; *$4,117 less*" in text
     chart, table = slack.files
     assert chart["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert Image.open(io.BytesIO(chart["bytes"])).size == (800, 400)
     rows = table["bytes"].decode().splitlines()
     assert rows[0] == "dimension,line,2026-08,2026-09,2026-10,total,change,change %"
     assert "owner,(no owner tag),1000.00,1000.00,1000.00,3000.00,0.00,0.0" in rows

@@ -467,6 +467,11 @@ def test_dry_run_makes_no_mutating_call_and_reports_once_to_the_alerts_channel(
         "[dry-run] g5.12xlarge " + warned_one + " is still idle after the grace period; not stopped",
         "[dry-run] would warn alice@example.com",
     ]
+    # What it would have done is in the ledger, not applied (the digest counts none of it): the warning,
+    # and the second run's withdrawal of the old one (its data ends before that run: not idle any more).
+    assert ledger_kinds() == sorted([("warn", idle_one), ("clear-warning", warned_one)])
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    assert [i["applied"]["BOOL"] for i in items if i["pk"]["S"].startswith("action#")] == [False, False]
 
 
 # ------------------------------------------------------------------ failures
@@ -587,6 +592,26 @@ def test_instance_state_changes_create_and_delete_its_alarm(
     stopped = load_event("idle_stopper/ec2-state-stopped.json")
     stopped["detail"]["instance-id"] = iid
     run(stopped, runtime, now, lambda_context, monkeypatch)
+    assert alarms() == {}
+
+
+def test_the_documented_state_change_sample_is_handled_not_dead_lettered(
+    runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # AWS's own sample names its instance i-xxxxxxxx: an 8-character id of letters, as AWS writes ids.
+    boto3.client("cloudwatch", region_name=REGION).put_metric_alarm(
+        AlarmName="costguard-idle-i-xxxxxxxx",
+        MetricName="CPUUtilization",
+        Namespace="AWS/EC2",
+        Statistic="Maximum",
+        Period=300,
+        EvaluationPeriods=1,
+        Threshold=1,
+        ComparisonOperator="LessThanThreshold",
+    )
+    result = run(load_event("idle_stopper/ec2-state-documented-sample.json"), runtime, now, lambda_context, monkeypatch)
+    assert result["status"] == "done"
+    assert result["regions"][REGION]["alarms_deleted"] == 1
     assert alarms() == {}
 
 

@@ -7,9 +7,11 @@ import time
 import pytest
 
 from costguard.core.errors import SlackDeliveryError
+from costguard.runtime import Runtime
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from testing.slack_standin import SlackStandIn
+from tests.integration.conftest import make_runtime
 
 MESSAGE = Message("g5.12xlarge idle for 2 h", (section("`i-0abc` has been idle for 2 h"),))
 
@@ -72,3 +74,35 @@ def test_revoked_token_without_webhook_raises(slack: SlackStandIn) -> None:
     slack.token = "xoxb-rotated"
     with pytest.raises(SlackDeliveryError, match="invalid_auth"):
         stale.post("C0ALERTS", MESSAGE)
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_runtimes_posts_keep_their_pace_on_the_runtimes_clock(
+    slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The demo gives the runtime its own clock: three posts to one channel still go a second apart on it,
+    # the other channel's post waits for nothing, and the wall clock pays none of it.
+    runtime = make_runtime(slack)
+    now = [50.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    monkeypatch.setattr(runtime, "sleep", sleep)
+    monkeypatch.setattr(runtime, "monotonic", lambda: now[0])
+    started = time.monotonic()
+    for channel in ("C0ALERTS", "C0ALERTS", "C0OTHER", "C0ALERTS"):
+        runtime.notifier.post(channel, MESSAGE)
+    assert slept == [1.0, 1.0]
+    assert [m.channel for m in slack.messages] == ["C0ALERTS", "C0ALERTS", "C0OTHER", "C0ALERTS"]
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_runtime_waits_on_the_wall_clock_unless_given_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    Runtime.sleep(0.25)
+    assert slept == [0.25]
+    assert abs(Runtime.monotonic() - time.monotonic()) < 1.0

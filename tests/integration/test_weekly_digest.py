@@ -104,7 +104,7 @@ def test_a_digest_run_reports_the_week_with_its_chart_and_tells_each_owner(
     # The chart: a real PNG, uploaded to the digest channel.
     [chart] = slack.files
     assert chart["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
-    assert struct.unpack(">II", chart["bytes"][16:24]) == (720, 360)
+    assert struct.unpack(">II", chart["bytes"][16:24]) == (800, 400)
     assert chart["channel"] == "C0DIGEST"
     # Each owner with something to read gets their own week: alice's machine worked all week, so she gets
     # nothing; bob had 20 idle hours, but Slack does not know him.

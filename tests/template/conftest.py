@@ -25,6 +25,16 @@ def sam_template() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def cfn(sam_template: dict[str, Any]) -> dict[str, Any]:
+    return transformed(sam_template, {"AlertsChannel": "C0ALERTS"})
+
+
+@pytest.fixture(scope="session")
+def cfn_untraced(sam_template: dict[str, Any]) -> dict[str, Any]:
+    """The template deployed with Tracing=Disabled (SAM reads the parameter's value when it transforms)."""
+    return transformed(sam_template, {"AlertsChannel": "C0ALERTS", "Tracing": "Disabled"})
+
+
+def transformed(sam_template: dict[str, Any], parameters: dict[str, str]) -> dict[str, Any]:
     doc = copy.deepcopy(sam_template)
     for resource in doc["Resources"].values():
         props = resource.get("Properties", {})
@@ -33,4 +43,4 @@ def cfn(sam_template: dict[str, Any]) -> dict[str, Any]:
                 props[key] = f"s3://bucket/{props[key]}"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        return transform(doc, {"AlertsChannel": "C0ALERTS"}, _NoManagedPolicies())  # type: ignore[no-any-return]
+        return transform(doc, parameters, _NoManagedPolicies())  # type: ignore[no-any-return]

@@ -40,6 +40,14 @@ RESOURCELESS_READS = {
     "ce:GetSavingsPlansPurchaseRecommendation",
     "ssm:DescribeInstanceInformation",
     "ssm:ListCommandInvocations",
+    # SageMaker's List actions name no resource type in the Service Authorization Reference (ListTags does:
+    # it is granted on this account's SageMaker ARNs instead).
+    "sagemaker:ListNotebookInstances",
+    "sagemaker:ListEndpoints",
+    "sagemaker:ListApps",
+    "sagemaker:ListDomains",
+    "sagemaker:ListUserProfiles",
+    "sagemaker:ListSpaces",
 }
 
 
@@ -65,11 +73,35 @@ def test_no_iam_action_has_a_wildcard(cfn: dict[str, Any]) -> None:
     assert found == []
 
 
-def test_roles_use_no_managed_policies_beyond_basic_execution(cfn: dict[str, Any]) -> None:
+# The one managed policy beside basic execution: X-Ray's write-only one, which SAM attaches with Tracing
+# Active (PutTraceSegments and PutTelemetryRecords have no resource-level permissions: Resource "*").
+XRAY_WRITE = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"
+
+
+def test_roles_use_no_managed_policies_beyond_basic_execution_and_x_ray_writes(cfn: dict[str, Any]) -> None:
     for name, resource in cfn["Resources"].items():
         if resource["Type"] == "AWS::IAM::Role":
             for arn in resource["Properties"].get("ManagedPolicyArns", []):
-                assert "AWSLambdaBasicExecutionRole" in json.dumps(arn), (name, arn)
+                assert "AWSLambdaBasicExecutionRole" in json.dumps(arn) or arn == XRAY_WRITE, (name, arn)
+
+
+def test_tracing_follows_its_parameter_on_every_function(
+    cfn: dict[str, Any], cfn_untraced: dict[str, Any], sam_template: dict[str, Any]
+) -> None:
+    assert sam_template["Parameters"]["Tracing"]["Default"] == "Active"
+    assert sam_template["Parameters"]["Tracing"]["AllowedValues"] == ["Active", "Disabled"]
+    for traced_cfn, on in ((cfn, True), (cfn_untraced, False)):
+        roles = {n: r["Properties"] for n, r in traced_cfn["Resources"].items() if r["Type"] == "AWS::IAM::Role"}
+        assert len(functions(traced_cfn)) == len([d for d in (ROOT / "functions").iterdir() if (d / "app.py").exists()])
+        for name, props in functions(traced_cfn).items():
+            assert props.get("TracingConfig") == ({"Mode": {"Ref": "Tracing"}} if on else None), name
+            # Powertools' Tracer is off exactly when the function is not traced.
+            assert props["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == {
+                "Fn::If": ["TracingOn", "false", "true"]
+            }
+            role = roles[props["Role"]["Fn::GetAtt"][0]]
+            assert (XRAY_WRITE in role.get("ManagedPolicyArns", [])) is on, name
+    assert sam_template["Conditions"]["TracingOn"] == {"Fn::Equals": [{"Ref": "Tracing"}, "Active"]}
 
 
 def test_resource_star_only_for_reads_without_resource_level_permissions(cfn: dict[str, Any]) -> None:
@@ -249,7 +281,10 @@ def test_patterns_use_only_values_and_nesting(cfn: dict[str, Any]) -> None:
         ("IdleStopperFunctionIdleAlarm", "idle_stopper/alarm-back-to-ok.json", False),
         ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-running.json", True),
         ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-stopped.json", True),
+        ("IdleStopperFunctionInstanceState", "idle_stopper/ec2-state-documented-sample.json", True),
         ("IdleStopperFunctionInstanceState", "owner_tagger/runinstances-iam-user.json", False),
+        ("BudgetAlertsFunctionAnomalyDetected", "budget_alerts/eventbridge-anomaly.json", True),
+        ("BudgetAlertsFunctionAnomalyDetected", "idle_stopper/alarm-state-change.json", False),
     ],
 )
 def test_rule_patterns_match_the_real_shaped_events(
@@ -286,11 +321,56 @@ def test_budget_notifies_costguard_at_every_tier_and_the_forecast(cfn: dict[str,
     assert budget["Budget"]["TimeUnit"] == "MONTHLY"
 
 
-def test_only_aws_budgets_of_this_account_may_publish_to_the_budget_topic(cfn: dict[str, Any]) -> None:
-    [statement] = cfn["Resources"]["BudgetTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
-    assert statement["Principal"] == {"Service": "budgets.amazonaws.com"}
-    assert statement["Action"] == "sns:Publish"
-    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+def test_only_aws_budgets_and_cost_anomaly_detection_of_this_account_may_publish_to_the_budget_topic(
+    cfn: dict[str, Any],
+) -> None:
+    budgets, anomalies = cfn["Resources"]["BudgetTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    # costalerts.amazonaws.com is the service principal AWS documents for an anomaly subscription's topic.
+    assert [budgets["Principal"], anomalies["Principal"]] == [
+        {"Service": "budgets.amazonaws.com"},
+        {"Service": "costalerts.amazonaws.com"},
+    ]
+    for statement in (budgets, anomalies):
+        assert (statement["Effect"], statement["Action"], statement["Resource"]) == (
+            "Allow",
+            "sns:Publish",
+            {"Ref": "BudgetTopic"},
+        )
+        assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+
+
+def test_anomaly_detected_events_reach_budget_alerts_with_retries_a_dead_letter_queue_and_one_permission(
+    cfn: dict[str, Any],
+) -> None:
+    rule = cfn["Resources"]["BudgetAlertsFunctionAnomalyDetected"]
+    assert rule["Condition"] == "BudgetAlertsOn"
+    assert rule["Properties"]["EventPattern"] == {"source": ["aws.ce"], "detail-type": ["Anomaly Detected"]}
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["BudgetAlertsFunction", "Arn"]}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] > 0
+    invokers = [
+        r["Properties"]
+        for r in cfn["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Permission" and r["Properties"]["FunctionName"] == {"Ref": "BudgetAlertsFunction"}
+    ]
+    # SNS from the budget topic, EventBridge from this rule only: nothing else may invoke it.
+    assert sorted((p["Principal"], json.dumps(p["SourceArn"])) for p in invokers) == [
+        ("events.amazonaws.com", json.dumps({"Fn::GetAtt": ["BudgetAlertsFunctionAnomalyDetected", "Arn"]})),
+        ("sns.amazonaws.com", json.dumps({"Ref": "BudgetTopic"})),
+    ]
+
+
+def test_budget_alerts_reads_cost_explorer_for_anomalies_with_no_new_permission(cfn: dict[str, Any]) -> None:
+    # The anomaly comes in the event; who drives it is GetCostAndUsage, which budget alerts already had.
+    actions = sorted(
+        action
+        for role, statement in statements(cfn)
+        if role == "BudgetAlertsFunctionRole"
+        for action in as_list(statement["Action"])
+        if action.startswith("ce:")
+    )
+    assert actions == ["ce:GetCostAndUsage", "ce:GetCostForecast"]
 
 
 def test_budget_alerts_function_is_subscribed_to_the_budget_topic(cfn: dict[str, Any]) -> None:
@@ -344,10 +424,12 @@ def test_the_public_receiver_can_read_the_signing_secret_and_queue_clicks_and_no
         ("sqs:SendMessage", json.dumps({"Fn::Split": [",", {"Ref": "MemberClickQueues"}]}, sort_keys=True)),
     }
     assert not any(a.startswith(("ec2:", "dynamodb:", "ssm:", "autoscaling:")) for a, _ in granted)
-    # No managed policy but CloudWatch Logs, and no dead-letter queue it could write to.
+    # No managed policy but CloudWatch Logs and, with Tracing Active, X-Ray's write-only telemetry (its
+    # traces: Slack's 3-second deadline is where a slow call hurts most), and no dead-letter queue.
     managed = [json.dumps(m) for m in role.get("ManagedPolicyArns", [])]
-    assert len(managed) == 1
+    assert len(managed) == 2
     assert "AWSLambdaBasicExecutionRole" in managed[0]
+    assert json.loads(managed[1]) == XRAY_WRITE
     assert "DeadLetterConfig" not in functions(cfn)["SlackReceiverFunction"]
 
 

@@ -107,7 +107,11 @@ def test_the_report_adds_up_the_months_and_names_region_moves_over_the_threshold
     assert "*p4d.24xlarge* in us-east-1: $21.96/h; cheapest: ap-south-1 $19.22, us-east-1 $21.96; *$4,991 less*" in text
     assert "1 move would have saved more than $100 this quarter" in text
     assert "=HYPERLINK" in text  # shown as text in Slack, where it runs nothing
-    assert chart_bars(quarter) == [("AUG", 14_000.0, 1_000.0), ("SEP", 15_000.0, 1_000.0), ("OCT", 24_500.0, 1_000.0)]
+    assert chart_bars(quarter) == [
+        ("Aug\n2026", 14_000.0, 1_000.0),
+        ("Sep\n2026", 15_000.0, 1_000.0),
+        ("Oct\n2026", 24_500.0, 1_000.0),
+    ]
 
 
 def test_monthly_spend_asks_cost_explorer_for_ec2_compute_by_month_and_reads_every_page() -> None:

@@ -19,12 +19,14 @@ from zoneinfo import ZoneInfo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from costguard.budgets.anomalies import Anomaly, RootCause
+from costguard.budgets.anomaly_messages import anomaly_message
 from costguard.budgets.messages import budget_alert_message, raw_budget_message
 from costguard.budgets.notifications import BudgetAlert, SnsNotification
 from costguard.buttons.worker import ClickWorker
 from costguard.commitments.messages import expiry_reminder, underused_alert
 from costguard.core import tags
-from costguard.core.records import Commitment, Instance, Mover, Price, SpendPicture
+from costguard.core.records import Commitment, Drivers, Instance, Mover, Price, SpendPicture
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.digest.advice import Advice
 from costguard.digest.data import CommitmentUse, DigestData
@@ -67,8 +69,11 @@ hostile = st.lists(
     max_size=6,
 ).map("".join)
 
-# The only markup costguard itself writes.
-OWN_MARKUP = re.compile(rf"<@{CLICKER}>|<!here>|<{re.escape(DASHBOARD)}\|[^<>]*>")
+# The only markup costguard itself writes (and a link to an anomaly's page on the AWS console).
+OWN_MARKUP = re.compile(
+    rf"<@{CLICKER}>|<!here>|<{re.escape(DASHBOARD)}\|[^<>]*>"
+    r"|<https://console\.aws\.amazon\.com/[^\s<>|]*\|Open the anomaly in AWS Cost Anomaly Detection>"
+)
 
 
 def texts(value: Any) -> list[str]:
@@ -156,6 +161,37 @@ def test_budget_alerts_parsed_and_raw_escape_names_subjects_and_keys(value: str)
     assert_harmless(budget_alert_message(forecast, picture), value)
     raw = SnsNotification(value, value, value, NOW)
     assert_harmless(raw_budget_message(raw, value), value)
+
+
+@SETTINGS
+@given(value=hostile)
+def test_anomaly_alerts_escape_every_string_aws_sent(value: str) -> None:
+    cause = RootCause(value, value, value, value, value, 12.5)
+    anomaly = Anomaly(
+        anomaly_id=value,
+        start=date(2026, 11, 18),
+        end=None,
+        total_impact=2412.8,
+        actual=3562.8,
+        expected=1150.0,
+        impact_percent=209.8,
+        max_impact=1104.2,
+        dimension=value,
+        monitor_name=value,
+        monitor_arn=f"arn:aws:ce::123456789012:anomalymonitor/{value}",
+        monitor_type=value,
+        score=0.5,
+        max_score=0.6,
+        root_causes=(cause, RootCause(usage_type=value)),
+        link=f"https://console.aws.amazon.com/cost-management/home#/{value}",
+        account_id=value,
+        account_name=value,
+        subscription=value,
+    )
+    drivers = Drivers(date(2026, 11, 18), date(2026, 11, 21), (value,), [Mover(value, 120.0, 20.0)], [value])
+    assert_harmless(anomaly_message(anomaly, drivers), value)
+    assert_harmless(anomaly_message(anomaly, drivers, was=10.0, updated_at=NOW, replaces=NOW.date()), value)
+    assert_harmless(anomaly_message(replace(anomaly, link=""), Drivers(date(2026, 11, 18), date(2026, 11, 21))), value)
 
 
 @SETTINGS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -149,8 +150,15 @@ class Directory:
         self.reads += 1
         return (email in self.ids, self.ids.get(email))
 
+    def get_many(self, emails: Iterable[str]) -> dict[str, str | None]:
+        self.reads += 1
+        return {e: self.ids[e] for e in emails if e in self.ids}
+
     def put(self, email: str, user_id: str | None) -> None:
         self.ids[email] = user_id
+
+    def put_many(self, ids: Mapping[str, str | None]) -> None:
+        self.ids.update(ids)
 
     def forget(self, email: str) -> None:
         self.ids.pop(email, None)
@@ -200,6 +208,7 @@ def test_many_unknown_owners_are_resolved_with_a_few_pages_of_users_list() -> No
     notifier_.resolve(wanted)
     assert web.pages == 3  # 450 members, 200 a page
     assert web.lookups == []
+    assert directory.reads == 1  # the table asked once for all of them, not once each
     assert directory.ids["u3@x.io"] == "U0003"
     assert directory.ids["gone@x.io"] is None  # not in the workspace: the alerts channel, without asking again
     assert notifier_.user_id_for("u9@x.io") == "U0009"

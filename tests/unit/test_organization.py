@@ -166,7 +166,15 @@ def test_the_organization_digest_adds_up_the_accounts_that_reported_and_names_th
     # the chart: each day's GPU-hours summed over the two accounts (100 + 42.86 used, 7.14 + 10 idle)
     days = chart_days(org)
     assert len(days) == 7
-    assert days[0][0] == "MON"
+    assert [d[0] for d in days] == [
+        "Mon\n16 Nov",
+        "Tue\n17 Nov",
+        "Wed\n18 Nov",
+        "Thu\n19 Nov",
+        "Fri\n20 Nov",
+        "Sat\n21 Nov",
+        "Sun\n22 Nov",
+    ]  # the weekday over the date
     assert days[0][1] == pytest.approx((700 - 50) / 7 + (300 - 70) / 7)
     assert days[0][2] == pytest.approx(120 / 7)
 

@@ -15,6 +15,7 @@ import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import JSONParser, ResponseParserFactory
 from botocore.utils import parse_timestamp
 
 # Cost Explorer, Savings Plans and the Pricing API answer from this region, whatever the fleet's.
@@ -52,20 +53,70 @@ def error_code(exc: BaseException) -> str:
 
 
 def fast_timestamp(value: Any) -> datetime:
-    """botocore's timestamp parser, made fast for the epoch numbers JSON services send.
+    """botocore's timestamp parser, made fast for the epoch numbers JSON services send and the UTC ISO
+    8601 times XML services send.
 
     botocore builds each datetime with dateutil's tzutc: 7.5 µs apiece on the dev machine against
     0.4 µs with the stdlib's UTC, for equal datetimes; a sweep of 10,000 instances reads 1.7 million
-    CloudWatch timestamps.
+    CloudWatch timestamps. An ISO time ending in Z (EC2's launch times) is read by the standard library,
+    without dateutil's parser and a tzinfo object of its own per time; any other form goes to botocore.
     """
     if isinstance(value, int | float):
         return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str) and value[-1:] == "Z" and value[:4].isdigit():
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            pass
     return parse_timestamp(value)
+
+
+class ScalarListsJSONParser(JSONParser):
+    """botocore's JSON parser, with a list of timestamps or of plain values read in one pass.
+
+    The generic parser looks up a handler for every item of every list: a GetMetricData answer is
+    100,000 timestamps and 100,000 values, and a weekly digest of 10,000 machines reads 18 million of
+    each. The timestamps of one answer are a few hundred distinct hours, each made into a datetime once
+    (datetimes cannot change: sharing one is safe). 15 ms an answer instead of 95 on the dev machine.
+    Lists of anything else, and of types the parser converts, take botocore's own path.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._moments: dict[Any, datetime] = {}  # this answer's timestamps, as read (a parser reads one)
+
+    def _moment(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        moment = self._moments[value] = fast_timestamp(value)  # the parser is made with it (ResponseParsers)
+        return moment
+
+    def _handle_list(self, shape: Any, node: Any) -> Any:
+        kind = shape.member.type_name
+        if kind == "timestamp":
+            known, read = self._moments.get, self._moment
+            return [known(item) or read(item) for item in node]
+        if getattr(type(self), f"_handle_{kind}", None) is None:
+            return list(node)  # what the default handler would return, item by item
+        return super()._handle_list(shape, node)  # type: ignore[misc]  # botocore's stubs omit it
+
+
+class ResponseParsers(ResponseParserFactory):
+    """botocore's parsers, with fast timestamps, and lists of scalars read in one pass in JSON answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set_parser_defaults(timestamp_parser=fast_timestamp)
+
+    def create_parser(self, protocol_name: str) -> Any:
+        if protocol_name == "json":
+            return ScalarListsJSONParser(timestamp_parser=fast_timestamp)
+        return super().create_parser(protocol_name)
 
 
 def new_session() -> boto3.session.Session:
     core = botocore.session.get_session()
-    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=fast_timestamp)
+    core.register_component("response_parser_factory", ResponseParsers())
     return boto3.session.Session(botocore_session=core)
 
 

@@ -1,5 +1,6 @@
 """Cost Explorer adapter: month-to-date spend, the month's forecast, and what moved versus the same
-days of last month, by service, instance type and owner tag. Takes its client.
+days of last month, by service, instance type and owner tag; and who drives an anomaly (by owner tag,
+its days against the days before). Takes its client.
 
 Every call that fails is recorded and said in the message, never dropped silently: an alert with
 partial context is better than no alert.
@@ -13,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.core.observability import logger
-from costguard.core.records import Mover, SpendPicture
+from costguard.core.records import Drivers, Mover, SpendPicture
 
 if TYPE_CHECKING:
     from mypy_boto3_ce import CostExplorerClient
 
 EC2_COMPUTE = "Amazon Elastic Compute Cloud - Compute"
+SAGEMAKER = "Amazon SageMaker"
 METRIC = "UnblendedCost"
 
 
@@ -46,23 +48,60 @@ class CostExplorer:
             ("by_service", {"Type": "DIMENSION", "Key": "SERVICE"}, scope),
             ("by_instance_type", {"Type": "DIMENSION", "Key": "INSTANCE_TYPE"}, ec2_scope),
             ("by_owner", {"Type": "TAG", "Key": self.owner_tag_key}, scope),
+            *self._sagemaker_grouping(),
         ]
         for attribute, group_by, group_filter in groupings:
-            current = self._grouped(start, end, group_by, group_filter, picture) if end > start else {}
-            previous = (
-                self._grouped(previous_start, previous_end, group_by, group_filter, picture)
-                if previous_end > previous_start
-                else {}
+            compared = self._compare(
+                (start, end), (previous_start, previous_end), group_by, group_filter, picture.errors
             )
-            if current is None or previous is None:
+            if compared is None:
                 continue
-            movers = [Mover(_label(k), current.get(k, 0.0), previous.get(k, 0.0)) for k in set(current) | set(previous)]
-            movers.sort(key=lambda m: m.delta, reverse=True)
+            movers, current_total = compared
+            if attribute == "by_sagemaker":
+                movers = [Mover(sagemaker_usage(m.key), m.current, m.previous) for m in movers]
             setattr(picture, attribute, movers)
             if attribute == "by_service":
-                picture.month_to_date = sum(current.values())
+                picture.month_to_date = current_total
         picture.forecast_month = self._forecast(today, picture)
         return picture
+
+    def _sagemaker_grouping(self) -> list[tuple[str, dict[str, str], dict[str, Any] | None]]:
+        """SageMaker's spend by usage type (USE1-Notebk:ml.g5.xlarge, USE1-Host:…): which notebook instances,
+        endpoints and Studio apps drive it. Not asked when the budget covers EC2 only."""
+        if self.ec2_only:
+            return []
+        scope = {"Dimensions": {"Key": "SERVICE", "Values": [SAGEMAKER]}}
+        return [("by_sagemaker", {"Type": "DIMENSION", "Key": "USAGE_TYPE"}, scope)]
+
+    def drivers(self, start: date, end: date, services: Sequence[str] = ()) -> Drivers:
+        """Who drives a jump (an anomaly's days, [start, end)): spend by owner tag against as many days
+        just before, for these services (all spend when none is named). Two GetCostAndUsage calls."""
+        found = Drivers(start, end, tuple(services))
+        before = (start - timedelta(days=found.days), start)
+        scope = {"Dimensions": {"Key": "SERVICE", "Values": list(services)}} if services else None
+        group_by = {"Type": "TAG", "Key": self.owner_tag_key}
+        compared = self._compare((start, end), before, group_by, scope, found.errors)
+        if compared is not None:
+            found.by_owner = compared[0]
+        return found
+
+    def _compare(
+        self,
+        current: tuple[date, date],
+        previous: tuple[date, date],
+        group_by: Mapping[str, str],
+        group_filter: dict[str, Any] | None,
+        errors: list[str],
+    ) -> tuple[list[Mover], float] | None:
+        """What moved between two periods, by one grouping, the biggest rise first, and the current
+        period's total; None if Cost Explorer did not answer (the failure is in `errors`)."""
+        now = self._grouped(*current, group_by, group_filter, errors) if current[1] > current[0] else {}
+        then = self._grouped(*previous, group_by, group_filter, errors) if previous[1] > previous[0] else {}
+        if now is None or then is None:
+            return None
+        movers = [Mover(_label(k), now.get(k, 0.0), then.get(k, 0.0)) for k in set(now) | set(then)]
+        movers.sort(key=lambda m: m.delta, reverse=True)
+        return movers, sum(now.values())
 
     def _scope(self) -> dict[str, Any] | None:
         return {"Dimensions": {"Key": "SERVICE", "Values": [EC2_COMPUTE]}} if self.ec2_only else None
@@ -73,7 +112,7 @@ class CostExplorer:
         end: date,
         group_by: Mapping[str, str],
         group_filter: dict[str, Any] | None,
-        picture: SpendPicture,
+        errors: list[str],
     ) -> dict[str, float] | None:
         params: dict[str, Any] = {
             "TimePeriod": {"Start": start.isoformat(), "End": end.isoformat()},
@@ -96,7 +135,7 @@ class CostExplorer:
                     return totals
                 params["NextPageToken"] = token
         except READ_ERRORS as exc:
-            self._failed(picture, f"GetCostAndUsage by {group_by['Key']}", exc)
+            self._failed(errors, f"GetCostAndUsage by {group_by['Key']}", exc)
             return None
 
     def _forecast(self, today: date, picture: SpendPicture) -> float | None:
@@ -114,14 +153,28 @@ class CostExplorer:
         try:
             response = self.client.get_cost_forecast(**params)
         except READ_ERRORS as exc:
-            self._failed(picture, "GetCostForecast", exc)
+            self._failed(picture.errors, "GetCostForecast", exc)
             return None
         return picture.month_to_date + float(response["Total"]["Amount"])
 
     @staticmethod
-    def _failed(picture: SpendPicture, call: str, exc: BaseException) -> None:
-        picture.errors.append(f"{call}: {error_code(exc)}")
+    def _failed(errors: list[str], call: str, exc: BaseException) -> None:
+        errors.append(f"{call}: {error_code(exc)}")
         logger.warning("cost explorer call failed", call=call, error=str(exc))
+
+
+_SAGEMAKER_USAGE = {"Notebk": "notebook instances", "Host": "endpoints", "Studio": "Studio apps"}
+
+
+def sagemaker_usage(key: str) -> str:
+    """A SageMaker usage type as a person reads it: "USE1-Notebk:ml.g5.xlarge" is "ml.g5.xlarge notebook
+    instances (USE1)"; a usage type of another form is shown as it is."""
+    region, _, rest = key.partition("-")
+    what, _, instance_type = rest.partition(":")
+    for marker, name in _SAGEMAKER_USAGE.items():
+        if what.startswith(marker) and instance_type:
+            return f"{instance_type} {name} ({region})"
+    return key or "(none)"
 
 
 def _label(key: str) -> str:

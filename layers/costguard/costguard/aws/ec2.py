@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -36,7 +37,8 @@ class Volume:
 
 
 def tag_dict(raw: Iterable[Mapping[str, Any]] | None) -> dict[str, str]:
-    return {str(t["Key"]): str(t.get("Value", "")) for t in raw or []}
+    # Interned: keys and most values (owners, teams) repeat over a fleet, which is held whole by the digest.
+    return {intern(str(t["Key"])): intern(str(t.get("Value", ""))) for t in raw or []}
 
 
 def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") -> Instance:
@@ -49,20 +51,20 @@ def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") ->
     return Instance(
         instance_id=raw["InstanceId"],
         region=region,
-        instance_type=raw["InstanceType"],
-        state=raw["State"]["Name"],
+        instance_type=intern(raw["InstanceType"]),  # the repeated ones interned: see tag_dict
+        state=intern(raw["State"]["Name"]),
         launch_time=launch,
         tags=tag_dict(raw.get("Tags")),
         volume_ids=volumes,
-        root_device_type=raw.get("RootDeviceType", "ebs"),
-        lifecycle=raw.get("InstanceLifecycle", ""),
+        root_device_type=intern(raw.get("RootDeviceType", "ebs")),
+        lifecycle=intern(raw.get("InstanceLifecycle", "")),
         spot_request_id=raw.get("SpotInstanceRequestId", ""),
         hibernation_configured=bool((raw.get("HibernationOptions") or {}).get("Configured")),
-        platform=raw.get("PlatformDetails", ""),
+        platform=intern(raw.get("PlatformDetails", "")),
         private_dns_name=raw.get("PrivateDnsName", ""),
         vcpus=_vcpus(raw.get("CpuOptions")),
-        account=account,
-        zone=str((raw.get("Placement") or {}).get("AvailabilityZone", "")),
+        account=intern(account),
+        zone=intern(str((raw.get("Placement") or {}).get("AvailabilityZone", ""))),
         state_reason=str(raw.get("StateTransitionReason") or ""),
     )
 

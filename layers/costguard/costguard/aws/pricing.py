@@ -7,6 +7,7 @@ container's life. The fallback is said to be one in every message that uses it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from costguard.aws.clients import READ_ERRORS
@@ -56,11 +57,87 @@ BUNDLED_USD_PER_HOUR: dict[str, float] = {
 }
 
 
+# Approximate us-east-1 SageMaker on-demand list prices (USD per hour) of common ml.* GPU types, for when the
+# Pricing API cannot be reached (real-time inference; notebook and Studio prices are close to these).
+BUNDLED_SAGEMAKER_USD_PER_HOUR: dict[str, float] = {
+    "ml.g4dn.xlarge": 0.7364,
+    "ml.g4dn.2xlarge": 0.94,
+    "ml.g5.xlarge": 1.408,
+    "ml.g5.2xlarge": 1.515,
+    "ml.g5.12xlarge": 7.09,
+    "ml.g5.24xlarge": 10.18,
+    "ml.g5.48xlarge": 20.36,
+    "ml.g6.2xlarge": 1.222,
+    "ml.inf2.xlarge": 0.99,
+    "ml.p3.2xlarge": 3.825,
+    "ml.p4d.24xlarge": 37.688,
+    "ml.p5.48xlarge": 113.068,
+}
+
+# What a SageMaker usage type says a price is for ("USE1-Notebk:ml.g5.xlarge", "USE1-Host:ml.g5.xlarge",
+# "USE1-Studio…:ml.g5.xlarge"): the Pricing API's AmazonSageMaker products carry it as `usagetype`.
+SAGEMAKER_USAGE = {"notebook": "-Notebk:", "endpoint": "-Host:", "app": "-Studio"}
+
+
 class PriceBook:
     def __init__(self, client: PricingClient | None) -> None:
         self.client = client
         self._cache: dict[tuple[str, str], Price] = {}
+        self._everywhere: dict[str, dict[str, float]] = {}  # a type's prices in every region, once read
         self.api_calls = 0
+        self._sagemaker: dict[tuple[str, str], dict[str, float]] = {}
+
+    def sagemaker_hourly(self, instance_type: str, region: str, kind: str) -> Price:
+        """The on-demand hourly price of an ml.* type in a region for a notebook instance, an endpoint's
+        instance or a Studio app (`kind`), from one GetProducts answer per type and region; a Studio price
+        the answer lacks is the notebook price, said to be approximate."""
+        usage = self._sagemaker_usage(instance_type, region)
+        exact = _priced(usage, SAGEMAKER_USAGE.get(kind, ""))
+        if exact is not None:
+            return Price(exact, "pricing-api")
+        near = _priced(usage, SAGEMAKER_USAGE["notebook"]) if kind == "app" else None
+        if near is not None:
+            return Price(near, "bundled")  # approximate: said so wherever it is shown
+        bundled = BUNDLED_SAGEMAKER_USD_PER_HOUR.get(instance_type)
+        return Price(bundled, "bundled" if bundled is not None else "unknown")
+
+    def _sagemaker_usage(self, instance_type: str, region: str) -> dict[str, float]:
+        """usage type -> USD per hour, for every AmazonSageMaker product of this type in this region."""
+        key = (instance_type, region)
+        if key in self._sagemaker or self.client is None:
+            return self._sagemaker.get(key, {})
+        found: dict[str, float] = {}
+        params: dict[str, Any] = {
+            "ServiceCode": "AmazonSageMaker",
+            "Filters": [
+                {"Type": "TERM_MATCH", "Field": "instanceName", "Value": instance_type},
+                {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+            ],
+            "MaxResults": 100,
+        }
+        try:
+            for product in self._products(self.client, params):
+                usage = str(product.get("product", {}).get("attributes", {}).get("usagetype", ""))
+                price = on_demand_usd([product])
+                if usage and price:
+                    found[usage] = price
+        except READ_ERRORS as exc:
+            logger.warning("pricing API unavailable for SageMaker", instance_type=instance_type, error=str(exc))
+            return {}
+        self._sagemaker[key] = found
+        return found
+
+    def _products(self, client: PricingClient, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every product of a GetProducts query, page after page (each page counted in api_calls)."""
+        while True:
+            self.api_calls += 1
+            response = client.get_products(**params)
+            for raw in response.get("PriceList", []):
+                yield json.loads(raw) if isinstance(raw, str) else raw
+            token = response.get("NextToken")
+            if not token:
+                return
+            params = {**params, "NextToken": token}
 
     def hourly(self, instance_type: str, region: str) -> Price:
         key = (instance_type, region)
@@ -70,7 +147,10 @@ class PriceBook:
 
     def across_regions(self, instance_type: str) -> dict[str, float]:
         """The type's Linux on-demand price in every AWS Region that offers it (Local Zones left out),
-        from the Pricing API's pages; {} when the API cannot be read. Each region's price is kept for hourly()."""
+        from the Pricing API's pages; {} when the API cannot be read. Each region's price is kept for hourly(),
+        and the answer for the next region that asks about the same type (an answer that failed is asked again)."""
+        if instance_type in self._everywhere:
+            return dict(self._everywhere[instance_type])
         if self.client is None:
             return {}
         params: dict[str, Any] = {
@@ -80,24 +160,17 @@ class PriceBook:
         }
         prices: dict[str, float] = {}
         try:
-            while True:
-                self.api_calls += 1
-                response = self.client.get_products(**params)
-                for raw in response.get("PriceList", []):
-                    product = json.loads(raw) if isinstance(raw, str) else raw
-                    region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
-                    price = on_demand_usd([product])
-                    if region and price:
-                        prices[region] = price
-                token = response.get("NextToken")
-                if not token:
-                    break
-                params["NextToken"] = token
+            for product in self._products(self.client, params):
+                region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
+                price = on_demand_usd([product])
+                if region and price:
+                    prices[region] = price
         except READ_ERRORS as exc:
             logger.warning("pricing API unavailable for region prices", instance_type=instance_type, error=str(exc))
             return {}
         for region, price in prices.items():
             self._cache.setdefault((instance_type, region), Price(price, "pricing-api"))
+        self._everywhere[instance_type] = dict(prices)
         return prices
 
     def _lookup(self, instance_type: str, region: str) -> Price:
@@ -117,6 +190,10 @@ class PriceBook:
                 logger.warning("pricing API unavailable, using bundled prices", error=str(exc))
         bundled = BUNDLED_USD_PER_HOUR.get(instance_type)
         return Price(bundled, "bundled" if bundled is not None else "unknown")
+
+
+def _priced(usage: dict[str, float], marker: str) -> float | None:
+    return next((usd for name, usd in sorted(usage.items()) if marker and marker in name), None)
 
 
 def _filters(instance_type: str, place: str, where: str) -> list[Any]:

@@ -1,27 +1,36 @@
-"""One AWS Budgets notification, from SNS record to Slack: read, explain, post once (or post raw)."""
+"""One AWS Budgets notification, from SNS record to Slack: read, explain, post once (or post raw). One
+Cost Anomaly Detection alert, from SNS or EventBridge: explained, posted once, edited when it grows."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, timedelta
 
 from costguard.aws.costexplorer import CostExplorer
+from costguard.budgets.anomalies import Anomaly, anomaly_from_sns
+from costguard.budgets.anomaly_messages import anomaly_message
 from costguard.budgets.messages import budget_alert_message, raw_budget_message
 from costguard.budgets.notifications import BudgetParseError, SnsNotification, parse_budget_message
+from costguard.core.errors import EventValidationError, SlackDeliveryError
 from costguard.core.observability import logger
-from costguard.slack.notifier import SlackNotifier
-from costguard.state.claims import Claims, post_once
+from costguard.slack.blocks import Message
+from costguard.slack.notifier import Delivery, SlackNotifier
+from costguard.state.claims import Claim, ClaimHeld, Claims, ClaimState, post_once
 
 # Longer than a month, so a tier crossed on the 1st is still remembered on the 31st.
 NOTICE_TTL = timedelta(days=62)
+# Cost Anomaly Detection keeps an anomaly 90 days: a copy re-sent within them still edits its message.
+ANOMALY_TTL = timedelta(days=120)
 
 
 @dataclass(frozen=True)
 class Handled:
     message_id: str
-    status: str  # "posted", "posted-raw" or "duplicate"
+    status: str  # "posted", "posted-raw", "duplicate"; anomalies: "updated", "reposted", "unchanged", "stale"
     key: str
+    kind: str = "budget"  # or "anomaly"
 
 
 def handle_notification(
@@ -34,13 +43,143 @@ def handle_notification(
     now: datetime,
 ) -> Handled:
     try:
+        anomaly = anomaly_from_sns(notification)
+    except EventValidationError as exc:
+        # An anomaly AWS wrote in a shape costguard cannot read: shown as sent, with the field at fault.
+        logger.warning("unreadable anomaly notification", message_id=notification.message_id, reason=str(exc))
+        return _post_raw(notification, str(exc), claims=claims, notifier=notifier, channel=channel, now=now)
+    if anomaly is not None:
+        return handle_anomaly(anomaly, explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now)
+    try:
         alert = parse_budget_message(notification.message)
     except BudgetParseError as exc:
         logger.warning("unreadable budget notification", message_id=notification.message_id, reason=str(exc))
-        message = raw_budget_message(notification, str(exc))
-        key, status = f"budget-raw:{notification.message_id}", "posted-raw"
-    else:
-        message = budget_alert_message(alert, explorer().spend_picture(now.date()))
-        key, status = alert.dedupe_key(notification.timestamp.date()), "posted"
+        return _post_raw(notification, str(exc), claims=claims, notifier=notifier, channel=channel, now=now)
+    message = budget_alert_message(alert, explorer().spend_picture(now.date()))
+    key = alert.dedupe_key(notification.timestamp.date())
     delivery = post_once(claims, notifier, channel, key=key, message=message, now=now, ttl=NOTICE_TTL)
-    return Handled(notification.message_id, status if delivery else "duplicate", key)
+    return Handled(notification.message_id, "posted" if delivery else "duplicate", key)
+
+
+def _post_raw(
+    notification: SnsNotification, reason: str, *, claims: Claims, notifier: SlackNotifier, channel: str, now: datetime
+) -> Handled:
+    message = raw_budget_message(notification, reason)
+    key = f"budget-raw:{notification.message_id}"
+    delivery = post_once(claims, notifier, channel, key=key, message=message, now=now, ttl=NOTICE_TTL)
+    return Handled(notification.message_id, "posted-raw" if delivery else "duplicate", key)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What an anomaly's claim keeps once its message is out: where it is, and what it shows."""
+
+    channel: str = ""
+    ts: str = ""  # "" when the webhook posted it: such a message cannot be edited
+    revision: str = ""
+    total_impact: float | None = None
+    sent_at: str = ""  # when AWS sent the copy it shows (ISO), so an older copy never replaces a newer
+    posted_on: str = ""  # the day of the first post (ISO)
+
+    def dump(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def load(cls, detail: str) -> Shown:
+        """What the claim kept; an empty Shown if it is unreadable (then the next copy is posted anew)."""
+        try:
+            found = json.loads(detail)
+            return cls(**{k: found[k] for k in cls.__dataclass_fields__ if k in found})
+        except (ValueError, TypeError):
+            return cls()
+
+
+def handle_anomaly(
+    anomaly: Anomaly,
+    *,
+    explorer: Callable[[], CostExplorer],
+    claims: Claims,
+    notifier: SlackNotifier,
+    channel: str,
+    now: datetime,
+) -> Handled:
+    """Post the anomaly once; when AWS sends it again with a new impact, edit that message in place (or,
+    if it cannot be edited, post a new one that says it updates the earlier one). An unchanged or older
+    copy posts nothing, and costs no Cost Explorer call. ClaimHeld while another attempt is at it."""
+    claim = claims.claim(anomaly.key, now, ttl=ANOMALY_TTL)
+    if claim.state is ClaimState.TAKEN:
+        return _first_post(
+            anomaly, claim, explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now
+        )
+    if claim.state is ClaimState.HELD:
+        raise ClaimHeld(f"{anomaly.key} is being posted by another attempt")
+    if skip := _unneeded(anomaly, Shown.load(claim.detail)):
+        return Handled(anomaly.message_id, skip, anomaly.key, "anomaly")
+    edit = claims.claim(f"{anomaly.key}:edit", now, ttl=ANOMALY_TTL)  # one edit at a time, released after
+    if edit.state is not ClaimState.TAKEN:
+        raise ClaimHeld(f"{anomaly.key} is being edited by another attempt")
+    try:
+        fresh = claims.claim(anomaly.key, now, ttl=ANOMALY_TTL)  # read again, under the edit's lease
+        if fresh.state is ClaimState.TAKEN:  # expired in between: this is a first post after all
+            return _first_post(
+                anomaly, fresh, explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now
+            )
+        if fresh.state is ClaimState.HELD:
+            raise ClaimHeld(f"{anomaly.key} is being posted by another attempt")
+        shown = Shown.load(fresh.detail)
+        if skip := _unneeded(anomaly, shown):
+            return Handled(anomaly.message_id, skip, anomaly.key, "anomaly")
+        drivers = explorer().drivers(*anomaly.days(now.date()), anomaly.services)
+        try:
+            edited = anomaly_message(anomaly, drivers, was=shown.total_impact, updated_at=now)
+            delivery = notifier.update(shown.channel, shown.ts, edited)
+            status, posted_on = "updated", shown.posted_on
+        except SlackDeliveryError as exc:
+            logger.warning("anomaly message not editable, posting anew", key=anomaly.key, reason=str(exc))
+            replaces = date.fromisoformat(shown.posted_on) if shown.posted_on else now.date()
+            delivery = notifier.post(channel, anomaly_message(anomaly, drivers, replaces=replaces))
+            status, posted_on = "reposted", now.date().isoformat()
+        claims.revise(anomaly.key, _shown(anomaly, delivery, posted_on).dump())
+        return Handled(anomaly.message_id, status, anomaly.key, "anomaly")
+    finally:
+        claims.release(edit)
+
+
+def _first_post(
+    anomaly: Anomaly,
+    claim: Claim,
+    *,
+    explorer: Callable[[], CostExplorer],
+    claims: Claims,
+    notifier: SlackNotifier,
+    channel: str,
+    now: datetime,
+) -> Handled:
+    try:
+        message: Message = anomaly_message(anomaly, explorer().drivers(*anomaly.days(now.date()), anomaly.services))
+        delivery = notifier.post(channel, message)
+    except SlackDeliveryError:
+        claims.release(claim)
+        raise
+    claims.done(claim, detail=_shown(anomaly, delivery, now.date().isoformat()).dump())
+    return Handled(anomaly.message_id, "posted", anomaly.key, "anomaly")
+
+
+def _unneeded(anomaly: Anomaly, shown: Shown) -> str:
+    """Why this copy changes nothing ("unchanged", "stale"), or "" when the message must change."""
+    if shown.revision == anomaly.revision:
+        return "unchanged"
+    if anomaly.sent_at is not None and shown.sent_at and anomaly.sent_at < datetime.fromisoformat(shown.sent_at):
+        return "stale"  # a retry of an older copy, after a newer one was shown
+    return ""
+
+
+def _shown(anomaly: Anomaly, delivery: Delivery, posted_on: str) -> Shown:
+    return Shown(
+        channel=delivery.channel,
+        ts=delivery.ts,
+        revision=anomaly.revision,
+        total_impact=anomaly.total_impact,
+        sent_at=anomaly.sent_at.isoformat() if anomaly.sent_at else "",
+        posted_on=posted_on,
+    )

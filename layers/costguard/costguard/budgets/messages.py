@@ -21,7 +21,12 @@ RAW_LIMIT = 2800
 def drivers_line(picture: SpendPicture) -> str:
     """Who and what is driving the spend, in one line."""
     parts = []
-    for label, movers in (("", picture.by_service), ("", picture.by_instance_type), ("owner ", picture.by_owner)):
+    for label, movers in (
+        ("", picture.by_service),
+        ("", picture.by_instance_type),
+        ("owner ", picture.by_owner),
+        ("SageMaker ", picture.by_sagemaker),
+    ):
         top = next((m for m in movers if m.delta > 0), None)
         if top is not None:
             parts.append(f"{label}*{top.key}* {signed(top.delta)}")
@@ -73,6 +78,7 @@ def budget_alert_message(alert: BudgetAlert, picture: SpendPicture) -> Message:
                 _movers("Services", picture.by_service),
                 _movers("Instance types (EC2)", picture.by_instance_type),
                 _movers("Owners", picture.by_owner),
+                *([_movers("SageMaker usage", picture.by_sagemaker)] if picture.by_sagemaker else []),
             ]
         ),
     ]

@@ -53,6 +53,10 @@ def click_time(click: Click, fallback: datetime) -> datetime:
         return fallback
 
 
+def no_sagemaker(worker: ClickWorker, click: Click, _now: datetime) -> Reply:
+    return worker._tell(click, Reply("gone", "costguard does not govern SageMaker in this account."))
+
+
 @dataclass
 class ClickWorker:
     ec2_for: Callable[[str], Ec2]
@@ -67,12 +71,15 @@ class ClickWorker:
     admins: Sequence[str]
     zone: ZoneInfo
     account: str = ""  # this worker's account: a click for a machine elsewhere is never acted on here
+    sagemaker: Callable[[ClickWorker, Click, datetime], Reply] = no_sagemaker  # clicks on SageMaker resources
 
     def handle(self, click: Click, now: datetime) -> Reply:
         if click.account and self.account and click.account != self.account:
             logger.error("click for another account", click_account=click.account, account=self.account)
             text = f"`{click.instance_id}` is in account {click.account}; this costguard acts in {self.account} only."
             return self._tell(click, Reply("refused", text))
+        if click.sagemaker:  # a notebook instance, endpoint or Studio app (buttons.sagemaker)
+            return self.sagemaker(self, click, now)
         ec2 = self.ec2_for(click.region)
         found = ec2.describe([click.instance_id])
         if not found or not self.policy.is_accelerated(found[0].instance_type):
@@ -97,7 +104,10 @@ class ClickWorker:
         # The effect is dated now (a keep runs from when it is applied); its record by the click itself.
         reply = self._apply(ec2, click, instance.hibernation_configured, now)
         if reply.status == "done":
-            self._record(click, instance.instance_type, owner, click_time(click, now), now)
+            at = click_time(click, now)
+            self.ledger.record(
+                click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=self.zone)
+            )
         self.claims.done(claim, detail=reply.text if reply.status == "done" else "")
         if reply.status == "done":
             self._update_original(click, reply.text)
@@ -172,24 +182,6 @@ class ClickWorker:
             return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + text)
         return Reply("done", text)
 
-    def _record(self, click: Click, instance_type: str, owner: str, at: datetime, now: datetime) -> None:
-        kind = {Button.STOP_NOW: EntryKind.STOP_FROM_SLACK, Button.START: EntryKind.START_FROM_SLACK}.get(
-            click.button, EntryKind.KEEP
-        )
-        self.ledger.record(
-            Entry(
-                at=at,
-                kind=kind,
-                instance_id=click.instance_id,
-                region=click.region,
-                mode=self.mode.value,
-                owner=owner,
-                instance_type=instance_type,
-                reason=f"{click.button.value} by {click.user_name}",
-                until=formatting.format_time(keep_until(click.button, now, self.zone)) if click.button in KEEPS else "",
-            )
-        )
-
     def _update_original(self, click: Click, text: str) -> None:
         """The original message, the pressed machine's buttons replaced by who did what; in a message about
         several machines, the others' parts stay as they are."""
@@ -224,3 +216,23 @@ def answered(blocks: Sequence[Mapping[str, Any]], instance_id: str, done: Mrkdwn
     if not found:
         out = [*(b for b in blocks if b.get("type") != "actions"), context(done)]
     return out
+
+
+def click_entry(
+    click: Click, instance_type: str, owner: str, *, at: datetime, now: datetime, mode: Mode, zone: ZoneInfo
+) -> Entry:
+    """The ledger's record of a click done: dated by the click itself, so every delivery writes the same."""
+    kind = {Button.STOP_NOW: EntryKind.STOP_FROM_SLACK, Button.START: EntryKind.START_FROM_SLACK}.get(
+        click.button, EntryKind.KEEP
+    )
+    return Entry(
+        at=at,
+        kind=kind,
+        instance_id=click.instance_id,
+        region=click.region,
+        mode=mode.value,
+        owner=owner,
+        instance_type=instance_type,
+        reason=f"{click.button.value} by {click.user_name}",
+        until=formatting.format_time(keep_until(click.button, now, zone)) if click.button in KEEPS else "",
+    )

@@ -1,12 +1,14 @@
-"""Logger and Metrics, defined once. Service name and level come from POWERTOOLS_* variables."""
+"""Logger, Tracer and Metrics, defined once. Service name, level and tracing come from POWERTOOLS_*
+variables (the Tracing parameter sets POWERTOOLS_TRACE_DISABLED; outside Lambda the tracer is off)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.core.errors import EventValidationError
@@ -14,8 +16,22 @@ from costguard.core.secrets import quiet_wire_loggers
 from costguard.core.shapes import shape
 
 logger = Logger()
+# Every AWS SDK call a subsegment (botocore patched); the Slack calls get theirs from `traced`, in the
+# notifier. Nothing else is patched: http.client would trace each botocore request a second time.
+tracer = Tracer(patch_modules=("botocore",))
 metrics = Metrics(namespace="costguard")
 quiet_wire_loggers()
+
+
+@contextlib.contextmanager
+def traced(name: str) -> Iterator[None]:
+    """A subsegment of the invocation's trace around a call X-Ray's patching does not see (Slack's)."""
+    if tracer.disabled:
+        yield
+        return
+    with tracer.provider.in_subsegment(name=name, namespace="remote"):  # a call out: a node on X-Ray's map
+        yield
+
 
 P = ParamSpec("P")
 R = TypeVar("R")

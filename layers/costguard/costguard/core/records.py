@@ -132,3 +132,20 @@ class SpendPicture:
     by_instance_type: list[Mover] = field(default_factory=list)
     by_owner: list[Mover] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    by_sagemaker: list[Mover] = field(default_factory=list)  # SageMaker's usage types (ml.* hours, by what)
+
+
+@dataclass
+class Drivers:
+    """Who drives a jump: spend by owner tag over [start, end) against as many days just before, in
+    Cost Explorer, for `services` (all spend when empty). A failed call is named in `errors`."""
+
+    start: date
+    end: date
+    services: tuple[str, ...] = ()
+    by_owner: list[Mover] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def days(self) -> int:
+        return (self.end - self.start).days

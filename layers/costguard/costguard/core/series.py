@@ -16,6 +16,11 @@ class Signal(StrEnum):
     BUSIEST_CORE = "busiest-core"  # the CloudWatch agent's per-core cpu_usage_active, its Maximum
     NETWORK_IN = "network-in"
     NETWORK_OUT = "network-out"
+    # SageMaker: a notebook instance's kernel activity (costguard's lifecycle configuration publishes it with
+    # the busiest core and GPU), an endpoint variant's invocations and its instances' CPU (the proof that its
+    # metrics flow).
+    KERNEL_ACTIVITY = "kernel-activity"
+    INVOCATIONS = "invocations"
 
 
 @dataclass(frozen=True)

@@ -353,3 +353,55 @@ class DeepDiveSettings:
         )
         read.check()
         return settings
+
+
+LAST_INVOCATION_DAYS = 90  # how far back an endpoint's last invocation is looked for
+
+
+@dataclass(frozen=True)
+class SageMakerPolicy:
+    """sagemaker_stopper: when a SageMaker notebook instance, Studio app or endpoint counts as idle, and what
+    costguard may do about it. Deletions are off unless the admin turns them on."""
+
+    accelerator_families: tuple[str, ...] = ("p*", "g*", "trn*", "inf*", "dl*")
+    notebook_window_minutes: int = 120  # kernels and GPUs quiet this long: the notebook instance is idle
+    gpu_idle_percent: float = 5.0
+    busiest_core_percent: float = 50.0  # a notebook instance's busiest CPU core at or over this is at work
+    grace_minutes: int = 30  # notebook instances and Studio apps: from the warning to the stop or deletion
+    endpoint_idle_days: int = 7  # no invocation for this many days: a zombie endpoint
+    endpoint_grace_hours: int = 24
+    endpoints_delete: bool = False
+    studio_app_max_hours: int = 12  # running this long with no activity SageMaker reports: warned
+    studio_apps_delete: bool = False
+    studio_idle_minutes: int = 120  # the team's window: idle shutdown off or longer than this is reported
+    governed: bool = True  # SageMakerGovernance: owner tagging and the backfill cover SageMaker too
+
+    def is_accelerated(self, instance_type: str) -> bool:
+        """True for an ml.* type of the accelerator families (ml.g5.xlarge is the g5.xlarge family's)."""
+        bare = instance_type.removeprefix("ml.")
+        return instance_type.startswith("ml.") and any(fnmatchcase(bare, f) for f in self.accelerator_families)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SageMakerPolicy:
+        read = _Reader(os.environ if env is None else env)
+        families = read.csv("ACCELERATOR_FAMILIES") or cls.accelerator_families
+        window = int(read.number("IDLE_WINDOW_MINUTES", cls.notebook_window_minutes, minimum=30))
+        policy = cls(
+            accelerator_families=tuple(f if f.endswith("*") else f"{f}*" for f in families),
+            notebook_window_minutes=window,
+            gpu_idle_percent=read.number("GPU_IDLE_PERCENT", cls.gpu_idle_percent),
+            busiest_core_percent=read.number("BUSIEST_CORE_PERCENT", cls.busiest_core_percent),
+            grace_minutes=int(read.number("GRACE_MINUTES", cls.grace_minutes, minimum=5)),
+            endpoint_idle_days=int(read.number("ENDPOINT_IDLE_DAYS", cls.endpoint_idle_days, minimum=1)),
+            endpoint_grace_hours=int(read.number("ENDPOINT_GRACE_HOURS", cls.endpoint_grace_hours, minimum=1)),
+            endpoints_delete=read.flag("ENDPOINTS_DELETE", cls.endpoints_delete),
+            studio_app_max_hours=int(read.number("STUDIO_APP_MAX_HOURS", cls.studio_app_max_hours, minimum=1)),
+            studio_apps_delete=read.flag("STUDIO_APPS_DELETE", cls.studio_apps_delete),
+            studio_idle_minutes=window,
+            governed=read.flag("SAGEMAKER_GOVERNANCE", cls.governed),
+        )
+        if policy.endpoint_idle_days > LAST_INVOCATION_DAYS:
+            # The last invocation is looked for this far back (CloudWatch keeps hourly data 455 days).
+            read.problems.append(f"ENDPOINT_IDLE_DAYS must be at most {LAST_INVOCATION_DAYS}")
+        read.check()
+        return policy

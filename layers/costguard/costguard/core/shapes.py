@@ -14,7 +14,9 @@ from typing import Any
 
 from costguard.core.errors import EventValidationError
 
-INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
+# AWS's format: `i-` and 8 (accounts from before 2016) or 17 lowercase letters and digits. AWS's own
+# samples write `i-xxxxxxxx`, so the alphabet is not narrowed to the hexadecimal digits real ids use.
+INSTANCE_ID = re.compile(r"^i-(?:[0-9a-z]{8}|[0-9a-z]{17})\Z")
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$")
 
 
@@ -60,7 +62,7 @@ def items(value: Any, where: str) -> Sequence[Any]:
 
 def instance_id(value: Any, where: str) -> str:
     if not isinstance(value, str) or not INSTANCE_ID.match(value):
-        raise EventValidationError(f"{where} is {kind(value)}, not an instance id (i-0123456789abcdef0)")
+        raise EventValidationError(f"{where} is {kind(value)}, not an instance id (i- and 8 or 17 letters and digits)")
     return value
 
 

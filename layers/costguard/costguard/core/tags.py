@@ -1,9 +1,11 @@
 """Tag keys costguard owns. State that belongs to an instance lives in its tags, under `costguard:`.
 
-One name for one thing: the template's IAM conditions, the code and the README use these keys.
+One name for one thing: the template's IAM conditions, the code and the docs use these keys.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 PREFIX = "costguard:"
 
@@ -29,6 +31,12 @@ WARNING_TAGS = (IDLE_WARNED_AT, STOP_AFTER)
 # the check only to instances that carry it, and lets it write it only on accelerated instances.
 ACTIVITY_CHECK_AT = "costguard:activity-check-at"
 
+# SageMaker: on an endpoint configuration whose endpoint costguard deleted, one tag per endpoint deleted from
+# it, "costguard:deleted-endpoint:<endpoint name>" = its owner, so that "Recreate" brings each back with its
+# owner (several endpoints may share a configuration: one tag for all kept only the last one deleted).
+DELETED_ENDPOINT = "costguard:deleted-endpoint"
+RECREATED_BY = "costguard:recreated-by"  # on an endpoint recreated from Slack (IAM requires it on CreateEndpoint)
+
 # Tag values are limited to 256 characters by EC2.
 MAX_VALUE_LENGTH = 256
 
@@ -36,3 +44,20 @@ MAX_VALUE_LENGTH = 256
 def clip(value: str) -> str:
     """EC2 refuses tag values over 256 characters; a long role-session ARN must not fail the call."""
     return value if len(value) <= MAX_VALUE_LENGTH else value[: MAX_VALUE_LENGTH - 1] + "…"
+
+
+_SAGEMAKER_PUNCTUATION = frozenset("_.:/=+-@")
+
+
+def sagemaker_value(value: str) -> str:
+    """SageMaker's Tag.Value pattern is ([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*), at most 256 characters: letters,
+    separators and numbers by Unicode category (a tab or a newline is a control character, not \\p{Z}), and
+    that punctuation. Anything else becomes "_"; no ellipsis when cut, SageMaker refuses it too."""
+    kept = (c if unicodedata.category(c)[0] in "LZN" or c in _SAGEMAKER_PUNCTUATION else "_" for c in value)
+    return "".join(kept)[:MAX_VALUE_LENGTH]
+
+
+def deleted_endpoint(name: str) -> str:
+    """The tag, on its kept endpoint configuration, of an endpoint costguard deleted (at most 27 + 63 of
+    SageMaker's 128 characters of a key)."""
+    return f"{DELETED_ENDPOINT}:{name}"

@@ -21,7 +21,7 @@ A machine gets at most one size suggestion (the larger saving) and possibly the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from math import ceil
@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from costguard.core.records import vcpus_of_type
 from costguard.core.settings import IdlePolicy
-from costguard.digest.figures import Hour, InstanceWeek, is_idle
+from costguard.digest.figures import Hour, HourGrid, InstanceWeek, is_idle
 
 MIN_HOURS = 24
 MIN_DAYS = 5
@@ -89,17 +89,38 @@ class Observed(NamedTuple):
     hours: list[Hour]
 
 
-def observe(instances: Iterable[InstanceWeek], start: datetime, end: datetime) -> list[Observed]:
-    """The machines every suggestion may rest on, their week's hours read out of their grids once (at
-    10,000 machines each reading costs seconds; the three kinds of advice share it)."""
-    out = []
+def observe(instances: Iterable[InstanceWeek], start: datetime, end: datetime) -> Iterator[Observed]:
+    """The machines every suggestion may rest on, each with its week's hours read out of its grid once,
+    one machine at a time: the kinds of advice share them (`weigh`), and no more than one machine's
+    week of Hour objects is held (at 10,000 machines, all of them at once were hundreds of MB)."""
     for instance in instances:
         if not instance.telemetry:
             continue
-        hours = [h for h in instance.hours if start <= h.at < end and h.running]
+        if isinstance(instance.hours, HourGrid):
+            hours = instance.hours.between(start, end)
+        else:
+            hours = [h for h in instance.hours if start <= h.at < end and h.running]
         if supported(hours):
-            out.append(Observed(instance, hours))
-    return out
+            yield Observed(instance, hours)
+
+
+class Weighed(NamedTuple):
+    sizes: list[Advice]  # fewer GPUs or a cheaper GPU, the largest savings first
+    spot: list[tuple[InstanceWeek, int, int]]  # the Spot candidates: their prices are read next
+    schedules: list[Advice]  # working hours, the largest savings first
+
+
+def weigh(observed: Iterable[Observed], policy: IdlePolicy, price: Price, *, exclude: frozenset[str]) -> Weighed:
+    """Every kind of advice for each machine in turn, as `advise`, `spot_candidates` and `schedule_advice`
+    give them for all the machines at once (the same suggestions, in the same order)."""
+    sizes: list[Advice] = []
+    spot: list[tuple[InstanceWeek, int, int]] = []
+    schedules: list[Advice] = []
+    for seen in observed:
+        sizes += advise((seen,), policy, price)
+        spot += spot_candidates((seen,), policy)
+        schedules += schedule_advice((seen,), policy, exclude=exclude)
+    return Weighed(sorted(sizes, key=lambda a: -a.saving_usd), spot, sorted(schedules, key=lambda a: -a.saving_usd))
 
 
 def advise(observed: Iterable[Observed], policy: IdlePolicy, price: Price) -> list[Advice]:

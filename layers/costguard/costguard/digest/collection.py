@@ -17,11 +17,11 @@ from costguard.aws.ssm import Ssm
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.advice import Advice, Observed, advise, observe, schedule_advice, spot_advice, spot_candidates
+from costguard.digest.advice import Advice, Observed, observe, spot_advice, weigh
 from costguard.digest.dashboards import update_dashboards
 from costguard.digest.data import DigestData
-from costguard.digest.figures import InstanceWeek, outlived_keeps, summarize
-from costguard.digest.hours import read_hours
+from costguard.digest.figures import InstanceWeek, empty_week, outlived_keeps, summarize, tally_into
+from costguard.digest.hours import iter_hours
 from costguard.digest.savings import saved_by_stops
 from costguard.digest.spend import commitment_use, weekly_spend
 from costguard.state.entries import EntryKind
@@ -57,6 +57,7 @@ class DigestCollector:
         errors: list[str] = []
         weeks: list[InstanceWeek] = []
         raw: dict[str, Instance] = {}
+        last_week = empty_week(earlier, start)
         for region in self.regions:
             instances = [
                 i
@@ -64,7 +65,7 @@ class DigestCollector:
                 if self.policy.is_accelerated(i.instance_type)
             ]
             raw.update({i.instance_id: i for i in instances})
-            weeks += read_hours(
+            for week in iter_hours(
                 region.name,
                 instances,
                 earlier,
@@ -75,13 +76,15 @@ class DigestCollector:
                 owner_tag_key=self.owner_tag_key,
                 team_tag_key=self.team_tag_key,
                 busy_percent=self.policy.gpu_idle_percent,
-            )
+            ):
+                # Last week is counted as each instance is read; only this week's hours are kept.
+                tally_into(last_week, week, self.policy)
+                weeks.append(week.since(start))
         this_week = summarize(weeks, start, end, self.policy)
         # Working hours are not suggested for machines that have them, nor for Auto Scaling members
         # (scheduled scaling is theirs).
         exclude = frozenset(i for i, m in raw.items() if tags.SCHEDULE in m.tags or m.auto_scaling_group)
         advice = self._advice(observe(weeks, start, end), now, errors, exclude)
-        last_week = summarize(weeks, earlier, start, self.policy)
         entries = list(self.ledger.entries_between(start, end))
         saved_hours, saved_usd = saved_by_stops(entries, raw, end, self.prices)
         commitments = commitment_use(self.ce, self.reader, start, end, now=now, errors=errors)
@@ -116,7 +119,7 @@ class DigestCollector:
         return data
 
     def _advice(
-        self, observed: list[Observed], now: datetime, errors: list[str], exclude: frozenset[str]
+        self, observed: Iterable[Observed], now: datetime, errors: list[str], exclude: frozenset[str]
     ) -> list[Advice]:
         """Right-sizing and working hours from the hours read; Spot from EC2's price history, for the machines
         that need it. The largest savings first."""
@@ -124,21 +127,17 @@ class DigestCollector:
         def price(instance_type: str, region: str) -> float | None:
             return self.prices.hourly(instance_type, region).usd_per_hour
 
-        candidates = spot_candidates(observed, self.policy)
+        weighed = weigh(observed, self.policy, price, exclude=exclude)
         spot: dict[tuple[str, str], float] = {}
         for region in self.regions:
-            wanted = [(i.instance_type, i.zone) for i, _, _ in candidates if i.region == region.name]
+            wanted = [(i.instance_type, i.zone) for i, _, _ in weighed.spot if i.region == region.name]
             if not wanted:
                 continue
             try:
                 spot.update(region.ec2.spot_prices(wanted, now))
             except READ_ERRORS as exc:
                 errors.append(f"DescribeSpotPriceHistory: {error_code(exc)}")
-        found = [
-            *advise(observed, self.policy, price),
-            *spot_advice(candidates, price, spot),
-            *schedule_advice(observed, self.policy, exclude=exclude),
-        ]
+        found = [*weighed.sizes, *spot_advice(weighed.spot, price, spot), *weighed.schedules]
         return sorted(found, key=lambda a: -a.saving_usd)
 
     def _without_activity_check(self, instances: Iterable[Instance], errors: list[str]) -> list[str]:

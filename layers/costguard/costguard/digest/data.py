@@ -8,6 +8,7 @@ from datetime import datetime
 from costguard.core.records import Commitment, Instance
 from costguard.digest.advice import Advice
 from costguard.digest.figures import InstanceWeek, OutlivedKeep, Week
+from costguard.slack.blocks import Block
 from costguard.state.entries import Entry, EntryKind
 
 
@@ -42,6 +43,7 @@ class DigestData:
     outlived_keeps: list[OutlivedKeep] = field(default_factory=list)
     no_activity_check: list[str] = field(default_factory=list)  # running, but no SSM agent answers for them
     advice: list[Advice] = field(default_factory=list)  # right-sizing and Spot, the largest savings first
+    sections: list[Block] = field(default_factory=list)  # other features' parts of the digest (SageMaker's)
 
     @property
     def no_owner(self) -> list[Instance]:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from math import isnan
+from functools import lru_cache, reduce
+from itertools import repeat
+from math import inf, isnan
+from operator import add
 from typing import overload
 
 from costguard.core.settings import IdlePolicy
@@ -52,6 +55,13 @@ class InstanceWeek:
     lifecycle: str = ""  # "spot", or "" for on-demand
     zone: str = ""  # its Availability Zone
 
+    def since(self, start: datetime) -> InstanceWeek:
+        """The same instance with its hours from `start` on: once last week is counted, the digest keeps
+        this week's hours only (half the memory of a fortnight's)."""
+        if isinstance(self.hours, HourGrid):
+            return replace(self, hours=self.hours.since(start))
+        return replace(self, hours=tuple(h for h in self.hours if h.at >= start))
+
 
 @dataclass
 class Figures:
@@ -88,40 +98,71 @@ def is_idle(hour: Hour, instance: InstanceWeek, policy: IdlePolicy) -> bool:
 
 
 def summarize(instances: Iterable[InstanceWeek], start: datetime, end: datetime, policy: IdlePolicy) -> Week:
+    week = empty_week(start, end)
+    for instance in instances:
+        tally_into(week, instance, policy)
+    return week
+
+
+def empty_week(start: datetime, end: datetime) -> Week:
+    """A week with nothing counted yet: every day of it, at zero."""
     week = Week(start, end)
     day = start.date()
     while day <= (end - timedelta(microseconds=1)).date():
         week.per_day[day] = (0.0, 0.0)
         day += timedelta(days=1)
-    for instance in instances:
-        hours = [h for h in instance.hours if start <= h.at < end and h.running]
-        if not hours:
-            continue
-        buckets = [week.fleet, week.per_owner.setdefault(instance.owner or "(no owner)", Figures())]
-        if instance.team:
-            buckets.append(week.per_team.setdefault(instance.team, Figures()))
-        idle = [h for h in hours if is_idle(h, instance, policy)]
-        for figures in buckets:
-            figures.instances += 1
-            figures.gpu_hours += len(hours) * instance.gpus
-            figures.idle_gpu_hours += len(idle) * instance.gpus
-            figures.idle_instance_hours += len(idle)
-            figures.waste_usd += len(idle) * (instance.usd_per_hour or 0.0)
-            for h in hours:
-                if h.gpu_avg is not None:
-                    figures._util_sum += h.gpu_avg
-                    figures._util_hours += 1
-        week.idle_hours_by_instance[instance.instance_id] = float(len(idle))
-        idle_at = {h.at for h in idle}
-        for h in hours:
-            day = h.at.date()
-            used, wasted = week.per_day.get(day, (0.0, 0.0))
-            if h.at in idle_at:
-                wasted += instance.gpus
-            else:
-                used += instance.gpus
-            week.per_day[day] = (used, wasted)
     return week
+
+
+def tally_into(week: Week, instance: InstanceWeek, policy: IdlePolicy) -> None:
+    """Count one instance's hours of the week into it: summarize is this, instance after instance, so a
+    week can be counted as its instances are read, and their hours let go."""
+    if isinstance(instance.hours, HourGrid):
+        counted = instance.hours.tally(instance, week.start, week.end, policy)
+    else:
+        counted = _count(instance, week.start, week.end, policy)
+    if counted is None:
+        return
+    running, idle, averages, days = counted
+    buckets = [week.fleet, week.per_owner.setdefault(instance.owner or "(no owner)", Figures())]
+    if instance.team:
+        buckets.append(week.per_team.setdefault(instance.team, Figures()))
+    for figures in buckets:
+        figures.instances += 1
+        figures.gpu_hours += running * instance.gpus
+        figures.idle_gpu_hours += idle * instance.gpus
+        figures.idle_instance_hours += idle
+        figures.waste_usd += idle * (instance.usd_per_hour or 0.0)
+        # hour by hour, in order: the same sum to the last bit, whichever way the hours were kept
+        figures._util_sum = reduce(add, averages, figures._util_sum)
+        figures._util_hours += len(averages)
+    week.idle_hours_by_instance[instance.instance_id] = float(idle)
+    for day, (used_hours, idle_hours) in days.items():
+        used, wasted = week.per_day.get(day, (0.0, 0.0))
+        # GPU counts are whole numbers: adding them an hour at a time or at once is the same float
+        week.per_day[day] = (used + used_hours * instance.gpus, wasted + idle_hours * instance.gpus)
+
+
+Counted = tuple[int, int, list[float], dict[date, tuple[int, int]]]  # running, idle, GPU means, (used, idle) a day
+
+
+def _count(instance: InstanceWeek, start: datetime, end: datetime, policy: IdlePolicy) -> Counted | None:
+    """An instance's running and idle hours in [start, end), the GPU means of its running hours in order,
+    and its used and idle hours day by day; None when it did not run."""
+    hours = [h for h in instance.hours if start <= h.at < end and h.running]
+    if not hours:
+        return None
+    days: dict[date, tuple[int, int]] = {}
+    idle = 0
+    for h in hours:
+        used, wasted = days.get(h.at.date(), (0, 0))
+        if is_idle(h, instance, policy):
+            idle += 1
+            days[h.at.date()] = (used, wasted + 1)
+        else:
+            days[h.at.date()] = (used + 1, wasted)
+    averages = [h.gpu_avg for h in hours if h.gpu_avg is not None]
+    return len(hours), idle, averages, days
 
 
 def worst_idle(
@@ -135,11 +176,29 @@ def worst_idle(
     return [(i, week.idle_hours_by_instance[i.instance_id], (i.usd_per_hour or 0.0) * 24) for i in ranked[:limit]]
 
 
+HOUR = timedelta(hours=1)
+
+
+@lru_cache(maxsize=8)
+def _hours_of(origin: datetime, slots: int) -> tuple[tuple[datetime, ...], tuple[date, ...], dict[datetime, int]]:
+    """Each slot's hour and day, and the slot of each hour: computed once per fortnight, not per point."""
+    times = tuple(origin + HOUR * k for k in range(slots))
+    return times, tuple(t.date() for t in times), {t: k for k, t in enumerate(times)}
+
+
+def _slot_range(origin: datetime, slots: int, start: datetime, end: datetime) -> range:
+    """The slots whose hour is in [start, end)."""
+    first = -((origin - start) // HOUR)  # the first slot at or after start: a ceiling, in whole hours
+    after = -((origin - end) // HOUR)
+    return range(max(0, first), min(slots, after))
+
+
 class HourGrid(Sequence[Hour]):
     """An instance's hours, compactly: one float32 slot an hour for the CPU maximum, the GPU maximum
-    (the highest of every GPU, NaN unless every GPU reported that hour) and the GPU mean. The hours it
-    yields are those with CPU data (the instance ran). About 4 KB an instance-fortnight, where a tuple
-    of Hour objects is about 100 KB: the digest's memory no longer grows with the points it read."""
+    (the highest of every GPU, NaN unless every GPU reported that hour) and the GPU mean, and a byte for
+    the GPUs in use. The hours it yields are those with CPU data (the instance ran). About 4 KB an
+    instance-fortnight, where a tuple of Hour objects is about 100 KB: the digest's memory no longer
+    grows with the points it read, and its figures are counted off the slots without making an Hour."""
 
     __slots__ = ("busy", "cpu", "gpu_avg", "gpu_max", "origin")
 
@@ -157,15 +216,55 @@ class HourGrid(Sequence[Hour]):
     def _slots(self) -> list[int]:
         return [i for i, v in enumerate(self.cpu) if not isnan(v)]
 
-    def _hour(self, slot: int) -> Hour:
+    def _hour(self, slot: int, at: datetime | None = None) -> Hour:
         gmax, gavg, busy = self.gpu_max[slot], self.gpu_avg[slot], self.busy[slot]
         return Hour(
-            self.origin + timedelta(hours=slot),
+            at or self.origin + HOUR * slot,
             self.cpu[slot],
             None if isnan(gmax) else gmax,
             None if isnan(gavg) else gavg,
             None if busy == UNKNOWN_BUSY else busy,
         )
+
+    def since(self, start: datetime) -> HourGrid:
+        """The same hours from `start` on (the slots before it let go)."""
+        first = _slot_range(self.origin, len(self.cpu), start, start + HOUR * len(self.cpu)).start
+        if first == 0:
+            return self
+        return HourGrid(
+            self.origin + HOUR * first, self.cpu[first:], self.gpu_max[first:], self.gpu_avg[first:], self.busy[first:]
+        )
+
+    def between(self, start: datetime, end: datetime) -> list[Hour]:
+        """The hours it ran in [start, end), oldest first."""
+        times = _hours_of(self.origin, len(self.cpu))[0]
+        cpu = self.cpu
+        return [self._hour(k, times[k]) for k in _slot_range(self.origin, len(cpu), start, end) if not isnan(cpu[k])]
+
+    def tally(self, instance: InstanceWeek, start: datetime, end: datetime, policy: IdlePolicy) -> Counted | None:
+        """What summarize counts of the hours in [start, end), off the slots (as figures._count does off
+        Hour objects, with is_idle's rule: CPU under its threshold, and every GPU's maximum under its own
+        when the instance has GPU telemetry; a missing value is never under a threshold)."""
+        cpu, gpu_max, gpu_avg = self.cpu, self.gpu_max, self.gpu_avg
+        dates = _hours_of(self.origin, len(cpu))[1]
+        cpu_idle, gpu_idle, telemetry = policy.cpu_idle_percent, policy.gpu_idle_percent, instance.telemetry
+        running = idle = 0
+        averages: list[float] = []
+        days: dict[date, tuple[int, int]] = {}
+        for k in _slot_range(self.origin, len(cpu), start, end):
+            load = cpu[k]
+            if isnan(load):
+                continue
+            running += 1
+            used, wasted = days.get(dates[k], (0, 0))
+            if load < cpu_idle and (not telemetry or gpu_max[k] < gpu_idle):
+                idle += 1
+                days[dates[k]] = (used, wasted + 1)
+            else:
+                days[dates[k]] = (used + 1, wasted)
+            if not isnan(gpu_avg[k]):
+                averages.append(gpu_avg[k])
+        return (running, idle, averages, days) if running else None
 
     def __len__(self) -> int:
         return len(self._slots())
@@ -181,9 +280,10 @@ class HourGrid(Sequence[Hour]):
         return self._hour(slots[index])
 
     def __iter__(self) -> Iterator[Hour]:
+        times = _hours_of(self.origin, len(self.cpu))[0]
         for slot, value in enumerate(self.cpu):
             if not isnan(value):
-                yield self._hour(slot)
+                yield self._hour(slot, times[slot])
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and tuple(self) == tuple(other)
@@ -192,52 +292,97 @@ class HourGrid(Sequence[Hour]):
 
 
 class HourFolder:
-    """Folds hourly series into an HourGrid as they are read, so no point outlives its answer."""
+    """Folds hourly series into an HourGrid as they are read, so no point outlives its answer. A series
+    that covers a run of consecutive hours (as CloudWatch sends a machine's hours) is folded a run at a
+    time, in C; any other, a point at a time. Either way each slot gets the same float32 arithmetic."""
 
     def __init__(self, origin: datetime, slots: int, gpus: int, busy_percent: float = 5.0) -> None:
         self.origin, self.slots, self.gpus, self.busy_percent = origin, slots, gpus, busy_percent
         self.busy = array("B", [0]) * slots  # how many GPUs reached busy_percent that hour
         self.cpu = array("f", [NAN]) * slots
-        self.gpu_max = array("f", [NAN]) * slots
+        self.gpu_max = array("f", [-inf]) * slots  # the highest so far: read only where every GPU reported
         self.gpu_sum = array("f", [0.0]) * slots
         self.reported = array("H", [0]) * slots  # how many GPUs gave a maximum that hour
         self.averaged = array("H", [0]) * slots
+        self._index = _hours_of(origin, slots)[2]
 
     def _slot(self, at: datetime) -> int:
-        slot = int((at - self.origin).total_seconds() // 3600)
+        slot = self._index.get(at)
+        if slot is None:  # not on the hour: the hour it falls in
+            slot = int((at - self.origin).total_seconds() // 3600)
         return slot if 0 <= slot < self.slots else -1
 
+    def _run(self, times: Sequence[datetime]) -> slice | None:
+        """The slots of `times` when they are consecutive hours of the grid, in order; else None."""
+        if not times:
+            return None
+        first = self._index.get(times[0])
+        if first is None or list(map(self._index.get, times)) != list(range(first, first + len(times))):
+            return None
+        return slice(first, first + len(times))
+
     def add_cpu(self, points: Iterable[tuple[datetime, float]]) -> None:
-        for at, value in points:
-            if (slot := self._slot(at)) >= 0:
-                self.cpu[slot] = value
+        self.add_cpu_series(*_columns(points))
 
     def add_gpu_max(self, points: Iterable[tuple[datetime, float]]) -> None:
         """One GPU's hourly maxima."""
-        for at, value in points:
+        self.add_gpu_max_series(*_columns(points))
+
+    def add_gpu_avg(self, points: Iterable[tuple[datetime, float]]) -> None:
+        """One GPU's hourly means."""
+        self.add_gpu_avg_series(*_columns(points))
+
+    def add_cpu_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
+        run = self._run(times)
+        if run is not None:
+            self.cpu[run] = array("f", values)
+            return
+        for at, value in zip(times, values, strict=True):
             if (slot := self._slot(at)) >= 0:
-                current = self.gpu_max[slot]
-                self.gpu_max[slot] = value if isnan(current) else max(current, value)
+                self.cpu[slot] = value
+
+    def add_gpu_max_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
+        """One GPU's hourly maxima."""
+        run = self._run(times)
+        if run is not None:
+            self.gpu_max[run] = array("f", map(max, self.gpu_max[run], values))
+            self.reported[run] = array("H", map(add, self.reported[run], repeat(1)))
+            in_use = [value >= self.busy_percent for value in values]
+            self.busy[run] = array("B", map(min, map(add, self.busy[run], in_use), repeat(UNKNOWN_BUSY - 1)))
+            return
+        for at, value in zip(times, values, strict=True):
+            if (slot := self._slot(at)) >= 0:
+                self.gpu_max[slot] = max(self.gpu_max[slot], value)
                 self.reported[slot] += 1
                 if value >= self.busy_percent and self.busy[slot] < UNKNOWN_BUSY - 1:
                     self.busy[slot] += 1
 
-    def add_gpu_avg(self, points: Iterable[tuple[datetime, float]]) -> None:
+    def add_gpu_avg_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
         """One GPU's hourly means."""
-        for at, value in points:
+        run = self._run(times)
+        if run is not None:
+            self.gpu_sum[run] = array("f", map(add, self.gpu_sum[run], values))
+            self.averaged[run] = array("H", map(add, self.averaged[run], repeat(1)))
+            return
+        for at, value in zip(times, values, strict=True):
             if (slot := self._slot(at)) >= 0:
                 self.gpu_sum[slot] += value
                 self.averaged[slot] += 1
 
     def grid(self) -> HourGrid:
-        gpu_max = array("f", self.gpu_max)
-        busy = array("B", self.busy)
-        for slot in range(self.slots):
-            if not self.gpus or self.reported[slot] != self.gpus:
-                gpu_max[slot] = NAN  # an hour some GPU did not report is never read as idle
-                busy[slot] = UNKNOWN_BUSY  # nor as using fewer GPUs than it has
-        gpu_avg = array("f", (s / n if n else NAN for s, n in zip(self.gpu_sum, self.averaged, strict=True)))
+        gpus = self.gpus
+        if gpus:  # an hour some GPU did not report is never read as idle, nor as using fewer GPUs than it has
+            gpu_max = array("f", [m if n == gpus else NAN for m, n in zip(self.gpu_max, self.reported, strict=True)])
+            busy = array("B", [b if n == gpus else UNKNOWN_BUSY for b, n in zip(self.busy, self.reported, strict=True)])
+        else:
+            gpu_max, busy = array("f", [NAN]) * self.slots, array("B", [UNKNOWN_BUSY]) * self.slots
+        gpu_avg = array("f", [s / n if n else NAN for s, n in zip(self.gpu_sum, self.averaged, strict=True)])
         return HourGrid(self.origin, self.cpu, gpu_max, gpu_avg, busy)
+
+
+def _columns(points: Iterable[tuple[datetime, float]]) -> tuple[list[datetime], list[float]]:
+    pairs = list(points)
+    return [at for at, _ in pairs], [value for _, value in pairs]
 
 
 def hours_from_points(

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from costguard.aws.queues import Mailbox
+from costguard.aws.queues import BATCH, Letter, Mailbox
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics
 from costguard.digest.handoff import AccountWeek, decode
@@ -28,6 +28,7 @@ def gather(
     time_left: Callable[[], float] = lambda: float("inf"),
 ) -> OrganizationWeek:
     refused = 0
+    read: list[Letter] = []  # kept, to delete: 10 a call, each after what it says is kept
     for letter in mailbox.letters(time_left=time_left, reserve=RESERVE_SECONDS):
         try:
             week = decode(letter.body)
@@ -41,7 +42,11 @@ def gather(
             continue
         if not kept.keep(week.account, week.end, letter.body):
             logger.info("older hand-off dropped", account=week.account, end=week.end.isoformat())
-        mailbox.delete(letter)
+        read.append(letter)
+        if len(read) == BATCH:
+            _delete(mailbox, read)
+            read = []
+    _delete(mailbox, read)
     reported: dict[str, AccountWeek] = {}
     for account, body in kept.latest(list(expected)).items():
         try:
@@ -49,3 +54,10 @@ def gather(
         except EventValidationError as exc:  # kept by an older costguard, or changed by hand
             logger.warning("kept hand-off unreadable", account=account, reason=str(exc)[:300])
     return OrganizationWeek(now=now, expected=list(expected), reported=reported, refused=refused)
+
+
+def _delete(mailbox: Mailbox, letters: list[Letter]) -> None:
+    if not letters:
+        return
+    for letter in mailbox.delete_all(letters):  # read again later, and kept again: a week is kept once
+        logger.warning("kept hand-off not deleted", receives=letter.receives)

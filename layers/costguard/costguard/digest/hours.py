@@ -4,7 +4,7 @@ GetMetricData code as the sweep."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,7 +14,7 @@ from costguard.aws.pricing import PriceBook
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Signal
-from costguard.digest.figures import HourFolder, HourGrid, InstanceWeek
+from costguard.digest.figures import HourFolder, InstanceWeek
 
 HOUR = 3600
 
@@ -32,33 +32,61 @@ def read_hours(
     team_tag_key: str,
     busy_percent: float = 5.0,
 ) -> list[InstanceWeek]:
+    """Two weeks at one-hour resolution (see iter_hours), every instance's at once."""
+    return list(
+        iter_hours(
+            region,
+            instances,
+            start,
+            end,
+            gpu_series=gpu_series,
+            metrics=metrics,
+            prices=prices,
+            owner_tag_key=owner_tag_key,
+            team_tag_key=team_tag_key,
+            busy_percent=busy_percent,
+        )
+    )
+
+
+def iter_hours(
+    region: str,
+    instances: Sequence[Instance],
+    start: datetime,
+    end: datetime,
+    *,
+    gpu_series: GpuSeriesFinder,
+    metrics: MetricReader,
+    prices: PriceBook,
+    owner_tag_key: str,
+    team_tag_key: str,
+    busy_percent: float = 5.0,
+) -> Iterator[InstanceWeek]:
     """Two weeks at one-hour resolution, streamed: the series are read in batches that fill one
     GetMetricData call (by queries and by datapoints), and each answer is folded into the instances'
     hour grids before the next is read, so the points of only one call are ever held. An instance whose
-    series span two calls is finished when its last series is read."""
+    series span two calls is finished when its last series is read; instances come in their order."""
     if not instances:
-        return []
+        return
     reader = _Fortnight(
         region, gpu_series.discover(instances), start, end, metrics, prices, owner_tag_key, team_tag_key, busy_percent
     )
     budget = series_per_call(start, end, HOUR)
-    out: list[InstanceWeek] = []
     batch: list[MetricRef] = []
     for instance in instances:
         for ref in reader.open(instance):
             batch.append(ref)
             if len(batch) == budget:
-                out += reader.read(batch)
+                yield from reader.read(batch)
                 batch = []
     if batch:
-        out += reader.read(batch)
-    return out
+        yield from reader.read(batch)
 
 
 @dataclass
 class _Fortnight:
     region: str
-    gpu: Mapping[str, Sequence[Dimensions]]
+    gpu: dict[str, list[Dimensions]]  # each instance's GPU series, until it is read
     start: datetime
     end: datetime
     metrics: MetricReader
@@ -73,9 +101,10 @@ class _Fortnight:
         self.open_instances: dict[str, tuple[Instance, HourFolder, int]] = {}  # and its series still unread
 
     def open(self, instance: Instance) -> list[MetricRef]:
-        """The instance's series to read; its grid is finished when the last of them is folded."""
+        """The instance's series to read; its grid is finished when the last of them is folded. Its GPU
+        series are let go of here: the fleet's are held only until each instance is read."""
         iid = instance.instance_id
-        gpus = self.gpu.get(iid, [])
+        gpus = self.gpu.pop(iid, [])
         refs = [MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", (("InstanceId", iid),), "Maximum")]
         for dims in gpus:
             for stat in ("Maximum", "Average"):
@@ -89,38 +118,38 @@ class _Fortnight:
 
     def read(self, refs: Sequence[MetricRef]) -> list[InstanceWeek]:
         """One call's series, folded; the instances whose every series is now read, finished."""
-        points, failed = self.metrics.fetch(refs, self.start, self.end, period=HOUR)
+        columns, failed = self.metrics.fetch_columns(refs, self.start, self.end, period=HOUR)
         for ref in failed:
             logger.warning("digest series unreadable", instance_id=ref.instance_id, reason=failed[ref])
         done = []
-        for ref in refs:
+        for ref in refs:  # in the order asked, whatever the answer's: each slot's sums add up the same way
             instance, folder, unread = self.open_instances[ref.instance_id]
-            series = points.pop(ref, [])
+            times, values = columns.pop(ref, ([], []))
             if ref.signal is Signal.CPU:
-                folder.add_cpu(series)
+                folder.add_cpu_series(times, values)
             elif ref.stat == "Maximum":
-                folder.add_gpu_max(series)
+                folder.add_gpu_max_series(times, values)
             else:
-                folder.add_gpu_avg(series)
+                folder.add_gpu_avg_series(times, values)
             self.open_instances[ref.instance_id] = (instance, folder, unread - 1)
             if unread == 1:
-                done.append(self._week(instance, folder.grid()))
+                done.append(self._week(instance, folder))
                 del self.open_instances[ref.instance_id]
         return done
 
-    def _week(self, instance: Instance, grid: HourGrid) -> InstanceWeek:
-        gpus = self.gpu.get(instance.instance_id, [])
+    def _week(self, instance: Instance, folder: HourFolder) -> InstanceWeek:
+        gpus = folder.gpus
         return InstanceWeek(
             instance.instance_id,
             instance.instance_type,
             self.region,
             instance.owner(self.owner_tag_key),
             instance.tags.get(self.team_tag_key, ""),
-            len(gpus) or 1,
+            gpus or 1,
             self.prices.hourly(instance.instance_type, self.region).usd_per_hour,
             bool(gpus),
             instance.state,
-            grid,
+            folder.grid(),
             instance.lifecycle,
             instance.zone,
         )

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from costguard.core import tags
 from costguard.core.formatting import usd
 from costguard.digest.advice import Advice
+from costguard.digest.chart import day_label
 from costguard.digest.data import DigestData
 from costguard.digest.figures import Figures, InstanceWeek, worst_idle
 from costguard.slack.blocks import (
@@ -51,10 +52,7 @@ def _warned(count: int) -> str:
 
 def chart_days(data: DigestData) -> list[tuple[str, float, float]]:
     today = data.end.date()
-    return [
-        ("TODAY" if day == today else day.strftime("%a").upper(), used, idle)
-        for day, (used, idle) in sorted(data.this_week.per_day.items())
-    ]
+    return [(day_label(day, today), used, idle) for day, (used, idle) in sorted(data.this_week.per_day.items())]
 
 
 def digest_message(data: DigestData) -> Message:
@@ -97,6 +95,8 @@ def digest_message(data: DigestData) -> Message:
         blocks += _advice_blocks(
             data.advice, "*Right-sizing, Spot and working hours* (each from a week of this machine's data)"
         )
+    if data.sections:
+        blocks += [divider(), *data.sections]
     blocks += [divider(), section(_costguard_did(data)), section(_hygiene(data)), section(_commitments(data))]
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(

@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from functools import cached_property
 
 from costguard.core.formatting import usd
+from costguard.digest.chart import day_label
 from costguard.digest.handoff import AccountWeek
 from costguard.slack.blocks import (
     Message,
@@ -67,10 +68,7 @@ def chart_days(org: OrganizationWeek) -> list[tuple[str, float, float]]:
             days[day][0] += used
             days[day][1] += idle
     today = org.now.date()
-    return [
-        ("TODAY" if day == today else day.strftime("%a").upper(), used, idle)
-        for day, (used, idle) in sorted(days.items())
-    ][-8:]
+    return [(day_label(day, today), used, idle) for day, (used, idle) in sorted(days.items())][-8:]
 
 
 def organization_message(org: OrganizationWeek) -> Message:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from costguard.core.formatting import usd
+from costguard.digest.chart import month_label
 from costguard.digest.data import CommitmentUse
 from costguard.digest.handoff import AccountWeek
 from costguard.slack.blocks import (
@@ -181,9 +182,7 @@ def chart_bars(quarter: Quarter) -> list[tuple[str, float, float]]:
     """Per month: spend on accelerated types, and the rest of EC2 compute."""
     totals = quarter.totals
     accelerated = quarter.accelerated or tuple(0.0 for _ in totals)
-    return [
-        (f"{m:%b}".upper(), a, max(0.0, t - a)) for m, t, a in zip(quarter.months, totals, accelerated, strict=True)
-    ]
+    return [(month_label(m), a, max(0.0, t - a)) for m, t, a in zip(quarter.months, totals, accelerated, strict=True)]
 
 
 def _months(line: Line) -> str:

@@ -189,13 +189,12 @@ def _owner_messages(
             machines[instance.owner].append(instance)
     # Every owner's Slack id at once (one users.list walk when many are unknown), not one lookup each.
     notifier.resolve(owner_email(owner, email_domain) or "" for owner in machines)
+    worth_a_word = {k.instance_id for k in data.outlived_keeps} | {a.instance.instance_id for a in data.advice}
     for owner, theirs in sorted(machines.items()):
         figures = data.this_week.per_owner.get(owner)
         if figures is None:
             continue  # nothing of theirs ran this week: nothing to tell them
-        kept_idle = [k for k in data.outlived_keeps if k.instance_id in {i.instance_id for i in theirs}]
-        advised = [a for a in data.advice if a.instance.instance_id in {i.instance_id for i in theirs}]
-        if not always and figures.idle_gpu_hours == 0 and not kept_idle and not advised:
+        if not always and figures.idle_gpu_hours == 0 and not any(i.instance_id in worth_a_word for i in theirs):
             report.owners_quiet.append(owner)  # a week with nothing idle is not worth a message
             continue
         if time_left() < SLACK_RESERVE_SECONDS:

@@ -1,7 +1,7 @@
 """The activity check on the machine: what its SSM answer says, and what that means. Pure: no I/O.
 
 The check (the costguard SSM document, a fixed read-only script) prints one JSON object, schema
-version 1 (README, "The activity check"). Metrics cannot see a person who logged in a minute ago, a
+version 1 (docs/rules.md, "The activity check"). Metrics cannot see a person who logged in a minute ago, a
 job waiting on a queue with its GPU memory held, or what a team knows its own jobs look like; the
 check can. Work anywhere is work: recent input, a busy or recently used Jupyter kernel, a process
 busy on a CPU core, a process that is not a notebook kernel holding GPU memory (a job alive and

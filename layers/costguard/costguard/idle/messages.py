@@ -101,7 +101,7 @@ def idle_warning(
     if decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
         notes.append(
             "No GPU telemetry: judged on CPU, so costguard will not stop it. Install the CloudWatch agent "
-            "with its nvidia_gpu plugin (costguard's README, 'The CloudWatch agent') to have idle GPUs seen."
+            "with costguard's configuration, docs/cloudwatch-agent.json, to have idle GPUs seen."
         )
     if price.source == "bundled":
         notes.append("Cost is an approximate list price: the Pricing API could not be reached.")

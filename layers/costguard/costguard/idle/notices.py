@@ -42,6 +42,7 @@ from costguard.idle.writes import PendingWrites, Stopped
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, post_once
+from costguard.state.entries import Entry
 from costguard.state.outbox import CANCEL, PENDING, STOP, WARN, Notice, Outbox, entry_json
 
 REPORT_TTL = timedelta(days=2)
@@ -136,6 +137,7 @@ class SweepNotices(OwnerMessages):
             time_left=lambda: self.time_left(),  # noqa: PLW0108 (the sweep replaces time_left after this)
         )
         self._tellings: list[Telling] = []
+        self.reported: list[Entry] = []  # dry-run's warnings said once a day, for the ledger
         self._lock = threading.Lock()
 
     def act(
@@ -215,6 +217,9 @@ class SweepNotices(OwnerMessages):
             key = f"dry-run:warn:{instance.instance_id}:{now:%Y-%m-%d}"
             posted = self.report_once(key, dry_run_notice(instance, decision, price, outcome.owner), now)
             outcome.applied, outcome.detail = False, "" if posted else "reported already"
+            if posted:  # what it would have done, in the ledger (not applied: the digest counts none of it)
+                with self._lock:
+                    self.reported.append(ledger_entry(instance, outcome, now, mode=self.mode))
             return
         # The warning is delivered first; only a delivered warning is recorded on the instance, so a
         # machine is never stopped on a warning nobody received.

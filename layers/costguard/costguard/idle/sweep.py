@@ -180,7 +180,7 @@ class IdleStopper:
             report.outcomes.append(outcome)
             if outcome.detail.startswith("retry:"):
                 report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
-        entries = scale_in_protection(
+        entries = self.notices.reported + scale_in_protection(
             self.autoscaling,
             protection_changes,
             owner_tag_key=self.settings.owner_tag_key,
@@ -191,7 +191,7 @@ class IdleStopper:
         try:
             self.ledger.record_many(entries)
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:
-            report.retryable_errors.append(f"ledger: {len(entries)} scale-in protection record(s): {exc}")
+            report.retryable_errors.append(f"ledger: {len(entries)} record(s) of scale-in protection or dry-run: {exc}")
         return plan.gpu_series
 
 

@@ -144,6 +144,8 @@ class SweepWriter:
         record), then the tags removed; the warning's delivery record goes too."""
         if not queued:
             return
+        for _, outcome in queued:
+            outcome.applied = self.mode.mutates  # dry-run removes no tag: its record says so
         entries = [ledger_entry(i, o, warned_time(i), mode=self.mode) for i, o in queued]
         try:
             self.ledger.record_many(entries)

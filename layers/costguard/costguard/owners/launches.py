@@ -7,7 +7,6 @@ CloudTrail LookupEvents result (the backfill, 90 days of history).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,8 +14,8 @@ from typing import Any
 
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
+from costguard.core.ownership import Identity, lookup_record, parse_identity
 from costguard.core.records import Skipped
-from costguard.owners.rules import Identity
 
 EVENTBRIDGE_DETAIL_TYPE = "AWS API Call via CloudTrail"
 
@@ -67,13 +66,7 @@ def parse_record(record: Mapping[str, Any]) -> LaunchEvent | Skipped:
 
 def parse_lookup_event(result: Mapping[str, Any]) -> LaunchEvent | Skipped:
     """One entry of LookupEvents' `Events`; its `Resources` list backs up a truncated record."""
-    raw = result.get("CloudTrailEvent")
-    try:
-        record = json.loads(raw) if isinstance(raw, str) else None
-    except json.JSONDecodeError as exc:
-        raise EventValidationError(f"CloudTrailEvent is not JSON: {exc}") from exc
-    if not isinstance(record, Mapping):
-        raise EventValidationError("LookupEvents result has no CloudTrailEvent record")
+    record = lookup_record(result)
     if not _instance_ids(record.get("responseElements")):
         # CloudTrail drops responseElements from very large records; the Resources list still names them.
         ids = [
@@ -87,28 +80,6 @@ def parse_lookup_event(result: Mapping[str, Any]) -> LaunchEvent | Skipped:
         if ids:
             record = {**record, "responseElements": {"instancesSet": {"items": [{"instanceId": i} for i in ids]}}}
     return parse_record(record)
-
-
-def parse_identity(raw: Any) -> Identity:
-    """userIdentity, every field its documented type: a list where a name should be is refused, never
-    written as an owner."""
-    where = "userIdentity"
-    identity = shapes.obj(raw, where)
-    context = shapes.optional_obj(identity, "sessionContext", where)
-    issuer = shapes.optional_obj(context, "sessionIssuer", f"{where}.sessionContext")
-    return Identity(
-        type=shapes.text(identity, "type", where, limit=40),
-        arn=shapes.optional_text(identity, "arn", where),
-        user_name=shapes.optional_text(identity, "userName", where, limit=256),
-        session_issuer_arn=shapes.optional_text(issuer, "arn", f"{where}.sessionContext.sessionIssuer"),
-        session_issuer_name=shapes.optional_text(issuer, "userName", f"{where}.sessionContext.sessionIssuer"),
-        invoked_by=shapes.optional_text(identity, "invokedBy", where, limit=256),
-        web_identity_provider=shapes.optional_text(
-            shapes.optional_obj(context, "webIdFederationData", f"{where}.sessionContext"),
-            "federatedProvider",
-            f"{where}.sessionContext.webIdFederationData",
-        ),
-    )
 
 
 def _instance_ids(response: Any) -> tuple[str, ...]:

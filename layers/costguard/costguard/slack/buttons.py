@@ -16,6 +16,7 @@ class Button(StrEnum):
     KEEP_MONDAY = "costguard.keep_monday"
     STOP_NOW = "costguard.stop_now"
     START = "costguard.start"
+    RECREATE = "costguard.recreate"  # a SageMaker endpoint costguard deleted, created again from its configuration
 
 
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
@@ -52,6 +53,39 @@ def warning_buttons(instance_id: str, region: str, will_stop: bool, account: str
 
 def start_buttons(instance_id: str, region: str, account: str = "") -> list[Block]:
     return [button("Start it again", Button.START, button_value(instance_id, region, account), style="primary")]
+
+
+def sagemaker_value(kind: str, name: str, region: str, account: str = "", config: str = "") -> str:
+    """What a button on a SageMaker message carries: the resource's kind and name (not an instance id, so an
+    EC2 click reads exactly as before), its region and account, and an endpoint's configuration."""
+    target = {
+        "k": kind,
+        "n": name,
+        "r": region,
+        **({"a": account} if account else {}),
+        **({"c": config} if config else {}),
+    }
+    return json.dumps(target, separators=(",", ":"))
+
+
+def sagemaker_keep_buttons(kind: str, name: str, region: str, account: str = "") -> list[Block]:
+    value = sagemaker_value(kind, name, region, account)
+    return [
+        button("Keep 2 h", Button.KEEP_2H, value),
+        button("Keep until tomorrow 09:00", Button.KEEP_TOMORROW, value, style="primary"),
+        button("Keep until Monday", Button.KEEP_MONDAY, value),
+    ]
+
+
+def sagemaker_act_buttons(kind: str, name: str, region: str, account: str = "", config: str = "") -> list[Block]:
+    """What undoes a stop or a deletion: a notebook instance started again, an endpoint recreated from its
+    kept configuration. A Studio app needs none: Studio starts a new one when it is opened."""
+    if kind == "notebook":
+        return [button("Start it again", Button.START, sagemaker_value(kind, name, region, account), style="primary")]
+    if kind == "endpoint" and config:
+        value = sagemaker_value(kind, name, region, account, config)
+        return [button("Recreate", Button.RECREATE, value, style="primary")]
+    return []
 
 
 def as_menu(buttons: Sequence[Block]) -> Block:

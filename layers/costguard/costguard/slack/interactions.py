@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
+from costguard.core.sagemaker import NAME, check_key
 from costguard.slack.buttons import MENU, Button
 
 
@@ -27,6 +28,14 @@ class Click:
     action_ts: str
     blocks: tuple[Any, ...] = ()
     account: str = ""  # the machine's account; "" on buttons from before accounts: the receiver's own
+    # "instance" for an EC2 machine (then instance_id is its id); a SageMaker kind (notebook, endpoint, app),
+    # then instance_id is the resource's name, and config an endpoint's configuration.
+    kind: str = "instance"
+    config: str = ""
+
+    @property
+    def sagemaker(self) -> bool:
+        return self.kind != "instance"
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "button": self.button.value})
@@ -40,9 +49,10 @@ class Click:
             data = shapes.obj(json.loads(raw), "queued click")
         except ValueError as exc:
             raise EventValidationError(f"queued click is not JSON: {exc}") from None
+        kind, name, config = _target(data, "kind", "instance_id", "config", "click")
         return cls(
             button=_button(data.get("button")),
-            instance_id=shapes.instance_id(data.get("instance_id"), "click.instance_id"),
+            instance_id=name,
             region=shapes.region(data.get("region"), "click.region"),
             user_id=shapes.text(data, "user_id", "click", pattern=USER_ID),
             user_name=shapes.text(data, "user_name", "click", limit=256),
@@ -51,6 +61,8 @@ class Click:
             action_ts=shapes.optional_text(data, "action_ts", "click", limit=40),
             blocks=_blocks(data.get("blocks"), "click.blocks"),
             account=_account(data.get("account"), "click.account"),
+            kind=kind,
+            config=config,
         )
 
 
@@ -77,7 +89,7 @@ def parse_interaction(body: str) -> Click | None:
         chosen = shapes.obj(action.get("selected_option"), "action.selected_option")
         action = {**action, "value": chosen.get("value")}
     try:
-        target = shapes.obj(json.loads(shapes.text(action, "value", "action", limit=200)), "action.value")
+        target = shapes.obj(json.loads(shapes.text(action, "value", "action", limit=400)), "action.value")
     except ValueError as exc:
         raise EventValidationError(f"costguard button with a bad value: {exc}") from None
     pressed = _button(target.get("b") if action.get("action_id") == MENU else action.get("action_id"))
@@ -86,9 +98,13 @@ def parse_interaction(body: str) -> Click | None:
     container = shapes.optional_obj(payload, "container", "payload")
     user_id = shapes.text(user, "id", "payload.user", pattern=USER_ID)
     name = shapes.optional_text(user, "username", "payload.user", limit=256)
+    if "k" in target:
+        kind, resource, config = _target(target, "k", "n", "c", "action.value")
+    else:
+        kind, resource, config = "instance", shapes.instance_id(target.get("i"), "action.value.i"), ""
     return Click(
         button=pressed,
-        instance_id=shapes.instance_id(target.get("i"), "action.value.i"),
+        instance_id=resource,
         region=shapes.region(target.get("r"), "action.value.r"),
         user_id=user_id,
         user_name=name or shapes.optional_text(user, "name", "payload.user", limit=256) or user_id,
@@ -98,7 +114,21 @@ def parse_interaction(body: str) -> Click | None:
         action_ts=shapes.optional_text(action, "action_ts", "action", limit=40),
         blocks=_blocks(message.get("blocks"), "payload.message.blocks"),
         account=_account(target.get("a"), "action.value.a"),
+        kind=kind,
+        config=config,
     )
+
+
+def _target(data: Any, kind_key: str, name_key: str, config_key: str, where: str) -> tuple[str, str, str]:
+    """(kind, instance id or SageMaker name, endpoint configuration), each checked for its form."""
+    kind = data.get(kind_key) or "instance"
+    if kind == "instance":
+        return "instance", shapes.instance_id(data.get(name_key), f"{where}.{name_key}"), ""
+    parsed, name = check_key(str(kind), shapes.text(data, name_key, where, limit=300), f"{where}.{name_key}")
+    config = shapes.optional_text(data, config_key, where, limit=80)
+    if config and not NAME.match(config):
+        raise EventValidationError(f"{where}.{config_key} is not an endpoint configuration name")
+    return parsed.value, name, config
 
 
 def _button(value: Any) -> Button:

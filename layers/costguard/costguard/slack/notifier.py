@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,10 +24,11 @@ from slack_sdk.http_retry.builtin_handlers import (
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
-from slack_sdk.webhook import WebhookClient
+from slack_sdk.web import SlackResponse
+from slack_sdk.webhook import WebhookClient, WebhookResponse
 
 from costguard.core.errors import ConfigError, SlackDeliveryError
-from costguard.core.observability import logger
+from costguard.core.observability import logger, traced
 from costguard.slack.blocks import Message, context
 from costguard.slack.pace import PER_CHANNEL_SECONDS, ChannelPace
 from costguard.slack.people import GONE_USER, KnownUsers, SlackPeople
@@ -69,6 +71,27 @@ class Delivery:
     channel: str
     ts: str = ""
     direct: bool = False
+
+
+class TracedWebClient(WebClient):
+    """slack-sdk's client, each Web API call (its retries included) a subsegment of the invocation's trace,
+    named by its method ("Slack chat.postMessage"): X-Ray's botocore patch sees only the AWS calls."""
+
+    def api_call(self, api_method: str, **kwargs: Any) -> SlackResponse:
+        with traced(f"Slack {api_method}"):
+            return super().api_call(api_method, **kwargs)
+
+
+class TracedWebhookClient(WebhookClient):
+    """An incoming webhook or an interaction's response_url, each post a subsegment of the trace."""
+
+    def __init__(self, url: str, *, name: str = "Slack webhook", **kwargs: Any) -> None:
+        super().__init__(url, **kwargs)
+        self.name = name
+
+    def send_dict(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> WebhookResponse:
+        with traced(self.name):
+            return super().send_dict(body, headers)
 
 
 class TimeBoundRateLimitHandler(RateLimitErrorRetryHandler):
@@ -120,11 +143,13 @@ class SlackNotifier:
         time_left: Callable[[], float] | None = None,
         known_users: KnownUsers | None = None,
         channel_pace: float = PER_CHANNEL_SECONDS,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.web = web_client
         if self.web is None and credentials.bot_token:
             kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
-            self.web = WebClient(
+            self.web = TracedWebClient(
                 token=credentials.bot_token,
                 timeout=timeout,
                 retry_handlers=_retry_handlers(rate_limit_retries, time_left),
@@ -132,11 +157,11 @@ class SlackNotifier:
             )
         self.webhook = webhook_client
         if self.webhook is None and credentials.webhook_url:
-            self.webhook = WebhookClient(
+            self.webhook = TracedWebhookClient(
                 credentials.webhook_url, timeout=timeout, retry_handlers=_retry_handlers(rate_limit_retries, time_left)
             )
         self.people = SlackPeople(self.web, known_users)
-        self.pace = ChannelPace(channel_pace)
+        self.pace = ChannelPace(channel_pace, clock=clock, sleep=sleep)
         self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message) -> Delivery:
@@ -159,6 +184,20 @@ class SlackNotifier:
                 failures.append(f"webhook: {_describe(exc)}")
         why = "; ".join(failures or ["no Slack route"])
         raise SlackDeliveryError(f"could not post to {channel}: {why}", maybe_delivered=maybe)
+
+    def update(self, channel: str, ts: str, message: Message) -> Delivery:
+        """Edit a message the bot posted (chat.update: the channel id and ts its post returned).
+        SlackDeliveryError when it cannot: no bot token, a webhook's message (no ts), or Slack refused
+        (the message deleted, the channel gone); the caller decides what to post instead."""
+        if self.web is None or not ts:
+            why = "no bot token" if self.web is None else "the message has no ts (posted by the webhook)"
+            raise SlackDeliveryError(f"cannot edit a message in {channel}: {why}")
+        try:
+            response = self.web.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.slack_blocks())
+        except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+            logger.warning("slack update failed", channel=channel, error=_describe(exc))
+            raise SlackDeliveryError(f"could not edit {ts} in {channel}: {_describe(exc)}") from exc
+        return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ts))
 
     def send_to_owner(self, email: str | None, message: Message, *, fallback_channel: str, owner: str) -> Delivery:
         """Direct-message the owner; if Slack does not know them, post to the fallback channel naming them."""
@@ -184,34 +223,10 @@ class SlackNotifier:
         return self.post(fallback_channel, fallback)
 
     def find(self, to: str, since: float, markers: Iterable[str]) -> dict[str, Delivery]:
-        """Which of these block ids a message posted to `to` (a user id: their direct messages with the bot;
-        or a channel id) since `since` (epoch seconds) carries, with the message's ts: proof that a post
-        whose answer was lost did go out. Reads conversations.history (channels:history, groups:history
-        or im:history, as the conversation is; conversations.open, im:write, finds a user's DM channel).
-        SlackDeliveryError when it cannot be read: the caller cannot know, and posts again."""
-        wanted = set(markers)
+        """Which of these block ids a message posted to `to` since `since` carries (see `posted`)."""
         if self.web is None:
             raise SlackDeliveryError("no bot token: Slack's history cannot be read")
-        found: dict[str, Delivery] = {}
-        try:
-            direct = bool(_USER.match(to))
-            channel = str(self.web.conversations_open(users=to)["channel"]["id"]) if direct else to
-            cursor = ""
-            for _ in range(HISTORY_PAGES):
-                page: Any = self.web.conversations_history(
-                    channel=channel, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
-                )
-                for message in page.get("messages") or []:
-                    for block in message.get("blocks") or []:
-                        if block.get("block_id") in wanted:
-                            found[block["block_id"]] = Delivery("bot", channel, str(message.get("ts") or ""), direct)
-                cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
-                if not cursor or len(found) == len(wanted):
-                    break
-        except (SlackApiError, SlackClientError, URLError, OSError, KeyError, TypeError) as exc:
-            logger.warning("slack history unreadable", to=to, error=_describe(exc))
-            raise SlackDeliveryError(f"could not read what was posted to {to}: {_describe(exc)}") from exc
-        return found
+        return posted(self.web, to, since, set(markers))
 
     def upload_file(self, channel: str, content: bytes, *, filename: str, title: str, comment: str = "") -> str:
         """Upload a file to a channel with files_upload_v2 (needs files:write and a channel ID); its file id."""
@@ -271,6 +286,35 @@ def _describe(exc: BaseException) -> str:
 
 def post_response(url: str, body: Mapping[str, Any]) -> None:
     """Answer an interaction through its response_url (update the message, or an ephemeral reply)."""
-    response = WebhookClient(url, timeout=10, retry_handlers=_retry_handlers(3)).send_dict(dict(body))
+    client = TracedWebhookClient(url, name="Slack response_url", timeout=10, retry_handlers=_retry_handlers(3))
+    response = client.send_dict(dict(body))
     if response.status_code != 200:
         raise SlackDeliveryError(f"response_url answered HTTP {response.status_code}: {response.body[:200]}")
+
+
+def posted(web: WebClient, to: str, since: float, wanted: set[str]) -> dict[str, Delivery]:
+    """Which of these block ids a message posted to `to` (a user id: their direct messages with the bot;
+    or a channel id) since `since` (epoch seconds) carries, with the message's ts: proof that a post whose
+    answer was lost did go out. Reads conversations.history (channels:history, groups:history or
+    im:history, as the conversation is; conversations.open, im:write, finds a user's DM channel).
+    SlackDeliveryError when it cannot be read: the caller cannot know, and posts again."""
+    found: dict[str, Delivery] = {}
+    try:
+        direct = bool(_USER.match(to))
+        channel = str(web.conversations_open(users=to)["channel"]["id"]) if direct else to
+        cursor = ""
+        for _ in range(HISTORY_PAGES):
+            page: Any = web.conversations_history(
+                channel=channel, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
+            )
+            for message in page.get("messages") or []:
+                for block in message.get("blocks") or []:
+                    if block.get("block_id") in wanted:
+                        found[block["block_id"]] = Delivery("bot", channel, str(message.get("ts") or ""), direct)
+            cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
+            if not cursor or len(found) == len(wanted):
+                break
+    except (SlackApiError, SlackClientError, URLError, OSError, KeyError, TypeError) as exc:
+        logger.warning("slack history unreadable", to=to, error=_describe(exc))
+        raise SlackDeliveryError(f"could not read what was posted to {to}: {_describe(exc)}") from exc
+    return found

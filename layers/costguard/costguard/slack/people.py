@@ -11,7 +11,7 @@ no longer knows (the person left) is forgotten, and asked again next time.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 from urllib.error import URLError
 
@@ -33,7 +33,9 @@ class KnownUsers(Protocol):
     """Slack ids kept between invocations (the state table)."""
 
     def get(self, email: str) -> tuple[bool, str | None]: ...  # (known, id or None for "not in Slack")
+    def get_many(self, emails: Iterable[str]) -> dict[str, str | None]: ...  # the known ones only
     def put(self, email: str, user_id: str | None) -> None: ...
+    def put_many(self, ids: Mapping[str, str | None]) -> None: ...
     def forget(self, email: str) -> None: ...
 
 
@@ -61,15 +63,12 @@ class SlackPeople:
             return self._ask(email, strict=strict)
 
     def resolve(self, emails: Iterable[str]) -> None:
-        """Learn many ids before they are needed: from the table, then, when many are still unknown,
-        from one walk of users.list. Anything that fails here is left to the one-by-one lookup."""
-        unknown = []
-        for email in dict.fromkeys(e for e in emails if e and e not in self._ids):
-            found, user_id = self.known.get(email) if self.known is not None else (False, None)
-            if found:
-                self._ids[email] = user_id
-            else:
-                unknown.append(email)
+        """Learn many ids before they are needed: from the table (in batches), then, when many are still
+        unknown, from one walk of users.list. Anything that fails here is left to the one-by-one lookup."""
+        wanted = list(dict.fromkeys(e for e in emails if e and e not in self._ids))
+        kept = self.known.get_many(wanted) if self.known is not None and wanted else {}
+        self._ids.update(kept)
+        unknown = [e for e in wanted if e not in kept]
         if len(unknown) < BULK_AFTER or self.web is None:
             return
         try:
@@ -77,8 +76,10 @@ class SlackPeople:
         except (SlackApiError, SlackClientError, URLError, OSError) as exc:
             logger.warning("slack users.list failed; owners are looked up one by one", error=str(exc)[:200])
             return
-        for email in unknown:
-            self._learn(email, members.get(email.lower()))
+        learned = {email: members.get(email.lower()) for email in unknown}
+        self._ids.update(learned)
+        if self.known is not None:
+            self.known.put_many(learned)
 
     def forget(self, email: str) -> None:
         self._ids.pop(email, None)

@@ -107,6 +107,17 @@ class Claims:
             ExpressionAttributeValues={":done": {"S": DONE}, ":detail": {"S": detail}},
         )
 
+    def revise(self, key: str, detail: str) -> None:
+        """Replace what a done claim keeps for later attempts (a message edited or posted anew)."""
+        self.client.update_item(
+            TableName=self.table,
+            Key=self._key(key),
+            UpdateExpression="SET detail = :detail",
+            ConditionExpression="#s = :done",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":done": {"S": DONE}, ":detail": {"S": detail}},
+        )
+
     def release(self, claim: Claim) -> None:
         """The work failed in a way the next attempt should retry at once (not after the lease)."""
         # Someone may have taken it over after our lease ran out: then it is theirs, and stays.

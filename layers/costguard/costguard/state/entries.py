@@ -22,6 +22,15 @@ class EntryKind(StrEnum):
     STOP_FROM_SLACK = "stop-from-slack"
     START_FROM_SLACK = "start-from-slack"
     MORNING_START = "morning-start"  # started before its working hours (costguard:schedule)
+    # SageMaker resources (the entry's instance_id is the resource's key: notebook/<name>, endpoint/<name>,
+    # app/<domain>/<profile or space>/<type>/<name>), apart from the EC2 kinds the digest counts.
+    SAGEMAKER_WARN = "sagemaker-warn"
+    SAGEMAKER_STOP = "sagemaker-stop"  # a notebook instance stopped
+    SAGEMAKER_DELETE = "sagemaker-delete"  # an endpoint or a Studio app deleted
+    SAGEMAKER_CLEAR = "sagemaker-clear-warning"
+    SAGEMAKER_KEEP = "sagemaker-keep"
+    SAGEMAKER_START = "sagemaker-start"  # a notebook started again from Slack
+    SAGEMAKER_RECREATE = "sagemaker-recreate"  # an endpoint recreated from Slack with its kept configuration
 
     @property
     def stopped(self) -> bool:

@@ -74,13 +74,18 @@ class GpuSeriesFinder:
         if one_instance and len(instances) == 1:
             params["Dimensions"] = [{"Name": "InstanceId", "Value": instances[0].instance_id}]
         found: dict[str, set[Dimensions]] = defaultdict(set)
+        pairs: dict[tuple[str, str], tuple[str, str]] = {}  # ("index", "0"), ("name", "NVIDIA A10G"): one of each
         for page in self.client.get_paginator("list_metrics").paginate(**params):
             for metric in page.get("Metrics", []):
-                dims: Dimensions = tuple(sorted((d["Name"], d["Value"]) for d in metric.get("Dimensions", [])))
-                named = dict(dims)
+                named = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
                 instance_id = named.get("InstanceId") or by_host.get(named.get("host", "").split(".")[0], "")
-                if instance_id in by_id:
-                    found[instance_id].add(dims)  # moto lists one entry per datapoint: a set de-duplicates
+                if instance_id not in by_id:
+                    continue
+                if "InstanceId" in named:
+                    named["InstanceId"] = by_id[instance_id].instance_id  # the instance's own string, not a copy
+                # A fleet's series are held until they are read: their repeated parts are shared.
+                dims: Dimensions = tuple(sorted(pairs.setdefault(pair, pair) for pair in named.items()))
+                found[instance_id].add(dims)  # moto lists one entry per datapoint: a set de-duplicates
         return {iid: sorted(_per_gpu(series), key=_gpu_order) for iid, series in found.items()}
 
 

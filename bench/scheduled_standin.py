@@ -1,0 +1,210 @@
+"""The AWS stand-in for the deep dive and the organization digest: the weekly digest's (bench/digest_standin.py,
+with no machines) and Cost Explorer month by month, Cost Anomaly Detection, the Pricing API across
+regions and the hub's figures queue (SQS), in AWS's wire formats.
+
+Cost Explorer does not document how many groups one GetCostAndUsage page holds: this answers 1,000
+(a month's group each) a page, and the floor is counted in the same pages. GetAnomalies: 100 a page.
+An SQS receive of an empty queue waits its WaitTimeSeconds, as a long poll does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from datetime import date
+from typing import Any
+
+from bench.digest_standin import DigestStandIn
+from bench.digest_world import DigestWorld
+from bench.scheduled_worlds import HUB, REGIONS, OrganizationWorld, QuarterWorld
+from bench.standin import ApiError
+
+CE_PAGE = 1_000
+ANOMALY_PAGE = 100
+SQS_BATCH = 10
+
+
+class ScheduledStandIn(DigestStandIn):
+    def __init__(
+        self,
+        *,
+        quarter: QuarterWorld | None = None,
+        organization: OrganizationWorld | None = None,
+        latency_s: float = 0.0,
+        secret: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(DigestWorld(0), latency_s=latency_s, secret=secret)
+        self.quarter, self.organization = quarter, organization
+        self.queue: list[dict[str, Any]] = []  # the figures queue: messages not yet deleted
+        self.deleted: list[str] = []
+        self._queue_lock = threading.Lock()
+        self._json.update(
+            {
+                "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
+                "AWSInsightsIndexService.GetAnomalyMonitors": self.get_anomaly_monitors,
+                "AWSInsightsIndexService.GetAnomalies": self.get_anomalies,
+                "AWSPriceListService.GetProducts": self.get_products,
+                "AmazonSQS.ReceiveMessage": self.receive_message,
+                "AmazonSQS.DeleteMessage": self.delete_message,
+                "AmazonSQS.DeleteMessageBatch": self.delete_message_batch,
+            }
+        )
+        self._query["DescribeReservedInstances"] = lambda _: (
+            '<DescribeReservedInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+            "<requestId>bench</requestId><reservedInstancesSet/></DescribeReservedInstancesResponse>"
+        )
+        if quarter is not None:
+            for sort_key, body in quarter.week_bodies():
+                item = {"pk": {"S": f"week#{HUB}"}, "sk": {"S": sort_key}, "body": {"S": body}}
+                self.items[("costguard-state", json.dumps([item["pk"], item["sk"]]))] = item
+        if organization is not None:
+            for body in organization.hand_offs():
+                self.queue.append({"MessageId": str(uuid.uuid4()), "Body": body, "receives": 0, "hidden": False})
+
+    # ------------------------------------------------------------------ Cost Explorer
+    def get_cost_and_usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.quarter is None or body.get("Granularity") != "MONTHLY":
+            return super().get_cost_and_usage(body)
+        keys = tuple(g["Key"] if g["Type"] == "DIMENSION" else f"TAG:{g['Key']}" for g in body.get("GroupBy", []))
+        months = self.quarter.months
+        if body["TimePeriod"] != {"Start": months[0].isoformat(), "End": "2026-11-01"}:
+            raise ApiError(
+                "UnsupportedByStandIn", f"the quarter's world is August to October, not {body['TimePeriod']}"
+            )
+        flat = [(m, name, amounts[m]) for name, amounts in self.quarter.rows(keys) for m in range(len(months))]
+        flat.sort(key=lambda row: row[0])  # month by month, as Cost Explorer answers
+        start = int(body.get("NextPageToken") or 0)
+        page = flat[start : start + CE_PAGE]
+        results: dict[int, list[dict[str, Any]]] = {}
+        for month, name, amount in page:
+            results.setdefault(month, []).append(
+                {"Keys": list(name), "Metrics": {"UnblendedCost": {"Amount": f"{amount:.4f}", "Unit": "USD"}}}
+            )
+        ends = (*months[1:], date(2026, 11, 1))
+        answer: dict[str, Any] = {
+            "ResultsByTime": [
+                {
+                    "TimePeriod": {"Start": months[m].isoformat(), "End": ends[m].isoformat()},
+                    "Total": {},
+                    "Groups": groups,
+                    "Estimated": False,
+                }
+                for m, groups in sorted(results.items())
+            ],
+            "GroupDefinitions": [{"Type": g["Type"], "Key": g["Key"]} for g in body.get("GroupBy", [])],
+        }
+        if start + CE_PAGE < len(flat):
+            answer["NextPageToken"] = str(start + CE_PAGE)
+        return answer
+
+    def get_anomaly_monitors(self, _: dict[str, Any]) -> dict[str, Any]:
+        monitor = {"MonitorArn": "arn:aws:ce::123456789012:anomalymonitor/bench", "MonitorName": "services",
+                   "MonitorType": "DIMENSIONAL", "MonitorDimension": "SERVICE"}  # fmt: skip
+        return {"AnomalyMonitors": [monitor] if self.quarter and self.quarter.anomalies else []}
+
+    def get_anomalies(self, body: dict[str, Any]) -> dict[str, Any]:
+        assert self.quarter is not None
+        found = [
+            {
+                "AnomalyId": f"anomaly-{k}",
+                "AnomalyStartDate": f"2026-{8 + k % 3:02d}-{1 + k % 28:02d}",
+                "DimensionValue": "Amazon Elastic Compute Cloud - Compute",
+                "RootCauses": [
+                    {
+                        "Service": "Amazon Elastic Compute Cloud - Compute",
+                        "Region": REGIONS[k % len(REGIONS)],
+                        "LinkedAccount": f"{100000000000 + k:012d}",
+                        "UsageType": "BoxUsage:p4d.24xlarge",
+                    }
+                ],
+                "AnomalyScore": {"MaxScore": 0.9, "CurrentScore": 0.5},
+                "Impact": {"MaxImpact": 100.0 + k, "TotalImpact": 1000.0 + k * 37},
+                "MonitorArn": "arn:aws:ce::123456789012:anomalymonitor/bench",
+            }
+            for k in range(self.quarter.anomalies)
+        ]
+        start = int(body.get("NextPageToken") or 0)
+        answer: dict[str, Any] = {"Anomalies": found[start : start + ANOMALY_PAGE]}
+        if start + ANOMALY_PAGE < len(found):
+            answer["NextPageToken"] = str(start + ANOMALY_PAGE)
+        return answer
+
+    # ------------------------------------------------------------------ Pricing
+    def get_products(self, body: dict[str, Any]) -> dict[str, Any]:
+        filters = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
+        instance_type = filters.get("instanceType", "")
+        with self._lock:
+            self.priced[instance_type] += 1
+        if self.quarter is None or instance_type not in self.quarter.types or "locationType" not in filters:
+            return {"PriceList": [], "FormatVersion": "aws_v1"}
+        products = []
+        for region in REGIONS:
+            usd = self.quarter.price(instance_type, region)
+            dimension = {"unit": "Hrs", "pricePerUnit": {"USD": f"{usd:.4f}"}}
+            products.append(
+                json.dumps(
+                    {
+                        "product": {"attributes": {"regionCode": region, "instanceType": instance_type}},
+                        "terms": {"OnDemand": {"t": {"priceDimensions": {"d": dimension}}}},
+                    }
+                )
+            )
+        return {"PriceList": products, "FormatVersion": "aws_v1"}
+
+    # ------------------------------------------------------------------ SQS: the hub's figures queue
+    def receive_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        wanted = int(body.get("MaxNumberOfMessages", 1))
+        if not 1 <= wanted <= SQS_BATCH:
+            raise ApiError("InvalidParameterValue", f"MaxNumberOfMessages {wanted}: 1 to {SQS_BATCH}")
+        with self._queue_lock:
+            visible = [m for m in self.queue if not m["hidden"]][:wanted]
+            for message in visible:
+                message["hidden"] = True  # for VisibilityTimeout: longer than a run
+                message["receives"] += 1
+                message["ReceiptHandle"] = uuid.uuid4().hex
+        if not visible:
+            time.sleep(min(float(body.get("WaitTimeSeconds", 0)), 20.0))  # a long poll of an empty queue
+            return {}
+        return {
+            "Messages": [
+                {
+                    "MessageId": m["MessageId"],
+                    "ReceiptHandle": m["ReceiptHandle"],
+                    "MD5OfBody": hashlib.md5(m["Body"].encode()).hexdigest(),
+                    "Body": m["Body"],
+                    "Attributes": {"ApproximateReceiveCount": str(m["receives"])},
+                }
+                for m in visible
+            ]
+        }
+
+    def _delete(self, receipt: str) -> bool:
+        with self._queue_lock:
+            for message in self.queue:
+                if message.get("ReceiptHandle") == receipt:
+                    self.queue.remove(message)
+                    self.deleted.append(message["Body"])
+                    return True
+        return False
+
+    def delete_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not self._delete(body["ReceiptHandle"]):
+            raise ApiError("ReceiptHandleIsInvalid", "The input receipt handle is invalid")
+        return {}
+
+    def delete_message_batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        entries = body.get("Entries", [])
+        if not 1 <= len(entries) <= SQS_BATCH:
+            raise ApiError("TooManyEntriesInBatchRequest", f"{len(entries)} entries: 1 to {SQS_BATCH}")
+        done = [e for e in entries if self._delete(e["ReceiptHandle"])]
+        failed = [e for e in entries if e not in done]
+        return {
+            "Successful": [{"Id": e["Id"]} for e in done],
+            "Failed": [
+                {"Id": e["Id"], "SenderFault": True, "Code": "ReceiptHandleIsInvalid", "Message": "invalid"}
+                for e in failed
+            ],
+        }

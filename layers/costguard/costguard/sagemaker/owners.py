@@ -1,0 +1,183 @@
+"""Owner tags on SageMaker resources: from the CloudTrail identity of their create call (as it happens, and a
+daily backfill for those that predate the deploy), with the EC2 owner rules (core.ownership).
+
+A Studio app is created by SageMaker with the domain's execution role on the user's behalf: its record often
+names a role, not a person. Its owner is then the `Owner` tag of the user profile it runs for (a private
+space: its owner's profile), and the create call's identity only when that names a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.aws.cloudtrail import EVENT_HISTORY, CloudTrail
+from costguard.aws.sagemaker import SageMaker
+from costguard.core import tags
+from costguard.core.errors import EventValidationError
+from costguard.core.observability import logger
+from costguard.core.ownership import OwnerDecision, OwnerSource, decide_owner
+from costguard.core.records import Skipped
+from costguard.core.sagemaker import Kind, Resource
+from costguard.core.settings import Mode
+from costguard.sagemaker.creations import EVENTS, Creation, parse_lookup_event
+from costguard.state.entries import Entry, EntryKind
+from costguard.state.ledger import Ledger
+
+UNATTRIBUTED = {OwnerSource.SERVICE, OwnerSource.UNKNOWN}
+PERSON = {OwnerSource.IAM_USER, OwnerSource.IDENTITY_CENTER, OwnerSource.FEDERATED_USER, OwnerSource.ROOT}
+RESERVE_SECONDS = 60.0
+
+
+@dataclass
+class OwnerReport:
+    tagged: list[str] = field(default_factory=list)
+    unattributed: list[tuple[str, str, str]] = field(default_factory=list)  # (key, region, why)
+    pages: int = 0
+    deferred: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "sagemaker_tagged": self.tagged,
+            "sagemaker_unattributed": [k for k, _, _ in self.unattributed],
+            "sagemaker_cloudtrail_pages": self.pages,
+            "sagemaker_deferred": self.deferred,
+            "sagemaker_errors": self.errors,
+        }
+
+
+def app_owner(decision: OwnerDecision, holder_tags: dict[str, str], owner_tag_key: str, holder: str) -> OwnerDecision:
+    """A Studio app's owner: the create call's identity when it names a person (an IAM user, an Identity
+    Center or federated user, an email as session name); else its user profile's Owner tag; else nobody
+    (SageMaker's execution role is not a person, and a session name may be SageMaker's own)."""
+    if decision.source is OwnerSource.LAUNCH_TAG:
+        return decision  # the app carries an owner already
+    if decision.owner is not None and (decision.source in PERSON or "@" in decision.owner):
+        return decision
+    profile_owner = holder_tags.get(owner_tag_key, "").strip()
+    if profile_owner:
+        return OwnerDecision(profile_owner, OwnerSource.GROUP_TAG, decision.created_by, f"{owner_tag_key} of {holder}")
+    named = f"created by {decision.owner} (not a person)" if decision.owner else decision.reason
+    return OwnerDecision(
+        None, OwnerSource.UNKNOWN, decision.created_by, f"{named}; {holder} has no {owner_tag_key} tag"
+    )
+
+
+class SageMakerOwners:
+    def __init__(self, *, api: SageMaker, ledger: Ledger, owner_tag_key: str, mode: Mode) -> None:
+        self.api = api
+        self.ledger = ledger
+        self.owner_tag_key = owner_tag_key
+        self.mode = mode
+
+    def decide(self, resource: Resource, creation: Creation | None) -> OwnerDecision:
+        decision = decide_owner(
+            creation.identity if creation else None, existing_tags=resource.tags, owner_tag_key=self.owner_tag_key
+        )
+        if resource.kind is Kind.APP and self.owner_tag_key not in resource.tags:
+            domain, holder, _, _ = resource.app_parts
+            holder_tags = self.api.holder_tags(domain, holder)
+            return app_owner(decision, holder_tags, self.owner_tag_key, holder.replace(".", " ", 1))
+        return decision
+
+    def tag(self, resource: Resource, creation: Creation | None, now: datetime, report: OwnerReport) -> None:
+        decision = self.decide(resource, creation)
+        written = decision.tags_to_write(self.owner_tag_key, resource.tags)
+        if not written:
+            return
+        applied = self.api.add_tags(resource.arn, written)
+        unknown = decision.source in UNATTRIBUTED
+        if unknown:
+            report.unattributed.append((resource.key, resource.region, decision.reason))
+        else:
+            report.tagged.append(resource.key)
+        logger.info("sagemaker owner tagged", resource=resource.key, owner=decision.owner, source=decision.source.value)
+        self.ledger.record(
+            Entry(
+                at=now,
+                kind=EntryKind.OWNER_UNKNOWN if unknown else EntryKind.OWNER_TAGGED,
+                instance_id=resource.key,
+                region=resource.region,
+                mode=self.mode.value,
+                applied=applied,
+                owner=decision.owner or "",
+                instance_type=resource.instance_type,
+                reason=decision.reason,
+            )
+        )
+
+    def tag_creation(self, creation: Creation, now: datetime) -> OwnerReport:
+        report = OwnerReport()
+        resource = self.api.resource(creation.kind, creation.name)
+        if resource is None:
+            logger.warning("created SageMaker resource no longer exists", resource=creation.key)
+            return report
+        self.tag(resource, creation, now, report)
+        return report
+
+    def backfill(
+        self,
+        trail: CloudTrail,
+        now: datetime,
+        *,
+        accelerated: Callable[[str], bool],
+        time_left: Callable[[], float],
+        max_pages: int = 60,
+    ) -> OwnerReport:
+        """Every GPU notebook instance, endpoint and Studio app with neither an owner nor an owner-source tag,
+        attributed from CloudTrail's 90 days of create calls (walked once per event name, newest first, until
+        all are found, the pages run out, or the run nears its end: the rest waits for tomorrow)."""
+        report = OwnerReport()
+        pending: list[Resource] = []
+        for read in (self.api.notebooks, self.api.endpoints, self.api.apps):
+            try:
+                listed = read(accelerated)
+            except READ_ERRORS as exc:  # one kind unreadable (no Studio here, a right missing): said, not fatal
+                report.errors.append(f"{read.__name__}: {error_code(exc)}")
+                continue
+            pending += [r for r in listed if self.owner_tag_key not in r.tags and tags.OWNER_SOURCE not in r.tags]
+        if not pending:
+            return report
+        found = self._walk(trail, pending, now, time_left=time_left, max_pages=max_pages, report=report)
+        for resource in pending:
+            creation = found.get(resource.key)
+            if creation is None and report.deferred:
+                continue  # not searched to the end: not called unknown yet
+            self.tag(resource, creation, now, report)
+        return report
+
+    def _walk(
+        self,
+        trail: CloudTrail,
+        pending: Sequence[Resource],
+        now: datetime,
+        *,
+        time_left: Callable[[], float],
+        max_pages: int,
+        report: OwnerReport,
+    ) -> dict[str, Creation]:
+        wanted = {r.key for r in pending}
+        found: dict[str, Creation] = {}
+        start = max(now - EVENT_HISTORY, min(r.created or r.since for r in pending) - EVENT_HISTORY / 90)
+        for event_name, kind in EVENTS.items():
+            if not any(r.kind is kind for r in pending):
+                continue
+            for pages, (events, more) in enumerate(trail.pages(("EventName", event_name), start, now), start=1):
+                report.pages += 1
+                for result in events:
+                    try:
+                        parsed = parse_lookup_event(result)
+                    except EventValidationError as exc:
+                        logger.warning("unreadable CloudTrail event", event_id=result.get("EventId"), error=str(exc))
+                        continue
+                    if not isinstance(parsed, Skipped) and parsed.key in wanted:
+                        found.setdefault(parsed.key, parsed)  # newest first: the latest create of that name
+                if wanted <= set(found):
+                    return found
+                if more and (pages >= max_pages or time_left() < RESERVE_SECONDS):
+                    report.deferred = True
+                    break
+        return found

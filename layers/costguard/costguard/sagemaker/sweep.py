@@ -1,0 +1,150 @@
+"""The SageMaker sweep in one region: read the GPU notebook instances, Studio apps and real-time endpoints and
+what they did, decide, then warn, stop or delete (sagemaker.acts), and report Studio's idle shutdown
+settings once a week.
+
+A read that fails (a SageMaker API the region lacks, throttling after the retries) costs its part of the
+sweep, said in the report, never the other parts; nothing unread is ever judged idle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
+from costguard.core import formatting, tags
+from costguard.core.observability import logger
+from costguard.core.sagemaker import IdleSetting, Resource
+from costguard.core.settings import Mode, SageMakerPolicy
+from costguard.sagemaker.activity import Activity, app_activity, endpoint_activity, notebook_activity
+from costguard.sagemaker.acts import SageMakerActs
+from costguard.sagemaker.decision import decide, grace, window
+from costguard.sagemaker.figures import LOOKBACK
+from costguard.sagemaker.messages import idle_settings_report
+from costguard.sagemaker.report import SweepReport
+from costguard.state.claims import ClaimState
+
+SETTINGS_TTL = timedelta(days=30)
+
+
+def judged_from(resource: Resource, policy: SageMakerPolicy, now: datetime) -> datetime:
+    """The window ending now, or from the warning if that is earlier: the data must cover the grace period. A
+    warning older than the window and the grace together (the resource was exempt for a while, the sweeps
+    failed for a day) is stale: the data read is the window's, later than it, and the decision warns again
+    rather than acting on a warning its owner read long ago (as the EC2 sweep does)."""
+    start = now - window(resource, policy)
+    warned = formatting.parse_time(resource.tags.get(tags.IDLE_WARNED_AT))
+    if warned is None or warned < resource.since or warned < start - grace(resource, policy):
+        return start
+    return min(start, warned)
+
+
+def shutdown_findings(settings: Sequence[IdleSetting], window_minutes: int) -> list[IdleSetting]:
+    """Settings that let an idle app run on: explicitly off, or longer than the team's window. A domain's
+    default that is not set at all is off (Studio's default); a profile or space that sets nothing inherits."""
+    found = []
+    for setting in settings:
+        off = setting.enabled is False or (setting.enabled is None and setting.scope.startswith("domain"))
+        too_long = bool(setting.enabled) and (setting.timeout_minutes or 0) > window_minutes
+        if off or too_long:
+            found.append(setting)
+    return found
+
+
+class SageMakerSweep:
+    def __init__(
+        self,
+        *,
+        region: str,
+        api: SageMaker,
+        metrics: SageMakerMetrics,
+        acts: SageMakerActs,
+        policy: SageMakerPolicy,
+        mode: Mode,
+        time_left: Callable[[], float] | None = None,
+    ) -> None:
+        self.region = region
+        self.api = api
+        self.metrics = metrics
+        self.acts = acts
+        self.policy = policy
+        self.mode = mode
+        self.time_left = time_left or (lambda: float("inf"))
+
+    def run(self, now: datetime) -> SweepReport:
+        report = SweepReport(self.region)
+        judged: list[tuple[Resource, Activity]] = []
+        for read in (self._notebooks, self._endpoints, self._apps):
+            try:
+                judged += read(now, report)
+            except READ_ERRORS as exc:  # one kind's failure must not cost the others their sweep
+                logger.warning("sagemaker read failed", region=self.region, part=read.__name__, error=str(exc)[:300])
+                report.errors.append(f"{read.__name__.strip('_')}: {error_code(exc)}")
+        report.candidates = len(judged)
+        for resource, activity in judged:
+            decision = decide(resource, activity, self.policy, now, mode=self.mode)
+            report.outcomes.append(self.acts.act(resource, decision, now))
+        self._idle_settings(now, report)
+        return report
+
+    def _notebooks(self, now: datetime, report: SweepReport) -> list[tuple[Resource, Activity]]:
+        notebooks = self.api.notebooks(self.policy.is_accelerated)
+        watched = self.metrics.watched_notebooks() if notebooks else set()
+        report.unwatched = sorted(n.name for n in notebooks if n.name not in watched)
+        seen = [n for n in notebooks if n.name in watched]
+        if not seen:
+            return []
+        start = min(judged_from(n, self.policy, now) for n in seen)
+        series, failed = self.metrics.notebook_series([n.name for n in seen], start, now)
+        return [
+            (
+                n,
+                notebook_activity(
+                    series.get(n.name),
+                    start=judged_from(n, self.policy, now),
+                    now=now,
+                    policy=self.policy,
+                    instance_type=n.instance_type,
+                    error=failed.get(n.name, ""),
+                ),
+            )
+            for n in seen
+        ]
+
+    def _endpoints(self, now: datetime, _report: SweepReport) -> list[tuple[Resource, Activity]]:
+        endpoints = self.api.endpoints(self.policy.is_accelerated)
+        if not endpoints:
+            return []
+        start = min(judged_from(e, self.policy, now) for e in endpoints)
+        series, failed = self.metrics.endpoint_series(endpoints, now - LOOKBACK, start, now)
+        return [
+            (e, endpoint_activity(e, series, window_start=judged_from(e, self.policy, now), now=now, errors=failed))
+            for e in endpoints
+        ]
+
+    def _apps(self, now: datetime, _report: SweepReport) -> list[tuple[Resource, Activity]]:
+        apps = self.api.apps(self.policy.is_accelerated)
+        return [(a, app_activity(a, start=judged_from(a, self.policy, now))) for a in apps]
+
+    def _idle_settings(self, now: datetime, report: SweepReport) -> None:
+        """Once a week per region: Studio settings without idle shutdown, posted to the alerts channel."""
+        if self.mode is Mode.DRY_RUN or self.time_left() < 60:
+            return  # dry-run posts only what it would do to resources; the digest lists these settings too
+        claims = self.acts.claims
+        claim = claims.claim(f"sagemaker-idle-settings:{self.region}:{now:%G-W%V}", now, ttl=SETTINGS_TTL)
+        if claim.state is not ClaimState.TAKEN:
+            return
+        try:
+            findings = shutdown_findings(self.api.idle_settings(), self.policy.studio_idle_minutes)
+            if findings:
+                self.acts.post_alert(idle_settings_report(findings, self.policy.studio_idle_minutes))
+        except READ_ERRORS as exc:
+            claims.release(claim)
+            report.errors.append(f"idle settings: {error_code(exc)}")
+            return
+        except Exception:
+            claims.release(claim)
+            raise
+        claims.done(claim)
+        report.idle_settings_reported = len(findings)

@@ -1,0 +1,49 @@
+"""The whole weekly digest makes the calls its floor says, operation by operation (bench/digest_whole.py
+derives the floor from the account: pages, batches, one call per type, two writes per delivery).
+
+A 300-machine account (bench/digest_world.py), the handler in a fresh process as Lambda runs it,
+against the AWS stand-in with AWS's paging and batch limits and the Slack stand-in with Slack's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from bench.digest_whole import run_weekly
+from bench.digest_world import DigestWorld
+
+N = 300
+
+
+@pytest.fixture(scope="module")
+def run() -> dict[str, Any]:
+    return run_weekly(N, 0.0)
+
+
+def test_every_aws_and_slack_operation_is_at_its_floor(run: dict[str, Any]) -> None:
+    off = {op: c for op, c in run["calls"].items() if c["made"] != c["floor"]}
+    # The one exception: which running machines have an SSM agent is asked 50 ids at a time (the API's page),
+    # where the floor is the fewer of the running and the managed machines. An unfiltered walk would list
+    # every managed node of the region, GPU or not, at the same 50 a page.
+    running = sum(1 for m in DigestWorld(N).machines if m.state == "running")
+    assert off == {
+        "ssm:DescribeInstanceInformation": {
+            "made": math.ceil(running / 50),
+            "floor": off["ssm:DescribeInstanceInformation"]["floor"],
+        }
+    }
+    assert off["ssm:DescribeInstanceInformation"]["made"] <= 1.2 * off["ssm:DescribeInstanceInformation"]["floor"]
+
+
+def test_nothing_is_read_before_a_write_and_each_delivery_is_two_writes(run: dict[str, Any]) -> None:
+    calls = run["calls"]
+    assert "dynamodb:GetItem" not in calls  # no claim was contended, no Slack id read one at a time
+    deliveries = 2 + run["owners_told"]  # the channel post, its chart, each owner told
+    assert calls["dynamodb:PutItem"]["made"] == deliveries + 1  # and the week's record
+    assert calls["dynamodb:UpdateItem"]["made"] == deliveries
+    assert calls["slack:chat.postMessage"]["made"] == 1 + run["owners_told"]
+    assert run["aws_calls"] <= 1.2 * run["aws_floor"]
+    assert run["slack_429s"] == {}  # Slack's limits were kept ahead of time, not learned from refusals

@@ -1,0 +1,65 @@
+"""The weekly digest says what it said before its performance work: the same figures and advice in the
+channel post, in every owner's direct message, in the week kept and handed to the hub, and the same
+dashboards, over the same 400-machine account (bench/digest_world.py).
+
+tests/fixtures/digest_golden.json was captured from the commit before that work by
+`python -m bench.digest_golden --commit 4f0b96e`. Sections added to a message since are allowed (each
+block the old code posted must still be there, the same, in the same order); a change to what an old
+block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from bench.common import ROOT
+from bench.digest_golden import FIXTURE, capture
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict[str, Any]:
+    return dict(json.loads(FIXTURE.read_text()))
+
+
+@pytest.fixture(scope="module")
+def now_said(golden: dict[str, Any]) -> dict[str, Any]:
+    return capture(ROOT, golden["instances"])
+
+
+def in_order(old: Sequence[Any], new: Sequence[Any]) -> list[Any]:
+    """The old blocks that are not in `new`, in their order (new blocks may come between them)."""
+    rest = iter(new)
+    return [block for block in old if not any(block == candidate for candidate in rest)]
+
+
+def test_the_channel_post_says_the_same_figures_and_advice(golden: dict[str, Any], now_said: dict[str, Any]) -> None:
+    [old], [new] = golden["channel"], now_said["channel"]
+    assert new["text"] == old["text"]
+    assert in_order(old["blocks"], new["blocks"]) == []
+
+
+def test_every_owner_is_told_the_same_week_and_no_one_else_is_told(
+    golden: dict[str, Any], now_said: dict[str, Any]
+) -> None:
+    assert sorted(now_said["owners"]) == sorted(golden["owners"])
+    for channel, old in golden["owners"].items():
+        new = now_said["owners"][channel]
+        assert new["text"] == old["text"], channel
+        assert in_order(old["blocks"], new["blocks"]) == [], channel
+
+
+def test_the_week_kept_and_handed_over_and_the_dashboards_are_the_same(
+    golden: dict[str, Any], now_said: dict[str, Any]
+) -> None:
+    for key, value in golden["week_record"].items():
+        assert now_said["week_record"][key] == value, key
+    assert now_said["handed_over"] == [now_said["week_record"]]
+    assert now_said["dashboards"] == golden["dashboards"]
+    for key, value in golden["answer"].items():
+        assert now_said["answer"][key] == value, key
