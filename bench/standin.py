@@ -73,6 +73,7 @@ class StandIn:
             "DynamoDB_20120810.UpdateItem": self.update_item,
             "DynamoDB_20120810.Query": self.query,
             "DynamoDB_20120810.TransactWriteItems": self.transact_write_items,
+            "DynamoDB_20120810.BatchGetItem": self.batch_get_item,
             "secretsmanager.GetSecretValue": self.get_secret_value,
             "AWSPriceListService.GetProducts": lambda _: {"PriceList": [], "FormatVersion": "aws_v1"},
         }
@@ -468,6 +469,19 @@ class StandIn:
             return True
         values, names = body.get("ExpressionAttributeValues"), body.get("ExpressionAttributeNames")
         return holds(body["ConditionExpression"], self.items.get(key), values, names)
+
+    def batch_get_item(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Up to 100 keys a call (owners' Slack ids), as DynamoDB answers them."""
+        keys = [(table, key) for table, request in body.get("RequestItems", {}).items() for key in request["Keys"]]
+        if len(keys) > 100:
+            raise ApiError("ValidationException", f"{len(keys)} keys: at most 100 a BatchGetItem")
+        responses: dict[str, list[Any]] = {}
+        with self._lock:
+            for table, key in keys:
+                found = self.items.get((table, json.dumps([key.get("pk"), key.get("sk")])))
+                if found is not None:
+                    responses.setdefault(table, []).append(found)
+        return {"Responses": responses, "UnprocessedKeys": {}}
 
     def transact_write_items(self, body: dict[str, Any]) -> dict[str, Any]:
         """All or nothing, as DynamoDB does; one failed condition cancels the lot and says which."""
