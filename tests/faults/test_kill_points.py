@@ -220,10 +220,11 @@ SWEEP_NOW = SWEEP_START - timedelta(minutes=SWEEP_START.minute % 5)
 
 
 def sweep_world(slack: SlackStandIn) -> dict[str, Any]:
-    """Two idle machines of alice's to warn, one of bob's (not in Slack: the alerts channel), two warned
-    an hour ago to stop (carol's, and one whose owner is unknown), one warned but back at work."""
+    """Two idle machines of alice's to warn (one message), one of bob's and one of dan's (not in Slack:
+    one roll-up in the alerts channel), two warned an hour ago to stop (carol's, and one whose owner is
+    unknown), one warned but back at work."""
     now = SWEEP_NOW
-    fresh = [launch(now), launch(now)]
+    fresh = [launch(now), launch(now), launch(now, owner="dan@example.com")]
     lonely = launch(now, owner="bob@example.com")
     due = [
         launch(now, owner="carol@example.com", tags=warn_tags(now, 80)),
