@@ -13,22 +13,24 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.cloudwatch.alarms import IdleAlarms
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
-from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.idle.alarms import AlarmKeeper
 from costguard.idle.checks import ActivityChecker
 from costguard.idle.consult import Consultation, sort_out
 from costguard.idle.decision import Action, Decision
+from costguard.idle.delivery import NOTIFY_WORKERS
 from costguard.idle.learned import Learner
 from costguard.idle.mornings import MorningStarts
-from costguard.idle.notices import SweepNotices, tells_schedule
+from costguard.idle.notices import Recovered, SweepNotices, tells_schedule
 from costguard.idle.plan import SweepPlanner
 from costguard.idle.recovery import Recovery
 from costguard.idle.report import Outcome, RegionReport, ledger_entry
@@ -37,13 +39,9 @@ from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
 from costguard.state.entries import Entry
-from costguard.state.ledger import Ledger
-from costguard.state.outbox import Notice, Outbox
+from costguard.state.ledger import Ledger, LedgerWriteError
+from costguard.state.outbox import Outbox
 
-# Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines sends
-# 1,000 messages, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
-NOTIFY_WORKERS = 8
-RECORDED = (Action.WARN, Action.STOP, Action.CLEAR_WARNING, Action.CANCEL_STOP)
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 
 
@@ -111,8 +109,7 @@ class IdleStopper:
         try:  # first: a machine due to start for its work or its hours cannot wait for the rest to succeed
             self.mornings.run(now, report)
         finally:
-            told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
-            gpu = self._act_on(candidates, now, report, one_instance=False, told=told)
+            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))
         if self.manage_alarms:
             self.alarms.reconcile(candidates, gpu, report)
         return report
@@ -122,9 +119,12 @@ class IdleStopper:
         candidates = [i for i in self.ec2.describe([instance_id]) if i.state == "running"]
         report.candidates = len(candidates)
         if candidates:
-            told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
-            self._act_on(candidates, now, report, one_instance=True, told=told)
+            self._act_on(candidates, now, report, one_instance=True, recovered=self._recover(now))
         return report
+
+    def _recover(self, now: datetime) -> Recovered:
+        """What a dead attempt left (dry-run keeps no outbox)."""
+        return self.recovery.run(now) if self.settings.mode.mutates else Recovered()
 
     def on_state_change(self, instance_id: str, state: str) -> RegionReport:
         report = RegionReport(self.region)
@@ -141,11 +141,10 @@ class IdleStopper:
         report: RegionReport,
         *,
         one_instance: bool,
-        told: Mapping[str, Notice],
+        recovered: Recovered,
     ) -> Mapping[str, Sequence[Dimensions]]:
         plan = self.planner.plan(candidates, now, one_instance=one_instance)
         writes = PendingWrites()
-        entries: list[Entry] = []
         decided: list[tuple[Instance, Decision, Future[Outcome]]] = []
         to_check: list[tuple[Instance, Decision]] = []
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
@@ -155,12 +154,9 @@ class IdleStopper:
         def act(instance: Instance, decision: Decision) -> None:
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
-            earlier = told.get(instance.instance_id)
-            if earlier is not None and (tags.IDLE_WARNED_AT in instance.tags or earlier.time < instance.launch_time):
-                earlier = None  # tagged already, or about an earlier run of the machine
             if decision.action is Action.STOP and decision.start_at is not None:
                 writes.start_again(instance.instance_id, decision.start_at)
-            future = pool.submit(self.notices.act, instance, decision, now, writes, earlier)
+            future = pool.submit(self.notices.act, instance, decision, now, writes, recovered)
             decided.append((instance, decision, future))
 
         try:
@@ -169,29 +165,31 @@ class IdleStopper:
             for instance, decision in final:
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
-            # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance;
-            # then each stop AWS took is told to its owner.
-            stopped = self.writer.apply(writes, now)
-            for done in [pool.submit(self.notices.tell_stop, n, o) for _, o, n in stopped]:
-                done.result()
-            self.consult.stopped([i for i, _, _ in stopped], final, plan.gpu_series, now)
-            for instance, decision, outcome in settled:
-                report.outcomes.append(outcome)
-                if outcome.detail.startswith("retry:"):
-                    report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
-                elif decision.action in RECORDED and decision.action is not Action.STOP and not outcome.detail:
-                    entries.append(ledger_entry(instance, outcome, now, mode=self.settings.mode))  # stops: with them
-            entries += scale_in_protection(
-                self.autoscaling,
-                protection_changes,
-                owner_tag_key=self.settings.owner_tag_key,
-                mode=self.settings.mode,
-                now=now,
-                report=report,
-            )
         finally:
             pool.shutdown(wait=True)
+        # The warnings first (each delivered and recorded before its tags are queued); then the EC2 writes of
+        # the whole sweep, a few calls for the fleet instead of one or two per instance; then each stop AWS
+        # took (and each a dead attempt left) is told to its owner.
+        self.notices.send(now)
+        stopped = self.writer.apply(writes, now)
+        self.notices.tell_stops([*recovered.stops, *stopped], now)
+        self.consult.stopped([i for i, _, _ in stopped], final, plan.gpu_series, now)
+        for instance, _, outcome in settled:
+            report.outcomes.append(outcome)
+            if outcome.detail.startswith("retry:"):
+                report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
+        entries = self.notices.reported + scale_in_protection(
+            self.autoscaling,
+            protection_changes,
+            owner_tag_key=self.settings.owner_tag_key,
+            mode=self.settings.mode,
+            now=now,
+            report=report,
+        )
+        try:
             self.ledger.record_many(entries)
+        except (ClientError, BotoCoreError, LedgerWriteError) as exc:
+            report.retryable_errors.append(f"ledger: {len(entries)} record(s) of scale-in protection or dry-run: {exc}")
         return plan.gpu_series
 
 
