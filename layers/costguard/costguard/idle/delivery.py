@@ -27,13 +27,14 @@ from costguard.idle.report import Outcome
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import Delivery, SlackNotifier
 from costguard.state.ledger import LedgerWriteError
-from costguard.state.outbox import DELIVERED, STOP, Notice, Outbox
+from costguard.state.outbox import DELIVERED, NOT_STOPPED, REPORTS, STOP, WOULD_WARN, Notice, Outbox
 
 # Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines may tell 200
 # owners, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
 NOTIFY_WORKERS = 8
 # A delivered warning stays in the outbox this long: a sweep killed before its tags is finished from it.
 TOLD_FOR = timedelta(minutes=40)
+REPORT_HOLD = timedelta(days=2)  # a stop notify-only does not make, reported once in this long
 # What a lease lasts when the invocation's deadline is unknown: longer than any sweep runs (300 s).
 DEFAULT_LEASE = timedelta(minutes=6)
 MAX_LEASE = timedelta(minutes=15)
@@ -92,8 +93,8 @@ class Dispatch:
         """Every telling delivered (or left for the next sweep, its outcome saying why), recipients eight
         at a time; the records whose write failed are tried once more at the end."""
         by_recipient: dict[str, list[Telling]] = defaultdict(list)
-        for telling in tellings:
-            by_recipient[self.recipient(telling.notice.owner)].append(telling)
+        for telling in tellings:  # a report names its channel; a notice goes to its machine's owner
+            by_recipient[telling.notice.to or self.recipient(telling.notice.owner)].append(telling)
         with ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify") as pool:
             for done in [pool.submit(self._send_to, to, group, now) for to, group in by_recipient.items()]:
                 done.result()
@@ -109,13 +110,14 @@ class Dispatch:
         """The messages that carry these tellings to one recipient: one of each kind of notice (split only
         by Block Kit's limits), a part per machine."""
         kinds: dict[str, list[Telling]] = defaultdict(list)
-        for telling in tellings:
-            kinds[telling.notice.kind].append(telling)
+        for telling in tellings:  # the sweep's reports (dry-run, notify-only) are one message
+            kinds["report" if telling.notice.kind in REPORTS else telling.notice.kind].append(telling)
         channel = to == self.alerts_channel
         out = []
-        for group in kinds.values():
+        for kind, group in kinds.items():
             parts = [Part(t.message, t.notice.marker, t.notice.kind) for t in group]
-            for message, carried in gather(parts, channel=channel, why=self._why(group) if channel else ""):
+            why = self._why(group) if channel and kind != "report" else ""
+            for message, carried in gather(parts, channel=channel, why=why):
                 out.append((message, [group[k] for k in carried]))
         return out
 
@@ -175,8 +177,8 @@ class Dispatch:
 
     def _post(self, to: str, message: Message, tellings: list[Telling]) -> Delivery:
         notifier = self.notifier()
-        if to == self.alerts_channel and len(tellings) > 1:  # the gathered message says why it is here
-            return notifier.post(to, message)
+        if to == self.alerts_channel and (len(tellings) > 1 or tellings[0].notice.kind in REPORTS):
+            return notifier.post(to, message)  # a report, or a gathered message that says why it is here
         owner = tellings[0].notice.owner
         email = owner_email(owner, self.email_domain) if owner else None
         return notifier.send_to_owner(email, message, fallback_channel=self.alerts_channel, owner=owner)
@@ -217,6 +219,14 @@ class Dispatch:
 
 
 def delivered(notice: Notice, delivery: Delivery, now: datetime) -> Notice:
-    """A notice as recorded once delivered (a warning then blocks another for TOLD_FOR)."""
-    until = int((now + TOLD_FOR).timestamp())
-    return replace(notice, status=DELIVERED, ts=delivery.ts, to=delivery.channel, lease_until=until, token="")
+    """A notice as recorded once delivered: a warning then blocks another for TOLD_FOR; a would-be
+    warning of dry-run stands for its day, a stop notify-only does not make for as long as a warning may
+    (each machine reported once, not every sweep)."""
+    if notice.kind == WOULD_WARN:
+        until = notice.time + timedelta(days=1)
+    elif notice.kind == NOT_STOPPED:
+        until = now + REPORT_HOLD
+    else:
+        until = now + TOLD_FOR
+    held = int(until.timestamp())
+    return replace(notice, status=DELIVERED, ts=delivery.ts, to=delivery.channel, lease_until=held, token="")

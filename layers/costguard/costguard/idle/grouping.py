@@ -30,6 +30,10 @@ from costguard.slack.blocks import (
 )
 from costguard.slack.buttons import as_menu
 
+# The kinds of the sweep's reports to the alerts channel (state/outbox.py names them; this module stays pure).
+WOULD_WARN, NOT_STOPPED = "would-warn", "not-stopped"
+REPORTS = (WOULD_WARN, NOT_STOPPED)
+
 LINE_PARTS = 4  # a machine's line in the alerts channel: its subject and its first figures
 
 
@@ -124,6 +128,12 @@ def _title(parts: Sequence[Part], run: Sequence[int], channel: bool) -> str:
     kinds = {parts[k].kind for k in run}
     count = len(run)
     machines = f"{count} idle GPU machine{'s' if count != 1 else ''}"
+    if kinds <= set(REPORTS):  # the sweep's report to the alerts channel: nobody else was told
+        if kinds == {WOULD_WARN}:
+            return f"[dry-run] {machines} costguard would warn about"
+        if kinds == {NOT_STOPPED}:
+            return f"{machines} still idle after the grace period, not stopped"
+        return f"{machines}: what costguard would do"
     if kinds == {"stop"}:
         title = f"Stopped {machines}"
     elif kinds == {"cancel"}:

@@ -81,24 +81,6 @@ class Learner:
                 out.append((instance, with_pattern(decision, found, self.policy, now) if found else decision))
         return out
 
-    def note_stops(
-        self,
-        stopped: Sequence[Instance],
-        final: Sequence[tuple[Instance, Decision]],
-        gpu_series: Mapping[str, Sequence[Dimensions]],
-        now: datetime,
-    ) -> None:
-        """Each stop before a learned start, kept for the digest's GPU-hours: when, and how many GPUs."""
-        promised = {i.instance_id for i, d in final if d.action is Action.STOP and d.start_at is not None}
-        for instance in stopped:
-            if instance.instance_id in promised:
-                gpus = len(gpu_series.get(instance.instance_id, ()))
-
-                def change(kept: StartRecord, gpus: int = gpus) -> None:
-                    kept.stopped_at, kept.gpus = formatting.format_time(now), gpus
-
-                self.starts.update(instance.instance_id, now, change)
-
     def _learn(
         self,
         instance: Instance,

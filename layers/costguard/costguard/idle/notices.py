@@ -42,8 +42,7 @@ from costguard.idle.writes import PendingWrites, Stopped
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, post_once
-from costguard.state.entries import Entry
-from costguard.state.outbox import CANCEL, PENDING, STOP, WARN, Notice, Outbox, entry_json
+from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
 
 REPORT_TTL = timedelta(days=2)
 __all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "Recovered", "SweepNotices", "tells_schedule"]
@@ -68,6 +67,7 @@ class Recovered:
     withdrawn: dict[str, Notice] = field(default_factory=dict)
     busy: set[str] = field(default_factory=set)
     stops: Stopped = field(default_factory=list)
+    reported: set[str] = field(default_factory=set)  # reports delivered and still standing (their keys)
 
 
 class OwnerMessages:
@@ -137,7 +137,6 @@ class SweepNotices(OwnerMessages):
             time_left=lambda: self.time_left(),  # noqa: PLW0108 (the sweep replaces time_left after this)
         )
         self._tellings: list[Telling] = []
-        self.reported: list[Entry] = []  # dry-run's warnings said once a day, for the ledger
         self._lock = threading.Lock()
 
     def act(
@@ -179,6 +178,8 @@ class SweepNotices(OwnerMessages):
             outcome.applied, outcome.detail = False, DEFERRED
         elif decision.action is Action.WARN and told is not None:
             writes.tag(instance, outcome, {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after})
+        elif reported(self.mode, decision):
+            self._report(instance, decision, outcome, now, recovered)
         elif decision.action is Action.WARN:
             self._warn(instance, decision, outcome, now, writes)
         elif decision.action is Action.STOP:
@@ -208,19 +209,22 @@ class SweepNotices(OwnerMessages):
         A notice Slack did not take stays in the outbox for the next sweep."""
         self.dispatch.send([Telling(notice, notice.message, outcome) for _, outcome, notice in stopped], now)
 
+    def _report(
+        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, recovered: Recovered
+    ) -> None:
+        """What costguard would do (dry-run) or does not do (notify-only), told to the alerts channel once:
+        gathered with the sweep's other reports in one message, each machine its own record."""
+        price = self.prices.hourly(instance.instance_type, instance.region)
+        notice, message = report_of(self.mode, instance, decision, outcome, now, price)
+        if notice.sk in recovered.reported:
+            outcome.detail = "reported already"
+            return
+        self._queue(Telling(replace(notice, to=self.settings.alerts_channel), message, outcome))
+
     def _warn(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
     ) -> None:
         price = self.prices.hourly(instance.instance_type, instance.region)
-        if self.mode is Mode.DRY_RUN:
-            # No tags in dry-run, so no state: say it once a day per instance instead of every sweep.
-            key = f"dry-run:warn:{instance.instance_id}:{now:%Y-%m-%d}"
-            posted = self.report_once(key, dry_run_notice(instance, decision, price, outcome.owner), now)
-            outcome.applied, outcome.detail = False, "" if posted else "reported already"
-            if posted:  # what it would have done, in the ledger (not applied: the digest counts none of it)
-                with self._lock:
-                    self.reported.append(ledger_entry(instance, outcome, now, mode=self.mode))
-            return
         # The warning is delivered first; only a delivered warning is recorded on the instance, so a
         # machine is never stopped on a warning nobody received.
         warning = idle_warning(instance, decision, price, outcome.owner, now, hours=self.hours_for(instance, now))
@@ -238,11 +242,6 @@ class SweepNotices(OwnerMessages):
     ) -> None:
         owner = outcome.owner
         warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
-        if self.mode is not Mode.ENFORCE:
-            key = f"{self.mode.value}:stop:{instance.instance_id}:{warned_at}"
-            posted = self.report_once(key, not_stopped_notice(instance, decision, self.mode.value, owner), now)
-            outcome.applied, outcome.detail = False, "" if posted else "reported already"
-            return
         price = self.prices.hourly(instance.instance_type, instance.region)
         # Stopped first, told after: the notice waits in the outbox and goes out only for a stop AWS took.
         # It is keyed by the warning it acts on: a retry of a dead attempt writes the same record.
@@ -259,6 +258,30 @@ class SweepNotices(OwnerMessages):
     def _queue(self, telling: Telling) -> None:
         with self._lock:
             self._tellings.append(telling)
+
+
+def reported(mode: Mode, decision: Decision) -> bool:
+    """Told to the alerts channel instead of done: dry-run's warnings, and stops outside enforce."""
+    return (decision.action is Action.WARN and mode is Mode.DRY_RUN) or (
+        decision.action is Action.STOP and mode is not Mode.ENFORCE
+    )
+
+
+def report_of(  # noqa: PLR0917 (a report is all of these)
+    mode: Mode, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, price: Price
+) -> tuple[Notice, Message]:
+    """A report to the alerts channel, with its record: in dry-run, the warning costguard would send (once a
+    day per machine, with what it would have done in the ledger, not applied: the digest counts none of
+    it); in dry-run or notify-only, the stop it does not make (once per warning; nothing done, nothing in
+    the ledger)."""
+    outcome.applied = False
+    if decision.action is Action.WARN:
+        day = formatting.format_time(now.replace(hour=0, minute=0, second=0, microsecond=0))
+        notice = notice_for(mode, WOULD_WARN, instance, day, outcome, now=now)
+        return notice, dry_run_notice(instance, decision, price, outcome.owner)
+    warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "") or formatting.format_time(now)
+    notice = replace(notice_for(mode, NOT_STOPPED, instance, warned_at, outcome, now=now), entry="")
+    return notice, not_stopped_notice(instance, decision, mode.value, outcome.owner)
 
 
 def notice_for(

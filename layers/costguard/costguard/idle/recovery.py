@@ -7,7 +7,12 @@
   happened: the machine's `costguard:stopped-at` (written right after it) is this stop's time, or
   the machine stopped (StateTransitionReason) or started again after the stop was decided; otherwise
   the notice is dropped as superseded (another stop, or none);
-- delivered warnings past their time are removed.
+- delivered warnings past their time are removed (and delivered reports past their day);
+- an effect told to nobody (a working-hours start, a change of scale-in protection) whose attempt
+  died is recorded once AWS shows it happened, else dropped (idle/effects.py).
+
+Dry-run keeps reports only: a stop or a warning left from another mode waits for a mode that tells
+owners (dry-run tells nobody but the alerts channel, and changes nothing).
 """
 
 from __future__ import annotations
@@ -21,13 +26,15 @@ from costguard.core import formatting, tags
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
+from costguard.core.settings import Mode
 from costguard.idle.decision import Action
 from costguard.idle.delivery import AWS_ERRORS, delivered
+from costguard.idle.effects import Effects
 from costguard.idle.notices import Recovered, SweepNotices
 from costguard.idle.report import Outcome
 from costguard.idle.writes import SweepWriter
 from costguard.slack.notifier import Delivery
-from costguard.state.outbox import CANCEL, DELIVERED, SENDING, STOP, WARN, Notice, Outbox
+from costguard.state.outbox import CANCEL, DELIVERED, EFFECTS, REPORTS, SENDING, STOP, WARN, Notice, Outbox
 
 # Clocks differ a little: AWS's time of a stop is checked against costguard's time of its decision.
 SKEW = timedelta(minutes=2)
@@ -59,15 +66,23 @@ def proves_stop(notice: Notice, instance: Instance | None) -> bool:
 
 
 class Recovery:
-    def __init__(self, *, ec2: Ec2, outbox: Outbox, notices: SweepNotices, writer: SweepWriter) -> None:
+    def __init__(
+        self, *, ec2: Ec2, outbox: Outbox, notices: SweepNotices, writer: SweepWriter, effects: Effects
+    ) -> None:
         self.ec2 = ec2
         self.outbox = outbox
         self.notices = notices
         self.writer = writer
+        self.effects = effects
 
     def run(self, now: datetime) -> Recovered:
-        notices = self.outbox.read()
+        records = self.outbox.read()
         recovered = Recovered()
+        dry = self.notices.mode is Mode.DRY_RUN
+        if not dry:
+            self.effects.recover([n for n in records if n.kind in EFFECTS], now)
+        notices = [n for n in records if n.kind in REPORTS or (n.kind not in EFFECTS and not dry)]
+        recovered.reported = {n.sk for n in notices if n.kind in REPORTS and n.status == DELIVERED and n.live(now)}
         stale = [n for n in notices if n.status == DELIVERED and not n.live(now)]
         open_ = [n for n in notices if n.status != DELIVERED]
         recovered.busy = {n.instance_id for n in open_ if n.live(now)}
@@ -85,6 +100,7 @@ class Recovery:
             logger.warning("outbox left as it was for the next sweep", error=str(exc)[:200])
             recovered.busy |= {n.instance_id for n in settled}
             settled = []
+        recovered.reported |= {n.sk for n in settled if n.kind in REPORTS}
         for notice in [n for n in notices if n.status == DELIVERED and n not in stale] + settled:
             (recovered.told if notice.kind == WARN else recovered.withdrawn if notice.kind == CANCEL else {})[
                 notice.instance_id

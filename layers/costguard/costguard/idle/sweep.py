@@ -27,7 +27,8 @@ from costguard.idle.alarms import AlarmKeeper
 from costguard.idle.checks import ActivityChecker
 from costguard.idle.consult import Consultation, sort_out
 from costguard.idle.decision import Action, Decision
-from costguard.idle.delivery import NOTIFY_WORKERS
+from costguard.idle.delivery import AWS_ERRORS, NOTIFY_WORKERS
+from costguard.idle.effects import Effects, effect_record
 from costguard.idle.learned import Learner
 from costguard.idle.mornings import MorningStarts
 from costguard.idle.notices import Recovered, SweepNotices, tells_schedule
@@ -38,9 +39,8 @@ from costguard.idle.writes import PendingWrites, SweepWriter
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
-from costguard.state.entries import Entry
-from costguard.state.ledger import Ledger, LedgerWriteError
-from costguard.state.outbox import Outbox
+from costguard.state.ledger import Ledger
+from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
 
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 
@@ -94,21 +94,26 @@ class IdleStopper:
             mode=settings.mode,
             report_once=self.notices.report_once,
         )
-        self.mornings = MorningStarts(ec2=ec2, ledger=ledger, claims=claims, policy=policy, settings=settings)
+        self.writer.starts = learner.starts if learner is not None else None
+        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=self.notices.time_left)
+        self.mornings = MorningStarts(ec2=ec2, ledger=ledger, effects=self.effects, policy=policy, settings=settings)
         self.mornings.learned.starts = learner.starts if learner is not None else None
-        self.mornings.tell = self.notices.tell if policy.morning_note else None  # the optional morning note
-        self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer)
+        if policy.morning_note:  # the optional morning note, also for a start a dead sweep made
+            self.mornings.tell = self.notices.tell
+            self.effects.on_start = self.mornings.note
+        self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer, effects=self.effects)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
-        candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
-        # Server-side filters narrow the page count; this check is the one the decision relies on.
-        candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
-        report.candidates = len(candidates)
         try:  # first: a machine due to start for its work or its hours cannot wait for the rest to succeed
             self.mornings.run(now, report)
         finally:
+            candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
+            # Server-side filters narrow the page count; this check is the one the decision relies on.
+            candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
+            report.candidates = len(candidates)
+            self.mornings.learned.settle_running(candidates, report)  # learned starts not yet recorded
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))
         if self.manage_alarms:
             self.alarms.reconcile(candidates, gpu, report)
@@ -123,8 +128,8 @@ class IdleStopper:
         return report
 
     def _recover(self, now: datetime) -> Recovered:
-        """What a dead attempt left (dry-run keeps no outbox)."""
-        return self.recovery.run(now) if self.settings.mode.mutates else Recovered()
+        """What a dead attempt left."""
+        return self.recovery.run(now)
 
     def on_state_change(self, instance_id: str, state: str) -> RegionReport:
         report = RegionReport(self.region)
@@ -155,7 +160,8 @@ class IdleStopper:
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             if decision.action is Action.STOP and decision.start_at is not None:
-                writes.start_again(instance.instance_id, decision.start_at)
+                gpus = len(plan.gpu_series.get(instance.instance_id, ()))
+                writes.start_again(instance.instance_id, decision.start_at, gpus)
             future = pool.submit(self.notices.act, instance, decision, now, writes, recovered)
             decided.append((instance, decision, future))
 
@@ -173,23 +179,19 @@ class IdleStopper:
         self.notices.send(now)
         stopped = self.writer.apply(writes, now)
         self.notices.tell_stops([*recovered.stops, *stopped], now)
-        self.consult.stopped([i for i, _, _ in stopped], final, plan.gpu_series, now)
         for instance, _, outcome in settled:
             report.outcomes.append(outcome)
             if outcome.detail.startswith("retry:"):
                 report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
-        entries = self.notices.reported + scale_in_protection(
+        scale_in_protection(
             self.autoscaling,
+            self.effects,
             protection_changes,
             owner_tag_key=self.settings.owner_tag_key,
             mode=self.settings.mode,
             now=now,
             report=report,
         )
-        try:
-            self.ledger.record_many(entries)
-        except (ClientError, BotoCoreError, LedgerWriteError) as exc:
-            report.retryable_errors.append(f"ledger: {len(entries)} record(s) of scale-in protection or dry-run: {exc}")
         return plan.gpu_series
 
 
@@ -202,23 +204,44 @@ def candidate_filters(policy: IdlePolicy) -> list[Any]:
 
 def scale_in_protection(
     autoscaling: AutoScaling,
+    effects: Effects,
     changes: Mapping[tuple[str, bool], Sequence[Instance]],
     *,
     owner_tag_key: str,
     mode: Mode,
     now: datetime,
     report: RegionReport,
-) -> list[Entry]:
-    """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way."""
-    entries = []
+) -> None:
+    """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way,
+    each member's change kept in the outbox before the call and recorded with its ledger entry after it."""
     for (group, protect), members in changes.items():
-        applied = autoscaling.set_protection(group, [m.instance_id for m in members], protect)
         action = Action.PROTECT if protect else Action.UNPROTECT
         reason = f"{'protected from' if protect else 'released for'} scale-in of {group}"
-        for member in members:
-            outcome = Outcome(
-                member.instance_id, member.instance_type, member.owner(owner_tag_key), action, reason, applied
-            )
-            report.outcomes.append(outcome)
-            entries.append(ledger_entry(member, outcome, now, mode=mode))
-    return entries
+        outcomes = [
+            Outcome(m.instance_id, m.instance_type, m.owner(owner_tag_key), action, reason, mode.mutates)
+            for m in members
+        ]
+        report.outcomes += outcomes
+        kind = PROTECT if protect else UNPROTECT
+        records = [
+            effect_record(kind, m, m.launch_time, ledger_entry(m, o, now, mode=mode), now=now, group=group)
+            for m, o in zip(members, outcomes, strict=True)
+        ]
+        try:
+            held = effects.before(records, now)
+        except AWS_ERRORS as exc:  # no record, no change: the next sweep decides again
+            _left(outcomes, report, f"outbox: {exc}")
+            continue
+        try:
+            autoscaling.set_protection(group, [m.instance_id for m in members], protect)
+        except (ClientError, BotoCoreError) as exc:
+            effects.drop(held)
+            _left(outcomes, report, exc)
+            continue
+        effects.after(held)
+
+
+def _left(outcomes: Sequence[Outcome], report: RegionReport, why: object) -> None:
+    for outcome in outcomes:
+        outcome.retry(why)
+        report.retryable_errors.append(f"{outcome.instance_id}: {outcome.detail[6:]}")

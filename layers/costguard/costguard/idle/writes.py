@@ -26,6 +26,7 @@ from costguard.idle.report import Outcome, ledger_entry
 from costguard.slack.blocks import Message
 from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.outbox import WARN, Notice, Outbox
+from costguard.state.startlog import StartLog
 
 # Stop failures that no retry will fix: reported once, not retried every sweep.
 PERMANENT_STOP_ERRORS = {
@@ -50,16 +51,19 @@ class PendingWrites:
     clears: Queued = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # by instance id: more to tag at its stop
+    stop_gpus: dict[str, int] = field(default_factory=dict)  # by instance id: the GPUs a learned start's stop takes off
 
     def stop(self, instance: Instance, outcome: Outcome, notice: Notice) -> None:
         with self.lock:
             self.stops[notice.hibernate].append((instance, outcome))
             self.stop_notices[instance.instance_id] = notice
 
-    def start_again(self, instance_id: str, at: datetime) -> None:
-        """A stop, if it happens, promises to start the machine again then: written before the stop."""
+    def start_again(self, instance_id: str, at: datetime, gpus: int) -> None:
+        """A stop, if it happens, promises to start the machine again then: written before the stop, with
+        the stop's record in the start log (the GPUs it takes off)."""
         with self.lock:
             self.stop_tags[instance_id] = {tags.START_AT: formatting.format_time(at)}
+            self.stop_gpus[instance_id] = gpus
 
     def tag(self, instance: Instance, outcome: Outcome, state: dict[str, str]) -> None:
         with self.lock:
@@ -89,6 +93,7 @@ class SweepWriter:
         self.policy = policy
         self.mode = mode
         self.report_once = report_once  # posts a notice to the alerts channel once per key
+        self.starts: StartLog | None = None  # where a stop before a learned start is kept
 
     def apply(self, writes: PendingWrites, now: datetime) -> Stopped:
         """The stops (their notices pending in the outbox first, their record right after), then warnings
@@ -100,7 +105,7 @@ class SweepWriter:
         return stopped
 
     def _stop(self, writes: PendingWrites, now: datetime) -> Stopped:
-        tag_before_stop(self.ec2, writes)
+        tag_before_stop(self.ec2, self.starts, writes, now)
         if not writes.stop_notices:
             return []
         try:
@@ -210,14 +215,19 @@ class SweepWriter:
         return True
 
 
-def tag_before_stop(ec2: Ec2, writes: PendingWrites) -> None:
+def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, now: datetime) -> None:
     """What a stop's notice promises (when costguard starts the machine again) is on the machine before
-    the stop: a machine whose tag could not be written is not stopped in this sweep."""
+    the stop, and the stop's record in the start log (what the start's GPU-hours are counted from): a
+    kill after the stop loses neither. A machine whose tag or record could not be written is not
+    stopped in this sweep. (A record of a stop that then did not happen is never read: a learned start
+    needs costguard's stopped-at after the machine's last start, and the next promise rewrites it.)"""
     for iid, extra in writes.stop_tags.items():
         if iid not in writes.stop_notices:
             continue
         try:
             ec2.create_tags([iid], extra)
+            if starts is not None:
+                starts.stopping(iid, formatting.format_time(now), writes.stop_gpus.get(iid, 0), now)
         except (ClientError, BotoCoreError) as exc:
             del writes.stop_notices[iid]
             for queued in writes.stops.values():

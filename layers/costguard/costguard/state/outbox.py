@@ -13,7 +13,11 @@ machine (one warning of a machine at a time), a stop and a withdrawn warning by 
   warning) or, for a stop, with the stop's entry as the record is removed: no delivered notice is
   without its entry.
 - A stop's record is written (`pending`) before StopInstances: the next sweep finishes a stop whose
-  sweep died, once AWS's own record of the machine proves that this stop happened.
+  sweep died, once AWS's own record of the machine proves that this stop happened. A working-hours
+  start and a change of scale-in protection are kept the same way (`pending` before their call,
+  removed with their ledger entry after it).
+- A dry-run or notify-only report to the alerts channel is a notice like the others; delivered, its
+  record stays until its day (or its warning) is over, so that the machine is reported once.
 
 One partition per region: each sweep reads it with one Query.
 """
@@ -36,15 +40,25 @@ if TYPE_CHECKING:
 
 PENDING, SENDING, DELIVERED = "pending", "sending", "delivered"
 WARN, STOP, CANCEL = "warn", "stop", "cancel"
+# Reports to the alerts channel in dry-run and notify-only: a warning costguard would send, a stop it
+# does not make.
+WOULD_WARN, NOT_STOPPED = "would-warn", "not-stopped"
+REPORTS = (WOULD_WARN, NOT_STOPPED)
+# Effects told to nobody, kept from before their call until their ledger entry is written.
+START, PROTECT, UNPROTECT = "start", "protect", "unprotect"
+EFFECTS = (START, PROTECT, UNPROTECT)
 KEEP_FOR = timedelta(days=2)
 TRANSACTION = 100  # TransactWriteItems' maximum actions a call
 
 
 @dataclass(frozen=True)
 class Notice:
-    kind: str  # WARN, STOP or CANCEL
+    kind: str  # WARN, STOP or CANCEL; a report (REPORTS); an effect (EFFECTS)
     instance_id: str
-    at: str  # a warning: when it went out; a stop or a withdrawn warning: the warning it acts on (ISO, UTC)
+    # A warning: when it went out; a stop or a withdrawn warning: the warning it acts on; a would-be
+    # warning: its day; a start: the working hours' opening it is for; a protection change: the machine's
+    # launch (ISO, UTC).
+    at: str
     status: str = PENDING
     stop_after: str = ""  # a warning's stop time
     hibernate: bool = False
@@ -59,6 +73,7 @@ class Notice:
     marker: str = ""  # the block_id of its part of the message, to find it in Slack's history
     ts: str = ""  # the message's ts, once delivered
     entry: str = ""  # the ledger entry its delivery proves (JSON)
+    group: str = ""  # a protection change: the Auto Scaling group
     stored_sk: str = ""  # the key it was read under (records from before keys by effect)
 
     @property

@@ -51,15 +51,20 @@ class StartLog:
             logger.warning("learned starts unreadable", machines=len(instance_ids), error=str(exc)[:200])
         return out
 
-    def read(self, instance_id: str) -> StartRecord:
+    def read(self, instance_id: str, *, strict: bool = False) -> StartRecord:
         """What was kept; an empty record when nothing was, or when the table would not answer (a learned
-        pattern is then judged without its past starts: they count against it only once read)."""
+        pattern is then judged without its past starts: they count against it only once read). `strict`:
+        raise instead, for a caller about to write the record back."""
         try:
-            item = self.client.get_item(TableName=self.table, Key=_key(instance_id)).get("Item") or {}
-            return _record(item)
-        except (ClientError, BotoCoreError, ValueError) as exc:
+            item = self.client.get_item(TableName=self.table, Key=_key(instance_id), ConsistentRead=strict).get("Item")
+            return _record(item or {})
+        except (ClientError, BotoCoreError) as exc:
+            if strict:
+                raise
             logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
-            return StartRecord()
+        except ValueError as exc:  # not what costguard writes: read as empty, and written anew
+            logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
+        return StartRecord()
 
     def write(self, instance_id: str, record: StartRecord, now: datetime) -> None:
         """Raises on a failed write: the caller decides what a lost record costs."""
@@ -77,6 +82,22 @@ class StartLog:
                 "expires_at": {"N": str(int((now + KEEP).timestamp()))},
             },
         )
+
+    def made(self, instance_id: str, expected: str, started: str, record: StartRecord, now: datetime) -> None:
+        """A learned start made for the run expected then, kept once however many times it is recorded
+        (`record`: as just read). Raises on a failed write."""
+        if any(s.get("e") == expected for s in record.starts):
+            return
+        record.starts.append({"e": expected, "s": started})
+        self.write(instance_id, record, now)
+
+    def stopping(self, instance_id: str, stopped_at: str, gpus: int, now: datetime) -> None:
+        """The stop costguard is about to make before a learned start: when, and the GPUs it takes off
+        (what the start's GPU-hours are counted from). Written before the stop; raises on a failed read or
+        write, and the machine is then not stopped."""
+        record = self.read(instance_id, strict=True)
+        record.stopped_at, record.gpus = stopped_at, gpus
+        self.write(instance_id, record, now)
 
     def update(self, instance_id: str, now: datetime, change: Any) -> None:
         """Read, change (a function of the record), write; a failure is logged, not raised: what is lost is
