@@ -163,3 +163,64 @@ def test_busy_processes_of_the_systems_services_are_left_out(
         busy.wait()
     names = [p.name for p in report.cpu]  # this machine is shared: other processes may be busy too
     assert any("#i22busy" in n for n in names) is listed, names
+
+
+# ------------------------------------------------------------------ the SSM agent's own cgroup
+# amazon-ssm-agent.service runs with KillMode=process because Session Manager shells and Run Command jobs
+# live in its cgroup and must outlive a restart of the agent: a job started there is someone's work.
+SSM_AGENT_CGROUP = "0::/system.slice/amazon-ssm-agent.service\n"
+
+
+def program(tmp_path: Path, name: str, source: str) -> Path:
+    """A copy of a system binary under another name: a process whose executable is `name`."""
+    path = tmp_path / name
+    path.write_bytes(Path(source).read_bytes())
+    path.chmod(0o755)
+    return path
+
+
+def test_a_job_started_from_a_session_manager_shell_is_listed_but_the_agents_own_programs_are_not(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    job = subprocess.Popen([sys.executable, "-c", "#i22session\nwhile True: pass"])
+    agent = subprocess.Popen([str(program(tmp_path, "amazon-ssm-agent", "/usr/bin/yes"))], stdout=subprocess.DEVNULL)
+    try:
+        cgroups = tmp_path / "proc"
+        cgroups.mkdir()
+        for pid in (job.pid, agent.pid):
+            (cgroups / str(pid)).write_text(SSM_AGENT_CGROUP)
+        report = parse_report(run_check(machine, proc_cgroup=cgroups))
+    finally:
+        for running in (job, agent):
+            running.kill()
+            running.wait()
+    names = [p.name for p in report.cpu]
+    assert any("#i22session" in n for n in names), names  # a person's job, in the agent's cgroup
+    assert not any(n.startswith("amazon-ssm-agent") for n in names), names  # the agent itself: the system's
+
+
+def test_the_ssm_agents_cgroup_counts_as_the_systems_only_for_the_agents_own_programs(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    # Its cgroup's 50 s include a Run Command job's and a Session Manager shell's CPU; the journal's 40 s are
+    # the whole cgroup's when the agent last restarted (what it ran included). Neither is the system's: only
+    # the agent's own processes' CPU is (here a sleeping one, so next to nothing).
+    agent = subprocess.Popen([str(program(tmp_path, "amazon-ssm-agent", "/usr/bin/sleep")), "30"])
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        cgroup(machine["root"], "system.slice", 120_000_000)  # everything in it: the agent's 90 s too
+        unit = machine["root"] / "system.slice" / "amazon-ssm-agent.service"
+        cgroup(machine["root"], "system.slice/amazon-ssm-agent.service", 50_000_000, populated=True)
+        (unit / "cgroup.procs").write_text(f"{agent.pid}\n{job.pid}\n")
+        journal = machine["bin"] / "journalctl"
+        restarted = json.dumps(
+            {"UNIT": "amazon-ssm-agent.service", "CPU_USAGE_NSEC": "40000000000", "__REALTIME_TIMESTAMP": "1500"}
+        )
+        journal.write_text(journal.read_text().replace("\nEOF\n", f"\n{restarted}\nEOF\n"))
+        report = parse_report(run_check(machine))
+    finally:
+        for running in (agent, job):
+            running.kill()
+            running.wait()
+    assert report.cpu_account is not None
+    assert report.cpu_account.system_s == pytest.approx(10.9, abs=0.2)  # as without the agent's cgroup
