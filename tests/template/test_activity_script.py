@@ -61,6 +61,7 @@ def test_the_default_list_names_the_systems_own_services(unit: str) -> None:
         "session-3.scope",
         "slurmd.service",
         "feature-pipeline.service",
+        "systemd-nspawn@trainer.service",  # a container, in machine.slice
     ],
 )
 def test_the_default_list_names_nothing_that_runs_someones_jobs(unit: str) -> None:
@@ -224,3 +225,15 @@ def test_the_ssm_agents_cgroup_counts_as_the_systems_only_for_the_agents_own_pro
             running.wait()
     assert report.cpu_account is not None
     assert report.cpu_account.system_s == pytest.approx(10.9, abs=0.2)  # as without the agent's cgroup
+
+
+def test_a_system_unit_in_a_sub_slice_is_counted_while_it_runs_as_the_journal_counts_it_once_ended(
+    machine: dict[str, Any],
+) -> None:
+    # Template instances run in a slice of their own (system.slice/system-e2scrub.slice/e2scrub@...): counted
+    # only once ended, their journal figure would bring the CPU they used before an answer into the stretch
+    # after it, and make the others' CPU look like less than it was.
+    cgroup(machine["root"], "system.slice/system-e2scrub.slice", 2_000_000)
+    cgroup(machine["root"], "system.slice/system-e2scrub.slice/e2scrub@dev-vda1.service", 2_000_000, populated=True)
+    report = parse_report(run_check(machine))
+    assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 12.9)  # 10.9 s, and e2scrub's 2 s

@@ -74,6 +74,18 @@ def test_a_point_across_an_answer_is_covered_by_the_pair_of_answers_around_it() 
     assert excuses(stretches, answers[1].at - timedelta(minutes=2), 300)
 
 
+def test_a_system_share_that_grew_more_than_the_whole_attributes_nothing_from_there_on() -> None:
+    # A unit counted only once it ended (the journal's lifetime figure: CPU from before the first answer
+    # too) makes the system's share jump past the whole machine's. The 300 s job running between the first
+    # two answers must not be excused by the pair around it all.
+    answers = [
+        answer(45, total=1000, system=400),
+        answer(30, total=1300, system=402),  # a job: 300 s that were not the system's
+        answer(15, total=1320, system=710),  # it ended; its whole life (308 s) logged as if a system unit's
+    ]
+    assert excused(answers, busy_core_percent=50) == ()
+
+
 def test_the_threshold_follows_busiest_core_percent() -> None:
     answers = [answer(30, total=1000, system=400), answer(15, total=1290, system=640)]  # 50 s not the system's
     assert excused(answers, busy_core_percent=50) == ()

@@ -34,6 +34,7 @@ KEEP = timedelta(hours=26)  # answers kept: the longest window (24 h) and its gr
 MAX_ANSWERS = 120
 EDGE = timedelta(minutes=1)  # an answer this far past the sweep's clock is still this sweep's
 PAIRS = 3  # answers are compared with up to this many later ones
+ROUNDING_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -117,21 +118,31 @@ def excused(answers: Sequence[Answer], busy_core_percent: float) -> tuple[tuple[
     """The stretches between two answers of one cgroup v2 boot whose CPU was the system's own: busy CPU
     points wholly inside one are not work (`excuses`). Each pair of answers up to PAIRS apart is its own
     proof, so that a point across an answer is covered by the pair around it. A count that went back
-    attributes nothing (a journal rotated away, a counter reset)."""
+    attributes nothing (a journal rotated away, a counter reset), nor does a system's share that grew more
+    than the whole machine's between two answers: a unit counted only once it ended (its lifetime's CPU
+    logged at once) would make the others' CPU around it look like less than it was."""
     bound = busy_core_percent / 100 * AGENT_INTERVAL_SECONDS
     ordered = sorted((a for a in answers if a.boot and a.total_s is not None and a.system_s is not None), key=_at)
     out = []
     for n, first in enumerate(ordered):
+        previous = first
         for second in ordered[n + 1 : n + 1 + PAIRS]:
-            if second.boot != first.boot:
+            if second.boot != first.boot or not _consistent(previous, second):
                 break
+            previous = second
             total = float(second.total_s or 0) - float(first.total_s or 0)
             system = float(second.system_s or 0) - float(first.system_s or 0)
-            if total < 0 or system < 0:
-                break
             if total - system < bound:
                 out.append((first.at, second.at))
     return tuple(out)
+
+
+def _consistent(earlier: Answer, later: Answer) -> bool:
+    """Both counts went forward, and the system's by no more than the whole machine's (but rounding: each
+    count is sent to a tenth of a second, the agent's own processes' in clock ticks)."""
+    total = float(later.total_s or 0) - float(earlier.total_s or 0)
+    system = float(later.system_s or 0) - float(earlier.system_s or 0)
+    return total >= 0 and system >= 0 and system <= total + ROUNDING_S
 
 
 def excuses(stretches: Sequence[tuple[datetime, datetime]], point: datetime, period_seconds: int) -> bool:
