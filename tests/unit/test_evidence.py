@@ -40,12 +40,22 @@ def test_a_stretch_whose_cpu_was_all_the_systems_excuses_the_busy_points_inside_
     # apt took a core for four minutes (240 s) between two answers; everything else used 12 s.
     answers = [answer(30, total=1000, system=400), answer(15, total=1252, system=640)]
     [(start, end)] = excused(answers, busy_core_percent=50)
-    assert (start, end) == (answers[0].at, answers[1].at)
+    assert (start, end) == (answers[0].at + timedelta(minutes=1), answers[1].at)  # the counters read by then
     inside = answers[0].at + timedelta(minutes=5)
     assert excuses([(start, end)], inside, 300)
     # A point whose period, or the agent's sample a minute before it, reaches outside is not.
     assert not excuses([(start, end)], answers[0].at, 300)
     assert not excuses([(start, end)], end - timedelta(minutes=4), 300)
+
+
+def test_the_minute_after_an_answer_is_not_covered_by_it_its_counters_may_be_read_that_late() -> None:
+    # The check reads the cgroup counters after its 3-second sample and nvidia-smi, within its time limit
+    # of a minute; CPU used before that is in no difference of two answers.
+    answers = [answer(30, total=1000, system=400), answer(15, total=1252, system=640)]
+    stretches = excused(answers, busy_core_percent=50)
+    sample_opening_at_the_answer = answers[0].at + timedelta(minutes=1)
+    assert not excuses(stretches, sample_opening_at_the_answer, 300)
+    assert excuses(stretches, sample_opening_at_the_answer + timedelta(minutes=1), 300)
 
 
 def test_thirty_cpu_seconds_of_anything_else_could_be_a_busy_minute_so_nothing_is_excused() -> None:
@@ -70,7 +80,7 @@ def test_a_point_across_an_answer_is_covered_by_the_pair_of_answers_around_it() 
         answer(15, total=1250, system=644),
     ]
     stretches = excused(answers, busy_core_percent=50)
-    assert (answers[0].at, answers[2].at) in stretches
+    assert (answers[0].at + timedelta(minutes=1), answers[2].at) in stretches
     assert excuses(stretches, answers[1].at - timedelta(minutes=2), 300)
 
 

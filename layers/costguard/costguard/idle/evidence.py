@@ -35,6 +35,11 @@ MAX_ANSWERS = 120
 EDGE = timedelta(minutes=1)  # an answer this far past the sweep's clock is still this sweep's
 PAIRS = 3  # answers are compared with up to this many later ones
 ROUNDING_S = 0.5
+# An answer is dated when the check started; it reads the cgroup counters later (after its CPU sample and
+# nvidia-smi), within the document's time limit. CPU before that is in no difference of two answers, so a
+# stretch opens that long after its first answer (it closes at the second's date: counters read later
+# only count more).
+COUNTERS_LAG = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,7 @@ def excused(answers: Sequence[Answer], busy_core_percent: float) -> tuple[tuple[
             total = float(second.total_s or 0) - float(first.total_s or 0)
             system = float(second.system_s or 0) - float(first.system_s or 0)
             if total - system < bound:
-                out.append((first.at, second.at))
+                out.append((first.at + COUNTERS_LAG, second.at))
     return tuple(out)
 
 
