@@ -237,3 +237,30 @@ def test_a_system_unit_in_a_sub_slice_is_counted_while_it_runs_as_the_journal_co
     cgroup(machine["root"], "system.slice/system-e2scrub.slice/e2scrub@dev-vda1.service", 2_000_000, populated=True)
     report = parse_report(run_check(machine))
     assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 12.9)  # 10.9 s, and e2scrub's 2 s
+
+
+def test_a_notebook_kernel_no_jupyter_server_lists_is_reported_from_its_process(machine: dict[str, Any]) -> None:
+    # VS Code's notebooks start ipykernel themselves, with no server whose runtime file the check reads.
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "-m", "ipykernel_launcher", "--f=/tmp/kernel-v2-1.json"]
+    )
+    try:
+        report = parse_report(run_check(machine))
+    finally:
+        kernel.kill()
+        kernel.wait()
+    assert report.kernels == ()  # no Jupyter server to ask
+    assert report.kernel_processes >= 1  # this machine is shared: others may run one too
+
+
+def test_gpus_are_not_reported_when_nvidia_smi_could_not_list_the_processes_on_them(machine: dict[str, Any]) -> None:
+    fake = machine["bin"] / "nvidia-smi"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --query-compute-apps*) echo "Unable to determine the device handle"; exit 15;; esac\n'
+        'echo "0, 0, 30000"\n'
+    )
+    fake.chmod(0o755)
+    report = parse_report(run_check(machine))
+    assert report.gpus is None  # a GPU whose processes are unknown must not pass for an idle one
+    assert any(e.startswith("nvidia-smi") for e in report.errors)

@@ -152,6 +152,47 @@ def test_an_earlier_answer_in_the_window_that_saw_a_kernel_vetoes_it() -> None:
     assert saw(quiet(), older) is None
 
 
+@pytest.mark.parametrize(
+    ("report", "why"),
+    [
+        # A Jupyter server the check could not ask (HTTPS, a password, busy): its kernels are not "none".
+        (quiet(errors=("jupyter: URLError",)), "the check could not see everything (jupyter: URLError)"),
+        # nvidia-smi failed, or there is none (Trainium, Inferentia, Gaudi): no GPU memory seen is not none held.
+        (
+            quiet(errors=("nvidia-smi: TimeoutExpired",)),
+            "the check could not see everything (nvidia-smi: TimeoutExpired)",
+        ),
+        # A kernel no Jupyter server lists (VS Code's notebooks, a server in a container): its process.
+        (quiet(kernel_processes=1), "1 Jupyter kernel alive"),
+    ],
+)
+def test_what_the_check_could_not_see_or_saw_only_as_a_process_vetoes_certain_idleness(
+    report: ActivityReport, why: str
+) -> None:
+    assert saw(report) == why
+
+
+def test_an_earlier_answer_that_could_not_see_everything_vetoes_it() -> None:
+    earlier = [Answer(NOW - timedelta(minutes=20), blind=True)]
+    assert saw(quiet(), earlier) == "the check could not see everything at 02:40 UTC"
+
+
+def test_input_an_earlier_answer_saw_in_the_window_vetoes_it_though_its_terminal_is_gone() -> None:
+    # Someone typed at 02:30 and logged out: the fresh answer has no terminal left to ask.
+    earlier = [Answer(NOW - timedelta(minutes=20), input_idle_s=600)]
+    assert saw(ActivityReport(), earlier) == "someone typed at 02:30 UTC"
+    long_ago = [Answer(NOW - timedelta(minutes=20), input_idle_s=3600)]  # at 01:40: before the window
+    assert saw(ActivityReport(), long_ago) is None
+
+
+def test_an_answer_keeps_what_the_check_could_not_see_and_the_kernels_it_saw_as_processes() -> None:
+    report = quiet(errors=("jupyter: URLError",), kernel_processes=2, at=int(NOW.timestamp()))
+    kept_answer = Answer.from_json(answer_of(report, NOW).to_json())
+    assert kept_answer is not None
+    assert (kept_answer.blind, kept_answer.kernels) == (True, 2)
+    assert answer_of(quiet(errors=("hook: OSError",)), NOW).blind is False  # a failed hook hides nothing
+
+
 # ------------------------------------------------------------------ GPUs seen by the check alone
 
 

@@ -53,12 +53,19 @@ class Answer:
     gpu_holders: int = 0  # processes holding GPU memory, notebook kernels included
     hook: bool = False  # the owner's hook said keep
     gpu_util: float | None = None  # the busiest GPU; None: GPUs not reported
+    blind: bool = False  # the check could not ask Jupyter for its kernels, or nvidia-smi for the GPUs
     boot: str = ""
     total_s: float | None = None  # cgroup v2 CPU seconds since boot, everything
     system_s: float | None = None  # ... of the system's own services
 
     def to_json(self) -> dict[str, Any]:
-        counts = {"k": self.kernels, "p": round(self.top_cpu, 1), "g": self.gpu_holders, "h": int(self.hook)}
+        counts = {
+            "k": self.kernels,
+            "p": round(self.top_cpu, 1),
+            "g": self.gpu_holders,
+            "h": int(self.hook),
+            "e": int(self.blind),
+        }
         known = {
             "i": self.input_idle_s,
             "u": self.gpu_util,
@@ -83,6 +90,7 @@ class Answer:
                 gpu_holders=int(raw.get("g", 0)),
                 hook=bool(raw.get("h", 0)),
                 gpu_util=_opt_float(raw.get("u")),
+                blind=bool(raw.get("e", 0)),
                 boot=str(raw.get("b", "")),
                 total_s=_opt_float(raw.get("T")),
                 system_s=_opt_float(raw.get("S")),
@@ -102,11 +110,12 @@ def answer_of(report: ActivityReport, now: datetime) -> Answer:
     return Answer(
         at=at,
         input_idle_s=min((s.idle_s for s in report.sessions), default=None),
-        kernels=len(report.kernels),
+        kernels=max(len(report.kernels), report.kernel_processes),
         top_cpu=max((p.cpu for p in report.cpu), default=0.0),
         gpu_holders=sum(1 for p in report.gpu if p.gpu_mib > 0),
         hook=report.hook_exit == 0,
         gpu_util=max(g.util for g in gpus) if gpus else None,
+        blind=bool(report.blind()),
         boot=account.boot if account else "",
         total_s=account.total_s if account else None,
         system_s=account.system_s if account else None,
@@ -162,15 +171,24 @@ def nothing_alive(
     answers: Sequence[Answer], fresh: ActivityReport, *, start: datetime, now: datetime, busy_core_percent: float
 ) -> str | None:
     """Why the machine cannot be called certainly idle since `start`, or None: the fresh answer sees
-    nothing alive and no input since `start`, and no answer kept since `start` saw anything alive."""
+    nothing alive and no input since `start`, no answer kept since `start` saw anything alive or input
+    after `start`, and none of them was blind to kernels or to the GPUs' processes (what the check could
+    not look at is not known to be absent)."""
     minutes = max(1, int((now - start).total_seconds() // 60) + 1)
     seen = alive(fresh, window_minutes=minutes, busy_core_percent=busy_core_percent)
     if seen:
         return seen
+    if fresh.blind():
+        return f"the check could not see everything ({fresh.blind()})"
     for answer in answers:
         if not start <= answer.at <= now:
             continue
         when = f"at {answer.at:%H:%M} UTC"
+        typed = answer.at - timedelta(seconds=answer.input_idle_s) if answer.input_idle_s is not None else None
+        if typed is not None and typed >= start:
+            return f"someone typed at {typed:%H:%M} UTC"  # and logged out since: the fresh answer cannot say
+        if answer.blind:
+            return f"the check could not see everything {when}"
         if answer.hook:
             return f"the owner's keep-alive hook said keep {when}"
         if answer.kernels:
