@@ -105,8 +105,13 @@ def machine(tmp_path: Path) -> dict[str, Any]:
     return {"tmp": tmp_path, "root": root, "bin": bin_dir, "boot": boot}
 
 
-def run_check(machine: dict[str, Any], *, proc_cgroup: Path | None = None) -> str:
+def run_check(
+    machine: dict[str, Any], *, proc_cgroup: Path | None = None, replace: dict[str, str] | None = None
+) -> str:
     script = activity_check_script()
+    for old, new in (replace or {}).items():
+        assert old in script
+        script = script.replace(old, new)
     script = script.replace('root = "/sys/fs/cgroup/"', f'root = "{machine["root"]}/"')
     script = script.replace("/proc/sys/kernel/random/boot_id", str(machine["boot"]))
     if proc_cgroup is not None:
@@ -264,3 +269,28 @@ def test_gpus_are_not_reported_when_nvidia_smi_could_not_list_the_processes_on_t
     report = parse_report(run_check(machine))
     assert report.gpus is None  # a GPU whose processes are unknown must not pass for an idle one
     assert any(e.startswith("nvidia-smi") for e in report.errors)
+
+
+def jupyter_server(machine: dict[str, Any], url: str) -> str:
+    """The check, with one Jupyter server's runtime file, as its user's would be found."""
+    runtime = machine["tmp"] / "runtime"
+    runtime.mkdir(exist_ok=True)
+    (runtime / "jpserver-4242.json").write_text(json.dumps({"url": url, "token": "t"}))
+    return f'glob.glob("{runtime}/*server-*.json") + glob.glob('
+
+
+def test_a_jupyter_server_that_is_gone_is_no_error_but_one_that_does_not_answer_is(machine: dict[str, Any]) -> None:
+    import socket  # noqa: PLC0415
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{closed.getsockname()[1]}/"  # a runtime file left by a server killed
+    home = 'glob.glob("/home/*/.local/share/jupyter/runtime/*server-*.json") + glob.glob('
+    report = parse_report(run_check(machine, replace={home: jupyter_server(machine, gone)}))
+    assert not [e for e in report.errors if e.startswith("jupyter")]
+    with socket.socket() as silent:  # listening, never answering: its kernels are unknown
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        report = parse_report(run_check(machine, replace={home: jupyter_server(machine, url)}))
+    assert [e for e in report.errors if e.startswith("jupyter")]
