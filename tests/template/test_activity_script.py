@@ -4,10 +4,15 @@ busy processes it leaves out because a system service runs them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from fnmatch import fnmatchcase
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +276,36 @@ def test_gpus_are_not_reported_when_nvidia_smi_could_not_list_the_processes_on_t
     assert any(e.startswith("nvidia-smi") for e in report.errors)
 
 
+@contextlib.contextmanager
+def kernel_servers(machine: dict[str, Any], kernels: list[dict[str, str]], servers: int) -> Iterator[str]:
+    """Local Jupyter servers answering /api/kernels with `kernels`, and the glob that finds their runtime files."""
+
+    class Kernels(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(kernels).encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    runtime = machine["tmp"] / "runtime"
+    runtime.mkdir(exist_ok=True)
+    running = []
+    for n in range(servers):
+        server = HTTPServer(("127.0.0.1", 0), Kernels)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        running.append(server)
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        (runtime / f"jpserver-{n}.json").write_text(json.dumps({"url": url, "token": "t"}))
+    try:
+        yield f'glob.glob("{runtime}/*server-*.json") + glob.glob('
+    finally:
+        for server in running:
+            server.shutdown()
+
+
 def jupyter_server(machine: dict[str, Any], url: str) -> str:
     """The check, with one Jupyter server's runtime file, as its user's would be found."""
     runtime = machine["tmp"] / "runtime"
@@ -294,3 +329,101 @@ def test_a_jupyter_server_that_is_gone_is_no_error_but_one_that_does_not_answer_
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
         report = parse_report(run_check(machine, replace={home: jupyter_server(machine, url)}))
     assert [e for e in report.errors if e.startswith("jupyter")]
+
+
+# ------------------------------------------------------------------ bounded output and time
+RUN_COMMAND_OUTPUT = 2500  # ListCommandInvocations returns the first 2,500 characters of a plugin's output
+
+
+def test_the_report_of_a_crowded_8_gpu_box_fits_what_run_command_returns(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    # 12 terminals, 3 Jupyter servers of 10 kernels, 16 processes holding GPU memory, 10 of them with long
+    # names in other alphabets (JSON escapes each such character in 6), a hook's long line, 8 GPUs. (Busy
+    # processes are this shared machine's own: up to 8 more entries.)
+    long = "предобработка_данных_模型训练_données"
+    runner = tmp_path / f"{long}"
+    runner.symlink_to(sys.executable)
+    busy = [subprocess.Popen([str(runner), "-c", "import time; time.sleep(60)", long, long]) for _ in range(10)]
+    pts = tmp_path / "pts"
+    pts.mkdir()
+    for n in range(12):
+        (pts / str(n)).write_text("")
+    hook = tmp_path / "keep-alive"
+    hook.write_text(f"#!/bin/sh\necho '{long * 6}'\nexit 1\n")
+    hook.chmod(0o755)
+    smi = machine["bin"] / "nvidia-smi"
+    apps = "\\n".join(f"{p.pid}, 30000" for p in busy) + "\\n" + "\\n".join(f"{90000 + n}, 500" for n in range(6))
+    gpus = "\\n".join(f"{g}, 0, 30000" for g in range(8))
+    smi.write_text(
+        f'#!/bin/sh\ncase "$1" in --query-compute-apps*) printf "{apps}\\n";; *) printf "{gpus}\\n";; esac\n'
+    )
+    smi.chmod(0o755)
+    kernels = [{"execution_state": "idle", "last_activity": "2026-11-21T01:00:00.000000Z"}] * 10
+    with kernel_servers(machine, kernels, servers=3) as runtime_glob:
+        try:
+            output = run_check(
+                machine,
+                replace={
+                    'glob.glob("/dev/pts/[0-9]*")': f'glob.glob("{pts}/[0-9]*")',
+                    '"tty": dev[5:]': '"tty": "pts/" + os.path.basename(dev)',
+                    'hook = "/etc/costguard/keep-alive"': f'hook = "{hook}"',
+                    'glob.glob("/home/*/.local/share/jupyter/runtime/*server-*.json") + glob.glob(': runtime_glob,
+                },
+            )
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
+    line = output.strip().splitlines()[-1]
+    assert len(line) <= RUN_COMMAND_OUTPUT - 100, len(line)
+    report = parse_report(line)  # what decides is all there: input, kernels, GPU memory held
+    assert len(report.sessions) >= 1
+    assert len(report.kernels) >= 1
+    assert report.gpu[0].gpu_mib == 30000
+    assert [g.index for g in report.gpus or ()] == list(range(8))  # every GPU
+    assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 10.9)
+
+
+def test_a_hung_nvidia_smi_and_a_hung_hook_leave_the_check_time_to_answer(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    smi = machine["bin"] / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nsleep 100\n")  # a GPU stuck in the driver
+    smi.chmod(0o755)
+    hook = tmp_path / "keep-alive"
+    hook.write_text("#!/bin/sh\nsleep 100\n")
+    hook.chmod(0o755)
+    started = time.monotonic()
+    output = run_check(
+        machine,
+        replace={
+            'hook = "/etc/costguard/keep-alive"': f'hook = "{hook}"',
+            "DEADLINE_SECONDS = 30": "DEADLINE_SECONDS = 8",
+        },
+    )
+    assert time.monotonic() - started < 15
+    report = parse_report(output)
+    assert report.gpus is None
+    assert report.blind().startswith("nvidia-smi")
+    assert any(e.startswith("hook") for e in report.errors)  # its owner's word unknown: not "no"
+
+
+OLD_PYTHONS = sorted(
+    str(p) for v in ("3.6", "3.7") for p in (Path.home() / ".pyenv" / "versions").glob(f"{v}.*/bin/python{v}")
+)
+
+
+@pytest.mark.parametrize("python", OLD_PYTHONS or [pytest.param("", marks=pytest.mark.skip("no Python 3.6/3.7 here"))])
+def test_the_check_runs_on_the_python_3_of_amazon_linux_2_and_ubuntu_18_04(
+    machine: dict[str, Any], python: str
+) -> None:
+    (machine["bin"] / "python3").symlink_to(python)  # first on the check's PATH
+    kernel = subprocess.Popen([python, "-c", "import time; time.sleep(30)", "ipykernel_launcher"])
+    try:
+        report = parse_report(run_check(machine))
+    finally:
+        kernel.kill()
+        kernel.wait()
+    assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 10.9)
+    assert report.kernel_processes >= 1

@@ -190,7 +190,8 @@ def test_an_answer_keeps_what_the_check_could_not_see_and_the_kernels_it_saw_as_
     kept_answer = Answer.from_json(answer_of(report, NOW).to_json())
     assert kept_answer is not None
     assert (kept_answer.blind, kept_answer.kernels) == (True, 2)
-    assert answer_of(quiet(errors=("hook: OSError",)), NOW).blind is False  # a failed hook hides nothing
+    assert answer_of(quiet(errors=("hook: TimeoutExpired",)), NOW).blind is True  # the owner's word unknown
+    assert answer_of(quiet(errors=("cgroup: OSError",)), NOW).blind is False  # hides no sign of life
 
 
 # ------------------------------------------------------------------ GPUs seen by the check alone

@@ -91,8 +91,8 @@ class ActivityReport:
 
     def blind(self) -> str:
         """What the check could not look at that certain idleness needs, or "": a Jupyter server it could
-        not ask (its kernels are unknown, not none), or nvidia-smi failing or missing (Trainium, Inferentia,
-        Gaudi: GPU memory held is unknown, not none)."""
+        not ask (its kernels are unknown, not none), nvidia-smi failing or missing (Trainium, Inferentia,
+        Gaudi: GPU memory held is unknown, not none), or the owner's hook failing or out of time."""
         return next((e for e in self.errors if e.startswith(BLINDING)), "")
 
 
@@ -112,7 +112,8 @@ class ActivityJudgement:
     notes: tuple[str, ...] = field(default=())  # what is worth telling even when idle
 
 
-BLINDING = ("jupyter", "nvidia-smi")  # the check's errors that hide a kernel or a process on a GPU
+# The check's errors that hide a kernel, a process on a GPU, or the owner's word (a hook that could not run).
+BLINDING = ("jupyter", "nvidia-smi", "hook")
 
 
 class ReportError(ValueError):
