@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 
+from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
 from costguard.core.settings import IdlePolicy
 from costguard.runtime import Runtime
@@ -277,3 +278,45 @@ def test_a_learned_start_is_made_even_when_the_rest_of_its_sweep_fails(
     with pytest.raises(app.SweepIncomplete):  # retried by the scheduler, as any failed sweep
         app.lambda_handler(SWEEP, lambda_context, runtime=runtime, policy=POLICY)
     assert state_of(iid) == "running"  # the run does not find its machine stopped
+
+
+def test_a_box_its_owner_tagged_exempt_since_its_stop_is_not_started_by_costguard(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.EXEMPT, "Value": "moving it to the new pipeline"}])
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+    assert tags.START_AT not in tags_of(iid)  # let go: costguard leaves an exempt machine alone
+
+
+def test_dont_start_pressed_while_the_sweep_is_about_to_start_the_box_wins(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    listing = Ec2.iter_instances
+
+    def clicked_meanwhile(self: Ec2, filters: Any = ()) -> Any:
+        for instance in listing(self, filters):
+            if tags.START_AT in instance.tags and instance.state == "stopped":  # listed with its start-at,
+                ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.LEARNED_START, "Value": "off"}])
+                ec2().delete_tags(Resources=[iid], Tags=[{"Key": tags.START_AT}])  # then the owner's click lands
+            yield instance
+
+    monkeypatch.setattr(Ec2, "iter_instances", clicked_meanwhile)
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"

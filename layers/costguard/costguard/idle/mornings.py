@@ -160,6 +160,17 @@ class LearnedStarts:
         claim = self.claims.claim(f"learned-start:{iid}:{formatting.format_time(start_at)}", now, ttl=timedelta(days=2))
         if claim.state is not ClaimState.TAKEN:
             return
+        # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
+        # the sweep listed the machine wins over what the listing said.
+        current = next(iter(self.ec2.describe([iid])), None)
+        why_not = still_refused(instance, current, start_at, now, self.policy)
+        if why_not:
+            self.claims.done(claim)
+            if current is not None and current.state == "stopped" and tags.START_AT in current.tags:
+                self._let_go(current, why_not)
+            else:
+                logger.info("learned start not made", instance_id=iid, reason=why_not)
+            return
         try:
             applied = self.ec2.start(iid)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, in time or not
@@ -198,11 +209,14 @@ class LearnedStarts:
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
     """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
-    only while the run can be met, and not on a machine whose owner turned learned starts off."""
+    only while the run can be met, and not on a machine whose owner turned learned starts off or tagged it
+    exempt (costguard then leaves it alone, starts included)."""
     if start_at is None:
         return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
     if not policy.learned_starts or instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
         return "learned starts are off for it"
+    if tags.EXEMPT in instance.tags:
+        return "exempt: costguard leaves it alone"
     stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
     if stopped_at is None or stopped_at < instance.launch_time:
         return "costguard did not make its last stop: someone started it since"
@@ -211,6 +225,19 @@ def learned_start_refused(instance: Instance, start_at: datetime | None, now: da
     if now > start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
         return f"its run was due at {start_at:%H:%M} UTC: too late to start it for that"
     return ""
+
+
+def still_refused(
+    listed: Instance, current: Instance | None, start_at: datetime, now: datetime, policy: IdlePolicy
+) -> str:
+    """Why the start the sweep's listing allowed is not made after all, as the machine is now, or ""."""
+    if current is None:
+        return "gone"
+    if current.state != "stopped":
+        return f"{current.state}: started by someone else"
+    if current.tags.get(tags.START_AT) != listed.tags.get(tags.START_AT):
+        return f"its {tags.START_AT} changed since the sweep listed it"
+    return learned_start_refused(current, start_at, now, policy)
 
 
 def hours_offer(history: MachineHistory) -> Callable[[Instance, datetime], str | None]:
