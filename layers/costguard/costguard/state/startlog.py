@@ -55,11 +55,14 @@ class StartLog:
         """What was kept; an empty record when nothing was, or when the table would not answer (a learned
         pattern is then judged without its past starts: they count against it only once read)."""
         try:
-            item = self.client.get_item(TableName=self.table, Key=_key(instance_id)).get("Item") or {}
-            return _record(item)
+            return self._get(instance_id)
         except (ClientError, BotoCoreError, ValueError) as exc:
             logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
             return StartRecord()
+
+    def _get(self, instance_id: str) -> StartRecord:
+        item = self.client.get_item(TableName=self.table, Key=_key(instance_id)).get("Item") or {}
+        return _record(item)
 
     def write(self, instance_id: str, record: StartRecord, now: datetime) -> None:
         """Raises on a failed write: the caller decides what a lost record costs."""
@@ -80,12 +83,13 @@ class StartLog:
 
     def update(self, instance_id: str, now: datetime, change: Any) -> None:
         """Read, change (a function of the record), write; a failure is logged, not raised: what is lost is
-        a judgement of a past start, or a stop's GPU count for the digest."""
+        a judgement of a past start, or a stop's GPU count for the digest. A record that could not be read
+        is left as it is (written over, its broken patterns and past starts would be lost)."""
         try:
-            record = self.read(instance_id)
+            record = self._get(instance_id)
             change(record)
             self.write(instance_id, record, now)
-        except (ClientError, BotoCoreError) as exc:
+        except (ClientError, BotoCoreError, ValueError) as exc:
             logger.warning("learned starts not kept", instance_id=instance_id, error=str(exc)[:200])
 
 
