@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
@@ -320,3 +321,48 @@ def test_dont_start_pressed_while_the_sweep_is_about_to_start_the_box_wins(
     start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
     assert state_of(iid) == "stopped"
+
+
+def test_a_start_at_costguard_did_not_promise_is_not_honoured(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Someone who may tag a machine writes the tags of a learned start on it: costguard's own stop an hour
+    # ago, a start due now. costguard keeps the start times it promises (before the stop it promises them
+    # at), and this one it never promised.
+    iid = launch(now, instance_type="g5.xlarge", hours=24)
+    ec2().stop_instances(InstanceIds=[iid])
+    forged = {
+        tags.STOPPED_AT: formatting.format_time(now - timedelta(hours=1)),
+        tags.START_AT: formatting.format_time(now),
+    }
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": k, "Value": v} for k, v in forged.items()])
+    assert sweep(runtime, now, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+    assert tags.START_AT not in tags_of(iid)
+
+
+def test_the_start_time_a_stop_promises_is_kept_before_the_stop(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    dynamodb = runtime.client("dynamodb")
+    put_item = dynamodb.put_item
+
+    def refused(**params: Any) -> Any:  # DynamoDB refuses the promise's write
+        if params["Item"]["pk"]["S"].startswith("learned#"):
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": ""}}, "PutItem")
+        return put_item(**params)
+
+    monkeypatch.setattr(dynamodb, "put_item", refused)
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["stopped"] == []  # a start it could not vouch for later is not promised: no stop this sweep
+    assert state_of(iid) == "running"
+    monkeypatch.setattr(dynamodb, "put_item", put_item)
+    assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == [iid]  # the scheduler's retry
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]

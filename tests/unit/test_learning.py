@@ -4,6 +4,7 @@ change of clocks; and what it does to a warning or a stop."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -254,3 +255,32 @@ def test_a_stop_whose_fortnight_could_not_be_read_waits_and_a_warning_goes_out()
     assert [d.action for _, d in out] == [Action.STOP, Action.NONE, Action.WARN]
     assert out[1][1].reason.startswith("its last two weeks could not be read")
     assert metrics.periods == [900]  # quarter-hours, three machines' series in one call
+
+
+class Refusing(Nothing):
+    """The learned starts' record, which DynamoDB will not write."""
+
+    def update(self, *_: Any) -> bool:
+        return False
+
+
+def test_a_learned_start_that_cannot_be_recorded_is_not_promised() -> None:
+    learner = Learner(
+        metrics=None,  # type: ignore[arg-type]
+        history=Refusing(),  # type: ignore[arg-type]
+        starts=Refusing(),  # type: ignore[arg-type]
+        ledger=None,  # type: ignore[arg-type]
+        policy=POLICY,
+        mode=Mode.ENFORCE,
+        owner_tag_key="Owner",
+    )
+    machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20))
+    start_at = datetime(2026, 11, 22, 1, 45, tzinfo=UTC)
+    stop = Decision("i-1", Action.STOP, "idle", stop_after=NOW, learned="starts work at about 02:00", start_at=start_at)
+    held = learner._promised(machine, stop, NOW)
+    assert held.action is Action.NONE  # a stop whose start could not be vouched for later waits
+    assert held.reason.startswith("its learned start could not be recorded")
+    warning = replace(stop, action=Action.WARN, stop_after=NOW + timedelta(minutes=30))
+    plain = learner._promised(machine, warning, NOW)
+    assert plain.action is Action.WARN  # the warning goes out, promising nothing
+    assert (plain.learned, plain.start_at) == ("", None)

@@ -78,8 +78,23 @@ class Learner:
                 )
                 out.append((instance, replace(decision, action=Action.NONE, reason=why)))
             else:
-                out.append((instance, with_pattern(decision, found, self.policy, now) if found else decision))
+                adjusted = with_pattern(decision, found, self.policy, now) if found else decision
+                out.append((instance, self._promised(instance, adjusted, now)))
         return out
+
+    def _promised(self, instance: Instance, decision: Decision, now: datetime) -> Decision:
+        """A warning or a stop that announces a learned start, with that start kept first among the times
+        costguard promised (a start-at it did not promise, it does not honour). Not kept: the stop waits
+        for a sweep that can keep it; the warning goes out without the promise."""
+        if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
+            return decision
+        at = formatting.format_time(decision.start_at)
+        if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at)):
+            return decision
+        if decision.action is Action.STOP:
+            why = "its learned start could not be recorded, to be honoured later: not stopped in this sweep"
+            return replace(decision, action=Action.NONE, reason=why)
+        return replace(decision, learned="", start_at=None)
 
     def note_stops(
         self,

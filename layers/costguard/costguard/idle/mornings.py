@@ -163,7 +163,8 @@ class LearnedStarts:
         # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
         # the sweep listed the machine wins over what the listing said.
         current = next(iter(self.ec2.describe([iid])), None)
-        why_not = still_refused(instance, current, start_at, now, self.policy)
+        record, why_not = self._record(instance, start_at)
+        why_not = still_refused(instance, current, start_at, now, self.policy) or why_not
         if why_not:
             self.claims.done(claim)
             if current is not None and current.state == "stopped" and tags.START_AT in current.tags:
@@ -182,7 +183,6 @@ class LearnedStarts:
         self.claims.done(claim)
         report.started.append(iid)
         report.learned_started.append(iid)
-        record = self.starts.read(iid) if self.starts is not None else StartRecord()
         stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
             record.stopped_at
         )
@@ -205,6 +205,20 @@ class LearnedStarts:
         if applied and self.starts is not None:
             made = {"e": formatting.format_time(expected), "s": formatting.format_time(now)}
             self.starts.update(iid, now, lambda kept: kept.starts.append(made))
+
+    def _record(self, instance: Instance, start_at: datetime) -> tuple[StartRecord, str]:
+        """The machine's learned starts, and why its start-at is not one costguard promised, or "". A record
+        the table would not give is no refusal: the run must not find its machine stopped for DynamoDB."""
+        if self.starts is None:
+            return StartRecord(), ""
+        try:
+            record = self.starts.fetch(instance.instance_id)
+        except (ClientError, BotoCoreError, ValueError) as exc:
+            logger.warning("learned start made unvouched", instance_id=instance.instance_id, error=str(exc)[:200])
+            return StartRecord(), ""
+        if record.vouches(start_at, formatting.parse_time(instance.tags.get(tags.STOPPED_AT))):
+            return record, ""
+        return record, f"costguard never promised a start at {formatting.format_time(start_at)}"
 
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
