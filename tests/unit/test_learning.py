@@ -284,3 +284,34 @@ def test_a_learned_start_that_cannot_be_recorded_is_not_promised() -> None:
     plain = learner._promised(machine, warning, NOW)
     assert plain.action is Action.WARN  # the warning goes out, promising nothing
     assert (plain.learned, plain.start_at) == ("", None)
+
+
+class Kept(Nothing):
+    """The learned starts' record, kept in memory."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, StartRecord] = {}
+
+    def update(self, instance_id: str, _now: datetime, change: Any) -> bool:
+        change(self.records.setdefault(instance_id, StartRecord()))
+        return True
+
+
+def test_a_stop_before_a_learned_start_counts_each_gpu_once_for_the_digest() -> None:
+    starts = Kept()
+    learner = Learner(
+        metrics=None,  # type: ignore[arg-type]
+        history=Nothing(),  # type: ignore[arg-type]
+        starts=starts,  # type: ignore[arg-type]
+        ledger=None,  # type: ignore[arg-type]
+        policy=POLICY,
+        mode=Mode.ENFORCE,
+        owner_tag_key="Owner",
+    )
+    machine = Instance("i-1", "us-east-1", "g5.12xlarge", "running", NOW - timedelta(days=20))
+    stop = Decision("i-1", Action.STOP, "idle", stop_after=NOW, start_at=NOW + timedelta(hours=20))
+    # An agent upgrade lists GPU 0 under two dimension sets for 14 days (with and without `arch`).
+    old, new = (("InstanceId", "i-1"), ("index", "0"), ("name", "NVIDIA A10G")), (("arch", "Ampere"),)
+    series = {"i-1": [old, old + new, *[(("InstanceId", "i-1"), ("index", str(g))) for g in (1, 2, 3)]]}
+    learner.note_stops([machine], [(machine, stop)], series, NOW)
+    assert starts.records["i-1"].gpus == 4

@@ -107,7 +107,8 @@ class Learner:
         promised = {i.instance_id for i, d in final if d.action is Action.STOP and d.start_at is not None}
         for instance in stopped:
             if instance.instance_id in promised:
-                gpus = len(gpu_series.get(instance.instance_id, ()))
+                # One GPU may be listed under two dimension sets (an agent upgrade, for 14 days): by index.
+                gpus = len({dict(d).get("index", str(d)) for d in gpu_series.get(instance.instance_id, ())})
 
                 def change(kept: StartRecord, gpus: int = gpus) -> None:
                     kept.stopped_at, kept.gpus = formatting.format_time(now), gpus
