@@ -70,6 +70,15 @@ def ledger(kind: str) -> list[dict[str, Any]]:
     return [i for i in items if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == kind]
 
 
+def assert_not_started(
+    iid: str, next_run: datetime, runtime: Runtime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep at the time of the box's learned start leaves it stopped."""
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+
+
 @pytest.fixture
 def nightly_box(now: datetime) -> tuple[str, datetime]:
     """A 1-GPU box whose job ran from 3 h 30 ago to 2 h 30 ago, as every day for two weeks; warned half an
@@ -149,9 +158,7 @@ def test_a_learned_start_cancelled_from_slack_is_not_made(
     assert tags.START_AT not in tags_of(iid)
     assert notice.updated  # the notice now says who turned it off
     assert "turned learned starts off" in notice.text
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
 
 
 def test_a_box_its_owner_started_and_stopped_again_is_never_started_by_costguard(
@@ -183,9 +190,7 @@ def test_a_box_its_owner_started_and_stopped_again_is_never_started_by_costguard
     assert tags.START_AT not in tags_of(iid)
     ec2().stop_instances(InstanceIds=[iid])
 
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
 
 
 def test_a_start_at_left_behind_is_not_honoured_after_someone_else_started_the_box(
@@ -200,9 +205,7 @@ def test_a_start_at_left_behind_is_not_honoured_after_someone_else_started_the_b
     sweep(runtime, now, lambda_context, monkeypatch)
     assert tags.START_AT in tags_of(iid)
     moto_fixes.set_launch_time(iid, REGION, now + timedelta(hours=1))  # started and stopped: the event was lost
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
     assert tags.START_AT not in tags_of(iid)  # let go, so the console says what will happen
 
 
@@ -292,9 +295,7 @@ def test_a_box_its_owner_tagged_exempt_since_its_stop_is_not_started_by_costguar
     iid, next_run = nightly_box
     sweep(runtime, now, lambda_context, monkeypatch)
     ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.EXEMPT, "Value": "moving it to the new pipeline"}])
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
     assert tags.START_AT not in tags_of(iid)  # let go: costguard leaves an exempt machine alone
 
 
@@ -318,9 +319,7 @@ def test_dont_start_pressed_while_the_sweep_is_about_to_start_the_box_wins(
             yield instance
 
     monkeypatch.setattr(Ec2, "iter_instances", clicked_meanwhile)
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
 
 
 def test_a_start_at_costguard_did_not_promise_is_not_honoured(

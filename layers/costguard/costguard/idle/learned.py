@@ -18,7 +18,8 @@ from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.decision import Action, Decision
 from costguard.idle.learning import HISTORY_DAYS, Learned, LearnedStart, Quarter, learn, quarters_of, with_pattern
-from costguard.state.entries import Entry, EntryKind
+from costguard.idle.report import machine_entry
+from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.startlog import StartLog, StartRecord
@@ -155,14 +156,12 @@ class Learner:
 
         self.starts.update(instance.instance_id, now, change)
         wasted = [
-            Entry(
-                at=e,
-                kind=EntryKind.LEARNED_START_WASTED,
-                instance_id=instance.instance_id,
-                region=instance.region,
-                mode=self.mode.value,
-                owner=instance.owner(self.owner_tag_key),
-                instance_type=instance.instance_type,
+            machine_entry(
+                instance,
+                EntryKind.LEARNED_START_WASTED,
+                e,
+                mode=self.mode,
+                owner_tag_key=self.owner_tag_key,
                 reason=f"started for work expected at {e:%H:%M} UTC, which did not come",
             )
             for e, work in found.outcomes

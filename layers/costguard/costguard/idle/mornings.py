@@ -28,11 +28,11 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
 from costguard.idle.learning import LATE
 from costguard.idle.messages import morning_start_note, schedule_unreadable_notice
-from costguard.idle.report import RegionReport
+from costguard.idle.report import RegionReport, machine_entry
 from costguard.idle.schedule import ScheduleError, parse_schedule, suggest_schedule
 from costguard.slack.blocks import Message
 from costguard.state.claims import Claims, ClaimState
-from costguard.state.entries import Entry, EntryKind
+from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger, StateTableBusy
 from costguard.state.startlog import StartLog, StartRecord
@@ -93,16 +93,14 @@ class MorningStarts:
         self.claims.done(claim)
         report.started.append(instance.instance_id)
         self.ledger.record(
-            Entry(
-                at=now,
-                kind=EntryKind.MORNING_START,
-                instance_id=instance.instance_id,
-                region=instance.region,
-                mode=self.mode.value,
-                applied=applied,
-                owner=instance.owner(self.owner_tag_key),
-                instance_type=instance.instance_type,
+            machine_entry(
+                instance,
+                EntryKind.MORNING_START,
+                now,
+                mode=self.mode,
+                owner_tag_key=self.owner_tag_key,
                 reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
+                applied=applied,
             )
         )
         if applied and self.tell is not None:
@@ -188,16 +186,14 @@ class LearnedStarts:
         )
         hours = max(0.0, (now - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
         self.ledger.record(
-            Entry(
-                at=now,
-                kind=EntryKind.LEARNED_START,
-                instance_id=iid,
-                region=instance.region,
-                mode=self.mode.value,
-                applied=applied,
-                owner=instance.owner(self.owner_tag_key),
-                instance_type=instance.instance_type,
+            machine_entry(
+                instance,
+                EntryKind.LEARNED_START,
+                now,
+                mode=self.mode,
+                owner_tag_key=self.owner_tag_key,
                 reason=f"its recurring work is expected at {expected:%H:%M} UTC",
+                applied=applied,
                 idle_hours=round(hours, 2),
                 gpu_hours=round(hours * record.gpus, 2),
             )
