@@ -15,7 +15,7 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.decision import Action, Decision
 from costguard.idle.learned import Learner
-from costguard.idle.learning import LearnedStart, Quarter, learn, quarters_of, with_pattern, work_starts
+from costguard.idle.learning import LearnedStart, Pattern, Quarter, learn, quarters_of, with_pattern, work_starts
 from costguard.state.startlog import StartRecord
 
 QUARTER = timedelta(minutes=15)
@@ -315,3 +315,13 @@ def test_a_stop_before_a_learned_start_counts_each_gpu_once_for_the_digest() -> 
     series = {"i-1": [old, old + new, *[(("InstanceId", "i-1"), ("index", str(g))) for g in (1, 2, 3)]]}
     learner.note_stops([machine], [(machine, stop)], series, NOW)
     assert starts.records["i-1"].gpus == 4
+
+
+def test_a_run_at_a_local_time_the_spring_change_skips_is_started_for_before_the_skip() -> None:
+    # Berlin skips 02:00-03:00 on 29 March 2026; cron runs a 02:30 job as the clocks jump, at 03:00 CEST
+    # (01:00 UTC). The machine must be up by then, not at 03:30 CEST as 02:30 read in winter time says.
+    berlin = Pattern("Europe/Berlin", 2 * 60 + 30, frozenset(range(7)), 7, "Europe/Berlin 02:30")
+    assert berlin.next_start(datetime(2026, 3, 28, 6, 0, tzinfo=UTC)) <= datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+    # An hour the autumn change repeats: the first of the two.
+    autumn = datetime(2026, 10, 24, 6, 0, tzinfo=UTC)
+    assert berlin.next_start(autumn) == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST
