@@ -28,11 +28,11 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
 from costguard.idle.learning import LATE
 from costguard.idle.messages import morning_start_note, schedule_unreadable_notice
-from costguard.idle.report import RegionReport
+from costguard.idle.report import RegionReport, machine_entry
 from costguard.idle.schedule import ScheduleError, parse_schedule, suggest_schedule
 from costguard.slack.blocks import Message
 from costguard.state.claims import Claims, ClaimState
-from costguard.state.entries import Entry, EntryKind
+from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger, StateTableBusy
 from costguard.state.startlog import StartLog, StartRecord
@@ -93,16 +93,14 @@ class MorningStarts:
         self.claims.done(claim)
         report.started.append(instance.instance_id)
         self.ledger.record(
-            Entry(
-                at=now,
-                kind=EntryKind.MORNING_START,
-                instance_id=instance.instance_id,
-                region=instance.region,
-                mode=self.mode.value,
-                applied=applied,
-                owner=instance.owner(self.owner_tag_key),
-                instance_type=instance.instance_type,
+            machine_entry(
+                instance,
+                EntryKind.MORNING_START,
+                now,
+                mode=self.mode,
+                owner_tag_key=self.owner_tag_key,
                 reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
+                applied=applied,
             )
         )
         if applied and self.tell is not None:
@@ -160,6 +158,18 @@ class LearnedStarts:
         claim = self.claims.claim(f"learned-start:{iid}:{formatting.format_time(start_at)}", now, ttl=timedelta(days=2))
         if claim.state is not ClaimState.TAKEN:
             return
+        # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
+        # the sweep listed the machine wins over what the listing said.
+        current = next(iter(self.ec2.describe([iid])), None)
+        record, why_not = self._record(instance, start_at)
+        why_not = still_refused(instance, current, start_at, now, self.policy) or why_not
+        if why_not:
+            self.claims.done(claim)
+            if current is not None and current.state == "stopped" and tags.START_AT in current.tags:
+                self._let_go(current, why_not)
+            else:
+                logger.info("learned start not made", instance_id=iid, reason=why_not)
+            return
         try:
             applied = self.ec2.start(iid)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, in time or not
@@ -171,22 +181,19 @@ class LearnedStarts:
         self.claims.done(claim)
         report.started.append(iid)
         report.learned_started.append(iid)
-        record = self.starts.read(iid) if self.starts is not None else StartRecord()
         stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
             record.stopped_at
         )
         hours = max(0.0, (now - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
         self.ledger.record(
-            Entry(
-                at=now,
-                kind=EntryKind.LEARNED_START,
-                instance_id=iid,
-                region=instance.region,
-                mode=self.mode.value,
-                applied=applied,
-                owner=instance.owner(self.owner_tag_key),
-                instance_type=instance.instance_type,
+            machine_entry(
+                instance,
+                EntryKind.LEARNED_START,
+                now,
+                mode=self.mode,
+                owner_tag_key=self.owner_tag_key,
                 reason=f"its recurring work is expected at {expected:%H:%M} UTC",
+                applied=applied,
                 idle_hours=round(hours, 2),
                 gpu_hours=round(hours * record.gpus, 2),
             )
@@ -195,14 +202,31 @@ class LearnedStarts:
             made = {"e": formatting.format_time(expected), "s": formatting.format_time(now)}
             self.starts.update(iid, now, lambda kept: kept.starts.append(made))
 
+    def _record(self, instance: Instance, start_at: datetime) -> tuple[StartRecord, str]:
+        """The machine's learned starts, and why its start-at is not one costguard promised, or "". A record
+        the table would not give is no refusal: the run must not find its machine stopped for DynamoDB."""
+        if self.starts is None:
+            return StartRecord(), ""
+        try:
+            record = self.starts.fetch(instance.instance_id)
+        except (ClientError, BotoCoreError, ValueError) as exc:
+            logger.warning("learned start made unvouched", instance_id=instance.instance_id, error=str(exc)[:200])
+            return StartRecord(), ""
+        if record.vouches(start_at, formatting.parse_time(instance.tags.get(tags.STOPPED_AT))):
+            return record, ""
+        return record, f"costguard never promised a start at {formatting.format_time(start_at)}"
+
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
     """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
-    only while the run can be met, and not on a machine whose owner turned learned starts off."""
+    only while the run can be met, and not on a machine whose owner turned learned starts off or tagged it
+    exempt (costguard then leaves it alone, starts included)."""
     if start_at is None:
         return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
     if not policy.learned_starts or instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
         return "learned starts are off for it"
+    if tags.EXEMPT in instance.tags:
+        return "exempt: costguard leaves it alone"
     stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
     if stopped_at is None or stopped_at < instance.launch_time:
         return "costguard did not make its last stop: someone started it since"
@@ -211,6 +235,19 @@ def learned_start_refused(instance: Instance, start_at: datetime | None, now: da
     if now > start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
         return f"its run was due at {start_at:%H:%M} UTC: too late to start it for that"
     return ""
+
+
+def still_refused(
+    listed: Instance, current: Instance | None, start_at: datetime, now: datetime, policy: IdlePolicy
+) -> str:
+    """Why the start the sweep's listing allowed is not made after all, as the machine is now, or ""."""
+    if current is None:
+        return "gone"
+    if current.state != "stopped":
+        return f"{current.state}: started by someone else"
+    if current.tags.get(tags.START_AT) != listed.tags.get(tags.START_AT):
+        return f"its {tags.START_AT} changed since the sweep listed it"
+    return learned_start_refused(current, start_at, now, policy)
 
 
 def hours_offer(history: MachineHistory) -> Callable[[Instance, datetime], str | None]:
