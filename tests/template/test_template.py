@@ -478,6 +478,32 @@ def test_a_customer_key_encrypts_the_table_the_queues_and_the_log_groups(cfn: di
     assert resources["StateTable"]["DeletionPolicy"] == resources["StateTable"]["UpdateReplacePolicy"] == "Retain"
 
 
+def test_every_alarm_reaches_a_topic_cloudwatch_can_publish_to_and_the_alerts_channel(cfn: dict[str, Any]) -> None:
+    # CloudWatch cannot use the AWS-managed SNS key (its policy cannot allow cloudwatch.amazonaws.com): an
+    # alarm aimed at a topic under it is never delivered, and no error says so.
+    resources = cfn["Resources"]
+    targets = {
+        action["Ref"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        for action in r["Properties"].get("AlarmActions", [])
+        if isinstance(action, dict) and "Ref" in action
+    }
+    assert targets == {"OpsTopic"}
+    key = resources["OpsTopic"]["Properties"].get("KmsMasterKeyId")
+    assert key == {"Fn::If": ["HasKmsKey", {"Ref": "KmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
+    # The alerts channel hears it even without OpsEmail: budget_alerts reads the topic.
+    subscriptions = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::SNS::Subscription" and r["Properties"].get("Protocol") == "lambda"
+    ]
+    assert any(
+        s["TopicArn"] == {"Ref": "OpsTopic"} and s["Endpoint"] == {"Fn::GetAtt": ["BudgetAlertsFunction", "Arn"]}
+        for s in subscriptions
+    )
+
+
 TAGGABLE = {
     "AWS::Lambda::Function",
     "AWS::DynamoDB::Table",
