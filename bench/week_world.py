@@ -12,8 +12,11 @@ GPU agent goes silent for hours on some runs, a waiting job shows 0 % everywhere
 Automation too: nightly cron boxes (a job at a fixed UTC or local hour, every day), and pipeline boxes
 that an upstream export triggers in the evening (weekdays, a little jitter). Idle machines are not
 silent: the system's own timers and agents (apt, unattended-upgrades, snapd, the SSM agent's update)
-take one core for a few minutes a few times a day, at random. Some GPU machines run without the
-CloudWatch agent's GPU plugin but with SSM: only the activity check on them can see their GPUs.
+take one core for a few minutes a few times a day, at random. The SSM agent's update is not the
+system's to the check: its updater runs in the agent's cgroup, where Session Manager shells and Run
+Command jobs run too, and only the agent's own programs are the system's there; it is idle time the
+check cannot excuse. Some GPU machines run without the CloudWatch agent's GPU plugin but with SSM: only
+the activity check on them can see their GPUs.
 
 The check's answers carry what cgroup v2 accounting would say: cumulative CPU seconds since boot, of
 the whole machine and of the system's own services, so that a spike can be attributed afterwards.
@@ -46,6 +49,7 @@ ZONES = ("Europe/Paris", "America/New_York", "Asia/Kolkata")
 AUTOMATION = ("pipeline", "nightly_utc", "nightly_local", "evening_pipeline")
 # The system's own services that take a core for a few minutes, as the check's 3-second sample names them.
 SYSTEM_BUSY = ("unattended-upgr", "apt-get update", "snapd", "amazon-ssm-agent", "man-db", "packagekitd")
+SSM_UPDATE = "amazon-ssm-agent"  # ... its update, run by its updater in the agent's cgroup: not the system's
 PLAN = [
     ("trainer", "p4d.24xlarge"),
     ("trainer", "p5.48xlarge"),
@@ -378,11 +382,13 @@ class World:
             for slot in m.slots:
                 slot.gpu_agent = False
         for slot in m.slots:
+            if slot.system == SSM_UPDATE:  # its updater's CPU: the check cannot call it the system's
+                slot.user_s, slot.system_s = slot.system_s, 0.0
             slot.system_s += self.rng.uniform(0.5, 1.5)
             if slot.work or slot.process:
                 slot.user_s = slot.cpu * m.vcpus * 3  # percent of every vCPU for 300 s
                 continue
-            slot.user_s = self.rng.uniform(0.3, 2.0)
+            slot.user_s += self.rng.uniform(0.3, 2.0)
             slot.cpu = (slot.user_s + slot.system_s) / (m.vcpus * 3)
             if not slot.system:
                 slot.core = 4.0
@@ -408,6 +414,8 @@ class World:
             out["cpu"] = [{"name": slot.process, "cpu": slot.core, "notebook": False}]
         elif slot.system and not cgroups:  # the older check lists the system's own busy processes too
             out["cpu"] = [{"name": slot.system, "cpu": slot.core, "notebook": False}]
+        elif slot.system == SSM_UPDATE:  # ... and this one is not the system's to the check of today
+            out["cpu"] = [{"name": "updater", "cpu": slot.core, "notebook": False}]
         if slot.gpu_holder:
             held: list[object] = list(out["gpu"])  # type: ignore[call-overload]
             out["gpu"] = [*held, {"name": slot.gpu_holder, "mib": 30000, "notebook": False}]

@@ -26,6 +26,7 @@ from costguard.runtime import Runtime
 from costguard.slack.signature import sign
 from demo import accounts, anomaly, fleet, grouped, learned, render, sagemaker
 from demo.clock import DemoClock
+from testing import moto_fixes
 from testing.account import LocalAccount
 from testing.handlers import LambdaContext, load_handler
 
@@ -100,6 +101,7 @@ class Demo:
         # passing, and their waits (activity checks, Slack's pace) cost it seconds, not the wall clock.
         self.time = DemoClock(self.t0)
         self.time.install()
+        moto_fixes.launch_time_at_start(self.time.now)  # a machine started again is one just started, as in AWS
         self.invocations: list[tuple[str, str, str, float]] = []
         self.timeline: list[list[str]] = []
 
@@ -320,10 +322,13 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
             for note in result["notifications"]:
                 print(f"   {note['status']:<12} {note['key']}")
     with step(
-        f"{demo.clock:%H:%M} budget_alerts: a notification costguard cannot read "
-        "(events/budget_alerts/sns-unknown.json)"
+        f"{demo.clock:%H:%M} budget_alerts: a notification costguard cannot read, posted as it came "
+        "(someone tests the budget topic from the SNS console)"
     ):
-        result = demo.invoke("budget_alerts", event("budget_alerts/sns-unknown.json"), "sns-unknown")
+        unknown = event("budget_alerts/sns-unknown.json")  # its text, an older anomaly mail's, is replaced:
+        sns = unknown["Records"][0]["Sns"]  # costguard reads Cost Anomaly Detection's alerts (the next scene)
+        sns.update(Subject="Test", Message="Testing the budget topic from the SNS console. Does costguard see this?")
+        result = demo.invoke("budget_alerts", unknown, "sns-unknown")
         print(f"   {result['notifications'][0]['status']}")
     with step(
         f"{demo.clock:%H:%M} budget_alerts: Cost Anomaly Detection finds EC2 jumping, by EventBridge and SNS, "
@@ -433,7 +438,27 @@ def fleet_rows(demo: Demo, seeded: fleet.SeededFleet, member: accounts.Member) -
     return rows
 
 
+class Transcript:
+    """stdout, kept as well as shown: the HTML page tells the same story, scene by scene."""
+
+    def __init__(self, shown: Any) -> None:
+        self.shown = shown
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return int(self.shown.write(text))
+
+    def flush(self) -> None:
+        self.shown.flush()
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
 def main() -> int:
+    transcript = Transcript(sys.stdout)
+    sys.stdout = transcript
     demo = Demo()
     try:
         print("costguard demo: an emulated AWS account (moto on 127.0.0.1) and a local Slack stand-in")
@@ -485,6 +510,7 @@ def main() -> int:
             return 1
 
         sections = [
+            render.Section("The story, scene by scene", render.story(transcript.text())),
             render.Section(
                 "The fleet at the end",
                 render.table(
@@ -528,6 +554,7 @@ def main() -> int:
         return 0
     finally:
         demo.close()
+        sys.stdout = transcript.shown
 
 
 if __name__ == "__main__":

@@ -121,7 +121,13 @@ def start_scene(demo: Any, sweep: Callable[[], None], run: datetime) -> None:
     """The sweep at carol-batch's start-at (15 minutes before its run) starts it again; the demo's clock
     then goes back to where the other scenes left it (their metrics end at the demo's present)."""
     before = demo.clock
-    demo.clock = max(before, run - timedelta(minutes=15))
-    print(f"\n== {demo.clock:%H:%M} idle_stopper: the sweep a quarter before carol-batch's job (sweep.json)")
+    start_at = run - timedelta(minutes=15)
+    demo.clock = max(before, start_at)
+    what = (
+        "the sweep a quarter before carol-batch's job"
+        if demo.clock == start_at
+        else f"the next sweep (carol-batch's start-at, {start_at:%H:%M}, came with the sweep before)"
+    )
+    print(f"\n== {demo.clock:%H:%M} idle_stopper: {what} (sweep.json)")
     sweep()
     demo.clock = before

@@ -110,6 +110,28 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+STORY_INTRO = (
+    "Each scene runs one costguard function's handler, in this process, on a real-shaped event from events/, "
+    "against an emulated AWS account (moto, and testing/aws_gaps.py for what moto lacks) and a local Slack, on "
+    "the demo's clock (UTC). Below the scenes: the fleet at the end, every idle decision with its reason, every "
+    "invocation, then every Slack message as Slack would show it (the charts and the deep dive's CSV last)."
+)
+
+
+def story(transcript: str) -> str:
+    """The demo's printed story as HTML: each scene (a `== ` heading) and what it printed, up to the fleet at
+    the end (which the page shows as a table); the seconds each scene took in wall time are left out."""
+    scenes = []
+    for chunk in transcript.split("\n== ")[1:]:
+        title, _, rest = chunk.partition("\n")
+        if title.startswith("The fleet at the end"):
+            break
+        lines = [line for line in rest.splitlines() if line.strip() and not re.fullmatch(r" *\(\d+\.\d s\)", line)]
+        body = f"<pre>{html.escape(chr(10).join(line[3:] if line.startswith('   ') else line for line in lines))}</pre>"
+        scenes.append(f"<h3>{html.escape(title)}</h3>" + (body if lines else ""))
+    return f"<p>{html.escape(STORY_INTRO)}</p>" + "".join(scenes)
+
+
 def page(
     title: str,
     sections: Sequence[Section],
@@ -157,7 +179,7 @@ def page(
 <style>
 body {{ font-family: -apple-system, "Segoe UI", Lato, Helvetica, Arial, sans-serif; margin: 0; color: #1d1c1d; background: #f8f8f8; }}
 main {{ max-width: 1100px; margin: 0 auto; padding: 24px; }}
-h1 {{ font-size: 24px; }} h2 {{ font-size: 18px; margin-top: 32px; }}
+h1 {{ font-size: 24px; }} h2 {{ font-size: 18px; margin-top: 32px; }} h3 {{ font-size: 14px; margin: 18px 0 4px; }}
 table {{ border-collapse: collapse; width: 100%; background: #fff; font-size: 13px; }}
 th, td {{ border: 1px solid #ddd; padding: 6px 8px; text-align: left; vertical-align: top; }}
 th {{ background: #f1f1f1; }}

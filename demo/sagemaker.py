@@ -104,7 +104,8 @@ def scene(demo: Any, t0: datetime, step: Callable[[str], Any]) -> None:
     is given back as it was."""
     seed(demo.client, demo.account.gaps, t0)
     was = demo.clock
-    for clock, note in ((t0 - timedelta(minutes=30), "the sweep"), (t0 + timedelta(minutes=3), "after the grace")):
+    first = "SageMaker's own sweep, back at the same morning (a function and schedule of its own)"
+    for clock, note in ((t0 - timedelta(minutes=30), first), (t0 + timedelta(minutes=3), "after the grace")):
         demo.clock = clock
         with step(f"{clock:%H:%M} sagemaker_stopper: {note} (events/sagemaker_stopper/sweep.json)"):
             result = demo.invoke("sagemaker_stopper", SWEEP, "sweep")["regions"][REGION]

@@ -6,7 +6,8 @@
   `RecentlyActive=PT3H`); moto lists every series it ever received. Patched to list like AWS.
 - Launch times: moto launches every instance "now"; tests and the demo need machines that have
   been running for hours. `set_launch_time` moves one back (`set_sagemaker_time`, a notebook
-  instance or an endpoint).
+  instance or an endpoint). AWS also sets LaunchTime again at each start; moto keeps the first one:
+  `launch_time_at_start` (the demo's) makes StartInstances set it, from the caller's clock.
 - SageMaker Studio apps: moto has none, and answers DescribeApp with NotImplementedError; AWS answers
   an app that does not exist with ResourceNotFound. Patched to answer like AWS (every app is absent).
 - DynamoDB transactions: moto backs a TransactWriteItems up by deep-copying the whole table, which
@@ -23,6 +24,7 @@ from __future__ import annotations
 import fnmatch
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +33,7 @@ from moto.cloudwatch.models import CloudWatchBackend
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.ec2.models import ec2_backends
+from moto.ec2.models.instances import Instance
 from moto.sagemaker.exceptions import ResourceNotFound
 from moto.sagemaker.models import sagemaker_backends
 from moto.sagemaker.responses import SageMakerResponse
@@ -98,6 +101,22 @@ def _list_only_series_with_recent_data() -> None:
 def set_launch_time(instance_id: str, region: str, when: datetime, account: str = ACCOUNT) -> None:
     instance = ec2_backends[account][region].get_instance(instance_id)
     instance.launch_time = when.astimezone(UTC).replace(tzinfo=None)
+
+
+def launch_time_at_start(clock: Callable[[], datetime]) -> None:
+    """StartInstances sets the instance's LaunchTime to `clock()`, as AWS does at every start (moto keeps
+    the first launch's). Without it a machine started again looks as if it had run all along: costguard
+    would take it for one that has run a whole window, still warned from before its stop ("a restart
+    resets the story" reads LaunchTime), and stop it again at once."""
+    original = getattr(Instance, "_costguard_original_start", Instance.start)
+
+    def start(self: Any) -> Any:
+        previous = original(self)
+        self.launch_time = clock().astimezone(UTC).replace(tzinfo=None)
+        return previous
+
+    Instance._costguard_original_start = original  # type: ignore[attr-defined]
+    Instance.start = start  # type: ignore[method-assign]
 
 
 def set_sagemaker_time(kind: str, name: str, region: str, when: datetime, account: str = ACCOUNT) -> None:

@@ -37,7 +37,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         )
 
     anomaly = parse_anomaly_event(event) if is_anomaly_event(event) else None  # Cost Anomaly Detection via EventBridge
-    notifications = parse_sns_event(event) if anomaly is None else []
+    notifications = parse_sns_event(event, received=runtime.now()) if anomaly is None else []
     wiring: dict[str, Any] = {
         "explorer": explorer,
         "claims": runtime.claims,

@@ -394,6 +394,28 @@ def test_a_machine_whose_check_sees_nothing_alive_is_warned_after_the_shorter_wi
     assert tags_of(iid)[tags.STOP_AFTER] == formatting.format_time(now + timedelta(minutes=30))
 
 
+def test_a_machine_warned_after_the_shorter_window_is_stopped_after_the_grace_and_its_tag_says_so(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = finished_an_hour_ago(now)
+    answers[iid] = report(sessions=[{"tty": "pts/0", "idle_s": 4 * 3600}])
+    assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == [iid]
+    later = now + timedelta(minutes=30)
+    ran = [90.0] * 26 + [0.0] * 16  # the same run, and the grace period since: idle 80 minutes
+    publish(iid, later, gpus=[ran] * 4, cpu=[30.0] * 26 + [1.0] * 16, core=[100.0] * 26 + [3.0] * 16)
+    answers[iid] = report(sessions=[{"tty": "pts/0", "idle_s": 4 * 3600 + 1800}])
+    assert sweep(runtime, later, lambda_context, monkeypatch)["stopped"] == [iid]
+    # Not "for 120 min": it was stopped sooner, on what its check saw.
+    assert tags_of(iid)[tags.STOP_REASON] == (
+        "idle: GPU < 5%, CPU < 10% for 80 min, and the activity check saw nothing alive on it"
+    )
+
+
 @pytest.mark.parametrize(
     "alive",
     [

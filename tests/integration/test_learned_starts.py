@@ -11,7 +11,9 @@ from urllib.parse import urlencode
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
+from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
 from costguard.core.settings import IdlePolicy
 from costguard.runtime import Runtime
@@ -66,6 +68,15 @@ def sweep(runtime: Runtime, at: datetime, lambda_context: Any, monkeypatch: pyte
 def ledger(kind: str) -> list[dict[str, Any]]:
     items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
     return [i for i in items if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == kind]
+
+
+def assert_not_started(
+    iid: str, next_run: datetime, runtime: Runtime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep at the time of the box's learned start leaves it stopped."""
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
 
 
 @pytest.fixture
@@ -147,9 +158,7 @@ def test_a_learned_start_cancelled_from_slack_is_not_made(
     assert tags.START_AT not in tags_of(iid)
     assert notice.updated  # the notice now says who turned it off
     assert "turned learned starts off" in notice.text
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
 
 
 def test_a_box_its_owner_started_and_stopped_again_is_never_started_by_costguard(
@@ -181,9 +190,7 @@ def test_a_box_its_owner_started_and_stopped_again_is_never_started_by_costguard
     assert tags.START_AT not in tags_of(iid)
     ec2().stop_instances(InstanceIds=[iid])
 
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
 
 
 def test_a_start_at_left_behind_is_not_honoured_after_someone_else_started_the_box(
@@ -198,9 +205,7 @@ def test_a_start_at_left_behind_is_not_honoured_after_someone_else_started_the_b
     sweep(runtime, now, lambda_context, monkeypatch)
     assert tags.START_AT in tags_of(iid)
     moto_fixes.set_launch_time(iid, REGION, now + timedelta(hours=1))  # started and stopped: the event was lost
-    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
-    assert state_of(iid) == "stopped"
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
     assert tags.START_AT not in tags_of(iid)  # let go, so the console says what will happen
 
 
@@ -278,3 +283,86 @@ def test_a_learned_start_is_made_even_when_the_rest_of_its_sweep_fails(
     result = app.lambda_handler(SWEEP, lambda_context, runtime=runtime, policy=POLICY)
     assert result["regions"][REGION]["started"] == [iid]
     assert state_of(iid) == "running"  # the run does not find its machine stopped
+
+
+def test_a_box_its_owner_tagged_exempt_since_its_stop_is_not_started_by_costguard(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.EXEMPT, "Value": "moving it to the new pipeline"}])
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
+    assert tags.START_AT not in tags_of(iid)  # let go: costguard leaves an exempt machine alone
+
+
+def test_dont_start_pressed_while_the_sweep_is_about_to_start_the_box_wins(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    sweep(runtime, now, lambda_context, monkeypatch)
+    listing = Ec2.iter_instances
+
+    def clicked_meanwhile(self: Ec2, filters: Any = ()) -> Any:
+        for instance in listing(self, filters):
+            if tags.START_AT in instance.tags and instance.state == "stopped":  # listed with its start-at,
+                ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.LEARNED_START, "Value": "off"}])
+                ec2().delete_tags(Resources=[iid], Tags=[{"Key": tags.START_AT}])  # then the owner's click lands
+            yield instance
+
+    monkeypatch.setattr(Ec2, "iter_instances", clicked_meanwhile)
+    assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
+
+
+def test_a_start_at_costguard_did_not_promise_is_not_honoured(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Someone who may tag a machine writes the tags of a learned start on it: costguard's own stop an hour
+    # ago, a start due now. costguard keeps the start times it promises (before the stop it promises them
+    # at), and this one it never promised.
+    iid = launch(now, instance_type="g5.xlarge", hours=24)
+    ec2().stop_instances(InstanceIds=[iid])
+    forged = {
+        tags.STOPPED_AT: formatting.format_time(now - timedelta(hours=1)),
+        tags.START_AT: formatting.format_time(now),
+    }
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": k, "Value": v} for k, v in forged.items()])
+    assert sweep(runtime, now, lambda_context, monkeypatch)["started"] == []
+    assert state_of(iid) == "stopped"
+    assert tags.START_AT not in tags_of(iid)
+
+
+def test_the_start_time_a_stop_promises_is_kept_before_the_stop(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    dynamodb = runtime.client("dynamodb")
+    put_item = dynamodb.put_item
+
+    def refused(**params: Any) -> Any:  # DynamoDB refuses the promise's write
+        if params["Item"]["pk"]["S"].startswith("learned#"):
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": ""}}, "PutItem")
+        return put_item(**params)
+
+    monkeypatch.setattr(dynamodb, "put_item", refused)
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+    assert result["stopped"] == []  # a start it could not vouch for later is not promised: no stop this sweep
+    assert state_of(iid) == "running"
+    monkeypatch.setattr(dynamodb, "put_item", put_item)
+    assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == [iid]  # the scheduler's retry
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]

@@ -10,6 +10,7 @@ import logging
 import boto3
 import pytest
 
+from costguard.core.errors import ConfigError
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials
 from testing.slack_standin import SlackStandIn
@@ -38,3 +39,21 @@ def test_nothing_secret_is_logged_at_debug(slack: SlackStandIn, caplog: pytest.L
     for value in (slack.token, SIGNING_SECRET, slack.webhook_url.rsplit("/", 1)[-1], "SecretString"):
         assert value not in logged, f"{value!r} reached the logs"
     assert SlackCredentials(bot_token="xoxb-1").bot_token not in repr(SlackCredentials(bot_token="xoxb-1"))
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_slack_secret_without_a_token_is_refused_naming_the_secret_and_what_it_must_hold() -> None:
+    runtime = make_runtime(None)
+    boto3.client("secretsmanager", region_name=REGION).put_secret_value(
+        SecretId="costguard/slack", SecretString=json.dumps({"signing_secret": SIGNING_SECRET})
+    )
+
+    with pytest.raises(ConfigError) as refused:
+        runtime.slack_credentials()
+
+    said = str(refused.value)
+    assert "neither bot_token nor webhook_url" in said
+    assert "'costguard/slack'" in said
+    assert "SlackSecretName" in said
+    assert "docs/deploying.md#2-the-secret" in said
+    assert SIGNING_SECRET not in said

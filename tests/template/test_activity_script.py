@@ -4,10 +4,15 @@ busy processes it leaves out because a system service runs them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from fnmatch import fnmatchcase
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +66,7 @@ def test_the_default_list_names_the_systems_own_services(unit: str) -> None:
         "session-3.scope",
         "slurmd.service",
         "feature-pipeline.service",
+        "systemd-nspawn@trainer.service",  # a container, in machine.slice
     ],
 )
 def test_the_default_list_names_nothing_that_runs_someones_jobs(unit: str) -> None:
@@ -104,8 +110,13 @@ def machine(tmp_path: Path) -> dict[str, Any]:
     return {"tmp": tmp_path, "root": root, "bin": bin_dir, "boot": boot}
 
 
-def run_check(machine: dict[str, Any], *, proc_cgroup: Path | None = None) -> str:
+def run_check(
+    machine: dict[str, Any], *, proc_cgroup: Path | None = None, replace: dict[str, str] | None = None
+) -> str:
     script = activity_check_script()
+    for old, new in (replace or {}).items():
+        assert old in script
+        script = script.replace(old, new)
     script = script.replace('root = "/sys/fs/cgroup/"', f'root = "{machine["root"]}/"')
     script = script.replace("/proc/sys/kernel/random/boot_id", str(machine["boot"]))
     if proc_cgroup is not None:
@@ -163,3 +174,256 @@ def test_busy_processes_of_the_systems_services_are_left_out(
         busy.wait()
     names = [p.name for p in report.cpu]  # this machine is shared: other processes may be busy too
     assert any("#i22busy" in n for n in names) is listed, names
+
+
+# ------------------------------------------------------------------ the SSM agent's own cgroup
+# amazon-ssm-agent.service runs with KillMode=process because Session Manager shells and Run Command jobs
+# live in its cgroup and must outlive a restart of the agent: a job started there is someone's work.
+SSM_AGENT_CGROUP = "0::/system.slice/amazon-ssm-agent.service\n"
+
+
+def program(tmp_path: Path, name: str, source: str) -> Path:
+    """A copy of a system binary under another name: a process whose executable is `name`."""
+    path = tmp_path / name
+    path.write_bytes(Path(source).read_bytes())
+    path.chmod(0o755)
+    return path
+
+
+def test_a_job_started_from_a_session_manager_shell_is_listed_but_the_agents_own_programs_are_not(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    job = subprocess.Popen([sys.executable, "-c", "#i22session\nwhile True: pass"])
+    agent = subprocess.Popen([str(program(tmp_path, "amazon-ssm-agent", "/usr/bin/yes"))], stdout=subprocess.DEVNULL)
+    try:
+        cgroups = tmp_path / "proc"
+        cgroups.mkdir()
+        for pid in (job.pid, agent.pid):
+            (cgroups / str(pid)).write_text(SSM_AGENT_CGROUP)
+        report = parse_report(run_check(machine, proc_cgroup=cgroups))
+    finally:
+        for running in (job, agent):
+            running.kill()
+            running.wait()
+    names = [p.name for p in report.cpu]
+    assert any("#i22session" in n for n in names), names  # a person's job, in the agent's cgroup
+    assert not any(n.startswith("amazon-ssm-agent") for n in names), names  # the agent itself: the system's
+
+
+def test_the_ssm_agents_cgroup_counts_as_the_systems_only_for_the_agents_own_programs(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    # Its cgroup's 50 s include a Run Command job's and a Session Manager shell's CPU; the journal's 40 s are
+    # the whole cgroup's when the agent last restarted (what it ran included). Neither is the system's: only
+    # the agent's own processes' CPU is (here a sleeping one, so next to nothing).
+    agent = subprocess.Popen([str(program(tmp_path, "amazon-ssm-agent", "/usr/bin/sleep")), "30"])
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        cgroup(machine["root"], "system.slice", 120_000_000)  # everything in it: the agent's 90 s too
+        unit = machine["root"] / "system.slice" / "amazon-ssm-agent.service"
+        cgroup(machine["root"], "system.slice/amazon-ssm-agent.service", 50_000_000, populated=True)
+        (unit / "cgroup.procs").write_text(f"{agent.pid}\n{job.pid}\n")
+        journal = machine["bin"] / "journalctl"
+        restarted = json.dumps(
+            {"UNIT": "amazon-ssm-agent.service", "CPU_USAGE_NSEC": "40000000000", "__REALTIME_TIMESTAMP": "1500"}
+        )
+        journal.write_text(journal.read_text().replace("\nEOF\n", f"\n{restarted}\nEOF\n"))
+        report = parse_report(run_check(machine))
+    finally:
+        for running in (agent, job):
+            running.kill()
+            running.wait()
+    assert report.cpu_account is not None
+    assert report.cpu_account.system_s == pytest.approx(10.9, abs=0.2)  # as without the agent's cgroup
+
+
+def test_a_system_unit_in_a_sub_slice_is_counted_while_it_runs_as_the_journal_counts_it_once_ended(
+    machine: dict[str, Any],
+) -> None:
+    # Template instances run in a slice of their own (system.slice/system-e2scrub.slice/e2scrub@...): counted
+    # only once ended, their journal figure would bring the CPU they used before an answer into the stretch
+    # after it, and make the others' CPU look like less than it was.
+    cgroup(machine["root"], "system.slice/system-e2scrub.slice", 2_000_000)
+    cgroup(machine["root"], "system.slice/system-e2scrub.slice/e2scrub@dev-vda1.service", 2_000_000, populated=True)
+    report = parse_report(run_check(machine))
+    assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 12.9)  # 10.9 s, and e2scrub's 2 s
+
+
+def test_a_notebook_kernel_no_jupyter_server_lists_is_reported_from_its_process(machine: dict[str, Any]) -> None:
+    # VS Code's notebooks start ipykernel themselves, with no server whose runtime file the check reads.
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "-m", "ipykernel_launcher", "--f=/tmp/kernel-v2-1.json"]
+    )
+    try:
+        report = parse_report(run_check(machine))
+    finally:
+        kernel.kill()
+        kernel.wait()
+    assert report.kernels == ()  # no Jupyter server to ask
+    assert report.kernel_processes >= 1  # this machine is shared: others may run one too
+
+
+def test_gpus_are_not_reported_when_nvidia_smi_could_not_list_the_processes_on_them(machine: dict[str, Any]) -> None:
+    fake = machine["bin"] / "nvidia-smi"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --query-compute-apps*) echo "Unable to determine the device handle"; exit 15;; esac\n'
+        'echo "0, 0, 30000"\n'
+    )
+    fake.chmod(0o755)
+    report = parse_report(run_check(machine))
+    assert report.gpus is None  # a GPU whose processes are unknown must not pass for an idle one
+    assert any(e.startswith("nvidia-smi") for e in report.errors)
+
+
+@contextlib.contextmanager
+def kernel_servers(machine: dict[str, Any], kernels: list[dict[str, str]], servers: int) -> Iterator[str]:
+    """Local Jupyter servers answering /api/kernels with `kernels`, and the glob that finds their runtime files."""
+
+    class Kernels(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(kernels).encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    runtime = machine["tmp"] / "runtime"
+    runtime.mkdir(exist_ok=True)
+    running = []
+    for n in range(servers):
+        server = HTTPServer(("127.0.0.1", 0), Kernels)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        running.append(server)
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        (runtime / f"jpserver-{n}.json").write_text(json.dumps({"url": url, "token": "t"}))
+    try:
+        yield f'glob.glob("{runtime}/*server-*.json") + glob.glob('
+    finally:
+        for server in running:
+            server.shutdown()
+
+
+def jupyter_server(machine: dict[str, Any], url: str) -> str:
+    """The check, with one Jupyter server's runtime file, as its user's would be found."""
+    runtime = machine["tmp"] / "runtime"
+    runtime.mkdir(exist_ok=True)
+    (runtime / "jpserver-4242.json").write_text(json.dumps({"url": url, "token": "t"}))
+    return f'glob.glob("{runtime}/*server-*.json") + glob.glob('
+
+
+def test_a_jupyter_server_that_is_gone_is_no_error_but_one_that_does_not_answer_is(machine: dict[str, Any]) -> None:
+    import socket  # noqa: PLC0415
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{closed.getsockname()[1]}/"  # a runtime file left by a server killed
+    home = 'glob.glob("/home/*/.local/share/jupyter/runtime/*server-*.json") + glob.glob('
+    report = parse_report(run_check(machine, replace={home: jupyter_server(machine, gone)}))
+    assert not [e for e in report.errors if e.startswith("jupyter")]
+    with socket.socket() as silent:  # listening, never answering: its kernels are unknown
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        report = parse_report(run_check(machine, replace={home: jupyter_server(machine, url)}))
+    assert [e for e in report.errors if e.startswith("jupyter")]
+
+
+# ------------------------------------------------------------------ bounded output and time
+RUN_COMMAND_OUTPUT = 2500  # ListCommandInvocations returns the first 2,500 characters of a plugin's output
+
+
+def test_the_report_of_a_crowded_8_gpu_box_fits_what_run_command_returns(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    # 12 terminals, 3 Jupyter servers of 10 kernels, 16 processes holding GPU memory, 10 of them with long
+    # names in other alphabets (JSON escapes each such character in 6), a hook's long line, 8 GPUs. (Busy
+    # processes are this shared machine's own: up to 8 more entries.)
+    long = "предобработка_данных_模型训练_données"
+    runner = tmp_path / f"{long}"
+    runner.symlink_to(sys.executable)
+    busy = [subprocess.Popen([str(runner), "-c", "import time; time.sleep(60)", long, long]) for _ in range(10)]
+    pts = tmp_path / "pts"
+    pts.mkdir()
+    for n in range(12):
+        (pts / str(n)).write_text("")
+    hook = tmp_path / "keep-alive"
+    hook.write_text(f"#!/bin/sh\necho '{long * 6}'\nexit 1\n")
+    hook.chmod(0o755)
+    smi = machine["bin"] / "nvidia-smi"
+    apps = "\\n".join(f"{p.pid}, 30000" for p in busy) + "\\n" + "\\n".join(f"{90000 + n}, 500" for n in range(6))
+    gpus = "\\n".join(f"{g}, 0, 30000" for g in range(8))
+    smi.write_text(
+        f'#!/bin/sh\ncase "$1" in --query-compute-apps*) printf "{apps}\\n";; *) printf "{gpus}\\n";; esac\n'
+    )
+    smi.chmod(0o755)
+    kernels = [{"execution_state": "idle", "last_activity": "2026-11-21T01:00:00.000000Z"}] * 10
+    with kernel_servers(machine, kernels, servers=3) as runtime_glob:
+        try:
+            output = run_check(
+                machine,
+                replace={
+                    'glob.glob("/dev/pts/[0-9]*")': f'glob.glob("{pts}/[0-9]*")',
+                    '"tty": dev[5:]': '"tty": "pts/" + os.path.basename(dev)',
+                    'hook = "/etc/costguard/keep-alive"': f'hook = "{hook}"',
+                    'glob.glob("/home/*/.local/share/jupyter/runtime/*server-*.json") + glob.glob(': runtime_glob,
+                },
+            )
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
+    line = output.strip().splitlines()[-1]
+    assert len(line) <= RUN_COMMAND_OUTPUT - 100, len(line)
+    report = parse_report(line)  # what decides is all there: input, kernels, GPU memory held
+    assert len(report.sessions) >= 1
+    assert len(report.kernels) >= 1
+    assert report.gpu[0].gpu_mib == 30000
+    assert [g.index for g in report.gpus or ()] == list(range(8))  # every GPU
+    assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 10.9)
+
+
+def test_a_hung_nvidia_smi_and_a_hung_hook_leave_the_check_time_to_answer(
+    machine: dict[str, Any], tmp_path: Path
+) -> None:
+    smi = machine["bin"] / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nsleep 100\n")  # a GPU stuck in the driver
+    smi.chmod(0o755)
+    hook = tmp_path / "keep-alive"
+    hook.write_text("#!/bin/sh\nsleep 100\n")
+    hook.chmod(0o755)
+    started = time.monotonic()
+    output = run_check(
+        machine,
+        replace={
+            'hook = "/etc/costguard/keep-alive"': f'hook = "{hook}"',
+            "DEADLINE_SECONDS = 30": "DEADLINE_SECONDS = 8",
+        },
+    )
+    assert time.monotonic() - started < 15
+    report = parse_report(output)
+    assert report.gpus is None
+    assert report.blind().startswith("nvidia-smi")
+    assert any(e.startswith("hook") for e in report.errors)  # its owner's word unknown: not "no"
+
+
+OLD_PYTHONS = sorted(
+    str(p) for v in ("3.6", "3.7") for p in (Path.home() / ".pyenv" / "versions").glob(f"{v}.*/bin/python{v}")
+)
+
+
+@pytest.mark.parametrize("python", OLD_PYTHONS or [pytest.param("", marks=pytest.mark.skip("no Python 3.6/3.7 here"))])
+def test_the_check_runs_on_the_python_3_of_amazon_linux_2_and_ubuntu_18_04(
+    machine: dict[str, Any], python: str
+) -> None:
+    (machine["bin"] / "python3").symlink_to(python)  # first on the check's PATH
+    kernel = subprocess.Popen([python, "-c", "import time; time.sleep(30)", "ipykernel_launcher"])
+    try:
+        report = parse_report(run_check(machine))
+    finally:
+        kernel.kill()
+        kernel.wait()
+    assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 10.9)
+    assert report.kernel_processes >= 1

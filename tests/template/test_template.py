@@ -478,6 +478,32 @@ def test_a_customer_key_encrypts_the_table_the_queues_and_the_log_groups(cfn: di
     assert resources["StateTable"]["DeletionPolicy"] == resources["StateTable"]["UpdateReplacePolicy"] == "Retain"
 
 
+def test_every_alarm_reaches_a_topic_cloudwatch_can_publish_to_and_the_alerts_channel(cfn: dict[str, Any]) -> None:
+    # CloudWatch cannot use the AWS-managed SNS key (its policy cannot allow cloudwatch.amazonaws.com): an
+    # alarm aimed at a topic under it is never delivered, and no error says so.
+    resources = cfn["Resources"]
+    targets = {
+        action["Ref"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        for action in r["Properties"].get("AlarmActions", [])
+        if isinstance(action, dict) and "Ref" in action
+    }
+    assert targets == {"OpsTopic"}
+    key = resources["OpsTopic"]["Properties"].get("KmsMasterKeyId")
+    assert key == {"Fn::If": ["HasKmsKey", {"Ref": "KmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
+    # The alerts channel hears it even without OpsEmail: budget_alerts reads the topic.
+    subscriptions = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::SNS::Subscription" and r["Properties"].get("Protocol") == "lambda"
+    ]
+    assert any(
+        s["TopicArn"] == {"Ref": "OpsTopic"} and s["Endpoint"] == {"Fn::GetAtt": ["BudgetAlertsFunction", "Arn"]}
+        for s in subscriptions
+    )
+
+
 TAGGABLE = {
     "AWS::Lambda::Function",
     "AWS::DynamoDB::Table",
@@ -655,10 +681,11 @@ def test_the_idle_stopper_may_start_only_accelerated_machines_with_working_hours
     grants = [
         s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and "ec2:StartInstances" in as_list(s["Action"])
     ]
-    # One statement per tag: IAM ANDs the conditions of one statement, and either tag is enough.
-    assert sorted(list(s["Condition"]["Null"]) for s in grants) == [
-        [f"aws:ResourceTag/{tags.SCHEDULE}"],
-        [f"aws:ResourceTag/{tags.START_AT}"],
+    # One statement per tag: IAM ANDs the conditions of one statement, and either tag is enough. A learned
+    # start never starts an exempt machine (its owner's word since the stop).
+    assert sorted((s["Condition"]["Null"] for s in grants), key=len) == [
+        {f"aws:ResourceTag/{tags.SCHEDULE}": "false"},
+        {f"aws:ResourceTag/{tags.START_AT}": "false", f"aws:ResourceTag/{tags.EXEMPT}": "true"},
     ]
     for statement in grants:
         assert statement["Action"] == "ec2:StartInstances"
@@ -666,7 +693,6 @@ def test_the_idle_stopper_may_start_only_accelerated_machines_with_working_hours
         assert statement["Condition"]["StringLike"] == {
             "ec2:InstanceType": {"Fn::Split": [",", {"Ref": "AcceleratorFamilies"}]}
         }
-        assert list(statement["Condition"]["Null"].values()) == ["false"]  # the tag must be there
     env = functions(cfn)["IdleStopperFunction"]["Environment"]["Variables"]
     assert env["SCHEDULE_LEAD_MINUTES"] == {"Ref": "ScheduleLeadMinutes"}
 

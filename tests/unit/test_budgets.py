@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -92,6 +92,21 @@ def test_sns_event_is_read_and_malformed_ones_refused() -> None:
     for bad in bad_events:
         with pytest.raises(EventValidationError):
             parse_sns_event(bad)
+
+
+def test_an_sns_record_whose_timestamp_cannot_be_read_still_carries_its_notification() -> None:
+    # Seen in captured records: "2023-04-11T13: 46: 29.757Z". The time only dates the notification;
+    # refusing the record would send a budget alert to the dead-letter queue instead of Slack.
+    received = datetime(2026, 11, 21, 9, 13, tzinfo=UTC)
+    event = load_event("budget_alerts/sns-actual-75.json")
+    event["Records"][0]["Sns"]["Timestamp"] = "2026-11-21T09: 12: 44.318Z"
+    [note] = parse_sns_event(event, received=received)
+    assert note.timestamp == datetime(2026, 11, 21, 9, 12, 44, 318000, tzinfo=UTC)
+    for unreadable in ("yesterday", None, 17):
+        event["Records"][0]["Sns"]["Timestamp"] = unreadable
+        [note] = parse_sns_event(event, received=received)
+        assert note.timestamp == received
+        assert note.message.startswith("AWS Budget Notification")
 
 
 def picture() -> SpendPicture:

@@ -3,6 +3,7 @@ samconfig environments and the template name the same parameters."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import shlex
@@ -219,3 +220,81 @@ def test_every_samconfig_override_is_a_template_parameter_with_a_value_it_accept
         if env != "default":  # `sam deploy --guided` asks the default environment for the rest
             required = {name for name, spec in parameters.items() if "Default" not in spec}
             assert required <= set(values), f"{env}: no value for {sorted(required - set(values))}"
+
+
+def _statements(policy: Any) -> Iterator[dict[str, Any]]:
+    """Every statement of a policy, both branches of each `!If` included."""
+    if isinstance(policy, list):
+        for item in policy:
+            yield from _statements(item)
+    elif isinstance(policy, dict):
+        if "Fn::If" in policy:
+            for branch in policy["Fn::If"][1:]:
+                yield from _statements(branch)
+        elif "Action" in policy:
+            yield policy
+        elif "Statement" in policy:
+            yield from _statements(policy["Statement"])
+
+
+def function_actions() -> dict[str, set[str]]:
+    """Each function (by its folder under functions/) and every IAM action its own policies grant."""
+    actions: dict[str, set[str]] = {}
+    for resource in template()["Resources"].values():
+        if resource["Type"] != "AWS::Serverless::Function":
+            continue
+        name = resource["Properties"]["CodeUri"].strip("/").split("/")[-1]
+        granted = actions.setdefault(name, set())
+        for statement in _statements(resource["Properties"].get("Policies", [])):
+            action = statement["Action"]
+            granted.update([action] if isinstance(action, str) else action)
+    return actions
+
+
+def permission_rows(functions: set[str]) -> dict[str, list[str]]:
+    """docs/security.md's permissions table: for each function, the permission cells of the rows that name
+    it (or "all", or "all but" others)."""
+    text = (DOCS / "security.md").read_text().split("## What each function may do, and why", 1)[1]
+    rows: dict[str, list[str]] = {name: [] for name in functions}
+    for line in text.split("\n## ", 1)[0].splitlines():
+        if not line.startswith("| ") or line.startswith("| Function") or line.startswith("|---"):
+            continue
+        who, permission = [cell.strip() for cell in line.strip("|").split("|")][:2]
+        named = set(re.findall(r"`([a-z_]+)`", who)) & functions
+        if who.startswith("all but"):
+            named = functions - named
+        elif who.startswith("all"):
+            named = functions
+        for name in named:
+            rows[name].append(permission)
+    return rows
+
+
+def undocumented(actions: set[str], cells: list[str]) -> list[str]:
+    """The actions no cell names: `service:Action`, a bare `Action` after it, or a pattern (`List*`; a
+    resource's `*` names no action)."""
+    named = [token for cell in cells for token in re.findall(r"`([A-Za-z0-9:*]*[A-Za-z][A-Za-z0-9:*]*)`", cell)]
+    return sorted(
+        a
+        for a in actions
+        if not any(fnmatch.fnmatchcase(a, t) or fnmatch.fnmatchcase(a.split(":")[1], t) for t in named)
+    )
+
+
+def test_the_security_page_names_every_action_each_function_may_take() -> None:
+    actions = function_actions()
+    rows = permission_rows(set(actions))
+
+    missing = {name: undocumented(granted, rows[name]) for name, granted in actions.items()}
+
+    assert {name: gaps for name, gaps in missing.items() if gaps} == {}, "docs/security.md's permissions table"
+
+
+def test_an_action_the_security_page_does_not_name_is_found() -> None:
+    cells = ["`ec2:DescribeInstances`, `DescribeVolumes` (`*`)", "SageMaker's `List*` calls"]
+
+    gaps = undocumented(
+        {"ec2:DescribeInstances", "ec2:DescribeVolumes", "sagemaker:ListApps", "ssm:SendCommand"}, cells
+    )
+
+    assert gaps == ["ssm:SendCommand"]

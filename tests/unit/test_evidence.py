@@ -40,12 +40,22 @@ def test_a_stretch_whose_cpu_was_all_the_systems_excuses_the_busy_points_inside_
     # apt took a core for four minutes (240 s) between two answers; everything else used 12 s.
     answers = [answer(30, total=1000, system=400), answer(15, total=1252, system=640)]
     [(start, end)] = excused(answers, busy_core_percent=50)
-    assert (start, end) == (answers[0].at, answers[1].at)
+    assert (start, end) == (answers[0].at + timedelta(minutes=1), answers[1].at)  # the counters read by then
     inside = answers[0].at + timedelta(minutes=5)
     assert excuses([(start, end)], inside, 300)
     # A point whose period, or the agent's sample a minute before it, reaches outside is not.
     assert not excuses([(start, end)], answers[0].at, 300)
     assert not excuses([(start, end)], end - timedelta(minutes=4), 300)
+
+
+def test_the_minute_after_an_answer_is_not_covered_by_it_its_counters_may_be_read_that_late() -> None:
+    # The check reads the cgroup counters after its 3-second sample and nvidia-smi, within its time limit
+    # of a minute; CPU used before that is in no difference of two answers.
+    answers = [answer(30, total=1000, system=400), answer(15, total=1252, system=640)]
+    stretches = excused(answers, busy_core_percent=50)
+    sample_opening_at_the_answer = answers[0].at + timedelta(minutes=1)
+    assert not excuses(stretches, sample_opening_at_the_answer, 300)
+    assert excuses(stretches, sample_opening_at_the_answer + timedelta(minutes=1), 300)
 
 
 def test_thirty_cpu_seconds_of_anything_else_could_be_a_busy_minute_so_nothing_is_excused() -> None:
@@ -70,8 +80,20 @@ def test_a_point_across_an_answer_is_covered_by_the_pair_of_answers_around_it() 
         answer(15, total=1250, system=644),
     ]
     stretches = excused(answers, busy_core_percent=50)
-    assert (answers[0].at, answers[2].at) in stretches
+    assert (answers[0].at + timedelta(minutes=1), answers[2].at) in stretches
     assert excuses(stretches, answers[1].at - timedelta(minutes=2), 300)
+
+
+def test_a_system_share_that_grew_more_than_the_whole_attributes_nothing_from_there_on() -> None:
+    # A unit counted only once it ended (the journal's lifetime figure: CPU from before the first answer
+    # too) makes the system's share jump past the whole machine's. The 300 s job running between the first
+    # two answers must not be excused by the pair around it all.
+    answers = [
+        answer(45, total=1000, system=400),
+        answer(30, total=1300, system=402),  # a job: 300 s that were not the system's
+        answer(15, total=1320, system=710),  # it ended; its whole life (308 s) logged as if a system unit's
+    ]
+    assert excused(answers, busy_core_percent=50) == ()
 
 
 def test_the_threshold_follows_busiest_core_percent() -> None:
@@ -128,6 +150,48 @@ def test_an_earlier_answer_in_the_window_that_saw_a_kernel_vetoes_it() -> None:
     assert saw(quiet(), earlier) == "a Jupyter kernel was alive at 02:40 UTC"
     older = [Answer(NOW - timedelta(minutes=50), kernels=1)]  # before the window: no longer its business
     assert saw(quiet(), older) is None
+
+
+@pytest.mark.parametrize(
+    ("report", "why"),
+    [
+        # A Jupyter server the check could not ask (HTTPS, a password, busy): its kernels are not "none".
+        (quiet(errors=("jupyter: URLError",)), "the check could not see everything (jupyter: URLError)"),
+        # nvidia-smi failed, or there is none (Trainium, Inferentia, Gaudi): no GPU memory seen is not none held.
+        (
+            quiet(errors=("nvidia-smi: TimeoutExpired",)),
+            "the check could not see everything (nvidia-smi: TimeoutExpired)",
+        ),
+        # A kernel no Jupyter server lists (VS Code's notebooks, a server in a container): its process.
+        (quiet(kernel_processes=1), "1 Jupyter kernel alive"),
+    ],
+)
+def test_what_the_check_could_not_see_or_saw_only_as_a_process_vetoes_certain_idleness(
+    report: ActivityReport, why: str
+) -> None:
+    assert saw(report) == why
+
+
+def test_an_earlier_answer_that_could_not_see_everything_vetoes_it() -> None:
+    earlier = [Answer(NOW - timedelta(minutes=20), blind=True)]
+    assert saw(quiet(), earlier) == "the check could not see everything at 02:40 UTC"
+
+
+def test_input_an_earlier_answer_saw_in_the_window_vetoes_it_though_its_terminal_is_gone() -> None:
+    # Someone typed at 02:30 and logged out: the fresh answer has no terminal left to ask.
+    earlier = [Answer(NOW - timedelta(minutes=20), input_idle_s=600)]
+    assert saw(ActivityReport(), earlier) == "someone typed at 02:30 UTC"
+    long_ago = [Answer(NOW - timedelta(minutes=20), input_idle_s=3600)]  # at 01:40: before the window
+    assert saw(ActivityReport(), long_ago) is None
+
+
+def test_an_answer_keeps_what_the_check_could_not_see_and_the_kernels_it_saw_as_processes() -> None:
+    report = quiet(errors=("jupyter: URLError",), kernel_processes=2, at=int(NOW.timestamp()))
+    kept_answer = Answer.from_json(answer_of(report, NOW).to_json())
+    assert kept_answer is not None
+    assert (kept_answer.blind, kept_answer.kernels) == (True, 2)
+    assert answer_of(quiet(errors=("hook: TimeoutExpired",)), NOW).blind is True  # the owner's word unknown
+    assert answer_of(quiet(errors=("cgroup: OSError",)), NOW).blind is False  # hides no sign of life
 
 
 # ------------------------------------------------------------------ GPUs seen by the check alone

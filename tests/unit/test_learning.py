@@ -4,17 +4,19 @@ change of clocks; and what it does to a warning or a stop."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from costguard.aws.cloudwatch.series import gpu_count
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.decision import Action, Decision
 from costguard.idle.learned import Learner
-from costguard.idle.learning import LearnedStart, Quarter, learn, quarters_of, with_pattern, work_starts
+from costguard.idle.learning import LearnedStart, Pattern, Quarter, learn, quarters_of, with_pattern, work_starts
 from costguard.state.startlog import StartRecord
 
 QUARTER = timedelta(minutes=15)
@@ -254,3 +256,49 @@ def test_a_stop_whose_fortnight_could_not_be_read_waits_and_a_warning_goes_out()
     assert [d.action for _, d in out] == [Action.STOP, Action.NONE, Action.WARN]
     assert out[1][1].reason.startswith("its last two weeks could not be read")
     assert metrics.periods == [900]  # quarter-hours, three machines' series in one call
+
+
+class Refusing(Nothing):
+    """The learned starts' record, which DynamoDB will not write."""
+
+    def update(self, *_: Any) -> bool:
+        return False
+
+
+def test_a_learned_start_that_cannot_be_recorded_is_not_promised() -> None:
+    learner = Learner(
+        metrics=None,  # type: ignore[arg-type]
+        history=Refusing(),  # type: ignore[arg-type]
+        starts=Refusing(),  # type: ignore[arg-type]
+        ledger=None,  # type: ignore[arg-type]
+        policy=POLICY,
+        mode=Mode.ENFORCE,
+        owner_tag_key="Owner",
+    )
+    machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20))
+    start_at = datetime(2026, 11, 22, 1, 45, tzinfo=UTC)
+    stop = Decision("i-1", Action.STOP, "idle", stop_after=NOW, learned="starts work at about 02:00", start_at=start_at)
+    held = learner._promised(machine, stop, NOW)
+    assert held.action is Action.NONE  # a stop whose start could not be vouched for later waits
+    assert held.reason.startswith("its learned start could not be recorded")
+    warning = replace(stop, action=Action.WARN, stop_after=NOW + timedelta(minutes=30))
+    plain = learner._promised(machine, warning, NOW)
+    assert plain.action is Action.WARN  # the warning goes out, promising nothing
+    assert (plain.learned, plain.start_at) == ("", None)
+
+
+def test_a_stop_before_a_learned_start_counts_each_gpu_once_for_the_digest() -> None:
+    # An agent upgrade lists GPU 0 under two dimension sets for 14 days (with and without `arch`).
+    old, new = (("InstanceId", "i-1"), ("index", "0"), ("name", "NVIDIA A10G")), (("arch", "Ampere"),)
+    series = [old, old + new, *[(("InstanceId", "i-1"), ("index", str(g))) for g in (1, 2, 3)]]
+    assert gpu_count(series) == 4
+
+
+def test_a_run_at_a_local_time_the_spring_change_skips_is_started_for_before_the_skip() -> None:
+    # Berlin skips 02:00-03:00 on 29 March 2026; cron runs a 02:30 job as the clocks jump, at 03:00 CEST
+    # (01:00 UTC). The machine must be up by then, not at 03:30 CEST as 02:30 read in winter time says.
+    berlin = Pattern("Europe/Berlin", 2 * 60 + 30, frozenset(range(7)), 7, "Europe/Berlin 02:30")
+    assert berlin.next_start(datetime(2026, 3, 28, 6, 0, tzinfo=UTC)) <= datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+    # An hour the autumn change repeats: the first of the two.
+    autumn = datetime(2026, 10, 24, 6, 0, tzinfo=UTC)
+    assert berlin.next_start(autumn) == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from costguard.core.errors import ConfigError
-from costguard.core.settings import Mode, Settings
+from costguard.core.settings import IdlePolicy, Mode, Settings
 
 BASE = {
     "SLACK_SECRET_NAME": "costguard/slack",
@@ -39,3 +39,25 @@ def test_every_problem_is_named_at_once() -> None:
 
 def test_dry_run_is_the_only_mode_that_does_not_mutate() -> None:
     assert [m for m in Mode if not m.mutates] == [Mode.DRY_RUN]
+
+
+@pytest.mark.parametrize("window", ["30", "45"])
+def test_an_idle_window_no_longer_than_the_shorter_wait_turns_the_shorter_wait_off(window: str) -> None:
+    # IdleWindowMinutes may be 30 to 1,440 and CertainIdleMinutes defaults to 45: a team that shortens its
+    # window must get a working idle stopper that waits its window, not a configuration error on every sweep.
+    policy = IdlePolicy.from_env({"IDLE_WINDOW_MINUTES": window})
+
+    assert policy.window_minutes == int(window)
+    assert policy.certain_idle_minutes == 0
+
+
+def test_a_shorter_wait_under_a_quarter_of_an_hour_is_refused_by_its_parameter_name() -> None:
+    with pytest.raises(ConfigError) as raised:
+        IdlePolicy.from_env({"CERTAIN_IDLE_MINUTES": "10"})
+
+    assert "CertainIdleMinutes" in str(raised.value)
+    assert "at least 15" in str(raised.value)
+
+
+def test_a_shorter_wait_within_the_window_is_kept() -> None:
+    assert IdlePolicy.from_env({"IDLE_WINDOW_MINUTES": "120", "CERTAIN_IDLE_MINUTES": "60"}).certain_idle_minutes == 60

@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION, ClientFactory
 from costguard.aws.commitments import CommitmentReader
 from costguard.aws.pricing import PriceBook
+from costguard.core.errors import ConfigError
 from costguard.core.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.slack.pace import PER_CHANNEL_SECONDS
@@ -107,8 +108,15 @@ class Runtime:
 
     def slack_credentials(self) -> SlackCredentials:
         """Fetched by name at run time and cached for five minutes, so a rotated token is picked up."""
-        value = self._secrets.get(self.settings.slack_secret_name, max_age=SECRET_MAX_AGE_SECONDS)
-        return SlackCredentials.from_secret(value)
+        name = self.settings.slack_secret_name
+        value = self._secrets.get(name, max_age=SECRET_MAX_AGE_SECONDS)
+        try:
+            return SlackCredentials.from_secret(value)
+        except ConfigError as exc:  # what to fix, and where: the operator reads this in the function's logs
+            raise ConfigError(
+                f"{exc}. It is the Secrets Manager secret {name!r} (the SlackSecretName parameter): a JSON object "
+                '{"bot_token": "xoxb-…", "signing_secret": "…"}, see docs/deploying.md#2-the-secret'
+            ) from None
 
     @property
     def notifier(self) -> SlackNotifier:

@@ -1,5 +1,6 @@
 """One AWS Budgets notification, from SNS record to Slack: read, explain, post once (or post raw). One
-Cost Anomaly Detection alert, from SNS or EventBridge: explained, posted once, edited when it grows."""
+Cost Anomaly Detection alert, from SNS or EventBridge: explained, posted once, edited when it grows. One
+change of costguard's own alarms (the operations topic): posted once, with what to do."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
 
 from costguard.aws.costexplorer import CostExplorer
+from costguard.budgets.alarms import alarm_from_sns, alarm_message
 from costguard.budgets.anomalies import Anomaly, anomaly_from_sns
 from costguard.budgets.anomaly_messages import anomaly_message
 from costguard.budgets.messages import budget_alert_message, raw_budget_message
@@ -43,11 +45,16 @@ def handle_notification(
     now: datetime,
 ) -> Handled:
     try:
-        anomaly = anomaly_from_sns(notification)
+        alarm = alarm_from_sns(notification)
+        anomaly = anomaly_from_sns(notification) if alarm is None else None
     except EventValidationError as exc:
-        # An anomaly AWS wrote in a shape costguard cannot read: shown as sent, with the field at fault.
-        logger.warning("unreadable anomaly notification", message_id=notification.message_id, reason=str(exc))
+        # An anomaly or alarm AWS wrote in a shape costguard cannot read: shown as sent, with the field at fault.
+        logger.warning("unreadable anomaly or alarm notification", message_id=notification.message_id, reason=str(exc))
         return _post_raw(notification, str(exc), claims=claims, notifier=notifier, channel=channel, now=now)
+    if alarm is not None:
+        message = alarm_message(alarm)
+        delivery = post_once(claims, notifier, channel, key=alarm.key, message=message, now=now, ttl=NOTICE_TTL)
+        return Handled(notification.message_id, "posted" if delivery else "duplicate", alarm.key, kind="alarm")
     if anomaly is not None:
         return handle_anomaly(anomaly, explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now)
     try:

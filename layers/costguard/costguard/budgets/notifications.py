@@ -18,6 +18,7 @@ cannot be read raises BudgetParseError; the caller posts it raw, never drops it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -26,6 +27,7 @@ from typing import Any
 
 from costguard.core import shapes
 from costguard.core.errors import CostguardError, EventValidationError
+from costguard.core.observability import logger
 
 
 class BudgetParseError(CostguardError, ValueError):
@@ -149,28 +151,37 @@ def parse_budget_message(text: str) -> BudgetAlert:
     )
 
 
-def parse_sns_event(event: Any) -> list[SnsNotification]:
-    """The SNS records of a Lambda SNS event; EventValidationError naming the field if it is not one."""
+def parse_sns_event(event: Any, *, received: datetime | None = None) -> list[SnsNotification]:
+    """The SNS records of a Lambda SNS event; EventValidationError naming the field if it is not one.
+
+    A record's time only dates its notification: one that cannot be read (captured records hold
+    "13: 46: 29.757Z") is the time it was `received`, so that the notification still reaches Slack."""
     records = shapes.items(shapes.obj(event, "event").get("Records"), "Records")
     if not records:
         raise EventValidationError("not an SNS event: no Records")
     out = []
     for record in records:
         sns = shapes.obj(shapes.obj(record, "Records[]").get("Sns"), "Records[].Sns")
-        stamp = shapes.text(sns, "Timestamp", "Sns", limit=40)
-        try:
-            at = datetime.fromisoformat(stamp)
-        except ValueError as exc:
-            raise EventValidationError(f"SNS record with a bad Timestamp: {stamp!r}") from exc
         out.append(
             SnsNotification(
                 shapes.text(sns, "MessageId", "Sns", limit=100),
                 shapes.optional_text(sns, "Subject", "Sns", limit=500),
                 shapes.text(sns, "Message", "Sns", limit=262_144),
-                at,
+                _sent_at(sns.get("Timestamp"), received),
             )
         )
     return out
+
+
+def _sent_at(stamp: object, received: datetime | None) -> datetime:
+    if isinstance(stamp, str) and len(stamp) <= 40:
+        with contextlib.suppress(ValueError):
+            at = datetime.fromisoformat(re.sub(r"\s+", "", stamp))
+            return at if at.tzinfo else at.replace(tzinfo=UTC)
+    if received is None:
+        raise EventValidationError(f"SNS record with a bad Timestamp: {str(stamp)[:40]!r}")
+    logger.warning("SNS record with a bad Timestamp: dated when received", timestamp=str(stamp)[:40])
+    return received
 
 
 def _money(text: str) -> float:

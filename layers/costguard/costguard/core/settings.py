@@ -179,6 +179,12 @@ class IdlePolicy:
         read = _Reader(os.environ if env is None else env)
         families = read.csv("ACCELERATOR_FAMILIES") or cls.accelerator_families
         window = int(read.number("IDLE_WINDOW_MINUTES", cls.window_minutes, minimum=30))
+        certain = int(read.number("CERTAIN_IDLE_MINUTES", cls.certain_idle_minutes))
+        if 0 < certain < 15:
+            read.problems.append(f"CertainIdleMinutes (CERTAIN_IDLE_MINUTES={certain}) must be 0 (off) or at least 15")
+        # A shorter wait no shorter than the window is no shorter wait: off. (The template allows a 30-minute
+        # window beside the 45-minute default; the stopper then waits its window, as it would with 0.)
+        certain = certain if certain < window else 0
         policy = cls(
             accelerator_families=tuple(f if f.endswith("*") else f"{f}*" for f in families),
             window_minutes=window,
@@ -193,13 +199,11 @@ class IdlePolicy:
             activity_check_seconds=int(read.number("ACTIVITY_CHECK_SECONDS", cls.activity_check_seconds, minimum=5)),
             schedule_lead_minutes=int(read.number("SCHEDULE_LEAD_MINUTES", cls.schedule_lead_minutes, minimum=0)),
             morning_note=read.flag("MORNING_NOTE", cls.morning_note),
-            certain_idle_minutes=int(read.number("CERTAIN_IDLE_MINUTES", cls.certain_idle_minutes)),
+            certain_idle_minutes=certain,
             learned_starts=read.flag("LEARNED_STARTS", cls.learned_starts),
             shortest_stop_minutes=int(read.number("SHORTEST_STOP_MINUTES", cls.shortest_stop_minutes)),
             team_timezone=read.optional("TEAM_TIMEZONE", "UTC") or "UTC",
         )
-        if policy.certain_idle_minutes and not 15 <= policy.certain_idle_minutes < window:
-            read.problems.append("CERTAIN_IDLE_MINUTES must be 0 (off) or from 15 to less than IDLE_WINDOW_MINUTES")
         try:
             ZoneInfo(policy.team_timezone)
         except (ZoneInfoNotFoundError, ValueError):

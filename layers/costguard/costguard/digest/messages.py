@@ -181,27 +181,33 @@ def learned_starts_line(data: DigestData) -> str:
     )
 
 
+def _some(ids: Sequence[str], shown: int = 5) -> str:
+    """A few machine ids and how many more there are: a list cut at five must not read as five."""
+    named = ", ".join(f"`{i}`" for i in ids[:shown])
+    return named + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
 def _hygiene(data: DigestData) -> str:
-    no_owner = data.no_owner
-    silent = [i for i in data.instances if not i.telemetry]
+    no_owner = [i.instance_id for i in data.no_owner]
+    silent = [i.instance_id for i in data.instances if not i.telemetry]
     exempt = [i for i in data.raw.values() if tags.EXEMPT in i.tags or tags.KEEP_UNTIL in i.tags]
     lines = [
-        f"{len(no_owner)} without an owner"
-        + (": " + ", ".join(f"`{i.instance_id}`" for i in no_owner[:5]) if no_owner else ""),
-        f"{len(silent)} without GPU telemetry"
-        + (": " + ", ".join(f"`{i.instance_id}`" for i in silent[:5]) if silent else ""),
+        f"{len(no_owner)} without an owner" + (": " + _some(no_owner) if no_owner else ""),
+        f"{len(silent)} without GPU telemetry" + (": " + _some(silent) if silent else ""),
     ]
     if data.no_activity_check:
-        ids = ", ".join(f"`{i}`" for i in data.no_activity_check[:5])
         lines.append(
             f"{len(data.no_activity_check)} without the activity check (no SSM agent: judged on metrics alone): "
-            f"{ids}. Install the SSM agent and an instance profile with AmazonSSMManagedInstanceCore."
+            f"{_some(data.no_activity_check)}. Install the SSM agent and an instance profile with "
+            "AmazonSSMManagedInstanceCore."
         )
     for instance in exempt[:5]:
         reason = instance.tags.get(tags.EXEMPT)
         who = instance.tags.get(tags.KEPT_BY, "")
         what = f"exempt ({reason})" if reason is not None else f"kept until {instance.tags[tags.KEEP_UNTIL]}"
         lines.append(f"`{instance.instance_id}` {what}" + (f" by {who}" if who else ""))
+    if len(exempt) > 5:
+        lines.append(f"and {len(exempt) - 5} more exempt or kept")
     for keep in data.outlived_keeps[:5]:
         lines.append(
             f"`{keep.instance_id}` kept by {keep.kept_by} until {keep.until:%a %H:%M} UTC sat idle "

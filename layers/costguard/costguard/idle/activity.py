@@ -87,6 +87,13 @@ class ActivityReport:
     gpus: tuple[Gpu, ...] | None = None  # None: not reported (an older check, or nvidia-smi failed)
     cpu_account: CpuAccount | None = None  # None: not reported, or not cgroup v2
     at: int = 0  # the machine's clock when it answered (epoch seconds)
+    kernel_processes: int = 0  # notebook kernels' processes, whether or not a Jupyter server lists them
+
+    def blind(self) -> str:
+        """What the check could not look at that certain idleness needs, or "": a Jupyter server it could
+        not ask (its kernels are unknown, not none), nvidia-smi failing or missing (Trainium, Inferentia,
+        Gaudi: GPU memory held is unknown, not none), or the owner's hook failing or out of time."""
+        return next((e for e in self.errors if e.startswith(BLINDING)), "")
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,10 @@ class ActivityJudgement:
     verdict: Verdict
     reason: str
     notes: tuple[str, ...] = field(default=())  # what is worth telling even when idle
+
+
+# The check's errors that hide a kernel, a process on a GPU, or the owner's word (a hook that could not run).
+BLINDING = ("jupyter", "nvidia-smi", "hook")
 
 
 class ReportError(ValueError):
@@ -132,6 +143,7 @@ def parse_report(output: str) -> ActivityReport:
         gpus=_gpus(raw.get("gpus")),
         cpu_account=_cpu_account(raw.get("cg")),
         at=_int(raw.get("at")),
+        kernel_processes=_int(raw.get("kp")),
     )
 
 
@@ -180,8 +192,9 @@ def alive(report: ActivityReport, *, window_minutes: int, busy_core_percent: flo
     if recent:
         last = min(recent, key=lambda s: s.idle_s)
         return f"someone typed in {last.tty} {_ago(last.idle_s)}"
-    if report.kernels:
-        return f"{len(report.kernels)} Jupyter kernel{'s' if len(report.kernels) > 1 else ''} alive"
+    kernels = max(len(report.kernels), report.kernel_processes)
+    if kernels:
+        return f"{kernels} Jupyter kernel{'s' if kernels > 1 else ''} alive"
     hot = [p for p in report.cpu if p.cpu >= busy_core_percent]
     if hot:
         top = max(hot, key=lambda p: p.cpu)

@@ -34,6 +34,12 @@ KEEP = timedelta(hours=26)  # answers kept: the longest window (24 h) and its gr
 MAX_ANSWERS = 120
 EDGE = timedelta(minutes=1)  # an answer this far past the sweep's clock is still this sweep's
 PAIRS = 3  # answers are compared with up to this many later ones
+ROUNDING_S = 0.5
+# An answer is dated when the check started; it reads the cgroup counters later (after its CPU sample and
+# nvidia-smi), within the document's time limit. CPU before that is in no difference of two answers, so a
+# stretch opens that long after its first answer (it closes at the second's date: counters read later
+# only count more).
+COUNTERS_LAG = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
@@ -47,12 +53,19 @@ class Answer:
     gpu_holders: int = 0  # processes holding GPU memory, notebook kernels included
     hook: bool = False  # the owner's hook said keep
     gpu_util: float | None = None  # the busiest GPU; None: GPUs not reported
+    blind: bool = False  # the check could not ask Jupyter for its kernels, or nvidia-smi for the GPUs
     boot: str = ""
     total_s: float | None = None  # cgroup v2 CPU seconds since boot, everything
     system_s: float | None = None  # ... of the system's own services
 
     def to_json(self) -> dict[str, Any]:
-        counts = {"k": self.kernels, "p": round(self.top_cpu, 1), "g": self.gpu_holders, "h": int(self.hook)}
+        counts = {
+            "k": self.kernels,
+            "p": round(self.top_cpu, 1),
+            "g": self.gpu_holders,
+            "h": int(self.hook),
+            "e": int(self.blind),
+        }
         known = {
             "i": self.input_idle_s,
             "u": self.gpu_util,
@@ -77,6 +90,7 @@ class Answer:
                 gpu_holders=int(raw.get("g", 0)),
                 hook=bool(raw.get("h", 0)),
                 gpu_util=_opt_float(raw.get("u")),
+                blind=bool(raw.get("e", 0)),
                 boot=str(raw.get("b", "")),
                 total_s=_opt_float(raw.get("T")),
                 system_s=_opt_float(raw.get("S")),
@@ -96,11 +110,12 @@ def answer_of(report: ActivityReport, now: datetime) -> Answer:
     return Answer(
         at=at,
         input_idle_s=min((s.idle_s for s in report.sessions), default=None),
-        kernels=len(report.kernels),
+        kernels=max(len(report.kernels), report.kernel_processes),
         top_cpu=max((p.cpu for p in report.cpu), default=0.0),
         gpu_holders=sum(1 for p in report.gpu if p.gpu_mib > 0),
         hook=report.hook_exit == 0,
         gpu_util=max(g.util for g in gpus) if gpus else None,
+        blind=bool(report.blind()),
         boot=account.boot if account else "",
         total_s=account.total_s if account else None,
         system_s=account.system_s if account else None,
@@ -117,21 +132,31 @@ def excused(answers: Sequence[Answer], busy_core_percent: float) -> tuple[tuple[
     """The stretches between two answers of one cgroup v2 boot whose CPU was the system's own: busy CPU
     points wholly inside one are not work (`excuses`). Each pair of answers up to PAIRS apart is its own
     proof, so that a point across an answer is covered by the pair around it. A count that went back
-    attributes nothing (a journal rotated away, a counter reset)."""
+    attributes nothing (a journal rotated away, a counter reset), nor does a system's share that grew more
+    than the whole machine's between two answers: a unit counted only once it ended (its lifetime's CPU
+    logged at once) would make the others' CPU around it look like less than it was."""
     bound = busy_core_percent / 100 * AGENT_INTERVAL_SECONDS
     ordered = sorted((a for a in answers if a.boot and a.total_s is not None and a.system_s is not None), key=_at)
     out = []
     for n, first in enumerate(ordered):
+        previous = first
         for second in ordered[n + 1 : n + 1 + PAIRS]:
-            if second.boot != first.boot:
+            if second.boot != first.boot or not _consistent(previous, second):
                 break
+            previous = second
             total = float(second.total_s or 0) - float(first.total_s or 0)
             system = float(second.system_s or 0) - float(first.system_s or 0)
-            if total < 0 or system < 0:
-                break
             if total - system < bound:
-                out.append((first.at, second.at))
+                out.append((first.at + COUNTERS_LAG, second.at))
     return tuple(out)
+
+
+def _consistent(earlier: Answer, later: Answer) -> bool:
+    """Both counts went forward, and the system's by no more than the whole machine's (but rounding: each
+    count is sent to a tenth of a second, the agent's own processes' in clock ticks)."""
+    total = float(later.total_s or 0) - float(earlier.total_s or 0)
+    system = float(later.system_s or 0) - float(earlier.system_s or 0)
+    return total >= 0 and system >= 0 and system <= total + ROUNDING_S
 
 
 def excuses(stretches: Sequence[tuple[datetime, datetime]], point: datetime, period_seconds: int) -> bool:
@@ -146,15 +171,24 @@ def nothing_alive(
     answers: Sequence[Answer], fresh: ActivityReport, *, start: datetime, now: datetime, busy_core_percent: float
 ) -> str | None:
     """Why the machine cannot be called certainly idle since `start`, or None: the fresh answer sees
-    nothing alive and no input since `start`, and no answer kept since `start` saw anything alive."""
+    nothing alive and no input since `start`, no answer kept since `start` saw anything alive or input
+    after `start`, and none of them was blind to kernels or to the GPUs' processes (what the check could
+    not look at is not known to be absent)."""
     minutes = max(1, int((now - start).total_seconds() // 60) + 1)
     seen = alive(fresh, window_minutes=minutes, busy_core_percent=busy_core_percent)
     if seen:
         return seen
+    if fresh.blind():
+        return f"the check could not see everything ({fresh.blind()})"
     for answer in answers:
         if not start <= answer.at <= now:
             continue
         when = f"at {answer.at:%H:%M} UTC"
+        typed = answer.at - timedelta(seconds=answer.input_idle_s) if answer.input_idle_s is not None else None
+        if typed is not None and typed >= start:
+            return f"someone typed at {typed:%H:%M} UTC"  # and logged out since: the fresh answer cannot say
+        if answer.blind:
+            return f"the check could not see everything {when}"
         if answer.hook:
             return f"the owner's keep-alive hook said keep {when}"
         if answer.kernels:

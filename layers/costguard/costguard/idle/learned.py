@@ -18,7 +18,8 @@ from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.decision import Action, Decision
 from costguard.idle.learning import HISTORY_DAYS, Learned, LearnedStart, Quarter, learn, quarters_of, with_pattern
-from costguard.state.entries import Entry, EntryKind
+from costguard.idle.report import machine_entry
+from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.startlog import StartLog, StartRecord
@@ -78,8 +79,23 @@ class Learner:
                 )
                 out.append((instance, replace(decision, action=Action.NONE, reason=why)))
             else:
-                out.append((instance, with_pattern(decision, found, self.policy, now) if found else decision))
+                adjusted = with_pattern(decision, found, self.policy, now) if found else decision
+                out.append((instance, self._promised(instance, adjusted, now)))
         return out
+
+    def _promised(self, instance: Instance, decision: Decision, now: datetime) -> Decision:
+        """A warning or a stop that announces a learned start, with that start kept first among the times
+        costguard promised (a start-at it did not promise, it does not honour). Not kept: the stop waits
+        for a sweep that can keep it; the warning goes out without the promise."""
+        if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
+            return decision
+        at = formatting.format_time(decision.start_at)
+        if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at)):
+            return decision
+        if decision.action is Action.STOP:
+            why = "its learned start could not be recorded, to be honoured later: not stopped in this sweep"
+            return replace(decision, action=Action.NONE, reason=why)
+        return replace(decision, learned="", start_at=None)
 
     def _learn(
         self,
@@ -121,14 +137,12 @@ class Learner:
 
         self.starts.update(instance.instance_id, now, change)
         wasted = [
-            Entry(
-                at=e,
-                kind=EntryKind.LEARNED_START_WASTED,
-                instance_id=instance.instance_id,
-                region=instance.region,
-                mode=self.mode.value,
-                owner=instance.owner(self.owner_tag_key),
-                instance_type=instance.instance_type,
+            machine_entry(
+                instance,
+                EntryKind.LEARNED_START_WASTED,
+                e,
+                mode=self.mode,
+                owner_tag_key=self.owner_tag_key,
                 reason=f"started for work expected at {e:%H:%M} UTC, which did not come",
             )
             for e, work in found.outcomes

@@ -65,14 +65,17 @@ class Pattern:
 
     def occurrences(self, after: datetime, count: int = 2) -> list[datetime]:
         """The next `count` times the work is expected, from the day of `after` on (UTC). Times of day
-        are the zone's wall clock, so a pattern keeps its local hour across a change of clocks."""
+        are the zone's wall clock, so a pattern keeps its local hour across a change of clocks. A time the
+        spring change skips, or the autumn change repeats, is taken at its earlier reading: cron runs a
+        skipped job as the clocks jump, and the first of two repeated hours comes first."""
         zone = ZoneInfo(self.zone)
         day = after.astimezone(zone).date() - timedelta(days=1)
         out: list[datetime] = []
         for ahead in range(9):
             current = day + timedelta(days=ahead)
             if current.weekday() in self.weekdays:
-                at = datetime.combine(current, time(self.minute // 60, self.minute % 60), tzinfo=zone).astimezone(UTC)
+                wall = datetime.combine(current, time(self.minute // 60, self.minute % 60), tzinfo=zone)
+                at = min(wall.astimezone(UTC), wall.replace(fold=1).astimezone(UTC))
                 if at + LATE > after:
                     out.append(at)
             if len(out) >= count:

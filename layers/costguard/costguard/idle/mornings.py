@@ -37,15 +37,15 @@ from costguard.core.settings import IdlePolicy, Settings
 from costguard.idle.effects import SKEW, Effects, effect_record
 from costguard.idle.learning import LATE
 from costguard.idle.messages import morning_start_note, schedule_unreadable_notice
-from costguard.idle.report import RegionReport
+from costguard.idle.report import RegionReport, machine_entry
 from costguard.idle.schedule import ScheduleError, parse_schedule, suggest_schedule
 from costguard.slack.blocks import Message
 from costguard.state.claims import Claims, ClaimState
-from costguard.state.entries import Entry, EntryKind
+from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger, LedgerWriteError, StateTableBusy
 from costguard.state.outbox import START
-from costguard.state.startlog import StartLog
+from costguard.state.startlog import StartLog, StartRecord
 
 DAY = timedelta(days=1)
 WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
@@ -93,16 +93,14 @@ class MorningStarts:
             # Started for this window already (by costguard, or its owner) and stopped since: once per window,
             # a start its owner undid is not made again.
             return
-        entry = Entry(
-            at=opens,  # the window it is for: every attempt writes the same entry
-            kind=EntryKind.MORNING_START,
-            instance_id=instance.instance_id,
-            region=instance.region,
-            mode=self.mode.value,
-            applied=self.mode.mutates,
-            owner=instance.owner(self.owner_tag_key),
-            instance_type=instance.instance_type,
+        entry = machine_entry(
+            instance,
+            EntryKind.MORNING_START,
+            opens,  # the window it is for: every attempt writes the same entry
+            mode=self.mode,
+            owner_tag_key=self.owner_tag_key,
             reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
+            applied=self.mode.mutates,
         )
         records = self.effects.before([effect_record(START, instance, opens, entry, now=now)], now)
         try:
@@ -207,6 +205,16 @@ class LearnedStarts:
 
     def _start_learned(self, instance: Instance, start_at: datetime, now: datetime, report: RegionReport) -> None:
         iid = instance.instance_id
+        # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
+        # the sweep listed the machine wins over what the listing said.
+        current = next(iter(self.ec2.describe([iid])), None)
+        why_not = still_refused(instance, current, start_at, now, self.policy) or self._unvouched(instance, start_at)
+        if why_not:
+            if current is not None and current.state == "stopped" and tags.START_AT in current.tags:
+                self._let_go(current, why_not)
+            else:
+                logger.info("learned start not made", instance_id=iid, reason=why_not)
+            return
         try:
             applied = self.ec2.start(iid)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, in time or not
@@ -223,21 +231,18 @@ class LearnedStarts:
         start-at left on for the next path."""
         iid = instance.instance_id
         expected = start_at + timedelta(minutes=self.policy.schedule_lead_minutes)
-        record = self.starts.read(iid, strict=True) if self.starts is not None else None
+        record = self._kept(iid)
         stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
             record.stopped_at if record else ""
         )
         hours = max(0.0, (start_at - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
         self.ledger.record(
-            Entry(
-                at=start_at,
-                kind=EntryKind.LEARNED_START,
-                instance_id=iid,
-                region=instance.region,
-                mode=self.mode.value,
-                applied=True,
-                owner=instance.owner(self.owner_tag_key),
-                instance_type=instance.instance_type,
+            machine_entry(
+                instance,
+                EntryKind.LEARNED_START,
+                start_at,  # the start it is for: every path that records it writes the same entry
+                mode=self.mode,
+                owner_tag_key=self.owner_tag_key,
                 reason=f"its recurring work is expected at {expected:%H:%M} UTC",
                 idle_hours=round(hours, 2),
                 gpu_hours=round(hours * (record.gpus if record else 0), 2),
@@ -247,14 +252,43 @@ class LearnedStarts:
             self.starts.made(iid, formatting.format_time(expected), formatting.format_time(started), record, started)
         self._let_go(instance, "started")
 
+    def _kept(self, instance_id: str) -> StartRecord | None:
+        """The start log's record, read to be written back; None when there is none to keep or what the table
+        holds is not costguard's (left as it is: written over, its promises would be lost). Raises when the
+        table would not answer."""
+        if self.starts is None:
+            return None
+        try:
+            return self.starts.fetch(instance_id, consistent=True)
+        except ValueError as exc:
+            logger.warning("learned start not kept in the start log", instance_id=instance_id, error=str(exc)[:200])
+            return None
+
+    def _unvouched(self, instance: Instance, start_at: datetime) -> str:
+        """Why the machine's start-at is not one costguard promised, or "". A record the table would not give
+        is no refusal: the run must not find its machine stopped for DynamoDB."""
+        if self.starts is None:
+            return ""
+        try:
+            record = self.starts.fetch(instance.instance_id)
+        except (ClientError, BotoCoreError, ValueError) as exc:
+            logger.warning("learned start made unvouched", instance_id=instance.instance_id, error=str(exc)[:200])
+            return ""
+        if record.vouches(start_at, formatting.parse_time(instance.tags.get(tags.STOPPED_AT))):
+            return ""
+        return f"costguard never promised a start at {formatting.format_time(start_at)}"
+
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
     """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
-    only while the run can be met, and not on a machine whose owner turned learned starts off."""
+    only while the run can be met, and not on a machine whose owner turned learned starts off or tagged it
+    exempt (costguard then leaves it alone, starts included)."""
     if start_at is None:
         return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
     if not policy.learned_starts or instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
         return "learned starts are off for it"
+    if tags.EXEMPT in instance.tags:
+        return "exempt: costguard leaves it alone"
     stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
     if stopped_at is None or stopped_at < instance.launch_time:
         return "costguard did not make its last stop: someone started it since"
@@ -263,6 +297,19 @@ def learned_start_refused(instance: Instance, start_at: datetime | None, now: da
     if now > start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
         return f"its run was due at {start_at:%H:%M} UTC: too late to start it for that"
     return ""
+
+
+def still_refused(
+    listed: Instance, current: Instance | None, start_at: datetime, now: datetime, policy: IdlePolicy
+) -> str:
+    """Why the start the sweep's listing allowed is not made after all, as the machine is now, or ""."""
+    if current is None:
+        return "gone"
+    if current.state != "stopped":
+        return f"{current.state}: started by someone else"
+    if current.tags.get(tags.START_AT) != listed.tags.get(tags.START_AT):
+        return f"its {tags.START_AT} changed since the sweep listed it"
+    return learned_start_refused(current, start_at, now, policy)
 
 
 def hours_offer(history: MachineHistory) -> Callable[[Instance, datetime], str | None]:

@@ -87,3 +87,32 @@ def ledger_entry(
         idle_hours=outcome.idle_hours,
         hourly_saving=(price.usd_per_hour or 0.0) if price else 0.0,
     )
+
+
+def machine_entry(
+    instance: Instance,
+    kind: EntryKind,
+    at: datetime,
+    *,
+    mode: Mode,
+    owner_tag_key: str,
+    reason: str,
+    applied: bool = True,
+    idle_hours: float = 0.0,
+    gpu_hours: float = 0.0,
+) -> Entry:
+    """The ledger's record of something done to one machine outside a decision: a morning or learned start,
+    a learned start judged wasted."""
+    return Entry(
+        at=at,
+        kind=kind,
+        instance_id=instance.instance_id,
+        region=instance.region,
+        mode=mode.value,
+        applied=applied,
+        owner=instance.owner(owner_tag_key),
+        instance_type=instance.instance_type,
+        reason=reason,
+        idle_hours=idle_hours,
+        gpu_hours=gpu_hours,
+    )

@@ -65,7 +65,7 @@ def confirm(
     why_not = f"activity check: {check.detail or check.state.value}" if report is None else ""
     if decision.certain and report is not None:
         seen = nothing_alive(answers, report, start=start, now=now, busy_core_percent=policy.busiest_core_percent)
-        why_not = f"the check saw {seen}" if seen else ""
+        why_not = "" if not seen else seen if seen.startswith("the check") else f"the check saw {seen}"
     if decision.gpus_from_check and report is not None and not why_not:
         fresh = answer_of(report, now)
         why_not = gpus_quiet([*answers, fresh], start=start, now=now) or ""

@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.cloudwatch.alarms import IdleAlarms
 from costguard.aws.cloudwatch.reads import MetricReader
-from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
+from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_count
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
@@ -160,7 +160,7 @@ class IdleStopper:
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             if decision.action is Action.STOP and decision.start_at is not None:
-                gpus = len(plan.gpu_series.get(instance.instance_id, ()))
+                gpus = gpu_count(plan.gpu_series.get(instance.instance_id, ()))
                 writes.start_again(instance.instance_id, decision.start_at, gpus)
             future = pool.submit(self.notices.act, instance, decision, now, writes, recovered)
             decided.append((instance, decision, future))

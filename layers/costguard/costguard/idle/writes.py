@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -132,7 +132,9 @@ class SweepWriter:
             with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
                 self.outbox.remove(refused)
         out = [(i, o, writes.stop_notices[i.instance_id]) for i, o in stopped]
-        self.tag_stopped([i.instance_id for i, _ in stopped], now)
+        self.tag_stopped(
+            [i.instance_id for i, _ in stopped], now, idle_hours={i.instance_id: o.idle_hours for i, o in stopped}
+        )
         self.record_stops(out)
         return out
 
@@ -175,19 +177,25 @@ class SweepWriter:
             if cleared:
                 self.outbox.remove([Notice(WARN, iid, "") for iid in cleared])
 
-    def tag_stopped(self, instance_ids: list[str], at: datetime) -> None:
+    def tag_stopped(self, instance_ids: list[str], at: datetime, idle_hours: Mapping[str, float] | None = None) -> None:
         """The stop's record on the instance. The warning tags stay too; after a restart they are older
-        than the instance's LaunchTime and are ignored, so no call is spent removing them."""
-        record = {
-            tags.STOPPED_AT: formatting.format_time(at),
-            tags.STOP_REASON: tags.clip(
-                f"idle: GPU < {self.policy.gpu_idle_percent:g}%, CPU < {self.policy.cpu_idle_percent:g}% "
-                f"for {self.policy.window_minutes} min"
-            ),
-        }
-        for iid, result in write_in_batches(instance_ids, partial(self.ec2.create_tags, tags=record)).items():
-            if result.error is not None:
-                logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
+        than the instance's LaunchTime and are ignored, so no call is spent removing them. A machine idle
+        for less than the window when stopped was stopped on certain idleness (a stop on the full window
+        judges at least the window): its tag says how long, and why sooner."""
+        rule = f"idle: GPU < {self.policy.gpu_idle_percent:g}%, CPU < {self.policy.cpu_idle_percent:g}%"
+        window = self.policy.window_minutes
+        reasons: defaultdict[str, list[str]] = defaultdict(list)
+        for iid in instance_ids:
+            minutes = round((idle_hours or {}).get(iid, 0.0) * 60)
+            if 0 < minutes < window:
+                reasons[f"{rule} for {minutes} min, and the activity check saw nothing alive on it"].append(iid)
+            else:
+                reasons[f"{rule} for {window} min"].append(iid)
+        for reason, ids in reasons.items():
+            record = {tags.STOPPED_AT: formatting.format_time(at), tags.STOP_REASON: tags.clip(reason)}
+            for iid, result in write_in_batches(ids, partial(self.ec2.create_tags, tags=record)).items():
+                if result.error is not None:
+                    logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
 
     def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime) -> bool:
         """One instance of a refused batch, alone; True if it stopped. Settles the outcome if not."""
@@ -228,7 +236,7 @@ def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, no
             ec2.create_tags([iid], extra)
             if starts is not None:
                 starts.stopping(iid, formatting.format_time(now), writes.stop_gpus.get(iid, 0), now)
-        except (ClientError, BotoCoreError) as exc:
+        except (ClientError, BotoCoreError, ValueError) as exc:  # ValueError: a start log not costguard's
             del writes.stop_notices[iid]
             for queued in writes.stops.values():
                 for instance, outcome in queued:

@@ -1,8 +1,10 @@
 """The learned starts of each machine (`learned#<instance>` in the state table, kept 30 days after the last
-change): the stop costguard made before a learned start (when, how many GPUs it stopped), each start it
-made for the work it expected (and, once judged, whether the work came), and the patterns whose starts
-found no work twice, which are not used again. Small items, read and written a machine at a time: only
-machines about to be warned or stopped, and those started, are read."""
+change): the start times costguard promised (before the warning or the stop that announces one: a
+`costguard:start-at` it finds on a machine it honours only if it promised it, since anyone who may tag
+the machine could write one), the stop costguard made before a learned start (when, how many GPUs it
+stopped), each start it made for the work it expected (and, once judged, whether the work came), and
+the patterns whose starts found no work twice, which are not used again. Small items, read and written a
+machine at a time: only machines about to be warned or stopped, and those started, are read."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from costguard.core import formatting
 from costguard.core.observability import logger
 from costguard.state.batches import read_batch
 from costguard.state.ledger import StateTableBusy
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 KEEP = timedelta(days=30)
 MAX_STARTS = 40
+MAX_PROMISES = 10
 
 
 @dataclass
@@ -33,6 +37,17 @@ class StartRecord:
     broken: list[str] = field(default_factory=list)  # patterns not to use again
     stopped_at: str = ""  # costguard's stop before the pending start
     gpus: int = 0  # the GPUs that stop took off
+    promised: list[str] | None = None  # start times announced (ISO 8601); None: a record from before they were kept
+
+    def promise(self, start_at: str) -> None:
+        self.promised = [*[p for p in self.promised or [] if p != start_at][-(MAX_PROMISES - 1) :], start_at]
+
+    def vouches(self, start_at: datetime, stopped_at: datetime | None) -> bool:
+        """Whether costguard promised this start: one of its promised times, or, in a record from before
+        promises were kept, the stop it recorded is the machine's last."""
+        if self.promised is not None:
+            return any(formatting.parse_time(p) == start_at for p in self.promised)
+        return stopped_at is not None and formatting.parse_time(self.stopped_at) == stopped_at
 
 
 class StartLog:
@@ -51,29 +66,33 @@ class StartLog:
             logger.warning("learned starts unreadable", machines=len(instance_ids), error=str(exc)[:200])
         return out
 
-    def read(self, instance_id: str, *, strict: bool = False) -> StartRecord:
+    def read(self, instance_id: str) -> StartRecord:
         """What was kept; an empty record when nothing was, or when the table would not answer (a learned
-        pattern is then judged without its past starts: they count against it only once read). `strict`:
-        raise instead, for a caller about to write the record back."""
+        pattern is then judged without its past starts: they count against it only once read)."""
         try:
-            item = self.client.get_item(TableName=self.table, Key=_key(instance_id), ConsistentRead=strict).get("Item")
-            return _record(item or {})
-        except (ClientError, BotoCoreError) as exc:
-            if strict:
-                raise
+            return self.fetch(instance_id)
+        except (ClientError, BotoCoreError, ValueError) as exc:
             logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
-        except ValueError as exc:  # not what costguard writes: read as empty, and written anew
-            logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
-        return StartRecord()
+            return StartRecord()
+
+    def fetch(self, instance_id: str, *, consistent: bool = False) -> StartRecord:
+        """What was kept (an empty record when nothing was); raises when the table would not answer, or
+        ValueError when what it holds is not what costguard writes. `consistent`: for a caller about to
+        write the record back."""
+        kwargs: dict[str, Any] = {"ConsistentRead": True} if consistent else {}
+        item = self.client.get_item(TableName=self.table, Key=_key(instance_id), **kwargs).get("Item") or {}
+        return _record(item)
 
     def write(self, instance_id: str, record: StartRecord, now: datetime) -> None:
         """Raises on a failed write: the caller decides what a lost record costs."""
-        body = {
+        body: dict[str, Any] = {
             "starts": record.starts[-MAX_STARTS:],
             "broken": record.broken[-MAX_STARTS:],
             "stopped_at": record.stopped_at,
             "gpus": record.gpus,
         }
+        if record.promised is not None:
+            body["promised"] = record.promised[-MAX_PROMISES:]
         self.client.put_item(
             TableName=self.table,
             Item={
@@ -94,20 +113,24 @@ class StartLog:
     def stopping(self, instance_id: str, stopped_at: str, gpus: int, now: datetime) -> None:
         """The stop costguard is about to make before a learned start: when, and the GPUs it takes off
         (what the start's GPU-hours are counted from). Written before the stop; raises on a failed read or
-        write, and the machine is then not stopped."""
-        record = self.read(instance_id, strict=True)
+        write (or an unreadable record: written over, its promises would be lost), and the machine is then
+        not stopped."""
+        record = self.fetch(instance_id, consistent=True)
         record.stopped_at, record.gpus = stopped_at, gpus
         self.write(instance_id, record, now)
 
-    def update(self, instance_id: str, now: datetime, change: Any) -> None:
-        """Read, change (a function of the record), write; a failure is logged, not raised: what is lost is
-        a judgement of a past start, or a stop's GPU count for the digest."""
+    def update(self, instance_id: str, now: datetime, change: Any) -> bool:
+        """Read, change (a function of the record), write; False when that failed (logged, not raised). A
+        record that could not be read is left as it is (written over, its broken patterns, past starts and
+        promises would be lost)."""
         try:
-            record = self.read(instance_id)
+            record = self.fetch(instance_id)
             change(record)
             self.write(instance_id, record, now)
-        except (ClientError, BotoCoreError) as exc:
+        except (ClientError, BotoCoreError, ValueError) as exc:
             logger.warning("learned starts not kept", instance_id=instance_id, error=str(exc)[:200])
+            return False
+        return True
 
 
 def _record(item: Mapping[str, Any]) -> StartRecord:
@@ -116,7 +139,9 @@ def _record(item: Mapping[str, Any]) -> StartRecord:
         return StartRecord()
     starts = [s for s in raw.get("starts", []) if isinstance(s, dict)]
     broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
-    return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0))
+    promised = raw.get("promised")
+    kept = [p for p in promised if isinstance(p, str)] if isinstance(promised, list) else None
+    return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0), kept)
 
 
 def _key(instance_id: str) -> dict[str, dict[str, str]]:

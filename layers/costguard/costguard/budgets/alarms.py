@@ -1,0 +1,75 @@
+"""costguard's own CloudWatch alarms, as SNS delivers them to the operations topic: read, so that an
+alarm nobody subscribed an email to still reaches the alerts channel, and says what to do.
+
+CloudWatch publishes a JSON object with `AlarmName`, `NewStateValue`, `NewStateReason`,
+`StateChangeTime`, the alarm's `AlarmDescription` (costguard's alarms say there what to do) and more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from costguard.budgets.notifications import SnsNotification
+from costguard.core import shapes
+from costguard.slack.blocks import Message, context, header, mrkdwn, section
+
+STATES = {"ALARM": ":rotating_light:", "OK": ":white_check_mark:", "INSUFFICIENT_DATA": ":grey_question:"}
+
+
+@dataclass(frozen=True)
+class AlarmChange:
+    name: str
+    state: str
+    old_state: str
+    reason: str
+    description: str
+    changed_at: str  # as CloudWatch wrote it: part of the key that posts each change once
+    account: str
+    region: str
+
+    @property
+    def key(self) -> str:
+        return f"alarm:{self.name}:{self.state}:{self.changed_at}"
+
+
+def alarm_from_sns(notification: SnsNotification) -> AlarmChange | None:
+    """The alarm change an SNS message carries; None when it is not one (JSON with `AlarmName` and
+    `NewStateValue`). EventValidationError naming the field when it is one that cannot be read."""
+    text = notification.message.lstrip()
+    if not text.startswith("{"):
+        return None
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(body, Mapping) or "AlarmName" not in body or "NewStateValue" not in body:
+        return None
+    where = "Message"
+    state = shapes.text(body, "NewStateValue", where, limit=40)
+    return AlarmChange(
+        name=shapes.text(body, "AlarmName", where, limit=255),
+        state=state,
+        old_state=shapes.optional_text(body, "OldStateValue", where, limit=40) or "",
+        reason=shapes.optional_text(body, "NewStateReason", where, limit=8000) or "",
+        description=shapes.optional_text(body, "AlarmDescription", where, limit=2048) or "",
+        changed_at=shapes.optional_text(body, "StateChangeTime", where, limit=40) or notification.message_id,
+        account=shapes.optional_text(body, "AWSAccountId", where, limit=20) or "",
+        region=shapes.optional_text(body, "Region", where, limit=60) or "",
+    )
+
+
+def alarm_message(alarm: AlarmChange) -> Message:
+    """The change, what the alarm is for and what to do (its description), and CloudWatch's reason."""
+    icon = STATES.get(alarm.state, ":bell:")
+    was = f" (was {alarm.old_state})" if alarm.old_state else ""
+    where = ", ".join(part for part in (alarm.account, alarm.region) if part)
+    blocks = [
+        header(f"costguard alarm: {alarm.state}"),
+        section(mrkdwn("{} *{}* is {}{}", icon, alarm.name, alarm.state, was)),
+    ]
+    if alarm.description:
+        blocks.append(section(alarm.description))
+    blocks.append(context(f"CloudWatch: {alarm.reason or 'no reason given'}" + (f" ({where})" if where else "")))
+    return Message(f"costguard alarm {alarm.name} is {alarm.state}", tuple(blocks))

@@ -1,0 +1,74 @@
+"""The digest's hygiene lines name a few machines and say how many more there are: a list cut at five
+reads as if there were five."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from costguard.core import tags
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.digest.data import CommitmentUse, DigestData
+from costguard.digest.figures import InstanceWeek, summarize
+from costguard.digest.messages import digest_message
+
+NOW = datetime(2026, 11, 23, 9, tzinfo=UTC)
+
+
+def machine(n: int, **extra: str) -> Instance:
+    return Instance(
+        instance_id=f"i-{n:017x}",
+        region="eu-west-1",
+        instance_type="g5.xlarge",
+        state="running",
+        launch_time=NOW - timedelta(days=3),
+        tags=dict(extra),
+    )
+
+
+def week(raw: list[Instance], silent: int, unchecked: int) -> DigestData:
+    weeks = [
+        InstanceWeek(i.instance_id, "", "", "", "g5.xlarge", 1, 1.0, n >= silent, "running", ())
+        for n, i in enumerate(raw)
+    ]
+    start = NOW - timedelta(days=7)
+    summary = summarize(weeks, start, NOW, IdlePolicy())
+    return DigestData(
+        start=start,
+        end=NOW,
+        instances=weeks,
+        raw={i.instance_id: i for i in raw},
+        this_week=summary,
+        last_week=summary,
+        entries=[],
+        saved_hours=0.0,
+        saved_usd=0.0,
+        commitments=CommitmentUse(None, None, None, None, []),
+        spend_this_week=0.0,
+        spend_last_week=0.0,
+        dashboards={},
+        errors=[],
+        owner_tag_key="Owner",
+        no_activity_check=[i.instance_id for i in raw[:unchecked]],
+    )
+
+
+def hygiene(data: DigestData) -> str:
+    text = "\n".join(str(block) for block in digest_message(data).blocks)
+    return text[text.index("Hygiene") :]
+
+
+def test_each_hygiene_list_says_how_many_it_does_not_name() -> None:
+    raw = [machine(n) for n in range(11)] + [machine(100 + n, Owner="ana", **{tags.EXEMPT: "ci"}) for n in range(8)]
+    text = hygiene(week(raw, silent=12, unchecked=11))
+    assert "11 without an owner" in text
+    assert text.count("and 6 more") == 2  # the owners' list and the activity check's
+    assert "12 without GPU telemetry" in text
+    assert "and 7 more" in text
+    assert "and 3 more exempt or kept" in text
+
+
+def test_a_short_list_names_them_all() -> None:
+    raw = [machine(n) for n in range(3)]
+    text = hygiene(week(raw, silent=3, unchecked=3))
+    assert "more" not in text

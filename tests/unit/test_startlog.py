@@ -1,0 +1,80 @@
+"""The learned starts kept for each machine: a record that could not be read is never written over."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from costguard.state.startlog import StartLog, StartRecord
+
+NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
+KEPT = {"starts": [{"e": "2026-11-20T02:00:00Z", "s": "2026-11-20T01:45:00Z", "o": "wasted"}], "broken": ["UTC 02:00"]}
+
+
+class Table:
+    """A state table whose GetItem fails `failures` times (throttled), recording what is written."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures = failures
+        self.item = {"record": {"S": json.dumps(KEPT)}}
+        self.puts: list[dict[str, Any]] = []
+
+    def get_item(self, **_: Any) -> dict[str, Any]:
+        if self.failures:
+            self.failures -= 1
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": ""}}, "GetItem")
+        return {"Item": self.item}
+
+    def put_item(self, Item: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.puts.append(Item)
+        self.item = Item
+        return {}
+
+
+def test_a_record_that_could_not_be_read_is_not_written_over_with_an_empty_one() -> None:
+    table = Table(failures=1)
+    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
+    log.update("i-1", NOW, lambda kept: kept.starts.append({"e": "2026-11-21T02:00:00Z"}))
+    assert table.puts == []  # its broken pattern and its past starts are still there
+    assert json.loads(table.item["record"]["S"])["broken"] == ["UTC 02:00"]
+
+
+def test_a_record_read_is_changed_and_kept() -> None:
+    table = Table()
+    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
+    log.update("i-1", NOW, lambda kept: kept.starts.append({"e": "2026-11-21T02:00:00Z"}))
+    [put] = table.puts
+    record = json.loads(put["record"]["S"])
+    assert record["broken"] == ["UTC 02:00"]
+    assert [s["e"] for s in record["starts"]] == ["2026-11-20T02:00:00Z", "2026-11-21T02:00:00Z"]
+
+
+def test_an_unreadable_record_reads_as_empty_for_the_learning() -> None:
+    log = StartLog(Table(failures=1), "costguard-state")  # type: ignore[arg-type]
+    assert log.read("i-1") == StartRecord()
+
+
+def test_a_start_is_vouched_for_by_a_promise_or_in_an_older_record_by_the_stop_it_recorded() -> None:
+    start_at, stopped_at = datetime(2026, 11, 22, 1, 45, tzinfo=UTC), datetime(2026, 11, 21, 4, 0, tzinfo=UTC)
+    promised = StartRecord()
+    promised.promise("2026-11-21T01:45:00Z")
+    promised.promise("2026-11-22T01:45:00Z")
+    assert promised.vouches(start_at, stopped_at)
+    assert not promised.vouches(start_at + timedelta(hours=1), stopped_at)  # a time written by someone else
+    older = StartRecord(stopped_at="2026-11-21T04:00:00Z")  # kept before promises were: its stop is the machine's
+    assert older.vouches(start_at, stopped_at)
+    assert not older.vouches(start_at, stopped_at + timedelta(hours=1))
+    assert not StartRecord().vouches(start_at, stopped_at)  # nothing kept at all
+
+
+def test_promises_are_kept_with_the_record_the_last_ten() -> None:
+    table = Table()
+    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
+    for day in range(1, 13):
+        assert log.update("i-1", NOW, lambda kept, d=day: kept.promise(f"2026-11-{d:02d}T01:45:00Z"))
+    promised = log.read("i-1").promised or []
+    assert promised == [f"2026-11-{d:02d}T01:45:00Z" for d in range(3, 13)]
+    assert log.read("i-1").broken == ["UTC 02:00"]
