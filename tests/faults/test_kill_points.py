@@ -35,11 +35,13 @@ from moto import mock_aws
 
 from costguard.aws.clients import ClientFactory, new_session
 from costguard.core import tags
+from costguard.core.formatting import format_time
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
 from costguard.slack.blocks import Message, actions, section
 from costguard.slack.buttons import Button, warning_buttons
 from costguard.slack.interactions import Click
+from testing import moto_fixes
 from testing.handlers import LambdaContext, load_event, load_handler
 from testing.killpoints import Killed, KillSwitch
 from testing.slack_standin import SlackStandIn
@@ -292,7 +294,8 @@ def test_the_sweep_killed_at_every_point_loses_nothing_and_repeats_at_most_one_m
         start=SWEEP_NOW - timedelta(minutes=20),
         next_run=timedelta(minutes=15),
     )
-    assert every_point(scenario, switch, slack) == []
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
 
 
 # ---------------------------------------------------------------------- the buttons worker
@@ -378,7 +381,8 @@ def test_the_buttons_worker_killed_at_every_point_keeps_every_click(
         start=CLICKED + timedelta(seconds=2),
         retries=SQS_REDELIVERIES,
     )
-    assert every_point(scenario, switch, slack) == []
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
 
 
 # ---------------------------------------------------------------------- budget alerts
@@ -399,7 +403,8 @@ def test_budget_alerts_killed_at_every_point_post_the_alert_once(slack: SlackSta
         one_message,
         start=datetime(2026, 11, 21, 9, 13, tzinfo=UTC),
     )
-    assert every_point(scenario, switch, slack) == []
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
 
 
 # ---------------------------------------------------------------------- commitment tracker
@@ -429,7 +434,8 @@ def test_the_commitment_tracker_killed_at_every_point_reminds_once(slack: SlackS
         start=datetime(2026, 11, 21, 8, 0, tzinfo=UTC),
         next_run=timedelta(days=1),
     )
-    assert every_point(scenario, switch, slack) == []
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
 
 
 # ---------------------------------------------------------------------- weekly digest
@@ -460,7 +466,8 @@ def digest_check(slack: SlackStandIn, _: dict[str, Any]) -> list[str]:
 
 def test_the_weekly_digest_killed_at_every_point_sends_each_part_once(slack: SlackStandIn, switch: KillSwitch) -> None:
     scenario = Scenario("weekly digest", digest_world, digest_once, digest_check, start=DIGEST_NOW)
-    assert every_point(scenario, switch, slack) == []
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
 
 
 # ---------------------------------------------------------------------- owner tagger
@@ -497,4 +504,162 @@ def test_the_owner_tagger_killed_at_every_point_tags_and_records_once(slack: Sla
         start=datetime.now(UTC),
         next_run=timedelta(days=1),  # the daily backfill
     )
-    assert every_point(scenario, switch, slack) == []
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
+
+
+# ---------------------------------------------------------------------- starts and scale-in protection
+# Effects nobody is told about: a stop that promises a learned start (its start-at tag and start-log record
+# before StopInstances), the learned start itself, a working-hours start, a change of scale-in protection.
+# Each is recorded once, keyed by the effect: a kill between the call and its record loses neither the
+# record nor makes the call again. moto gives a started machine the wall clock's launch time, so the
+# scenarios run at the wall clock's time: the learned start is due now.
+LEAD = timedelta(minutes=15)  # IdlePolicy's schedule lead
+START_AT = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=datetime.now(UTC).minute % 15)
+NIGHTLY_RUN = START_AT + LEAD - timedelta(days=1)  # yesterday's run of the nightly job
+STOP_AT = NIGHTLY_RUN + timedelta(minutes=210)  # the sweep that stops the box between its runs
+
+
+CLOCK = [START_AT]  # the time of the invocation running
+
+
+@pytest.fixture
+def started_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """StartInstances gives the machine the invocation's time as its launch time, as AWS does (moto keeps
+    the first launch's): what proves a start made by an attempt that died."""
+    from moto.ec2.models.instances import Instance as MotoInstance  # noqa: PLC0415
+
+    monkeypatch.setattr(MotoInstance, "start", MotoInstance.start)  # put back after the test
+    monkeypatch.setattr(MotoInstance, "_costguard_original_start", MotoInstance.start, raising=False)
+    moto_fixes.launch_time_at_start(lambda: CLOCK[0])
+
+
+def sweep_on_clock(runtime: Runtime, at: datetime, w: dict[str, Any]) -> Any:
+    CLOCK[0] = at
+    return sweep_once(runtime, at, w)
+
+
+def nightly_world(switch: KillSwitch) -> Callable[[SlackStandIn], dict[str, Any]]:
+    def setup(_: SlackStandIn) -> dict[str, Any]:
+        from tests.integration.test_learned_starts import nightly_history  # noqa: PLC0415
+
+        box = launch(STOP_AT, instance_type="g5.xlarge", hours=24 * 20, tags=warn_tags(STOP_AT, 30))
+        nightly_history(box, NIGHTLY_RUN)
+        publish(box, STOP_AT + timedelta(minutes=20), gpus=[[1.0] * 34])  # idle since its run, till the next sweep
+        switch.applied.clear()
+        return {"box": box}
+
+    return setup
+
+
+def nightly_stop_check(switch: KillSwitch) -> Callable[[SlackStandIn, dict[str, Any]], list[str]]:
+    def check(slack: SlackStandIn, w: dict[str, Any]) -> list[str]:
+        box, problems = w["box"], []
+        if state(box) not in ("stopping", "stopped"):
+            problems.append("the box was not stopped")
+        if tags_of(box).get(tags.START_AT) != format_time(START_AT):
+            problems.append(f"the stop's promise is not on the box: {tags_of(box).get(tags.START_AT)}")
+        kept = start_log(box)
+        if kept.get("stopped_at") != tags_of(box).get(tags.STOPPED_AT) or kept.get("gpus") != 1:
+            problems.append(f"the stop is not in the start log: {kept}, {tags_of(box).get(tags.STOPPED_AT)}")
+        if format_time(START_AT) not in kept.get("promised", []):
+            problems.append(f"the start time is not among those promised: {kept}")
+        if len(entries("stop")) != 1 or told_about(slack, "stop", box) < 1:
+            problems.append(f"{len(entries('stop'))} stop entries, told {told_about(slack, 'stop', box)} times")
+        return problems
+
+    return check
+
+
+def start_log(iid: str) -> dict[str, Any]:
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=TABLE, Key={"pk": {"S": f"learned#{iid}"}, "sk": {"S": "learned"}}
+    )
+    return dict(json.loads(item["Item"]["record"]["S"])) if "Item" in item else {}
+
+
+@pytest.mark.usefixtures("started_now")
+def test_a_stop_before_a_learned_start_killed_at_every_point_keeps_its_promise(
+    slack: SlackStandIn, switch: KillSwitch
+) -> None:
+    scenario = Scenario(
+        "stop before a learned start",
+        nightly_world(switch),
+        sweep_on_clock,
+        nightly_stop_check(switch),
+        start=STOP_AT,
+        next_run=timedelta(minutes=15),
+    )
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
+
+
+def starts_world(switch: KillSwitch) -> Callable[[SlackStandIn], dict[str, Any]]:
+    """The nightly box stopped (by a sweep nobody kills) with its start due now; a machine whose working
+    hours open in 10 minutes, stopped; a busy Auto Scaling member to protect from scale-in."""
+
+    def setup(slack: SlackStandIn) -> dict[str, Any]:
+        from tests.integration.conftest import gpu_group  # noqa: PLC0415
+
+        world_ = nightly_world(switch)(slack)
+        sweep_on_clock(fresh_runtime(slack), STOP_AT, world_)
+        assert tags_of(world_["box"]).get(tags.START_AT) == format_time(START_AT), "the box was not stopped"
+        opens = START_AT + timedelta(minutes=10)
+        hours = launch(START_AT, tags={tags.SCHEDULE: f"daily {opens:%H:%M}-{opens + timedelta(hours=8):%H:%M} UTC"})
+        ec2().stop_instances(InstanceIds=[hours])
+        [member] = gpu_group("inference", 1)
+        moto_fixes.set_launch_time(member, REGION, START_AT - timedelta(hours=5))
+        publish(member, START_AT + timedelta(minutes=20), gpus=[[80.0] * 40], cpu=[40.0] * 40)
+        slack.messages.clear()
+        switch.applied.clear()
+        return {**world_, "hours": hours, "member": member}
+
+    return setup
+
+
+def starts_check(switch: KillSwitch) -> Callable[[SlackStandIn, dict[str, Any]], list[str]]:
+    def check(_: SlackStandIn, w: dict[str, Any]) -> list[str]:
+        problems = []
+        started = Counter(
+            iid for where, params in switch.applied if where == "ec2:StartInstances" for iid in params["InstanceIds"]
+        )
+        for name, kind in (("box", "learned-start"), ("hours", "morning-start")):
+            iid = w[name]
+            if state(iid) not in ("pending", "running"):
+                problems.append(f"the {name} machine was not started")
+            if started[iid] != 1:
+                problems.append(f"the {name} machine was started {started[iid]} times")
+            if len([e for e in entries(kind) if e["instance_id"]["S"] == iid]) != 1:
+                problems.append(f"{len(entries(kind))} {kind} entries")
+        if tags.START_AT in tags_of(w["box"]):
+            problems.append("the box still waits for its start")
+        made = start_log(w["box"]).get("starts", [])
+        if [s["e"] for s in made] != [format_time(START_AT + LEAD)]:
+            problems.append(f"the start log's starts: {made}")
+        members = boto3.client("autoscaling", region_name=REGION).describe_auto_scaling_groups()
+        if not members["AutoScalingGroups"][0]["Instances"][0]["ProtectedFromScaleIn"]:
+            problems.append("the busy member is not protected")
+        if len(entries("protect")) != 1:
+            problems.append(f"{len(entries('protect'))} protect entries")
+        left = [i["sk"]["S"] for i in items() if i["pk"]["S"].startswith("outbox#")]
+        if [sk for sk in left if sk.split("#")[0] in ("start", "protect", "unprotect")]:
+            problems.append(f"effects still in the outbox: {left}")
+        return problems
+
+    return check
+
+
+@pytest.mark.usefixtures("started_now")
+def test_starts_and_scale_in_protection_killed_at_every_point_are_made_and_recorded_once(
+    slack: SlackStandIn, switch: KillSwitch
+) -> None:
+    scenario = Scenario(
+        "starts and protection",
+        starts_world(switch),
+        sweep_on_clock,
+        starts_check(switch),
+        start=START_AT,
+        next_run=timedelta(minutes=15),
+    )
+    problems = every_point(scenario, switch, slack)
+    assert problems == [], "\n".join(problems)
