@@ -42,6 +42,7 @@ COUNTED = (
     "duplicate_warnings",
     "notices_posted_twice",
     "dead_lettered_sweeps",
+    "sweeps_killed_three_times",
 )
 
 

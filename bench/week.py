@@ -599,7 +599,7 @@ def run_costguard(
     warnings: list[tuple[str, int]] = []
     seen = 0
     end = world.start + timedelta(days=days)
-    sweeps = dead_lettered = 0
+    sweeps = dead_lettered = killed_thrice = 0
     messages_per_owner: Counter[str] = Counter()  # warning messages (one may tell about several machines)
     most_in_a_sweep = 0
     slack_rng = random.Random(seed * 7)
@@ -615,6 +615,7 @@ def run_costguard(
             for _ in range(2 if faults and faults.get("double") else 1):  # EventBridge delivers at least once
                 # An invocation that fails (raises, or is killed) is retried by Lambda 1 and then 2 minutes
                 # later; one whose three attempts all fail goes to the dead-letter queue (and pages).
+                raised = False  # an attempt failed by costguard's own raise, not the fault model's kill
                 for retry in LAMBDA_ATTEMPTS:
                     runtime.now = lambda r=retry: fleet.now + r  # type: ignore[method-assign,misc]
                     try:
@@ -623,12 +624,15 @@ def run_costguard(
                     except Killed:
                         pass
                     except Exception as exc:
+                        raised = True
                         if faults is None:
                             print(
                                 f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr
                             )
-                else:
-                    dead_lettered += 1
+                else:  # three attempts failed: the dead-letter queue. Killed three times running is the
+                    # fault model's draw (a kill in 0.5 % of calls); counted apart from sweeps that raised.
+                    dead_lettered += raised
+                    killed_thrice += not raised
                 del runtime.now
             this_sweep = Counter(m.channel for m in slack.messages[seen:] if warned_in(m, world))
             messages_per_owner.update(this_sweep)
@@ -663,7 +667,10 @@ def run_costguard(
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
     if faults is not None:
-        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {"dead_lettered_sweeps": dead_lettered}
+        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {
+            "dead_lettered_sweeps": dead_lettered,
+            "sweeps_killed_three_times": killed_thrice,
+        }
     return figures
 
 
