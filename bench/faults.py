@@ -42,7 +42,8 @@ COUNTED = (
     "duplicate_warnings",
     "notices_posted_twice",
     "dead_lettered_sweeps",
-    "sweeps_killed_three_times",
+    "dead_lettered_by_a_raise_of_costguard",
+    "attempts_raised_not_for_an_unreadable_region",
 )
 
 

@@ -179,3 +179,25 @@ def test_a_choice_in_a_menu_is_read_as_that_buttons_click(button: Button) -> Non
     click = parse_interaction(urlencode({"payload": json.dumps(payload)}))
     assert click is not None
     assert (click.button, click.instance_id, click.region) == (button, "i-00000000000000000", "us-east-1")
+
+
+def test_sixty_dry_run_reports_are_two_alerts_channel_messages_each_machine_in_one() -> None:
+    # dry-run's first sweep over a large account: what it would do, one line a machine, not 60 messages.
+    parts = []
+    for k in range(60):
+        box = machine(k)
+        report = idle.dry_run_notice(box, decision(box.instance_id, Action.WARN), PRICE, "alice@example.com")
+        parts.append(Part(report, marker("would-warn", box.instance_id, "2026-11-20T00:00:00Z"), "would-warn"))
+
+    messages = gather(parts, channel=True)
+
+    assert [carried for _, carried in messages] == [list(range(49)), list(range(49, 60))]  # no footer: 49
+    for message, carried in messages:
+        blocks = message.slack_blocks()
+        assert len(blocks) <= MAX_BLOCKS
+        assert markers_of(blocks) == [parts[k].marker for k in carried]
+    titles = [message.slack_blocks()[0]["text"]["text"] for message, _ in messages]
+    assert titles == [
+        "[dry-run] 49 idle GPU machines costguard would warn about (1/2)",
+        "[dry-run] 11 idle GPU machines costguard would warn about (2/2)",
+    ]
