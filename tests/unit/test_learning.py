@@ -10,13 +10,23 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from botocore.exceptions import ClientError
 
 from costguard.aws.cloudwatch.series import gpu_count
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.decision import Action, Decision
 from costguard.idle.learned import Learner
-from costguard.idle.learning import LearnedStart, Pattern, Quarter, learn, quarters_of, with_pattern, work_starts
+from costguard.idle.learning import (
+    Learned,
+    LearnedStart,
+    Pattern,
+    Quarter,
+    learn,
+    quarters_of,
+    with_pattern,
+    work_starts,
+)
 from costguard.state.startlog import StartRecord
 
 QUARTER = timedelta(minutes=15)
@@ -302,3 +312,41 @@ def test_a_run_at_a_local_time_the_spring_change_skips_is_started_for_before_the
     # An hour the autumn change repeats: the first of the two.
     autumn = datetime(2026, 10, 24, 6, 0, tzinfo=UTC)
     assert berlin.next_start(autumn) == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST
+
+
+class Kept:
+    """The start log in memory: what each update made of the record."""
+
+    def __init__(self) -> None:
+        self.record = StartRecord(starts=[{"e": "2026-11-20T02:00:00Z", "s": "2026-11-20T01:45:00Z"}])
+
+    def update(self, _instance_id: str, _now: datetime, change: Any) -> bool:
+        change(self.record)
+        return True
+
+
+class Throttled:
+    """The ledger in a storm on BatchWriteItem."""
+
+    def record_many(self, _entries: Any) -> None:
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "storm"}}, "BatchWriteItem")
+
+
+def test_a_wasted_start_judged_in_a_storm_leaves_the_sweep_running_and_is_judged_again() -> None:
+    kept = Kept()
+    learner = Learner(
+        metrics=None,  # type: ignore[arg-type]
+        history=Nothing(),  # type: ignore[arg-type]
+        starts=kept,  # type: ignore[arg-type]
+        ledger=Throttled(),  # type: ignore[arg-type]
+        policy=POLICY,
+        mode=Mode.ENFORCE,
+        owner_tag_key="Owner",
+    )
+    machine = Instance("i-1", "us-east-1", "g5.12xlarge", "running", NOW - timedelta(days=20))
+    found = Learned(None, "no work came", outcomes=((datetime(2026, 11, 20, 2, 0, tzinfo=UTC), False),))
+
+    learner._judged(machine, found, NOW)  # raised ClientError through the sweep before (a region not swept)
+
+    # Its outcome is not kept without its ledger entry: the next sweep judges the start again.
+    assert kept.record.starts == [{"e": "2026-11-20T02:00:00Z", "s": "2026-11-20T01:45:00Z"}]
