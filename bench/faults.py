@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.week import ROOT, costguard_week
+from bench.week import ROOT, STORM_OPS, costguard_week
 
 PROFILES: dict[str, dict[str, Any]] = {
     "1 % of AWS calls fail after botocore's retries": {"throttle": 0.01},
     "a 1-hour storm on one write operation every 3 hours": {"storm_every": 12, "storm_sweeps": 4},
+    **{
+        f"a 1-hour storm on {op} every 3 hours": {"storm_every": 12, "storm_sweeps": 4, "storm_ops": [op]}
+        for op in STORM_OPS
+    },
     "1 % of writes applied, then answered 500": {"applied_then_500": 0.01},
     "killed before or right after 0.5 % of calls": {"kill": 0.005},
     "Slack: 429 with Retry-After and 5xx, in 30 % of sweeps": {"slack": True},
@@ -32,8 +36,14 @@ COUNTED = (
     "stops_without_notice",
     "stops_without_ledger_record",
     "stopped_without_stopped_at_tag",
+    "warnings_without_ledger_record",
+    "duplicate_ledger_records",
     "duplicate_stop_notices",
     "duplicate_warnings",
+    "notices_posted_twice",
+    "dead_lettered_sweeps",
+    "dead_lettered_by_a_raise_of_costguard",
+    "attempts_raised_not_for_an_unreadable_region",
 )
 
 

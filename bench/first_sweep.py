@@ -63,7 +63,7 @@ def main() -> dict[str, Any]:
                     + (f", FAILED: {failed}" if failed else "")
                 )
         warnings = [m for m in slack.messages if m.direct and "has been idle for" in m.text]
-        per_machine = Counter(next((iid for iid in idle_machines if iid in m.text), "") for m in warnings)
+        per_machine = Counter(iid for m in warnings for iid in told(m, idle_machines))
         recorded = {iid for iid, tags in server.tags.items() if WARNED_AT in tags}
         warned_machines = {iid for iid in per_machine if iid}
         return {
@@ -72,7 +72,8 @@ def main() -> dict[str, Any]:
             "idle_owners": len(idle_owners),
             "sweeps": sweeps,
             "idle_owners_warned": sweeps[-1]["idle_owners_warned"],
-            "warnings_delivered": len(warnings),
+            "warnings_delivered": sum(per_machine.values()),
+            "warning_messages": len(warnings),
             "delivered_not_recorded": len(warned_machines - recorded),
             "duplicates": sum(c - 1 for iid, c in per_machine.items() if iid and c > 1),
             "failed_sweeps": sum(1 for s in sweeps if s["failed"]),
@@ -81,6 +82,17 @@ def main() -> dict[str, Any]:
     finally:
         slack.stop()
         server.stop()
+
+
+def told(message: Any, machines: set[str]) -> list[str]:
+    """The machines a warning tells about: by their parts' block ids (a message may tell several), or, in
+    code from before block ids, the one its text names."""
+    marked = [
+        str(b["block_id"]).removeprefix("cg-warn-").rsplit("-", 1)[0]
+        for b in message.blocks
+        if str(b.get("block_id", "")).startswith("cg-warn-")
+    ]
+    return marked or [next((iid for iid in machines if iid in message.text), "")]
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from xml.sax.saxutils import escape
 
 from bench.fleet import Fleet, Series, SimInstance
 from testing import local_http
+from testing.conditions import holds
 
 EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 MAX_QUERIES = 500
@@ -40,9 +41,9 @@ STATE_CODES = {"running": 16, "stopping": 64, "stopped": 80}
 
 
 class ApiError(Exception):
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
+    def __init__(self, code: str, message: str, status: int = 400, extra: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
-        self.code, self.message, self.status = code, message, status
+        self.code, self.message, self.status, self.extra = code, message, status, dict(extra or {})
 
 
 class StandIn:
@@ -71,6 +72,8 @@ class StandIn:
             "DynamoDB_20120810.GetItem": self.get_item,
             "DynamoDB_20120810.UpdateItem": self.update_item,
             "DynamoDB_20120810.Query": self.query,
+            "DynamoDB_20120810.TransactWriteItems": self.transact_write_items,
+            "DynamoDB_20120810.BatchGetItem": self.batch_get_item,
             "secretsmanager.GetSecretValue": self.get_secret_value,
             "AWSPriceListService.GetProducts": lambda _: {"PriceList": [], "FormatVersion": "aws_v1"},
         }
@@ -168,7 +171,7 @@ class StandIn:
     @staticmethod
     def _error(target: str | None, exc: ApiError) -> tuple[str, bytes, dict[str, str]]:
         if target:
-            body = json.dumps({"__type": f"com.amazonaws#{exc.code}", "message": exc.message}).encode()
+            body = json.dumps({"__type": f"com.amazonaws#{exc.code}", "message": exc.message, **exc.extra}).encode()
             return "application/x-amz-json-1.0", body, {"x-amzn-query-error": f"{exc.code};Sender"}
         xml = (
             f"<Response><Errors><Error><Code>{escape(exc.code)}</Code><Message>{escape(exc.message)}</Message>"
@@ -456,17 +459,49 @@ class StandIn:
         item = body["Item"]
         key = (body["TableName"], json.dumps([item.get("pk"), item.get("sk")]))
         with self._lock:
-            current = self.items.get(key)
-            if "attribute_not_exists" in body.get("ConditionExpression", "") and current is not None:
-                now = body.get("ExpressionAttributeValues", {}).get(":now", {}).get("N")
-                expired = (
-                    now is not None
-                    and current.get("status", {}).get("S") == "pending"
-                    and int(current.get("lease_until", {}).get("N", "0")) < int(now)
-                )
-                if not expired:
-                    raise ApiError("ConditionalCheckFailedException", "The conditional request failed")
+            if not self._holds(key, body):
+                raise ApiError("ConditionalCheckFailedException", "The conditional request failed")
             self.items[key] = item
+        return {}
+
+    def _holds(self, key: tuple[str, str], body: Mapping[str, Any]) -> bool:
+        if "ConditionExpression" not in body:
+            return True
+        values, names = body.get("ExpressionAttributeValues"), body.get("ExpressionAttributeNames")
+        return holds(body["ConditionExpression"], self.items.get(key), values, names)
+
+    def batch_get_item(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Up to 100 keys a call (owners' Slack ids), as DynamoDB answers them."""
+        keys = [(table, key) for table, request in body.get("RequestItems", {}).items() for key in request["Keys"]]
+        if len(keys) > 100:
+            raise ApiError("ValidationException", f"{len(keys)} keys: at most 100 a BatchGetItem")
+        responses: dict[str, list[Any]] = {}
+        with self._lock:
+            for table, key in keys:
+                found = self.items.get((table, json.dumps([key.get("pk"), key.get("sk")])))
+                if found is not None:
+                    responses.setdefault(table, []).append(found)
+        return {"Responses": responses, "UnprocessedKeys": {}}
+
+    def transact_write_items(self, body: dict[str, Any]) -> dict[str, Any]:
+        """All or nothing, as DynamoDB does; one failed condition cancels the lot and says which."""
+        actions = [next(iter(a.items())) for a in body["TransactItems"]]
+        if len(actions) > 100:
+            raise ApiError("ValidationException", "Member must have length less than or equal to 100")
+        keys = [
+            (op["TableName"], json.dumps([(op.get("Item") or op["Key"]).get(k) for k in ("pk", "sk")]))
+            for _, op in actions
+        ]
+        with self._lock:
+            failed = [not self._holds(key, op) for key, (_, op) in zip(keys, actions, strict=True)]
+            if any(failed):
+                reasons = [{"Code": "ConditionalCheckFailed" if f else "None"} for f in failed]
+                raise ApiError("TransactionCanceledException", "cancelled", extra={"CancellationReasons": reasons})
+            for key, (kind, op) in zip(keys, actions, strict=True):
+                if kind == "Put":
+                    self.items[key] = op["Item"]
+                elif kind == "Delete":
+                    self.items.pop(key, None)
         return {}
 
     def delete_item(self, body: dict[str, Any]) -> dict[str, Any]:

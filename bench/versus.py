@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any
 from bench.common import ROOT
 from bench.fleet import GPU_METRIC, Fleet
 from bench.standin import StandIn
-from testing.slack_standin import SlackStandIn
+from testing.slack_standin import RateLimits, SlackStandIn
 
 CUSTODIAN = ROOT / ".venv-c7n" / "bin" / "custodian"
 HOME = "us-east-1"
@@ -153,11 +154,16 @@ def run_custodian(endpoint: str, workdir: Path) -> tuple[float, float, dict[str,
 def on_standin(tool: str, n: int, latency_ms: int, workdir: Path) -> Run:
     fleet = Fleet(n)
     server = StandIn(fleet, latency_s=latency_ms / 1000, secret={"bot_token": "xoxb-bench"}).start()
-    slack = SlackStandIn(token="xoxb-bench", latency_s=latency_ms / 1000).start()
+    # The fleet's owners are in Slack, and Slack's limits hold: one post a second per channel, the tiers.
+    users = {f"user{k}@example.com": f"U{k:05d}" for k in range(fleet.owners)}
+    slack = SlackStandIn(users=users, token="xoxb-bench", latency_s=latency_ms / 1000, limits=RateLimits()).start()
     try:
         if tool == "costguard":
             wall, rss, detail = run_costguard(server.url, slack, workdir)
             detail["slack_calls"] = len(slack.calls)
+            detail["slack_calls_by_method"] = dict(sorted(Counter(slack.calls).items()))
+            detail["slack_messages"] = len(slack.messages)
+            detail["slack_429s"] = dict(sorted(slack.limits.refused.items())) if slack.limits else {}
         else:
             wall, rss, detail = run_custodian(server.url, workdir)
         if server.unsupported:
@@ -342,6 +348,14 @@ def summarize(runs: list[Run], sizes: tuple[int, ...], latencies: tuple[int, ...
                     "verdict": verdict(fleet, first.stopped),
                     "same_stops_at_every_latency": all(r.stopped == first.stopped for r in mine.values()),
                     "slack_calls": first.detail.get("slack_calls", 0),
+                    "slack_calls_by_method": first.detail.get("slack_calls_by_method", {}),
+                    "slack_messages": first.detail.get("slack_messages", 0),
+                    "slack_429s": first.detail.get("slack_429s", {}),
+                    "handler_status": {lat: r.detail.get("status") for lat, r in mine.items()},
+                    "deferred": {
+                        lat: sum(g.get("deferred", 0) for g in (r.detail.get("regions") or {}).values())
+                        for lat, r in mine.items()
+                    },
                 }
             )
     return {"rows": rows, "floors": floors}

@@ -20,17 +20,20 @@ import contextlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bench.week_world import SLOTS_PER_HOUR, STEP, Machine, World
+from testing.conditions import holds
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_EVERY = 3  # slots: 15 minutes
@@ -40,6 +43,7 @@ DOCUMENT = "costguard-activity-check"
 # machine managed (the recommended setup) and with this share without the agent.
 NO_SSM_AGENT_SHARE = 0.15
 ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
+LAMBDA_ATTEMPTS = (timedelta(0), timedelta(minutes=1), timedelta(minutes=3))  # an async invocation, retried twice
 
 
 # ---------------------------------------------------------------------- the world's machines, as they run
@@ -155,6 +159,17 @@ class Pages:
         return self.answer(**params)
 
 
+# The write operations a storm may hit (every write the sweep makes, by the fakes' names).
+STORM_OPS = (
+    "ec2:create_tags",
+    "ec2:delete_tags",
+    "ec2:stop_instances",
+    "dynamodb:batch_write_item",
+    "dynamodb:transact_write_items",
+    "dynamodb:put_item",
+)
+
+
 class Conditional(Exception):
     pass
 
@@ -174,6 +189,7 @@ class FaultPlan:
     kill: float = 0.0
     storm_every: int = 0  # sweeps between storms (0: none)
     storm_sweeps: int = 4
+    storm_ops: tuple[str, ...] = STORM_OPS  # each storm on one of these, at random
     seed: int = 1
     kills: int = 0
     storms: int = 0
@@ -186,7 +202,7 @@ class FaultPlan:
 
     def sweep_started(self, sweep: int) -> None:
         if self.storm_every and sweep % self.storm_every == 0:
-            self.storm_on = self.rng.choice(["ec2:create_tags", "ec2:stop_instances", "dynamodb:batch_write_item"])
+            self.storm_on = self.rng.choice(list(self.storm_ops))
             self.storm_until = sweep + self.storm_sweeps
             self.storms += 1
         elif sweep >= self.storm_until:
@@ -209,6 +225,14 @@ class FaultPlan:
         if self.rng.random() < self.kill / 2:
             self.kills += 1
             raise Killed(f"after {call}")
+
+
+@cache
+def _transaction_cancelled() -> type[Exception]:
+    """botocore's TransactionCanceledException: a ClientError that carries its CancellationReasons."""
+    from botocore.exceptions import ClientError  # noqa: PLC0415 (the child process's botocore)
+
+    return type("TransactionCanceledException", (ClientError,), {})
 
 
 def _aws_error(code: str, call: str) -> Exception:
@@ -235,6 +259,7 @@ class FakeAws:
         class Client:
             class exceptions:
                 ConditionalCheckFailedException = Conditional
+                TransactionCanceledException = _transaction_cancelled()
 
             def get_paginator(self, name: str) -> Pages:
                 fake.calls[f"{service}:{name}"] += 1
@@ -284,6 +309,7 @@ class FakeAws:
                     "InstanceId": m.instance_id,
                     "InstanceType": m.instance_type,
                     "State": {"Name": state},
+                    "StateTransitionReason": self._transition(m.instance_id, state),
                     "LaunchTime": fleet.launched[m.instance_id],
                     "Tags": [{"Key": k, "Value": v} for k, v in fleet.tags[m.instance_id].items()],
                     "RootDeviceType": "ebs",
@@ -291,6 +317,13 @@ class FakeAws:
                 }
             )
         return [{"Reservations": [{"Instances": out}]}]
+
+    def _transition(self, instance_id: str, state: str) -> str:
+        """EC2's StateTransitionReason: when a stopped machine's stop was asked for."""
+        stops = [slot for iid, slot in self.fleet.stops if iid == instance_id]
+        if state != "stopped" or not stops:
+            return ""
+        return f"User initiated ({self.fleet.world.at(stops[-1]):%Y-%m-%d %H:%M:%S} GMT)"
 
     def create_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
         for resource in Resources:
@@ -417,13 +450,41 @@ class FakeAws:
 
     def put_item(self, Item: dict[str, Any], **params: Any) -> dict[str, Any]:
         key = (Item["pk"]["S"], Item["sk"]["S"])
-        current = self.items.get(key)
-        if "ConditionExpression" in params and current is not None:
-            lease = int(current.get("lease_until", {}).get("N", "0"))
-            pending = current.get("status", {}).get("S") == "pending"
-            if not (pending and lease < int(params["ExpressionAttributeValues"][":now"]["N"])):
-                raise Conditional
+        if not self._holds(key, params):
+            raise Conditional
         self.items[key] = Item
+        return {}
+
+    def _holds(self, key: tuple[str, str], params: Mapping[str, Any]) -> bool:
+        if "ConditionExpression" not in params:
+            return True
+        return holds(
+            params["ConditionExpression"],
+            self.items.get(key),
+            params.get("ExpressionAttributeValues"),
+            params.get("ExpressionAttributeNames"),
+        )
+
+    def transact_write_items(self, TransactItems: list[dict[str, Any]]) -> dict[str, Any]:
+        """All or nothing, as DynamoDB does: one failed condition cancels the lot, and says which."""
+        actions = [next(iter(action.items())) for action in TransactItems]
+        keys = [(op["Item"] if kind == "Put" else op["Key"]) for kind, op in actions]
+        keys = [(k["pk"]["S"], k["sk"]["S"]) for k in keys]
+        failed = [not self._holds(key, op) for key, (_, op) in zip(keys, actions, strict=True)]
+        if any(failed):
+            reasons = [{"Code": "ConditionalCheckFailed" if f else "None"} for f in failed]
+            raise _transaction_cancelled()(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                    "CancellationReasons": reasons,
+                },
+                "TransactWriteItems",
+            )
+        for key, (kind, op) in zip(keys, actions, strict=True):
+            if kind == "Put":
+                self.items[key] = op["Item"]
+            elif kind == "Delete":
+                self.items.pop(key, None)
         return {}
 
     def get_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
@@ -522,7 +583,8 @@ def run_costguard(
     world = World(seed, copies=int(os.environ.get("BENCH_COPIES", "1")))  # copies: the calls at scale
     fleet = Fleet(world, seed, no_ssm_share)
     people = {m.owner for m in world.machines}
-    slack = SlackStandIn(users={p: f"U{k:04d}" for k, p in enumerate(sorted(people))}).start()
+    users = {p: f"U{k:04d}" for k, p in enumerate(sorted(people))}
+    slack = SlackStandIn(users=users, clock=lambda: fleet.now.timestamp()).start()  # noqa: PLW0108 (now moves)
     plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
     aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
     aws.cgroup_check = '"cg"' in (code_root / "template.yaml").read_text()  # the check of this code tree
@@ -538,7 +600,9 @@ def run_costguard(
     warnings: list[tuple[str, int]] = []
     seen = 0
     end = world.start + timedelta(days=days)
-    sweeps = 0
+    sweeps = dead_lettered = by_costguard = failed_on_writes = 0
+    messages_per_owner: Counter[str] = Counter()  # warning messages (one may tell about several machines)
+    most_in_a_sweep = 0
     slack_rng = random.Random(seed * 7)
     try:
         while fleet.now < end:
@@ -550,16 +614,36 @@ def run_costguard(
                 status, retry_after = slack_rng.choice([(429, 1), (500, None), (503, None)])
                 slack.fail(method, status, count=slack_rng.randint(1, 6), retry_after=retry_after)
             for _ in range(2 if faults and faults.get("double") else 1):  # EventBridge delivers at least once
-                try:
-                    sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
-                except Killed:
-                    pass  # the scheduler's retry is the next sweep
-                except Exception as exc:  # a sweep that raises is retried by the scheduler: the next one runs
-                    if faults is None:
-                        print(f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+                # An invocation that fails (raises, or is killed) is retried by Lambda 1 and then 2 minutes
+                # later; one whose three attempts all fail goes to the dead-letter queue (and pages).
+                raised = False  # an attempt raised for something else than a region it could not read
+                for retry in LAMBDA_ATTEMPTS:
+                    runtime.now = lambda r=retry: fleet.now + r  # type: ignore[method-assign,misc]
+                    try:
+                        sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
+                        break
+                    except Killed:
+                        pass
+                    except Exception as exc:
+                        # A region that could not be read (a read failed after botocore's retries) fails its
+                        # sweep, for Lambda to retry: the fault model's draw. Any other raise is costguard's.
+                        if not UNREADABLE.search(str(exc)):
+                            raised = True
+                            failed_on_writes += 1
+                        if faults is None:
+                            print(
+                                f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr
+                            )
+                else:  # three attempts failed: the dead-letter queue. Killed, or a region unreadable, in each
+                    # of the three is the fault model's draw (a kill in 0.5 % of calls, a read failing in 1 %).
+                    dead_lettered += 1
+                    by_costguard += raised
+                del runtime.now
+            this_sweep = Counter(m.channel for m in slack.messages[seen:] if warned_in(m, world))
+            messages_per_owner.update(this_sweep)
+            most_in_a_sweep = max(most_in_a_sweep, *this_sweep.values(), 0)
             for message in slack.messages[seen:]:
-                instance_id = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
-                if instance_id and "has been idle for" in message.text:  # a warning
+                for instance_id in warned_in(message, world):  # each machine a warning tells about
                     warnings.append((instance_id, fleet.index))
                     url = slack.response_url(message.ts)
                     # Under faults, owners only keep: every stop counted is the sweep's, with its notice.
@@ -580,10 +664,19 @@ def run_costguard(
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
     figures |= people_and_starts(world, fleet, days=days)
     figures["machines_checked_per_sweep"] = round(aws.checked / max(1, sweeps), 1)
+    figures["warning_messages"] = sum(messages_per_owner.values())
+    figures["warning_messages_per_owner_per_day"] = round(
+        sum(messages_per_owner.values()) / figures["owners"] / days, 2
+    )
+    figures["most_warning_messages_to_one_owner_in_a_sweep"] = most_in_a_sweep
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
     if faults is not None:
-        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings)
+        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {
+            "dead_lettered_sweeps": dead_lettered,
+            "dead_lettered_by_a_raise_of_costguard": by_costguard,
+            "attempts_raised_not_for_an_unreadable_region": failed_on_writes,
+        }
     return figures
 
 
@@ -632,11 +725,13 @@ def fault_counts(
     """What the faults cost: stops without their notice, record or tag; notices told twice; stops of a
     machine someone kept."""
     stopped_ids = [iid for iid, _ in fleet.stops]
-    notices: dict[str, int] = defaultdict(int)
+    notices: dict[str, int] = defaultdict(int)  # stop notices told, by machine (a message may tell several)
     for message in messages:
-        iid = next((i for i in fleet.by_id if i in message.text), "")
-        if message.text.startswith(("Stopped idle", "Hibernated idle")):
-            notices[iid] += 1
+        told = {m for i in fleet.by_id for m in _markers(message) if m.startswith(f"cg-stop-{i}-")}
+        for marker in told:
+            notices[marker[len("cg-stop-") :].rsplit("-", 1)[0]] += 1
+        if not told and message.text.startswith(("Stopped idle", "Hibernated idle")):  # code before block ids
+            notices[next((i for i in fleet.by_id if i in message.text), "")] += 1
     # A warning again within the grace period is a duplicate: a machine is warned anew only after a
     # whole idle window (or when its warning is older than the data read, hours later).
     last: dict[str, int] = {}
@@ -652,7 +747,26 @@ def fault_counts(
     stops: dict[str, int] = defaultdict(int)
     for iid in stopped_ids:
         stops[iid] += 1
+    # Each warning told (its block id names the machine and the warning's time) against the ledger's entries.
+    told = {b["block_id"] for m in messages for b in m.blocks if str(b.get("block_id", "")).startswith("cg-warn-")}
+    warn_entries = Counter(
+        f"cg-warn-{i['instance_id']['S']}-{i['at']['S'][:19].replace('-', '').replace(':', '')}Z"
+        for (pk, _), i in aws.items.items()
+        if pk.startswith("action#") and i["kind"]["S"] == "warn"
+    )
+    # A notice posted again: a message carrying a block id (one machine's notice) an earlier one carried.
+    posted: set[str] = set()
+    posted_twice = 0
+    for message in messages:
+        ids = {str(b.get("block_id", "")) for b in message.blocks} - {""}
+        carried = {i for i in ids if i.startswith(("cg-warn-", "cg-stop-", "cg-cancel-"))}
+        posted_twice += bool(carried & posted)
+        posted |= carried
     return {
+        "notices_posted_twice": posted_twice,
+        "warnings_without_ledger_record": len(told - set(warn_entries)),
+        "duplicate_ledger_records": sum(max(0, recorded[i] - n) for i, n in stops.items())
+        + sum(n - 1 for n in warn_entries.values()),
         "faults": {
             "kills": plan.kills if plan else 0,
             "storms": plan.storms if plan else 0,
@@ -667,6 +781,20 @@ def fault_counts(
         "duplicate_warnings": duplicate_warnings,
         "stops_after_a_keep": aws.stops_after_keep,
     }
+
+
+def _markers(message: Any) -> set[str]:
+    return {str(b.get("block_id", "")) for b in message.blocks} - {""}
+
+
+def warned_in(message: Any, world: World) -> list[str]:
+    """The machines a warning message tells about: by their parts' block ids, or (code from before block
+    ids, one machine a message) by its words."""
+    marked = [m.removeprefix("cg-warn-").rsplit("-", 1)[0] for m in _markers(message) if m.startswith("cg-warn-")]
+    if marked:
+        return marked
+    found = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
+    return [found] if found and "has been idle for" in message.text else []
 
 
 def tags_key(name: str) -> str:
@@ -691,7 +819,8 @@ def answer(
     if not fleet.world.office_hours(machine, fleet.index) or rng.random() >= ANSWER_RATE:
         return
     working = bool(machine.slots[fleet.index].work)
-    offered = [e["action_id"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]]
+    mine = [b for b in message.blocks if b.get("type") == "actions" and instance_id in json.dumps(b)]
+    offered = [e["action_id"] for b in mine for e in b["elements"]]
     if working:
         pressed = "costguard.keep_while_busy" if "costguard.keep_while_busy" in offered else "costguard.keep_tomorrow"
     elif stop_now and rng.random() < 0.3 and "costguard.stop_now" in offered:
@@ -716,6 +845,7 @@ def answer(
         user_name=machine.owner.split("@")[0],
         response_url=response_url,
         message_ts=message.ts,
+        blocks=tuple(message.blocks),
         action_ts="1",
         **extra,
     )
@@ -886,6 +1016,8 @@ def measure(code_root: Path = ROOT, seed: int = 7) -> dict[str, Any]:
     }
 
 
+# A sweep's failure to read its region (SweepIncomplete names the read that failed after botocore's retries).
+UNREADABLE = re.compile(r"when calling the [a-z0-9]+:(describe|list|get|query|scan|batch_get)")
 SEEDS = (7, 11, 23)  # the weeks the rules were checked on
 UNSEEN = (31, 47, 59, 71)  # weeks looked at only at the end
 KEPT = (

@@ -13,9 +13,10 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -23,7 +24,7 @@ from urllib.parse import urlencode
 from costguard.core.observability import logger
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
-from demo import accounts, anomaly, fleet, learned, render, sagemaker
+from demo import accounts, anomaly, fleet, grouped, learned, render, sagemaker
 from demo.clock import DemoClock
 from testing import moto_fixes
 from testing.account import LocalAccount
@@ -219,7 +220,7 @@ IDLE_NOTEBOOK = activity(
 )
 
 
-def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
+def idle_stopping(demo: Demo, seeded: fleet.SeededFleet, buttons: Callable[[], None] = lambda: None) -> None:
     bob = seeded.named("bob-notebook")
     gaps = demo.account.gaps
     # The machines with the SSM agent, and what their activity check says (the others are judged on metrics).
@@ -261,6 +262,7 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet) -> None:
             mystery = seeded.named("mystery-west")
             press(demo, mystery.instance_id, "costguard.keep_monday", "U0PLATFORM", "platform")
             press(demo, seeded.named("leo-finetune").instance_id, "costguard.keep_while_busy", "U0LEO", "leo")
+            buttons()
             # kim sits down and types, a minute before her machine's stop: too late for the metrics.
             gaps.activity[seeded.named("kim-notebook").instance_id] = activity(
                 sessions=[{"tty": "pts/1", "idle_s": 60}],
@@ -280,11 +282,9 @@ def press(
     """A Slack user presses a button on costguard's message about the instance: Slack's signed request to the
     hub's Function URL (the Slack app's one), then the queued click, acted on in the machine's account."""
     message = next(m for m in reversed(demo.slack.messages) if instance_id in json.dumps(m.blocks))
-    target = json.loads(next(e["value"] for b in message.blocks if b.get("type") == "actions" for e in b["elements"]))
     payload = json.loads((fleet.EVENTS / "slack_receiver/block-actions-keep-2h.json").read_text())
-    payload["actions"][0].update(
-        action_id=button, value=json.dumps(target, separators=(",", ":")), action_ts=f"{demo.clock.timestamp():.6f}"
-    )
+    action, target = grouped.control(message.blocks, instance_id, button)  # its buttons, or its line's menu
+    payload["actions"] = [{**action, "action_ts": f"{demo.clock.timestamp():.6f}"}]
     payload["user"].update(id=user_id, username=user_name, name=user_name)
     payload["message"].update(ts=message.ts, blocks=message.blocks, text=message.text)
     payload["container"]["message_ts"] = message.ts
@@ -464,6 +464,7 @@ def main() -> int:
         print("costguard demo: an emulated AWS account (moto on 127.0.0.1) and a local Slack stand-in")
         with step("Seeding the ML fleet"):
             seeded = fleet.seed(demo.client, demo.account.gaps, demo.t0)
+            quinn = grouped.seed(demo.client, demo.slack.users, demo.t0)
             hourly = fleet.seed_week(demo.client, seeded, demo.t0)
             nightly_run = learned.seed(demo.client, demo.account.gaps, seeded, demo.t0)  # demo/learned.py
             demo.account.set_env(SHORTEST_STOP_MINUTES=learned.SHORTEST_STOP_MINUTES)
@@ -475,7 +476,7 @@ def main() -> int:
             )
         demo.clock = demo.t0 - timedelta(minutes=45)
         owner_tagging(demo, seeded)
-        idle_stopping(demo, seeded)
+        idle_stopping(demo, seeded, lambda: grouped.keep_the_second(partial(press, demo), quinn))
         demo.clock = demo.t0 + timedelta(minutes=5)
         press(demo, seeded.named("bob-notebook").instance_id, "costguard.start", "U0BOB", "bob")
         learned.start_scene(demo, lambda: print_decisions_of(demo, seeded), nightly_run)  # demo/learned.py

@@ -66,6 +66,9 @@ def _element(element: dict[str, Any], users: dict[str, str]) -> str:
         return f'<img class="thumb" src="{html.escape(element.get("image_url", ""))}" alt="{html.escape(element.get("alt_text", ""))}">'
     if kind in ("mrkdwn", "plain_text"):
         return _text(element, users)
+    if kind == "overflow":  # a menu: Slack shows "⋯" and, pressed, its options
+        options = " · ".join(html.escape(str(o["text"]["text"])) for o in element.get("options", []))
+        return f'<span class="button" title="{options}">⋯</span> <small>{options}</small>'
     return f"<span>[{html.escape(str(kind))}]</span>"
 
 

@@ -10,6 +10,9 @@
   `launch_time_at_start` (the demo's) makes StartInstances set it, from the caller's clock.
 - SageMaker Studio apps: moto has none, and answers DescribeApp with NotImplementedError; AWS answers
   an app that does not exist with ResourceNotFound. Patched to answer like AWS (every app is absent).
+- DynamoDB transactions: moto backs a TransactWriteItems up by deep-copying the whole table, which
+  fails ("dictionary changed size during iteration") when another thread writes meanwhile; DynamoDB
+  serializes them itself. Writes to moto's tables are serialized here.
 
 Used by the integration tests (in-process moto) and the demo (moto's server runs in this process).
 `index_metric_queries` (demo and benchmarks only) makes moto's CloudWatch fast enough for a week of
@@ -19,6 +22,7 @@ hourly data or a thousand instances, without changing its answers.
 from __future__ import annotations
 
 import fnmatch
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -27,6 +31,7 @@ from typing import Any
 import moto.ec2.utils as ec2_utils
 from moto.cloudwatch.models import CloudWatchBackend
 from moto.cloudwatch.responses import CloudWatchResponse
+from moto.dynamodb.models import DynamoDBBackend
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.instances import Instance
 from moto.sagemaker.exceptions import ResourceNotFound
@@ -50,6 +55,7 @@ def apply() -> None:
     ec2_utils._costguard_wildcards = True  # type: ignore[attr-defined]
     _list_only_series_with_recent_data()
     _no_studio_apps()
+    _serialize_dynamodb_writes()
 
 
 def _no_studio_apps() -> None:
@@ -57,6 +63,20 @@ def _no_studio_apps() -> None:
         raise ResourceNotFound(f"App {self._get_param('AppName')} does not exist")
 
     SageMakerResponse.describe_app = describe_app  # type: ignore[attr-defined]
+
+
+def _serialize_dynamodb_writes() -> None:
+    lock = threading.RLock()
+
+    def serialized(method: Any) -> Any:
+        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(self, *args, **kwargs)
+
+        return write
+
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        setattr(DynamoDBBackend, name, serialized(getattr(DynamoDBBackend, name)))
 
 
 def _list_only_series_with_recent_data() -> None:

@@ -11,7 +11,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -42,7 +42,14 @@ class Fault:
 
 
 # Slack's Web API tiers (https://docs.slack.dev/apis/web-api/rate-limits): calls a minute per method.
-TIERS = {"users.list": 20, "users.lookupByEmail": 50, "usergroups.users.list": 20, "auth.test": 100}
+TIERS = {
+    "users.list": 20,
+    "users.lookupByEmail": 50,
+    "usergroups.users.list": 20,
+    "auth.test": 100,
+    "conversations.open": 50,
+    "conversations.history": 50,
+}
 POSTS_PER_CHANNEL_SECONDS = 1.0  # chat.postMessage: "one message per second per channel"
 
 
@@ -90,6 +97,7 @@ class SlackStandIn:
     faults: dict[str, list[Fault]] = field(default_factory=dict)
     latency_s: float = 0.0  # slept before each answer (the benchmark's injected round trip)
     limits: RateLimits | None = None  # Slack's rate limits, enforced (None: none)
+    clock: Callable[[], float] = time.time  # what a message's ts says (a simulation's own clock)
     _server: ThreadingHTTPServer | None = None
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -253,6 +261,13 @@ class SlackStandIn:
                     if f["id"] == entry.get("id"):
                         f.update(title=entry.get("title", ""), channel=channel)
             return {"ok": True, "files": [{"id": e.get("id")} for e in args.get("files") or []]}
+        if method == "conversations.open":  # a direct message's channel: D + the user's id, here
+            user = str(args.get("users", ""))
+            if user not in self.users.values():
+                return {"ok": False, "error": "user_not_found"}
+            return {"ok": True, "channel": {"id": f"D{user}"}}
+        if method == "conversations.history":
+            return self._history(args)
         if method == "usergroups.users.list":
             group = self.groups.get(str(args.get("usergroup", "")))
             if group is None:
@@ -262,9 +277,31 @@ class SlackStandIn:
             return {"ok": True, "user_id": "UCOSTGUARD", "team": "demo"}
         return {"ok": False, "error": "unknown_method"}
 
+    def _history(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """A conversation's messages since `oldest`, newest first, a page at a time (as Slack pages it)."""
+        channel = str(args.get("channel", ""))
+        where = channel[1:] if channel.startswith("D") and channel[1:] in self.users.values() else channel
+        if self.channels and where not in self.channels and where not in self.users.values():
+            return {"ok": False, "error": "channel_not_found"}
+        oldest = float(str(args.get("oldest") or 0))
+        with self._lock:
+            found = [m for m in self.messages if m.channel == where and float(m.ts) >= oldest]
+        found.sort(key=lambda m: float(m.ts), reverse=True)
+        start, limit = int(str(args.get("cursor") or 0)), int(str(args.get("limit") or 100))
+        following = str(start + limit) if start + limit < len(found) else ""
+        page = [
+            {"type": "message", "ts": m.ts, "text": m.text, "blocks": m.blocks} for m in found[start : start + limit]
+        ]
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": bool(following),
+            "response_metadata": {"next_cursor": following},
+        }
+
     def _record(self, route: str, channel: str, payload: Mapping[str, Any], *, direct: bool = False) -> Posted:
         with self._lock:
-            ts = f"{int(time.time())}.{next(self._ts):06d}"
+            ts = f"{int(self.clock())}.{next(self._ts):06d}"
             posted = Posted(route, channel, str(payload.get("text", "")), list(payload.get("blocks") or []), ts, direct)
             self.messages.append(posted)
             return posted

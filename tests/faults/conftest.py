@@ -3,16 +3,43 @@ or refused, a write applied whose answer was lost, Slack failing, every event de
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from botocore.exceptions import ClientError
 
+from testing.killpoints import Killed, KillSwitch, installed
 from tests.integration.conftest import aws, now, runtime, slack  # noqa: F401 (the integration fixtures)
 
+__all__ = ["Killed", "armed_on", "kill_at", "refuse", "switch"]
 
-class Killed(BaseException):
-    """The invocation ends here: no except clause of costguard's sees it, no finally of its runs after."""
+
+@pytest.fixture
+def switch() -> Iterator[KillSwitch]:
+    """Kills an invocation at a point where it writes (testing/killpoints.py)."""
+    with installed(KillSwitch()) as it:
+        yield it
+
+
+@contextlib.contextmanager
+def armed_on(switch: KillSwitch, point: str, *, after: bool = False) -> Iterator[None]:
+    """The invocation in the block is killed at its first call of `point` ("ec2:StopInstances",
+    "slack:chat.postMessage"), before the call or once it was applied; the block must end killed."""
+    original = switch.call
+
+    def call(where: str, write: bool, send: Any) -> Any:
+        if where == point and switch.kill_at == 0 and not switch.dead:
+            switch.arm(len(switch.passed) + 1, after=after)
+        return original(where, write, send)
+
+    switch.call = call  # type: ignore[method-assign]
+    try:
+        with switch.invocation(), pytest.raises(Killed):
+            yield
+    finally:
+        switch.call = original  # type: ignore[method-assign]
 
 
 def kill_at(client: Any, operation: str, *, after: bool = False, times: int = 1, skip: int = 0) -> list[int]:

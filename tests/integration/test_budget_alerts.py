@@ -4,7 +4,7 @@ exact requests where moto has nothing), Slack payloads, and once-only posting.""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -151,6 +151,10 @@ def test_slack_outage_fails_the_invocation_and_the_retry_posts(
         invoke(event, runtime, lambda_context, monkeypatch)
     assert slack.messages == []
     slack.faults.clear()  # Slack is back
-    result = invoke(event, runtime, lambda_context, monkeypatch)  # Lambda's retry of the SNS event
+    # Lambda's retry of the SNS event, a minute later: the first attempt's claim has run out, and as a 500
+    # may come after Slack took the message, the channel's history is read before posting again.
+    monkeypatch.setattr(runtime, "now", lambda: NOW + timedelta(minutes=1))
+    result = app.lambda_handler(event, lambda_context, runtime=runtime)
     assert result["notifications"][0]["status"] == "posted"
     assert len(slack.messages) == 1
+    assert "conversations.history" in slack.calls

@@ -363,10 +363,12 @@ def test_anomaly_detected_events_reach_budget_alerts_with_retries_a_dead_letter_
         for r in cfn["Resources"].values()
         if r["Type"] == "AWS::Lambda::Permission" and r["Properties"]["FunctionName"] == {"Ref": "BudgetAlertsFunction"}
     ]
-    # SNS from the budget topic, EventBridge from this rule only: nothing else may invoke it.
+    # SNS from the budget topic and the ops topic (costguard's own alarms, da6f759), EventBridge from this
+    # rule only: nothing else may invoke it.
     assert sorted((p["Principal"], json.dumps(p["SourceArn"])) for p in invokers) == [
         ("events.amazonaws.com", json.dumps({"Fn::GetAtt": ["BudgetAlertsFunctionAnomalyDetected", "Arn"]})),
         ("sns.amazonaws.com", json.dumps({"Ref": "BudgetTopic"})),
+        ("sns.amazonaws.com", json.dumps({"Ref": "OpsTopic"})),
     ]
 
 

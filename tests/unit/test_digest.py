@@ -215,7 +215,14 @@ def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() ->
         OutlivedKeep("i-b", "bob", until, kept_hours=15.0, idle_hours=14.0, waste_usd=79.41),
         OutlivedKeep("i-c", "carol", until, kept_hours=4.0, idle_hours=3.0, waste_usd=3.02),
     ]
-    data = cast(Any, type("D", (), {"this_week": week, "outlived_keeps": keeps, "advice": []}))
+    data = cast(
+        Any,
+        type(
+            "D",
+            (),
+            {"this_week": week, "outlived_keeps": keeps, "advice": [], "warnings_to": staticmethod(lambda _o: 0)},
+        ),
+    )
     text = json.dumps(owner_message(data, "bob", [bob]).slack_blocks())
     assert "`i-b` kept until Tue 09:00 UTC sat idle 14 h of its 15 ($79.41)" in text
     assert "i-c" not in text
@@ -235,3 +242,31 @@ def test_the_digest_says_how_many_learned_starts_were_made_wasted_and_the_gpu_ho
     text = digest_message(data).text + json.dumps(digest_message(data).blocks)
     assert "2 learned starts before recurring work (1 found no work), after 44 GPU-hours stopped between runs." in text
     assert "learned start" not in json.dumps(digest_message(member_data()).blocks)  # none: nothing said
+
+
+def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_received() -> None:
+    from costguard.digest.data import CommitmentUse, DigestData  # noqa: PLC0415
+    from costguard.digest.messages import digest_message, owner_message  # noqa: PLC0415
+
+    bob = machine("i-b", "bob", 4, 5.672, hours(0, 19, 14, cpu=1, gpu_max=0.5, gpu_avg=0.5))
+    carol = machine("i-c", "carol", 1, 1.006, hours(0, 19, 3, cpu=1, gpu_max=0.5, gpu_avg=0.5))
+    week = summarize([bob, carol], START, END, POLICY)
+
+    def warned(iid: str, owner: str, day: int, applied: bool = True) -> Entry:
+        at = START + timedelta(days=day)
+        return Entry(at, EntryKind.WARN, iid, "us-east-1", "enforce", applied=applied, owner=owner)
+
+    entries = [warned("i-b", "bob", 1), warned("i-b", "bob", 3), warned("i-b2", "bob", 3), warned("i-c", "carol", 2)]
+    entries.append(warned("i-c", "carol", 4, applied=False))  # dry-run: not a warning anyone received
+    data = DigestData(
+        START, END, [bob, carol], {}, week, week, entries, 0.0, 0.0, CommitmentUse(), None, None, {}, [], "Owner"
+    )
+
+    channel = json.dumps(digest_message(data).slack_blocks())
+    assert "*bob*: 1 machine" in channel
+    assert ", 3 idle warnings" in channel
+    assert ", 1 idle warning" in channel
+    assert "costguard warned you about 3 idle machines this week" in json.dumps(
+        owner_message(data, "bob", [bob]).slack_blocks()
+    )
+    assert "warned you" not in json.dumps(owner_message(data, "dan", []).slack_blocks())

@@ -10,12 +10,23 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from botocore.exceptions import ClientError
 
+from costguard.aws.cloudwatch.series import gpu_count
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.decision import Action, Decision
 from costguard.idle.learned import Learner
-from costguard.idle.learning import LearnedStart, Pattern, Quarter, learn, quarters_of, with_pattern, work_starts
+from costguard.idle.learning import (
+    Learned,
+    LearnedStart,
+    Pattern,
+    Quarter,
+    learn,
+    quarters_of,
+    with_pattern,
+    work_starts,
+)
 from costguard.state.startlog import StartRecord
 
 QUARTER = timedelta(minutes=15)
@@ -286,35 +297,11 @@ def test_a_learned_start_that_cannot_be_recorded_is_not_promised() -> None:
     assert (plain.learned, plain.start_at) == ("", None)
 
 
-class Kept(Nothing):
-    """The learned starts' record, kept in memory."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, StartRecord] = {}
-
-    def update(self, instance_id: str, _now: datetime, change: Any) -> bool:
-        change(self.records.setdefault(instance_id, StartRecord()))
-        return True
-
-
 def test_a_stop_before_a_learned_start_counts_each_gpu_once_for_the_digest() -> None:
-    starts = Kept()
-    learner = Learner(
-        metrics=None,  # type: ignore[arg-type]
-        history=Nothing(),  # type: ignore[arg-type]
-        starts=starts,  # type: ignore[arg-type]
-        ledger=None,  # type: ignore[arg-type]
-        policy=POLICY,
-        mode=Mode.ENFORCE,
-        owner_tag_key="Owner",
-    )
-    machine = Instance("i-1", "us-east-1", "g5.12xlarge", "running", NOW - timedelta(days=20))
-    stop = Decision("i-1", Action.STOP, "idle", stop_after=NOW, start_at=NOW + timedelta(hours=20))
     # An agent upgrade lists GPU 0 under two dimension sets for 14 days (with and without `arch`).
     old, new = (("InstanceId", "i-1"), ("index", "0"), ("name", "NVIDIA A10G")), (("arch", "Ampere"),)
-    series = {"i-1": [old, old + new, *[(("InstanceId", "i-1"), ("index", str(g))) for g in (1, 2, 3)]]}
-    learner.note_stops([machine], [(machine, stop)], series, NOW)
-    assert starts.records["i-1"].gpus == 4
+    series = [old, old + new, *[(("InstanceId", "i-1"), ("index", str(g))) for g in (1, 2, 3)]]
+    assert gpu_count(series) == 4
 
 
 def test_a_run_at_a_local_time_the_spring_change_skips_is_started_for_before_the_skip() -> None:
@@ -325,3 +312,41 @@ def test_a_run_at_a_local_time_the_spring_change_skips_is_started_for_before_the
     # An hour the autumn change repeats: the first of the two.
     autumn = datetime(2026, 10, 24, 6, 0, tzinfo=UTC)
     assert berlin.next_start(autumn) == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST
+
+
+class Kept:
+    """The start log in memory: what each update made of the record."""
+
+    def __init__(self) -> None:
+        self.record = StartRecord(starts=[{"e": "2026-11-20T02:00:00Z", "s": "2026-11-20T01:45:00Z"}])
+
+    def update(self, _instance_id: str, _now: datetime, change: Any) -> bool:
+        change(self.record)
+        return True
+
+
+class Throttled:
+    """The ledger in a storm on BatchWriteItem."""
+
+    def record_many(self, _entries: Any) -> None:
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "storm"}}, "BatchWriteItem")
+
+
+def test_a_wasted_start_judged_in_a_storm_leaves_the_sweep_running_and_is_judged_again() -> None:
+    kept = Kept()
+    learner = Learner(
+        metrics=None,  # type: ignore[arg-type]
+        history=Nothing(),  # type: ignore[arg-type]
+        starts=kept,  # type: ignore[arg-type]
+        ledger=Throttled(),  # type: ignore[arg-type]
+        policy=POLICY,
+        mode=Mode.ENFORCE,
+        owner_tag_key="Owner",
+    )
+    machine = Instance("i-1", "us-east-1", "g5.12xlarge", "running", NOW - timedelta(days=20))
+    found = Learned(None, "no work came", outcomes=((datetime(2026, 11, 20, 2, 0, tzinfo=UTC), False),))
+
+    learner._judged(machine, found, NOW)  # raised ClientError through the sweep before (a region not swept)
+
+    # Its outcome is not kept without its ledger entry: the next sweep judges the start again.
+    assert kept.record.starts == [{"e": "2026-11-20T02:00:00Z", "s": "2026-11-20T01:45:00Z"}]

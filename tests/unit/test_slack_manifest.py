@@ -50,7 +50,9 @@ SCOPES: dict[str, frozenset[str]] = {
     "files.completeUploadExternal": frozenset({"files:write"}),
     "files.upload": frozenset({"files:write"}),
     "files.info": frozenset({"files:read"}),
-    "conversations.history": frozenset({"channels:history", "groups:history"}),
+    # costguard reads the history of its own direct messages too (a post whose answer was lost, looked
+    # for before it is sent again): im:history as well
+    "conversations.history": frozenset({"channels:history", "groups:history", "im:history"}),
     "conversations.replies": frozenset({"channels:history", "groups:history"}),
     "conversations.info": frozenset({"channels:read", "groups:read"}),
     "conversations.list": frozenset({"channels:read", "groups:read"}),
@@ -156,7 +158,7 @@ def test_a_new_slack_call_is_read_from_the_code_with_the_scopes_it_needs() -> No
         "files.getUploadURLExternal",
         "files.completeUploadExternal",
     }
-    assert needed_scopes(calls) == {"chat:write", "channels:history", "groups:history", "files:write"}
+    assert needed_scopes(calls) == {"chat:write", "channels:history", "groups:history", "im:history", "files:write"}
 
 
 def test_a_slack_call_the_table_does_not_know_fails_with_what_to_do() -> None:

@@ -65,6 +65,7 @@ def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") ->
         vcpus=_vcpus(raw.get("CpuOptions")),
         account=intern(account),
         zone=intern(str((raw.get("Placement") or {}).get("AvailabilityZone", ""))),
+        state_reason=str(raw.get("StateTransitionReason") or ""),
     )
 
 

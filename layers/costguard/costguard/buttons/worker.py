@@ -7,6 +7,7 @@ the original message to show who did what.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.slack.blocks import Message, Mrkdwn, context, mention, mrkdwn, safe
+from costguard.slack.blocks import Message, Mrkdwn, context, mention, mrkdwn, safe, section
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import SlackNotifier
@@ -129,6 +130,9 @@ class ClickWorker:
         key = f"slack-action:{click.instance_id}:{click.message_ts}:{click.button.value}"
         claim = self.claims.claim(key, now, ttl=timedelta(days=7))
         if claim.state is ClaimState.DONE:
+            if claim.detail:  # done, but the attempt may have died before the message showed it: shown again
+                self._update_original(click, claim.detail)
+                return Reply("duplicate", claim.detail)
             return self._tell(click, Reply("duplicate", "That was done already."))
         if claim.state is ClaimState.HELD:
             raise ClaimHeld(f"{key} is being done by another delivery of the click")  # back to the queue
@@ -140,8 +144,11 @@ class ClickWorker:
             click = replace(click, start_at="")  # learned starts turned off since the warning
         reply = self._apply(ec2, click, instance.hibernation_configured, now)
         if reply.status == "done":
-            self._record(click, instance.instance_type, owner, click_time(click, now), now)
-        self.claims.done(claim)
+            at = click_time(click, now)
+            self.ledger.record(
+                click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=self.zone)
+            )
+        self.claims.done(claim, detail=reply.text if reply.status == "done" else "")
         if reply.status == "done":
             self._update_original(click, reply.text)
         else:
@@ -211,26 +218,10 @@ class ClickWorker:
             return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + text)
         return Reply("done", text)
 
-    def _record(self, click: Click, instance_type: str, owner: str, at: datetime, now: datetime) -> None:
-        kind = KINDS.get(click.button, EntryKind.KEEP)
-        self.ledger.record(
-            Entry(
-                at=at,
-                kind=kind,
-                instance_id=click.instance_id,
-                region=click.region,
-                mode=self.mode.value,
-                owner=owner,
-                instance_type=instance_type,
-                reason=f"{click.button.value} by {click.user_name}",
-                until=formatting.format_time(keep_until(click.button, now, self.zone)) if click.button in KEEPS else "",
-            )
-        )
-
     def _update_original(self, click: Click, text: str) -> None:
-        """The original message, its buttons replaced by who did what."""
-        kept = [b for b in click.blocks if b.get("type") != "actions"]
-        done = Message(text, (*kept, context(":white_check_mark: " + safe(text))))
+        """The original message, the pressed machine's buttons replaced by who did what; in a message about
+        several machines, the others' parts stay as they are."""
+        done = Message(text, tuple(answered(click.blocks, click.instance_id, ":white_check_mark: " + safe(text))))
         self.respond(click.response_url, done.response(replace_original=True))
         logger.info("button click done", instance_id=click.instance_id, button=click.button.value, user=click.user_id)
 
@@ -240,3 +231,42 @@ class ClickWorker:
         self.respond(click.response_url, answer)
         logger.info("button click not done", instance_id=click.instance_id, status=reply.status, user=click.user_id)
         return reply
+
+
+def answered(blocks: Sequence[Mapping[str, Any]], instance_id: str, done: Mrkdwn) -> list[Mapping[str, Any]]:
+    """The message's blocks with one machine's buttons replaced by what was done: its actions block becomes
+    a line saying so, or, a line among many, its menu gives way to it. A message whose blocks name no such
+    machine (one from before) loses all its buttons, and says it at its end."""
+    out: list[Mapping[str, Any]] = []
+    found = False
+    for block in blocks:
+        if block.get("type") == "actions" and block.get("block_id") == f"costguard:{instance_id}":
+            out.append({**context(done), "block_id": block["block_id"]})
+            found = True
+        elif "accessory" in block and instance_id in json.dumps(block["accessory"]):
+            line = str((block.get("text") or {}).get("text", ""))
+            out.append({**section(Mrkdwn(f"{line}\n{done}")), "block_id": block.get("block_id", "")})
+            found = True
+        else:
+            out.append(block)
+    if not found:
+        out = [*(b for b in blocks if b.get("type") != "actions"), context(done)]
+    return out
+
+
+def click_entry(
+    click: Click, instance_type: str, owner: str, *, at: datetime, now: datetime, mode: Mode, zone: ZoneInfo
+) -> Entry:
+    """The ledger's record of a click done: dated by the click itself, so every delivery writes the same."""
+    kind = KINDS.get(click.button, EntryKind.KEEP)
+    return Entry(
+        at=at,
+        kind=kind,
+        instance_id=click.instance_id,
+        region=click.region,
+        mode=mode.value,
+        owner=owner,
+        instance_type=instance_type,
+        reason=f"{click.button.value} by {click.user_name}",
+        until=formatting.format_time(keep_until(click.button, now, zone)) if click.button in KEEPS else "",
+    )

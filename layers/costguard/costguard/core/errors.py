@@ -22,4 +22,9 @@ class SlackDeliveryError(CostguardError):
     """A Slack message could not be delivered by any configured route.
 
     Raised so that the invocation fails and is retried: a notification is never silently lost.
+    `maybe_delivered`: Slack may have posted it before its answer was lost (a timeout, a 5xx).
     """
+
+    def __init__(self, message: str, *, maybe_delivered: bool = False) -> None:
+        super().__init__(message)
+        self.maybe_delivered = maybe_delivered

@@ -28,6 +28,7 @@ class Instance:
     vcpus: int = 0  # CpuOptions' cores x threads per core; 0 when EC2 did not say
     account: str = ""  # the reservation's OwnerId: the account the machine lives in
     zone: str = ""  # Placement.AvailabilityZone
+    state_reason: str = ""  # StateTransitionReason: "User initiated (2026-11-21 14:00:05 GMT)" after a stop
 
     @property
     def auto_scaling_group(self) -> str:

@@ -52,6 +52,10 @@ class DigestData:
     def count(self, *kinds: EntryKind) -> int:
         return sum(1 for e in self.entries if e.kind in kinds and e.applied)
 
+    def warnings_to(self, owner: str) -> int:
+        """The idle warnings this owner received this week (one a machine, however many messages)."""
+        return sum(1 for e in self.entries if e.kind is EntryKind.WARN and e.applied and e.owner == owner)
+
 
 @dataclass
 class DigestReport:

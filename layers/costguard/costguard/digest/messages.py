@@ -46,6 +46,10 @@ def _row(name: str, figures: Figures) -> str:
     )
 
 
+def _warned(count: int) -> str:
+    return f", {count} idle warning{'s' if count != 1 else ''}" if count else ""
+
+
 def chart_days(data: DigestData) -> list[tuple[str, float, float]]:
     today = data.end.date()
     return [(day_label(day, today), used, idle) for day, (used, idle) in sorted(data.this_week.per_day.items())]
@@ -74,7 +78,8 @@ def digest_message(data: DigestData) -> Message:
     ]
     owners = sorted(data.this_week.per_owner.items(), key=lambda kv: kv[1].waste_usd, reverse=True)
     if owners:
-        blocks += [divider(), section("*By owner, most waste first*\n" + bullet_list([_row(n, f) for n, f in owners]))]
+        rows = [_row(n, f) + _warned(data.warnings_to(n)) for n, f in owners]
+        blocks += [divider(), section("*By owner, most waste first*\n" + bullet_list(rows))]
     teams = sorted(data.this_week.per_team.items(), key=lambda kv: kv[1].waste_usd, reverse=True)
     if teams:
         blocks.append(section("*By team*\n" + bullet_list([_row(n, f) for n, f in teams])))
@@ -234,6 +239,9 @@ def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]
         f"{figures.gpu_hours:,.0f} GPU-hours at {_pct(figures.avg_gpu_util)} average use; "
         f"{figures.idle_gpu_hours:,.0f} GPU-hours idle ({usd(figures.waste_usd)})."
     )
+    warned = data.warnings_to(owner)
+    if warned:
+        body += f" costguard warned you about {warned} idle machine{'s' if warned != 1 else ''} this week."
     blocks = [section(body)]
     if lines:
         blocks.append(section("*Idle the longest, still running*\n" + bullet_list(lines)))

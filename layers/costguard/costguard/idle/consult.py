@@ -83,13 +83,3 @@ class Consultation:
             log_answers(self.checklog, checked, sorted_out.answers, now)
         final = reviewed(to_check, checked, self.policy, report, now=now, answers=sorted_out.answers)
         return self.learner.adjust(final, gpu_series, now) if self.learner is not None else final
-
-    def stopped(
-        self,
-        stopped: Sequence[Instance],
-        final: Sequence[tuple[Instance, Decision]],
-        gpu_series: Mapping[str, Sequence[Dimensions]],
-        now: datetime,
-    ) -> None:
-        if self.learner is not None:
-            self.learner.note_stops(stopped, final, gpu_series, now)

@@ -9,6 +9,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
 from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
 from costguard.core import formatting, tags
@@ -21,7 +23,7 @@ from costguard.idle.learning import HISTORY_DAYS, Learned, LearnedStart, Quarter
 from costguard.idle.report import machine_entry
 from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
-from costguard.state.ledger import Ledger
+from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.startlog import StartLog, StartRecord
 
 PERIOD = 900  # quarter-hours: two weeks are 1,344 points a series, 75 series a call
@@ -97,25 +99,6 @@ class Learner:
             return replace(decision, action=Action.NONE, reason=why)
         return replace(decision, learned="", start_at=None)
 
-    def note_stops(
-        self,
-        stopped: Sequence[Instance],
-        final: Sequence[tuple[Instance, Decision]],
-        gpu_series: Mapping[str, Sequence[Dimensions]],
-        now: datetime,
-    ) -> None:
-        """Each stop before a learned start, kept for the digest's GPU-hours: when, and how many GPUs."""
-        promised = {i.instance_id for i, d in final if d.action is Action.STOP and d.start_at is not None}
-        for instance in stopped:
-            if instance.instance_id in promised:
-                # One GPU may be listed under two dimension sets (an agent upgrade, for 14 days): by index.
-                gpus = len({dict(d).get("index", str(d)) for d in gpu_series.get(instance.instance_id, ())})
-
-                def change(kept: StartRecord, gpus: int = gpus) -> None:
-                    kept.stopped_at, kept.gpus = formatting.format_time(now), gpus
-
-                self.starts.update(instance.instance_id, now, change)
-
     def _learn(
         self,
         instance: Instance,
@@ -154,7 +137,6 @@ class Learner:
             if found.broken and found.broken not in kept.broken:
                 kept.broken.append(found.broken)
 
-        self.starts.update(instance.instance_id, now, change)
         wasted = [
             machine_entry(
                 instance,
@@ -167,8 +149,13 @@ class Learner:
             for e, work in found.outcomes
             if not work
         ]
-        if wasted:
-            self.ledger.record_many(wasted)
+        if wasted:  # first: a kill before the start log's outcome leaves the run to be judged again
+            try:
+                self.ledger.record_many(wasted)
+            except (ClientError, BotoCoreError, LedgerWriteError) as exc:  # a storm: the next sweep judges it
+                logger.warning("wasted starts not recorded", instance_id=instance.instance_id, error=str(exc)[:200])
+                return
+        self.starts.update(instance.instance_id, now, change)
 
 
 class Fortnights:

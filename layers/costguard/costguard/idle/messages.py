@@ -12,6 +12,14 @@ from costguard.idle.decision import Decision
 from costguard.slack.blocks import Block, Message, actions, context, fields_section, header, mrkdwn, section
 from costguard.slack.buttons import start_buttons, warning_buttons
 
+# Blocks a message gathering several machines' notices leaves out: each one's title (the gathered message
+# has its own) and the warning's how-to (said once, for all, at its end).
+TITLE, HOW_TO_KEEP = "cg-title", "cg-howto"
+
+
+def titled(block: Block) -> Block:
+    return {**block, "block_id": TITLE}
+
 
 def _name(instance: Instance) -> str:
     name = instance.tags.get("Name", "")
@@ -56,7 +64,7 @@ def idle_warning(
         when = "*Stops at*\nnever automatically: it publishes no GPU metrics"
     keep_until = now + timedelta(hours=4)
     blocks = [
-        header(title),
+        titled(header(title)),
         section(f"{_subject(owner, instance)} has done no work for *{idle}*."),
         fields_section(
             [
@@ -66,12 +74,15 @@ def idle_warning(
                 when,
             ]
         ),
-        section(
-            "*To keep it*, press a button below, or tag it before then:\n"
-            f"• `{tags.KEEP_UNTIL}=<time>` keeps it until that time (ISO 8601, UTC)\n"
-            f"• `{tags.EXEMPT}=<reason>` keeps it for good\n"
-            f"```{_keep_cli(instance, keep_until)}```"
-        ),
+        {
+            **section(
+                "*To keep it*, press a button below, or tag it before then:\n"
+                f"• `{tags.KEEP_UNTIL}=<time>` keeps it until that time (ISO 8601, UTC)\n"
+                f"• `{tags.EXEMPT}=<reason>` keeps it for good\n"
+                f"```{_keep_cli(instance, keep_until)}```"
+            ),
+            "block_id": HOW_TO_KEEP,
+        },
     ]
     if decision.activity:
         blocks.insert(3, section(f"*On the machine*\n{decision.activity}"))
@@ -117,7 +128,7 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
     return Message(
         f"{verb} idle {instance.instance_type} {iid} after {idle} without work",
         (
-            header(f"{verb} idle GPU machine {iid}"),
+            titled(header(f"{verb} idle GPU machine {iid}")),
             section(
                 f"{_subject(owner, instance)} was still idle after the warning, so costguard {verb.lower()} it. {kept}"
             ),

@@ -9,11 +9,19 @@ costguard made (its `costguard:stopped-at`, after the machine's last start: nobo
 since), only while the run can still be met (up to an hour after its time), and never when its owner
 turned learned starts off; a start-at that is not honoured is taken off. Dry-run starts nothing and says
 what it would have started.
+
+Each start is recorded once, whatever is killed when. A working-hours start is kept in the outbox from
+before its StartInstances until its ledger entry is written (idle/effects.py); once per window because a
+machine started in its window's lead is never started again for it (its launch time says so). A learned
+start writes nothing before its StartInstances, so that no storm on the state table makes a nightly run
+find its machine stopped: its start-at stays on the machine until its records are written (the ledger
+entry and the start log, keyed by the start), by the sweep that started it, the machine's change to
+running, or the next sweep that finds it running with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +34,7 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
+from costguard.idle.effects import SKEW, Effects, effect_record
 from costguard.idle.learning import LATE
 from costguard.idle.messages import morning_start_note, schedule_unreadable_notice
 from costguard.idle.report import RegionReport, machine_entry
@@ -34,18 +43,20 @@ from costguard.slack.blocks import Message
 from costguard.state.claims import Claims, ClaimState
 from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
-from costguard.state.ledger import Ledger, StateTableBusy
+from costguard.state.ledger import Ledger, LedgerWriteError, StateTableBusy
+from costguard.state.outbox import START
 from costguard.state.startlog import StartLog, StartRecord
 
 DAY = timedelta(days=1)
+WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
 
 
 class MorningStarts:
-    def __init__(self, *, ec2: Ec2, ledger: Ledger, claims: Claims, policy: IdlePolicy, settings: Settings) -> None:
-        self.ec2, self.ledger, self.claims = ec2, ledger, claims
+    def __init__(self, *, ec2: Ec2, ledger: Ledger, effects: Effects, policy: IdlePolicy, settings: Settings) -> None:
+        self.ec2, self.effects = ec2, effects
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.tell: Callable[[str, Message], None] | None = None  # the morning note, with MorningNote
-        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, claims=claims, policy=policy, settings=settings)
+        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, policy=policy, settings=settings)
 
     def run(self, now: datetime, report: RegionReport) -> None:
         """The stopped machines with working hours or a learned start (one DescribeInstances walk)."""
@@ -63,7 +74,7 @@ class MorningStarts:
                     self.working_hours(instance, now, report)
                 if tags.START_AT in instance.tags:
                     self.learned.consider(instance, now, report)
-            except (ClientError, BotoCoreError, StateTableBusy) as exc:
+            except WRITE_ERRORS as exc:
                 logger.warning("start not finished", instance_id=instance.instance_id, error=str(exc)[:200])
                 report.retryable_errors.append(f"{instance.instance_id}: {exc}")
 
@@ -78,64 +89,104 @@ class MorningStarts:
             return
         if opens - now > lead:
             return
-        # Once per window: a second sweep in the lead (a retry) does not start it again after its owner
-        # stopped it.
-        key = f"morning-start:{instance.instance_id}:{formatting.format_time(opens)}"
-        claim = self.claims.claim(key, now, ttl=timedelta(days=2))
-        if claim.state is not ClaimState.TAKEN:
+        if instance.launch_time >= opens - lead - SKEW:
+            # Started for this window already (by costguard, or its owner) and stopped since: once per window,
+            # a start its owner undid is not made again.
             return
+        entry = machine_entry(
+            instance,
+            EntryKind.MORNING_START,
+            opens,  # the window it is for: every attempt writes the same entry
+            mode=self.mode,
+            owner_tag_key=self.owner_tag_key,
+            reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
+            applied=self.mode.mutates,
+        )
+        records = self.effects.before([effect_record(START, instance, opens, entry, now=now)], now)
         try:
             applied = self.ec2.start(instance.instance_id)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: the owner starts it by hand
-            self.claims.release(claim)
+            self.effects.drop(records)
             logger.warning("morning start failed", instance_id=instance.instance_id, error=str(exc)[:200])
             return
-        self.claims.done(claim)
         report.started.append(instance.instance_id)
-        self.ledger.record(
-            machine_entry(
-                instance,
-                EntryKind.MORNING_START,
-                now,
-                mode=self.mode,
-                owner_tag_key=self.owner_tag_key,
-                reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
-                applied=applied,
-            )
-        )
-        if applied and self.tell is not None:
-            self._note(instance, opens)
+        if applied:
+            self.note(instance, opens)
+        self.effects.after(records)
 
-    def _note(self, instance: Instance, opens: datetime) -> None:
+    def note(self, instance: Instance, opens: datetime) -> None:
         """The optional morning note: the machine is already starting, so a note Slack refused is logged and
         counted, and the start stands (the owner finds the machine running either way)."""
+        if self.tell is None:
+            return
         owner = instance.owner(self.owner_tag_key)
         try:
-            if self.tell is not None:
-                self.tell(owner, morning_start_note(instance, opens, owner))
+            self.tell(owner, morning_start_note(instance, opens, owner))
         except SlackDeliveryError as exc:
             logger.warning("morning note not delivered", instance_id=instance.instance_id, error=str(exc)[:200])
             metrics.add_metric(name="MorningNotesUndelivered", unit=MetricUnit.Count, value=1)
 
 
+def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy) -> bool:
+    """The machine's last start is the learned start its start-at promised: after costguard's stop, and
+    from the start time on while the run could still be met (when costguard makes it)."""
+    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    latest = start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
+    return (
+        stopped_at is not None
+        and stopped_at < instance.launch_time
+        and start_at - SKEW <= instance.launch_time <= latest
+    )
+
+
 class LearnedStarts:
     """Machines stopped between runs of learned recurring work, started again before the next run."""
 
-    def __init__(self, *, ec2: Ec2, ledger: Ledger, claims: Claims, policy: IdlePolicy, settings: Settings) -> None:
-        self.ec2, self.ledger, self.claims = ec2, ledger, claims
+    def __init__(self, *, ec2: Ec2, ledger: Ledger, policy: IdlePolicy, settings: Settings) -> None:
+        self.ec2, self.ledger = ec2, ledger
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.starts: StartLog | None = None  # the learned starts kept for each machine
 
     def started(self, instance_id: str) -> None:
         """A machine started by anyone no longer waits for costguard's start: its start-at goes, so that a
-        stop by its owner later is never undone by costguard."""
+        stop by its owner later is never undone by costguard. costguard's own start is recorded first
+        (the sweep that made it may have died before)."""
         found = [i for i in self.ec2.describe([instance_id]) if tags.START_AT in i.tags]
-        if found and self.policy.is_accelerated(found[0].instance_type):
-            self.ec2.delete_tags([instance_id], [tags.START_AT])
+        if not found or not self.policy.is_accelerated(found[0].instance_type):
+            return
+        try:
+            self.settle(found[0])
+        except WRITE_ERRORS as exc:  # the start-at stays: the next sweep records it
+            logger.warning(
+                "learned start left for the next sweep to record", instance_id=instance_id, error=str(exc)[:200]
+            )
+
+    def settle_running(self, running: Sequence[Instance], report: RegionReport) -> None:
+        """Running machines that still carry a start-at: a learned start whose records a dead sweep (or a
+        storm) did not finish, recorded now; or someone else's start, whose start-at goes."""
+        for instance in running:
+            if tags.START_AT not in instance.tags or not self.policy.is_accelerated(instance.instance_type):
+                continue
+            try:
+                self.settle(instance)
+            except WRITE_ERRORS as exc:
+                report.retryable_errors.append(f"{instance.instance_id}: learned start not recorded: {exc}")
+
+    def settle(self, instance: Instance) -> None:
+        """A machine that started since its start-at was written: recorded if the start was the learned
+        one, then the start-at taken off."""
+        start_at = formatting.parse_time(instance.tags.get(tags.START_AT))
+        if start_at is not None and made_for(instance, start_at, self.policy):
+            self.finish(instance, start_at, instance.launch_time)
+        else:
+            self._let_go(instance, "started by someone else")
 
     def consider(self, instance: Instance, now: datetime, report: RegionReport) -> None:
         """A stopped machine with a start-at: started when its time has come, if costguard may."""
         start_at = formatting.parse_time(instance.tags[tags.START_AT])
+        if start_at is not None and made_for(instance, start_at, self.policy):
+            self.finish(instance, start_at, instance.launch_time)  # started for its run and stopped since
+            return
         if start_at is not None and start_at > now:
             return  # not yet
         why_not = learned_start_refused(instance, start_at, now, self.policy)
@@ -154,17 +205,11 @@ class LearnedStarts:
 
     def _start_learned(self, instance: Instance, start_at: datetime, now: datetime, report: RegionReport) -> None:
         iid = instance.instance_id
-        expected = start_at + timedelta(minutes=self.policy.schedule_lead_minutes)
-        claim = self.claims.claim(f"learned-start:{iid}:{formatting.format_time(start_at)}", now, ttl=timedelta(days=2))
-        if claim.state is not ClaimState.TAKEN:
-            return
         # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
         # the sweep listed the machine wins over what the listing said.
         current = next(iter(self.ec2.describe([iid])), None)
-        record, why_not = self._record(instance, start_at)
-        why_not = still_refused(instance, current, start_at, now, self.policy) or why_not
+        why_not = still_refused(instance, current, start_at, now, self.policy) or self._unvouched(instance, start_at)
         if why_not:
-            self.claims.done(claim)
             if current is not None and current.state == "stopped" and tags.START_AT in current.tags:
                 self._let_go(current, why_not)
             else:
@@ -173,48 +218,65 @@ class LearnedStarts:
         try:
             applied = self.ec2.start(iid)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, in time or not
-            self.claims.release(claim)
             logger.warning("learned start failed", instance_id=iid, error=str(exc)[:200])
             return
-        if applied:
-            self._let_go(instance, "started")
-        self.claims.done(claim)
         report.started.append(iid)
         report.learned_started.append(iid)
+        if applied:
+            self.finish(instance, start_at, now)
+
+    def finish(self, instance: Instance, start_at: datetime, started: datetime) -> None:
+        """A learned start made: its ledger entry and its start in the start log, keyed by the start (every
+        path that sees it writes the same), then its start-at taken off. Raises on a failed write, the
+        start-at left on for the next path."""
+        iid = instance.instance_id
+        expected = start_at + timedelta(minutes=self.policy.schedule_lead_minutes)
+        record = self._kept(iid)
         stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
-            record.stopped_at
+            record.stopped_at if record else ""
         )
-        hours = max(0.0, (now - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
+        hours = max(0.0, (start_at - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
         self.ledger.record(
             machine_entry(
                 instance,
                 EntryKind.LEARNED_START,
-                now,
+                start_at,  # the start it is for: every path that records it writes the same entry
                 mode=self.mode,
                 owner_tag_key=self.owner_tag_key,
                 reason=f"its recurring work is expected at {expected:%H:%M} UTC",
-                applied=applied,
                 idle_hours=round(hours, 2),
-                gpu_hours=round(hours * record.gpus, 2),
+                gpu_hours=round(hours * (record.gpus if record else 0), 2),
             )
         )
-        if applied and self.starts is not None:
-            made = {"e": formatting.format_time(expected), "s": formatting.format_time(now)}
-            self.starts.update(iid, now, lambda kept: kept.starts.append(made))
+        if self.starts is not None and record is not None:
+            self.starts.made(iid, formatting.format_time(expected), formatting.format_time(started), record, started)
+        self._let_go(instance, "started")
 
-    def _record(self, instance: Instance, start_at: datetime) -> tuple[StartRecord, str]:
-        """The machine's learned starts, and why its start-at is not one costguard promised, or "". A record
-        the table would not give is no refusal: the run must not find its machine stopped for DynamoDB."""
+    def _kept(self, instance_id: str) -> StartRecord | None:
+        """The start log's record, read to be written back; None when there is none to keep or what the table
+        holds is not costguard's (left as it is: written over, its promises would be lost). Raises when the
+        table would not answer."""
         if self.starts is None:
-            return StartRecord(), ""
+            return None
+        try:
+            return self.starts.fetch(instance_id, consistent=True)
+        except ValueError as exc:
+            logger.warning("learned start not kept in the start log", instance_id=instance_id, error=str(exc)[:200])
+            return None
+
+    def _unvouched(self, instance: Instance, start_at: datetime) -> str:
+        """Why the machine's start-at is not one costguard promised, or "". A record the table would not give
+        is no refusal: the run must not find its machine stopped for DynamoDB."""
+        if self.starts is None:
+            return ""
         try:
             record = self.starts.fetch(instance.instance_id)
         except (ClientError, BotoCoreError, ValueError) as exc:
             logger.warning("learned start made unvouched", instance_id=instance.instance_id, error=str(exc)[:200])
-            return StartRecord(), ""
+            return ""
         if record.vouches(start_at, formatting.parse_time(instance.tags.get(tags.STOPPED_AT))):
-            return record, ""
-        return record, f"costguard never promised a start at {formatting.format_time(start_at)}"
+            return ""
+        return f"costguard never promised a start at {formatting.format_time(start_at)}"
 
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:

@@ -1,9 +1,13 @@
-"""Telling Slack what a sweep decided, eight machines at a time: a warning before any stop, a notice
-with each stop. The EC2 writes are queued for the sweep's writer, never made from here."""
+"""What a sweep tells Slack: a warning before any stop, a notice with each stop, a word when a warned
+machine turns out to be at work. Each is one machine's notice, with its own outbox record, lease and
+ledger entry (delivery.py sends them); the EC2 writes are queued for the sweep's writer, never made
+from here."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -13,9 +17,18 @@ from costguard.core import formatting, tags
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
-from costguard.core.records import Instance
+from costguard.core.records import Instance, Price
 from costguard.core.settings import Mode, Settings
 from costguard.idle.decision import UNREADABLE_SCHEDULE, Action, Decision
+from costguard.idle.delivery import (
+    DEFERRED,
+    IN_FLIGHT,
+    SLACK_RESERVE_SECONDS,
+    Dispatch,
+    Telling,
+    lease_length,
+    marker,
+)
 from costguard.idle.messages import (
     dry_run_notice,
     idle_warning,
@@ -24,19 +37,15 @@ from costguard.idle.messages import (
     stop_notice,
 )
 from costguard.idle.mornings import tell_unreadable_schedule
-from costguard.idle.report import Outcome
-from costguard.idle.writes import PendingWrites
+from costguard.idle.report import Outcome, ledger_entry
+from costguard.idle.writes import PendingWrites, Stopped
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
-from costguard.state.claims import Claims, post_once
-from costguard.state.ledger import LedgerWriteError
-from costguard.state.outbox import STOP, WARN, Notice, Outbox
+from costguard.state.claims import ClaimHeld, Claims, post_once
+from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
 
 REPORT_TTL = timedelta(days=2)
-# Slack work a sweep no longer starts when its invocation has less than this left: enough for the
-# messages already under way (a lookup and a post, with Slack's retries), the EC2 writes and the ledger.
-SLACK_RESERVE_SECONDS = 60.0
-DEFERRED = "deferred: too little time left in this run; the next sweep carries on"
+__all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "Recovered", "SweepNotices", "tells_schedule"]
 
 
 def _forever() -> float:
@@ -48,25 +57,31 @@ def tells_schedule(decision: Decision) -> bool:
     return decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE)
 
 
-class SweepNotices:
+@dataclass
+class Recovered:
+    """What the outbox says before a sweep decides: warnings delivered whose tags may be missing, warnings
+    withdrawn whose clear may be missing, machines another attempt is telling about right now, and the
+    stops a dead attempt made that are still to be told."""
+
+    told: dict[str, Notice] = field(default_factory=dict)
+    withdrawn: dict[str, Notice] = field(default_factory=dict)
+    busy: set[str] = field(default_factory=set)
+    stops: Stopped = field(default_factory=list)
+    reported: set[str] = field(default_factory=set)  # reports delivered and still standing (their keys)
+
+
+class OwnerMessages:
+    """The sweep's Slack outside the outbox: owners' ids found at once, a notice posted once to the alerts
+    channel, a message to an owner."""
+
     def __init__(
-        self,
-        *,
-        claims: Claims,
-        outbox: Outbox,
-        notifier: Callable[[], SlackNotifier],
-        prices: PriceBook,
-        settings: Settings,
-        time_left: Callable[[], float] = _forever,
+        self, *, claims: Claims, notifier: Callable[[], SlackNotifier], prices: PriceBook, settings: Settings
     ) -> None:
-        self.time_left = time_left
         self._expected: Sequence[Instance] | None = None
         self.claims = claims
-        self.outbox = outbox
         self.notifier = notifier
         self.prices = prices
         self.settings, self.mode = settings, settings.mode
-        self.hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None  # working hours to offer
 
     def prepare(self, instance: Instance) -> None:
         """Made here, once, not by racing threads: the price lookup, the Slack client, the owners' ids."""
@@ -76,111 +91,11 @@ class SweepNotices:
         if expected is not None:
             self.resolve_owners(expected)
 
-    def act(
-        self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites, told: Notice | None = None
-    ) -> Outcome:
-        """Tell Slack now (a warning `told` already, by a sweep that died before its tags, is not told
-        again); queue the EC2 write. The outcome is settled when the writes are applied."""
-        owner = instance.owner(self.settings.owner_tag_key)
-        outcome = Outcome(instance.instance_id, instance.instance_type, owner, decision.action, decision.reason)
-        if decision.judgement is not None:
-            outcome.idle_hours = round(decision.judgement.idle_minutes(now) / 60, 2)
-        logger.info(
-            "idle decision",
-            instance_id=instance.instance_id,
-            action=decision.action.value,
-            reason=decision.reason,
-            mode=self.mode.value,
-        )
-        if self._out_of_time(decision, told):
-            outcome.applied, outcome.detail = False, DEFERRED
-            return outcome
-        try:
-            if decision.action is Action.WARN and told is not None:
-                writes.tag(instance, outcome, {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after})
-            elif decision.action is Action.WARN:
-                self._warn(instance, decision, outcome, now, writes)
-            elif decision.action is Action.STOP:
-                self._stop(instance, decision, outcome, now, writes)
-            elif decision.action is Action.CLEAR_WARNING:
-                writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
-            elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
-                tell_unreadable_schedule(self.claims, self.tell, instance=instance, owner=outcome.owner, now=now)
-            elif decision.action is Action.CANCEL_STOP:
-                # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
-                self.tell(outcome.owner, stop_cancelled_notice(instance, decision, outcome.owner))
-                writes.clear(instance, outcome)
-        except SlackDeliveryError as exc:
-            outcome.retry(f"Slack: {exc}")
-        except (ClientError, BotoCoreError) as exc:
-            outcome.retry(exc)
-        return outcome
-
-    def _out_of_time(self, decision: Decision, told: Notice | None) -> bool:
-        """Slack work (a warning, a stop and its notice, a cancelled stop) is left to the next sweep when
-        this one is nearly out of time: what was delivered is recorded, and the run ends normally."""
-        needs_slack = decision.action in (Action.WARN, Action.STOP, Action.CANCEL_STOP) and told is None
-        return needs_slack and self.time_left() < SLACK_RESERVE_SECONDS
-
     def report_once(self, key: str, message: Message, now: datetime) -> bool:
         """Post to the alerts channel unless this key was posted before; True if posted now."""
         channel = self.settings.alerts_channel
         posted = post_once(self.claims, self.notifier(), channel, key=key, message=message, now=now, ttl=REPORT_TTL)
         return posted is not None
-
-    def _warn(
-        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
-    ) -> None:
-        price = self.prices.hourly(instance.instance_type, instance.region)
-        if self.mode is Mode.DRY_RUN:
-            # No tags in dry-run, so no state: say it once a day per instance instead of every sweep.
-            key = f"dry-run:warn:{instance.instance_id}:{now:%Y-%m-%d}"
-            posted = self.report_once(key, dry_run_notice(instance, decision, price, outcome.owner), now)
-            outcome.applied, outcome.detail = False, "" if posted else "reported already"
-            return
-        # The warning is delivered first; only a delivered warning is recorded on the instance, so a
-        # machine is never stopped on a warning nobody received. Recorded in the outbox at once (the
-        # tags come with the sweep's batch): a sweep killed before its tags does not warn twice.
-        warning = idle_warning(instance, decision, price, outcome.owner, now, hours=self.hours_for(instance, now))
-        self.tell(outcome.owner, warning)
-        state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
-        if decision.stop_after is not None:
-            state[tags.STOP_AFTER] = formatting.format_time(decision.stop_after)
-        stop_after = state.get(tags.STOP_AFTER, "")
-        self.outbox.delivered(Notice(WARN, instance.instance_id, state[tags.IDLE_WARNED_AT], stop_after=stop_after))
-        writes.tag(instance, outcome, state)
-
-    def _stop(
-        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
-    ) -> None:
-        owner = outcome.owner
-        if self.mode is not Mode.ENFORCE:
-            key = f"{self.mode.value}:stop:{instance.instance_id}:{instance.tags.get(tags.IDLE_WARNED_AT, '')}"
-            posted = self.report_once(key, not_stopped_notice(instance, decision, self.mode.value, owner), now)
-            outcome.applied, outcome.detail = False, "" if posted else "reported already"
-            return
-        price = self.prices.hourly(instance.instance_type, instance.region)
-        # Stopped first, told after: the notice waits in the outbox and goes out only for a stop AWS took.
-        at = formatting.format_time(now)
-        notice = Notice(STOP, instance.instance_id, at, hibernate=decision.hibernate, owner=owner)
-        writes.stop(instance, outcome, notice.with_message(stop_notice(instance, decision, price, owner, now)))
-
-    def tell_stop(self, notice: Notice, outcome: Outcome | None = None) -> bool:
-        """Deliver a stop's notice, then take it out of the outbox; False (and the outcome to retry) if
-        Slack failed: it stays in the outbox for the next sweep."""
-        try:
-            self.tell(notice.owner, notice.message)
-        except SlackDeliveryError as exc:
-            if outcome is not None:
-                outcome.retry(f"Slack: {exc}")
-            return False
-        try:
-            self.outbox.remove([notice])
-        except (ClientError, BotoCoreError, LedgerWriteError) as exc:
-            # Told, but not recorded: the next sweep tells it once more (the one duplicate a fault between
-            # a post and its record may cost), which is better than failing the sweep here.
-            logger.warning("stop notice told but not recorded", instance_id=notice.instance_id, error=str(exc))
-        return True
 
     def expect(self, instances: Sequence[Instance]) -> None:
         """The machines this sweep may tell about: their owners are resolved before the first message."""
@@ -198,3 +113,195 @@ class SweepNotices:
         """A message to a machine's owner (or the alerts channel when Slack cannot reach them)."""
         email = owner_email(owner, self.settings.email_domain) if owner else None
         self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
+
+
+class SweepNotices(OwnerMessages):
+    def __init__(
+        self,
+        *,
+        claims: Claims,
+        outbox: Outbox,
+        notifier: Callable[[], SlackNotifier],
+        prices: PriceBook,
+        settings: Settings,
+        time_left: Callable[[], float] = _forever,
+    ) -> None:
+        super().__init__(claims=claims, notifier=notifier, prices=prices, settings=settings)
+        self.time_left = time_left
+        self.hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None  # working hours to offer
+        self.dispatch = Dispatch(
+            outbox=outbox,
+            notifier=notifier,
+            alerts_channel=settings.alerts_channel,
+            email_domain=settings.email_domain,
+            time_left=lambda: self.time_left(),  # noqa: PLW0108 (the sweep replaces time_left after this)
+        )
+        self._tellings: list[Telling] = []
+        self._lock = threading.Lock()
+
+    def act(
+        self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites, recovered: Recovered
+    ) -> Outcome:
+        """Queue what to tell (sent by `send`) and the EC2 writes; a warning `told` already, by a sweep that
+        died before its tags, is not told again. The outcome is settled once told and written."""
+        owner = instance.owner(self.settings.owner_tag_key)
+        outcome = Outcome(instance.instance_id, instance.instance_type, owner, decision.action, decision.reason)
+        if decision.judgement is not None:
+            outcome.idle_hours = round(decision.judgement.idle_minutes(now) / 60, 2)
+        iid, action, mode = instance.instance_id, decision.action.value, self.mode.value
+        logger.info("idle decision", instance_id=iid, action=action, reason=decision.reason, mode=mode)
+        try:
+            self._act(instance, decision, now=now, writes=writes, recovered=recovered, outcome=outcome)
+        except SlackDeliveryError as exc:
+            outcome.retry(f"Slack: {exc}")
+        except (ClientError, BotoCoreError, ClaimHeld) as exc:
+            outcome.retry(exc)
+        return outcome
+
+    def _act(
+        self,
+        instance: Instance,
+        decision: Decision,
+        *,
+        now: datetime,
+        writes: PendingWrites,
+        recovered: Recovered,
+        outcome: Outcome,
+    ) -> None:
+        iid = instance.instance_id
+        told = recovered.told.get(iid)
+        if told is not None and (tags.IDLE_WARNED_AT in instance.tags or told.time < instance.launch_time):
+            told = None  # tagged already, or about an earlier run of the machine
+        if iid in recovered.busy and decision.action in (Action.WARN, Action.STOP, Action.CANCEL_STOP):
+            outcome.applied, outcome.detail = False, IN_FLIGHT
+        elif out_of_time(decision, told, self.time_left()):
+            outcome.applied, outcome.detail = False, DEFERRED
+        elif decision.action is Action.WARN and told is not None:
+            writes.tag(instance, outcome, {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after})
+        elif reported(self.mode, decision):
+            self._report(instance, decision, outcome, now, recovered)
+        elif decision.action is Action.WARN:
+            self._warn(instance, decision, outcome, now, writes)
+        elif decision.action is Action.STOP:
+            self._stop(instance, decision, outcome, now, writes)
+        elif decision.action is Action.CLEAR_WARNING:
+            writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
+        elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
+            tell_unreadable_schedule(self.claims, self.tell, instance=instance, owner=outcome.owner, now=now)
+        elif decision.action is Action.CANCEL_STOP and iid in recovered.withdrawn:
+            writes.clear(instance, outcome)  # told by an attempt that died before its clear
+        elif decision.action is Action.CANCEL_STOP:
+            # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
+            notice = notice_for(
+                self.mode, CANCEL, instance, instance.tags.get(tags.IDLE_WARNED_AT, ""), outcome, now=now
+            )
+            message = stop_cancelled_notice(instance, decision, outcome.owner)
+            self._queue(Telling(notice, message, outcome, lambda: writes.clear(instance, outcome)))
+
+    def send(self, now: datetime) -> None:
+        """The warnings and withdrawn warnings this sweep decided, delivered and recorded."""
+        with self._lock:
+            tellings, self._tellings = self._tellings, []
+        self.dispatch.send(tellings, now)
+
+    def tell_stops(self, stopped: Stopped, now: datetime) -> None:
+        """Each stop AWS took, told to its owner; its record then goes from the outbox with its ledger entry.
+        A notice Slack did not take stays in the outbox for the next sweep."""
+        self.dispatch.send([Telling(notice, notice.message, outcome) for _, outcome, notice in stopped], now)
+
+    def _report(
+        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, recovered: Recovered
+    ) -> None:
+        """What costguard would do (dry-run) or does not do (notify-only), told to the alerts channel once:
+        gathered with the sweep's other reports in one message, each machine its own record."""
+        price = self.prices.hourly(instance.instance_type, instance.region)
+        notice, message = report_of(self.mode, instance, decision, outcome, now, price)
+        if notice.sk in recovered.reported:
+            outcome.detail = "reported already"
+            return
+        self._queue(Telling(replace(notice, to=self.settings.alerts_channel), message, outcome))
+
+    def _warn(
+        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
+    ) -> None:
+        price = self.prices.hourly(instance.instance_type, instance.region)
+        # The warning is delivered first; only a delivered warning is recorded on the instance, so a
+        # machine is never stopped on a warning nobody received.
+        warning = idle_warning(instance, decision, price, outcome.owner, now, hours=self.hours_for(instance, now))
+        state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
+        if decision.stop_after is not None:
+            state[tags.STOP_AFTER] = formatting.format_time(decision.stop_after)
+        notice = replace(
+            notice_for(self.mode, WARN, instance, state[tags.IDLE_WARNED_AT], outcome, now=now),
+            stop_after=state.get(tags.STOP_AFTER, ""),
+        )
+        self._queue(Telling(notice, warning, outcome, lambda: writes.tag(instance, outcome, state)))
+
+    def _stop(
+        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
+    ) -> None:
+        owner = outcome.owner
+        warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+        price = self.prices.hourly(instance.instance_type, instance.region)
+        # Stopped first, told after: the notice waits in the outbox and goes out only for a stop AWS took.
+        # It is keyed by the warning it acts on: a retry of a dead attempt writes the same record.
+        notice = replace(
+            notice_for(
+                self.mode, STOP, instance, warned_at or formatting.format_time(now), outcome, now=now, price=price
+            ),
+            hibernate=decision.hibernate,
+        )
+        # Held by this attempt from before the stop until it is told (or its deadline passes).
+        notice = notice.leased(self.dispatch.token, now + lease_length(self.time_left()), status=PENDING)
+        writes.stop(instance, outcome, notice.with_message(stop_notice(instance, decision, price, owner, now)))
+
+    def _queue(self, telling: Telling) -> None:
+        with self._lock:
+            self._tellings.append(telling)
+
+
+def reported(mode: Mode, decision: Decision) -> bool:
+    """Told to the alerts channel instead of done: dry-run's warnings, and stops outside enforce."""
+    return (decision.action is Action.WARN and mode is Mode.DRY_RUN) or (
+        decision.action is Action.STOP and mode is not Mode.ENFORCE
+    )
+
+
+def report_of(  # noqa: PLR0917 (a report is all of these)
+    mode: Mode, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, price: Price
+) -> tuple[Notice, Message]:
+    """A report to the alerts channel, with its record: in dry-run, the warning costguard would send (once a
+    day per machine, with what it would have done in the ledger, not applied: the digest counts none of
+    it); in dry-run or notify-only, the stop it does not make (once per warning; nothing done, nothing in
+    the ledger)."""
+    outcome.applied = False
+    if decision.action is Action.WARN:
+        day = formatting.format_time(now.replace(hour=0, minute=0, second=0, microsecond=0))
+        notice = notice_for(mode, WOULD_WARN, instance, day, outcome, now=now)
+        return notice, dry_run_notice(instance, decision, price, outcome.owner)
+    warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "") or formatting.format_time(now)
+    notice = replace(notice_for(mode, NOT_STOPPED, instance, warned_at, outcome, now=now), entry="")
+    return notice, not_stopped_notice(instance, decision, mode.value, outcome.owner)
+
+
+def notice_for(
+    mode: Mode, kind: str, instance: Instance, at: str, outcome: Outcome, *, now: datetime, price: Price | None = None
+) -> Notice:
+    """One machine's notice: its key, the block id that finds it in Slack, the ledger entry it proves."""
+    entry = ledger_entry(instance, outcome, now, mode=mode, price=price)
+    return Notice(
+        kind,
+        instance.instance_id,
+        at,
+        owner=outcome.owner,
+        decided=formatting.format_time(now),
+        marker=marker(kind, instance.instance_id, at),
+        entry=entry_json(entry),
+    )
+
+
+def out_of_time(decision: Decision, told: Notice | None, time_left: float) -> bool:
+    """Slack work (a warning, a stop and its notice, a cancelled stop) is left to the next sweep when this
+    one is nearly out of time: what was delivered is recorded, and the run ends normally."""
+    needs_slack = decision.action in (Action.WARN, Action.STOP, Action.CANCEL_STOP) and told is None
+    return needs_slack and time_left < SLACK_RESERVE_SECONDS

@@ -13,22 +13,25 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.cloudwatch.alarms import IdleAlarms
 from costguard.aws.cloudwatch.reads import MetricReader
-from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
+from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_count
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
-from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.idle.alarms import AlarmKeeper
 from costguard.idle.checks import ActivityChecker
 from costguard.idle.consult import Consultation, sort_out
 from costguard.idle.decision import Action, Decision
+from costguard.idle.delivery import AWS_ERRORS, NOTIFY_WORKERS
+from costguard.idle.effects import Effects, effect_record
 from costguard.idle.learned import Learner
 from costguard.idle.mornings import MorningStarts
-from costguard.idle.notices import SweepNotices, tells_schedule
+from costguard.idle.notices import Recovered, SweepNotices, tells_schedule
 from costguard.idle.plan import SweepPlanner
 from costguard.idle.recovery import Recovery
 from costguard.idle.report import Outcome, RegionReport, ledger_entry
@@ -36,14 +39,9 @@ from costguard.idle.writes import PendingWrites, SweepWriter
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
-from costguard.state.entries import Entry
 from costguard.state.ledger import Ledger
-from costguard.state.outbox import Notice, Outbox
+from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
 
-# Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines sends
-# 1,000 messages, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
-NOTIFY_WORKERS = 8
-RECORDED = (Action.WARN, Action.STOP, Action.CLEAR_WARNING, Action.CANCEL_STOP)
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 
 
@@ -96,23 +94,27 @@ class IdleStopper:
             mode=settings.mode,
             report_once=self.notices.report_once,
         )
-        self.mornings = MorningStarts(ec2=ec2, ledger=ledger, claims=claims, policy=policy, settings=settings)
+        self.writer.starts = learner.starts if learner is not None else None
+        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=self.notices.time_left)
+        self.mornings = MorningStarts(ec2=ec2, ledger=ledger, effects=self.effects, policy=policy, settings=settings)
         self.mornings.learned.starts = learner.starts if learner is not None else None
-        self.mornings.tell = self.notices.tell if policy.morning_note else None  # the optional morning note
-        self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer)
+        if policy.morning_note:  # the optional morning note, also for a start a dead sweep made
+            self.mornings.tell = self.notices.tell
+            self.effects.on_start = self.mornings.note
+        self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer, effects=self.effects)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
-        candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
-        # Server-side filters narrow the page count; this check is the one the decision relies on.
-        candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
-        report.candidates = len(candidates)
         try:  # first: a machine due to start for its work or its hours cannot wait for the rest to succeed
             self.mornings.run(now, report)
         finally:
-            told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
-            gpu = self._act_on(candidates, now, report, one_instance=False, told=told)
+            candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
+            # Server-side filters narrow the page count; this check is the one the decision relies on.
+            candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
+            report.candidates = len(candidates)
+            self.mornings.learned.settle_running(candidates, report)  # learned starts not yet recorded
+            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))
         if self.manage_alarms:
             self.alarms.reconcile(candidates, gpu, report)
         return report
@@ -122,9 +124,12 @@ class IdleStopper:
         candidates = [i for i in self.ec2.describe([instance_id]) if i.state == "running"]
         report.candidates = len(candidates)
         if candidates:
-            told = self.recovery.run(now) if self.settings.mode is Mode.ENFORCE else {}
-            self._act_on(candidates, now, report, one_instance=True, told=told)
+            self._act_on(candidates, now, report, one_instance=True, recovered=self._recover(now))
         return report
+
+    def _recover(self, now: datetime) -> Recovered:
+        """What a dead attempt left."""
+        return self.recovery.run(now)
 
     def on_state_change(self, instance_id: str, state: str) -> RegionReport:
         report = RegionReport(self.region)
@@ -141,11 +146,10 @@ class IdleStopper:
         report: RegionReport,
         *,
         one_instance: bool,
-        told: Mapping[str, Notice],
+        recovered: Recovered,
     ) -> Mapping[str, Sequence[Dimensions]]:
         plan = self.planner.plan(candidates, now, one_instance=one_instance)
         writes = PendingWrites()
-        entries: list[Entry] = []
         decided: list[tuple[Instance, Decision, Future[Outcome]]] = []
         to_check: list[tuple[Instance, Decision]] = []
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
@@ -155,12 +159,10 @@ class IdleStopper:
         def act(instance: Instance, decision: Decision) -> None:
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
-            earlier = told.get(instance.instance_id)
-            if earlier is not None and (tags.IDLE_WARNED_AT in instance.tags or earlier.time < instance.launch_time):
-                earlier = None  # tagged already, or about an earlier run of the machine
             if decision.action is Action.STOP and decision.start_at is not None:
-                writes.start_again(instance.instance_id, decision.start_at)
-            future = pool.submit(self.notices.act, instance, decision, now, writes, earlier)
+                gpus = gpu_count(plan.gpu_series.get(instance.instance_id, ()))
+                writes.start_again(instance.instance_id, decision.start_at, gpus)
+            future = pool.submit(self.notices.act, instance, decision, now, writes, recovered)
             decided.append((instance, decision, future))
 
         try:
@@ -169,29 +171,27 @@ class IdleStopper:
             for instance, decision in final:
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
-            # The EC2 writes of the whole sweep, a few calls for the fleet instead of one or two per instance;
-            # then each stop AWS took is told to its owner.
-            stopped = self.writer.apply(writes, now)
-            for done in [pool.submit(self.notices.tell_stop, n, o) for _, o, n in stopped]:
-                done.result()
-            self.consult.stopped([i for i, _, _ in stopped], final, plan.gpu_series, now)
-            for instance, decision, outcome in settled:
-                report.outcomes.append(outcome)
-                if outcome.detail.startswith("retry:"):
-                    report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
-                elif decision.action in RECORDED and decision.action is not Action.STOP and not outcome.detail:
-                    entries.append(ledger_entry(instance, outcome, now, mode=self.settings.mode))  # stops: with them
-            entries += scale_in_protection(
-                self.autoscaling,
-                protection_changes,
-                owner_tag_key=self.settings.owner_tag_key,
-                mode=self.settings.mode,
-                now=now,
-                report=report,
-            )
         finally:
             pool.shutdown(wait=True)
-            self.ledger.record_many(entries)
+        # The warnings first (each delivered and recorded before its tags are queued); then the EC2 writes of
+        # the whole sweep, a few calls for the fleet instead of one or two per instance; then each stop AWS
+        # took (and each a dead attempt left) is told to its owner.
+        self.notices.send(now)
+        stopped = self.writer.apply(writes, now)
+        self.notices.tell_stops([*recovered.stops, *stopped], now)
+        for instance, _, outcome in settled:
+            report.outcomes.append(outcome)
+            if outcome.detail.startswith("retry:"):
+                report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
+        scale_in_protection(
+            self.autoscaling,
+            self.effects,
+            protection_changes,
+            owner_tag_key=self.settings.owner_tag_key,
+            mode=self.settings.mode,
+            now=now,
+            report=report,
+        )
         return plan.gpu_series
 
 
@@ -204,23 +204,44 @@ def candidate_filters(policy: IdlePolicy) -> list[Any]:
 
 def scale_in_protection(
     autoscaling: AutoScaling,
+    effects: Effects,
     changes: Mapping[tuple[str, bool], Sequence[Instance]],
     *,
     owner_tag_key: str,
     mode: Mode,
     now: datetime,
     report: RegionReport,
-) -> list[Entry]:
-    """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way."""
-    entries = []
+) -> None:
+    """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way,
+    each member's change kept in the outbox before the call and recorded with its ledger entry after it."""
     for (group, protect), members in changes.items():
-        applied = autoscaling.set_protection(group, [m.instance_id for m in members], protect)
         action = Action.PROTECT if protect else Action.UNPROTECT
         reason = f"{'protected from' if protect else 'released for'} scale-in of {group}"
-        for member in members:
-            outcome = Outcome(
-                member.instance_id, member.instance_type, member.owner(owner_tag_key), action, reason, applied
-            )
-            report.outcomes.append(outcome)
-            entries.append(ledger_entry(member, outcome, now, mode=mode))
-    return entries
+        outcomes = [
+            Outcome(m.instance_id, m.instance_type, m.owner(owner_tag_key), action, reason, mode.mutates)
+            for m in members
+        ]
+        report.outcomes += outcomes
+        kind = PROTECT if protect else UNPROTECT
+        records = [
+            effect_record(kind, m, m.launch_time, ledger_entry(m, o, now, mode=mode), now=now, group=group)
+            for m, o in zip(members, outcomes, strict=True)
+        ]
+        try:
+            held = effects.before(records, now)
+        except AWS_ERRORS as exc:  # no record, no change: the next sweep decides again
+            _left(outcomes, report, f"outbox: {exc}")
+            continue
+        try:
+            autoscaling.set_protection(group, [m.instance_id for m in members], protect)
+        except (ClientError, BotoCoreError) as exc:
+            effects.drop(held)
+            _left(outcomes, report, exc)
+            continue
+        effects.after(held)
+
+
+def _left(outcomes: Sequence[Outcome], report: RegionReport, why: object) -> None:
+    for outcome in outcomes:
+        outcome.retry(why)
+        report.retryable_errors.append(f"{outcome.instance_id}: {outcome.detail[6:]}")

@@ -25,7 +25,8 @@ from costguard.idle.messages import stop_failed_notice
 from costguard.idle.report import Outcome, ledger_entry
 from costguard.slack.blocks import Message
 from costguard.state.ledger import Ledger, LedgerWriteError
-from costguard.state.outbox import Notice, Outbox
+from costguard.state.outbox import WARN, Notice, Outbox
+from costguard.state.startlog import StartLog
 
 # Stop failures that no retry will fix: reported once, not retried every sweep.
 PERMANENT_STOP_ERRORS = {
@@ -50,16 +51,19 @@ class PendingWrites:
     clears: Queued = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # by instance id: more to tag at its stop
+    stop_gpus: dict[str, int] = field(default_factory=dict)  # by instance id: the GPUs a learned start's stop takes off
 
     def stop(self, instance: Instance, outcome: Outcome, notice: Notice) -> None:
         with self.lock:
             self.stops[notice.hibernate].append((instance, outcome))
             self.stop_notices[instance.instance_id] = notice
 
-    def start_again(self, instance_id: str, at: datetime) -> None:
-        """A stop, if it happens, promises to start the machine again then: written before the stop."""
+    def start_again(self, instance_id: str, at: datetime, gpus: int) -> None:
+        """A stop, if it happens, promises to start the machine again then: written before the stop, with
+        the stop's record in the start log (the GPUs it takes off)."""
         with self.lock:
             self.stop_tags[instance_id] = {tags.START_AT: formatting.format_time(at)}
+            self.stop_gpus[instance_id] = gpus
 
     def tag(self, instance: Instance, outcome: Outcome, state: dict[str, str]) -> None:
         with self.lock:
@@ -89,18 +93,19 @@ class SweepWriter:
         self.policy = policy
         self.mode = mode
         self.report_once = report_once  # posts a notice to the alerts channel once per key
+        self.starts: StartLog | None = None  # where a stop before a learned start is kept
 
     def apply(self, writes: PendingWrites, now: datetime) -> Stopped:
         """The stops (their notices pending in the outbox first, their record right after), then warnings
         and clears. The stopped machines, with their notices, for the owners to be told."""
         stopped = self._stop(writes, now)
         for state, queued in writes.tags.items():
-            self._settle(queued, self._write(queued, partial(self.ec2.create_tags, tags=dict(state))))
-        self._settle(writes.clears, self._write(writes.clears, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS)))
+            _settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state))))
+        self._clear(writes.clears)
         return stopped
 
     def _stop(self, writes: PendingWrites, now: datetime) -> Stopped:
-        self._tag_before_stop(writes)
+        tag_before_stop(self.ec2, self.starts, writes, now)
         if not writes.stop_notices:
             return []
         try:
@@ -120,10 +125,12 @@ class SweepWriter:
             )
             stopped += [outcomes[iid] for iid, result in results.items() if result.applied]
         done = {i.instance_id for i, _ in stopped}
-        not_stopped = [n for iid, n in writes.stop_notices.items() if iid not in done]
-        if not_stopped:  # nothing happened that a notice could tell; a failure here only leaves them to expire
+        # A stop AWS refused for good tells nothing; one whose call failed may still have been applied
+        # (an answer lost): its notice stays, and the next sweep tells it if AWS's record proves the stop.
+        refused = [n for iid, n in writes.stop_notices.items() if iid not in done and _refused(writes, iid)]
+        if refused:  # a failure here only leaves them to the next sweep, which drops them
             with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
-                self.outbox.remove(not_stopped)
+                self.outbox.remove(refused)
         out = [(i, o, writes.stop_notices[i.instance_id]) for i, o in stopped]
         self.tag_stopped(
             [i.instance_id for i, _ in stopped], now, idle_hours={i.instance_id: o.idle_hours for i, o in stopped}
@@ -131,28 +138,44 @@ class SweepWriter:
         self.record_stops(out)
         return out
 
-    def _tag_before_stop(self, writes: PendingWrites) -> None:
-        """What a stop's notice promises (when costguard starts the machine again) is on the machine before
-        the stop: a machine whose tag could not be written is not stopped in this sweep."""
-        for iid, extra in writes.stop_tags.items():
-            if iid not in writes.stop_notices:
-                continue
-            try:
-                self.ec2.create_tags([iid], extra)
-            except (ClientError, BotoCoreError) as exc:
-                del writes.stop_notices[iid]
-                for queued in writes.stops.values():
-                    for instance, outcome in queued:
-                        if instance.instance_id == iid:
-                            outcome.retry(exc)
-
     def record_stops(self, stopped: Stopped) -> None:
-        """The ledger's entries of stops, written with them (keyed by when each was decided)."""
+        """The ledger's entries of stops, written as soon as AWS took them (keyed by when each was decided,
+        the same entry the notice's delivery writes again). A failure here is left to that delivery."""
         entries = []
         for instance, outcome, notice in stopped:
-            price = self.prices.hourly(instance.instance_type, instance.region)
-            entries.append(ledger_entry(instance, outcome, notice.time, mode=self.mode, price=price))
-        self.ledger.record_many(entries)
+            entry = notice.ledger_entry
+            if entry is None:  # a notice from before entries travelled with it
+                price = self.prices.hourly(instance.instance_type, instance.region)
+                entry = ledger_entry(instance, outcome, notice.decided_time, mode=self.mode, price=price)
+            entries.append(entry)
+        try:
+            self.ledger.record_many(entries)
+        except (ClientError, BotoCoreError, LedgerWriteError) as exc:
+            logger.warning("stops recorded when told instead", count=len(entries), error=str(exc)[:200])
+
+    def _clear(self, queued: Queued) -> None:
+        """Warnings withdrawn: recorded first, under the warning each withdraws (so a retry writes the same
+        record), then the tags removed; the warning's delivery record goes too."""
+        if not queued:
+            return
+        for _, outcome in queued:
+            outcome.applied = self.mode.mutates  # dry-run removes no tag: its record says so
+        entries = [ledger_entry(i, o, warned_time(i), mode=self.mode) for i, o in queued]
+        try:
+            self.ledger.record_many(entries)
+        except (ClientError, BotoCoreError, LedgerWriteError) as exc:
+            for _, outcome in queued:
+                outcome.retry(f"ledger: {exc}")
+            return
+        results = _write(queued, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS))
+        _settle(queued, results)
+        failed = [e for e in entries if results[e.instance_id].error is not None]
+        cleared = [i.instance_id for i, _ in queued if results[i.instance_id].error is None]
+        with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
+            if failed:  # not withdrawn after all: a later sweep decides again
+                self.ledger.forget(failed)
+            if cleared:
+                self.outbox.remove([Notice(WARN, iid, "") for iid in cleared])
 
     def tag_stopped(self, instance_ids: list[str], at: datetime, idle_hours: Mapping[str, float] | None = None) -> None:
         """The stop's record on the instance. The warning tags stay too; after a restart they are older
@@ -173,19 +196,6 @@ class SweepWriter:
             for iid, result in write_in_batches(ids, partial(self.ec2.create_tags, tags=record)).items():
                 if result.error is not None:
                     logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
-
-    @staticmethod
-    def _write(queued: Queued, write: Callable[[list[str]], bool]) -> dict[str, WriteResult]:
-        return write_in_batches([i.instance_id for i, _ in queued], write)
-
-    @staticmethod
-    def _settle(queued: Queued, results: dict[str, WriteResult]) -> None:
-        """A warning's or a clear's outcome is its tag write's."""
-        for instance, outcome in queued:
-            result = results[instance.instance_id]
-            outcome.applied = result.applied
-            if result.error is not None:
-                outcome.retry(result.error)
 
     def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime) -> bool:
         """One instance of a refused batch, alone; True if it stopped. Settles the outcome if not."""
@@ -211,3 +221,49 @@ class SweepWriter:
             outcome.retry(exc)
             return False
         return True
+
+
+def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, now: datetime) -> None:
+    """What a stop's notice promises (when costguard starts the machine again) is on the machine before
+    the stop, and the stop's record in the start log (what the start's GPU-hours are counted from): a
+    kill after the stop loses neither. A machine whose tag or record could not be written is not
+    stopped in this sweep. (A record of a stop that then did not happen is never read: a learned start
+    needs costguard's stopped-at after the machine's last start, and the next promise rewrites it.)"""
+    for iid, extra in writes.stop_tags.items():
+        if iid not in writes.stop_notices:
+            continue
+        try:
+            ec2.create_tags([iid], extra)
+            if starts is not None:
+                starts.stopping(iid, formatting.format_time(now), writes.stop_gpus.get(iid, 0), now)
+        except (ClientError, BotoCoreError, ValueError) as exc:  # ValueError: a start log not costguard's
+            del writes.stop_notices[iid]
+            for queued in writes.stops.values():
+                for instance, outcome in queued:
+                    if instance.instance_id == iid:
+                        outcome.retry(exc)
+
+
+def warned_time(instance: Instance) -> datetime:
+    """When the machine's warning went out (what a withdrawal is recorded under)."""
+    warned = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
+    return warned or instance.launch_time
+
+
+def _refused(writes: PendingWrites, instance_id: str) -> bool:
+    """AWS refused this machine's stop for good (no retry will change it)."""
+    outcome = next(o for q in writes.stops.values() for i, o in q if i.instance_id == instance_id)
+    return outcome.detail.startswith("stop refused")
+
+
+def _write(queued: Queued, write: Callable[[list[str]], bool]) -> dict[str, WriteResult]:
+    return write_in_batches([i.instance_id for i, _ in queued], write)
+
+
+def _settle(queued: Queued, results: dict[str, WriteResult]) -> None:
+    """A warning's or a clear's outcome is its tag write's."""
+    for instance, outcome in queued:
+        result = results[instance.instance_id]
+        outcome.applied = result.applied
+        if result.error is not None:
+            outcome.retry(result.error)

@@ -83,7 +83,12 @@ class Backfill:
             ]
             if unattributed:
                 notify(unattributed)
-        report.results = self.writer.apply(settled, decisions, now)
+        # Keyed by each launch, so that a run killed between its records and its tags writes the same again.
+        launched = {
+            i.instance_id: launches[i.instance_id].event_time if i.instance_id in launches else i.launch_time
+            for i in settled
+        }
+        report.results = self.writer.apply(settled, decisions, now, launched=launched)
         report.volumes_tagged = self._propagate_to_volumes(instances, report.results)
         return report
 

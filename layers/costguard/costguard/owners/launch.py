@@ -18,7 +18,8 @@ def tag_launch(writer: OwnerTagWriter, launch: LaunchEvent, now: datetime) -> Ta
     for missing in sorted(set(launch.instance_ids) - found):
         logger.warning("launched instance no longer exists", instance_id=missing)
     identities = {i.instance_id: launch for i in instances}
-    decisions = writer.decide(instances, identities)
-    report.results = writer.apply(instances, decisions, now)
+    decisions = writer.decide(instances, identities, as_launched=True)
+    at_launch = dict.fromkeys((i.instance_id for i in instances), launch.event_time)
+    report.results = writer.apply(instances, decisions, now, launched=at_launch)
     report.volumes_tagged = writer.tag_volumes_of(instances, decisions)
     return report

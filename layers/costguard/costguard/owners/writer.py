@@ -9,12 +9,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from costguard.aws.ec2 import Ec2
+from costguard.core import tags
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import Mode
 from costguard.owners.launches import LaunchEvent
 from costguard.owners.report import UNATTRIBUTED, Tagging
-from costguard.owners.rules import OwnerDecision, decide_owner
+from costguard.owners.rules import OwnerDecision, OwnerSource, decide_owner
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
 
@@ -36,7 +37,11 @@ class OwnerTagWriter:
         self.owner_tag_key = owner_tag_key
         self.mode = mode
 
-    def decide(self, instances: Sequence[Instance], launches: Mapping[str, LaunchEvent]) -> dict[str, OwnerDecision]:
+    def decide(
+        self, instances: Sequence[Instance], launches: Mapping[str, LaunchEvent], *, as_launched: bool = False
+    ) -> dict[str, OwnerDecision]:
+        """Each instance's owner. `as_launched`: decided from the tags it had at launch, without the ones
+        costguard wrote since, so that a launch event delivered again reaches the same decision."""
         group_tags = self._group_tags(
             {i.auto_scaling_group for i in instances if i.auto_scaling_group and not i.owner(self.owner_tag_key)}
         )
@@ -44,21 +49,40 @@ class OwnerTagWriter:
         for instance in instances:
             launch = launches.get(instance.instance_id)
             group = instance.auto_scaling_group
+            existing = self._at_launch(instance.tags) if as_launched else instance.tags
             decisions[instance.instance_id] = decide_owner(
                 launch.identity if launch else None,
-                existing_tags=instance.tags,
+                existing_tags=existing,
                 owner_tag_key=self.owner_tag_key,
                 group_tags=group_tags.get(group),
                 group_name=group,
             )
         return decisions
 
+    def _at_launch(self, now: Mapping[str, str]) -> dict[str, str]:
+        """An instance's tags without costguard's own: the owner it wrote (unless it was there at launch),
+        how it decided, who launched it."""
+        source = now.get(tags.OWNER_SOURCE)
+        own = {tags.OWNER_SOURCE, tags.CREATED_BY}
+        if source is not None and source not in (OwnerSource.LAUNCH_TAG, OwnerSource.SERVICE_PROPAGATED):
+            own.add(self.owner_tag_key)
+        return {k: v for k, v in now.items() if k not in own}
+
     def apply(
-        self, instances: Sequence[Instance], decisions: Mapping[str, OwnerDecision], now: datetime
+        self,
+        instances: Sequence[Instance],
+        decisions: Mapping[str, OwnerDecision],
+        now: datetime,
+        *,
+        launched: Mapping[str, datetime] | None = None,
     ) -> list[Tagging]:
-        """Write tags, one CreateTags per distinct tag set, and record each instance in the ledger."""
+        """Record each instance in the ledger, then write its tags (one CreateTags per distinct tag set).
+
+        Recorded first, keyed by the instance's launch (`launched`: the launch event's time): a run killed
+        between the two writes the same entry again when it is retried, and a launch event delivered again
+        is recorded whether or not its tags are there already."""
         writes = {i.instance_id: decisions[i.instance_id].tags_to_write(self.owner_tag_key, i.tags) for i in instances}
-        applied = self._write_grouped(writes)
+        applied = self.mode.mutates
         results: list[Tagging] = []
         actions: list[Entry] = []
         for instance in instances:
@@ -71,33 +95,37 @@ class OwnerTagWriter:
                 instance.launch_time,
                 decision,
                 written,
-                applied.get(instance.instance_id, True),
+                applied or not written,
             )
             results.append(result)
-            if not written:
+            at = (launched or {}).get(instance.instance_id)
+            if not written and at is None:
                 continue
-            logger.info(
-                "owner tagged",
-                instance_id=instance.instance_id,
-                owner=decision.owner,
-                source=decision.source.value,
-                reason=decision.reason,
-                applied=result.applied,
-            )
             actions.append(
                 Entry(
-                    at=now,
+                    at=at or now,
                     kind=EntryKind.OWNER_UNKNOWN if decision.source in UNATTRIBUTED else EntryKind.OWNER_TAGGED,
                     instance_id=instance.instance_id,
                     region=instance.region,
                     mode=self.mode.value,
-                    applied=result.applied,
+                    applied=applied,
                     owner=decision.owner or instance.owner(self.owner_tag_key),
                     instance_type=instance.instance_type,
                     reason=decision.reason,
                 )
             )
         self.ledger.record_many(actions)
+        self._write_grouped(writes)
+        for result in results:
+            if result.written:
+                logger.info(
+                    "owner tagged",
+                    instance_id=result.instance_id,
+                    owner=result.decision.owner,
+                    source=result.decision.source.value,
+                    reason=result.decision.reason,
+                    applied=result.applied,
+                )
         return results
 
     def _write_grouped(self, writes: Mapping[str, Mapping[str, str]]) -> dict[str, bool]:

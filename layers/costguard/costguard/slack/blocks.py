@@ -27,6 +27,7 @@ MAX_HEADER = 150
 MAX_BUTTON = 75
 MAX_VALUE = 300  # one user value (a tag is at most 256)
 MAX_TEXT = 3000  # a message's top-level text: the notification, kept short
+MAX_BLOCK_ID = 255
 
 
 class Mrkdwn(str):
@@ -108,6 +109,13 @@ class Message:
     def slack_blocks(self) -> list[dict[str, Any]]:
         """The blocks as the mutable dicts slack-sdk's signatures ask for."""
         return [dict(block) for block in self.blocks]
+
+    def marked(self, block_id: str) -> Message:
+        """The message, its first block carrying `block_id`: found in the channel's history, it proves that
+        a post whose answer was lost did go out."""
+        if not self.blocks or not block_id:
+            return self
+        return Message(self.text, ({**self.blocks[0], "block_id": block_id[:MAX_BLOCK_ID]}, *self.blocks[1:]))
 
     def response(self, **options: Any) -> dict[str, Any]:
         """The body of an answer through a response_url (`replace_original`, `response_type`)."""

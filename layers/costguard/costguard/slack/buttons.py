@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from enum import StrEnum
 
 from costguard.slack.blocks import Block, button
@@ -20,6 +21,9 @@ class Button(StrEnum):
 
 
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
+MENU = "costguard.menu"  # one machine's buttons as an overflow menu (a line among many)
+OVERFLOW_OPTIONS = 5  # Slack's most options in an overflow menu
+OPTION_VALUE = 150  # an option's value, at most
 
 
 def button_value(instance_id: str, region: str, account: str = "", start_at: str = "") -> str:
@@ -99,3 +103,14 @@ def sagemaker_act_buttons(kind: str, name: str, region: str, account: str = "", 
         value = sagemaker_value(kind, name, region, account, config)
         return [button("Recreate", Button.RECREATE, value, style="primary")]
     return []
+
+
+def as_menu(buttons: Sequence[Block]) -> Block:
+    """Buttons as one overflow menu: each option carries its button's action and its machine."""
+    options = []
+    for element in buttons[:OVERFLOW_OPTIONS]:
+        target = json.loads(str(element.get("value") or "{}"))
+        value = json.dumps({"b": element["action_id"], **target}, separators=(",", ":"))
+        if len(value) <= OPTION_VALUE:
+            options.append({"text": dict(element["text"]), "value": value})
+    return {"type": "overflow", "action_id": MENU, "options": options}

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 from costguard.core import formatting, shapes
 from costguard.core.errors import EventValidationError
 from costguard.core.sagemaker import NAME, check_key
-from costguard.slack.buttons import Button
+from costguard.slack.buttons import MENU, Button
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,14 @@ def parse_interaction(body: str) -> Click | None:
     action = next((a for a in actions if str(a.get("action_id", "")).startswith("costguard.")), None)
     if action is None:
         return None
-    pressed = _button(action.get("action_id"))
+    if action.get("action_id") == MENU:  # a choice in a machine's menu: the option carries the button
+        chosen = shapes.obj(action.get("selected_option"), "action.selected_option")
+        action = {**action, "value": chosen.get("value")}
     try:
         target = shapes.obj(json.loads(shapes.text(action, "value", "action", limit=400)), "action.value")
     except ValueError as exc:
         raise EventValidationError(f"costguard button with a bad value: {exc}") from None
+    pressed = _button(target.get("b") if action.get("action_id") == MENU else action.get("action_id"))
     user = shapes.obj(payload.get("user"), "payload.user")
     message = shapes.optional_obj(payload, "message", "payload")
     container = shapes.optional_obj(payload, "container", "payload")

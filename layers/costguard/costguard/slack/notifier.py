@@ -10,6 +10,7 @@ invocation fails and is retried: a notification is never dropped silently.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -114,6 +115,10 @@ class TimeBoundRateLimitHandler(RateLimitErrorRetryHandler):
 
 # What an invocation keeps for itself after a Slack wait: recording what it delivered.
 RESERVE_SECONDS = 10.0
+# A lost post is looked for among the messages since it was leased: a few pages of the newest.
+HISTORY_PAGE = 200
+HISTORY_PAGES = 5
+_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 
 def _retry_handlers(rate_limit_retries: int, time_left: Callable[[], float] | None = None) -> list[Any]:
@@ -162,12 +167,14 @@ class SlackNotifier:
     def post(self, channel: str, message: Message) -> Delivery:
         """Post to a channel by the bot, else by the webhook; raise if neither delivered."""
         failures: list[str] = []
+        maybe = False
         if self.web is not None:
             try:
                 self.pace.wait(channel)
                 response = self.web.chat_postMessage(channel=channel, text=message.text, blocks=message.slack_blocks())
                 return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ""))
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+                maybe = _maybe_delivered(exc)
                 failures.append(f"bot: {_describe(exc)}")
                 logger.warning("slack bot post failed", channel=channel, error=_describe(exc))
         if self.webhook is not None:
@@ -175,7 +182,8 @@ class SlackNotifier:
                 return self._post_webhook(message)
             except (SlackClientError, URLError, OSError, SlackDeliveryError) as exc:
                 failures.append(f"webhook: {_describe(exc)}")
-        raise SlackDeliveryError(f"could not post to {channel}: " + "; ".join(failures or ["no Slack route"]))
+        why = "; ".join(failures or ["no Slack route"])
+        raise SlackDeliveryError(f"could not post to {channel}: {why}", maybe_delivered=maybe)
 
     def update(self, channel: str, ts: str, message: Message) -> Delivery:
         """Edit a message the bot posted (chat.update: the channel id and ts its post returned).
@@ -206,11 +214,19 @@ class SlackNotifier:
                 if _maybe_delivered(exc):
                     # Slack may have posted it before the answer was lost: the channel would make a second
                     # copy. The caller retries the direct message later instead (one duplicate at most).
-                    raise SlackDeliveryError(f"direct message to {owner} may not have gone: {_describe(exc)}") from exc
+                    raise SlackDeliveryError(
+                        f"direct message to {owner} may not have gone: {_describe(exc)}", maybe_delivered=True
+                    ) from exc
         why = f"Sent here because {owner or 'the owner'} could not be reached by direct message"
         why += f" (no Slack user for {email})." if email and user_id is None else "."
         fallback = Message(message.text, (*message.blocks, context(why)))
         return self.post(fallback_channel, fallback)
+
+    def find(self, to: str, since: float, markers: Iterable[str]) -> dict[str, Delivery]:
+        """Which of these block ids a message posted to `to` since `since` carries (see `posted`)."""
+        if self.web is None:
+            raise SlackDeliveryError("no bot token: Slack's history cannot be read")
+        return posted(self.web, to, since, set(markers))
 
     def upload_file(self, channel: str, content: bytes, *, filename: str, title: str, comment: str = "") -> str:
         """Upload a file to a channel with files_upload_v2 (needs files:write and a channel ID); its file id."""
@@ -274,3 +290,31 @@ def post_response(url: str, body: Mapping[str, Any]) -> None:
     response = client.send_dict(dict(body))
     if response.status_code != 200:
         raise SlackDeliveryError(f"response_url answered HTTP {response.status_code}: {response.body[:200]}")
+
+
+def posted(web: WebClient, to: str, since: float, wanted: set[str]) -> dict[str, Delivery]:
+    """Which of these block ids a message posted to `to` (a user id: their direct messages with the bot;
+    or a channel id) since `since` (epoch seconds) carries, with the message's ts: proof that a post whose
+    answer was lost did go out. Reads conversations.history (channels:history, groups:history or
+    im:history, as the conversation is; conversations.open, im:write, finds a user's DM channel).
+    SlackDeliveryError when it cannot be read: the caller cannot know, and posts again."""
+    found: dict[str, Delivery] = {}
+    try:
+        direct = bool(_USER.match(to))
+        channel = str(web.conversations_open(users=to)["channel"]["id"]) if direct else to
+        cursor = ""
+        for _ in range(HISTORY_PAGES):
+            page: Any = web.conversations_history(
+                channel=channel, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
+            )
+            for message in page.get("messages") or []:
+                for block in message.get("blocks") or []:
+                    if block.get("block_id") in wanted:
+                        found[block["block_id"]] = Delivery("bot", channel, str(message.get("ts") or ""), direct)
+            cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
+            if not cursor or len(found) == len(wanted):
+                break
+    except (SlackApiError, SlackClientError, URLError, OSError, KeyError, TypeError) as exc:
+        logger.warning("slack history unreadable", to=to, error=_describe(exc))
+        raise SlackDeliveryError(f"could not read what was posted to {to}: {_describe(exc)}") from exc
+    return found

@@ -7,7 +7,10 @@ out, or lost its answer) takes it over and does the work. Each claim carries its
 DynamoDB applied a write whose answer was lost and botocore sent it again, the retry fails its
 condition, and the token read back says the claim is ours after all.
 
-Slack posts have no idempotency key: a kill between a post and its done mark means one duplicate.
+Slack posts have no idempotency key: a kill between a post and its done mark would mean one duplicate.
+So each message carries its claim's block id, and an attempt that takes over a claim whose lease ran
+out first looks for that block in the channel's history (conversations.history): found, the claim is
+marked done without a second post; unreadable, the message is posted again.
 
 Powertools' Idempotency utility does the same for whole invocations (in-progress expiry from the
 Lambda context); costguard claims single notices inside an invocation (one per owner DM, one per
@@ -18,6 +21,7 @@ applied-but-unanswered writes recognised, so it keeps this small module instead.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
 # SQS makes a message visible again after its visibility timeout), longer than one delivery may take.
 LEASE = timedelta(seconds=55)
 PENDING, DONE = "pending", "done"
+HISTORY_SKEW = timedelta(minutes=2)  # the claim's clock (costguard's) against the message's ts (Slack's)
 
 
 class ClaimState(StrEnum):
@@ -53,6 +58,12 @@ class Claim:
     token: str
     state: ClaimState
     detail: str = ""  # what the work that marked it done left for later attempts (a channel id)
+    taken_over: datetime | None = None  # taken from an attempt whose lease ran out: when that one began
+
+
+def marker_of(key: str) -> str:
+    """The block id a claim's message carries, to find it in the channel's history."""
+    return "cg-claim-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 class Claims:
@@ -62,7 +73,7 @@ class Claims:
 
     def claim(self, key: str, now: datetime, *, ttl: timedelta, lease: timedelta = LEASE) -> Claim:
         token = uuid.uuid4().hex
-        item = {
+        item: dict[str, Any] = {
             "pk": {"S": f"notice#{key}"},
             "sk": {"S": "notice"},
             "at": {"S": now.isoformat()},
@@ -72,17 +83,19 @@ class Claims:
             "expires_at": {"N": str(int((now + ttl).timestamp()))},
         }
         try:
-            self.client.put_item(
+            answer: Any = self.client.put_item(
                 TableName=self.table,
                 Item=item,
                 ConditionExpression="attribute_not_exists(pk) OR (#s = :pending AND lease_until < :now)",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":pending": {"S": PENDING}, ":now": {"N": str(int(now.timestamp()))}},
+                ReturnValues="ALL_OLD",
             )
         except self.client.exceptions.ConditionalCheckFailedException:
             state, detail = self._state_of(key, token)
             return Claim(key, token, state, detail)
-        return Claim(key, token, ClaimState.TAKEN)
+        before = (answer.get("Attributes") or {}).get("at", {}).get("S")
+        return Claim(key, token, ClaimState.TAKEN, taken_over=datetime.fromisoformat(before) if before else None)
 
     def done(self, claim: Claim, detail: str = "") -> None:
         """The work is delivered: no later attempt will do it again (`detail` is kept for them)."""
@@ -149,10 +162,24 @@ def post_once(
         return None
     if claim.state is ClaimState.HELD:
         raise ClaimHeld(f"{key} is being delivered by another attempt")
+    if claim.taken_over is not None and posted_before(notifier, channel, key, claim.taken_over):
+        claims.done(claim)  # the attempt that died had posted it: recorded now, not posted again
+        return None
     try:
-        delivery = notifier.post(channel, message)
-    except SlackDeliveryError:
-        claims.release(claim)
+        delivery = notifier.post(channel, message.marked(marker_of(key)))
+    except SlackDeliveryError as exc:
+        if not exc.maybe_delivered:
+            claims.release(claim)
         raise
     claims.done(claim)
     return delivery
+
+
+def posted_before(notifier: SlackNotifier, channel: str, key: str, since: datetime) -> bool:
+    """Whether the message of a claim whose attempt died (its lease ran out) is in the channel's history
+    already. Unreadable history (a scope missing, Slack down) answers no: the message is posted again,
+    the one duplicate a kill between a post and its record may cost."""
+    try:
+        return bool(notifier.find(channel, (since - HISTORY_SKEW).timestamp(), [marker_of(key)]))
+    except SlackDeliveryError:
+        return False

@@ -67,9 +67,17 @@ class Ledger:
     def record_many(self, entries: Sequence[Entry]) -> None:
         """Write entries 25 at a time (BatchWriteItem's limit). An entry's key is its time, instance and
         kind: writing the same entry twice (a retry) leaves one."""
-        write_batch(self.client, self.table, [{"PutRequest": {"Item": self._item(e)}} for e in entries])
+        write_batch(self.client, self.table, [{"PutRequest": {"Item": self.item(e)}} for e in entries])
 
-    def _item(self, entry: Entry) -> dict[str, Any]:
+    def forget(self, entries: Sequence[Entry]) -> None:
+        """Take back entries written ahead of an effect that then did not happen."""
+        keys = [
+            {"DeleteRequest": {"Key": {k: v for k, v in self.item(e).items() if k in ("pk", "sk")}}} for e in entries
+        ]
+        write_batch(self.client, self.table, keys)
+
+    def item(self, entry: Entry) -> dict[str, Any]:
+        """The entry as the table keeps it (for a write that carries it with other items)."""
         item: dict[str, Any] = {
             "pk": f"action#{entry.at:%Y-%m-%d}",
             "sk": f"{entry.at.isoformat()}#{entry.instance_id}#{entry.kind}",

@@ -75,9 +75,12 @@ class StartLog:
             logger.warning("learned starts unreadable", instance_id=instance_id, error=str(exc)[:200])
             return StartRecord()
 
-    def fetch(self, instance_id: str) -> StartRecord:
-        """What was kept (an empty record when nothing was); raises when the table would not answer."""
-        item = self.client.get_item(TableName=self.table, Key=_key(instance_id)).get("Item") or {}
+    def fetch(self, instance_id: str, *, consistent: bool = False) -> StartRecord:
+        """What was kept (an empty record when nothing was); raises when the table would not answer, or
+        ValueError when what it holds is not what costguard writes. `consistent`: for a caller about to
+        write the record back."""
+        kwargs: dict[str, Any] = {"ConsistentRead": True} if consistent else {}
+        item = self.client.get_item(TableName=self.table, Key=_key(instance_id), **kwargs).get("Item") or {}
         return _record(item)
 
     def write(self, instance_id: str, record: StartRecord, now: datetime) -> None:
@@ -98,6 +101,23 @@ class StartLog:
                 "expires_at": {"N": str(int((now + KEEP).timestamp()))},
             },
         )
+
+    def made(self, instance_id: str, expected: str, started: str, record: StartRecord, now: datetime) -> None:
+        """A learned start made for the run expected then, kept once however many times it is recorded
+        (`record`: as just read). Raises on a failed write."""
+        if any(s.get("e") == expected for s in record.starts):
+            return
+        record.starts.append({"e": expected, "s": started})
+        self.write(instance_id, record, now)
+
+    def stopping(self, instance_id: str, stopped_at: str, gpus: int, now: datetime) -> None:
+        """The stop costguard is about to make before a learned start: when, and the GPUs it takes off
+        (what the start's GPU-hours are counted from). Written before the stop; raises on a failed read or
+        write (or an unreadable record: written over, its promises would be lost), and the machine is then
+        not stopped."""
+        record = self.fetch(instance_id, consistent=True)
+        record.stopped_at, record.gpus = stopped_at, gpus
+        self.write(instance_id, record, now)
 
     def update(self, instance_id: str, now: datetime, change: Any) -> bool:
         """Read, change (a function of the record), write; False when that failed (logged, not raised). A

@@ -8,7 +8,7 @@ per instance) and queried with exactly the dimensions found.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,12 @@ class GpuSeriesFinder:
                 dims: Dimensions = tuple(sorted(pairs.setdefault(pair, pair) for pair in named.items()))
                 found[instance_id].add(dims)  # moto lists one entry per datapoint: a set de-duplicates
         return {iid: sorted(_per_gpu(series), key=_gpu_order) for iid, series in found.items()}
+
+
+def gpu_count(series: Iterable[Dimensions]) -> int:
+    """The GPUs a machine's series stand for: one GPU may be listed under two dimension sets (an agent
+    upgrade adds `arch`, and both are listed for 14 days), so they are counted by index."""
+    return len({dict(dims).get("index", str(dims)) for dims in series})
 
 
 def _per_gpu(series: set[Dimensions]) -> set[Dimensions]:

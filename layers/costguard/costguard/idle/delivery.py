@@ -1,0 +1,232 @@
+"""A sweep's notices delivered: each machine's notice leased in the outbox, posted, and its delivery
+recorded with its ledger entry, so that a kill anywhere costs at most the message it was posting.
+
+The unit Slack delivers is one message to one recipient (an owner's direct messages, or the alerts
+channel for machines whose owner Slack cannot reach); the unit costguard records is one machine's
+notice: its own outbox record, lease and ledger entry. Messages to different recipients go out eight
+at a time; one recipient's in order.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.core.errors import SlackDeliveryError
+from costguard.core.observability import logger
+from costguard.core.people import owner_email
+from costguard.idle.grouping import Part, gather
+from costguard.idle.report import Outcome
+from costguard.slack.blocks import Message
+from costguard.slack.notifier import Delivery, SlackNotifier
+from costguard.state.ledger import LedgerWriteError
+from costguard.state.outbox import DELIVERED, NOT_STOPPED, REPORTS, STOP, WOULD_WARN, Notice, Outbox
+
+# Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines may tell 200
+# owners, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
+NOTIFY_WORKERS = 8
+# A delivered warning stays in the outbox this long: a sweep killed before its tags is finished from it.
+TOLD_FOR = timedelta(minutes=40)
+REPORT_HOLD = timedelta(days=2)  # a stop notify-only does not make, reported once in this long
+# What a lease lasts when the invocation's deadline is unknown: longer than any sweep runs (300 s).
+DEFAULT_LEASE = timedelta(minutes=6)
+MAX_LEASE = timedelta(minutes=15)
+# Slack work a sweep no longer starts when its invocation has less than this left: enough for the
+# messages already under way (a lookup and a post, with Slack's retries), the EC2 writes and the ledger.
+SLACK_RESERVE_SECONDS = 60.0
+DEFERRED = "deferred: too little time left in this run; the next sweep carries on"
+IN_FLIGHT = "in flight: another attempt is telling it"
+AWS_ERRORS = (ClientError, BotoCoreError, LedgerWriteError)
+
+
+@dataclass
+class Telling:
+    """One machine's notice to its owner: its record, its message, its outcome, and what its delivery
+    makes happen (a warning's tags, a withdrawn warning's clear)."""
+
+    notice: Notice
+    message: Message
+    outcome: Outcome
+    then: Callable[[], None] = field(default=lambda: None)
+
+
+def marker(kind: str, instance_id: str, at: str) -> str:
+    """The block id of one machine's notice: found in Slack's history, it proves the post happened."""
+    return f"cg-{kind}-{instance_id}-{at.replace('-', '').replace(':', '')}"
+
+
+def lease_length(time_left: float) -> timedelta:
+    """Until the invocation's own deadline: after it, no attempt that took the lease can still post."""
+    if time_left == float("inf"):
+        return DEFAULT_LEASE
+    return min(MAX_LEASE, timedelta(seconds=max(0.0, time_left)))
+
+
+class Dispatch:
+    def __init__(
+        self,
+        *,
+        outbox: Outbox,
+        notifier: Callable[[], SlackNotifier],
+        alerts_channel: str,
+        email_domain: str,
+        time_left: Callable[[], float],
+        token: str = "",
+    ) -> None:
+        self.token = token or uuid.uuid4().hex  # this attempt's: its leases, and its stops' pending records
+        self.outbox = outbox
+        self.notifier = notifier
+        self.alerts_channel = alerts_channel
+        self.email_domain = email_domain
+        self.time_left = time_left
+        self._unrecorded: list[tuple[Notice, bool]] = []  # delivered, record not written yet
+        self._lock = threading.Lock()
+
+    def send(self, tellings: Sequence[Telling], now: datetime) -> None:
+        """Every telling delivered (or left for the next sweep, its outcome saying why), recipients eight
+        at a time; the records whose write failed are tried once more at the end."""
+        by_recipient: dict[str, list[Telling]] = defaultdict(list)
+        for telling in tellings:  # a report names its channel; a notice goes to its machine's owner
+            by_recipient[telling.notice.to or self.recipient(telling.notice.owner)].append(telling)
+        with ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify") as pool:
+            for done in [pool.submit(self._send_to, to, group, now) for to, group in by_recipient.items()]:
+                done.result()
+        self.record_late()
+
+    def recipient(self, owner: str) -> str:
+        """Where an owner's notices go: their Slack id, or the alerts channel when Slack cannot reach them."""
+        email = owner_email(owner, self.email_domain) if owner else None
+        user = self.notifier().user_id_for(email) if email else None
+        return user or self.alerts_channel
+
+    def messages(self, to: str, tellings: Sequence[Telling]) -> list[tuple[Message, list[Telling]]]:
+        """The messages that carry these tellings to one recipient: one of each kind of notice (split only
+        by Block Kit's limits), a part per machine."""
+        kinds: dict[str, list[Telling]] = defaultdict(list)
+        for telling in tellings:  # the sweep's reports (dry-run, notify-only) are one message
+            kinds["report" if telling.notice.kind in REPORTS else telling.notice.kind].append(telling)
+        channel = to == self.alerts_channel
+        out = []
+        for kind, group in kinds.items():
+            parts = [Part(t.message, t.notice.marker, t.notice.kind) for t in group]
+            why = self._why(group) if channel and kind != "report" else ""
+            for message, carried in gather(parts, channel=channel, why=why):
+                out.append((message, [group[k] for k in carried]))
+        return out
+
+    def _why(self, tellings: Sequence[Telling]) -> str:
+        """Why machines are in the alerts channel: their owners, as Slack cannot reach them."""
+        owners = sorted({t.notice.owner for t in tellings} - {""})
+        unowned = sum(1 for t in tellings if not t.notice.owner)
+        who = [f"{o} (no Slack user for {owner_email(o, self.email_domain) or o})" for o in owners[:10]]
+        if len(owners) > 10:
+            who.append(f"{len(owners) - 10} more owners")
+        if unowned:
+            who.append(f"{unowned} machine{'s' if unowned != 1 else ''} with no owner tag")
+        return "Sent here because costguard cannot reach their owners by direct message: " + ", ".join(who) + "."
+
+    def _send_to(self, to: str, tellings: list[Telling], now: datetime) -> None:
+        for message, carried in self.messages(to, tellings):
+            if self.time_left() < SLACK_RESERVE_SECONDS:
+                for telling in carried:
+                    telling.outcome.applied, telling.outcome.detail = False, DEFERRED
+                continue
+            taken = self._lease(to, carried, now)
+            if len(taken) == len(carried):
+                self._deliver(to, message, taken, now)
+                continue
+            for fewer, part in self.messages(to, taken):  # some are another attempt's: the others, gathered again
+                self._deliver(to, fewer, part, now)
+
+    def _lease(self, to: str, tellings: list[Telling], now: datetime) -> list[Telling]:
+        """The tellings whose records this attempt now holds; the others are another attempt's to tell."""
+        until = now + lease_length(self.time_left())
+        try:
+            taken = self.outbox.lease([replace(t.notice, to=to).leased(self.token, until) for t in tellings], now)
+        except AWS_ERRORS as exc:
+            for telling in tellings:
+                telling.outcome.retry(f"outbox: {exc}")
+            return []
+        held = {n.sk: n for n in taken}
+        for telling in tellings:
+            if telling.notice.sk in held:
+                telling.notice = held[telling.notice.sk]
+            else:
+                telling.outcome.applied, telling.outcome.detail = False, IN_FLIGHT
+        return [t for t in tellings if t.notice.sk in held]
+
+    def _deliver(self, to: str, message: Message, tellings: list[Telling], now: datetime) -> None:
+        try:
+            delivery = self._post(to, message, tellings)
+        except SlackDeliveryError as exc:
+            for telling in tellings:
+                telling.outcome.retry(f"Slack: {exc}")
+            if not exc.maybe_delivered:
+                self._release([t.notice for t in tellings if t.notice.kind != STOP])
+            return
+        for telling in tellings:
+            telling.then()
+        self._record([delivered(t.notice, delivery, now) for t in tellings])
+
+    def _post(self, to: str, message: Message, tellings: list[Telling]) -> Delivery:
+        notifier = self.notifier()
+        if to == self.alerts_channel and (len(tellings) > 1 or tellings[0].notice.kind in REPORTS):
+            return notifier.post(to, message)  # a report, or a gathered message that says why it is here
+        owner = tellings[0].notice.owner
+        email = owner_email(owner, self.email_domain) if owner else None
+        return notifier.send_to_owner(email, message, fallback_channel=self.alerts_channel, owner=owner)
+
+    def _record(self, records: list[Notice]) -> None:
+        stops = [n for n in records if n.kind == STOP]
+        told = [n for n in records if n.kind != STOP]
+        for notices, removed in ((stops, True), (told, False)):
+            if not notices:
+                continue
+            try:
+                (self.outbox.told if removed else self.outbox.delivered)(notices)
+            except AWS_ERRORS as exc:
+                # Posted, not recorded: tried again at the end of the sweep; failing that, the next sweep
+                # finds the lease run out and the message in Slack's history, and records it then.
+                logger.warning("notice delivered but not recorded yet", count=len(notices), error=str(exc)[:200])
+                with self._lock:
+                    self._unrecorded += [(n, removed) for n in notices]
+
+    def record_late(self) -> None:
+        with self._lock:
+            late, self._unrecorded = self._unrecorded, []
+        for removed in (True, False):
+            notices = [n for n, r in late if r is removed]
+            if not notices:
+                continue
+            try:
+                (self.outbox.told if removed else self.outbox.delivered)(notices)
+            except AWS_ERRORS as exc:
+                logger.warning("notices left to the next sweep to record", count=len(notices), error=str(exc)[:200])
+
+    def _release(self, notices: list[Notice]) -> None:
+        """Leases of posts Slack refused outright: the next sweep need not look for them."""
+        try:
+            self.outbox.remove(notices)
+        except AWS_ERRORS as exc:
+            logger.warning("lease not released; the next sweep looks first", error=str(exc)[:200])
+
+
+def delivered(notice: Notice, delivery: Delivery, now: datetime) -> Notice:
+    """A notice as recorded once delivered: a warning then blocks another for TOLD_FOR; a would-be
+    warning of dry-run stands for its day, a stop notify-only does not make for as long as a warning may
+    (each machine reported once, not every sweep)."""
+    if notice.kind == WOULD_WARN:
+        until = notice.time + timedelta(days=1)
+    elif notice.kind == NOT_STOPPED:
+        until = now + REPORT_HOLD
+    else:
+        until = now + TOLD_FOR
+    held = int(until.timestamp())
+    return replace(notice, status=DELIVERED, ts=delivery.ts, to=delivery.channel, lease_until=held, token="")
