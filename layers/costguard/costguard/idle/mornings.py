@@ -69,14 +69,24 @@ class MorningStarts:
             # The filters narrow the answer; this is what is relied on.
             if instance.state != "stopped" or not self.policy.is_accelerated(instance.instance_type):
                 continue
-            try:  # one machine's failed write does not keep the others from their start
-                if tags.SCHEDULE in instance.tags:
-                    self.working_hours(instance, now, report)
-                if tags.START_AT in instance.tags:
-                    self.learned.consider(instance, now, report)
-            except WRITE_ERRORS as exc:
-                logger.warning("start not finished", instance_id=instance.instance_id, error=str(exc)[:200])
-                report.retryable_errors.append(f"{instance.instance_id}: {exc}")
+            # One failed write keeps neither this machine's other start nor the other machines from theirs.
+            if tags.SCHEDULE in instance.tags:
+                self._each(self.working_hours, instance, now, report)
+            if tags.START_AT in instance.tags:
+                self._each(self.learned.consider, instance, now, report)
+
+    @staticmethod
+    def _each(
+        start: Callable[[Instance, datetime, RegionReport], None],
+        instance: Instance,
+        now: datetime,
+        report: RegionReport,
+    ) -> None:
+        try:
+            start(instance, now, report)
+        except WRITE_ERRORS as exc:
+            logger.warning("start not finished", instance_id=instance.instance_id, error=str(exc)[:200])
+            report.retryable_errors.append(f"{instance.instance_id}: {exc}")
 
     def started(self, instance_id: str) -> None:
         self.learned.started(instance_id)
@@ -102,7 +112,16 @@ class MorningStarts:
             reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
             applied=self.mode.mutates,
         )
-        records = self.effects.before([effect_record(START, instance, opens, entry, now=now)], now)
+        try:
+            records = self.effects.before([effect_record(START, instance, opens, entry, now=now)], now)
+        except WRITE_ERRORS as exc:
+            # The state table is busy through the lead: the start is made all the same (once a window, by
+            # the machine's launch time), its record written directly if the table lets it. A record may be
+            # lost; a machine stopped when its owner's day begins is the dearer loss.
+            logger.warning(
+                "morning start made without its outbox record", instance_id=instance.instance_id, error=str(exc)[:200]
+            )
+            records = []
         try:
             applied = self.ec2.start(instance.instance_id)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: the owner starts it by hand
@@ -112,7 +131,10 @@ class MorningStarts:
         report.started.append(instance.instance_id)
         if applied:
             self.note(instance, opens)
-        self.effects.after(records)
+        if records:
+            self.effects.after(records)
+        else:
+            self.learned.ledger.record(entry)  # the same key whichever attempt writes it
 
     def note(self, instance: Instance, opens: datetime) -> None:
         """The optional morning note: the machine is already starting, so a note Slack refused is logged and
@@ -136,7 +158,18 @@ def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy) -> bool
         stopped_at is not None
         and stopped_at < instance.launch_time
         and start_at - SKEW <= instance.launch_time <= latest
+        and not for_working_hours(instance, policy)
     )
+
+
+def for_working_hours(instance: Instance, policy: IdlePolicy) -> bool:
+    """The machine's last start fell in the lead of its working hours: the working-hours start (recorded as
+    such), even where a learned start was due at the same time."""
+    try:
+        opens = parse_schedule(instance.tags.get(tags.SCHEDULE, "")).next_start(instance.launch_time - SKEW)
+    except ScheduleError:
+        return False
+    return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + SKEW
 
 
 class LearnedStarts:

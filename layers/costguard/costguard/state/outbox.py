@@ -219,7 +219,9 @@ class Outbox:
     def _item(self, notice: Notice) -> dict[str, Any]:
         item: dict[str, Any] = {
             **self._key(notice),
-            "expires_at": {"N": str(int((notice.time + KEEP_FOR).timestamp()))},
+            # Kept two days past the later of its time and its decision: a scale-in protection's time is its
+            # member's launch, often days before.
+            "expires_at": {"N": str(int((max(notice.time, notice.decided_time) + KEEP_FOR).timestamp()))},
         }
         for key, value in asdict(notice).items():
             if key == "stored_sk":
