@@ -7,8 +7,6 @@ CloudWatch publishes a JSON object with `AlarmName`, `NewStateValue`, `NewStateR
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from costguard.budgets.notifications import SnsNotification
@@ -37,14 +35,8 @@ class AlarmChange:
 def alarm_from_sns(notification: SnsNotification) -> AlarmChange | None:
     """The alarm change an SNS message carries; None when it is not one (JSON with `AlarmName` and
     `NewStateValue`). EventValidationError naming the field when it is one that cannot be read."""
-    text = notification.message.lstrip()
-    if not text.startswith("{"):
-        return None
-    try:
-        body = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(body, Mapping) or "AlarmName" not in body or "NewStateValue" not in body:
+    body = notification.json_object()
+    if body is None or "AlarmName" not in body or "NewStateValue" not in body:
         return None
     where = "Message"
     state = shapes.text(body, "NewStateValue", where, limit=40)

@@ -12,7 +12,6 @@ AWS sends the same anomaly again as it grows: its `anomalyId` stays, its impact 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -104,14 +103,8 @@ def anomaly_from_sns(notification: SnsNotification) -> Anomaly | None:
     """The anomaly an SNS message carries; None when the message is not one (a budget's prose, anything
     else: the caller reads it as before). EventValidationError naming the field when it is an anomaly
     (JSON with an `anomalyId`) that cannot be read."""
-    text = notification.message.lstrip()
-    if not text.startswith("{"):
-        return None
-    try:
-        body = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(body, Mapping) or "anomalyId" not in body:
+    body = notification.json_object()
+    if body is None or "anomalyId" not in body:
         return None
     stamp = notification.timestamp
     sent_at = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)

@@ -19,7 +19,9 @@ cannot be read raises BudgetParseError; the caller posts it raw, never drops it.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from enum import StrEnum
@@ -47,6 +49,18 @@ class SnsNotification:
     subject: str
     message: str
     timestamp: datetime
+
+    def json_object(self) -> Mapping[str, Any] | None:
+        """The message as a JSON object (what Cost Anomaly Detection and CloudWatch alarms publish), or
+        None (AWS Budgets' prose, anything else)."""
+        text = self.message.lstrip()
+        if not text.startswith("{"):
+            return None
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError:
+            return None
+        return body if isinstance(body, Mapping) else None
 
 
 @dataclass(frozen=True)
