@@ -42,7 +42,7 @@ def test_the_dead_letter_alarm_is_posted_once_with_what_to_do(
     assert [n["status"] for n in first["notifications"] + again["notifications"]] == ["posted", "duplicate"]
     [message] = slack.messages
     assert message.channel == "C0ALERTS"
-    assert message.text == "costguard alarm costguard-DeadLetterAlarm-7QF2M1EXAMPLE is ALARM"
+    assert message.text == "Alarm costguard-DeadLetterAlarm-7QF2M1EXAMPLE is ALARM"
     body = json.dumps(message.blocks)
     assert "is ALARM (was OK)" in body
     assert "Read the function's logs, fix the cause, then redrive the queue." in body

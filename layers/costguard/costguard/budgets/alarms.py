@@ -1,5 +1,6 @@
-"""costguard's own CloudWatch alarms, as SNS delivers them to the operations topic: read, so that an
-alarm nobody subscribed an email to still reaches the alerts channel, and says what to do.
+"""CloudWatch alarms as SNS delivers them: costguard's own, on the operations topic, read so that an
+alarm nobody subscribed an email to still reaches the alerts channel and says what to do (any other
+alarm routed to costguard's topics is read the same way).
 
 CloudWatch publishes a JSON object with `AlarmName`, `NewStateValue`, `NewStateReason`,
 `StateChangeTime`, the alarm's `AlarmDescription` (costguard's alarms say there what to do) and more.
@@ -58,10 +59,10 @@ def alarm_message(alarm: AlarmChange) -> Message:
     was = f" (was {alarm.old_state})" if alarm.old_state else ""
     where = ", ".join(part for part in (alarm.account, alarm.region) if part)
     blocks = [
-        header(f"costguard alarm: {alarm.state}"),
+        header(f"CloudWatch alarm: {alarm.state}"),
         section(mrkdwn("{} *{}* is {}{}", icon, alarm.name, alarm.state, was)),
     ]
     if alarm.description:
         blocks.append(section(alarm.description))
     blocks.append(context(f"CloudWatch: {alarm.reason or 'no reason given'}" + (f" ({where})" if where else "")))
-    return Message(f"costguard alarm {alarm.name} is {alarm.state}", tuple(blocks))
+    return Message(f"Alarm {alarm.name} is {alarm.state}", tuple(blocks))
