@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from moto.cloudwatch.models import CloudWatchBackend
 
 from testing import moto_fixes
 from testing.handlers import LambdaContext
@@ -25,3 +28,22 @@ def _no_real_aws(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "costguard")
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "costguard")
+
+
+@pytest.fixture
+def indexed_metrics() -> Iterator[None]:
+    """moto's GetMetricData indexed for this test only (testing/moto_fixes.index_metric_queries, as the demo
+    and the benchmarks run it): a test of many machines' metrics takes seconds instead of minutes. The
+    other tests keep moto's own, so costguard's handling of its listings stays exercised."""
+    if getattr(CloudWatchBackend, "_costguard_at_scale", False):  # indexed for the whole process already
+        yield
+        return
+    saved = {name: CloudWatchBackend.__dict__[name] for name in ("get_metric_data", "get_filtered_metrics")}
+    moto_fixes.index_metric_queries()
+    try:
+        yield
+    finally:
+        for name, original in saved.items():
+            setattr(CloudWatchBackend, name, original)
+        if "_costguard_at_scale" in CloudWatchBackend.__dict__:
+            delattr(CloudWatchBackend, "_costguard_at_scale")

@@ -52,6 +52,9 @@ from tests.integration.test_weekly_digest import launch as launch_for_digest
 from tests.integration.test_weekly_digest import publish_hours
 
 __all__ = ["switch"]
+# Each point replays whole sweeps: moto's own GetMetricData, which rescans every datapoint for every query,
+# was two thirds of the time. Kills are about writes; the answers are the same (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("indexed_metrics")
 SECONDS = 60
 LAMBDA_RETRIES = (timedelta(minutes=1), timedelta(minutes=3))  # an async invocation's two retries
 SQS_REDELIVERIES = (timedelta(minutes=3), timedelta(minutes=6), timedelta(minutes=9))  # the visibility timeout

@@ -128,6 +128,7 @@ def test_a_kill_in_the_middle_of_sending_costs_at_most_one_duplicate(
     assert {m.channel for m in slack.messages} == {f"U0OWNER{k}" for k in range(4)}
 
 
+@pytest.mark.usefixtures("indexed_metrics")  # sixty machines' metrics: minutes in moto's own GetMetricData
 def test_sixty_machines_of_one_owner_are_split_under_the_block_limit(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
