@@ -1,7 +1,7 @@
 """The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances: wall time at 0 and
 30 ms an AWS call, peak memory, and GetMetricData calls against their floor.
 
-What runs is the digest's own reading and folding (`read_hours` over every instance, then `summarize`
+What runs is the digest's own reading and folding (`iter_hours` over every instance, then `summarize`
 for both weeks and `worst_idle`), the part whose memory grows with the fleet. CloudWatch is an
 in-process stand-in with AWS's quotas: ListMetrics 500 a page, GetMetricData at most 500 queries and
 100,800 datapoints a call (the rest behind a NextToken). Each size runs in a child process, so its
@@ -28,7 +28,7 @@ from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.figures import summarize, worst_idle
-from costguard.digest.hours import read_hours
+from costguard.digest.hours import iter_hours
 
 SIZES = (1_000, 10_000)
 LATENCIES = (0.0, 0.03)
@@ -128,16 +128,18 @@ def child(size: int, latency: float) -> dict[str, Any]:
     cloudwatch = FakeCloudWatch(gpus, earlier, now, latency)
     policy = IdlePolicy()
     started = time.perf_counter()
-    weeks = read_hours(
-        "us-east-1",
-        instances,
-        earlier,
-        now,
-        gpu_series=GpuSeriesFinder(cloudwatch),  # type: ignore[arg-type]
-        metrics=MetricReader(cloudwatch, policy),  # type: ignore[arg-type]
-        prices=PriceBook(None),
-        owner_tag_key="Owner",
-        team_tag_key="Team",
+    weeks = list(
+        iter_hours(
+            "us-east-1",
+            instances,
+            earlier,
+            now,
+            gpu_series=GpuSeriesFinder(cloudwatch),  # type: ignore[arg-type]
+            metrics=MetricReader(cloudwatch, policy),  # type: ignore[arg-type]
+            prices=PriceBook(None),
+            owner_tag_key="Owner",
+            team_tag_key="Team",
+        )
     )
     this_week, last_week = summarize(weeks, start, now, policy), summarize(weeks, earlier, start, policy)
     worst = worst_idle(weeks, this_week)

@@ -33,7 +33,7 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.dashboards import dashboard_body
 from costguard.digest.figures import InstanceWeek
-from costguard.digest.hours import read_hours
+from costguard.digest.hours import iter_hours
 
 CONFIG = Path(__file__).resolve().parents[2] / "docs" / "cloudwatch-agent.json"
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -176,16 +176,18 @@ def series_costguard_reads(config: Mapping[str, Any], cores: int = 48) -> tuple[
     reader = MetricReader(cloudwatch, IdlePolicy())  # type: ignore[arg-type]
     for _ in reader.chunks([MACHINE], finder.discover([MACHINE]), NOW - timedelta(hours=2), NOW):
         pass
-    read_hours(
-        "us-east-1",
-        [MACHINE],
-        NOW - timedelta(days=14),
-        NOW,
-        gpu_series=finder,
-        metrics=reader,
-        prices=PriceBook(None),
-        owner_tag_key="Owner",
-        team_tag_key="Team",
+    list(
+        iter_hours(
+            "us-east-1",
+            [MACHINE],
+            NOW - timedelta(days=14),
+            NOW,
+            gpu_series=finder,
+            metrics=reader,
+            prices=PriceBook(None),
+            owner_tag_key="Owner",
+            team_tag_key="Team",
+        )
     )
     agent_reads = [series for series in cloudwatch.queried if series[0] == GPU_NAMESPACE]
     return agent_reads, sent

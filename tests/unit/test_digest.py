@@ -25,7 +25,7 @@ from costguard.digest.figures import (
     summarize,
     worst_idle,
 )
-from costguard.digest.hours import read_hours
+from costguard.digest.hours import iter_hours
 from costguard.digest.messages import digest_message
 from costguard.digest.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
@@ -186,16 +186,18 @@ def test_the_fortnight_is_read_in_full_calls_and_an_instance_split_between_two_i
     gpus = {f"i-{k:017x}": 8 for k in range(120)}  # 17 series an instance: 299 a call splits them
     instances = [Instance(iid, "us-east-1", "g5.12xlarge", "running", start - timedelta(days=1)) for iid in gpus]
     cloudwatch = FakeCloudWatch(gpus, start, now, latency=0.0)
-    weeks = read_hours(
-        "us-east-1",
-        instances,
-        start,
-        now,
-        gpu_series=GpuSeriesFinder(cast(Any, cloudwatch)),
-        metrics=MetricReader(cast(Any, cloudwatch), IdlePolicy()),
-        prices=PriceBook(None),
-        owner_tag_key="Owner",
-        team_tag_key="Team",
+    weeks = list(
+        iter_hours(
+            "us-east-1",
+            instances,
+            start,
+            now,
+            gpu_series=GpuSeriesFinder(cast(Any, cloudwatch)),
+            metrics=MetricReader(cast(Any, cloudwatch), IdlePolicy()),
+            prices=PriceBook(None),
+            owner_tag_key="Owner",
+            team_tag_key="Team",
+        )
     )
     series = sum(1 + 2 * n for n in gpus.values())
     assert cloudwatch.calls["GetMetricData"] == -(-series // series_per_call(start, now, 3600))  # the floor

@@ -19,36 +19,6 @@ from costguard.digest.figures import HourFolder, InstanceWeek
 HOUR = 3600
 
 
-def read_hours(
-    region: str,
-    instances: Sequence[Instance],
-    start: datetime,
-    end: datetime,
-    *,
-    gpu_series: GpuSeriesFinder,
-    metrics: MetricReader,
-    prices: PriceBook,
-    owner_tag_key: str,
-    team_tag_key: str,
-    busy_percent: float = 5.0,
-) -> list[InstanceWeek]:
-    """Two weeks at one-hour resolution (see iter_hours), every instance's at once."""
-    return list(
-        iter_hours(
-            region,
-            instances,
-            start,
-            end,
-            gpu_series=gpu_series,
-            metrics=metrics,
-            prices=prices,
-            owner_tag_key=owner_tag_key,
-            team_tag_key=team_tag_key,
-            busy_percent=busy_percent,
-        )
-    )
-
-
 def iter_hours(
     region: str,
     instances: Sequence[Instance],
