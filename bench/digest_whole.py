@@ -47,9 +47,9 @@ DESCRIBE_PAGE, LIST_METRICS_PAGE, MAX_QUERIES, MAX_DATAPOINTS = 1_000, 500, 500,
 SSM_PAGE, BATCH_GET, BATCH_WRITE, SLACK_USERS_PAGE = 50, 100, 25, 200
 
 
-def digest_env(endpoint: str, slack: SlackStandIn, world: DigestWorld) -> dict[str, str]:
-    """The weekly digest's Lambda environment with the template's defaults (activity check on, owner
-    digests on), handing its week to a hub."""
+def lambda_env(endpoint: str, slack: SlackStandIn, now: str, governed: tuple[str, ...]) -> dict[str, str]:
+    """What every scheduled function's Lambda environment holds here: the stand-ins, the template's
+    defaults, the benchmark's clock."""
     return {
         **aws_env(endpoint),
         "PYTHONPATH": str(ROOT),
@@ -59,20 +59,28 @@ def digest_env(endpoint: str, slack: SlackStandIn, world: DigestWorld) -> dict[s
         "DIGEST_CHANNEL": DIGEST_CHANNEL,
         "OWNER_TAG_KEY": "Owner",
         "EMAIL_DOMAIN": "example.com",
-        "GOVERNED_REGIONS": REGION,
+        "GOVERNED_REGIONS": ",".join(governed),
         "STATE_TABLE": "costguard-state",
         "SLACK_API_URL": slack.api_url,
         "TEAM_TAG_KEY": "Team",
+        "POWERTOOLS_SERVICE_NAME": "costguard",
+        "POWERTOOLS_METRICS_NAMESPACE": "costguard",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "BENCH_NOW": now,
+    }
+
+
+def digest_env(endpoint: str, slack: SlackStandIn, world: DigestWorld) -> dict[str, str]:
+    """The weekly digest's Lambda environment with the template's defaults (activity check on, owner
+    digests on), handing its week to a hub."""
+    return {
+        **lambda_env(endpoint, slack, world.now.isoformat(), (REGION,)),
         "OWNER_DIGESTS": "true",
         "OWNER_DIGESTS_ALWAYS": "false",
         "ACTIVITY_CHECK_DOCUMENT": "costguard-activity-check",
         "HANDOFF_QUEUE_ARN": HUB_QUEUE,
         "ACCOUNT_LABEL": "training",
         "SAGEMAKER_GOVERNANCE": "true",
-        "POWERTOOLS_SERVICE_NAME": "costguard",
-        "POWERTOOLS_METRICS_NAMESPACE": "costguard",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-        "BENCH_NOW": world.now.isoformat(),
     }
 
 

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, save
-from bench.digest_whole import DIGEST_CHANNEL, TOKEN, load, measured, run_handler, tree_of
+from bench.digest_whole import TOKEN, lambda_env, load, measured, run_handler, tree_of
 from bench.scheduled_standin import ANOMALY_PAGE, CE_PAGE, SQS_BATCH, ScheduledStandIn
 from bench.scheduled_worlds import ACCELERATED, OrganizationWorld, QuarterWorld
-from bench.versus import aws_env
 from testing.slack_standin import RateLimits, SlackStandIn
 
 LATENCIES = (0.0, 0.03)
@@ -29,27 +28,6 @@ QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-figures"
 GROUPINGS = (
     ("LINKED_ACCOUNT",), ("REGION",), ("INSTANCE_TYPE",), ("TAG:Owner",), ("TAG:Team",), ("INSTANCE_TYPE", "REGION"),
 )  # fmt: skip
-
-
-def common_env(endpoint: str, slack: SlackStandIn, now: str, governed: tuple[str, ...]) -> dict[str, str]:
-    return {
-        **aws_env(endpoint),
-        "PYTHONPATH": str(ROOT),
-        "COSTGUARD_MODE": "enforce",
-        "SLACK_SECRET_NAME": "costguard/slack",
-        "ALERTS_CHANNEL": "#ml-costs",
-        "DIGEST_CHANNEL": DIGEST_CHANNEL,
-        "OWNER_TAG_KEY": "Owner",
-        "EMAIL_DOMAIN": "example.com",
-        "GOVERNED_REGIONS": ",".join(governed),
-        "STATE_TABLE": "costguard-state",
-        "SLACK_API_URL": slack.api_url,
-        "TEAM_TAG_KEY": "Team",
-        "POWERTOOLS_SERVICE_NAME": "costguard",
-        "POWERTOOLS_METRICS_NAMESPACE": "costguard",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-        "BENCH_NOW": now,
-    }
 
 
 def deep_dive_floor(world: QuarterWorld) -> dict[str, int]:
@@ -111,7 +89,7 @@ def run_deep_dive(latency: float, *, code: Path | None = None, profile: str = ""
     aws.start()
     slack = SlackStandIn(token=TOKEN, latency_s=latency, limits=RateLimits()).start()
     try:
-        env = common_env(aws.url, slack, world.now.isoformat(), world.governed)
+        env = lambda_env(aws.url, slack, world.now.isoformat(), world.governed)
         wall, child = run_handler("deep_dive", "deep-dive", env, code=code, profile=profile)
         answer = child["answer"]
         return {
@@ -133,7 +111,7 @@ def run_organization(latency: float, *, code: Path | None = None, profile: str =
     slack = SlackStandIn(token=TOKEN, latency_s=latency, limits=RateLimits()).start()
     try:
         env = {
-            **common_env(aws.url, slack, world.now.isoformat(), ("us-east-1",)),
+            **lambda_env(aws.url, slack, world.now.isoformat(), ("us-east-1",)),
             "FIGURES_QUEUE_URL": QUEUE_URL,
             "MEMBER_DIGEST_ROLES": ",".join(f"arn:aws:iam::{a}:role/costguard-weekly-digest" for a in world.accounts),
             "HUB_WEEKLY_DIGEST": "false",
