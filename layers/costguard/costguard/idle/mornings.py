@@ -53,7 +53,7 @@ WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
 
 class MorningStarts:
     def __init__(self, *, ec2: Ec2, ledger: Ledger, effects: Effects, policy: IdlePolicy, settings: Settings) -> None:
-        self.ec2, self.effects = ec2, effects
+        self.ec2, self.ledger, self.effects = ec2, ledger, effects
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.tell: Callable[[str, Message], None] | None = None  # the morning note, with MorningNote
         self.learned = LearnedStarts(ec2=ec2, ledger=ledger, policy=policy, settings=settings)
@@ -134,7 +134,7 @@ class MorningStarts:
         if records:
             self.effects.after(records)
         else:
-            self.learned.ledger.record(entry)  # the same key whichever attempt writes it
+            self.ledger.record(entry)  # the same key whichever attempt writes it
 
     def note(self, instance: Instance, opens: datetime) -> None:
         """The optional morning note: the machine is already starting, so a note Slack refused is logged and
