@@ -36,7 +36,7 @@ class AlarmChange:
 def alarm_from_sns(notification: SnsNotification) -> AlarmChange | None:
     """The alarm change an SNS message carries; None when it is not one (JSON with `AlarmName` and
     `NewStateValue`). EventValidationError naming the field when it is one that cannot be read."""
-    body = notification.json_object()
+    body = notification.json_object
     if body is None or "AlarmName" not in body or "NewStateValue" not in body:
         return None
     where = "Message"

@@ -103,7 +103,7 @@ def anomaly_from_sns(notification: SnsNotification) -> Anomaly | None:
     """The anomaly an SNS message carries; None when the message is not one (a budget's prose, anything
     else: the caller reads it as before). EventValidationError naming the field when it is an anomaly
     (JSON with an `anomalyId`) that cannot be read."""
-    body = notification.json_object()
+    body = notification.json_object
     if body is None or "anomalyId" not in body:
         return None
     stamp = notification.timestamp

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from costguard.core import shapes
@@ -50,9 +51,10 @@ class SnsNotification:
     message: str
     timestamp: datetime
 
+    @cached_property
     def json_object(self) -> Mapping[str, Any] | None:
         """The message as a JSON object (what Cost Anomaly Detection and CloudWatch alarms publish), or
-        None (AWS Budgets' prose, anything else)."""
+        None (AWS Budgets' prose, anything else); parsed once, whichever reader asks first."""
         text = self.message.lstrip()
         if not text.startswith("{"):
             return None
