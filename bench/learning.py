@@ -19,8 +19,8 @@ from typing import Any
 from costguard.aws.cloudwatch.reads import MAX_DATAPOINTS, MAX_QUERIES, MetricReader
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.decision import Action, Decision
-from costguard.idle.learned import Learner
+from costguard.idle.reads.fortnights import Learner
+from costguard.idle.rules.decision import Action, Decision
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.startlog import StartLog

@@ -574,7 +574,7 @@ def run_costguard(
         return module.lambda_handler
 
     try:
-        import costguard.idle.checks as checks  # noqa: PLC0415 (after the code tree is on the path)
+        import costguard.idle.reads.checks as checks  # noqa: PLC0415 (after the code tree is on the path)
 
         checks.POLL_SECONDS = 0.0  # the fakes answer at once; the sim must not sleep 672 times
     except ImportError:

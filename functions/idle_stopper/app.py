@@ -24,9 +24,9 @@ from costguard.core.observability import logger, metrics, refuses_garbage, trace
 from costguard.core.records import Skipped
 from costguard.core.settings import IdlePolicy
 from costguard.idle import events as idle_events
-from costguard.idle.checks import ActivityChecker
-from costguard.idle.learned import Learner
-from costguard.idle.mornings import hours_offer
+from costguard.idle.acts.starts import hours_offer
+from costguard.idle.reads.checks import ActivityChecker
+from costguard.idle.reads.fortnights import Learner
 from costguard.idle.report import RegionReport
 from costguard.idle.sweep import IdleStopper
 from costguard.runtime import Runtime

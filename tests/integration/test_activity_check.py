@@ -19,8 +19,8 @@ from costguard.aws.ssm import Ssm
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.activity import CheckState
-from costguard.idle.checks import ActivityChecker
+from costguard.idle.reads.checks import ActivityChecker
+from costguard.idle.rules.activity import CheckState
 from costguard.runtime import Runtime
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
@@ -184,7 +184,7 @@ def answers(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> dict[str, str 
     have no SSM agent. The sweep's SSM client answers from it."""
     given: dict[str, str | None] = {}
     client = ssm_client()
-    monkeypatch.setattr("costguard.idle.checks.POLL_SECONDS", 0.01)
+    monkeypatch.setattr("costguard.idle.reads.checks.POLL_SECONDS", 0.01)
 
     def describe(params: Mapping[str, Any], **_: Any) -> dict[str, Any]:
         wanted = params["Filters"][0]["Values"]
@@ -303,7 +303,7 @@ def test_the_sweep_waits_for_answers_on_the_runtimes_clock(
 ) -> None:
     # The demo (and any simulation) gives the runtime its own clock: the whole wait for a silent machine
     # is paid on it, in the production poll's steps, and none on the wall clock.
-    monkeypatch.setattr("costguard.idle.checks.POLL_SECONDS", 2.0)
+    monkeypatch.setattr("costguard.idle.reads.checks.POLL_SECONDS", 2.0)
     clock = Clock()
     slept: list[float] = []
 

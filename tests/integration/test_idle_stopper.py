@@ -194,7 +194,7 @@ def test_sweep_sends_the_exact_requests_aws_needs(
     # No RecentlyActive: the listing covers two weeks, so a GPU agent gone silent is still known.
     assert listing == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu"}
     # The window's data; then, for the machine about to be warned, two weeks of quarter-hours to learn
-    # whether work recurs on it (idle/learning.py).
+    # whether work recurs on it (idle/rules/recurring.py).
     [query, learning] = [p for op, p in calls if op == "GetMetricData"]
     queried = sorted(
         (
@@ -643,7 +643,7 @@ def test_the_documented_state_change_sample_is_handled_not_dead_lettered(
 def test_alarm_creation_is_spread_over_sweeps_on_a_large_fleet(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("costguard.idle.alarms.MAX_ALARM_PUTS_PER_SWEEP", 3)
+    monkeypatch.setattr("costguard.idle.acts.alarms.MAX_ALARM_PUTS_PER_SWEEP", 3)
     for _ in range(5):
         publish(launch(now), now, gpus=[[70.0] * 36], cpu=[30.0] * 36)
     first = run(SWEEP, runtime, now, lambda_context, monkeypatch)["regions"][REGION]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from costguard.idle.activity import CpuAccount, parse_report
+from costguard.idle.rules.activity import CpuAccount, parse_report
 from testing.template import activity_check_script, template
 
 RESOURCES = "MESSAGE_ID=ae8f7b866b0347b9af31fe1c80b127c0"  # systemd's "unit consumed resources" message

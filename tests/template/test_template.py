@@ -12,7 +12,7 @@ import pytest
 
 from costguard.core import tags
 from costguard.core.settings import IdlePolicy
-from costguard.idle.activity import parse_report
+from costguard.idle.rules.activity import parse_report
 from testing.handlers import ROOT, load_event
 from testing.template import activity_check_script
 

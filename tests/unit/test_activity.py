@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from costguard.idle.activity import (
+from costguard.idle.rules.activity import (
     ActivityCheck,
     ActivityReport,
     CheckState,
@@ -22,9 +22,9 @@ from costguard.idle.activity import (
     judge_activity,
     parse_report,
 )
-from costguard.idle.decision import Action, Decision
-from costguard.idle.judgement import Verdict
-from costguard.idle.review import review
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.judgement import Verdict
+from costguard.idle.rules.review import review
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
 WINDOW = 120

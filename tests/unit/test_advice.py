@@ -142,7 +142,7 @@ def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> Non
 
 def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_working_hours_tag() -> None:
     from costguard.digest.advice import schedule_advice  # noqa: PLC0415
-    from costguard.idle.schedule import parse_schedule  # noqa: PLC0415
+    from costguard.idle.rules.schedule import parse_schedule  # noqa: PLC0415
 
     # g5.xlarge, $1.006/h. Monday to Friday (the week starts on a Monday): works 09:00-17:00 UTC, then runs
     # idle until midnight: 5 x 7 = 35 idle hours outside its hours, $35.21.

@@ -32,3 +32,16 @@ def test_no_class_in_the_library_is_longer_than_a_screenful() -> None:
                 if lines > MAX_CLASS_LINES:
                     long.append(f"{path.relative_to(PACKAGE)}:{node.name} ({lines} lines)")
     assert long == []
+
+
+def test_the_idle_stoppers_rules_never_read_the_clock() -> None:
+    # Time comes in as an argument (`now`), so that a rule is a function of its inputs and its tests
+    # never freeze clocks.
+    readers = []
+    for path in (PACKAGE / "idle" / "rules").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in {"now", "utcnow", "today", "time", "monotonic"}:
+                owner = node.value
+                if isinstance(owner, ast.Name) and owner.id in {"datetime", "date", "time"}:
+                    readers.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert readers == []

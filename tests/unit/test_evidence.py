@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from costguard.core.settings import IdlePolicy
-from costguard.idle.activity import (
+from costguard.idle.rules.activity import (
     ActivityCheck,
     ActivityReport,
     CheckState,
@@ -19,10 +19,10 @@ from costguard.idle.activity import (
     Process,
     Session,
 )
-from costguard.idle.decision import Action, Decision
-from costguard.idle.evidence import Answer, answer_of, excused, excuses, gpus_quiet, kept, nothing_alive
-from costguard.idle.judgement import Judgement, Verdict
-from costguard.idle.review import confirm
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.evidence import Answer, answer_of, excused, excuses, gpus_quiet, kept, nothing_alive
+from costguard.idle.rules.judgement import Judgement, Verdict
+from costguard.idle.rules.review import confirm
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
 POLICY = IdlePolicy(activity_check_document="doc")

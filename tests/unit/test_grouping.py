@@ -12,11 +12,11 @@ import pytest
 
 from costguard.buttons.worker import answered
 from costguard.core.records import Instance, Price
-from costguard.idle import messages as idle
-from costguard.idle.decision import Action, Decision
-from costguard.idle.delivery import marker
-from costguard.idle.grouping import Part, gather
-from costguard.idle.judgement import Judgement, Verdict
+from costguard.idle.acts.delivery import marker
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.judgement import Judgement, Verdict
+from costguard.idle.words import messages as idle
+from costguard.idle.words.grouping import Part, gather
 from costguard.slack.blocks import MAX_BLOCKS, Mrkdwn
 from costguard.slack.buttons import MENU, Button
 from costguard.slack.interactions import parse_interaction

@@ -34,9 +34,9 @@ from costguard.digest.figures import Hour, InstanceWeek, OutlivedKeep, summarize
 from costguard.digest.handoff import OwnerWaste, account_week, decode, encode
 from costguard.digest.messages import digest_message, owner_message
 from costguard.digest.organization import OrganizationWeek, organization_message
-from costguard.idle import messages as idle
-from costguard.idle.decision import Action, Decision
-from costguard.idle.judgement import Judgement, Verdict
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.judgement import Judgement, Verdict
+from costguard.idle.words import messages as idle
 from costguard.owners.messages import unattributed_message
 from costguard.owners.report import Tagging
 from costguard.owners.rules import OwnerDecision, OwnerSource

@@ -12,8 +12,8 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
-from costguard.idle.decision import Action, decide, protection
-from costguard.idle.judgement import Verdict, judge
+from costguard.idle.rules.decision import Action, decide, protection
+from costguard.idle.rules.judgement import Verdict, judge
 
 NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
 POLICY = IdlePolicy()

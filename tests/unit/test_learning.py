@@ -15,9 +15,9 @@ from botocore.exceptions import ClientError
 from costguard.aws.cloudwatch.series import gpu_count
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.decision import Action, Decision
-from costguard.idle.learned import Learner
-from costguard.idle.learning import (
+from costguard.idle.reads.fortnights import Learner
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.recurring import (
     Learned,
     LearnedStart,
     Pattern,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from costguard.idle.schedule import ScheduleError, parse_schedule
+from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 
 # 2026-11-16 is a Monday. Berlin is UTC+1 in November, UTC+2 from 2027-03-28 (the last Sunday of March).
 MONDAY = datetime(2026, 11, 16, tzinfo=UTC)
@@ -64,7 +64,7 @@ def test_a_schedule_that_cannot_be_read_says_why(text: str, reason: str) -> None
 
 
 def test_regular_starts_and_stops_suggest_working_hours_from_the_median_start_to_after_the_median_stop() -> None:
-    from costguard.idle.schedule import suggest_schedule  # noqa: PLC0415
+    from costguard.idle.rules.schedule import suggest_schedule  # noqa: PLC0415
 
     monday = datetime(2026, 11, 9, tzinfo=UTC)
     changes = []

@@ -9,7 +9,7 @@ from typing import Any
 
 from costguard.core.records import Instance, Price
 from costguard.core.settings import Mode
-from costguard.idle.decision import Action
+from costguard.idle.rules.decision import Action
 from costguard.state.entries import Entry, EntryKind
 
 

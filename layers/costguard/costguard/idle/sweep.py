@@ -23,19 +23,19 @@ from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode, Settings
-from costguard.idle.alarms import AlarmKeeper
-from costguard.idle.checks import ActivityChecker
-from costguard.idle.consult import Consultation, sort_out
-from costguard.idle.decision import Action, Decision
-from costguard.idle.delivery import AWS_ERRORS, NOTIFY_WORKERS
-from costguard.idle.effects import Effects, effect_record
-from costguard.idle.learned import Learner
-from costguard.idle.mornings import MorningStarts
-from costguard.idle.notices import Recovered, SweepNotices, tells_schedule
-from costguard.idle.plan import SweepPlanner
-from costguard.idle.recovery import Recovery
+from costguard.idle.acts.alarms import AlarmKeeper
+from costguard.idle.acts.delivery import AWS_ERRORS, NOTIFY_WORKERS
+from costguard.idle.acts.effects import Effects, effect_record
+from costguard.idle.acts.notices import Recovered, SweepNotices, tells_schedule
+from costguard.idle.acts.recovery import Recovery
+from costguard.idle.acts.starts import MorningStarts
+from costguard.idle.acts.writes import PendingWrites, SweepWriter
+from costguard.idle.reads.checks import ActivityChecker
+from costguard.idle.reads.consult import Consultation, sort_out
+from costguard.idle.reads.fortnights import Learner
+from costguard.idle.reads.plan import SweepPlanner
 from costguard.idle.report import Outcome, RegionReport, ledger_entry
-from costguard.idle.writes import PendingWrites, SweepWriter
+from costguard.idle.rules.decision import Action, Decision
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from costguard.core import tags
-from costguard.idle.messages import HOW_TO_KEEP, TITLE
+from costguard.idle.words.messages import HOW_TO_KEEP, TITLE
 from costguard.slack.blocks import (
     MAX_BLOCKS,
     Block,

@@ -9,7 +9,7 @@
   the notice is dropped as superseded (another stop, or none);
 - delivered warnings past their time are removed (and delivered reports past their day);
 - an effect told to nobody (a working-hours start, a change of scale-in protection) whose attempt
-  died is recorded once AWS shows it happened, else dropped (idle/effects.py).
+  died is recorded once AWS shows it happened, else dropped (idle/acts/effects.py).
 
 Dry-run keeps reports only: a stop or a warning left from another mode waits for a mode that tells
 owners (dry-run tells nobody but the alerts channel, and changes nothing).
@@ -27,12 +27,12 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import Mode
-from costguard.idle.decision import Action
-from costguard.idle.delivery import AWS_ERRORS, delivered
-from costguard.idle.effects import Effects
-from costguard.idle.notices import Recovered, SweepNotices
+from costguard.idle.acts.delivery import AWS_ERRORS, delivered
+from costguard.idle.acts.effects import Effects
+from costguard.idle.acts.notices import Recovered, SweepNotices
+from costguard.idle.acts.writes import SweepWriter
 from costguard.idle.report import Outcome
-from costguard.idle.writes import SweepWriter
+from costguard.idle.rules.decision import Action
 from costguard.slack.notifier import Delivery
 from costguard.state.outbox import CANCEL, DELIVERED, EFFECTS, REPORTS, SENDING, STOP, WARN, Notice, Outbox
 

@@ -21,8 +21,8 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.messages import stop_failed_notice
 from costguard.idle.report import Outcome, ledger_entry
+from costguard.idle.words.messages import stop_failed_notice
 from costguard.slack.blocks import Message
 from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.outbox import WARN, Notice, Outbox

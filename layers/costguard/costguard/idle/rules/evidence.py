@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
-from costguard.idle.activity import ActivityReport, alive
+from costguard.idle.rules.activity import ActivityReport, alive
 
 # Two answers further apart than this do not cover the time between them (sweeps run every 15 minutes).
 MAX_GAP = timedelta(minutes=25)

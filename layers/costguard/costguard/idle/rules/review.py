@@ -16,11 +16,10 @@ from datetime import datetime
 from costguard.core.formatting import duration
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.activity import ActivityCheck, ActivityReport, CheckState, judge_activity
-from costguard.idle.decision import Action, Decision
-from costguard.idle.evidence import Answer, answer_of, gpus_quiet, nothing_alive
-from costguard.idle.judgement import Verdict
-from costguard.idle.report import RegionReport
+from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, judge_activity
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.evidence import Answer, answer_of, gpus_quiet, nothing_alive
+from costguard.idle.rules.judgement import Verdict
 
 
 def review(decision: Decision, check: ActivityCheck, *, window_minutes: int, busy_core_percent: float) -> Decision:
@@ -117,19 +116,16 @@ def reviewed(
     to_check: Sequence[tuple[Instance, Decision]],
     checks: Mapping[str, ActivityCheck],
     policy: IdlePolicy,
-    report: RegionReport,
     *,
     now: datetime,
     answers: Mapping[str, Sequence[Answer]] | None = None,
 ) -> list[tuple[Instance, Decision]]:
     """Warnings and stops decided on metrics, each reviewed with its machine's activity check (none asked:
     unchanged, but for those that rest on the check, which go), then confirmed with the answers kept for
-    it when it rests on them. Machines without the SSM agent are noted in the report."""
+    it when it rests on them."""
     out = []
     for instance, decision in to_check:
         check = checks.get(instance.instance_id, ActivityCheck(CheckState.NOT_ASKED))
-        if check.state is CheckState.NO_AGENT:
-            report.no_activity_check.append(instance.instance_id)
         window, core = policy.window_minutes, policy.busiest_core_percent
         seen = review(decision, check, window_minutes=window, busy_core_percent=core)
         kept = (answers or {}).get(instance.instance_id, ())

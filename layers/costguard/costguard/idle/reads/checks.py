@@ -19,7 +19,7 @@ from costguard.aws.ssm import Ssm, chunks
 from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.records import Instance
-from costguard.idle.activity import ActivityCheck, CheckState, ReportError, parse_report
+from costguard.idle.rules.activity import ActivityCheck, CheckState, ReportError, parse_report
 
 POLL_SECONDS = 2.0
 # What the rest of a sweep needs after the wait (Slack, EC2 writes, the ledger), taken off the time left.

@@ -22,8 +22,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
-from costguard.idle.grouping import Part, gather
 from costguard.idle.report import Outcome
+from costguard.idle.words.grouping import Part, gather
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import Delivery, SlackNotifier
 from costguard.state.ledger import LedgerWriteError

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from costguard.core.series import Point
 from costguard.core.settings import IdlePolicy
-from costguard.idle.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision
 
 QUARTER = timedelta(minutes=15)
 DAYS = 7  # the days a pattern must recur in: 3 of the last 7

@@ -11,13 +11,14 @@ from datetime import datetime
 from costguard.aws.cloudwatch.series import Dimensions
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.checks import ActivityChecker
-from costguard.idle.decision import Action, Decision
-from costguard.idle.evidence import Answer
-from costguard.idle.learned import Learner
-from costguard.idle.plan import Plan, log_answers
+from costguard.idle.reads.checks import ActivityChecker
+from costguard.idle.reads.fortnights import Learner
+from costguard.idle.reads.plan import Plan, log_answers
 from costguard.idle.report import RegionReport
-from costguard.idle.review import reviewed
+from costguard.idle.rules.activity import CheckState
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.evidence import Answer
+from costguard.idle.rules.review import reviewed
 from costguard.state.checklog import CheckLog
 
 
@@ -81,5 +82,7 @@ class Consultation:
         checked = self.checker.check(asked, now) if self.checker and asked else {}
         if self.checklog is not None:
             log_answers(self.checklog, checked, sorted_out.answers, now)
-        final = reviewed(to_check, checked, self.policy, report, now=now, answers=sorted_out.answers)
+        no_agent = {i for i, c in checked.items() if c.state is CheckState.NO_AGENT}
+        report.no_activity_check += [i.instance_id for i, _ in to_check if i.instance_id in no_agent]
+        final = reviewed(to_check, checked, self.policy, now=now, answers=sorted_out.answers)
         return self.learner.adjust(final, gpu_series, now) if self.learner is not None else final

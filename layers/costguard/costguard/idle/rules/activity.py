@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from costguard.core.formatting import duration
-from costguard.idle.judgement import Verdict
+from costguard.idle.rules.judgement import Verdict
 
 SCHEMA_VERSION = 1
 MAX_NAME = 60

@@ -6,7 +6,7 @@ replace them; Auto Scaling group members (their scale-in protection is managed i
 less than the window. A stop needs a delivered warning (its tags), the grace period passed, and an
 idle judgement of fresh data covering at least the window and everything since the warning.
 
-Two decisions rest on the activity check as well (idle/review.py confirms or drops them): a warning
+Two decisions rest on the activity check as well (idle/rules/review.py confirms or drops them): a warning
 (and its stop) after the shorter window of certain idleness, when the metrics are idle for it but not
 for the full window; and a warning with a stop about a machine without GPU metrics, whose GPUs only its
 own check sees.
@@ -21,8 +21,8 @@ from enum import StrEnum
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.judgement import Judgement, Verdict
-from costguard.idle.schedule import ScheduleError, parse_schedule
+from costguard.idle.rules.judgement import Judgement, Verdict
+from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 
 # Tags of orchestrators that own their nodes' lifecycle: stopping one would only make it replace the node.
 ORCHESTRATOR_TAGS = {

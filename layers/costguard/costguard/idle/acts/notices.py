@@ -19,8 +19,7 @@ from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.records import Instance, Price
 from costguard.core.settings import Mode, Settings
-from costguard.idle.decision import UNREADABLE_SCHEDULE, Action, Decision
-from costguard.idle.delivery import (
+from costguard.idle.acts.delivery import (
     DEFERRED,
     IN_FLIGHT,
     SLACK_RESERVE_SECONDS,
@@ -29,16 +28,17 @@ from costguard.idle.delivery import (
     lease_length,
     marker,
 )
-from costguard.idle.messages import (
+from costguard.idle.acts.starts import tell_unreadable_schedule
+from costguard.idle.acts.writes import PendingWrites, Stopped
+from costguard.idle.report import Outcome, ledger_entry
+from costguard.idle.rules.decision import UNREADABLE_SCHEDULE, Action, Decision
+from costguard.idle.words.messages import (
     dry_run_notice,
     idle_warning,
     not_stopped_notice,
     stop_cancelled_notice,
     stop_notice,
 )
-from costguard.idle.mornings import tell_unreadable_schedule
-from costguard.idle.report import Outcome, ledger_entry
-from costguard.idle.writes import PendingWrites, Stopped
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, post_once

@@ -1,7 +1,7 @@
 """Learned recurring work, read and acted on: for the machines a sweep is about to warn or stop (and only
 those), two weeks of quarter-hourly GPU and CPU in as few GetMetricData calls as CloudWatch allows, their
 starts and stops, and the learned starts costguard made for them; then each warning or stop is held
-back for a run that is near, or carries when costguard starts the machine again (idle/learning.py)."""
+back for a run that is near, or carries when costguard starts the machine again (idle/rules/recurring.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,17 @@ from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.decision import Action, Decision
-from costguard.idle.learning import HISTORY_DAYS, Learned, LearnedStart, Quarter, learn, quarters_of, with_pattern
 from costguard.idle.report import machine_entry
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.recurring import (
+    HISTORY_DAYS,
+    Learned,
+    LearnedStart,
+    Quarter,
+    learn,
+    quarters_of,
+    with_pattern,
+)
 from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger, LedgerWriteError

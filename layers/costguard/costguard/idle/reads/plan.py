@@ -22,10 +22,10 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.series import Utilization
 from costguard.core.settings import IdlePolicy
-from costguard.idle.activity import ActivityCheck, CheckState
-from costguard.idle.decision import Action, Decision, decide, early_warnings
-from costguard.idle.evidence import Answer, answer_of, excused, excuses, kept
-from costguard.idle.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
+from costguard.idle.rules.activity import ActivityCheck, CheckState
+from costguard.idle.rules.decision import Action, Decision, decide, early_warnings
+from costguard.idle.rules.evidence import Answer, answer_of, excused, excuses, kept
+from costguard.idle.rules.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
 from costguard.state.checklog import CheckLog
 
 HISTORY = timedelta(hours=2)  # read this much before the window, to say how long a machine has been idle

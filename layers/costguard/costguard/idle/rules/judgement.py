@@ -8,7 +8,7 @@ busy core cannot hide under), and the network when it is a signal. A machine tha
 metrics in the last 14 days and sends none now is insufficient data: a silent agent is not an idle GPU.
 
 CPU points the activity check attributed to the system's own services (apt, snapd, the agents:
-idle/evidence.py) are not work: they are data, and idle. GPU points are never excused.
+idle/rules/evidence.py) are not work: they are data, and idle. GPU points are never excused.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from costguard.aws.ec2 import Ec2
 from costguard.core import formatting
 from costguard.core.observability import logger
 from costguard.core.records import Instance
-from costguard.idle.delivery import AWS_ERRORS, lease_length
+from costguard.idle.acts.delivery import AWS_ERRORS, lease_length
 from costguard.state.entries import Entry
 from costguard.state.outbox import PENDING, PROTECT, START, Notice, Outbox, entry_json
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from costguard.core import formatting, tags
 from costguard.core.formatting import duration
 from costguard.core.records import Instance, Price
-from costguard.idle.decision import Decision
+from costguard.idle.rules.decision import Decision
 from costguard.slack.blocks import Block, Message, actions, context, fields_section, header, mrkdwn, section
 from costguard.slack.buttons import start_buttons, warning_buttons
 

@@ -11,7 +11,7 @@ turned learned starts off; a start-at that is not honoured is taken off. Dry-run
 what it would have started.
 
 Each start is recorded once, whatever is killed when. A working-hours start is kept in the outbox from
-before its StartInstances until its ledger entry is written (idle/effects.py); once per window because a
+before its StartInstances until its ledger entry is written (idle/acts/effects.py); once per window because a
 machine started in its window's lead is never started again for it (its launch time says so). A learned
 start writes nothing before its StartInstances, so that no storm on the state table makes a nightly run
 find its machine stopped: its start-at stays on the machine until its records are written (the ledger
@@ -34,11 +34,11 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
-from costguard.idle.effects import SKEW, Effects, effect_record
-from costguard.idle.learning import LATE
-from costguard.idle.messages import morning_start_note, schedule_unreadable_notice
+from costguard.idle.acts.effects import SKEW, Effects, effect_record
 from costguard.idle.report import RegionReport, machine_entry
-from costguard.idle.schedule import ScheduleError, parse_schedule, suggest_schedule
+from costguard.idle.rules.recurring import LATE
+from costguard.idle.rules.schedule import ScheduleError, parse_schedule, suggest_schedule
+from costguard.idle.words.messages import morning_start_note, schedule_unreadable_notice
 from costguard.slack.blocks import Message
 from costguard.state.claims import Claims, ClaimState
 from costguard.state.entries import EntryKind
