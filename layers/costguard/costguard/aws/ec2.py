@@ -66,6 +66,8 @@ def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") ->
         account=intern(account),
         zone=intern(str((raw.get("Placement") or {}).get("AvailabilityZone", ""))),
         state_reason=str(raw.get("StateTransitionReason") or ""),
+        capacity_reservation_id=str(raw.get("CapacityReservationId") or ""),
+        tenancy=intern(str((raw.get("Placement") or {}).get("Tenancy") or "default")),
     )
 
 

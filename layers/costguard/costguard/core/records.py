@@ -29,6 +29,8 @@ class Instance:
     account: str = ""  # the reservation's OwnerId: the account the machine lives in
     zone: str = ""  # Placement.AvailabilityZone
     state_reason: str = ""  # StateTransitionReason: "User initiated (2026-11-21 14:00:05 GMT)" after a stop
+    capacity_reservation_id: str = ""  # the On-Demand Capacity Reservation or Capacity Block it runs in
+    tenancy: str = "default"  # Placement.Tenancy: "default", "dedicated" or "host"
 
     @property
     def auto_scaling_group(self) -> str:

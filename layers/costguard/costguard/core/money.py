@@ -1,0 +1,417 @@
+"""What a machine costs the bill, each hour: the money a stop would save. Pure: no I/O, no clock.
+
+A stop saves what the bill would lose without the machine *now*, not its list price:
+
+- a Spot instance: its Spot price;
+- inside a Capacity Block for ML, or an On-Demand Capacity Reservation: $0 (the block is prepaid, the
+  reservation is billed at the on-demand rate whether an instance runs in it or not);
+- where Reserved Instances apply: $0 while the matching running instances need no more than the RIs
+  give (regional Linux RIs float across sizes of a family in normalized units, zonal RIs stay in their
+  zone and type), else the on-demand price of the part the RIs leave uncovered;
+- where a Savings Plan applies: $0 while its commitment was not used up lately (the hour is paid
+  whether it runs or not), else the on-demand price, while the plan's recent spill lasts;
+- otherwise the on-demand price.
+
+Several machines stopped in one sweep are priced in turn (`Bill.price` then `Bill.stopped`): with 5 p4d
+running and 3 RIs, the first two stops save the on-demand price and the third saves nothing.
+Every read that failed is named (`Billing.unread`), and the price falls back to on demand and says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+from costguard.core.records import Instance
+
+# Normalized units per size, as AWS applies a regional size-flexible Reserved Instance across a family
+# (EC2 User Guide, "How Reserved Instances are applied"). A size not listed (metal) matches its exact type only.
+NORMALIZATION_FACTOR: Mapping[str, float] = {
+    "nano": 0.25,
+    "micro": 0.5,
+    "small": 1,
+    "medium": 2,
+    "large": 4,
+    "xlarge": 8,
+    "2xlarge": 16,
+    "3xlarge": 24,
+    "4xlarge": 32,
+    "6xlarge": 48,
+    "8xlarge": 64,
+    "9xlarge": 72,
+    "10xlarge": 80,
+    "12xlarge": 96,
+    "16xlarge": 128,
+    "18xlarge": 144,
+    "24xlarge": 192,
+    "32xlarge": 256,
+    "48xlarge": 384,
+    "56xlarge": 448,
+    "112xlarge": 896,
+}
+# A Savings Plan used at or above this share of its commitment is taken as used up: the next hour of
+# usage it could cover spills to the on-demand rate (utilization is read per day, not per hour).
+PLAN_USED_UP_PERCENT = 99.0
+LINUX = "Linux/UNIX"
+
+
+class Basis(Enum):
+    """Why a machine's hour costs what it does."""
+
+    ON_DEMAND = "on demand"
+    SPOT = "Spot"
+    CAPACITY_BLOCK = "Capacity Block"
+    CAPACITY_RESERVATION = "capacity reservation"
+    RESERVED = "Reserved Instances"
+    SAVINGS_PLAN = "Savings Plan"
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """Reserved Instances of one purchase, as the bill applies them."""
+
+    reservation_id: str
+    instance_type: str
+    count: int
+    start: datetime
+    end: datetime
+    zone: str = ""  # a zonal RI's Availability Zone; "" for a regional one
+    platform: str = LINUX  # ProductDescription, "(Amazon VPC)" dropped
+    tenancy: str = "default"
+
+    def in_force(self, now: datetime) -> bool:
+        return self.start <= now < self.end and self.count > 0
+
+    @property
+    def size_flexible(self) -> bool:
+        """Regional Linux/UNIX RIs of default tenancy apply across the sizes of their family."""
+        return (
+            not self.zone
+            and self.platform == LINUX
+            and self.tenancy == "default"
+            and units(self.instance_type) is not None
+        )
+
+
+@dataclass(frozen=True)
+class Hold:
+    """An On-Demand Capacity Reservation or a Capacity Block for ML: capacity paid whether used or not."""
+
+    reservation_id: str
+    instance_type: str
+    zone: str
+    total: int
+    available: int
+    end: datetime | None  # None: until cancelled
+    block: bool  # a Capacity Block for ML (prepaid), else an On-Demand Capacity Reservation
+    state: str = "active"
+    start: datetime | None = None
+
+    def active(self, now: datetime) -> bool:
+        started = self.start is None or self.start <= now
+        return self.state == "active" and started and (self.end is None or now < self.end)
+
+    @property
+    def label(self) -> str:
+        kind = "Capacity Block" if self.block else "capacity reservation"
+        return f"{kind} {self.reservation_id}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A Savings Plan in force, and how much of its commitment it used lately."""
+
+    plan_id: str
+    kind: str  # "Compute" or "EC2Instance" (SageMaker plans never cover EC2)
+    end: datetime
+    family: str = ""  # an EC2 Instance Savings Plan's family
+    region: str = ""  # ... and region
+    used_percent: float | None = None  # recent utilization; None: not read
+    start: datetime | None = None
+
+    def covers(self, instance: Instance, now: datetime) -> bool:
+        if not (self.start is None or self.start <= now) or now >= self.end:
+            return False
+        if self.kind == "Compute":
+            return True
+        if self.kind == "EC2Instance":
+            return family(instance.instance_type) == self.family and instance.region == self.region
+        return False
+
+
+@dataclass(frozen=True)
+class Billing:
+    """What the bill knows of one region this hour, read once per sweep: the RIs, holds and plans in force,
+    the Spot prices, every running instance an RI could apply to, and which reads failed."""
+
+    region: str
+    running: Sequence[Instance] = ()
+    reserved: Sequence[Reserved] = ()
+    holds: Sequence[Hold] = ()
+    plans: Sequence[Plan] = ()
+    spot_prices: Mapping[tuple[str, str], float] = field(default_factory=dict)  # (type, zone) -> USD/h
+    plan_spill_usd_per_hour: float | None = None  # eligible usage billed on demand lately; None: not read
+    unread: Sequence[str] = ()  # "Reserved Instances", "capacity reservations", "Savings Plans", "Spot prices"
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """What the bill loses per hour without this machine now, and why."""
+
+    usd_per_hour: float | None  # None: unknown (no price could be had)
+    on_demand: float | None  # the list price, for comparison
+    basis: Basis
+    why: str  # "on demand: 5 p4d.24xlarge run, 3 Reserved Instances"
+    hold: Hold | None = None  # the block or reservation it runs in
+    until: datetime | None = None  # when a $0 ends (a block's or reservation's end)
+    caveat: str = ""  # "Reserved Instances not read: the on-demand price"
+
+    @property
+    def saves(self) -> bool:
+        """Whether a stop saves money on the bill. An unknown price is taken to save, as before the model."""
+        return self.usd_per_hour is None or self.usd_per_hour > 0
+
+    @property
+    def prepaid(self) -> bool:
+        """Capacity paid whether it runs or not: a block or a reservation."""
+        return self.basis in (Basis.CAPACITY_BLOCK, Basis.CAPACITY_RESERVATION)
+
+    def text(self) -> str:
+        if self.usd_per_hour is None:
+            return "price unknown"
+        return f"${self.usd_per_hour:,.2f}/h"
+
+
+def family(instance_type: str) -> str:
+    return instance_type.partition(".")[0]
+
+
+def units(instance_type: str) -> float | None:
+    """An instance type's normalized units (p4d.24xlarge: 192); None for a size without a factor."""
+    return NORMALIZATION_FACTOR.get(instance_type.partition(".")[2])
+
+
+def _platform_of(instance: Instance) -> str:
+    return instance.platform or LINUX  # DescribeInstances says "Linux/UNIX"; older records say nothing
+
+
+class Bill:
+    """Prices the machines of one region at the margin, in turn: each one priced as if the ones priced
+    before it (and marked `stopped`) were gone. Built from one `Billing`; holds no clock."""
+
+    def __init__(self, billing: Billing, now: datetime) -> None:
+        self.billing = billing
+        self.now = now
+        self._gone: set[str] = set()
+        self._spill_left = billing.plan_spill_usd_per_hour
+        self._holds = {h.reservation_id: h for h in billing.holds}
+        self._reserved = [r for r in billing.reserved if r.in_force(now)]
+
+    def stopped(self, instance: Instance, marginal: Marginal) -> None:
+        """This machine is priced as gone from now on (a stop decided in this sweep, at `marginal`): the
+        RIs it used are free for the others, and the Savings Plan spill it took is gone."""
+        if instance.instance_id in self._gone:
+            return
+        self._gone.add(instance.instance_id)
+        if marginal.basis is Basis.SAVINGS_PLAN and self._spill_left is not None:
+            self._spill_left = max(0.0, self._spill_left - (marginal.usd_per_hour or 0.0))
+
+    def price(self, instance: Instance, on_demand: float | None) -> Marginal:
+        """The machine's marginal price this hour, `on_demand` being its list price (None: unknown)."""
+        hold = self._hold_of(instance)
+        if hold is not None:
+            return hold
+        if instance.lifecycle == "spot":
+            return self._spot(instance, on_demand)
+        share, why, caveats = self._uncovered_share(instance)
+        if share == 0:
+            return Marginal(0.0, on_demand, Basis.RESERVED, why, caveat="; ".join(caveats))
+        plan = self._plan(instance, on_demand, share)
+        if plan is not None:
+            return Marginal(plan[0], on_demand, Basis.SAVINGS_PLAN, plan[1], caveat="; ".join(caveats))
+        if "Savings Plans" in self.billing.unread:
+            caveats.append("Savings Plans not read")
+        usd = None if on_demand is None else round(on_demand * share, 4)
+        text = why or "on demand"
+        if caveats:
+            caveats.append("priced on demand")
+        return Marginal(usd, on_demand, Basis.ON_DEMAND, text, caveat="; ".join(caveats))
+
+    # ------------------------------------------------------------------------------------------ the cases
+    def _hold_of(self, instance: Instance) -> Marginal | None:
+        rid = instance.capacity_reservation_id
+        block = instance.lifecycle == "capacity-block"
+        if not rid and not block:
+            return None
+        hold = self._holds.get(rid)
+        if hold is not None and not hold.active(self.now):
+            return None  # ended or cancelled: the machine runs on demand (or is about to end with its block)
+        if hold is None:
+            # The instance's own fields say it runs in reserved capacity; its details were not read.
+            kind = "Capacity Block" if block else "capacity reservation"
+            caveat = "" if "capacity reservations" not in self.billing.unread else "capacity reservations not read"
+            basis = Basis.CAPACITY_BLOCK if block else Basis.CAPACITY_RESERVATION
+            why = f"in {kind} {rid}".strip() + (": prepaid" if block else ": billed whether used or not")
+            return Marginal(0.0, None, basis, why, caveat=caveat)
+        basis = Basis.CAPACITY_BLOCK if hold.block else Basis.CAPACITY_RESERVATION
+        paid = "prepaid" if hold.block else "billed whether used or not"
+        return Marginal(0.0, None, basis, f"in {hold.label}: {paid}", hold=hold, until=hold.end)
+
+    def _spot(self, instance: Instance, on_demand: float | None) -> Marginal:
+        price = self.billing.spot_prices.get((instance.instance_type, instance.zone))
+        if price is None:
+            return Marginal(None, on_demand, Basis.SPOT, "Spot", caveat="Spot price not read")
+        return Marginal(price, on_demand, Basis.SPOT, f"Spot price in {instance.zone}")
+
+    def _uncovered_share(self, instance: Instance) -> tuple[float, str, list[str]]:
+        """The share of this machine's hour the Reserved Instances leave to other rates (0 to 1), and why."""
+        caveats = ["Reserved Instances not read"] if "Reserved Instances" in self.billing.unread else []
+        if not self._reserved:
+            return 1.0, "", caveats
+        pool = self._pool(instance)
+        zonal = [r for r in self._reserved if r.zone and self._matches(r, instance, exact=True)]
+        running = self._running()
+        if zonal:  # zonal RIs apply first, to their exact type in their zone
+            same = [i for i in running if self._same_slot(i, instance)]
+            reserved = sum(r.count for r in zonal)
+            if len(same) <= reserved:
+                return (
+                    0.0,
+                    f"covered: {len(same)} {instance.instance_type} run in {instance.zone}, "
+                    + _ris(reserved, "zonal "),
+                    caveats,
+                )
+        regional = [r for r in self._reserved if not r.zone and self._matches(r, instance, exact=not pool)]
+        if not regional:
+            return 1.0, "", caveats
+        mine = (units(instance.instance_type) or 1.0) if pool else 1.0
+        need = self._regional_need(instance, pool)
+        give = sum(r.count * ((units(r.instance_type) or 0) if pool else 1) for r in regional)
+        over = max(0.0, need - give)
+        what = f"{family(instance.instance_type)}" if pool else instance.instance_type
+        counts = f"{_count(need / mine)} {what} run, " + _ris(give / mine, "")
+        if pool and len({i.instance_type for i in running if family(i.instance_type) == what}) > 1:
+            counts += f" (in {_count(mine)}-unit {instance.instance_type} sizes)"
+        if over <= 0:
+            return 0.0, f"covered: {counts}", caveats
+        return min(mine, over) / mine, f"on demand: {counts}", caveats
+
+    def _plan(self, instance: Instance, on_demand: float | None, share: float) -> tuple[float | None, str] | None:
+        """What a Savings Plan makes of the share the RIs left: $0 while a plan covering it has room, else the
+        on-demand price while the plan's recent spill lasts; None where no plan applies or its use is unknown."""
+        plans = [p for p in self.billing.plans if p.covers(instance, self.now)]
+        if not plans or instance.lifecycle:  # Savings Plans never apply to Spot or capacity blocks
+            return None
+        known = [p for p in plans if p.used_percent is not None]
+        room = [p for p in known if (p.used_percent or 0) < PLAN_USED_UP_PERCENT]
+        if room:
+            used = min(p.used_percent or 0 for p in room)
+            return (0.0, f"covered: Savings Plan used {used:.0f} % lately, its hours are paid whether used or not")
+        if not known:
+            return None  # its use not read: priced on demand, said by the caller
+        if on_demand is None:
+            return (None, "Savings Plan used up lately")
+        full = on_demand * share
+        if self._spill_left is None:
+            return (round(full, 4), "on demand: Savings Plan used up lately")
+        saved = min(full, self._spill_left)
+        return (round(saved, 4), "on demand: Savings Plan used up lately")
+
+    # ------------------------------------------------------------------------------------------ the pools
+    def _running(self) -> list[Instance]:
+        return [
+            i
+            for i in self.billing.running
+            if i.state == "running"
+            and i.instance_id not in self._gone
+            and not i.lifecycle
+            and not (i.capacity_reservation_id and i.capacity_reservation_id in self._active_holds())
+        ]
+
+    def _active_holds(self) -> set[str]:
+        return {h.reservation_id for h in self.billing.holds if h.active(self.now)}
+
+    def _pool(self, instance: Instance) -> bool:
+        """Whether size-flexible regional RIs of its family apply to this machine."""
+        return (
+            units(instance.instance_type) is not None
+            and _platform_of(instance) == LINUX
+            and instance.tenancy == "default"
+            and any(
+                r.size_flexible and family(r.instance_type) == family(instance.instance_type) for r in self._reserved
+            )
+        )
+
+    def _matches(self, ri: Reserved, instance: Instance, *, exact: bool) -> bool:
+        if ri.platform != _platform_of(instance) or ri.tenancy != instance.tenancy:
+            return False
+        if ri.zone and ri.zone != instance.zone:
+            return False
+        if exact:
+            return ri.instance_type == instance.instance_type
+        return ri.size_flexible and family(ri.instance_type) == family(instance.instance_type)
+
+    def _same_slot(self, other: Instance, instance: Instance) -> bool:
+        return (
+            other.instance_type == instance.instance_type
+            and other.zone == instance.zone
+            and _platform_of(other) == _platform_of(instance)
+            and other.tenancy == instance.tenancy
+        )
+
+    def _regional_need(self, instance: Instance, pool: bool) -> float:
+        """What the running machines the regional RIs could cover need of them (units, or machines), after
+        the zonal RIs took what they cover."""
+        running = self._running()
+        zonal_left: dict[tuple[str, str], int] = defaultdict(int)
+        for r in self._reserved:
+            if r.zone:
+                zonal_left[(r.instance_type, r.zone)] += r.count
+        need = 0.0
+        for other in running:
+            if pool:
+                if family(other.instance_type) != family(instance.instance_type):
+                    continue
+                if _platform_of(other) != LINUX or other.tenancy != "default" or units(other.instance_type) is None:
+                    continue
+            elif not self._same_slot_type(other, instance):
+                continue
+            slot = (other.instance_type, other.zone)
+            if zonal_left.get(slot, 0) > 0 and self._zonal_fits(other):
+                zonal_left[slot] -= 1
+                continue
+            need += (units(other.instance_type) or 0) if pool else 1
+        return need
+
+    def _same_slot_type(self, other: Instance, instance: Instance) -> bool:
+        return (
+            other.instance_type == instance.instance_type
+            and _platform_of(other) == _platform_of(instance)
+            and other.tenancy == instance.tenancy
+        )
+
+    def _zonal_fits(self, other: Instance) -> bool:
+        return any(r.zone and self._matches(r, other, exact=True) for r in self._reserved)
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}" if abs(value - round(value)) < 0.05 else f"{value:,.1f}"
+
+
+def _ris(count: float, kind: str) -> str:
+    return f"{_count(count)} {kind}Reserved Instance{'' if abs(count - 1) < 0.05 else 's'}"
+
+
+def price_in_turn(
+    bill: Bill, instances: Iterable[Instance], on_demand: Mapping[str, float | None]
+) -> dict[str, Marginal]:
+    """Each machine's marginal price as if the ones before it were stopped: the order of the stops."""
+    out: dict[str, Marginal] = {}
+    for instance in instances:
+        marginal = bill.price(instance, on_demand.get(instance.instance_type))
+        out[instance.instance_id] = marginal
+        bill.stopped(instance, marginal)
+    return out

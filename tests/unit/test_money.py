@@ -1,0 +1,180 @@
+"""The marginal price of a machine: what the bill would lose without it this hour."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from costguard.core.money import Basis, Bill, Billing, Hold, Plan, Reserved, price_in_turn, units
+from costguard.core.records import Instance
+
+NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)  # a Tuesday
+P4D = 21.96
+G5_12, G5_24 = 5.672, 8.144
+
+
+def machine(n: int, instance_type: str = "p4d.24xlarge", zone: str = "us-east-1a", **kw: object) -> Instance:
+    return Instance(
+        instance_id=f"i-{n:08x}",
+        region="us-east-1",
+        instance_type=instance_type,
+        state="running",
+        launch_time=NOW - timedelta(days=3),
+        zone=zone,
+        platform="Linux/UNIX",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def ri(count: int, instance_type: str = "p4d.24xlarge", zone: str = "", **kw: object) -> Reserved:
+    return Reserved(
+        reservation_id=f"ri-{instance_type}-{zone or 'region'}",
+        instance_type=instance_type,
+        count=count,
+        start=NOW - timedelta(days=200),
+        end=NOW + timedelta(days=165),
+        zone=zone,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_a_machine_without_commitments_costs_its_on_demand_price() -> None:
+    m = Bill(Billing("us-east-1", running=[machine(1)]), NOW).price(machine(1), P4D)
+    assert (m.usd_per_hour, m.basis, m.why, m.saves) == (P4D, Basis.ON_DEMAND, "on demand", True)
+
+
+def test_three_regional_ris_cover_the_three_p4d_that_run_so_a_stop_saves_nothing() -> None:
+    fleet = [machine(n) for n in range(3)]
+    m = Bill(Billing("us-east-1", running=fleet, reserved=[ri(3)]), NOW).price(fleet[0], P4D)
+    assert m.usd_per_hour == 0
+    assert m.basis is Basis.RESERVED
+    assert not m.saves
+    assert m.why == "covered: 3 p4d run, 3 Reserved Instances"
+
+
+def test_five_p4d_on_three_ris_save_the_on_demand_price_of_two_stops_and_nothing_after() -> None:
+    fleet = [machine(n) for n in range(5)]
+    bill = Bill(Billing("us-east-1", running=fleet, reserved=[ri(3)]), NOW)
+    first = bill.price(fleet[0], P4D)
+    assert first.usd_per_hour == P4D
+    assert first.why == "on demand: 5 p4d run, 3 Reserved Instances"
+    priced = price_in_turn(bill, fleet[:3], {"p4d.24xlarge": P4D})
+    assert [priced[i.instance_id].usd_per_hour for i in fleet[:3]] == [P4D, P4D, 0.0]
+
+
+def test_a_regional_linux_ri_floats_across_the_sizes_of_its_family_in_normalized_units() -> None:
+    assert units("g5.12xlarge") == 96
+    assert units("g5.24xlarge") == 192
+    big, small = machine(1, "g5.24xlarge"), machine(2, "g5.12xlarge", zone="us-east-1b")
+    billing = Billing("us-east-1", running=[big, small], reserved=[ri(2, "g5.12xlarge")])  # 192 of 288 units
+    # 96 units run on demand: stopping the 24xlarge (192 units) saves half its price, the 12xlarge all of its.
+    assert Bill(billing, NOW).price(big, G5_24).usd_per_hour == pytest.approx(G5_24 / 2)
+    assert Bill(billing, NOW).price(small, G5_12).usd_per_hour == pytest.approx(G5_12)
+
+
+def test_a_zonal_ri_covers_its_type_in_its_zone_only() -> None:
+    inside, outside = machine(1, zone="us-east-1a"), machine(2, zone="us-east-1b")
+    billing = Billing("us-east-1", running=[inside, outside], reserved=[ri(1, zone="us-east-1a")])
+    covered = Bill(billing, NOW).price(inside, P4D)
+    assert covered.usd_per_hour == 0
+    assert covered.why == "covered: 1 p4d.24xlarge run in us-east-1a, 1 zonal Reserved Instance"
+    assert Bill(billing, NOW).price(outside, P4D).usd_per_hour == P4D
+
+
+def test_a_zonal_ri_overflow_runs_on_demand_unless_a_regional_ri_takes_it() -> None:
+    two = [machine(1), machine(2)]
+    zonal_only = Billing("us-east-1", running=two, reserved=[ri(1, zone="us-east-1a")])
+    assert Bill(zonal_only, NOW).price(two[0], P4D).usd_per_hour == P4D
+    both = Billing("us-east-1", running=two, reserved=[ri(1, zone="us-east-1a"), ri(1)])
+    assert Bill(both, NOW).price(two[0], P4D).usd_per_hour == 0
+
+
+def test_an_expired_or_not_yet_started_ri_covers_nothing() -> None:
+    fleet = [machine(1)]
+    expired = Reserved("ri-old", "p4d.24xlarge", 1, NOW - timedelta(days=400), NOW - timedelta(hours=1))
+    future = Reserved("ri-new", "p4d.24xlarge", 1, NOW + timedelta(hours=1), NOW + timedelta(days=365))
+    for gone in (expired, future):
+        assert Bill(Billing("us-east-1", running=fleet, reserved=[gone]), NOW).price(fleet[0], P4D).usd_per_hour == P4D
+
+
+def test_a_linux_ri_does_not_cover_a_windows_machine_nor_a_dedicated_one() -> None:
+    windows = Instance("i-00000001", "us-east-1", "p4d.24xlarge", "running", NOW, zone="us-east-1a", platform="Windows")
+    dedicated = machine(2, tenancy="dedicated")
+    billing = Billing("us-east-1", running=[windows, dedicated], reserved=[ri(2)])
+    assert Bill(billing, NOW).price(windows, P4D).usd_per_hour == P4D
+    assert Bill(billing, NOW).price(dedicated, P4D).usd_per_hour == P4D
+
+
+def test_a_capacity_block_is_free_to_idle_until_it_ends_mid_week() -> None:
+    end = NOW + timedelta(days=2)  # Thursday
+    block = Hold("cr-block", "p5.48xlarge", "us-east-1a", total=2, available=0, end=end, block=True)
+    inside = machine(1, "p5.48xlarge", lifecycle="capacity-block", capacity_reservation_id="cr-block")
+    tuesday = Bill(Billing("us-east-1", running=[inside], holds=[block]), NOW).price(inside, 55.04)
+    assert (tuesday.usd_per_hour, tuesday.basis, tuesday.until, tuesday.prepaid) == (
+        0.0,
+        Basis.CAPACITY_BLOCK,
+        end,
+        True,
+    )
+    assert tuesday.why == "in Capacity Block cr-block: prepaid"
+    friday = Bill(Billing("us-east-1", running=[inside], holds=[block]), end + timedelta(days=1)).price(inside, 55.04)
+    assert not friday.prepaid
+
+
+def test_a_capacity_reservation_with_free_slots_is_paid_whether_its_machines_run_or_not() -> None:
+    odcr = Hold("cr-odcr", "p4d.24xlarge", "us-east-1a", total=4, available=2, end=None, block=False)
+    inside = machine(1, capacity_reservation_id="cr-odcr")
+    outside = machine(2)  # runs beside the reservation, not in it: on demand
+    billing = Billing("us-east-1", running=[inside, outside], holds=[odcr])
+    m = Bill(billing, NOW).price(inside, P4D)
+    assert (m.usd_per_hour, m.basis, m.hold) == (0.0, Basis.CAPACITY_RESERVATION, odcr)
+    assert m.why == "in capacity reservation cr-odcr: billed whether used or not"
+    assert Bill(billing, NOW).price(outside, P4D).usd_per_hour == P4D
+
+
+def test_the_instances_own_reservation_id_is_enough_when_the_reservations_could_not_be_read() -> None:
+    inside = machine(1, capacity_reservation_id="cr-unread")
+    m = Bill(Billing("us-east-1", running=[inside], unread=["capacity reservations"]), NOW).price(inside, P4D)
+    assert m.usd_per_hour == 0
+    assert m.prepaid
+    assert m.caveat == "capacity reservations not read"
+
+
+def test_a_savings_plan_used_60_percent_lately_makes_a_stop_save_nothing() -> None:
+    plan = Plan("sp-1", "Compute", end=NOW + timedelta(days=90), used_percent=60.0)
+    m = Bill(Billing("us-east-1", running=[machine(1)], plans=[plan]), NOW).price(machine(1), P4D)
+    assert m.usd_per_hour == 0
+    assert m.basis is Basis.SAVINGS_PLAN
+    assert not m.saves
+
+
+def test_a_savings_plan_used_up_saves_the_on_demand_price_while_its_spill_lasts() -> None:
+    plan = Plan("sp-1", "Compute", end=NOW + timedelta(days=90), used_percent=100.0)
+    fleet = [machine(1), machine(2)]
+    unknown_spill = Bill(Billing("us-east-1", running=fleet, plans=[plan]), NOW).price(fleet[0], P4D)
+    assert unknown_spill.usd_per_hour == P4D
+    bill = Bill(Billing("us-east-1", running=fleet, plans=[plan], plan_spill_usd_per_hour=30.0), NOW)
+    priced = price_in_turn(bill, fleet, {"p4d.24xlarge": P4D})
+    assert [priced[i.instance_id].usd_per_hour for i in fleet] == [P4D, pytest.approx(30.0 - P4D)]
+
+
+def test_an_ec2_instance_savings_plan_covers_its_family_in_its_region_only() -> None:
+    plan = Plan("sp-g5", "EC2Instance", end=NOW + timedelta(days=90), family="g5", region="us-east-1", used_percent=50)
+    billing = Billing("us-east-1", running=[machine(1), machine(2, "g5.12xlarge")], plans=[plan])
+    assert Bill(billing, NOW).price(machine(1), P4D).usd_per_hour == P4D
+    assert Bill(billing, NOW).price(machine(2, "g5.12xlarge"), G5_12).usd_per_hour == 0
+
+
+def test_a_spot_machine_costs_its_spot_price() -> None:
+    spot = machine(1, lifecycle="spot")
+    billing = Billing("us-east-1", running=[spot], spot_prices={("p4d.24xlarge", "us-east-1a"): 9.5}, reserved=[ri(1)])
+    m = Bill(billing, NOW).price(spot, P4D)
+    assert (m.usd_per_hour, m.basis) == (9.5, Basis.SPOT)
+
+
+def test_a_denied_read_falls_back_to_the_on_demand_price_and_says_so() -> None:
+    billing = Billing("us-east-1", running=[machine(1)], unread=["Reserved Instances", "Savings Plans"])
+    m = Bill(billing, NOW).price(machine(1), P4D)
+    assert m.usd_per_hour == P4D
+    assert m.caveat == "Reserved Instances not read; Savings Plans not read; priced on demand"
