@@ -209,6 +209,8 @@ class Bill:
         self._spill_left = billing.plan_spill_usd_per_hour
         self._holds = {h.reservation_id: h for h in billing.holds}
         self._reserved = [r for r in billing.reserved if r.in_force(now)]
+        # Machines in a paid hold are the hold's: the RIs and plans apply to the others.
+        self._ended = {h.reservation_id for h in billing.holds if not h.active(now)}
 
     def stopped(self, instance: Instance, marginal: Marginal) -> None:
         """This machine is priced as gone from now on (a stop decided in this sweep, at `marginal`): the
@@ -269,35 +271,8 @@ class Bill:
     def _uncovered_share(self, instance: Instance) -> tuple[float, str, list[str]]:
         """The share of this machine's hour the Reserved Instances leave to other rates (0 to 1), and why."""
         caveats = ["Reserved Instances not read"] if "Reserved Instances" in self.billing.unread else []
-        if not self._reserved:
-            return 1.0, "", caveats
-        pool = self._pool(instance)
-        zonal = [r for r in self._reserved if r.zone and self._matches(r, instance, exact=True)]
-        running = self._running()
-        if zonal:  # zonal RIs apply first, to their exact type in their zone
-            same = [i for i in running if self._same_slot(i, instance)]
-            reserved = sum(r.count for r in zonal)
-            if len(same) <= reserved:
-                return (
-                    0.0,
-                    f"covered: {len(same)} {instance.instance_type} run in {instance.zone}, "
-                    + _ris(reserved, "zonal "),
-                    caveats,
-                )
-        regional = [r for r in self._reserved if not r.zone and self._matches(r, instance, exact=not pool)]
-        if not regional:
-            return 1.0, "", caveats
-        mine = (units(instance.instance_type) or 1.0) if pool else 1.0
-        need = self._regional_need(instance, pool)
-        give = sum(r.count * ((units(r.instance_type) or 0) if pool else 1) for r in regional)
-        over = max(0.0, need - give)
-        what = f"{family(instance.instance_type)}" if pool else instance.instance_type
-        counts = f"{_count(need / mine)} {what} run, " + _ris(give / mine, "")
-        if pool and len({i.instance_type for i in running if family(i.instance_type) == what}) > 1:
-            counts += f" (in {_count(mine)}-unit {instance.instance_type} sizes)"
-        if over <= 0:
-            return 0.0, f"covered: {counts}", caveats
-        return min(mine, over) / mine, f"on demand: {counts}", caveats
+        share, why = ri_share(instance, self._reserved, self._running())
+        return share, why, caveats
 
     def _plan(self, instance: Instance, on_demand: float | None, share: float) -> tuple[float | None, str] | None:
         """What a Savings Plan makes of the share the RIs left: $0 while a plan covering it has room, else the
@@ -328,73 +303,94 @@ class Bill:
             if i.state == "running"
             and i.instance_id not in self._gone
             and not i.lifecycle
-            and not (i.capacity_reservation_id and i.capacity_reservation_id in self._active_holds())
+            and not (i.capacity_reservation_id and i.capacity_reservation_id not in self._ended)
         ]
 
-    def _active_holds(self) -> set[str]:
-        return {h.reservation_id for h in self.billing.holds if h.active(self.now)}
 
-    def _pool(self, instance: Instance) -> bool:
-        """Whether size-flexible regional RIs of its family apply to this machine."""
-        return (
-            units(instance.instance_type) is not None
-            and _platform_of(instance) == LINUX
-            and instance.tenancy == "default"
-            and any(
-                r.size_flexible and family(r.instance_type) == family(instance.instance_type) for r in self._reserved
+# ------------------------------------------------------------------------------ Reserved Instances, as applied
+def ri_share(instance: Instance, reserved: Sequence[Reserved], running: Sequence[Instance]) -> tuple[float, str]:
+    """The share of `instance`'s hour that the RIs in force leave uncovered (0 to 1), and why, with `running`
+    the machines they apply to: zonal RIs first (exact type, in their zone), then regional ones (in normalized
+    units across a family where size-flexible, by exact type elsewhere). The bill's uncovered usage is what
+    the machines need beyond what the RIs give; without this machine it shrinks by its size, at most."""
+    if not reserved:
+        return 1.0, ""
+    zonal = [r for r in reserved if r.zone and _matches(r, instance, exact=True)]
+    if zonal:
+        same = [i for i in running if _same_type(i, instance) and i.zone == instance.zone]
+        count = sum(r.count for r in zonal)
+        if len(same) <= count:
+            return 0.0, f"covered: {len(same)} {instance.instance_type} run in {instance.zone}, " + _ris(
+                count, "zonal "
             )
-        )
+    pool = _pooled(instance, reserved)
+    regional = [r for r in reserved if not r.zone and _matches(r, instance, exact=not pool)]
+    if not regional:
+        return 1.0, ""
+    mine = (units(instance.instance_type) or 1.0) if pool else 1.0
+    need = _regional_need(instance, reserved, running, pool=pool)
+    give = sum(r.count * ((units(r.instance_type) or 0) if pool else 1) for r in regional)
+    over = max(0.0, need - give)
+    what = family(instance.instance_type) if pool else instance.instance_type
+    counts = f"{_count(need / mine)} {what} run, " + _ris(give / mine, "")
+    if pool and len({i.instance_type for i in running if family(i.instance_type) == what}) > 1:
+        counts += f" (in {instance.instance_type} sizes)"
+    if over <= 0:
+        return 0.0, f"covered: {counts}"
+    return min(mine, over) / mine, f"on demand: {counts}"
 
-    def _matches(self, ri: Reserved, instance: Instance, *, exact: bool) -> bool:
-        if ri.platform != _platform_of(instance) or ri.tenancy != instance.tenancy:
-            return False
-        if ri.zone and ri.zone != instance.zone:
-            return False
-        if exact:
-            return ri.instance_type == instance.instance_type
-        return ri.size_flexible and family(ri.instance_type) == family(instance.instance_type)
 
-    def _same_slot(self, other: Instance, instance: Instance) -> bool:
-        return (
-            other.instance_type == instance.instance_type
-            and other.zone == instance.zone
-            and _platform_of(other) == _platform_of(instance)
-            and other.tenancy == instance.tenancy
-        )
+def _pooled(instance: Instance, reserved: Sequence[Reserved]) -> bool:
+    """Whether size-flexible regional RIs of its family apply to this machine."""
+    return (
+        units(instance.instance_type) is not None
+        and _platform_of(instance) == LINUX
+        and instance.tenancy == "default"
+        and any(r.size_flexible and family(r.instance_type) == family(instance.instance_type) for r in reserved)
+    )
 
-    def _regional_need(self, instance: Instance, pool: bool) -> float:
-        """What the running machines the regional RIs could cover need of them (units, or machines), after
-        the zonal RIs took what they cover."""
-        running = self._running()
-        zonal_left: dict[tuple[str, str], int] = defaultdict(int)
-        for r in self._reserved:
-            if r.zone:
-                zonal_left[(r.instance_type, r.zone)] += r.count
-        need = 0.0
-        for other in running:
-            if pool:
-                if family(other.instance_type) != family(instance.instance_type):
-                    continue
-                if _platform_of(other) != LINUX or other.tenancy != "default" or units(other.instance_type) is None:
-                    continue
-            elif not self._same_slot_type(other, instance):
+
+def _matches(ri: Reserved, instance: Instance, *, exact: bool) -> bool:
+    if ri.platform != _platform_of(instance) or ri.tenancy != instance.tenancy:
+        return False
+    if ri.zone and ri.zone != instance.zone:
+        return False
+    if exact:
+        return ri.instance_type == instance.instance_type
+    return ri.size_flexible and family(ri.instance_type) == family(instance.instance_type)
+
+
+def _same_type(other: Instance, instance: Instance) -> bool:
+    return (
+        other.instance_type == instance.instance_type
+        and _platform_of(other) == _platform_of(instance)
+        and other.tenancy == instance.tenancy
+    )
+
+
+def _regional_need(
+    instance: Instance, reserved: Sequence[Reserved], running: Sequence[Instance], *, pool: bool
+) -> float:
+    """What the running machines the regional RIs could cover need of them (units, or machines), once the
+    zonal RIs took the machines they cover."""
+    zonal_left: dict[tuple[str, str], int] = defaultdict(int)
+    for r in reserved:
+        if r.zone:
+            zonal_left[(r.instance_type, r.zone)] += r.count
+    need = 0.0
+    for other in running:
+        if pool:
+            flexible = _platform_of(other) == LINUX and other.tenancy == "default" and units(other.instance_type)
+            if family(other.instance_type) != family(instance.instance_type) or not flexible:
                 continue
-            slot = (other.instance_type, other.zone)
-            if zonal_left.get(slot, 0) > 0 and self._zonal_fits(other):
-                zonal_left[slot] -= 1
-                continue
-            need += (units(other.instance_type) or 0) if pool else 1
-        return need
-
-    def _same_slot_type(self, other: Instance, instance: Instance) -> bool:
-        return (
-            other.instance_type == instance.instance_type
-            and _platform_of(other) == _platform_of(instance)
-            and other.tenancy == instance.tenancy
-        )
-
-    def _zonal_fits(self, other: Instance) -> bool:
-        return any(r.zone and self._matches(r, other, exact=True) for r in self._reserved)
+        elif not _same_type(other, instance):
+            continue
+        slot = (other.instance_type, other.zone)
+        if zonal_left.get(slot, 0) > 0 and any(r.zone and _matches(r, other, exact=True) for r in reserved):
+            zonal_left[slot] -= 1
+            continue
+        need += (units(other.instance_type) or 0) if pool else 1
+    return need
 
 
 def _count(value: float) -> str:
