@@ -1,0 +1,220 @@
+"""Reads what the bill knows of one region, once per sweep: the Reserved Instances and capacity
+reservations in force, the Savings Plans and their recent use, the Spot prices of the Spot machines.
+Takes its clients. Every read is read-only; a read that fails (denied, throttled past botocore's
+retries) is named in `Billing.unread` and the money model prices on demand where it needed it.
+
+Which call answers which question, and what each costs (docs/rules.md, "What a stop is worth"):
+- EC2 DescribeReservedInstances (free): the RIs in force, zonal or regional, their platform and tenancy;
+- EC2 DescribeCapacityReservations (free): the capacity reservations and Capacity Blocks, their ends;
+- EC2 DescribeSpotPriceHistory (free): the current Spot price of each Spot machine's type and zone;
+- Savings Plans DescribeSavingsPlans (free): the plans in force and what they cover;
+- Cost Explorer GetSavingsPlansUtilizationDetails and GetSavingsPlansCoverage ($0.01 each): how much
+  of each plan was used lately, and the eligible usage billed on demand beside it. Cost Explorer updates
+  once a day, so its answers are kept for the day by the container (`CE_MEMORY`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.core.money import LINUX, Billing, Hold, Plan, Reserved
+from costguard.core.observability import logger
+from costguard.core.records import Instance
+
+# The days of Cost Explorer's answers a plan's recent use is judged on (Cost Explorer lags about a day).
+RECENT_DAYS = 2
+# Cost Explorer's answers of a day, per account: (day, utilization by plan ARN, spill USD/h).
+CE_MEMORY: dict[date, tuple[dict[str, float], float | None]] = {}
+HOLD_STATES = ("active", "scheduled", "payment-pending")
+
+
+@dataclass
+class BillingReader:
+    ec2: Any  # the region's EC2 client
+    savingsplans: Any | None  # None where Savings Plans are not read (SavingsPlansPricing=false)
+    ce: Any | None
+    region: str
+    unread: list[str] = field(default_factory=list)
+
+    def read(self, running: Sequence[Instance], now: datetime) -> Billing:
+        """What the bill knows of the region now, for the `running` machines an RI could cover."""
+        self.unread = []
+        reserved = self._reserved()
+        holds = self._holds()
+        plans, spill = self._plans(now)
+        spot = self._spot_prices([i for i in running if i.lifecycle == "spot"], now)
+        return Billing(
+            region=self.region,
+            running=tuple(running),
+            reserved=tuple(reserved),
+            holds=tuple(holds),
+            plans=tuple(plans),
+            spot_prices=spot,
+            plan_spill_usd_per_hour=spill,
+            unread=tuple(self.unread),
+        )
+
+    def _reserved(self) -> list[Reserved]:
+        try:
+            response = self.ec2.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
+        except READ_ERRORS as exc:
+            self._failed("Reserved Instances", "DescribeReservedInstances", exc)
+            return []
+        out = []
+        for ri in response.get("ReservedInstances", []):
+            zone = ri.get("AvailabilityZone") or ""
+            regional = (ri.get("Scope") or ("Availability Zone" if zone else "Region")) == "Region"
+            out.append(
+                Reserved(
+                    reservation_id=ri["ReservedInstancesId"],
+                    instance_type=ri["InstanceType"],
+                    count=int(ri.get("InstanceCount", 1)),
+                    start=_time(ri["Start"]),
+                    end=_time(ri["End"]),
+                    zone="" if regional else zone,
+                    platform=_platform(ri.get("ProductDescription", LINUX)),
+                    tenancy=ri.get("InstanceTenancy", "default"),
+                )
+            )
+        return out
+
+    def _holds(self) -> list[Hold]:
+        out: list[Hold] = []
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"Filters": [{"Name": "state", "Values": list(HOLD_STATES)}], "MaxResults": 1000}
+            if token:
+                params["NextToken"] = token
+            try:
+                response = self.ec2.describe_capacity_reservations(**params)
+            except READ_ERRORS as exc:
+                self._failed("capacity reservations", "DescribeCapacityReservations", exc)
+                return out
+            for cr in response.get("CapacityReservations", []):
+                out.append(
+                    Hold(
+                        reservation_id=cr["CapacityReservationId"],
+                        instance_type=cr.get("InstanceType", ""),
+                        zone=cr.get("AvailabilityZone", ""),
+                        total=int(cr.get("TotalInstanceCount", 0)),
+                        available=int(cr.get("AvailableInstanceCount", 0)),
+                        end=_time(cr["EndDate"]) if cr.get("EndDate") else None,
+                        block=cr.get("ReservationType") == "capacity-block",
+                        state=cr.get("State", "active"),
+                        start=_time(cr["StartDate"]) if cr.get("StartDate") else None,
+                    )
+                )
+            token = response.get("NextToken")
+            if not token:
+                return out
+
+    def _plans(self, now: datetime) -> tuple[list[Plan], float | None]:
+        if self.savingsplans is None:
+            return [], None
+        raw: list[dict[str, Any]] = []
+        token: str | None = None
+        try:
+            while True:
+                params: dict[str, Any] = {"states": ["active"]}
+                if token:
+                    params["nextToken"] = token
+                response = self.savingsplans.describe_savings_plans(**params)
+                raw += response.get("savingsPlans", [])
+                token = response.get("nextToken")
+                if not token:
+                    break
+        except READ_ERRORS as exc:
+            self._failed("Savings Plans", "DescribeSavingsPlans", exc)
+            return [], None
+        ec2_plans = [p for p in raw if p.get("savingsPlanType") in ("Compute", "EC2Instance")]
+        if not ec2_plans:
+            return [], None
+        used, spill = self._recent_use(now.date())
+        plans = [
+            Plan(
+                plan_id=p["savingsPlanId"],
+                kind=p["savingsPlanType"],
+                start=_time(p["start"]) if p.get("start") else None,
+                end=_time(p["end"]),
+                family=p.get("ec2InstanceFamily", ""),
+                region=p.get("region", ""),
+                used_percent=used.get(p.get("savingsPlanArn", "")),
+            )
+            for p in ec2_plans
+        ]
+        return plans, spill
+
+    def _recent_use(self, today: date) -> tuple[dict[str, float], float | None]:
+        if today in CE_MEMORY:
+            return CE_MEMORY[today]
+        if self.ce is None:
+            self.unread.append("Savings Plans' use")
+            return {}, None
+        period = {"Start": (today - timedelta(days=RECENT_DAYS)).isoformat(), "End": today.isoformat()}
+        used: dict[str, float] = {}
+        try:
+            token: str | None = None
+            while True:
+                params: dict[str, Any] = {"TimePeriod": period}
+                if token:
+                    params["NextToken"] = token
+                details = self.ce.get_savings_plans_utilization_details(**params)
+                for detail in details.get("SavingsPlansUtilizationDetails", []):
+                    used[detail["SavingsPlanArn"]] = float(detail["Utilization"]["UtilizationPercentage"])
+                token = details.get("NextToken")
+                if not token:
+                    break
+        except READ_ERRORS as exc:
+            self._failed("Savings Plans' use", "GetSavingsPlansUtilizationDetails", exc)
+            return {}, None
+        spill: float | None = None
+        try:
+            coverage = self.ce.get_savings_plans_coverage(TimePeriod=period, Granularity="DAILY")
+            on_demand = sum(
+                float((c.get("Coverage") or {}).get("OnDemandCost") or 0)
+                for c in coverage.get("SavingsPlansCoverages", [])
+            )
+            spill = round(on_demand / (24 * RECENT_DAYS), 4)
+        except READ_ERRORS as exc:
+            logger.warning("savings plans coverage not read", error=str(exc)[:200])
+        CE_MEMORY.clear()
+        CE_MEMORY[today] = (used, spill)
+        return used, spill
+
+    def _spot_prices(self, spot: Sequence[Instance], now: datetime) -> dict[tuple[str, str], float]:
+        if not spot:
+            return {}
+        types = sorted({i.instance_type for i in spot})
+        try:
+            response = self.ec2.describe_spot_price_history(
+                InstanceTypes=types, ProductDescriptions=[LINUX], StartTime=now, MaxResults=1000
+            )
+        except READ_ERRORS as exc:
+            self._failed("Spot prices", "DescribeSpotPriceHistory", exc)
+            return {}
+        latest: dict[tuple[str, str], tuple[datetime, float]] = {}
+        for entry in response.get("SpotPriceHistory", []):
+            key = (entry["InstanceType"], entry.get("AvailabilityZone", ""))
+            moment = _time(entry["Timestamp"])
+            if key not in latest or moment > latest[key][0]:
+                latest[key] = (moment, float(entry["SpotPrice"]))
+        return {k: v[1] for k, v in latest.items()}
+
+    def _failed(self, what: str, call: str, exc: BaseException) -> None:
+        self.unread.append(what)
+        logger.warning("billing read failed: priced on demand", call=call, region=self.region, error=error_code(exc))
+
+
+def _platform(description: str) -> str:
+    return description.replace(" (Amazon VPC)", "").strip() or LINUX
+
+
+def _time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
