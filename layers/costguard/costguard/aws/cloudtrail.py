@@ -6,9 +6,12 @@ adaptive retries pace it); a page holds at most 50 events, newest first.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+from costguard.core.scarcity import CAPACITY_ERRORS, FailedStart
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudtrail import CloudTrailClient
@@ -34,3 +37,46 @@ class CloudTrail:
             PaginationConfig={"PageSize": PAGE_SIZE},
         ):
             yield page.get("Events", []), bool(page.get("NextToken"))
+
+
+def capacity_failures(events: Sequence[Mapping[str, object]], region: str) -> list[FailedStart]:
+    """The launches and starts in a page of LookupEvents that EC2 refused for capacity. A StartInstances
+    names its instances, not their type: those come back with the instance id alone, for the caller to
+    describe."""
+    out: list[FailedStart] = []
+    for event in events:
+        try:
+            record = json.loads(str(event.get("CloudTrailEvent") or "{}"))
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("errorCode") not in CAPACITY_ERRORS:
+            continue
+        params = record.get("requestParameters") or {}
+        at = _event_time(record.get("eventTime"), event.get("EventTime"))
+        if at is None or not isinstance(params, dict):
+            continue
+        if record.get("eventName") == "RunInstances":
+            placement = params.get("placement") or {}
+            zone = placement.get("availabilityZone", "") if isinstance(placement, dict) else ""
+            out.append(
+                FailedStart(str(params.get("instanceType") or ""), str(zone or ""), at, "CloudTrail", region=region)
+            )
+        elif record.get("eventName") == "StartInstances":
+            wrapped = params.get("instancesSet")
+            items = (wrapped.get("items") if isinstance(wrapped, dict) else None) or []
+            for item in items if isinstance(items, list) else []:
+                if isinstance(item, dict) and item.get("instanceId"):
+                    out.append(
+                        FailedStart("", "", at, "CloudTrail", instance_id=str(item["instanceId"]), region=region)
+                    )
+    return out
+
+
+def _event_time(text: Any, fallback: Any) -> datetime | None:
+    if isinstance(fallback, datetime):
+        return fallback if fallback.tzinfo else fallback.replace(tzinfo=UTC)
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
