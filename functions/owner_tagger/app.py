@@ -20,7 +20,7 @@ from costguard.aws.sagemaker import SageMaker
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.records import Skipped
-from costguard.core.settings import SageMakerPolicy
+from costguard.core.settings import OwnerSettings
 from costguard.owners.backfill import Backfill
 from costguard.owners.launch import tag_launch
 from costguard.owners.launches import parse_eventbridge_event
@@ -71,7 +71,7 @@ def backfill(runtime: Runtime) -> dict[str, Any]:
             cursors = WalkCursors(runtime.client("dynamodb"), settings.state_table, f"backfill:{region}")
             backfill = Backfill(_writer(runtime, region), trail, cursors=cursors, time_left=runtime.time_left)
             report = backfill.run(now, notify=notify)
-            sagemaker = _backfill_sagemaker(runtime, region, trail) if _sagemaker_policy().governed else {}
+            sagemaker = _backfill_sagemaker(runtime, region, trail) if _settings().sagemaker_governed else {}
         except Exception as exc:  # one region's failure must not stop the others' work
             logger.exception("backfill failed", region=region)
             failures[region] = f"{type(exc).__name__}: {exc}"
@@ -88,7 +88,7 @@ def tag_sagemaker(runtime: Runtime, event: dict[str, Any]) -> dict[str, Any]:
     """A SageMaker create call: the notebook instance, endpoint or Studio app tagged with its owner."""
     if event.get("detail-type") != "AWS API Call via CloudTrail":
         raise EventValidationError(f"detail-type {str(event.get('detail-type'))[:60]!r} is not a CloudTrail API call")
-    if not _sagemaker_policy().governed:
+    if not _settings().sagemaker_governed:
         return _ignored("SageMaker governance is off")
     created = creations.parse_record(event["detail"])
     if isinstance(created, Skipped):
@@ -117,9 +117,9 @@ def _sagemaker_owners(runtime: Runtime, region: str) -> SageMakerOwners:
 def _backfill_sagemaker(runtime: Runtime, region: str, trail: CloudTrail) -> dict[str, Any]:
     """SageMaker resources without an owner, from CloudTrail's create calls; the unattributed are posted
     before anything is written, so that a failed post leaves them to tomorrow's run."""
-    policy = _sagemaker_policy()
+    policy = _settings()
     report = _sagemaker_owners(runtime, region).backfill(
-        trail, runtime.now(), accelerated=policy.is_accelerated, time_left=runtime.time_left
+        trail, runtime.now(), accelerated=policy.is_accelerated_ml, time_left=runtime.time_left
     )
     if report.unattributed:
         message = sagemaker_unattributed(report.unattributed, runtime.settings.owner_tag_key)
@@ -128,8 +128,8 @@ def _backfill_sagemaker(runtime: Runtime, region: str, trail: CloudTrail) -> dic
 
 
 @cache
-def _sagemaker_policy() -> SageMakerPolicy:
-    return SageMakerPolicy.from_env()
+def _settings() -> OwnerSettings:
+    return OwnerSettings.from_env()
 
 
 def _ignored(reason: str) -> dict[str, Any]:
