@@ -35,7 +35,7 @@ from tests.integration.conftest import REGION, make_runtime
 from tests.integration.test_buttons import call, http_event, queued, runtime_for
 
 app = load_handler("sagemaker_stopper")
-SWEEP = {"costguard": "sagemaker-sweep"}
+SWEEP = load_event("sagemaker_stopper/sweep.json")
 ROLE = "arn:aws:iam::123456789012:role/sagemaker-execution"
 
 
