@@ -22,7 +22,7 @@ from costguard.buttons.worker import ClickWorker, Reply, no_sagemaker
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics, refuses_garbage, tracer
-from costguard.core.settings import ButtonSettings, IdlePolicy, SageMakerPolicy
+from costguard.core.settings import ButtonSettings
 from costguard.runtime import Runtime
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import post_response
@@ -42,22 +42,21 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
 
 def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
     """Act on each click; an exception returns it to the queue for a retry."""
-    settings = runtime.settings
-    actions = _settings()
+    settings, actions = runtime.settings, _settings()
     worker = ClickWorker(
         ec2_for=lambda region: Ec2(runtime.client("ec2", region), region, settings.mode),
         notifier=runtime.notifier,
         ledger=runtime.ledger,
         claims=runtime.claims,
         respond=post_response,
-        policy=_policy(),
+        accelerated=actions.is_accelerated,
         mode=settings.mode,
         owner_tag_key=settings.owner_tag_key,
         email_domain=settings.email_domain,
         admins=actions.admins,
         zone=ZoneInfo(actions.timezone),
         account=runtime.account,
-        sagemaker=_sagemaker(runtime),
+        sagemaker=_sagemaker(runtime, actions) if actions.sagemaker_governed else no_sagemaker,
     )
     done = []
     for click in clicks:
@@ -67,28 +66,16 @@ def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
     return {"status": "done", "clicks": done}
 
 
-def _sagemaker(runtime: Runtime) -> Callable[[ClickWorker, Click, datetime], Reply]:
-    settings, policy = runtime.settings, _sagemaker_policy()
-    if not policy.governed:
-        return no_sagemaker
+def _sagemaker(runtime: Runtime, actions: ButtonSettings) -> Callable[[ClickWorker, Click, datetime], Reply]:
+    settings = runtime.settings
 
     def api(region: str) -> SageMaker:
         client = runtime.client("sagemaker", region)
         return SageMaker(client, region, settings.mode, account=runtime.account, owner_tag_key=settings.owner_tag_key)
 
-    return SageMakerClicks(sagemaker_for=api, policy=policy)
-
-
-@cache
-def _sagemaker_policy() -> SageMakerPolicy:
-    return SageMakerPolicy.from_env()
+    return SageMakerClicks(sagemaker_for=api, accelerated=actions.is_accelerated_ml)
 
 
 @cache
 def _settings() -> ButtonSettings:
     return ButtonSettings.from_env()
-
-
-@cache
-def _policy() -> IdlePolicy:
-    return IdlePolicy.from_env()

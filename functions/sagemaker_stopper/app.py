@@ -12,23 +12,16 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
-from costguard.core.errors import CostguardError, EventValidationError
+from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import SageMakerPolicy
 from costguard.core.shapes import shape
 from costguard.runtime import Runtime
 from costguard.sagemaker.acts import SageMakerActs
-from costguard.sagemaker.report import SweepReport
-from costguard.sagemaker.sweep import SageMakerSweep
+from costguard.sagemaker.sweep import SageMakerSweep, sweep_regions
 
 SWEEP_INPUT = {"costguard": "sagemaker-sweep"}
-
-
-class SweepIncomplete(CostguardError):
-    """Some work failed in a way a retry can fix (Slack outage, throttling): fail so the run is retried."""
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -42,27 +35,10 @@ def lambda_handler(
         raise EventValidationError(f"sagemaker_stopper expects {SWEEP_INPUT}, got {shape(event)}")
     runtime = (runtime or Runtime.current()).start(context)
     policy = policy or _policy()
-    now = runtime.now()
-    reports: dict[str, SweepReport] = {}
-    failures: list[str] = []
-    for region in runtime.settings.governed_regions:
-        try:
-            reports[region] = sweeper(runtime, policy, region).run(now)
-        except Exception as exc:  # one region's outage must not stop the others' sweep
-            logger.exception("sagemaker sweep failed", region=region)
-            failures.append(f"{region}: {type(exc).__name__}: {exc}")
-    for report in reports.values():
-        for action in ("warn", "act"):
-            done = sum(1 for o in report.outcomes if o.action.value == action and o.applied)
-            metrics.add_metric(name=f"SageMaker{action.title()}", unit=MetricUnit.Count, value=done)
-    errors = failures + [e for r in reports.values() for e in r.retryable]
-    if errors:
-        raise SweepIncomplete(f"{len(errors)} action(s) to retry: {errors[:5]}")
-    return {
-        "status": "done",
-        "mode": runtime.settings.mode.value,
-        "regions": {k: v.summary() for k, v in reports.items()},
-    }
+    regions = sweep_regions(
+        lambda region: sweeper(runtime, policy, region), runtime.settings.governed_regions, runtime.now()
+    )
+    return {"status": "done", "mode": runtime.settings.mode.value, "regions": regions}
 
 
 def sweeper(runtime: Runtime, policy: SageMakerPolicy, region: str) -> SageMakerSweep:

@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.core.errors import ConfigError, EventValidationError
 from costguard.core.observability import logger, metrics, tracer
-from costguard.core.settings import ButtonSettings
+from costguard.core.settings import ReceiverSettings
 from costguard.core.shapes import shape
 from costguard.runtime import Runtime
 from costguard.slack.interactions import parse_interaction
@@ -81,5 +81,5 @@ def _unavailable(what: str, exc: BaseException) -> dict[str, Any]:
 
 
 @cache
-def _settings() -> ButtonSettings:
-    return ButtonSettings.from_env()
+def _settings() -> ReceiverSettings:
+    return ReceiverSettings.from_env()

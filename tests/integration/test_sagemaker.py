@@ -35,7 +35,7 @@ from tests.integration.conftest import REGION, make_runtime
 from tests.integration.test_buttons import call, http_event, queued, runtime_for
 
 app = load_handler("sagemaker_stopper")
-SWEEP = {"costguard": "sagemaker-sweep"}
+SWEEP = load_event("sagemaker_stopper/sweep.json")
 ROLE = "arn:aws:iam::123456789012:role/sagemaker-execution"
 
 
@@ -176,7 +176,6 @@ def queue(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     receiver = load_handler("slack_receiver")
     clicks._settings.cache_clear()
     receiver._settings.cache_clear()
-    clicks._sagemaker_policy.cache_clear()
     yield str(url)
     clicks._settings.cache_clear()
     receiver._settings.cache_clear()
@@ -507,7 +506,7 @@ def test_a_notebook_instance_created_through_the_console_is_tagged_with_its_crea
     arn = notebook("alice-research", now, owner="")
     sagemaker().delete_tags(ResourceArn=arn, TagKeys=["Owner"])
     tagger = load_handler("owner_tagger")
-    tagger._sagemaker_policy.cache_clear()
+    tagger._settings.cache_clear()
     result = tagger.lambda_handler(
         load_event("owner_tagger/sagemaker-createnotebookinstance.json"), lambda_context, runtime=runtime
     )

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 
 from costguard.core.errors import EventValidationError
-from costguard.core.settings import ButtonSettings
+from costguard.core.settings import ReceiverSettings
 from costguard.slack.buttons import Button, button_value
 from costguard.slack.interactions import Click, parse_interaction
 from costguard.slack.routing import NotAMember, route
@@ -48,7 +48,7 @@ def test_an_account_that_is_not_an_account_id_is_refused(account: object) -> Non
 
 
 def test_clicks_go_to_their_own_account_a_member_or_nowhere() -> None:
-    settings = ButtonSettings.from_env({"CLICK_QUEUE_URL": OWN_QUEUE, "MEMBER_CLICK_QUEUES": MEMBER_ARN})
+    settings = ReceiverSettings.from_env({"CLICK_QUEUE_URL": OWN_QUEUE, "MEMBER_CLICK_QUEUES": MEMBER_ARN})
     assert settings.members == {MEMBER: f"https://sqs.eu-west-1.amazonaws.com/{MEMBER}/costguard-ClickQueue-b2"}
     own = route(HUB, own_account=HUB, own_queue=OWN_QUEUE, members=settings.members)
     assert own == ("us-east-1", OWN_QUEUE)
@@ -62,7 +62,7 @@ def test_a_member_queue_that_is_not_an_sqs_arn_is_a_configuration_error() -> Non
     from costguard.core.errors import ConfigError  # noqa: PLC0415
 
     with pytest.raises(ConfigError, match="MEMBER_CLICK_QUEUES"):
-        ButtonSettings.from_env({"CLICK_QUEUE_URL": OWN_QUEUE, "MEMBER_CLICK_QUEUES": "https://example.com/q"})
+        ReceiverSettings.from_env({"CLICK_QUEUE_URL": OWN_QUEUE, "MEMBER_CLICK_QUEUES": "https://example.com/q"})
 
 
 def test_the_workers_sample_event_is_a_queued_click_it_reads() -> None:

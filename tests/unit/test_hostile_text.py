@@ -340,7 +340,7 @@ def test_button_replies_escape_the_owner_and_the_clicker(value: str, button: But
         ledger=cast(Any, Memory()),
         claims=cast(Any, Memory()),
         respond=lambda url, body: answers.append(dict(body)),
-        policy=IdlePolicy(),
+        accelerated=IdlePolicy().is_accelerated,
         mode=Mode.ENFORCE,
         owner_tag_key="Owner",
         email_domain="example.com",

@@ -1,9 +1,20 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from costguard.core.errors import ConfigError
-from costguard.core.settings import IdlePolicy, Mode, Settings
+from costguard.core.settings import (
+    ButtonSettings,
+    DeepDiveSettings,
+    DigestSettings,
+    IdlePolicy,
+    Mode,
+    OwnerSettings,
+    SageMakerPolicy,
+    Settings,
+)
 
 BASE = {
     "SLACK_SECRET_NAME": "costguard/slack",
@@ -61,3 +72,35 @@ def test_a_shorter_wait_under_a_quarter_of_an_hour_is_refused_by_its_parameter_n
 
 def test_a_shorter_wait_within_the_window_is_kept() -> None:
     assert IdlePolicy.from_env({"IDLE_WINDOW_MINUTES": "120", "CERTAIN_IDLE_MINUTES": "60"}).certain_idle_minutes == 60
+
+
+@pytest.mark.parametrize("settings_class", [IdlePolicy, SageMakerPolicy, ButtonSettings, OwnerSettings])
+def test_accelerator_families_mean_the_same_to_every_function_that_reads_them(settings_class: Any) -> None:
+    env = {"ACCELERATOR_FAMILIES": "g5, p4d*", "CLICK_QUEUE_URL": "https://sqs"}
+    assert settings_class.from_env(env).accelerator_families == ("g5*", "p4d*")
+    assert settings_class.from_env({}).accelerator_families == ("p*", "g*", "trn*", "inf*", "dl*")
+
+
+def test_the_buttons_govern_the_same_ec2_and_sagemaker_types_as_the_stoppers() -> None:
+    env = {"ACCELERATOR_FAMILIES": "g5"}
+    buttons, idle, sagemaker = ButtonSettings.from_env(env), IdlePolicy.from_env(env), SageMakerPolicy.from_env(env)
+    for instance_type in ("g5.xlarge", "g6.xlarge", "ml.g5.xlarge", "ml.g6.xlarge", "ml.t3.medium"):
+        assert buttons.is_accelerated(instance_type) == idle.is_accelerated(instance_type)
+        assert buttons.is_accelerated_ml(instance_type) == sagemaker.is_accelerated(instance_type)
+
+
+@pytest.mark.parametrize("settings_class", [IdlePolicy, ButtonSettings])
+def test_a_team_timezone_that_is_not_an_iana_zone_is_refused_once_with_its_name(settings_class: Any) -> None:
+    with pytest.raises(ConfigError) as refused:
+        settings_class.from_env({"TEAM_TIMEZONE": "Mars/Olympus"})
+    assert str(refused.value).count("TEAM_TIMEZONE='Mars/Olympus' is not an IANA time zone") == 1
+
+
+@pytest.mark.parametrize("settings_class", [DigestSettings, DeepDiveSettings])
+def test_the_team_tag_key_defaults_to_team_for_both_digests(settings_class: Any) -> None:
+    assert settings_class.from_env({}).team_tag_key == "Team"
+    assert settings_class.from_env({"TEAM_TAG_KEY": "CostCenter"}).team_tag_key == "CostCenter"
+
+
+def test_the_ledger_keeps_its_records_four_hundred_days_whatever_the_environment_says() -> None:
+    assert Settings.from_env({**BASE, "STATE_TTL_DAYS": "3"}).state_ttl_days == 400

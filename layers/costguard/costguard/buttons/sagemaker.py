@@ -17,7 +17,7 @@ from costguard.buttons.worker import ClickWorker, Reply, click_time
 from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.sagemaker import Kind, Resource
-from costguard.core.settings import Mode, SageMakerPolicy
+from costguard.core.settings import Mode
 from costguard.slack.blocks import mention, mrkdwn
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
@@ -28,7 +28,7 @@ from costguard.state.entries import Entry, EntryKind
 @dataclass
 class SageMakerClicks:
     sagemaker_for: Callable[[str], SageMaker]
-    policy: SageMakerPolicy
+    accelerated: Callable[[str], bool]  # an ml.* type of the accelerator families costguard governs
 
     def __call__(self, worker: ClickWorker, click: Click, now: datetime) -> Reply:
         api = self.sagemaker_for(click.region)
@@ -36,7 +36,7 @@ class SageMakerClicks:
         if click.button is Button.RECREATE:
             return self._recreate(worker, api, click, now)
         found = api.resource(kind, click.instance_id)
-        if found is None or not self.policy.is_accelerated(found.instance_type):
+        if found is None or not self.accelerated(found.instance_type):
             text = f"The {kind.value} `{click.instance_id}` is gone, or not on a GPU type costguard governs."
             return worker._tell(click, Reply("gone", text))
         owner = found.owner(worker.owner_tag_key)

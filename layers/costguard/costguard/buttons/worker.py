@@ -22,7 +22,7 @@ from costguard.buttons.rules import keep_until
 from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
-from costguard.core.settings import IdlePolicy, Mode
+from costguard.core.settings import Mode
 from costguard.slack.blocks import Message, Mrkdwn, context, mention, mrkdwn, safe, section
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
@@ -102,7 +102,7 @@ class ClickWorker:
     ledger: Ledger
     claims: Claims
     respond: Responder
-    policy: IdlePolicy
+    accelerated: Callable[[str], bool]  # an EC2 type of the accelerator families costguard governs
     mode: Mode
     owner_tag_key: str
     email_domain: str
@@ -120,7 +120,7 @@ class ClickWorker:
             return self.sagemaker(self, click, now)
         ec2 = self.ec2_for(click.region)
         found = ec2.describe([click.instance_id])
-        if not found or not self.policy.is_accelerated(found[0].instance_type):
+        if not found or not self.accelerated(found[0].instance_type):
             return self._tell(click, Reply("gone", f"`{click.instance_id}` is not a GPU instance costguard governs."))
         instance = found[0]
         owner = instance.owner(self.owner_tag_key)

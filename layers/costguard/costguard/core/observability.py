@@ -52,3 +52,10 @@ def refuses_garbage(handler: Callable[P, R]) -> Callable[P, R]:
             raise
 
     return wrapper
+
+
+def ignored(reason: str) -> dict[str, Any]:
+    """An event a function was not meant to act on: said in the log and counted, and its summary returned."""
+    logger.info("event ignored", reason=reason)
+    metrics.add_metric(name="EventsIgnored", unit=MetricUnit.Count, value=1)
+    return {"status": "ignored", "reason": reason}

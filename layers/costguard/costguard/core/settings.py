@@ -31,6 +31,22 @@ class Mode(StrEnum):
         return self is not Mode.DRY_RUN
 
 
+# The accelerated instance families costguard governs unless ACCELERATOR_FAMILIES says otherwise.
+ACCELERATOR_FAMILIES = ("p*", "g*", "trn*", "inf*", "dl*")
+# How long the ledger keeps a record (DynamoDB TTL): a year of digests and then some. Not a template parameter.
+STATE_TTL_DAYS = 400
+
+
+def is_accelerated(families: tuple[str, ...], instance_type: str) -> bool:
+    """True for an EC2 type of the accelerator families."""
+    return any(fnmatchcase(instance_type, family) for family in families)
+
+
+def is_accelerated_ml(families: tuple[str, ...], instance_type: str) -> bool:
+    """True for a SageMaker ml.* type of the accelerator families (ml.g5.xlarge is the g5.xlarge family's)."""
+    return instance_type.startswith("ml.") and is_accelerated(families, instance_type.removeprefix("ml."))
+
+
 class _Reader:
     """Collects every problem in the environment before raising, instead of failing on the first."""
 
@@ -77,6 +93,24 @@ class _Reader:
     def csv(self, name: str) -> tuple[str, ...]:
         return tuple(part.strip() for part in self.optional(name).split(",") if part.strip())
 
+    def accelerator_families(self) -> tuple[str, ...]:
+        """ACCELERATOR_FAMILIES, defaulted and normalised here only: `g5` means every g5 type (`g5*`)."""
+        families = self.csv("ACCELERATOR_FAMILIES") or ACCELERATOR_FAMILIES
+        return tuple(f if f.endswith("*") else f"{f}*" for f in families)
+
+    def team_timezone(self) -> str:
+        """TEAM_TIMEZONE, the team's clock, checked here only."""
+        zone = self.optional("TEAM_TIMEZONE", "UTC") or "UTC"
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            self.problems.append(f"TEAM_TIMEZONE={zone!r} is not an IANA time zone")
+        return zone
+
+    def team_tag_key(self) -> str:
+        """TEAM_TAG_KEY: the tag that tells teams apart in the digests (Cost Explorer groups by it too)."""
+        return self.optional("TEAM_TAG_KEY", "Team") or "Team"
+
     def check(self) -> None:
         if self.problems:
             raise ConfigError("invalid costguard configuration: " + "; ".join(self.problems))
@@ -116,7 +150,7 @@ class Settings:
             email_domain=read.optional("EMAIL_DOMAIN").lstrip("@"),
             governed_regions=regions,
             state_table=read.required("STATE_TABLE"),
-            state_ttl_days=int(read.number("STATE_TTL_DAYS", 400, minimum=1)),
+            state_ttl_days=STATE_TTL_DAYS,
             slack_api_url=read.optional("SLACK_API_URL"),
             home_region=home_region or (regions[0] if regions else ""),
         )
@@ -131,7 +165,7 @@ MAX_VCPUS = 192  # the largest accelerated hosts (p5.48xlarge, g6.48xlarge)
 class IdlePolicy:
     """When a GPU instance counts as idle, and what costguard may do about it (idle_stopper)."""
 
-    accelerator_families: tuple[str, ...] = ("p*", "g*", "trn*", "inf*", "dl*")
+    accelerator_families: tuple[str, ...] = ACCELERATOR_FAMILIES
     window_minutes: int = 120
     gpu_idle_percent: float = 5.0
     cpu_idle_percent: float = 10.0
@@ -172,12 +206,11 @@ class IdlePolicy:
 
     def is_accelerated(self, instance_type: str) -> bool:
         """True for a type of the accelerator families costguard governs."""
-        return any(fnmatchcase(instance_type, family) for family in self.accelerator_families)
+        return is_accelerated(self.accelerator_families, instance_type)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> IdlePolicy:
         read = _Reader(os.environ if env is None else env)
-        families = read.csv("ACCELERATOR_FAMILIES") or cls.accelerator_families
         window = int(read.number("IDLE_WINDOW_MINUTES", cls.window_minutes, minimum=30))
         certain = int(read.number("CERTAIN_IDLE_MINUTES", cls.certain_idle_minutes))
         if 0 < certain < 15:
@@ -186,7 +219,7 @@ class IdlePolicy:
         # window beside the 45-minute default; the stopper then waits its window, as it would with 0.)
         certain = certain if certain < window else 0
         policy = cls(
-            accelerator_families=tuple(f if f.endswith("*") else f"{f}*" for f in families),
+            accelerator_families=read.accelerator_families(),
             window_minutes=window,
             gpu_idle_percent=read.number("GPU_IDLE_PERCENT", cls.gpu_idle_percent),
             cpu_idle_percent=read.number("CPU_IDLE_PERCENT", cls.cpu_idle_percent),
@@ -202,12 +235,8 @@ class IdlePolicy:
             certain_idle_minutes=certain,
             learned_starts=read.flag("LEARNED_STARTS", cls.learned_starts),
             shortest_stop_minutes=int(read.number("SHORTEST_STOP_MINUTES", cls.shortest_stop_minutes)),
-            team_timezone=read.optional("TEAM_TIMEZONE", "UTC") or "UTC",
+            team_timezone=read.team_timezone(),
         )
-        try:
-            ZoneInfo(policy.team_timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            read.problems.append(f"TEAM_TIMEZONE={policy.team_timezone!r} is not an IANA time zone")
         if window > 1440:
             read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")
         read.check()
@@ -258,13 +287,36 @@ _SQS_ARN = re.compile(r"^arn:aws[a-z-]*:sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]
 
 
 @dataclass(frozen=True)
+class ReceiverSettings:
+    """slack_receiver: where a verified click is queued (its own account's click queue, or a member's)."""
+
+    queue_url: str = ""
+    members: Mapping[str, str] = field(default_factory=dict)  # member account -> its click queue's URL
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ReceiverSettings:
+        read = _Reader(os.environ if env is None else env)
+        members: dict[str, str] = {}
+        for arn in read.csv("MEMBER_CLICK_QUEUES"):  # the hub: where each member account's clicks go
+            match = _SQS_ARN.match(arn)
+            if match is None:
+                read.problems.append(f"MEMBER_CLICK_QUEUES entry {arn!r} is not an SQS queue ARN")
+                continue
+            members[match.group(2)] = sqs_queue_url(arn)
+        settings = cls(queue_url=read.required("CLICK_QUEUE_URL"), members=members)
+        read.check()
+        return settings
+
+
+@dataclass(frozen=True)
 class ButtonSettings:
-    """buttons: who besides the owner may press the buttons, the team's clock, the work queue."""
+    """buttons: who besides the owner may press the buttons, the team's clock, and which machines the buttons
+    may act on (the accelerator families; SageMaker's only when SageMakerGovernance is on)."""
 
     admins: tuple[str, ...] = ()
     timezone: str = "UTC"
-    queue_url: str = ""
-    members: Mapping[str, str] = field(default_factory=dict)  # member account -> its click queue's URL
+    accelerator_families: tuple[str, ...] = ACCELERATOR_FAMILIES
+    sagemaker_governed: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ButtonSettings:
@@ -273,21 +325,41 @@ class ButtonSettings:
         for entry in admins:
             if entry[:1] not in ("U", "W", "S"):
                 read.problems.append(f"SLACK_ADMINS entry {entry!r} is not a Slack user (U…/W…) or user group (S…) id")
-        zone = read.optional("TEAM_TIMEZONE", "UTC") or "UTC"
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            read.problems.append(f"TEAM_TIMEZONE={zone!r} is not an IANA time zone")
-        members: dict[str, str] = {}
-        for arn in read.csv("MEMBER_CLICK_QUEUES"):  # the hub: where each member account's clicks go
-            match = _SQS_ARN.match(arn)
-            if match is None:
-                read.problems.append(f"MEMBER_CLICK_QUEUES entry {arn!r} is not an SQS queue ARN")
-                continue
-            members[match.group(2)] = sqs_queue_url(arn)
-        settings = cls(admins=admins, timezone=zone, queue_url=read.required("CLICK_QUEUE_URL"), members=members)
+        settings = cls(
+            admins=admins,
+            timezone=read.team_timezone(),
+            accelerator_families=read.accelerator_families(),
+            sagemaker_governed=read.flag("SAGEMAKER_GOVERNANCE", cls.sagemaker_governed),
+        )
         read.check()
         return settings
+
+    def is_accelerated(self, instance_type: str) -> bool:
+        return is_accelerated(self.accelerator_families, instance_type)
+
+    def is_accelerated_ml(self, instance_type: str) -> bool:
+        return is_accelerated_ml(self.accelerator_families, instance_type)
+
+
+@dataclass(frozen=True)
+class OwnerSettings:
+    """owner_tagger: which SageMaker resources it tags and backfills (none with SageMakerGovernance off)."""
+
+    accelerator_families: tuple[str, ...] = ACCELERATOR_FAMILIES
+    sagemaker_governed: bool = True
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OwnerSettings:
+        read = _Reader(os.environ if env is None else env)
+        settings = cls(
+            accelerator_families=read.accelerator_families(),
+            sagemaker_governed=read.flag("SAGEMAKER_GOVERNANCE", cls.sagemaker_governed),
+        )
+        read.check()
+        return settings
+
+    def is_accelerated_ml(self, instance_type: str) -> bool:
+        return is_accelerated_ml(self.accelerator_families, instance_type)
 
 
 @dataclass(frozen=True)
@@ -311,7 +383,7 @@ class DigestSettings:
         if len(label) > 64:
             read.problems.append("ACCOUNT_LABEL is longer than 64 characters")
         settings = cls(
-            team_tag_key=read.optional("TEAM_TAG_KEY", "Team") or "Team",
+            team_tag_key=read.team_tag_key(),
             owner_digests=read.flag("OWNER_DIGESTS", True),
             owner_digests_always=read.flag("OWNER_DIGESTS_ALWAYS", False),
             handoff_queue_arn=queue,
@@ -368,7 +440,7 @@ class DeepDiveSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> DeepDiveSettings:
         read = _Reader(os.environ if env is None else env)
         settings = cls(
-            team_tag_key=read.optional("TEAM_TAG_KEY", "Team") or "Team",
+            team_tag_key=read.team_tag_key(),
             jump_percent=read.number("DEEP_DIVE_JUMP_PERCENT", cls.jump_percent),
             jump_usd=read.number("DEEP_DIVE_JUMP_USD", cls.jump_usd),
             region_move_usd=read.number("REGION_MOVE_USD", cls.region_move_usd),
@@ -385,7 +457,7 @@ class SageMakerPolicy:
     """sagemaker_stopper: when a SageMaker notebook instance, Studio app or endpoint counts as idle, and what
     costguard may do about it. Deletions are off unless the admin turns them on."""
 
-    accelerator_families: tuple[str, ...] = ("p*", "g*", "trn*", "inf*", "dl*")
+    accelerator_families: tuple[str, ...] = ACCELERATOR_FAMILIES
     notebook_window_minutes: int = 120  # kernels and GPUs quiet this long: the notebook instance is idle
     gpu_idle_percent: float = 5.0
     busiest_core_percent: float = 50.0  # a notebook instance's busiest CPU core at or over this is at work
@@ -400,16 +472,14 @@ class SageMakerPolicy:
 
     def is_accelerated(self, instance_type: str) -> bool:
         """True for an ml.* type of the accelerator families (ml.g5.xlarge is the g5.xlarge family's)."""
-        bare = instance_type.removeprefix("ml.")
-        return instance_type.startswith("ml.") and any(fnmatchcase(bare, f) for f in self.accelerator_families)
+        return is_accelerated_ml(self.accelerator_families, instance_type)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SageMakerPolicy:
         read = _Reader(os.environ if env is None else env)
-        families = read.csv("ACCELERATOR_FAMILIES") or cls.accelerator_families
         window = int(read.number("IDLE_WINDOW_MINUTES", cls.notebook_window_minutes, minimum=30))
         policy = cls(
-            accelerator_families=tuple(f if f.endswith("*") else f"{f}*" for f in families),
+            accelerator_families=read.accelerator_families(),
             notebook_window_minutes=window,
             gpu_idle_percent=read.number("GPU_IDLE_PERCENT", cls.gpu_idle_percent),
             busiest_core_percent=read.number("BUSIEST_CORE_PERCENT", cls.busiest_core_percent),

@@ -45,6 +45,11 @@ def is_sagemaker(record: Mapping[str, Any]) -> bool:
     return record.get("eventSource") == SOURCE
 
 
+def is_sagemaker_event(event: Any) -> bool:
+    """An EventBridge event whose CloudTrail record is one of SageMaker's calls."""
+    return isinstance(event, dict) and isinstance(event.get("detail"), dict) and is_sagemaker(event["detail"])
+
+
 def parse_record(record: Mapping[str, Any]) -> Creation | Skipped:
     """A CloudTrail record (an EventBridge detail, or a LookupEvents CloudTrailEvent)."""
     name = shapes.text(record, "eventName", "record", limit=100)

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from costguard.core import formatting, tags
+from costguard.core.keeping import kept_by_people
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy
 from costguard.sagemaker.activity import Activity, Verdict
@@ -68,17 +69,7 @@ def may_act(resource: Resource, policy: SageMakerPolicy, mode: Mode) -> tuple[bo
 
 def protection(resource: Resource, now: datetime) -> str | None:
     """Why costguard must never act on this resource now, or None."""
-    exempt = resource.tags.get(tags.EXEMPT)
-    if exempt is not None:
-        return f"exempt: {exempt or 'no reason given'}"
-    keep = resource.tags.get(tags.KEEP_UNTIL)
-    if keep is not None:
-        until = formatting.parse_time(keep)
-        if until is None:
-            return f"{tags.KEEP_UNTIL}={keep!r} is not a time I can read, so it is kept"
-        if until > now:
-            return f"kept until {formatting.format_time(until)}"
-    return unjudged(resource)
+    return kept_by_people(resource.tags, now) or unjudged(resource)
 
 
 def unjudged(resource: Resource) -> str | None:

@@ -8,21 +8,24 @@ space: its owner's profile), and the create call's identity only when that names
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.cloudtrail import EVENT_HISTORY, CloudTrail
 from costguard.aws.sagemaker import SageMaker
 from costguard.core import tags
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger
+from costguard.core.observability import ignored, logger
 from costguard.core.ownership import OwnerDecision, OwnerSource, decide_owner
 from costguard.core.records import Skipped
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode
-from costguard.sagemaker.creations import EVENTS, Creation, parse_lookup_event
+from costguard.sagemaker.creations import EVENTS, Creation, parse_lookup_event, parse_record
+from costguard.sagemaker.messages import unattributed
+from costguard.slack.notifier import SlackNotifier
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
 
@@ -181,3 +184,48 @@ class SageMakerOwners:
                     report.deferred = True
                     break
         return found
+
+
+@dataclass
+class SageMakerTagging:
+    """The owner tagger's SageMaker part: a create call tagged as it happens, and each region's backfill from the
+    trail the instances' backfill reads. The unattributed are posted to the alerts channel. Nothing at all with
+    SageMakerGovernance off."""
+
+    owners_for: Callable[[str], SageMakerOwners]
+    notifier: SlackNotifier
+    channel: str
+    owner_tag_key: str
+    regions: Sequence[str]
+    governed: bool
+    accelerated: Callable[[str], bool]  # an ml.* type of the accelerator families
+    time_left: Callable[[], float]
+
+    def creation(self, event: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        """A SageMaker create call: the notebook instance, endpoint or Studio app tagged with its owner."""
+        if event.get("detail-type") != "AWS API Call via CloudTrail":
+            detail_type = str(event.get("detail-type"))[:60]
+            raise EventValidationError(f"detail-type {detail_type!r} is not a CloudTrail API call")
+        if not self.governed:
+            return ignored("SageMaker governance is off")
+        created = parse_record(event["detail"])
+        if isinstance(created, Skipped):
+            return ignored(created.reason)
+        if created.region not in self.regions:
+            return ignored(f"region {created.region} is not governed")
+        report = self.owners_for(created.region).tag_creation(created, now)
+        self._tell(report)
+        return {"status": "tagged", "region": created.region, **report.summary()}
+
+    def backfill(self, region: str, trail: CloudTrail, now: datetime) -> Mapping[str, Any]:
+        """SageMaker resources without an owner in one region, from CloudTrail's create calls."""
+        if not self.governed:
+            return {}
+        owners = self.owners_for(region)
+        report = owners.backfill(trail, now, accelerated=self.accelerated, time_left=self.time_left)
+        self._tell(report)
+        return report.summary()
+
+    def _tell(self, report: OwnerReport) -> None:
+        if report.unattributed:
+            self.notifier.post(self.channel, unattributed(report.unattributed, self.owner_tag_key))

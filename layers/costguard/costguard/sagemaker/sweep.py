@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
 from costguard.core import formatting, tags
-from costguard.core.observability import logger
+from costguard.core.errors import CostguardError
+from costguard.core.observability import logger, metrics
 from costguard.core.sagemaker import IdleSetting, Resource
 from costguard.core.settings import Mode, SageMakerPolicy
 from costguard.sagemaker.activity import Activity, app_activity, endpoint_activity, notebook_activity
@@ -148,3 +152,28 @@ class SageMakerSweep:
             raise
         claims.done(claim)
         report.idle_settings_reported = len(findings)
+
+
+class SweepIncomplete(CostguardError):
+    """Some work failed in a way a retry can fix (Slack outage, throttling): fail so the run is retried."""
+
+
+def sweep_regions(sweep_for: Callable[[str], SageMakerSweep], regions: Sequence[str], now: datetime) -> dict[str, Any]:
+    """Every governed region swept; one region's outage does not stop the others', and fails the run at the end
+    (with whatever else a retry can fix) so that the schedule retries it."""
+    reports: dict[str, SweepReport] = {}
+    failures: list[str] = []
+    for region in regions:
+        try:
+            reports[region] = sweep_for(region).run(now)
+        except Exception as exc:  # one region's outage must not stop the others' sweep
+            logger.exception("sagemaker sweep failed", region=region)
+            failures.append(f"{region}: {type(exc).__name__}: {exc}")
+    for report in reports.values():
+        for action in ("warn", "act"):
+            done = sum(1 for o in report.outcomes if o.action.value == action and o.applied)
+            metrics.add_metric(name=f"SageMaker{action.title()}", unit=MetricUnit.Count, value=done)
+    errors = failures + [e for r in reports.values() for e in r.retryable]
+    if errors:
+        raise SweepIncomplete(f"{len(errors)} action(s) to retry: {errors[:5]}")
+    return {k: v.summary() for k, v in reports.items()}

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from costguard.core import formatting, tags
+from costguard.core.keeping import kept_by_people
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.judgement import Judgement, Verdict
@@ -71,16 +72,9 @@ UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
 
 def protection(instance: Instance, now: datetime, spot_request_type: str = "") -> str | None:
     """Why costguard must never stop this instance now, or None. (Auto Scaling membership is apart.)"""
-    exempt = instance.tags.get(tags.EXEMPT)
-    if exempt is not None:
-        return f"exempt: {exempt or 'no reason given'}"
-    keep = instance.tags.get(tags.KEEP_UNTIL)
-    if keep is not None:
-        until = formatting.parse_time(keep)
-        if until is None:
-            return f"{tags.KEEP_UNTIL}={keep!r} is not a time I can read, so it is kept"
-        if until > now:
-            return f"kept until {formatting.format_time(until)}"
+    kept = kept_by_people(instance.tags, now)
+    if kept is not None:
+        return kept
     schedule = instance.tags.get(tags.SCHEDULE)
     if schedule is not None:
         try:
