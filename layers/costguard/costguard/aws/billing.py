@@ -154,33 +154,16 @@ class BillingReader:
         if self.ce is None:
             self.unread.append("Savings Plans' use")
             return {}, None
-        period = {"Start": (today - timedelta(days=RECENT_DAYS)).isoformat(), "End": today.isoformat()}
-        used: dict[str, float] = {}
         try:
-            token: str | None = None
-            while True:
-                params: dict[str, Any] = {"TimePeriod": period}
-                if token:
-                    params["NextToken"] = token
-                details = self.ce.get_savings_plans_utilization_details(**params)
-                for detail in details.get("SavingsPlansUtilizationDetails", []):
-                    used[detail["SavingsPlanArn"]] = float(detail["Utilization"]["UtilizationPercentage"])
-                token = details.get("NextToken")
-                if not token:
-                    break
+            used = plans_use(self.ce, today)
         except READ_ERRORS as exc:
             self._failed("Savings Plans' use", "GetSavingsPlansUtilizationDetails", exc)
             return {}, None
-        spill: float | None = None
         try:
-            coverage = self.ce.get_savings_plans_coverage(TimePeriod=period, Granularity="DAILY")
-            on_demand = sum(
-                float((c.get("Coverage") or {}).get("OnDemandCost") or 0)
-                for c in coverage.get("SavingsPlansCoverages", [])
-            )
-            spill = round(on_demand / (24 * RECENT_DAYS), 4)
+            spill: float | None = plans_spill(self.ce, today)
         except READ_ERRORS as exc:
             logger.warning("savings plans coverage not read", error=str(exc)[:200])
+            spill = None
         CE_MEMORY.clear()
         CE_MEMORY[today] = (used, spill)
         return used, spill
@@ -188,21 +171,11 @@ class BillingReader:
     def _spot_prices(self, spot: Sequence[Instance], now: datetime) -> dict[tuple[str, str], float]:
         if not spot:
             return {}
-        types = sorted({i.instance_type for i in spot})
         try:
-            response = self.ec2.describe_spot_price_history(
-                InstanceTypes=types, ProductDescriptions=[LINUX], StartTime=now, MaxResults=1000
-            )
+            return spot_prices(self.ec2, sorted({i.instance_type for i in spot}), now)
         except READ_ERRORS as exc:
             self._failed("Spot prices", "DescribeSpotPriceHistory", exc)
             return {}
-        latest: dict[tuple[str, str], tuple[datetime, float]] = {}
-        for entry in response.get("SpotPriceHistory", []):
-            key = (entry["InstanceType"], entry.get("AvailabilityZone", ""))
-            moment = _time(entry["Timestamp"])
-            if key not in latest or moment > latest[key][0]:
-                latest[key] = (moment, float(entry["SpotPrice"]))
-        return {k: v[1] for k, v in latest.items()}
 
     def _failed(self, what: str, call: str, exc: BaseException) -> None:
         self.unread.append(what)
@@ -218,3 +191,45 @@ def _time(value: Any) -> datetime:
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def plans_use(ce: Any, today: date) -> dict[str, float]:
+    """Each Savings Plan's utilization (%) over the recent days, by ARN."""
+    period = {"Start": (today - timedelta(days=RECENT_DAYS)).isoformat(), "End": today.isoformat()}
+    used: dict[str, float] = {}
+    token: str | None = None
+    while True:
+        params: dict[str, Any] = {"TimePeriod": period}
+        if token:
+            params["NextToken"] = token
+        details = ce.get_savings_plans_utilization_details(**params)
+        for detail in details.get("SavingsPlansUtilizationDetails", []):
+            used[detail["SavingsPlanArn"]] = float(detail["Utilization"]["UtilizationPercentage"])
+        token = details.get("NextToken")
+        if not token:
+            return used
+
+
+def plans_spill(ce: Any, today: date) -> float:
+    """What the plans' eligible usage cost on demand per hour, over the recent days: what stops can save
+    while the plans are used up."""
+    period = {"Start": (today - timedelta(days=RECENT_DAYS)).isoformat(), "End": today.isoformat()}
+    coverage = ce.get_savings_plans_coverage(TimePeriod=period, Granularity="DAILY")
+    on_demand = sum(
+        float((c.get("Coverage") or {}).get("OnDemandCost") or 0) for c in coverage.get("SavingsPlansCoverages", [])
+    )
+    return round(on_demand / (24 * RECENT_DAYS), 4)
+
+
+def spot_prices(ec2: Any, types: Sequence[str], now: datetime) -> dict[tuple[str, str], float]:
+    """The latest Spot price of each type in each zone."""
+    response = ec2.describe_spot_price_history(
+        InstanceTypes=list(types), ProductDescriptions=[LINUX], StartTime=now, MaxResults=1000
+    )
+    latest: dict[tuple[str, str], tuple[datetime, float]] = {}
+    for entry in response.get("SpotPriceHistory", []):
+        key = (entry["InstanceType"], entry.get("AvailabilityZone", ""))
+        moment = _time(entry["Timestamp"])
+        if key not in latest or moment > latest[key][0]:
+            latest[key] = (moment, float(entry["SpotPrice"]))
+    return {k: v[1] for k, v in latest.items()}
