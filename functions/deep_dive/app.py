@@ -15,9 +15,9 @@ from costguard.core.observability import logger, metrics, refuses_garbage, trace
 from costguard.core.settings import DeepDiveSettings, IdlePolicy
 from costguard.core.shapes import shape
 from costguard.digest.chart import BLUE, DOLLARS, GREY, Series, bar_chart
-from costguard.digest.quarter import Quarter, chart_bars, csv_text, quarter_message
-from costguard.digest.quarterly import QuarterCollector
-from costguard.digest.sending import Attachment, DigestIncomplete, post_with_files
+from costguard.digest.posting import Attachment, DigestIncomplete, post_with_files
+from costguard.digest.quarterly.flow import QuarterCollector
+from costguard.digest.quarterly.rules import Quarter, chart_bars, csv_text, quarter_message
 from costguard.runtime import Runtime
 from costguard.state.weeks import WeekRecords
 

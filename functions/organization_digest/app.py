@@ -15,9 +15,9 @@ from costguard.core.observability import logger, metrics, refuses_garbage, trace
 from costguard.core.settings import OrganizationSettings
 from costguard.core.shapes import shape
 from costguard.digest.chart import week_chart
-from costguard.digest.gathering import gather
-from costguard.digest.organization import chart_days, organization_message
-from costguard.digest.sending import DigestIncomplete, chart, post_with_files
+from costguard.digest.organization.flow import gather
+from costguard.digest.organization.rules import chart_days, organization_message
+from costguard.digest.posting import DigestIncomplete, chart, post_with_files
 from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 

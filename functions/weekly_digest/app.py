@@ -22,8 +22,9 @@ from costguard.core.observability import logger, metrics, refuses_garbage, trace
 from costguard.core.queues import sqs_queue_region, sqs_queue_url
 from costguard.core.settings import DigestSettings, IdlePolicy, SageMakerPolicy
 from costguard.core.shapes import shape
-from costguard.digest.collection import DigestCollector, Region
-from costguard.digest.sending import DigestIncomplete, record_week, send_digest
+from costguard.digest.posting import DigestIncomplete
+from costguard.digest.weekly.collection import DigestCollector, Region
+from costguard.digest.weekly.sending import record_week, send_digest
 from costguard.runtime import Runtime
 from costguard.sagemaker.messages import digest_section
 from costguard.sagemaker.week import SageMakerRegion, WeekCollector

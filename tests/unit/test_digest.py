@@ -15,7 +15,8 @@ from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.figures import (
+from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.rules.figures import (
     Hour,
     HourFolder,
     InstanceWeek,
@@ -25,9 +26,8 @@ from costguard.digest.figures import (
     summarize,
     worst_idle,
 )
-from costguard.digest.hours import iter_hours
-from costguard.digest.messages import digest_message
-from costguard.digest.savings import saved_by_stops
+from costguard.digest.weekly.rules.messages import digest_message
+from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
 from tests.unit.test_organization import member_data
 
@@ -207,7 +207,7 @@ def test_the_fortnight_is_read_in_full_calls_and_an_instance_split_between_two_i
 
 
 def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() -> None:
-    from costguard.digest.messages import owner_message  # noqa: PLC0415
+    from costguard.digest.weekly.rules.messages import owner_message  # noqa: PLC0415
 
     bob = machine("i-b", "bob", 4, 5.672, hours(0, 19, 14, cpu=1, gpu_max=0.5, gpu_avg=0.5))
     carol = machine("i-c", "carol", 1, 1.006, hours(0, 19, 3, cpu=1, gpu_max=0.5, gpu_avg=0.5))
@@ -247,8 +247,9 @@ def test_the_digest_says_how_many_learned_starts_were_made_wasted_and_the_gpu_ho
 
 
 def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_received() -> None:
-    from costguard.digest.data import CommitmentUse, DigestData  # noqa: PLC0415
-    from costguard.digest.messages import digest_message, owner_message  # noqa: PLC0415
+    from costguard.digest.commitments import CommitmentUse  # noqa: PLC0415
+    from costguard.digest.weekly.rules.messages import digest_message, owner_message  # noqa: PLC0415
+    from costguard.digest.weekly.rules.records import DigestData  # noqa: PLC0415
 
     bob = machine("i-b", "bob", 4, 5.672, hours(0, 19, 14, cpu=1, gpu_max=0.5, gpu_avg=0.5))
     carol = machine("i-c", "carol", 1, 1.006, hours(0, 19, 3, cpu=1, gpu_max=0.5, gpu_avg=0.5))

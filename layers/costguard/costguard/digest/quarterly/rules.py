@@ -18,7 +18,7 @@ from datetime import date, datetime
 
 from costguard.core.formatting import usd
 from costguard.digest.chart import month_label
-from costguard.digest.data import CommitmentUse
+from costguard.digest.commitments import CommitmentUse
 from costguard.digest.handoff import AccountWeek
 from costguard.slack.blocks import (
     Message,

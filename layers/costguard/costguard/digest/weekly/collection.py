@@ -17,13 +17,13 @@ from costguard.aws.ssm import Ssm
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.advice import Advice, Observed, observe, spot_advice, weigh
-from costguard.digest.dashboards import update_dashboards
-from costguard.digest.data import DigestData
-from costguard.digest.figures import InstanceWeek, empty_week, outlived_keeps, summarize, tally_into
-from costguard.digest.hours import iter_hours
-from costguard.digest.savings import saved_by_stops
 from costguard.digest.spend import commitment_use, weekly_spend
+from costguard.digest.weekly.dashboards import update_dashboards
+from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
+from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, outlived_keeps, summarize, tally_into
+from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger
 

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from costguard.core.records import vcpus_of_type
 from costguard.core.settings import IdlePolicy
-from costguard.digest.figures import Hour, HourGrid, InstanceWeek, is_idle
+from costguard.digest.weekly.rules.figures import Hour, HourGrid, InstanceWeek, is_idle
 
 MIN_HOURS = 24
 MIN_DAYS = 5

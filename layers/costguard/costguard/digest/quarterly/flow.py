@@ -17,7 +17,7 @@ from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger
 from costguard.core.settings import IdlePolicy
 from costguard.digest.handoff import AccountWeek, decode
-from costguard.digest.quarter import (
+from costguard.digest.quarterly.rules import (
     Anomaly,
     Line,
     Quarter,

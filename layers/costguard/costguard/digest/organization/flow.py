@@ -12,7 +12,7 @@ from costguard.aws.queues import BATCH, Letter, Mailbox
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics
 from costguard.digest.handoff import AccountWeek, decode
-from costguard.digest.organization import OrganizationWeek
+from costguard.digest.organization.rules import OrganizationWeek
 from costguard.state.handoffs import HandedWeeks
 
 # Reading stops with this much of the run left: the digest is posted with what was gathered.
