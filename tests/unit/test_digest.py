@@ -273,3 +273,22 @@ def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_receive
         owner_message(data, "bob", [bob]).slack_blocks()
     )
     assert "warned you" not in json.dumps(owner_message(data, "dan", []).slack_blocks())
+
+
+def test_an_hour_is_idle_by_the_stoppers_rule_so_one_busy_core_under_a_low_average_is_work() -> None:
+    from costguard.digest.weekly.rules.figures import is_idle  # noqa: PLC0415
+
+    # g5.12xlarge, 48 vCPUs, its GPUs quiet. Without the busiest core, a CPU average of 5 % may be one
+    # core at full load: the stopper's threshold is 50 / 48 = 1.04 %, so the hour is work. With the
+    # busiest core published, the core decides (50 %) beside the CPU's 10 %.
+    box = machine("i-1", "alice", 4, 5.672, [])
+    assert not is_idle(Hour(START, 5.0, 0.5, 0.5), box, POLICY)
+    assert is_idle(Hour(START, 1.0, 0.5, 0.5), box, POLICY)
+    assert not is_idle(Hour(START, 5.0, 0.5, 0.5, core_max=80.0), box, POLICY)
+    assert is_idle(Hour(START, 5.0, 0.5, 0.5, core_max=20.0), box, POLICY)
+    # the week's figures, counted off the compact hour grid, say the same: of 5 % and 1 %, one idle hour
+    at = [START + timedelta(hours=k) for k in range(2)]
+    quiet = [[(t, 0.5) for t in at] for _ in range(4)]
+    grid = hours_from_points(list(zip(at, [5.0, 1.0], strict=True)), quiet, quiet)
+    week = summarize([replace(box, hours=grid)], START, END, POLICY)
+    assert (week.fleet.gpu_hours, week.fleet.idle_gpu_hours) == (8.0, 4.0)
