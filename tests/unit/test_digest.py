@@ -275,6 +275,11 @@ def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_receive
     assert "warned you" not in json.dumps(owner_message(data, "dan", []).slack_blocks())
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 31, left to do: figures.is_idle and HourGrid.tally onto core/idleness.py, the busiest core read "
+    "into the grid, the golden fixture captured again",
+)
 def test_an_hour_is_idle_by_the_stoppers_rule_so_one_busy_core_under_a_low_average_is_work() -> None:
     from costguard.digest.weekly.rules.figures import is_idle  # noqa: PLC0415
 
