@@ -289,8 +289,8 @@ def test_an_hour_is_idle_by_the_stoppers_rule_so_one_busy_core_under_a_low_avera
     box = machine("i-1", "alice", 4, 5.672, [])
     assert not is_idle(Hour(START, 5.0, 0.5, 0.5), box, POLICY)
     assert is_idle(Hour(START, 1.0, 0.5, 0.5), box, POLICY)
-    assert not is_idle(Hour(START, 5.0, 0.5, 0.5, core_max=80.0), box, POLICY)
-    assert is_idle(Hour(START, 5.0, 0.5, 0.5, core_max=20.0), box, POLICY)
+    assert not is_idle(Hour(START, 5.0, 0.5, 0.5, core_max=80.0), box, POLICY)  # type: ignore[call-arg]  # the field the busiest core will arrive in (xfail above)
+    assert is_idle(Hour(START, 5.0, 0.5, 0.5, core_max=20.0), box, POLICY)  # type: ignore[call-arg]
     # the week's figures, counted off the compact hour grid, say the same: of 5 % and 1 %, one idle hour
     at = [START + timedelta(hours=k) for k in range(2)]
     quiet = [[(t, 0.5) for t in at] for _ in range(4)]
