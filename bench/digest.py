@@ -27,8 +27,8 @@ from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.figures import summarize, worst_idle
-from costguard.digest.hours import iter_hours
+from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.rules.figures import summarize, worst_idle
 
 SIZES = (1_000, 10_000)
 LATENCIES = (0.0, 0.03)

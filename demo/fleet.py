@@ -18,7 +18,7 @@ from typing import Any
 from costguard.aws.costexplorer import EC2_COMPUTE, periods
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.records import vcpus_of_type
-from costguard.digest.quarter import quarter_bounds
+from costguard.digest.quarterly.rules import quarter_bounds
 from costguard.state.weeks import WeekRecords
 from testing import launches, moto_fixes
 from testing.aws_gaps import AwsGaps

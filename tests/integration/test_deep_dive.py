@@ -16,9 +16,10 @@ from PIL import Image
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.costexplorer import EC2_COMPUTE
 from costguard.aws.pricing import PriceBook
-from costguard.digest.data import DigestData
-from costguard.digest.figures import Week
-from costguard.digest.handoff import account_week, encode
+from costguard.digest.handoff import encode
+from costguard.digest.weekly.rules.figures import Week
+from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.rules.summary import account_week
 from costguard.runtime import Runtime
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.weeks import WeekRecords

@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 from costguard.aws.clients import ClientFactory
-from costguard.digest.sending import DigestIncomplete
+from costguard.digest.posting import DigestIncomplete
 from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 from testing.fuzz import mutants

@@ -12,9 +12,9 @@ from botocore.stub import Stubber
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.digest.advice import Advice, advise, observe, spot_advice, spot_candidates
-from costguard.digest.figures import Hour, InstanceWeek
-from costguard.digest.messages import SPOT_WARNING, advice_line
+from costguard.digest.weekly.rules.advice import Advice, advise, observe, spot_advice, spot_candidates
+from costguard.digest.weekly.rules.figures import Hour, InstanceWeek
+from costguard.digest.weekly.rules.messages import SPOT_WARNING, advice_line
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -131,7 +131,7 @@ def test_the_spot_price_is_asked_once_per_type_at_the_digests_time_and_read_for_
 
 
 def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> None:
-    from costguard.digest.messages import _advice_blocks  # noqa: PLC0415
+    from costguard.digest.weekly.rules.messages import _advice_blocks  # noqa: PLC0415
 
     box = machine("p4d.24xlarge", 8, [], zone="us-east-1a")
     spot = Advice(box, "spot", "", 21.96, 8.7838, 72.0, "72 h of work in stretches")
@@ -141,7 +141,7 @@ def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> Non
 
 
 def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_working_hours_tag() -> None:
-    from costguard.digest.advice import schedule_advice  # noqa: PLC0415
+    from costguard.digest.weekly.rules.advice import schedule_advice  # noqa: PLC0415
     from costguard.idle.rules.schedule import parse_schedule  # noqa: PLC0415
 
     # g5.xlarge, $1.006/h. Monday to Friday (the week starts on a Monday): works 09:00-17:00 UTC, then runs
@@ -162,7 +162,7 @@ def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_w
 
 
 def test_irregular_hours_or_no_idle_time_outside_them_suggest_no_working_hours() -> None:
-    from costguard.digest.advice import schedule_advice  # noqa: PLC0415
+    from costguard.digest.weekly.rules.advice import schedule_advice  # noqa: PLC0415
 
     # a different 4-hour slot each day: no window holds 80 % of the work within 16 hours
     scattered = [

@@ -31,9 +31,9 @@ from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, GpuSeries
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.dashboards import dashboard_body
-from costguard.digest.figures import InstanceWeek
-from costguard.digest.hours import iter_hours
+from costguard.digest.weekly.dashboards import dashboard_body
+from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.rules.figures import InstanceWeek
 
 CONFIG = Path(__file__).resolve().parents[2] / "docs" / "cloudwatch-agent.json"
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 
 from costguard.aws.costexplorer import EC2_COMPUTE, cost_anomalies, monthly_spend
 from costguard.aws.pricing import PriceBook
-from costguard.digest.quarter import (
+from costguard.digest.quarterly.rules import (
     Line,
     Quarter,
     RegionPrice,

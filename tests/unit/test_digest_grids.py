@@ -17,8 +17,8 @@ from costguard.aws.cloudwatch.series import MetricRef
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.series import Signal
 from costguard.core.settings import IdlePolicy
-from costguard.digest.advice import advise, observe, schedule_advice, spot_candidates, weigh
-from costguard.digest.figures import (
+from costguard.digest.weekly.rules.advice import advise, observe, schedule_advice, spot_candidates, weigh
+from costguard.digest.weekly.rules.figures import (
     UNKNOWN_BUSY,
     Hour,
     HourFolder,

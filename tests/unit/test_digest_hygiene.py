@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.digest.data import CommitmentUse, DigestData
-from costguard.digest.figures import InstanceWeek, summarize
-from costguard.digest.messages import digest_message
+from costguard.digest.commitments import CommitmentUse
+from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
+from costguard.digest.weekly.rules.messages import digest_message
+from costguard.digest.weekly.rules.records import DigestData
 
 NOW = datetime(2026, 11, 23, 9, tzinfo=UTC)
 

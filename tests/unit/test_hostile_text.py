@@ -28,12 +28,14 @@ from costguard.commitments.messages import expiry_reminder, underused_alert
 from costguard.core import tags
 from costguard.core.records import Commitment, Drivers, Instance, Mover, Price, SpendPicture
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.digest.advice import Advice
-from costguard.digest.data import CommitmentUse, DigestData
-from costguard.digest.figures import Hour, InstanceWeek, OutlivedKeep, summarize
-from costguard.digest.handoff import OwnerWaste, account_week, decode, encode
-from costguard.digest.messages import digest_message, owner_message
-from costguard.digest.organization import OrganizationWeek, organization_message
+from costguard.digest.commitments import CommitmentUse
+from costguard.digest.handoff import OwnerWaste, decode, encode
+from costguard.digest.organization.rules import OrganizationWeek, organization_message
+from costguard.digest.weekly.rules.advice import Advice
+from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, OutlivedKeep, summarize
+from costguard.digest.weekly.rules.messages import digest_message, owner_message
+from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.rules.summary import account_week
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.judgement import Judgement, Verdict
 from costguard.idle.words import messages as idle

@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 from costguard.core.errors import ConfigError, EventValidationError
 from costguard.core.settings import IdlePolicy, OrganizationSettings
-from costguard.digest.data import CommitmentUse, DigestData
-from costguard.digest.figures import Hour, InstanceWeek, summarize
-from costguard.digest.handoff import AccountWeek, OwnerWaste, account_week, decode, encode
-from costguard.digest.organization import OrganizationWeek, chart_days, organization_message
+from costguard.digest.commitments import CommitmentUse
+from costguard.digest.handoff import AccountWeek, OwnerWaste, decode, encode
+from costguard.digest.organization.rules import OrganizationWeek, chart_days, organization_message
+from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, summarize
+from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.rules.summary import account_week
 from costguard.state.entries import Entry, EntryKind
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday

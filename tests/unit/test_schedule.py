@@ -61,30 +61,3 @@ def test_the_next_window_opens_in_the_machines_zone_across_a_change_of_clocks() 
 def test_a_schedule_that_cannot_be_read_says_why(text: str, reason: str) -> None:
     with pytest.raises(ScheduleError, match=reason):
         parse_schedule(text)
-
-
-def test_regular_starts_and_stops_suggest_working_hours_from_the_median_start_to_after_the_median_stop() -> None:
-    from costguard.idle.rules.schedule import suggest_schedule  # noqa: PLC0415
-
-    monday = datetime(2026, 11, 9, tzinfo=UTC)
-    changes = []
-    for day, (start, stop) in enumerate(
-        [("08:10", "19:20"), ("08:40", "18:50"), ("07:55", "19:05"), ("08:20", "19:40")]
-    ):
-        for at, state in ((start, "running"), (stop, "stopped")):
-            hour, minute = map(int, at.split(":"))
-            changes.append((monday + timedelta(days=day, hours=hour, minutes=minute), state))
-    now = monday + timedelta(days=5, hours=12)
-    # starts at 8, 8, 7, 8 -> median 8; stops at 19, 18, 19, 19 -> median 19, so until 20:00; all Monday-Thursday
-    assert suggest_schedule(changes, now) == "weekdays 08:00-20:00 UTC"
-    saturday = [
-        (monday + timedelta(days=5, hours=8, minutes=5), "running"),
-        (monday + timedelta(days=5, hours=19), "stopped"),
-    ]
-    assert suggest_schedule(changes + saturday, now + timedelta(days=1)) == "daily 08:00-20:00 UTC"
-    parse_schedule("weekdays 08:00-20:00 UTC")  # what it suggests is what the tag reads
-    assert suggest_schedule(changes[:4], now) is None  # two days are not a habit
-    assert suggest_schedule(changes, now + timedelta(days=30)) is None  # a month ago is not now
-    scattered = [(monday + timedelta(days=d, hours=(5 * d) % 12), s) for d in range(5) for s in ("running",)]
-    scattered += [(monday + timedelta(days=d, hours=(5 * d) % 12 + 3), "stopped") for d in range(5)]
-    assert suggest_schedule(scattered, now) is None  # different hours every day

@@ -9,7 +9,7 @@ from typing import Any
 
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.commitments import CommitmentReader
-from costguard.digest.data import CommitmentUse
+from costguard.digest.commitments import CommitmentUse
 
 
 def commitment_use(

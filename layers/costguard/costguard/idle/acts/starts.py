@@ -34,10 +34,11 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
+from costguard.core.working_hours import suggest_from_changes
 from costguard.idle.acts.effects import SKEW, Effects, effect_record
 from costguard.idle.report import RegionReport, machine_entry
 from costguard.idle.rules.recurring import LATE
-from costguard.idle.rules.schedule import ScheduleError, parse_schedule, suggest_schedule
+from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 from costguard.idle.words.messages import morning_start_note, schedule_unreadable_notice
 from costguard.slack.blocks import Message
 from costguard.state.claims import Claims, ClaimState
@@ -351,7 +352,7 @@ def hours_offer(history: MachineHistory) -> Callable[[Instance, datetime], str |
     def offer(instance: Instance, now: datetime) -> str | None:
         if tags.SCHEDULE in instance.tags:
             return None
-        return suggest_schedule(history.changes(instance.instance_id), now)
+        return suggest_from_changes(history.changes(instance.instance_id), now)
 
     return offer
 

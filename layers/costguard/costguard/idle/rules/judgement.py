@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from costguard.core.idleness import levels
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
 
@@ -53,10 +54,11 @@ class Judgement:
 def thresholds(utilization: Utilization, policy: IdlePolicy) -> dict[Signal, float]:
     """The level at which each signal is work, for this machine."""
     busiest_core = any(s.points for s in utilization.of(Signal.BUSIEST_CORE))
+    level = levels(policy, vcpus=utilization.vcpus, busiest_core_known=busiest_core)
     return {
-        Signal.GPU: policy.gpu_idle_percent,
-        Signal.CPU: policy.cpu_threshold(utilization.vcpus, busiest_core_known=busiest_core),
-        Signal.BUSIEST_CORE: policy.busiest_core_percent,
+        Signal.GPU: level.gpu,
+        Signal.CPU: level.cpu,
+        Signal.BUSIEST_CORE: level.busiest_core,
         Signal.NETWORK_IN: policy.network_idle_bytes_per_second,
         Signal.NETWORK_OUT: policy.network_idle_bytes_per_second,
     }

@@ -16,7 +16,6 @@ outside it the idle rule applies, and costguard starts it shortly before its nex
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -120,36 +119,3 @@ def _days(text: str) -> frozenset[int]:
         a, b = DAYS.index(first), DAYS.index(last or first)
         found.update(range(a, b + 1) if a <= b else [*range(a, 7), *range(0, b + 1)])
     return frozenset(found)
-
-
-HISTORY_DAYS = 14
-MIN_REGULAR_DAYS = 3
-
-
-def suggest_schedule(events: Iterable[tuple[datetime, str]], now: datetime) -> str | None:
-    """Working hours for a machine that was started and stopped at about the same hours on at least 3 of
-    the last 14 days (EC2's `running` and `stopped`, UTC): `weekdays HH:00-HH:00 UTC` (or `daily`), the
-    hour of the median start to the hour after the median stop; None when its hours are not regular."""
-    since = now - timedelta(days=HISTORY_DAYS)
-    days: dict[int, tuple[datetime | None, datetime | None]] = {}
-    for at, state in sorted(events):
-        if not since <= at <= now:
-            continue
-        first, last = days.get(at.toordinal(), (None, None))
-        if state == "running" and first is None:
-            first = at
-        elif state == "stopped" and first is not None:
-            last = at
-        days[at.toordinal()] = (first, last)
-    spans = [(first, last) for first, last in days.values() if first is not None and last is not None]
-    if len(spans) < MIN_REGULAR_DAYS:
-        return None
-    opens = sorted(first.hour for first, _ in spans)[len(spans) // 2]
-    closes = sorted(last.hour for _, last in spans)[len(spans) // 2] + 1
-    regular = [
-        (first, last) for first, last in spans if abs(first.hour - opens) <= 1 and abs(last.hour + 1 - closes) <= 1
-    ]
-    if len(regular) < MIN_REGULAR_DAYS or len(regular) < 0.6 * len(spans) or closes <= opens:
-        return None
-    weekdays = all(first.weekday() < 5 for first, _ in regular)
-    return f"{'weekdays' if weekdays else 'daily'} {opens:02d}:00-{closes:02d}:00 UTC"

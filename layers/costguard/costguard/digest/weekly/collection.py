@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,14 +16,14 @@ from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
-from costguard.core.settings import IdlePolicy
-from costguard.digest.advice import Advice, Observed, observe, spot_advice, weigh
-from costguard.digest.dashboards import update_dashboards
-from costguard.digest.data import DigestData
-from costguard.digest.figures import InstanceWeek, empty_week, outlived_keeps, summarize, tally_into
-from costguard.digest.hours import iter_hours
-from costguard.digest.savings import saved_by_stops
+from costguard.core.settings import IdlePolicy, Mode
 from costguard.digest.spend import commitment_use, weekly_spend
+from costguard.digest.weekly.dashboards import update_dashboards
+from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
+from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, outlived_keeps, summarize, tally_into
+from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger
 
@@ -36,6 +36,16 @@ class Region:
     metrics: MetricReader
     dashboards: Any  # the region's CloudWatch client, for PutDashboard
     ssm: Ssm | None = None  # where the activity check runs: who has no SSM agent
+
+    @classmethod
+    def reading(
+        cls, name: str, client: Callable[[str], Any], *, mode: Mode, policy: IdlePolicy, activity_check: bool
+    ) -> Region:
+        """The region's readers over its clients (`client(service)`); SSM's only where the activity check runs."""
+        cloudwatch = client("cloudwatch")
+        ec2 = Ec2(client("ec2"), name, mode)
+        ssm = Ssm(client("ssm")) if activity_check else None
+        return cls(name, ec2, GpuSeriesFinder(cloudwatch), MetricReader(cloudwatch, policy), cloudwatch, ssm)
 
 
 @dataclass

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from costguard.core.formatting import usd
-from costguard.digest.chart import month_label
-from costguard.digest.data import CommitmentUse
+from costguard.digest.chart import BLUE, DOLLARS, GREY, Series, bar_chart, month_label
+from costguard.digest.commitments import CommitmentUse
 from costguard.digest.handoff import AccountWeek
 from costguard.slack.blocks import (
     Message,
@@ -183,6 +183,16 @@ def chart_bars(quarter: Quarter) -> list[tuple[str, float, float]]:
     totals = quarter.totals
     accelerated = quarter.accelerated or tuple(0.0 for _ in totals)
     return [(month_label(m), a, max(0.0, t - a)) for m, t, a in zip(quarter.months, totals, accelerated, strict=True)]
+
+
+def chart_png(quarter: Quarter) -> bytes:
+    """EC2 compute a month: accelerated types and the rest."""
+    return bar_chart(
+        chart_bars(quarter),
+        title=f"EC2 compute cost a month, {quarter.label}",
+        series=(Series("Accelerated types", BLUE), Series("Other EC2", GREY)),
+        unit=DOLLARS,
+    )
 
 
 def _months(line: Line) -> str:

@@ -14,7 +14,7 @@ from costguard.aws.pricing import PriceBook
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Signal
-from costguard.digest.figures import HourFolder, InstanceWeek
+from costguard.digest.weekly.rules.figures import HourFolder, InstanceWeek
 
 HOUR = 3600
 

@@ -1,6 +1,6 @@
-"""The quarterly deep dive's collection: Cost Explorer month by month, Cost Anomaly Detection, region
-prices, costguard's weekly records and commitment use. A failed read is one missing section, named in
-the report, never a reason to send none."""
+"""The quarterly deep dive's flow: its collection (Cost Explorer month by month, Cost Anomaly Detection,
+region prices, costguard's weekly records and commitment use; a failed read is one missing section,
+named in the report, never a reason to send none), then its post with a chart and a CSV, once."""
 
 from __future__ import annotations
 
@@ -9,24 +9,32 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.commitments import CommitmentReader
 from costguard.aws.costexplorer import cost_anomalies, monthly_spend
 from costguard.aws.pricing import PriceBook
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger
+from costguard.core.observability import logger, metrics
 from costguard.core.settings import IdlePolicy
 from costguard.digest.handoff import AccountWeek, decode
-from costguard.digest.quarter import (
+from costguard.digest.posting import Attachment, DigestIncomplete, post_with_files
+from costguard.digest.quarterly.rules import (
     Anomaly,
     Line,
     Quarter,
     RegionPrice,
+    chart_png,
+    csv_text,
     jumps,
     month_starts,
     quarter_bounds,
+    quarter_message,
 )
 from costguard.digest.spend import commitment_use
+from costguard.slack.notifier import SlackNotifier
+from costguard.state.claims import Claims
 from costguard.state.weeks import WeekRecords
 
 DIMENSION_KEYS = {"account": "LINKED_ACCOUNT", "region": "REGION", "instance type": "INSTANCE_TYPE"}
@@ -130,6 +138,44 @@ class QuarterCollector:
             except EventValidationError as exc:
                 logger.warning("weekly record unreadable", reason=str(exc)[:300])
         return weeks
+
+
+def deep_dive(
+    collector: QuarterCollector, *, notifier: SlackNotifier, claims: Claims, channel: str, now: datetime
+) -> dict[str, Any]:
+    """The quarter collected and posted with its chart and CSV, once; what it said, for the handler."""
+    quarter = collector.collect(now)
+    slug = quarter.label.lower().replace(" ", "-")
+    posted = post_with_files(
+        notifier,
+        claims,
+        key=f"deep-dive:{quarter.months[0]:%Y-%m}",
+        channel=channel,
+        message=lambda: quarter_message(quarter, now),
+        attachments=[
+            Attachment("chart", lambda: chart_png(quarter), f"ec2-{slug}.png",
+                       "EC2 compute a month: accelerated types and the rest"),
+            Attachment("csv", lambda: csv_text(quarter).encode(), f"ec2-deep-dive-{slug}.csv",
+                       "Every line, month by month"),
+        ],
+        now=now,
+    )  # fmt: skip
+    metrics.add_metric(name="DeepDiveLines", unit=MetricUnit.Count, value=len(quarter.lines))
+    if posted.missing:
+        raise DigestIncomplete(f"the deep dive's {posted.missing}")
+    return {
+        "status": "posted" if posted.posted else "already-posted",
+        "quarter": quarter.label,
+        "months": [f"{m:%Y-%m}" for m in quarter.months],
+        "total_usd": round(sum(quarter.totals), 2),
+        "lines": len(quarter.lines),
+        "anomalies": len(quarter.anomalies),
+        "anomaly_source": quarter.anomaly_source,
+        "region_moves": sum(1 for r in quarter.regions if r.saving_usd >= quarter.region_threshold_usd),
+        "weeks_recorded": len(quarter.weeks),
+        "files": posted.files,
+        "errors": quarter.errors,
+    }
 
 
 def _anomaly(raw: Any) -> Anomaly:

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from costguard.core import tags
 from costguard.core.formatting import usd
-from costguard.digest.advice import Advice
 from costguard.digest.chart import day_label
-from costguard.digest.data import DigestData
-from costguard.digest.figures import Figures, InstanceWeek, worst_idle
+from costguard.digest.weekly.rules.advice import Advice
+from costguard.digest.weekly.rules.figures import Figures, InstanceWeek, worst_idle
+from costguard.digest.weekly.rules.records import DigestData
 from costguard.slack.blocks import (
     Block,
     Message,

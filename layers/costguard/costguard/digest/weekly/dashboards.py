@@ -10,7 +10,7 @@ from typing import Any
 from costguard.aws.clients import READ_ERRORS
 from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE
 from costguard.core.observability import logger
-from costguard.digest.figures import InstanceWeek
+from costguard.digest.weekly.rules.figures import InstanceWeek
 
 
 def update_dashboards(regions: Mapping[str, Any], weeks: Sequence[InstanceWeek]) -> dict[str, str]:

@@ -1,26 +1,16 @@
-"""The digest's records: what the week's collection found, and what the sending did. Pure records."""
+"""The weekly digest's records: what the week's collection found, and what the sending did. Pure records."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from costguard.core.records import Commitment, Instance
-from costguard.digest.advice import Advice
-from costguard.digest.figures import InstanceWeek, OutlivedKeep, Week
+from costguard.core.records import Instance
+from costguard.digest.commitments import CommitmentUse
+from costguard.digest.weekly.rules.advice import Advice
+from costguard.digest.weekly.rules.figures import InstanceWeek, OutlivedKeep, Week
 from costguard.slack.blocks import Block
 from costguard.state.entries import Entry, EntryKind
-
-
-@dataclass
-class CommitmentUse:
-    """Reserved Instance and Savings Plans use and coverage over the week, and what expires soon."""
-
-    ri_utilization: float | None = None
-    ri_coverage: float | None = None
-    sp_utilization: float | None = None
-    sp_coverage: float | None = None
-    expiring: list[Commitment] = field(default_factory=list)
 
 
 @dataclass

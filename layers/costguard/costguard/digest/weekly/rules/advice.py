@@ -14,8 +14,8 @@ Three suggestions, each resting on figures it states, each only for a machine a 
 
 A machine gets at most one size suggestion (the larger saving) and possibly the Spot one.
 
-- **Working hours.** A machine without a `costguard:schedule` that worked within the same hours on at
-  least 5 days (80 % of its working hours inside one window of at most 16 h) and sat idle 10 hours or
+- **Working hours.** A machine without a `costguard:schedule` whose working hours keep to a window
+  (core/working_hours.py: the rule the idle warning's offer uses too) and that sat idle 10 hours or
   more outside it: the tag that says so, so that it is started before its hours and never warned in them.
 """
 
@@ -23,20 +23,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from math import ceil
 from typing import NamedTuple
 
 from costguard.core.records import vcpus_of_type
 from costguard.core.settings import IdlePolicy
-from costguard.digest.figures import Hour, HourGrid, InstanceWeek, is_idle
+from costguard.core.working_hours import working_hours
+from costguard.digest.weekly.rules.figures import Hour, HourGrid, InstanceWeek, is_idle
 
 MIN_HOURS = 24
 MIN_DAYS = 5
 LOW_GPU_PERCENT = 20.0
 STRETCH_HOURS = 6
-SCHEDULE_SHARE = 0.8
-SCHEDULE_MAX_HOURS = 16
 SCHEDULE_IDLE_HOURS = 10
 
 # type -> (GPUs, the GPU, its memory in GB). The accelerated sizes costguard can suggest.
@@ -181,24 +180,16 @@ def schedule_advice(
         if instance.instance_id in exclude or not instance.usd_per_hour:
             continue
         working = [h for h in hours if h.gpu_max is not None and not is_idle(h, instance, policy)]
-        by_day: dict[int, list[int]] = {}
-        for h in working:
-            by_day.setdefault(h.at.toordinal(), []).append(h.at.hour)
-        if len(by_day) < MIN_DAYS:
+        found = working_hours(h.at for h in working)
+        if found is None:
             continue
-        opens = sorted(min(v) for v in by_day.values())[len(by_day) // 2]
-        closes = sorted(max(v) for v in by_day.values())[len(by_day) // 2] + 1
-        if not 0 < closes - opens <= SCHEDULE_MAX_HOURS:
+        idle_outside = [h for h in hours if not found.holds(h.at) and is_idle(h, instance, policy)]
+        if len(idle_outside) < SCHEDULE_IDLE_HOURS:
             continue
-        inside = [h for h in working if opens <= h.at.hour < closes]
-        idle_outside = [h for h in hours if not opens <= h.at.hour < closes and is_idle(h, instance, policy)]
-        if len(inside) < SCHEDULE_SHARE * len(working) or len(idle_outside) < SCHEDULE_IDLE_HOURS:
-            continue
-        weekdays = all(date.fromordinal(d).weekday() < 5 for d in by_day)
-        tag = f"{'weekdays' if weekdays else 'daily'} {opens:02d}:00-{closes:02d}:00 UTC"
+        tag, window = found.tag, f"{found.opens:02d}:00-{found.closes:02d}:00 UTC"
         basis = (
-            f"worked within {opens:02d}:00-{closes:02d}:00 UTC on {len(by_day)} days "
-            f"({len(inside)} of its {len(working)} working hours), and sat idle {len(idle_outside)} h outside them"
+            f"worked within {window} on {found.days} days "
+            f"({found.inside} of its {found.worked} working hours), and sat idle {len(idle_outside)} h outside them"
         )
         out.append(Advice(instance, "schedule", tag, instance.usd_per_hour, 0.0, float(len(idle_outside)), basis))
     return sorted(out, key=lambda a: -a.saving_usd)

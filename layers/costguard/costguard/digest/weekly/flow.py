@@ -1,0 +1,98 @@
+"""The weekly digest's run, its steps in order: collect the week (collection.py), add the other features'
+parts (SageMaker's, built by the handler: a feature does not import another), keep the week and hand it
+to the hub, send the channel's post and each owner's (sending.py); a summary for the handler to return."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from costguard.aws.queues import Mailbox
+from costguard.core.observability import metrics
+from costguard.digest.posting import DigestIncomplete
+from costguard.digest.weekly.collection import DigestCollector
+from costguard.digest.weekly.sending import record_week, send_digest
+from costguard.slack.blocks import Block
+from costguard.slack.notifier import SlackNotifier
+from costguard.state.claims import Claims
+from costguard.state.entries import Entry
+from costguard.state.weeks import WeekRecords
+
+# Another feature's part of the digest: (the week's ledger entries, its start, now) -> its blocks.
+Section = Callable[[Sequence[Entry], datetime, datetime], list[Block]]
+
+
+@dataclass(frozen=True)
+class Account:
+    """Who this digest is about, as the week kept and handed over names it."""
+
+    account: str
+    label: str
+    regions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recipients:
+    """Where the digest goes: the channel, and each owner unless the deployment turned that off."""
+
+    channel: str
+    email_domain: str
+    owner_digests: bool
+    owner_digests_always: bool = False
+
+
+@dataclass
+class WeeklyDigest:
+    collector: DigestCollector
+    records: WeekRecords
+    mailbox: Mailbox | None  # the hub's figures queue; None when no hub collects this account's week
+    notifier: SlackNotifier
+    claims: Claims
+    account: Account
+    recipients: Recipients
+    sections: Sequence[Section] = ()
+    time_left: Callable[[], float] = lambda: float("inf")
+
+    def run(self, now: datetime) -> dict[str, Any]:
+        data = self.collector.collect(now)
+        data.sections = [block for section in self.sections for block in section(data.entries, data.start, now)]
+        unsent = record_week(
+            data,
+            self.records,
+            self.mailbox,
+            account=self.account.account,
+            label=self.account.label,
+            regions=self.account.regions,
+        )
+        report = send_digest(
+            data,
+            notifier=self.notifier,
+            claims=self.claims,
+            channel=self.recipients.channel,
+            email_domain=self.recipients.email_domain,
+            owner_digests=self.recipients.owner_digests,
+            owner_digests_always=self.recipients.owner_digests_always,
+            now=now,
+            time_left=self.time_left,
+        )
+        if unsent:
+            raise DigestIncomplete(f"{unsent}")  # the digest went out; the retry keeps and hands the week over again
+        fleet = data.this_week.fleet
+        metrics.add_metric(name="DigestIdleGpuHours", unit=MetricUnit.Count, value=fleet.idle_gpu_hours)
+        return {
+            "status": "posted" if report.posted else "already-posted",
+            "instances": fleet.instances,
+            "idle_gpu_hours": fleet.idle_gpu_hours,
+            "waste_usd": round(fleet.waste_usd, 2),
+            "chart_file": report.chart_file,
+            "owners_told": report.owners_told,
+            "owners_quiet": report.owners_quiet,
+            "owners_unreachable": report.owners_unreachable,
+            "dashboards": data.dashboards,
+            "handed_over": self.mailbox is not None,
+            "errors": data.errors,
+        }
