@@ -23,6 +23,7 @@ RESOURCELESS_READS = {
     "ec2:DescribeSpotInstanceRequests",
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeReservedInstances",
+    "ec2:DescribeCapacityReservations",
     "autoscaling:DescribeAutoScalingGroups",
     "cloudtrail:LookupEvents",
     "cloudwatch:GetMetricData",
@@ -796,3 +797,19 @@ def test_the_deep_dive_runs_each_quarter_reads_anomalies_of_this_account_only_an
     assert anomalies["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:ce::${AWS::AccountId}:anomalymonitor/*"}
     acts = {a for s in role for a in as_list(s["Action"])}
     assert not any(a.startswith(("ec2:Stop", "ec2:Start", "ec2:CreateTags", "sqs:Receive")) for a in acts)
+
+
+def test_the_idle_stopper_reads_the_bill_it_prices_stops_with_and_nothing_more(cfn: dict[str, Any]) -> None:
+    # The money model (core/money.py, aws/billing.py) and the scarce capacity it weighs (core/scarcity.py):
+    # read-only calls, each named in docs/rules.md with the question it answers.
+    [read] = [s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and s.get("Sid") == "ReadTheBill"]
+    assert sorted(as_list(read["Action"])) == [
+        "ce:GetSavingsPlansCoverage",
+        "ce:GetSavingsPlansUtilizationDetails",
+        "cloudtrail:LookupEvents",
+        "ec2:DescribeCapacityReservations",
+        "ec2:DescribeReservedInstances",
+        "ec2:DescribeSpotPriceHistory",
+        "savingsplans:DescribeSavingsPlans",
+    ]
+    assert read["Effect"] == "Allow"
