@@ -21,11 +21,13 @@ from costguard.core.records import Price, Skipped
 from costguard.core.sagemaker import IdleSetting, Kind, Resource, Variant
 from costguard.core.series import Signal
 from costguard.core.settings import Mode, SageMakerPolicy
-from costguard.sagemaker.activity import Activity, Verdict, app_activity, endpoint_activity, notebook_activity
-from costguard.sagemaker.creations import Creation, parse_record
-from costguard.sagemaker.decision import Action, Decision, decide
-from costguard.sagemaker.figures import SageMakerWeek, Zombie
-from costguard.sagemaker.messages import (
+from costguard.sagemaker.rules.activity import Activity, Verdict, app_activity, endpoint_activity, notebook_activity
+from costguard.sagemaker.rules.creations import Creation, app_owner, parse_record
+from costguard.sagemaker.rules.decision import Action, Decision, decide, judged_from
+from costguard.sagemaker.rules.figures import SageMakerWeek, Zombie
+from costguard.sagemaker.rules.shutdown import shutdown_findings
+from costguard.sagemaker.week import SageMakerRegion, WeekCollector
+from costguard.sagemaker.words.messages import (
     act_failed_notice,
     act_notice,
     digest_section,
@@ -34,9 +36,6 @@ from costguard.sagemaker.messages import (
     unattributed,
     warning,
 )
-from costguard.sagemaker.owners import app_owner
-from costguard.sagemaker.sweep import judged_from, shutdown_findings
-from costguard.sagemaker.week import SageMakerRegion, WeekCollector
 from costguard.slack.buttons import Button, sagemaker_keep_buttons
 from costguard.slack.interactions import Click, parse_interaction
 from testing.handlers import load_event
