@@ -25,8 +25,8 @@ from costguard.core.shapes import shape
 from costguard.digest.collection import DigestCollector, Region
 from costguard.digest.sending import DigestIncomplete, record_week, send_digest
 from costguard.runtime import Runtime
-from costguard.sagemaker.words.messages import digest_section
 from costguard.sagemaker.week import SageMakerRegion, WeekCollector
+from costguard.sagemaker.words.messages import digest_section
 from costguard.slack.blocks import Block
 from costguard.state.entries import Entry
 from costguard.state.weeks import WeekRecords
