@@ -9,13 +9,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.costexplorer import CostExplorer
-from costguard.budgets.alerting import handle_anomaly, handle_notification
-from costguard.budgets.anomalies import is_anomaly_event, parse_anomaly_event
-from costguard.budgets.notifications import parse_sns_event
+from costguard.budgets.alerting import handle_event
 from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import BudgetSettings
 from costguard.runtime import Runtime
@@ -36,23 +32,14 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
             _budget_settings().ec2_only,
         )
 
-    anomaly = parse_anomaly_event(event) if is_anomaly_event(event) else None  # Cost Anomaly Detection via EventBridge
-    notifications = parse_sns_event(event, received=runtime.now()) if anomaly is None else []
-    wiring: dict[str, Any] = {
-        "explorer": explorer,
-        "claims": runtime.claims,
-        "notifier": runtime.notifier,
-        "channel": settings.alerts_channel,
-        "now": runtime.now(),
-    }
-    results = [handle_anomaly(anomaly, **wiring)] if anomaly else []
-    results += [handle_notification(notification, **wiring) for notification in notifications]
-    handled = []
-    for result in results:
-        logger.info(f"{result.kind} alert", message_id=result.message_id, status=result.status, key=result.key)
-        name = f"{result.kind.title()}{result.status.title().replace('-', '')}"  # BudgetPosted, AnomalyUpdated...
-        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
-        handled.append({"message_id": result.message_id, "status": result.status, "key": result.key})
+    handled = handle_event(
+        event,
+        explorer=explorer,
+        claims=runtime.claims,
+        notifier=runtime.notifier,
+        channel=settings.alerts_channel,
+        now=runtime.now(),
+    )
     return {"status": "done", "notifications": handled}
 
 

@@ -7,18 +7,14 @@ to the queue, then to the dead-letter queue, whose alarm says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
 from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from costguard.aws.ec2 import Ec2
 from costguard.aws.sagemaker import SageMaker
-from costguard.buttons.sagemaker import SageMakerClicks
-from costguard.buttons.worker import ClickWorker, Reply, no_sagemaker
+from costguard.buttons.clicks import handle_clicks, sagemaker_clicks
+from costguard.buttons.worker import ClickWorker
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics, refuses_garbage, tracer
@@ -37,17 +33,18 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     if not records:
         raise EventValidationError("buttons expects SQS records of queued clicks")
     clicks = [Click.from_json(shapes.obj(r, "Records[]").get("body")) for r in records]
-    return work(clicks, (runtime or Runtime.current()).start(context))
+    live = (runtime or Runtime.current()).start(context)
+    settings, actions = live.settings, _settings()
 
+    def sagemaker_for(region: str) -> SageMaker:
+        client = live.client("sagemaker", region)
+        return SageMaker(client, region, settings.mode, account=live.account, owner_tag_key=settings.owner_tag_key)
 
-def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
-    """Act on each click; an exception returns it to the queue for a retry."""
-    settings, actions = runtime.settings, _settings()
     worker = ClickWorker(
-        ec2_for=lambda region: Ec2(runtime.client("ec2", region), region, settings.mode),
-        notifier=runtime.notifier,
-        ledger=runtime.ledger,
-        claims=runtime.claims,
+        ec2_for=lambda region: Ec2(live.client("ec2", region), region, settings.mode),
+        notifier=live.notifier,
+        ledger=live.ledger,
+        claims=live.claims,
         respond=post_response,
         accelerated=actions.is_accelerated,
         mode=settings.mode,
@@ -55,25 +52,10 @@ def work(clicks: list[Click], runtime: Runtime) -> dict[str, Any]:
         email_domain=settings.email_domain,
         admins=actions.admins,
         zone=ZoneInfo(actions.timezone),
-        account=runtime.account,
-        sagemaker=_sagemaker(runtime, actions) if actions.sagemaker_governed else no_sagemaker,
+        account=live.account,
+        sagemaker=sagemaker_clicks(actions.sagemaker_governed, sagemaker_for, actions.is_accelerated_ml),
     )
-    done = []
-    for click in clicks:
-        reply = worker.handle(click, runtime.now())
-        metrics.add_metric(name=f"ButtonClick{reply.status.title().replace('-', '')}", unit=MetricUnit.Count, value=1)
-        done.append({"instance_id": click.instance_id, "button": click.button.value, "status": reply.status})
-    return {"status": "done", "clicks": done}
-
-
-def _sagemaker(runtime: Runtime, actions: ButtonSettings) -> Callable[[ClickWorker, Click, datetime], Reply]:
-    settings = runtime.settings
-
-    def api(region: str) -> SageMaker:
-        client = runtime.client("sagemaker", region)
-        return SageMaker(client, region, settings.mode, account=runtime.account, owner_tag_key=settings.owner_tag_key)
-
-    return SageMakerClicks(sagemaker_for=api, accelerated=actions.is_accelerated_ml)
+    return handle_clicks(worker, clicks, live.now)
 
 
 @cache

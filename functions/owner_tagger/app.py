@@ -19,8 +19,8 @@ from costguard.core.settings import OwnerSettings
 from costguard.owners.tagging import OwnerTagger
 from costguard.owners.writer import OwnerTagWriter
 from costguard.runtime import Runtime
-from costguard.sagemaker.creations import is_sagemaker_event
 from costguard.sagemaker.owners import SageMakerOwners, SageMakerTagging
+from costguard.sagemaker.rules.creations import is_sagemaker_event
 from costguard.state.cursors import WalkCursors
 
 BACKFILL_INPUT = {"costguard": "backfill"}

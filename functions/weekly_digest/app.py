@@ -17,8 +17,8 @@ from costguard.core.shapes import shape
 from costguard.digest.weekly.collection import DigestCollector, Region
 from costguard.digest.weekly.flow import Account, Recipients, Section, WeeklyDigest
 from costguard.runtime import Runtime
-from costguard.sagemaker.messages import digest_section
 from costguard.sagemaker.week import SageMakerRegion, WeekCollector
+from costguard.sagemaker.words.messages import digest_section
 from costguard.state.weeks import WeekRecords
 
 WEEKLY_INPUT = {"costguard": "digest"}

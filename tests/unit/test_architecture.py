@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import costguard
 
 PACKAGE = Path(costguard.__file__).parent
@@ -34,11 +36,12 @@ def test_no_class_in_the_library_is_longer_than_a_screenful() -> None:
     assert long == []
 
 
-def test_the_idle_stoppers_rules_never_read_the_clock() -> None:
+@pytest.mark.parametrize("feature", ["idle", "sagemaker"])
+def test_the_rules_never_read_the_clock(feature: str) -> None:
     # Time comes in as an argument (`now`), so that a rule is a function of its inputs and its tests
     # never freeze clocks.
     readers = []
-    for path in (PACKAGE / "idle" / "rules").rglob("*.py"):
+    for path in (PACKAGE / feature / "rules").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr in {"now", "utcnow", "today", "time", "monotonic"}:
                 owner = node.value

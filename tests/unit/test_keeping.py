@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from costguard.core import tags
 from costguard.core.keeping import kept_by_people
 from costguard.core.sagemaker import Kind, Resource
-from costguard.sagemaker.decision import protection as sagemaker_protection
+from costguard.sagemaker.rules.decision import protection as sagemaker_protection
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -1,5 +1,5 @@
 """An SQS queue read and written as a mailbox: the hub's figures queue, where each account's weekly
-digest hands over its week.
+digest hands over its week, and the click queues the receiver writes to.
 
 A message is deleted only once the reader has kept what it says; one it cannot use stays, and SQS
 moves it to the dead-letter queue after the queue's maxReceiveCount, where the operator is alerted.

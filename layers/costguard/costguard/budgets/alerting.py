@@ -8,15 +8,18 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.costexplorer import CostExplorer
 from costguard.budgets.alarms import alarm_from_sns, alarm_message
-from costguard.budgets.anomalies import Anomaly, anomaly_from_sns
+from costguard.budgets.anomalies import Anomaly, anomaly_from_sns, is_anomaly_event, parse_anomaly_event
 from costguard.budgets.anomaly_messages import anomaly_message
 from costguard.budgets.messages import budget_alert_message, raw_budget_message
-from costguard.budgets.notifications import BudgetParseError, SnsNotification, parse_budget_message
+from costguard.budgets.notifications import BudgetParseError, SnsNotification, parse_budget_message, parse_sns_event
 from costguard.core.errors import EventValidationError, SlackDeliveryError
-from costguard.core.observability import logger
+from costguard.core.observability import logger, metrics
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import Delivery, SlackNotifier
 from costguard.state.claims import Claim, ClaimHeld, Claims, ClaimState, post_once
@@ -33,6 +36,38 @@ class Handled:
     status: str  # "posted", "posted-raw", "duplicate"; anomalies: "updated", "reposted", "unchanged", "stale"
     key: str
     kind: str = "budget"  # or "anomaly"
+
+
+def handle_event(
+    event: Any,
+    *,
+    explorer: Callable[[], CostExplorer],
+    claims: Claims,
+    notifier: SlackNotifier,
+    channel: str,
+    now: datetime,
+) -> list[dict[str, str]]:
+    """An invocation's alerts: a Cost Anomaly Detection event from EventBridge, or each record of an SNS event
+    (a budget's tier, an anomaly, an alarm); each one logged and counted by kind and status (BudgetPosted,
+    AnomalyUpdated...), and said in the summary."""
+    wiring: dict[str, Any] = {
+        "explorer": explorer,
+        "claims": claims,
+        "notifier": notifier,
+        "channel": channel,
+        "now": now,
+    }
+    anomaly = parse_anomaly_event(event) if is_anomaly_event(event) else None
+    notifications = parse_sns_event(event, received=now) if anomaly is None else []
+    results = [handle_anomaly(anomaly, **wiring)] if anomaly else []
+    results += [handle_notification(notification, **wiring) for notification in notifications]
+    handled = []
+    for result in results:
+        logger.info(f"{result.kind} alert", message_id=result.message_id, status=result.status, key=result.key)
+        name = f"{result.kind.title()}{result.status.title().replace('-', '')}"
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+        handled.append({"message_id": result.message_id, "status": result.status, "key": result.key})
+    return handled
 
 
 def handle_notification(

@@ -20,9 +20,9 @@ from costguard.core.people import owner_email
 from costguard.core.records import Price
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy, Settings
-from costguard.sagemaker.decision import Action, Decision
-from costguard.sagemaker.messages import act_failed_notice, act_notice, dry_run_notice, hourly_cost, warning
-from costguard.sagemaker.report import Outcome
+from costguard.sagemaker.rules.decision import Action, Decision
+from costguard.sagemaker.rules.report import Outcome
+from costguard.sagemaker.words.messages import act_failed_notice, act_notice, dry_run_notice, hourly_cost, warning
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once

@@ -23,14 +23,13 @@ from costguard.core.ownership import OwnerDecision, OwnerSource, decide_owner
 from costguard.core.records import Skipped
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode
-from costguard.sagemaker.creations import EVENTS, Creation, parse_lookup_event, parse_record
-from costguard.sagemaker.messages import unattributed
+from costguard.sagemaker.rules.creations import EVENTS, Creation, app_owner, parse_lookup_event, parse_record
+from costguard.sagemaker.words.messages import unattributed
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
 
 UNATTRIBUTED = {OwnerSource.SERVICE, OwnerSource.UNKNOWN}
-PERSON = {OwnerSource.IAM_USER, OwnerSource.IDENTITY_CENTER, OwnerSource.FEDERATED_USER, OwnerSource.ROOT}
 RESERVE_SECONDS = 60.0
 
 
@@ -50,23 +49,6 @@ class OwnerReport:
             "sagemaker_deferred": self.deferred,
             "sagemaker_errors": self.errors,
         }
-
-
-def app_owner(decision: OwnerDecision, holder_tags: dict[str, str], owner_tag_key: str, holder: str) -> OwnerDecision:
-    """A Studio app's owner: the create call's identity when it names a person (an IAM user, an Identity
-    Center or federated user, an email as session name); else its user profile's Owner tag; else nobody
-    (SageMaker's execution role is not a person, and a session name may be SageMaker's own)."""
-    if decision.source is OwnerSource.LAUNCH_TAG:
-        return decision  # the app carries an owner already
-    if decision.owner is not None and (decision.source in PERSON or "@" in decision.owner):
-        return decision
-    profile_owner = holder_tags.get(owner_tag_key, "").strip()
-    if profile_owner:
-        return OwnerDecision(profile_owner, OwnerSource.GROUP_TAG, decision.created_by, f"{owner_tag_key} of {holder}")
-    named = f"created by {decision.owner} (not a person)" if decision.owner else decision.reason
-    return OwnerDecision(
-        None, OwnerSource.UNKNOWN, decision.created_by, f"{named}; {holder} has no {owner_tag_key} tag"
-    )
 
 
 class SageMakerOwners:

@@ -16,44 +16,20 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
-from costguard.core import formatting, tags
 from costguard.core.errors import CostguardError
 from costguard.core.observability import logger, metrics
-from costguard.core.sagemaker import IdleSetting, Resource
+from costguard.core.sagemaker import Resource
 from costguard.core.settings import Mode, SageMakerPolicy
-from costguard.sagemaker.activity import Activity, app_activity, endpoint_activity, notebook_activity
 from costguard.sagemaker.acts import SageMakerActs
-from costguard.sagemaker.decision import decide, grace, window
-from costguard.sagemaker.figures import LOOKBACK
-from costguard.sagemaker.messages import idle_settings_report
-from costguard.sagemaker.report import SweepReport
+from costguard.sagemaker.rules.activity import Activity, app_activity, endpoint_activity, notebook_activity
+from costguard.sagemaker.rules.decision import decide, judged_from
+from costguard.sagemaker.rules.figures import LOOKBACK
+from costguard.sagemaker.rules.report import SweepReport
+from costguard.sagemaker.rules.shutdown import shutdown_findings
+from costguard.sagemaker.words.messages import idle_settings_report
 from costguard.state.claims import ClaimState
 
 SETTINGS_TTL = timedelta(days=30)
-
-
-def judged_from(resource: Resource, policy: SageMakerPolicy, now: datetime) -> datetime:
-    """The window ending now, or from the warning if that is earlier: the data must cover the grace period. A
-    warning older than the window and the grace together (the resource was exempt for a while, the sweeps
-    failed for a day) is stale: the data read is the window's, later than it, and the decision warns again
-    rather than acting on a warning its owner read long ago (as the EC2 sweep does)."""
-    start = now - window(resource, policy)
-    warned = formatting.parse_time(resource.tags.get(tags.IDLE_WARNED_AT))
-    if warned is None or warned < resource.since or warned < start - grace(resource, policy):
-        return start
-    return min(start, warned)
-
-
-def shutdown_findings(settings: Sequence[IdleSetting], window_minutes: int) -> list[IdleSetting]:
-    """Settings that let an idle app run on: explicitly off, or longer than the team's window. A domain's
-    default that is not set at all is off (Studio's default); a profile or space that sets nothing inherits."""
-    found = []
-    for setting in settings:
-        off = setting.enabled is False or (setting.enabled is None and setting.scope.startswith("domain"))
-        too_long = bool(setting.enabled) and (setting.timeout_minutes or 0) > window_minutes
-        if off or too_long:
-            found.append(setting)
-    return found
 
 
 class SageMakerSweep:

@@ -10,21 +10,20 @@ Hours without data are not counted as idle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.pricing import PriceBook
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
-from costguard.core.sagemaker import Resource, has_nvidia_gpu
-from costguard.core.series import Point, Signal
+from costguard.core.sagemaker import Resource
 from costguard.core.settings import SageMakerPolicy
-from costguard.sagemaker.activity import app_activity, endpoint_activity
-from costguard.sagemaker.decision import unjudged
-from costguard.sagemaker.figures import LOOKBACK, SageMakerWeek, Zombie
-from costguard.sagemaker.messages import hourly_cost
-from costguard.sagemaker.sweep import shutdown_findings
+from costguard.sagemaker.rules.activity import app_activity, endpoint_activity
+from costguard.sagemaker.rules.decision import unjudged
+from costguard.sagemaker.rules.figures import LOOKBACK, SageMakerWeek, Zombie, idle_notebook_hours
+from costguard.sagemaker.rules.shutdown import shutdown_findings
+from costguard.sagemaker.words.messages import hourly_cost
 from costguard.state.entries import Entry
 
 HOUR = 3600
@@ -35,28 +34,6 @@ class SageMakerRegion:
     name: str
     api: SageMaker
     metrics: SageMakerMetrics
-
-
-def idle_notebook_hours(
-    series: Mapping[Signal, Sequence[Point]] | None, policy: SageMakerPolicy, instance_type: str
-) -> int:
-    """Hours with a kernel and a CPU report (and a GPU one on an NVIDIA type) in which no kernel was at work,
-    and the busiest core and GPU stayed under their thresholds."""
-    found = series or {}
-    kernels = dict(found.get(Signal.KERNEL_ACTIVITY, ()))
-    cores = dict(found.get(Signal.BUSIEST_CORE, ()))
-    gpus = dict(found.get(Signal.GPU, ()))
-    nvidia = has_nvidia_gpu(instance_type)
-
-    def quiet(t: datetime) -> bool:
-        core, gpu = cores.get(t), gpus.get(t)
-        if core is None or core >= policy.busiest_core_percent:
-            return False
-        if gpu is None:
-            return not nvidia
-        return gpu < policy.gpu_idle_percent
-
-    return sum(1 for t, v in kernels.items() if v == 0 and quiet(t))
 
 
 @dataclass

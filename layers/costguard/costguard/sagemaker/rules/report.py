@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from costguard.sagemaker.decision import Action
+from costguard.sagemaker.rules.decision import Action
 
 
 @dataclass

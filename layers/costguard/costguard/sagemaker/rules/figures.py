@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from costguard.core.sagemaker import Resource
+from costguard.core.sagemaker import Resource, has_nvidia_gpu
+from costguard.core.series import Point, Signal
+from costguard.core.settings import SageMakerPolicy
 from costguard.state.entries import Entry, EntryKind
 
 LOOKBACK = timedelta(days=90)  # how far back an endpoint's last invocation is looked for
+
+
+def idle_notebook_hours(
+    series: Mapping[Signal, Sequence[Point]] | None, policy: SageMakerPolicy, instance_type: str
+) -> int:
+    """Hours with a kernel and a CPU report (and a GPU one on an NVIDIA type) in which no kernel was at work,
+    and the busiest core and GPU stayed under their thresholds."""
+    found = series or {}
+    kernels = dict(found.get(Signal.KERNEL_ACTIVITY, ()))
+    cores = dict(found.get(Signal.BUSIEST_CORE, ()))
+    gpus = dict(found.get(Signal.GPU, ()))
+    nvidia = has_nvidia_gpu(instance_type)
+
+    def quiet(t: datetime) -> bool:
+        core, gpu = cores.get(t), gpus.get(t)
+        if core is None or core >= policy.busiest_core_percent:
+            return False
+        if gpu is None:
+            return not nvidia
+        return gpu < policy.gpu_idle_percent
+
+    return sum(1 for t, v in kernels.items() if v == 0 and quiet(t))
 
 
 def endpoint_cost_since(

@@ -19,7 +19,7 @@ from costguard.core import formatting, tags
 from costguard.core.keeping import kept_by_people
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy
-from costguard.sagemaker.activity import Activity, Verdict
+from costguard.sagemaker.rules.activity import Activity, Verdict
 
 
 class Action(StrEnum):
@@ -54,6 +54,18 @@ def grace(resource: Resource, policy: SageMakerPolicy) -> timedelta:
     if resource.kind is Kind.ENDPOINT:
         return timedelta(hours=policy.endpoint_grace_hours)
     return timedelta(minutes=policy.grace_minutes)
+
+
+def judged_from(resource: Resource, policy: SageMakerPolicy, now: datetime) -> datetime:
+    """The window ending now, or from the warning if that is earlier: the data must cover the grace period. A
+    warning older than the window and the grace together (the resource was exempt for a while, the sweeps
+    failed for a day) is stale: the data read is the window's, later than it, and the decision warns again
+    rather than acting on a warning its owner read long ago (as the EC2 sweep does)."""
+    start = now - window(resource, policy)
+    warned = formatting.parse_time(resource.tags.get(tags.IDLE_WARNED_AT))
+    if warned is None or warned < resource.since or warned < start - grace(resource, policy):
+        return start
+    return min(start, warned)
 
 
 def may_act(resource: Resource, policy: SageMakerPolicy, mode: Mode) -> tuple[bool, str]:

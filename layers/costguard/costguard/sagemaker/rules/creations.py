@@ -1,5 +1,5 @@
-"""CloudTrail records of SageMaker create calls, parsed: CreateNotebookInstance, CreateEndpoint, CreateApp.
-Pure: no I/O.
+"""CloudTrail records of SageMaker create calls, parsed (CreateNotebookInstance, CreateEndpoint, CreateApp), and
+who owns a Studio app created on a user's behalf. Pure: no I/O.
 
 The same record arrives as an EventBridge "AWS API Call via CloudTrail" event's detail (real time) and as a
 LookupEvents result's CloudTrailEvent (the backfill). SageMaker's records name the resource in
@@ -16,7 +16,7 @@ from typing import Any
 
 from costguard.core import shapes
 from costguard.core.errors import EventValidationError
-from costguard.core.ownership import Identity, lookup_record, parse_identity
+from costguard.core.ownership import Identity, OwnerDecision, OwnerSource, lookup_record, parse_identity
 from costguard.core.records import Skipped
 from costguard.core.sagemaker import GOVERNED_APP_TYPES, Kind, check_key
 
@@ -98,3 +98,23 @@ def _time(value: str) -> datetime:
         return datetime.fromisoformat(value)
     except ValueError as exc:
         raise EventValidationError(f"eventTime {value[:40]!r} is not an ISO 8601 time") from exc
+
+
+PERSON = {OwnerSource.IAM_USER, OwnerSource.IDENTITY_CENTER, OwnerSource.FEDERATED_USER, OwnerSource.ROOT}
+
+
+def app_owner(decision: OwnerDecision, holder_tags: dict[str, str], owner_tag_key: str, holder: str) -> OwnerDecision:
+    """A Studio app's owner: the create call's identity when it names a person (an IAM user, an Identity
+    Center or federated user, an email as session name); else its user profile's Owner tag; else nobody
+    (SageMaker's execution role is not a person, and a session name may be SageMaker's own)."""
+    if decision.source is OwnerSource.LAUNCH_TAG:
+        return decision  # the app carries an owner already
+    if decision.owner is not None and (decision.source in PERSON or "@" in decision.owner):
+        return decision
+    profile_owner = holder_tags.get(owner_tag_key, "").strip()
+    if profile_owner:
+        return OwnerDecision(profile_owner, OwnerSource.GROUP_TAG, decision.created_by, f"{owner_tag_key} of {holder}")
+    named = f"created by {decision.owner} (not a person)" if decision.owner else decision.reason
+    return OwnerDecision(
+        None, OwnerSource.UNKNOWN, decision.created_by, f"{named}; {holder} has no {owner_tag_key} tag"
+    )

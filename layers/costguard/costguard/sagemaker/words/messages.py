@@ -10,9 +10,9 @@ from costguard.core import tags
 from costguard.core.formatting import duration, usd
 from costguard.core.records import Price
 from costguard.core.sagemaker import IdleSetting, Kind, Resource
-from costguard.sagemaker.activity import Verdict
-from costguard.sagemaker.decision import Decision
-from costguard.sagemaker.figures import SageMakerWeek, endpoint_cost_since
+from costguard.sagemaker.rules.activity import Verdict
+from costguard.sagemaker.rules.decision import Decision
+from costguard.sagemaker.rules.figures import SageMakerWeek, endpoint_cost_since
 from costguard.slack.blocks import (
     Block,
     Message,

@@ -1,0 +1,1 @@
+"""The SageMaker messages: Block Kit built by pure functions, sent by the acts."""

@@ -1,0 +1,95 @@
+"""SageMaker's messages (sagemaker/words/messages): what they say, and nothing unescaped."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+
+from costguard.core.records import Price
+from costguard.core.sagemaker import IdleSetting
+from costguard.core.series import Signal
+from costguard.core.settings import SageMakerPolicy
+from costguard.sagemaker.rules.activity import Activity, Verdict, endpoint_activity
+from costguard.sagemaker.rules.decision import Action, Decision, decide
+from costguard.sagemaker.rules.figures import SageMakerWeek, Zombie
+from costguard.sagemaker.words.messages import (
+    act_failed_notice,
+    act_notice,
+    digest_section,
+    dry_run_notice,
+    idle_settings_report,
+    unattributed,
+    warning,
+)
+from tests.unit.sagemaker.resources import (
+    NOW,
+    daily,
+    endpoint_resource,
+    idle,
+    studio_app,
+)
+from tests.unit.test_hostile_text import assert_harmless, hostile
+
+
+def test_the_warning_says_what_a_zombie_cost_since_its_last_invocation_and_a_day() -> None:
+    activity = endpoint_activity(
+        endpoint_resource(),
+        {"churn-v2/AllTraffic": {Signal.CPU: daily(8, 2.0), Signal.INVOCATIONS: daily(11, 4.0)[-1:]}},
+        window_start=NOW - timedelta(days=7),
+        now=NOW,
+    )
+    decision = decide(endpoint_resource(), activity, SageMakerPolicy(), NOW)
+    message = warning(endpoint_resource(), decision, Price(1.5, "pricing-api"), "bob@example.com", NOW)
+    body = json.dumps(message.blocks, ensure_ascii=False)
+    assert "never automatically: endpoint deletion is off (EndpointsDelete)" in body
+    assert "$3.00/h × 2 instances · $72/day" in body
+    # Invoked on Fri 13 Nov: from the end of that day to now, 10 days and 12 h at $3/h.
+    assert "*Cost since its last invocation (Fri 13 Nov)*\\n$756" in body
+
+
+def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() -> None:
+    hostile = "<!channel> <https://example.com|re-authenticate>"
+    resource = endpoint_resource(tags={"Owner": hostile})
+    decision = decide(resource, idle(resource), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
+    week = SageMakerWeek(endpoints=1, zombies=[Zombie("churn-v2", hostile, 36.0, hostile)], idle_shutdown_off=[hostile])
+    for message in (
+        warning(resource, decision, Price(1.5, "pricing-api"), hostile, NOW),
+        act_notice(resource, decision, Price(1.5, "pricing-api"), hostile),
+        unattributed([("endpoint/churn-v2", "us-east-1", hostile)], "Owner"),
+    ):
+        assert "<!channel>" not in json.dumps(message.blocks) + message.text
+    assert "<!channel>" not in json.dumps(digest_section(week))
+    assert "&lt;!channel&gt;" in json.dumps(digest_section(week))
+
+
+@given(value=hostile)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+def test_every_sagemaker_message_escapes_what_it_did_not_write(value: str) -> None:
+    # Owner tags, AWS's error messages, Studio names and CloudTrail reasons reach Slack only escaped.
+    resource = endpoint_resource(tags={"Owner": value}, instance_type=value, region=value)
+    activity = Activity(Verdict.IDLE, value, NOW - timedelta(days=7), last_invoked=NOW - timedelta(days=9))
+    decision = Decision(resource.key, Action.WARN, value, NOW + timedelta(hours=24), activity=activity, why_not=value)
+    unseen = Decision(
+        "app/x", Action.WARN, value, will_act=False, why_not=value, activity=Activity(Verdict.UNSEEN, value)
+    )
+    app = studio_app(tags={"Owner": value})
+    week = SageMakerWeek(
+        notebooks=1,
+        zombies=[Zombie(value, value, 3.0, value)],
+        unwatched=[value],
+        idle_shutdown_off=[value],
+        errors=[value],
+    )
+    for message in (
+        warning(resource, decision, Price(1.5, "pricing-api"), value, NOW),
+        warning(app, unseen, Price(None, "unknown"), value, NOW),
+        act_notice(resource, decision, Price(1.5, "bundled"), value),
+        dry_run_notice(resource, decision, Price(1.5, "pricing-api"), value),
+        act_failed_notice(resource, value, value),
+        idle_settings_report([IdleSetting("space", "d-1", value, "JupyterLab", False, None)], 120),
+        unattributed([(value, value, value)], "Owner"),
+    ):
+        assert_harmless(message, value)
+    assert_harmless({"blocks": digest_section(week)}, value)
