@@ -66,6 +66,21 @@ def warning_buttons(
     return elements
 
 
+def stop_anyway_buttons(instance_id: str, region: str, account: str = "") -> list[Block]:
+    """On a machine idling on prepaid capacity: a person may stop it to free the slot (a stop from Slack)."""
+    stop = dict(button("Stop anyway", Button.STOP_NOW, button_value(instance_id, region, account), style="danger"))
+    stop["confirm"] = {
+        "title": {"type": "plain_text", "text": "Stop it anyway?"},
+        "text": {
+            "type": "mrkdwn",
+            "text": f"`{instance_id}` will be stopped now: its slot is freed, and nothing is saved on the bill.",
+        },
+        "confirm": {"type": "plain_text", "text": "Stop it"},
+        "deny": {"type": "plain_text", "text": "Cancel"},
+    }
+    return [stop]
+
+
 def start_buttons(instance_id: str, region: str, account: str = "", *, learned_start: bool = False) -> list[Block]:
     value = button_value(instance_id, region, account)
     again = [button("Start it again", Button.START, value, style="primary")]

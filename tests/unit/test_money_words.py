@@ -1,0 +1,43 @@
+"""What a stop is worth, as the messages say it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from costguard.core.money import Basis, Hold, Marginal
+from costguard.core.records import Instance
+from costguard.idle.words.money import prepaid_idle_notice, saving_line
+from costguard.slack.buttons import Button
+
+NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
+
+
+def test_a_saving_says_the_bill_and_why_with_the_list_price_beside_it_when_they_differ() -> None:
+    partial = Marginal(10.98, 21.96, Basis.ON_DEMAND, "on demand: 3 p4d run, 2.5 Reserved Instances")
+    assert saving_line(partial) == (
+        "Saves $10.98/h on the bill (on demand: 3 p4d run, 2.5 Reserved Instances; $21.96/h on demand)"
+    )
+    assert saving_line(Marginal(21.96, 21.96, Basis.ON_DEMAND, "on demand")) == "Saves $21.96/h on the bill (on demand)"
+    unread = Marginal(
+        21.96, 21.96, Basis.ON_DEMAND, "on demand", caveat="Reserved Instances not read; priced on demand"
+    )
+    assert saving_line(unread).endswith("(on demand; Reserved Instances not read; priced on demand)")
+
+
+def test_the_prepaid_notice_names_the_block_until_when_and_offers_stop_anyway() -> None:
+    end = NOW + timedelta(days=2)
+    block = Hold("cr-0abc", "p5.48xlarge", "us-east-1a", 2, 0, end, block=True)
+    machine = Instance("i-0123456789abcdef0", "us-east-1", "p5.48xlarge", "running", NOW, zone="us-east-1a")
+    marginal = Marginal(0.0, 55.04, Basis.CAPACITY_BLOCK, "in Capacity Block cr-0abc: prepaid", hold=block, until=end)
+    message = prepaid_idle_notice(machine, marginal, "<@U123>", "3 h")
+    text = json.dumps(message.slack_blocks())
+    assert "Capacity Block cr-0abc (prepaid until Thu 26 Nov 14:00 UTC)" in text
+    assert "stopping it saves nothing on the bill" in text
+    assert "$55.04" in text
+    [stop] = message.blocks[-1]["elements"]
+    assert (stop["action_id"], stop["text"]["text"]) == (Button.STOP_NOW.value, "Stop anyway")
+    assert (
+        message.text
+        == "p5.48xlarge i-0123456789abcdef0 idles on Capacity Block cr-0abc: a stop saves nothing, so it keeps running"
+    )
