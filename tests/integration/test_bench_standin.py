@@ -14,8 +14,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from bench.fleet import Fleet
-from bench.standin import StandIn
+from testing.aws.server import StandIn
+from testing.worlds.fleet import Fleet
 
 N = 30
 

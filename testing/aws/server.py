@@ -28,9 +28,9 @@ from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
-from bench.fleet import Fleet, Series, SimInstance
 from testing import local_http
 from testing.conditions import holds
+from testing.worlds.fleet import Fleet, Series, SimInstance
 
 EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 MAX_QUERIES = 500

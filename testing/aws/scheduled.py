@@ -1,4 +1,4 @@
-"""The AWS stand-in for the deep dive and the organization digest: the weekly digest's (bench/digest_standin.py,
+"""The AWS stand-in for the deep dive and the organization digest: the weekly digest's (testing/aws/digest.py,
 with no machines) and Cost Explorer month by month, Cost Anomaly Detection, the Pricing API across
 regions and the hub's figures queue (SQS), in AWS's wire formats.
 
@@ -17,10 +17,10 @@ import uuid
 from datetime import date
 from typing import Any
 
-from bench.digest_standin import DigestStandIn
-from bench.digest_world import DigestWorld
-from bench.scheduled_worlds import HUB, REGIONS, OrganizationWorld, QuarterWorld
-from bench.standin import ApiError
+from testing.aws.digest import DigestStandIn
+from testing.aws.server import ApiError
+from testing.worlds.digest import DigestWorld
+from testing.worlds.scheduled import HUB, REGIONS, OrganizationWorld, QuarterWorld
 
 CE_PAGE = 1_000
 ANOMALY_PAGE = 100

@@ -1,6 +1,6 @@
 """A fast stand-in for every AWS call of the weekly digest, on 127.0.0.1, answering from a `DigestWorld`.
 
-It is the sweep's stand-in (bench/standin.py: the server, the wire formats, the call counts, the
+It is the sweep's stand-in (testing/aws/server.py: the server, the wire formats, the call counts, the
 latency, costguard's DynamoDB items, Secrets Manager) with the digest's reads added, in AWS's formats
 and limits: DescribeInstances (pages of 5-1,000), DescribeSpotPriceHistory, DescribeReservedInstances,
 ListMetrics (500 a page), GetMetricData (500 queries and 100,800 points a call, exact dimension sets,
@@ -26,9 +26,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from xml.sax.saxutils import escape
 
-from bench.digest_world import ACCOUNT, GPU_METRIC, DigestWorld, Machine
-from bench.fleet import Fleet
-from bench.standin import EC2_NS, MAX_POINTS_PER_CALL, MAX_QUERIES, STATE_CODES, ApiError, StandIn, _members
+from testing.aws.server import EC2_NS, MAX_POINTS_PER_CALL, MAX_QUERIES, STATE_CODES, ApiError, StandIn, _members
+from testing.worlds.digest import ACCOUNT, GPU_METRIC, DigestWorld, Machine
+from testing.worlds.fleet import Fleet
 
 LIST_PAGE = 500
 SSM_PAGE_MAX, SSM_FILTER_MAX = 50, 100
