@@ -115,7 +115,10 @@ class CloudWatch:
     def get_metric_data(self, params: Mapping[str, Any]) -> dict[str, Any]:
         queries = params.get("MetricDataQueries") or []
         if not 1 <= len(queries) <= MAX_QUERIES:
-            raise ApiError("ValidationError", f"{len(queries)} queries: 1 to {MAX_QUERIES} per call")
+            raise ApiError(
+                "ValidationError",
+                f"The collection MetricDataQueries must not have a size greater than {MAX_QUERIES} ({len(queries)})",
+            )
         ids = [q.get("Id", "") for q in queries]
         if len(set(ids)) != len(ids) or not all(_QUERY_ID.match(i) for i in ids):
             raise ApiError("ValidationError", "query ids must be distinct and start with a lower-case letter")

@@ -20,19 +20,19 @@ import time
 import uuid
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from xml.sax.saxutils import escape
 
-from testing.aws.server import EC2_NS, MAX_POINTS_PER_CALL, MAX_QUERIES, STATE_CODES, ApiError, StandIn, _members
+from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey
+from testing.aws.errors import ApiError
+from testing.aws.server import EC2_NS, STATE_CODES, StandIn, _members
 from testing.worlds.digest import ACCOUNT, GPU_METRIC, DigestWorld, Machine
 from testing.worlds.fleet import Fleet
 
-LIST_PAGE = 500
 SSM_PAGE_MAX, SSM_FILTER_MAX = 50, 100
-BATCH_GET_MAX = 100
 # Bundled prices the digest falls back to (the Pricing stand-in answers nothing): Spot is priced from them.
 ON_DEMAND = {"g5.xlarge": 1.006, "g6.xlarge": 0.8048, "g5.12xlarge": 5.672, "p4d.24xlarge": 21.96,
              "g5.2xlarge": 1.212, "g4dn.xlarge": 0.526}  # fmt: skip
@@ -56,22 +56,16 @@ class DigestStandIn(StandIn):
     def __init__(self, world: DigestWorld, *, latency_s: float = 0.0, secret: Mapping[str, str] | None = None) -> None:
         super().__init__(Fleet(0), latency_s=latency_s, secret=secret)
         self.world = world
-        self.dashboards: dict[str, str] = {}
+        self.cloudwatch = CloudWatch(DigestMetrics(world))
+        self.dashboards = self.cloudwatch.dashboards
         self.sent: list[str] = []  # SQS message bodies, in order
         self.priced: Counter[str] = Counter()  # instance types asked of the Pricing API
         self.spot_asked: Counter[str] = Counter()  # instance types asked of DescribeSpotPriceHistory
-        self._values: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
-        self._metrics: dict[tuple[str, str, frozenset[tuple[str, str]]], tuple[Machine, str, int | None]] = {}
-        for machine in world.machines:
-            iid = machine.instance_id
-            self._metrics[("AWS/EC2", "CPUUtilization", frozenset({("InstanceId", iid)}))] = (machine, "cpu", None)
-            for dims, gpu in world.series(machine):
-                self._metrics[("CWAgent", GPU_METRIC, frozenset(dims))] = (machine, "gpu", gpu)
         self._json.update(
             {
-                "GraniteServiceVersion20100801.ListMetrics": self.list_metrics,
-                "GraniteServiceVersion20100801.GetMetricData": self.get_metric_data,
-                "GraniteServiceVersion20100801.PutDashboard": self.put_dashboard,
+                "GraniteServiceVersion20100801.ListMetrics": self.cloudwatch.list_metrics,
+                "GraniteServiceVersion20100801.GetMetricData": self.cloudwatch.get_metric_data,
+                "GraniteServiceVersion20100801.PutDashboard": self.cloudwatch.put_dashboard,
                 "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
                 "AWSInsightsIndexService.GetReservationUtilization": lambda _: {
                     "UtilizationsByTime": [], "Total": {"UtilizationPercentage": "91.5"}},
@@ -82,7 +76,6 @@ class DigestStandIn(StandIn):
                 "AWSInsightsIndexService.GetSavingsPlansCoverage": lambda _: {
                     "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0"}}]},
                 "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
-                "DynamoDB_20120810.BatchGetItem": self.batch_get_item,
                 "AmazonSQS.SendMessage": self.send_message,
                 "AWSPriceListService.GetProducts": self.get_products,
                 # The digest's SageMaker part (SageMakerGovernance is on by default): an account without any.
@@ -99,8 +92,7 @@ class DigestStandIn(StandIn):
                 "DescribeReservedInstances": self.describe_reserved_instances,
             }
         )
-        for item in world.ledger_items():
-            self.items[("costguard-state", json.dumps([item["pk"], item["sk"]]))] = item
+        self.dynamodb.load("costguard-state", list(world.ledger_items()))
 
     @staticmethod
     def _service(target: str | None, operation: str) -> str:
@@ -230,100 +222,6 @@ class DigestStandIn(StandIn):
         request.end_headers()
         request.wfile.write(body)
 
-    # ------------------------------------------------------------------ CloudWatch
-    def list_metrics(self, body: dict[str, Any]) -> dict[str, Any]:
-        if body.get("Namespace") != "CWAgent" or body.get("MetricName") != GPU_METRIC or body.get("Dimensions"):
-            raise ApiError("UnsupportedByStandIn", "the digest stand-in lists the GPU metric region-wide only")
-        start = int(body.get("NextToken") or 0)
-        metrics = []
-        position = 0
-        for machine in self.world.machines:  # walked each page: cheap next to the answer's JSON
-            for dims, _ in self.world.series(machine):
-                if start <= position < start + LIST_PAGE:
-                    metrics.append(
-                        {
-                            "Namespace": "CWAgent",
-                            "MetricName": GPU_METRIC,
-                            "Dimensions": [{"Name": k, "Value": v} for k, v in dims],
-                        }
-                    )
-                position += 1
-        out: dict[str, Any] = {"Metrics": metrics}
-        if start + LIST_PAGE < position:
-            out["NextToken"] = str(start + LIST_PAGE)
-        return out
-
-    def _points(self, machine: Machine, signal: str, gpu: int | None, stat: str) -> tuple[list[int], list[float]]:
-        """Every hourly point of one series over the world's fortnight (cached by the series' shape)."""
-        world = self.world
-        phase = machine.index % 28 if machine.kind in ("trainer", "gappy", "silent") else 0
-        key = (machine.kind, phase, signal, gpu, stat, machine.first_slot, machine.last_slot, machine.gpus)
-        found = self._values.get(key)
-        if found is None:
-            times, values = [], []
-            for slot in world.hours(machine):
-                if signal == "cpu":
-                    value: float | None = world.cpu(machine, slot)
-                elif gpu is None:  # the agent's aggregate over the GPUs
-                    each = [world.gpu(machine, g, slot, stat) for g in range(machine.gpus)]
-                    present = [v for v in each if v is not None]
-                    value = (max(present) if stat == "Maximum" else sum(present) / len(present)) if present else None
-                else:
-                    value = world.gpu(machine, gpu, slot, stat)
-                if value is not None:
-                    times.append(world.origin_epoch + slot * 3600)
-                    values.append(value)
-            found = self._values[key] = (times, values)
-        return found
-
-    def get_metric_data(self, body: dict[str, Any]) -> dict[str, Any]:
-        queries = body.get("MetricDataQueries", [])
-        if not 1 <= len(queries) <= MAX_QUERIES:
-            raise ApiError("InvalidParameterValue", f"{len(queries)} queries: 1 to {MAX_QUERIES} per call")
-        start, end = int(body["StartTime"]) // 60 * 60, int(body["EndTime"])
-        skip_query, skip_point = (int(x) for x in (body.get("NextToken") or "0:0").split(":"))
-        out: list[dict[str, Any]] = []
-        budget, token = MAX_POINTS_PER_CALL, ""
-        for q in range(skip_query, len(queries)):
-            stat = queries[q].get("MetricStat")
-            if stat is None or int(stat["Period"]) != 3600 or stat["Stat"] not in ("Maximum", "Average"):
-                raise ApiError("UnsupportedByStandIn", "the digest stand-in answers hourly Maximum and Average")
-            metric = stat["Metric"]
-            dims = frozenset((d["Name"], d["Value"]) for d in metric.get("Dimensions", []))
-            found = self._metrics.get((metric.get("Namespace", ""), metric.get("MetricName", ""), dims))
-            times: list[int] = []
-            values: list[float] = []
-            if found is not None:
-                all_times, all_values = self._points(found[0], found[1], found[2], stat["Stat"])
-                first, last = bisect_left(all_times, start), bisect_left(all_times, end)
-                times, values = all_times[first:last], all_values[first:last]
-            begin = skip_point if q == skip_query else 0
-            take = times[begin : begin + budget]
-            out.append(
-                {
-                    "Id": queries[q]["Id"],
-                    "Label": metric.get("MetricName", ""),
-                    "Timestamps": take,
-                    "Values": values[begin : begin + len(take)],
-                    "StatusCode": "Complete",
-                }
-            )
-            budget -= len(take)
-            if begin + len(take) < len(times):
-                out[-1]["StatusCode"] = "PartialData"
-                token = f"{q}:{begin + len(take)}"
-                break
-        answer: dict[str, Any] = {"MetricDataResults": out, "Messages": []}
-        if token:
-            answer["NextToken"] = token
-        return answer
-
-    def put_dashboard(self, body: dict[str, Any]) -> dict[str, Any]:
-        json.loads(body["DashboardBody"])  # CloudWatch refuses a body that is not JSON
-        with self._lock:
-            self.dashboards[body["DashboardName"]] = body["DashboardBody"]
-        return {"DashboardValidationMessages": []}
-
     # ------------------------------------------------------------------ SSM
     def describe_instance_information(self, body: dict[str, Any]) -> dict[str, Any]:
         size = int(body.get("MaxResults", SSM_PAGE_MAX))
@@ -384,33 +282,7 @@ class DigestStandIn(StandIn):
                     self.priced[str(f.get("Value"))] += 1
         return {"PriceList": [], "FormatVersion": "aws_v1"}
 
-    # ------------------------------------------------------------------ DynamoDB and SQS
-    def batch_get_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        responses: dict[str, list[Any]] = {}
-        total = 0
-        with self._lock:
-            for table, request in body.get("RequestItems", {}).items():
-                for key in request.get("Keys", []):
-                    total += 1
-                    found = self.items.get((table, json.dumps([key.get("pk"), key.get("sk")])))
-                    if found is not None:
-                        responses.setdefault(table, []).append(found)
-        if total > BATCH_GET_MAX:
-            raise ApiError("ValidationException", f"{total} keys: at most {BATCH_GET_MAX} a BatchGetItem")
-        return {"Responses": responses, "UnprocessedKeys": {}}
-
-    def update_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A claim marked done, keeping its detail (the channel a retry's uploads go to)."""
-        answer = super().update_item(body)
-        detail = body.get("ExpressionAttributeValues", {}).get(":detail")
-        if detail is not None:
-            key = body["Key"]
-            with self._lock:
-                found = self.items.get((body["TableName"], json.dumps([key.get("pk"), key.get("sk")])))
-                if found is not None:
-                    found["detail"] = detail
-        return answer
-
+    # ------------------------------------------------------------------ SQS
     def send_message(self, body: dict[str, Any]) -> dict[str, Any]:
         text = str(body["MessageBody"])
         if len(text.encode()) > 262_144:
@@ -418,3 +290,58 @@ class DigestStandIn(StandIn):
         with self._lock:
             self.sent.append(text)
         return {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": hashlib.md5(text.encode()).hexdigest()}
+
+
+class DigestMetrics:
+    """The digest world's series for testing/aws/cloudwatch.py: CPUUtilization (AWS/EC2, InstanceId) of every
+    machine, and the GPU series its agent publishes (testing/worlds/digest.py's dimension sets, listed in
+    the world's order); hourly points, computed once per distinct series shape, so serving 10,000
+    machines costs the stand-in little of the machine the benchmark shares with the measured process."""
+
+    def __init__(self, world: DigestWorld) -> None:
+        self.world = world
+        self._values: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
+        self._metrics: dict[SeriesKey, tuple[Machine, str, int | None]] = {}
+        for machine in world.machines:
+            iid = machine.instance_id
+            self._metrics[("AWS/EC2", "CPUUtilization", frozenset({("InstanceId", iid)}))] = (machine, "cpu", None)
+            for dims, gpu in world.series(machine):
+                self._metrics[("CWAgent", GPU_METRIC, frozenset(dims))] = (machine, "gpu", gpu)
+
+    def listed(self, recently_active: bool) -> Iterator[Listed]:
+        for machine in self.world.machines:
+            for dims, _ in self.world.series(machine):
+                yield "CWAgent", GPU_METRIC, dims
+
+    def points(self, key: SeriesKey, start: float, end: float, period: int, stat: str) -> Points | None:
+        if period != 3600 or stat not in ("Maximum", "Average"):
+            raise ApiError("UnsupportedByStandIn", "the digest stand-in answers hourly Maximum and Average")
+        found = self._metrics.get(key)
+        if found is None:
+            return None
+        all_times, all_values = self._points(found[0], found[1], found[2], stat)
+        first, last = bisect_left(all_times, start), bisect_left(all_times, end)
+        return all_times[first:last], all_values[first:last]
+
+    def _points(self, machine: Machine, signal: str, gpu: int | None, stat: str) -> tuple[list[int], list[float]]:
+        """Every hourly point of one series over the world's fortnight (cached by the series' shape)."""
+        world = self.world
+        phase = machine.index % 28 if machine.kind in ("trainer", "gappy", "silent") else 0
+        key = (machine.kind, phase, signal, gpu, stat, machine.first_slot, machine.last_slot, machine.gpus)
+        found = self._values.get(key)
+        if found is None:
+            times, values = [], []
+            for slot in world.hours(machine):
+                if signal == "cpu":
+                    value: float | None = world.cpu(machine, slot)
+                elif gpu is None:  # the agent's aggregate over the GPUs
+                    each = [world.gpu(machine, g, slot, stat) for g in range(machine.gpus)]
+                    present = [v for v in each if v is not None]
+                    value = (max(present) if stat == "Maximum" else sum(present) / len(present)) if present else None
+                else:
+                    value = world.gpu(machine, gpu, slot, stat)
+                if value is not None:
+                    times.append(world.origin_epoch + slot * 3600)
+                    values.append(value)
+            found = self._values[key] = (times, values)
+        return found

@@ -18,7 +18,7 @@ from datetime import date
 from typing import Any
 
 from testing.aws.digest import DigestStandIn
-from testing.aws.server import ApiError
+from testing.aws.errors import ApiError
 from testing.worlds.digest import DigestWorld
 from testing.worlds.scheduled import HUB, REGIONS, OrganizationWorld, QuarterWorld
 
@@ -59,7 +59,7 @@ class ScheduledStandIn(DigestStandIn):
         if quarter is not None:
             for sort_key, body in quarter.week_bodies():
                 item = {"pk": {"S": f"week#{HUB}"}, "sk": {"S": sort_key}, "body": {"S": body}}
-                self.items[("costguard-state", json.dumps([item["pk"], item["sk"]]))] = item
+                self.dynamodb.load("costguard-state", [item])
         if organization is not None:
             for body in organization.hand_offs():
                 self.queue.append({"MessageId": str(uuid.uuid4()), "Body": body, "receives": 0, "hidden": False})

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUTS = {"weekly_digest": 600.0, "deep_dive": 300.0, "organization_digest": 300.0}  # the template's
 EVENTS = {
     "weekly_digest": {"costguard": "digest"},

@@ -58,7 +58,7 @@ def capture(code_root: Path, n: int = SIZE) -> dict[str, Any]:
         answer.pop("chart_file")  # a file id the stand-in numbers
         posts = [m for m in slack.messages if m.channel == DIGEST_CHANNEL]
         direct = {m.channel: {"text": m.text, "blocks": m.blocks} for m in slack.messages if m.direct}
-        week = next(i for (_, _), i in aws.items.items() if i["pk"]["S"].startswith("week#"))
+        week = next(i for i in aws.dynamodb.items() if i["pk"]["S"].startswith("week#"))
         return {
             "instances": n,
             "answer": answer,

@@ -12,11 +12,13 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 from testing.slack_standin import SlackStandIn
+from testing.template import lambda_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = "us-east-1"
@@ -37,25 +39,35 @@ def aws_env(endpoint: str) -> dict[str, str]:
     }
 
 
-def lambda_env(endpoint: str, slack: SlackStandIn, now: str, governed: tuple[str, ...]) -> dict[str, str]:
-    """What every scheduled function's Lambda environment holds here: the stand-ins, the template's
-    defaults, the benchmark's clock."""
+# What `sam deploy` is told for the account these runs stand for (the rest: the template's defaults).
+PARAMETERS = {
+    "Mode": "enforce",
+    "AlertsChannel": "#ml-costs",
+    "DigestChannel": DIGEST_CHANNEL,
+    "EmailDomain": "example.com",
+    "LogLevel": "WARNING",
+    "Tracing": "Disabled",
+}
+RESOURCES = {"StateTable": "costguard-state", "ActivityCheckDocument": "costguard-activity-check"}
+
+
+def lambda_env(
+    function: str,
+    endpoint: str,
+    slack: SlackStandIn,
+    now: str,
+    governed: tuple[str, ...],
+    parameters: Mapping[str, str] | None = None,
+    resources: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The function's Lambda environment, from template.yaml (testing.template.lambda_environment) with
+    this account's parameters, pointed at the stand-ins, with the benchmark's clock."""
+    chosen = {**PARAMETERS, "GovernedRegions": ",".join(governed), **(parameters or {})}
     return {
         **aws_env(endpoint),
         "PYTHONPATH": str(ROOT),
-        "COSTGUARD_MODE": "enforce",
-        "SLACK_SECRET_NAME": "costguard/slack",
-        "ALERTS_CHANNEL": "#ml-costs",
-        "DIGEST_CHANNEL": DIGEST_CHANNEL,
-        "OWNER_TAG_KEY": "Owner",
-        "EMAIL_DOMAIN": "example.com",
-        "GOVERNED_REGIONS": ",".join(governed),
-        "STATE_TABLE": "costguard-state",
+        **lambda_environment(function, chosen, {**RESOURCES, **(resources or {})}),
         "SLACK_API_URL": slack.api_url,
-        "TEAM_TAG_KEY": "Team",
-        "POWERTOOLS_SERVICE_NAME": "costguard",
-        "POWERTOOLS_METRICS_NAMESPACE": "costguard",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
         "BENCH_NOW": now,
     }
 

@@ -79,7 +79,7 @@ def run_deep_dive(latency: float, *, code: Path | None = None, profile: str = ""
     aws.start()
     slack = SlackStandIn(token=TOKEN, latency_s=latency, limits=RateLimits()).start()
     try:
-        env = lambda_env(aws.url, slack, world.now.isoformat(), world.governed)
+        env = lambda_env("deep_dive", aws.url, slack, world.now.isoformat(), world.governed)
         wall, child = run_handler("deep_dive", "deep-dive", env, code=code, profile=profile)
         answer = child["answer"]
         return {
@@ -100,12 +100,10 @@ def run_organization(latency: float, *, code: Path | None = None, profile: str =
     aws.start()
     slack = SlackStandIn(token=TOKEN, latency_s=latency, limits=RateLimits()).start()
     try:
-        env = {
-            **lambda_env(aws.url, slack, world.now.isoformat(), ("us-east-1",)),
-            "FIGURES_QUEUE_URL": QUEUE_URL,
-            "MEMBER_DIGEST_ROLES": ",".join(f"arn:aws:iam::{a}:role/costguard-weekly-digest" for a in world.accounts),
-            "HUB_WEEKLY_DIGEST": "false",
-        }
+        roles = ",".join(f"arn:aws:iam::{a}:role/costguard-weekly-digest" for a in world.accounts)
+        hub = {"MemberDigestRoles": roles, "WeeklyDigest": "false"}
+        now = world.now.isoformat()
+        env = lambda_env("organization_digest", aws.url, slack, now, ("us-east-1",), hub, {"FiguresQueue": QUEUE_URL})
         wall, child = run_handler("organization_digest", "organization", env, code=code, profile=profile)
         answer = child["answer"]
         if len(answer["accounts"]) != world.members or answer["refused"] != 2 or len(aws.queue) != 2:

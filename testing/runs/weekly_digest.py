@@ -24,15 +24,8 @@ SSM_PAGE, BATCH_GET, BATCH_WRITE, SLACK_USERS_PAGE = 50, 100, 25, 200
 def digest_env(endpoint: str, slack: SlackStandIn, world: DigestWorld) -> dict[str, str]:
     """The weekly digest's Lambda environment with the template's defaults (activity check on, owner
     digests on), handing its week to a hub."""
-    return {
-        **lambda_env(endpoint, slack, world.now.isoformat(), (REGION,)),
-        "OWNER_DIGESTS": "true",
-        "OWNER_DIGESTS_ALWAYS": "false",
-        "ACTIVITY_CHECK_DOCUMENT": "costguard-activity-check",
-        "HANDOFF_QUEUE_ARN": HUB_QUEUE,
-        "ACCOUNT_LABEL": "training",
-        "SAGEMAKER_GOVERNANCE": "true",
-    }
+    hub = {"HubFiguresQueueArn": HUB_QUEUE, "AccountLabel": "training"}
+    return lambda_env("weekly_digest", endpoint, slack, world.now.isoformat(), (REGION,), hub)
 
 
 def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) -> dict[str, int]:
