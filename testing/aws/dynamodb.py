@@ -18,9 +18,12 @@ import copy
 import json
 import re
 import threading
+import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from testing.aws import inprocess
 from testing.aws.errors import ApiError, unsupported
 from testing.conditions import ConditionError, holds
 
@@ -365,3 +368,39 @@ class _KeyCondition:
         if item.get(self.pk) != self.pk_value:
             return False
         return self.check is None or bool(self.check(_sort_value(item.get(self.sk))))
+
+
+class DynamoDBClient:
+    """The stand-in as boto3's DynamoDB client, in process: each call counted by operation (CamelCase, as
+    AWS names it) and answered after `latency` seconds; refusals as the ClientError `exceptions` names."""
+
+    def __init__(self, dynamodb: DynamoDB | None = None, latency: float = 0.0) -> None:
+        self.dynamodb = dynamodb or DynamoDB()
+        self.latency = latency
+        self.calls: Counter[str] = Counter()
+        self.exceptions = inprocess.Exceptions()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or not hasattr(self.dynamodb, name):
+            raise AttributeError(name)
+        operation = "".join(part.title() for part in name.split("_"))
+        call = inprocess.calling(operation, getattr(self.dynamodb, name))
+
+        def counted(**params: Any) -> Any:
+            self.calls[operation] += 1
+            if self.latency:
+                time.sleep(self.latency)
+            return call(**params)
+
+        return counted
+
+    def get_paginator(self, name: str) -> Any:
+        if name != "query":
+            raise unsupported(f"DynamoDB's {name} paginator")
+        client = self
+
+        class Paginator:
+            def paginate(self, **params: Any) -> Iterator[dict[str, Any]]:
+                return inprocess.paginate(client.query, params, "LastEvaluatedKey")
+
+        return Paginator()
