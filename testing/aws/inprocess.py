@@ -26,7 +26,7 @@ def client_error(exc: ApiError, operation: str) -> Exception:
         "ResponseMetadata": {"HTTPStatusCode": exc.status},
         **exc.extra,
     }
-    return error_class(exc.code)(response, operation)  # type: ignore[call-arg]
+    return error_class(exc.code)(response, operation)
 
 
 class Exceptions:
