@@ -20,6 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
 from testing import local_http
+from testing.aws.errors import ApiError
+from testing.aws.ssm import SystemsManager
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -58,7 +60,6 @@ class AwsGaps:
     spot_prices: dict[tuple[str, str], float] = field(default_factory=dict)
     # SSM: each managed instance's activity check answer (None: managed, but it never answers).
     activity: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    commands: dict[str, list[str]] = field(default_factory=dict)
     answered: list[str] = field(default_factory=list)
     # SageMaker: (ml.* type, region) -> {usage type: USD/h}, as the Pricing API's AmazonSageMaker products say.
     sagemaker_prices: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
@@ -85,39 +86,23 @@ class AwsGaps:
             "SageMaker.ListSpaces": lambda _b, _r: _json({"Spaces": []}),
             "query.DescribeSpotPriceHistory": self.describe_spot_price_history,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
-            "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
-            "AmazonSSM.SendCommand": self.send_command,
-            "AmazonSSM.ListCommandInvocations": self.list_command_invocations,
+            "AmazonSSM.DescribeInstanceInformation": self._ssm(self.ssm.describe_instance_information),
+            "AmazonSSM.SendCommand": self._ssm(self.ssm.send_command),
+            "AmazonSSM.ListCommandInvocations": self._ssm(self.ssm.list_command_invocations),
         }
 
     # ------------------------------------------------------------------ Systems Manager (moto: no Run Command answers)
-    def describe_instance_information(self, body: dict[str, Any], _region: str) -> Answer:
-        wanted: list[str] = next((f["Values"] for f in body.get("Filters", []) if f["Key"] == "InstanceIds"), [])
-        listed = [
-            {"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in wanted if i in self.activity
-        ]
-        return _json({"InstanceInformationList": listed})
+    def __post_init__(self) -> None:
+        self.ssm = SystemsManager(_DemoNodes(self.activity))
 
-    def send_command(self, body: dict[str, Any], _region: str) -> Answer:
-        command = f"{len(self.commands):08d}-0000-4000-8000-00000000c0de"
-        self.commands[command] = list(body["InstanceIds"])
-        return _json({"Command": {"CommandId": command, "DocumentName": body["DocumentName"], "Status": "Pending"}})
+    def _ssm(self, operation: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any], str], Answer]:
+        def answer(body: dict[str, Any], _region: str) -> Answer:
+            try:
+                return _json(operation(body))
+            except ApiError as exc:
+                return _json_error(exc.status, exc.code, exc.message)
 
-    def list_command_invocations(self, body: dict[str, Any], _region: str) -> Answer:
-        invocations = []
-        for instance_id in self.commands.get(body["CommandId"], []):
-            answer = self.activity.get(instance_id)
-            status = "Success" if answer is not None else "InProgress"
-            output = json.dumps(answer) if answer is not None else ""
-            invocations.append(
-                {
-                    "CommandId": body["CommandId"],
-                    "InstanceId": instance_id,
-                    "Status": status,
-                    "CommandPlugins": [{"Name": "activityCheck", "Status": status, "Output": output}],
-                }
-            )
-        return _json({"CommandInvocations": invocations})
+        return answer
 
     # ------------------------------------------------------------------ Cost Explorer
     def get_cost_and_usage(self, body: dict[str, Any], _region: str) -> Answer:
@@ -408,6 +393,21 @@ def _json(body: Any, content_type: str = "application/x-amz-json-1.1") -> Answer
 def _json_error(status: int, code: str, message: str) -> Answer:
     body = json.dumps({"__type": code, "message": message}).encode()
     return status, {"Content-Type": "application/x-amz-json-1.1"}, body
+
+
+@dataclass
+class _DemoNodes:
+    """The demo's managed instances for testing/aws/ssm.py: those given an activity answer (None: managed,
+    but it never answers)."""
+
+    activity: dict[str, dict[str, Any] | None]
+
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(i, "Online") for i in self.activity]
+
+    def check(self, instance_id: str) -> str | None:
+        answer = self.activity.get(instance_id)
+        return json.dumps(answer) if answer is not None else None
 
 
 class GapProxy:

@@ -35,6 +35,7 @@ from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, statis
 from testing.aws.dynamodb import DynamoDB
 from testing.aws.errors import ApiError
 from testing.aws.inprocess import Exceptions, client_error, cloudwatch_in, metric_data_out, moment, paginate
+from testing.aws.ssm import SystemsManager
 from testing.template import lambda_environment
 from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
 
@@ -155,10 +156,16 @@ def next_office_slot(world: World, machine: Machine, after: int) -> int:
 
 # ---------------------------------------------------------------------- AWS, answered from the fleet
 class Pages:
+    """boto3's paginator over an in-process answer: PaginationConfig's PageSize sent as MaxResults, and the
+    answer's NextToken followed."""
+
     def __init__(self, answer: Callable[..., Any]) -> None:
         self.answer = answer
 
     def paginate(self, **params: Any) -> Any:
+        config = params.pop("PaginationConfig", None) or {}
+        if "PageSize" in config:
+            params["MaxResults"] = config["PageSize"]
         first = self.answer(**params)
         if isinstance(first, list):  # the fleet's own answers: one page
             return first
@@ -329,6 +336,23 @@ class WeekMetrics:
         return times, [statistic(stat, buckets[i]) for i in sorted(buckets)]
 
 
+class WeekNodes:
+    """The fleet's SSM agents for testing/aws/ssm.py: every machine with the agent is listed Online, and its
+    activity check reports the slot it is asked in (testing/worlds/week.py's report)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self.cgroups = False  # the code tree's check reports GPUs and cgroup accounting
+
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(m.instance_id, "Online") for m in self.fleet.world.machines if m.instance_id in self.fleet.ssm]
+
+    def check(self, instance_id: str) -> str:
+        fleet = self.fleet
+        machine, boot = fleet.by_id[instance_id], fleet.boot[instance_id]
+        return json.dumps(fleet.world.report(machine, fleet.index, boot=boot, cgroups=self.cgroups))
+
+
 class FakeAws:
     def __init__(self, fleet: Fleet, secret: str, faults: FaultPlan | None = None) -> None:
         self.fleet = fleet
@@ -336,11 +360,10 @@ class FakeAws:
         self.faults = faults
         self.dynamodb = DynamoDB()  # the state table
         self.cloudwatch = CloudWatch(WeekMetrics(fleet))
-        self.commands: dict[str, dict[str, str]] = {}
+        self.nodes = WeekNodes(fleet)
+        self.ssm = SystemsManager(self.nodes)
         self.calls: dict[str, int] = defaultdict(int)
         self.stops_after_keep = 0
-        self.checked = 0  # machines asked for their activity check
-        self.cgroup_check = False  # the code's check reports GPUs and cgroup accounting
 
     def client(self, service: str) -> Any:
         fake = self
@@ -440,34 +463,15 @@ class FakeAws:
     def get_metric_data(self, **params: Any) -> dict[str, Any]:
         return metric_data_out(self.cloudwatch.get_metric_data(cloudwatch_in(params)))
 
-    # SSM
-    def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> list[dict[str, Any]]:
-        ids = Filters[0]["Values"]
-        listed = [{"InstanceId": i, "PingStatus": "Online"} for i in ids if i in self.fleet.ssm]
-        return [{"InstanceInformationList": listed}]
+    # SSM: testing/aws/ssm.py over the fleet's agents (WeekNodes)
+    def describe_instance_information(self, **params: Any) -> dict[str, Any]:
+        return self.ssm.describe_instance_information(params)
 
-    def send_command(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
-        command = f"{len(self.commands):08d}-0000-4000-8000-000000000000"
-        self.checked += len(InstanceIds)
-        fleet = self.fleet
-        self.commands[command] = {
-            i: json.dumps(
-                fleet.world.report(fleet.by_id[i], fleet.index, boot=fleet.boot[i], cgroups=self.cgroup_check)
-            )
-            for i in InstanceIds
-        }
-        return {"Command": {"CommandId": command}}
+    def send_command(self, **params: Any) -> dict[str, Any]:
+        return self.ssm.send_command(params)
 
-    def list_command_invocations(self, CommandId: str, **_: Any) -> list[dict[str, Any]]:
-        answers = self.commands[CommandId]
-        return [
-            {
-                "CommandInvocations": [
-                    {"InstanceId": i, "Status": "Success", "CommandPlugins": [{"Output": out}]}
-                    for i, out in answers.items()
-                ]
-            }
-        ]
+    def list_command_invocations(self, **params: Any) -> dict[str, Any]:
+        return self.ssm.list_command_invocations(params)
 
     # DynamoDB: testing/aws/dynamodb.py; Secrets Manager, Pricing
     def batch_write_item(self, **params: Any) -> dict[str, Any]:
@@ -562,7 +566,7 @@ def run_costguard(
     slack = SlackStandIn(users=users, clock=lambda: fleet.now.timestamp()).start()  # noqa: PLW0108 (now moves)
     plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
     aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
-    aws.cgroup_check = '"cg"' in (code_root / "template.yaml").read_text()  # the check of this code tree
+    aws.nodes.cgroups = '"cg"' in (code_root / "template.yaml").read_text()  # the check of this code tree
     os.environ["SLACK_API_URL"] = slack.api_url
     # A week of posts in a few minutes: the stand-in enforces no rate limit, and the pace would wait real seconds.
     runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION), slack_pace=0.0)
@@ -638,7 +642,7 @@ def run_costguard(
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
     figures |= people_and_starts(world, fleet, days=days)
-    figures["machines_checked_per_sweep"] = round(aws.checked / max(1, sweeps), 1)
+    figures["machines_checked_per_sweep"] = round(aws.ssm.checked / max(1, sweeps), 1)
     figures["warning_messages"] = sum(messages_per_owner.values())
     figures["warning_messages_per_owner_per_day"] = round(
         sum(messages_per_owner.values()) / figures["owners"] / days, 2

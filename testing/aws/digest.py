@@ -29,10 +29,10 @@ from xml.sax.saxutils import escape
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey
 from testing.aws.errors import ApiError
 from testing.aws.server import EC2_NS, STATE_CODES, StandIn, _members
+from testing.aws.ssm import SystemsManager
 from testing.worlds.digest import ACCOUNT, GPU_METRIC, DigestWorld, Machine
 from testing.worlds.fleet import Fleet
 
-SSM_PAGE_MAX, SSM_FILTER_MAX = 50, 100
 # Bundled prices the digest falls back to (the Pricing stand-in answers nothing): Spot is priced from them.
 ON_DEMAND = {"g5.xlarge": 1.006, "g6.xlarge": 0.8048, "g5.12xlarge": 5.672, "p4d.24xlarge": 21.96,
              "g5.2xlarge": 1.212, "g4dn.xlarge": 0.526}  # fmt: skip
@@ -57,6 +57,7 @@ class DigestStandIn(StandIn):
         super().__init__(Fleet(0), latency_s=latency_s, secret=secret)
         self.world = world
         self.cloudwatch = CloudWatch(DigestMetrics(world))
+        self.ssm = SystemsManager(DigestNodes(world))
         self.dashboards = self.cloudwatch.dashboards
         self.sent: list[str] = []  # SQS message bodies, in order
         self.priced: Counter[str] = Counter()  # instance types asked of the Pricing API
@@ -66,7 +67,7 @@ class DigestStandIn(StandIn):
                 "GraniteServiceVersion20100801.ListMetrics": self.cloudwatch.list_metrics,
                 "GraniteServiceVersion20100801.GetMetricData": self.cloudwatch.get_metric_data,
                 "GraniteServiceVersion20100801.PutDashboard": self.cloudwatch.put_dashboard,
-                "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
+                "AmazonSSM.DescribeInstanceInformation": self.ssm.describe_instance_information,
                 "AWSInsightsIndexService.GetReservationUtilization": lambda _: {
                     "UtilizationsByTime": [], "Total": {"UtilizationPercentage": "91.5"}},
                 "AWSInsightsIndexService.GetReservationCoverage": lambda _: {
@@ -222,36 +223,6 @@ class DigestStandIn(StandIn):
         request.end_headers()
         request.wfile.write(body)
 
-    # ------------------------------------------------------------------ SSM
-    def describe_instance_information(self, body: dict[str, Any]) -> dict[str, Any]:
-        size = int(body.get("MaxResults", SSM_PAGE_MAX))
-        if not 5 <= size <= SSM_PAGE_MAX:
-            raise ApiError("ValidationException", f"MaxResults {size}: 5 to {SSM_PAGE_MAX}")
-        wanted: list[str] | None = None
-        for f in body.get("Filters", []):
-            if f["Key"] != "InstanceIds":
-                raise ApiError("UnsupportedByStandIn", "the digest stand-in filters by InstanceIds only")
-            if not 1 <= len(f["Values"]) <= SSM_FILTER_MAX:
-                raise ApiError("ValidationException", f"{len(f['Values'])} filter values: 1 to {SSM_FILTER_MAX}")
-            wanted = list(f["Values"])
-        # Stopped and terminated nodes are not listed.
-        pool = [m for m in self.world.machines if m.managed and m.state == "running"]
-        if wanted is not None:
-            chosen = set(wanted)
-            pool = [m for m in pool if m.instance_id in chosen]
-        start = int(body.get("NextToken") or 0)
-        page = pool[start : start + size]
-        out: dict[str, Any] = {
-            "InstanceInformationList": [
-                {"InstanceId": m.instance_id, "PingStatus": "Online", "ResourceType": "EC2Instance",
-                 "PlatformType": "Linux", "AgentVersion": "3.3.1142.0"}
-                for m in page
-            ]
-        }  # fmt: skip
-        if start + size < len(pool):
-            out["NextToken"] = str(start + size)
-        return out
-
     # ------------------------------------------------------------------ Cost Explorer
     def get_cost_and_usage(self, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("GroupBy") or body.get("Granularity") != "DAILY":
@@ -345,3 +316,17 @@ class DigestMetrics:
                     values.append(value)
             found = self._values[key] = (times, values)
         return found
+
+
+class DigestNodes:
+    """The digest world's SSM agents for testing/aws/ssm.py: the managed machines that run (stopped and
+    terminated nodes are not listed); the digest sends no command."""
+
+    def __init__(self, world: DigestWorld) -> None:
+        self.world = world
+
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(m.instance_id, "Online") for m in self.world.machines if m.managed and m.state == "running"]
+
+    def check(self, instance_id: str) -> str | None:
+        return None
