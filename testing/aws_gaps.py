@@ -2,10 +2,11 @@
 
 The demo's AWS endpoint is a small proxy on 127.0.0.1: every request is forwarded to moto's server,
 except the operations listed in `AwsGaps.handlers`, which are answered here in AWS's own wire format
-(so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), the
-Pricing API's GetProducts, EC2 DescribeReservedInstances and DescribeSpotPriceHistory, Savings Plans
-DescribeSavingsPlans, and the Cost Explorer reports (costs, forecast, reservation and Savings Plans use,
-purchase recommendations, anomaly monitors).
+(so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), EC2
+DescribeReservedInstances and DescribeSpotPriceHistory, Savings Plans DescribeSavingsPlans, and the Cost
+Explorer reports (costs, forecast, reservation and Savings Plans use, purchase recommendations, anomaly
+monitors); the Pricing API's GetProducts and SSM's Run Command by testing/aws's stand-ins (pricing.py,
+ssm.py) over the demo's prices and machines.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from urllib.parse import parse_qs, parse_qsl
 
 from testing import local_http
 from testing.aws.errors import ApiError
+from testing.aws.pricing import Pricing
 from testing.aws.ssm import SystemsManager
 
 Answer = tuple[int, dict[str, str], bytes]
+Handler = Callable[[dict[str, Any], str], Answer]
 
 
 @dataclass
@@ -68,7 +71,7 @@ class AwsGaps:
     def handlers(self) -> dict[str, Callable[[dict[str, Any], str], Answer]]:
         return {
             "CloudTrail_20131101.LookupEvents": self.lookup_events,
-            "AWSPriceListService.GetProducts": self.get_products,
+            "AWSPriceListService.GetProducts": self._answered(self.pricing.get_products),
             "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
             "AWSInsightsIndexService.GetCostForecast": self.get_cost_forecast,
             "AWSInsightsIndexService.GetAnomalyMonitors": self.get_anomaly_monitors,
@@ -86,16 +89,19 @@ class AwsGaps:
             "SageMaker.ListSpaces": lambda _b, _r: _json({"Spaces": []}),
             "query.DescribeSpotPriceHistory": self.describe_spot_price_history,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
-            "AmazonSSM.DescribeInstanceInformation": self._ssm(self.ssm.describe_instance_information),
-            "AmazonSSM.SendCommand": self._ssm(self.ssm.send_command),
-            "AmazonSSM.ListCommandInvocations": self._ssm(self.ssm.list_command_invocations),
+            "AmazonSSM.DescribeInstanceInformation": self._answered(self.ssm.describe_instance_information),
+            "AmazonSSM.SendCommand": self._answered(self.ssm.send_command),
+            "AmazonSSM.ListCommandInvocations": self._answered(self.ssm.list_command_invocations),
         }
 
-    # ------------------------------------------------------------------ Systems Manager (moto: no Run Command answers)
+    # ------------------------------------------------------------------ SSM and Pricing: testing/aws's stand-ins
     def __post_init__(self) -> None:
         self.ssm = SystemsManager(_DemoNodes(self.activity))
+        self.pricing = Pricing(_DemoPrices(self))
 
-    def _ssm(self, operation: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any], str], Answer]:
+    def _answered(
+        self, operation: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> Callable[[dict[str, Any], str], Answer]:
         def answer(body: dict[str, Any], _region: str) -> Answer:
             try:
                 return _json(operation(body))
@@ -264,58 +270,6 @@ class AwsGaps:
     def describe_savings_plans(self, body: dict[str, Any], _region: str) -> Answer:
         return _json({"savingsPlans": self.savings_plans}, content_type="application/json")
 
-    # ------------------------------------------------------------------ Pricing
-    def get_products(self, body: dict[str, Any], _region: str) -> Answer:
-        """GetProducts for EC2 on-demand Linux: a product in AWS's PriceList shape for the region asked, or for
-        every region priced when the filters name none (the deep dive's region prices)."""
-        fields = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
-        if body.get("ServiceCode") == "AmazonSageMaker":
-            return self._sagemaker_products(fields)
-        instance_type = fields.get("instanceType", "")
-        wanted = fields.get("regionCode")
-        products = []
-        for (priced_type, region), price in sorted(self.prices.items()):
-            if priced_type != instance_type or (wanted is not None and region != wanted):
-                continue
-            if body.get("ServiceCode") != "AmazonEC2":
-                continue
-            sku = "DEMO" + instance_type.replace(".", "").upper() + region.replace("-", "").upper()
-            attributes = {**fields, "regionCode": region, "servicecode": "AmazonEC2"}
-            on_demand = {
-                f"{sku}.JRTCKXETXF": {
-                    "priceDimensions": {
-                        f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
-                            "unit": "Hrs",
-                            "pricePerUnit": {"USD": f"{price:.10f}"},
-                            "description": f"${price} per On Demand Linux instance hour",
-                        }
-                    },
-                    "sku": sku,
-                }
-            }
-            product = {"product": {"sku": sku, "attributes": attributes}, "serviceCode": "AmazonEC2"}
-            products.append(json.dumps({**product, "terms": {"OnDemand": on_demand}}))
-        body_out = {"PriceList": products, "FormatVersion": "aws_v1"}
-        return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(body_out).encode()
-
-    def _sagemaker_products(self, fields: dict[str, str]) -> Answer:
-        """AmazonSageMaker products of one ml.* type in one region, one per usage type."""
-        usage = self.sagemaker_prices.get((fields.get("instanceName", ""), fields.get("regionCode", "")), {})
-        products = [
-            json.dumps(
-                {
-                    "product": {"attributes": {**fields, "usagetype": name}},
-                    "terms": {
-                        "OnDemand": {
-                            "T": {"priceDimensions": {"D": {"unit": "Hrs", "pricePerUnit": {"USD": f"{usd}"}}}}
-                        }
-                    },
-                }
-            )
-            for name, usd in sorted(usage.items())
-        ]
-        return _json({"PriceList": products, "FormatVersion": "aws_v1"})
-
     def add_launch(self, region: str, record: dict[str, Any]) -> None:
         self.trail.setdefault(region, []).append(TrailEvent(record))
 
@@ -408,6 +362,19 @@ class _DemoNodes:
     def check(self, instance_id: str) -> str | None:
         answer = self.activity.get(instance_id)
         return json.dumps(answer) if answer is not None else None
+
+
+@dataclass
+class _DemoPrices:
+    """The demo's prices for testing/aws/pricing.py."""
+
+    gaps: AwsGaps
+
+    def ec2(self, instance_type: str) -> dict[str, float]:
+        return {region: usd for (t, region), usd in self.gaps.prices.items() if t == instance_type}
+
+    def sagemaker(self, instance_name: str, region: str) -> dict[str, float]:
+        return dict(self.gaps.sagemaker_prices.get((instance_name, region), {}))
 
 
 class GapProxy:

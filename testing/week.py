@@ -35,6 +35,7 @@ from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, statis
 from testing.aws.dynamodb import DynamoDB
 from testing.aws.errors import ApiError
 from testing.aws.inprocess import Exceptions, client_error, cloudwatch_in, metric_data_out, moment, paginate
+from testing.aws.pricing import Pricing
 from testing.aws.ssm import SystemsManager
 from testing.template import lambda_environment
 from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
@@ -362,6 +363,7 @@ class FakeAws:
         self.cloudwatch = CloudWatch(WeekMetrics(fleet))
         self.nodes = WeekNodes(fleet)
         self.ssm = SystemsManager(self.nodes)
+        self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
         self.calls: dict[str, int] = defaultdict(int)
         self.stops_after_keep = 0
 
@@ -501,8 +503,8 @@ class FakeAws:
     def get_secret_value(self, **_: Any) -> dict[str, Any]:
         return {"SecretString": self.secret, "Name": "costguard/slack", "VersionId": "v1"}
 
-    def get_products(self, **_: Any) -> dict[str, Any]:
-        return {"PriceList": []}
+    def get_products(self, **params: Any) -> dict[str, Any]:
+        return self.pricing.get_products(params)
 
 
 # ---------------------------------------------------------------------- costguard's week (child process)

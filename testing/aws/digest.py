@@ -60,7 +60,7 @@ class DigestStandIn(StandIn):
         self.ssm = SystemsManager(DigestNodes(world))
         self.dashboards = self.cloudwatch.dashboards
         self.sent: list[str] = []  # SQS message bodies, in order
-        self.priced: Counter[str] = Counter()  # instance types asked of the Pricing API
+        self.priced = self.pricing.asked  # instance types asked of the Pricing API (which answers nothing)
         self.spot_asked: Counter[str] = Counter()  # instance types asked of DescribeSpotPriceHistory
         self._json.update(
             {
@@ -78,7 +78,6 @@ class DigestStandIn(StandIn):
                     "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0"}}]},
                 "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
                 "AmazonSQS.SendMessage": self.send_message,
-                "AWSPriceListService.GetProducts": self.get_products,
                 # The digest's SageMaker part (SageMakerGovernance is on by default): an account without any.
                 "SageMaker.ListNotebookInstances": lambda _: {"NotebookInstances": []},
                 "SageMaker.ListEndpoints": lambda _: {"Endpoints": []},
@@ -244,14 +243,6 @@ class DigestStandIn(StandIn):
             )
             day = following
         return {"ResultsByTime": days, "DimensionValueAttributes": []}
-
-    def get_products(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Nothing, as when the Pricing API cannot be read: the digest prices from its bundled table."""
-        for f in body.get("Filters", []):
-            if f.get("Field") == "instanceType":
-                with self._lock:
-                    self.priced[str(f.get("Value"))] += 1
-        return {"PriceList": [], "FormatVersion": "aws_v1"}
 
     # ------------------------------------------------------------------ SQS
     def send_message(self, body: dict[str, Any]) -> dict[str, Any]:

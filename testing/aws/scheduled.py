@@ -10,7 +10,6 @@ An SQS receive of an empty queue waits its WaitTimeSeconds, as a long poll does.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 import uuid
@@ -19,6 +18,7 @@ from typing import Any
 
 from testing.aws.digest import DigestStandIn
 from testing.aws.errors import ApiError
+from testing.aws.pricing import Pricing
 from testing.worlds.digest import DigestWorld
 from testing.worlds.scheduled import HUB, REGIONS, OrganizationWorld, QuarterWorld
 
@@ -38,6 +38,8 @@ class ScheduledStandIn(DigestStandIn):
     ) -> None:
         super().__init__(DigestWorld(0), latency_s=latency_s, secret=secret)
         self.quarter, self.organization = quarter, organization
+        self.pricing = Pricing(QuarterPrices(quarter) if quarter is not None else None)
+        self.priced = self.pricing.asked
         self.queue: list[dict[str, Any]] = []  # the figures queue: messages not yet deleted
         self.deleted: list[str] = []
         self._queue_lock = threading.Lock()
@@ -46,7 +48,7 @@ class ScheduledStandIn(DigestStandIn):
                 "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
                 "AWSInsightsIndexService.GetAnomalyMonitors": self.get_anomaly_monitors,
                 "AWSInsightsIndexService.GetAnomalies": self.get_anomalies,
-                "AWSPriceListService.GetProducts": self.get_products,
+                "AWSPriceListService.GetProducts": self.pricing.get_products,
                 "AmazonSQS.ReceiveMessage": self.receive_message,
                 "AmazonSQS.DeleteMessage": self.delete_message,
                 "AmazonSQS.DeleteMessageBatch": self.delete_message_batch,
@@ -132,28 +134,6 @@ class ScheduledStandIn(DigestStandIn):
             answer["NextPageToken"] = str(start + ANOMALY_PAGE)
         return answer
 
-    # ------------------------------------------------------------------ Pricing
-    def get_products(self, body: dict[str, Any]) -> dict[str, Any]:
-        filters = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
-        instance_type = filters.get("instanceType", "")
-        with self._lock:
-            self.priced[instance_type] += 1
-        if self.quarter is None or instance_type not in self.quarter.types or "locationType" not in filters:
-            return {"PriceList": [], "FormatVersion": "aws_v1"}
-        products = []
-        for region in REGIONS:
-            usd = self.quarter.price(instance_type, region)
-            dimension = {"unit": "Hrs", "pricePerUnit": {"USD": f"{usd:.4f}"}}
-            products.append(
-                json.dumps(
-                    {
-                        "product": {"attributes": {"regionCode": region, "instanceType": instance_type}},
-                        "terms": {"OnDemand": {"t": {"priceDimensions": {"d": dimension}}}},
-                    }
-                )
-            )
-        return {"PriceList": products, "FormatVersion": "aws_v1"}
-
     # ------------------------------------------------------------------ SQS: the hub's figures queue
     def receive_message(self, body: dict[str, Any]) -> dict[str, Any]:
         wanted = int(body.get("MaxNumberOfMessages", 1))
@@ -208,3 +188,19 @@ class ScheduledStandIn(DigestStandIn):
                 for e in failed
             ],
         }
+
+
+class QuarterPrices:
+    """The quarter's on-demand prices for testing/aws/pricing.py: its accelerated types in every region (to
+    the Pricing API's four decimals)."""
+
+    def __init__(self, quarter: QuarterWorld) -> None:
+        self.quarter = quarter
+
+    def ec2(self, instance_type: str) -> dict[str, float]:
+        if instance_type not in self.quarter.types:
+            return {}
+        return {region: round(self.quarter.price(instance_type, region), 4) for region in REGIONS}
+
+    def sagemaker(self, instance_name: str, region: str) -> dict[str, float]:
+        return {}

@@ -32,6 +32,7 @@ from testing import local_http
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, bucketed
 from testing.aws.dynamodb import DynamoDB
 from testing.aws.errors import ApiError
+from testing.aws.pricing import Pricing
 from testing.worlds.fleet import Fleet, Series, SimInstance
 
 EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
@@ -53,6 +54,7 @@ class StandIn:
         self.busy_s = 0.0  # time spent building answers (not sleeping): the stand-in's share of a run
         self.cloudwatch = CloudWatch(FleetMetrics(fleet))
         self.dynamodb = DynamoDB()
+        self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._json: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -69,7 +71,7 @@ class StandIn:
             "DynamoDB_20120810.TransactWriteItems": self.dynamodb.transact_write_items,
             "DynamoDB_20120810.BatchGetItem": self.dynamodb.batch_get_item,
             "secretsmanager.GetSecretValue": self.get_secret_value,
-            "AWSPriceListService.GetProducts": lambda _: {"PriceList": [], "FormatVersion": "aws_v1"},
+            "AWSPriceListService.GetProducts": self.pricing.get_products,
         }
         self._query: dict[str, Callable[[dict[str, list[str]]], str]] = {
             "DescribeInstances": self.describe_instances,
