@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
 from testing import local_http
+from testing.aws.costexplorer import CostExplorer, Period, json_targets
 from testing.aws.errors import ApiError
 from testing.aws.pricing import Pricing
 from testing.aws.ssm import SystemsManager
@@ -72,16 +73,7 @@ class AwsGaps:
         return {
             "CloudTrail_20131101.LookupEvents": self.lookup_events,
             "AWSPriceListService.GetProducts": self._answered(self.pricing.get_products),
-            "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
-            "AWSInsightsIndexService.GetCostForecast": self.get_cost_forecast,
-            "AWSInsightsIndexService.GetAnomalyMonitors": self.get_anomaly_monitors,
-            "AWSInsightsIndexService.GetReservationUtilization": self.get_reservation_utilization,
-            "AWSInsightsIndexService.GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
-            "AWSInsightsIndexService.GetReservationCoverage": self.get_reservation_coverage,
-            "AWSInsightsIndexService.GetSavingsPlansUtilization": self.get_savings_plans_utilization,
-            "AWSInsightsIndexService.GetSavingsPlansCoverage": self.get_savings_plans_coverage,
-            "AWSInsightsIndexService.GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
-            "AWSInsightsIndexService.GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
+            **{target: self._answered(call) for target, call in json_targets(self.costexplorer).items()},
             "query.DescribeReservedInstances": self.describe_reserved_instances,
             # moto has no Studio apps, user profiles or spaces: the demo's domain has none.
             "SageMaker.ListApps": lambda _b, _r: _json({"Apps": []}),
@@ -98,6 +90,7 @@ class AwsGaps:
     def __post_init__(self) -> None:
         self.ssm = SystemsManager(_DemoNodes(self.activity))
         self.pricing = Pricing(_DemoPrices(self))
+        self.costexplorer = CostExplorer(self)
 
     def _answered(
         self, operation: Callable[[dict[str, Any]], dict[str, Any]]
@@ -110,57 +103,59 @@ class AwsGaps:
 
         return answer
 
-    # ------------------------------------------------------------------ Cost Explorer
-    def get_cost_and_usage(self, body: dict[str, Any], _region: str) -> Answer:
-        period = body["TimePeriod"]
-        if not body.get("GroupBy"):  # the digest's daily spend
-            return _json(
-                {
-                    "ResultsByTime": [
-                        {
-                            "TimePeriod": {"Start": day, "End": day},
-                            "Total": {"UnblendedCost": {"Amount": f"{amount:.2f}", "Unit": "USD"}},
-                            "Groups": [],
-                            "Estimated": True,
-                        }
-                        for day, amount in sorted(self.daily_spend.items())
-                        if period["Start"] <= day < period["End"]
-                    ],
-                    "DimensionValueAttributes": [],
-                }
-            )
-        keys = tuple(g["Key"] for g in body["GroupBy"])
-        if body.get("Granularity") == "MONTHLY" and keys in self.quarter:  # the deep dive's three months
+    # ------------------------------------------------------------------ Cost Explorer (testing/aws/costexplorer.py)
+    def cost_and_usage(
+        self,
+        start: str,
+        end: str,
+        granularity: str,
+        group_by: tuple[tuple[str, str], ...],
+        scope: Mapping[str, Any] | None,
+    ) -> list[Period]:
+        """The demo's bill for testing/aws/costexplorer.py: the daily spend; the deep dive's months; the
+        budget alerts' groups of one period (to the cent)."""
+        if not group_by:  # the digest's daily spend
+            return [
+                Period(day, _next_day(day), round(amount, 2), estimated=True)
+                for day, amount in sorted(self.daily_spend.items())
+                if start <= day < end
+            ]
+        keys = tuple(key for _, key in group_by)
+        if granularity == "MONTHLY" and keys in self.quarter:  # the deep dive's three months
             rows = self.quarter[keys]
-            months = sorted({m for by_month in rows.values() for m in by_month if period["Start"] <= m < period["End"]})
-            results = [
-                {
-                    "TimePeriod": {"Start": month, "End": month},
-                    "Total": {},
-                    "Groups": [
-                        {
-                            "Keys": list(group),
-                            "Metrics": {"UnblendedCost": {"Amount": f"{by[month]:.2f}", "Unit": "USD"}},
-                        }
-                        for group, by in sorted(rows.items())
-                        if month in by
-                    ],
-                    "Estimated": False,
-                }
+            months = sorted({m for by_month in rows.values() for m in by_month if start <= m < end})
+            return [
+                Period(
+                    month,
+                    _next_month(month),
+                    groups=[(group, round(by[month], 2)) for group, by in sorted(rows.items()) if month in by],
+                )
                 for month in months
             ]
-            return _json({"ResultsByTime": results, "DimensionValueAttributes": []})
-        groups = self.costs.get((body["GroupBy"][0]["Key"], period["Start"]), {})
-        return _json(cost_and_usage(groups, period["Start"], period["End"]))
+        groups = self.costs.get((group_by[0][1], start), {})
+        return [Period(start, end, groups=[((k,), round(v, 2)) for k, v in groups.items()], estimated=True)]
 
-    def get_anomaly_monitors(self, body: dict[str, Any], _region: str) -> Answer:
-        return _json({"AnomalyMonitors": []})  # the demo account has not turned Cost Anomaly Detection on
+    def reports(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+        return {
+            "GetCostForecast": self.get_cost_forecast,
+            "GetAnomalyMonitors": self.get_anomaly_monitors,
+            "GetReservationUtilization": self.get_reservation_utilization,
+            "GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
+            "GetReservationCoverage": self.get_reservation_coverage,
+            "GetSavingsPlansUtilization": self.get_savings_plans_utilization,
+            "GetSavingsPlansCoverage": self.get_savings_plans_coverage,
+            "GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
+            "GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
+        }
 
-    def get_cost_forecast(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_anomaly_monitors(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return {"AnomalyMonitors": []}  # the demo account has not turned Cost Anomaly Detection on
+
+    def get_cost_forecast(self, body: Mapping[str, Any]) -> dict[str, Any]:
         amount = f"{self.forecast_rest_of_month:.2f}"
-        return _json({"Total": {"Amount": amount, "Unit": "USD"}, "ForecastResultsByTime": []})
+        return {"Total": {"Amount": amount, "Unit": "USD"}, "ForecastResultsByTime": []}
 
-    def get_reservation_utilization(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_reservation_utilization(self, body: Mapping[str, Any]) -> dict[str, Any]:
         groups = [
             {
                 "Key": "SUBSCRIPTION_ID",
@@ -174,31 +169,25 @@ class AwsGaps:
         total = sum(self.utilization.get(r["ReservedInstancesId"], 0) * r["InstanceCount"] for r in ris)
         count = sum(r["InstanceCount"] for r in ris) or 1
         summary = {"UtilizationPercentage": f"{total / count:.1f}"}
-        return _json(
-            {
-                "UtilizationsByTime": [{"TimePeriod": body["TimePeriod"], "Groups": groups, "Total": summary}],
-                "Total": summary,
-            }
-        )
+        return {
+            "UtilizationsByTime": [{"TimePeriod": body["TimePeriod"], "Groups": groups, "Total": summary}],
+            "Total": summary,
+        }
 
-    def get_reservation_coverage(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_reservation_coverage(self, body: Mapping[str, Any]) -> dict[str, Any]:
         total = {"CoverageHours": {"CoverageHoursPercentage": f"{self.coverage['ri']:.1f}"}}
-        return _json(
-            {"CoveragesByTime": [{"TimePeriod": body["TimePeriod"], "Groups": [], "Total": total}], "Total": total}
-        )
+        return {"CoveragesByTime": [{"TimePeriod": body["TimePeriod"], "Groups": [], "Total": total}], "Total": total}
 
-    def get_savings_plans_utilization(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_savings_plans_utilization(self, body: Mapping[str, Any]) -> dict[str, Any]:
         plans = [self.utilization.get(p["savingsPlanArn"], 0) for p in self.savings_plans] or [0.0]
         total = {"Utilization": {"UtilizationPercentage": f"{sum(plans) / len(plans):.1f}"}}
-        return _json({"SavingsPlansUtilizationsByTime": [], "Total": total})
+        return {"SavingsPlansUtilizationsByTime": [], "Total": total}
 
-    def get_savings_plans_coverage(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_savings_plans_coverage(self, body: Mapping[str, Any]) -> dict[str, Any]:
         coverage = {"CoveragePercentage": f"{self.coverage['sp']:.1f}"}
-        return _json(
-            {"SavingsPlansCoverages": [{"Attributes": {}, "Coverage": coverage, "TimePeriod": body["TimePeriod"]}]}
-        )
+        return {"SavingsPlansCoverages": [{"Attributes": {}, "Coverage": coverage, "TimePeriod": body["TimePeriod"]}]}
 
-    def get_savings_plans_utilization_details(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_savings_plans_utilization_details(self, body: Mapping[str, Any]) -> dict[str, Any]:
         details = [
             {
                 "SavingsPlanArn": p["savingsPlanArn"],
@@ -206,9 +195,9 @@ class AwsGaps:
             }
             for p in self.savings_plans
         ]
-        return _json({"SavingsPlansUtilizationDetails": details, "TimePeriod": body["TimePeriod"]})
+        return {"SavingsPlansUtilizationDetails": details, "TimePeriod": body["TimePeriod"]}
 
-    def get_reservation_recommendation(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_reservation_recommendation(self, body: Mapping[str, Any]) -> dict[str, Any]:
         details = [
             {
                 "InstanceDetails": {"EC2InstanceDetails": {"InstanceType": ri["InstanceType"], "Region": region}},
@@ -219,13 +208,13 @@ class AwsGaps:
             for region, ris in self.reserved_instances.items()
             for ri in ris
         ]
-        return _json({"Recommendations": [{"RecommendationDetails": details}]})
+        return {"Recommendations": [{"RecommendationDetails": details}]}
 
     def _hourly(self, ri: dict[str, Any], region: str) -> float:
         return float(self.prices.get((ri["InstanceType"], region), 0.0)) * int(ri["InstanceCount"])
 
-    def get_savings_plans_recommendation(self, body: dict[str, Any], _region: str) -> Answer:
-        return _json({"SavingsPlansPurchaseRecommendation": {}})
+    def get_savings_plans_recommendation(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return {"SavingsPlansPurchaseRecommendation": {}}
 
     # ------------------------------------------------------------------ reservations
     def describe_reserved_instances(self, body: dict[str, Any], region: str) -> Answer:
@@ -338,6 +327,15 @@ def cost_and_usage(groups: dict[str, float], start: str, end: str) -> dict[str, 
         ],
         "DimensionValueAttributes": [],
     }
+
+
+def _next_day(day: str) -> str:
+    return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+
+
+def _next_month(month: str) -> str:
+    first = date.fromisoformat(month)
+    return (first.replace(day=28) + timedelta(days=4)).replace(day=1).isoformat()
 
 
 def _json(body: Any, content_type: str = "application/x-amz-json-1.1") -> Answer:

@@ -20,14 +20,15 @@ import time
 import uuid
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from xml.sax.saxutils import escape
 
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey
-from testing.aws.errors import ApiError
+from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.errors import ApiError, unsupported
 from testing.aws.server import EC2_NS, STATE_CODES, StandIn, _members
 from testing.aws.ssm import SystemsManager
 from testing.worlds.digest import ACCOUNT, GPU_METRIC, DigestWorld, Machine
@@ -58,6 +59,7 @@ class DigestStandIn(StandIn):
         self.world = world
         self.cloudwatch = CloudWatch(DigestMetrics(world))
         self.ssm = SystemsManager(DigestNodes(world))
+        self.costexplorer = CostExplorer(DigestBill())
         self.dashboards = self.cloudwatch.dashboards
         self.sent: list[str] = []  # SQS message bodies, in order
         self.priced = self.pricing.asked  # instance types asked of the Pricing API (which answers nothing)
@@ -68,15 +70,7 @@ class DigestStandIn(StandIn):
                 "GraniteServiceVersion20100801.GetMetricData": self.cloudwatch.get_metric_data,
                 "GraniteServiceVersion20100801.PutDashboard": self.cloudwatch.put_dashboard,
                 "AmazonSSM.DescribeInstanceInformation": self.ssm.describe_instance_information,
-                "AWSInsightsIndexService.GetReservationUtilization": lambda _: {
-                    "UtilizationsByTime": [], "Total": {"UtilizationPercentage": "91.5"}},
-                "AWSInsightsIndexService.GetReservationCoverage": lambda _: {
-                    "CoveragesByTime": [], "Total": {"CoverageHours": {"CoverageHoursPercentage": "38.0"}}},
-                "AWSInsightsIndexService.GetSavingsPlansUtilization": lambda _: {
-                    "Total": {"Utilization": {"UtilizationPercentage": "97.25"}}},
-                "AWSInsightsIndexService.GetSavingsPlansCoverage": lambda _: {
-                    "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0"}}]},
-                "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
+                **json_targets(self.costexplorer),
                 "AmazonSQS.SendMessage": self.send_message,
                 # The digest's SageMaker part (SageMakerGovernance is on by default): an account without any.
                 "SageMaker.ListNotebookInstances": lambda _: {"NotebookInstances": []},
@@ -222,28 +216,6 @@ class DigestStandIn(StandIn):
         request.end_headers()
         request.wfile.write(body)
 
-    # ------------------------------------------------------------------ Cost Explorer
-    def get_cost_and_usage(self, body: dict[str, Any]) -> dict[str, Any]:
-        if body.get("GroupBy") or body.get("Granularity") != "DAILY":
-            raise ApiError("UnsupportedByStandIn", "the digest stand-in answers the daily total only")
-        first = datetime.fromisoformat(body["TimePeriod"]["Start"])
-        last = datetime.fromisoformat(body["TimePeriod"]["End"])
-        days = []
-        day = first
-        while day < last:
-            amount = 9000.0 + (day.toordinal() % 7) * 250.0
-            following = day + timedelta(days=1)
-            days.append(
-                {
-                    "TimePeriod": {"Start": day.date().isoformat(), "End": following.date().isoformat()},
-                    "Total": {"UnblendedCost": {"Amount": f"{amount:.4f}", "Unit": "USD"}},
-                    "Groups": [],
-                    "Estimated": False,
-                }
-            )
-            day = following
-        return {"ResultsByTime": days, "DimensionValueAttributes": []}
-
     # ------------------------------------------------------------------ SQS
     def send_message(self, body: dict[str, Any]) -> dict[str, Any]:
         text = str(body["MessageBody"])
@@ -321,3 +293,36 @@ class DigestNodes:
 
     def check(self, instance_id: str) -> str | None:
         return None
+
+
+class DigestBill:
+    """The digest account's bill for testing/aws/costexplorer.py: a daily EC2 total (9,000 USD and up, by the
+    day of the week), and its commitments' use and coverage."""
+
+    def cost_and_usage(
+        self,
+        start: str,
+        end: str,
+        granularity: str,
+        group_by: tuple[tuple[str, str], ...],
+        scope: Mapping[str, Any] | None,
+    ) -> list[Period]:
+        if group_by or granularity != "DAILY":
+            raise unsupported("anything but the digest account's daily total")
+        days, day, last = [], date.fromisoformat(start), date.fromisoformat(end)
+        while day < last:
+            following = day + timedelta(days=1)
+            days.append(Period(day.isoformat(), following.isoformat(), 9000.0 + (day.toordinal() % 7) * 250.0))
+            day = following
+        return days
+
+    def reports(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+        return {
+            "GetReservationUtilization": lambda _: {
+                "UtilizationsByTime": [], "Total": {"UtilizationPercentage": "91.5"}},
+            "GetReservationCoverage": lambda _: {
+                "CoveragesByTime": [], "Total": {"CoverageHours": {"CoverageHoursPercentage": "38.0"}}},
+            "GetSavingsPlansUtilization": lambda _: {"Total": {"Utilization": {"UtilizationPercentage": "97.25"}}},
+            "GetSavingsPlansCoverage": lambda _: {
+                "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0"}}]},
+        }  # fmt: skip

@@ -13,16 +13,17 @@ import hashlib
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
-from testing.aws.digest import DigestStandIn
-from testing.aws.errors import ApiError
+from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.digest import DigestBill, DigestStandIn
+from testing.aws.errors import ApiError, unsupported
 from testing.aws.pricing import Pricing
 from testing.worlds.digest import DigestWorld
 from testing.worlds.scheduled import HUB, REGIONS, OrganizationWorld, QuarterWorld
 
-CE_PAGE = 1_000
 ANOMALY_PAGE = 100
 SQS_BATCH = 10
 
@@ -39,15 +40,14 @@ class ScheduledStandIn(DigestStandIn):
         super().__init__(DigestWorld(0), latency_s=latency_s, secret=secret)
         self.quarter, self.organization = quarter, organization
         self.pricing = Pricing(QuarterPrices(quarter) if quarter is not None else None)
+        self.costexplorer = CostExplorer(QuarterBill(quarter))
         self.priced = self.pricing.asked
         self.queue: list[dict[str, Any]] = []  # the figures queue: messages not yet deleted
         self.deleted: list[str] = []
         self._queue_lock = threading.Lock()
         self._json.update(
             {
-                "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
-                "AWSInsightsIndexService.GetAnomalyMonitors": self.get_anomaly_monitors,
-                "AWSInsightsIndexService.GetAnomalies": self.get_anomalies,
+                **json_targets(self.costexplorer),
                 "AWSPriceListService.GetProducts": self.pricing.get_products,
                 "AmazonSQS.ReceiveMessage": self.receive_message,
                 "AmazonSQS.DeleteMessage": self.delete_message,
@@ -65,74 +65,6 @@ class ScheduledStandIn(DigestStandIn):
         if organization is not None:
             for body in organization.hand_offs():
                 self.queue.append({"MessageId": str(uuid.uuid4()), "Body": body, "receives": 0, "hidden": False})
-
-    # ------------------------------------------------------------------ Cost Explorer
-    def get_cost_and_usage(self, body: dict[str, Any]) -> dict[str, Any]:
-        if self.quarter is None or body.get("Granularity") != "MONTHLY":
-            return super().get_cost_and_usage(body)
-        keys = tuple(g["Key"] if g["Type"] == "DIMENSION" else f"TAG:{g['Key']}" for g in body.get("GroupBy", []))
-        months = self.quarter.months
-        if body["TimePeriod"] != {"Start": months[0].isoformat(), "End": "2026-11-01"}:
-            raise ApiError(
-                "UnsupportedByStandIn", f"the quarter's world is August to October, not {body['TimePeriod']}"
-            )
-        flat = [(m, name, amounts[m]) for name, amounts in self.quarter.rows(keys) for m in range(len(months))]
-        flat.sort(key=lambda row: row[0])  # month by month, as Cost Explorer answers
-        start = int(body.get("NextPageToken") or 0)
-        page = flat[start : start + CE_PAGE]
-        results: dict[int, list[dict[str, Any]]] = {}
-        for month, name, amount in page:
-            results.setdefault(month, []).append(
-                {"Keys": list(name), "Metrics": {"UnblendedCost": {"Amount": f"{amount:.4f}", "Unit": "USD"}}}
-            )
-        ends = (*months[1:], date(2026, 11, 1))
-        answer: dict[str, Any] = {
-            "ResultsByTime": [
-                {
-                    "TimePeriod": {"Start": months[m].isoformat(), "End": ends[m].isoformat()},
-                    "Total": {},
-                    "Groups": groups,
-                    "Estimated": False,
-                }
-                for m, groups in sorted(results.items())
-            ],
-            "GroupDefinitions": [{"Type": g["Type"], "Key": g["Key"]} for g in body.get("GroupBy", [])],
-        }
-        if start + CE_PAGE < len(flat):
-            answer["NextPageToken"] = str(start + CE_PAGE)
-        return answer
-
-    def get_anomaly_monitors(self, _: dict[str, Any]) -> dict[str, Any]:
-        monitor = {"MonitorArn": "arn:aws:ce::123456789012:anomalymonitor/bench", "MonitorName": "services",
-                   "MonitorType": "DIMENSIONAL", "MonitorDimension": "SERVICE"}  # fmt: skip
-        return {"AnomalyMonitors": [monitor] if self.quarter and self.quarter.anomalies else []}
-
-    def get_anomalies(self, body: dict[str, Any]) -> dict[str, Any]:
-        assert self.quarter is not None
-        found = [
-            {
-                "AnomalyId": f"anomaly-{k}",
-                "AnomalyStartDate": f"2026-{8 + k % 3:02d}-{1 + k % 28:02d}",
-                "DimensionValue": "Amazon Elastic Compute Cloud - Compute",
-                "RootCauses": [
-                    {
-                        "Service": "Amazon Elastic Compute Cloud - Compute",
-                        "Region": REGIONS[k % len(REGIONS)],
-                        "LinkedAccount": f"{100000000000 + k:012d}",
-                        "UsageType": "BoxUsage:p4d.24xlarge",
-                    }
-                ],
-                "AnomalyScore": {"MaxScore": 0.9, "CurrentScore": 0.5},
-                "Impact": {"MaxImpact": 100.0 + k, "TotalImpact": 1000.0 + k * 37},
-                "MonitorArn": "arn:aws:ce::123456789012:anomalymonitor/bench",
-            }
-            for k in range(self.quarter.anomalies)
-        ]
-        start = int(body.get("NextPageToken") or 0)
-        answer: dict[str, Any] = {"Anomalies": found[start : start + ANOMALY_PAGE]}
-        if start + ANOMALY_PAGE < len(found):
-            answer["NextPageToken"] = str(start + ANOMALY_PAGE)
-        return answer
 
     # ------------------------------------------------------------------ SQS: the hub's figures queue
     def receive_message(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -204,3 +136,68 @@ class QuarterPrices:
 
     def sagemaker(self, instance_name: str, region: str) -> dict[str, float]:
         return {}
+
+
+class QuarterBill(DigestBill):
+    """The payer's quarter for testing/aws/costexplorer.py: EC2 cost month by month from August to October,
+    grouped as the deep dive asks (to four decimals), and Cost Anomaly Detection's findings (100 a page);
+    otherwise the digest account's bill."""
+
+    def __init__(self, quarter: QuarterWorld | None) -> None:
+        self.quarter = quarter
+
+    def cost_and_usage(
+        self,
+        start: str,
+        end: str,
+        granularity: str,
+        group_by: tuple[tuple[str, str], ...],
+        scope: Mapping[str, Any] | None,
+    ) -> list[Period]:
+        if self.quarter is None or granularity != "MONTHLY":
+            return super().cost_and_usage(start, end, granularity, group_by, scope)
+        months = self.quarter.months
+        if (start, end) != (months[0].isoformat(), "2026-11-01"):
+            raise unsupported(f"the quarter's world is August to October, not {start} to {end}")
+        keys = tuple(key if kind == "DIMENSION" else f"TAG:{key}" for kind, key in group_by)
+        rows = self.quarter.rows(keys)
+        ends = (*months[1:], date(2026, 11, 1))
+        return [
+            Period(months[m].isoformat(), ends[m].isoformat(), groups=[(name, round(a[m], 4)) for name, a in rows])
+            for m in range(len(months))
+        ]
+
+    def reports(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+        return {**super().reports(), "GetAnomalyMonitors": self._monitors, "GetAnomalies": self._anomalies}
+
+    def _monitors(self, _: Mapping[str, Any]) -> dict[str, Any]:
+        monitor = {"MonitorArn": "arn:aws:ce::123456789012:anomalymonitor/bench", "MonitorName": "services",
+                   "MonitorType": "DIMENSIONAL", "MonitorDimension": "SERVICE"}  # fmt: skip
+        return {"AnomalyMonitors": [monitor] if self.quarter and self.quarter.anomalies else []}
+
+    def _anomalies(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        assert self.quarter is not None
+        found = [
+            {
+                "AnomalyId": f"anomaly-{k}",
+                "AnomalyStartDate": f"2026-{8 + k % 3:02d}-{1 + k % 28:02d}",
+                "DimensionValue": "Amazon Elastic Compute Cloud - Compute",
+                "RootCauses": [
+                    {
+                        "Service": "Amazon Elastic Compute Cloud - Compute",
+                        "Region": REGIONS[k % len(REGIONS)],
+                        "LinkedAccount": f"{100000000000 + k:012d}",
+                        "UsageType": "BoxUsage:p4d.24xlarge",
+                    }
+                ],
+                "AnomalyScore": {"MaxScore": 0.9, "CurrentScore": 0.5},
+                "Impact": {"MaxImpact": 100.0 + k, "TotalImpact": 1000.0 + k * 37},
+                "MonitorArn": "arn:aws:ce::123456789012:anomalymonitor/bench",
+            }
+            for k in range(self.quarter.anomalies)
+        ]
+        start = int(body.get("NextPageToken") or 0)
+        answer: dict[str, Any] = {"Anomalies": found[start : start + ANOMALY_PAGE]}
+        if start + ANOMALY_PAGE < len(found):
+            answer["NextPageToken"] = str(start + ANOMALY_PAGE)
+        return answer

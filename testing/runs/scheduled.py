@@ -9,7 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from testing.aws.scheduled import ANOMALY_PAGE, CE_PAGE, SQS_BATCH, ScheduledStandIn
+from testing.aws.costexplorer import PAGE as CE_PAGE
+from testing.aws.scheduled import ANOMALY_PAGE, SQS_BATCH, ScheduledStandIn
 from testing.runs.handler import TOKEN, lambda_env, measured, run_handler
 from testing.slack_standin import RateLimits, SlackStandIn
 from testing.worlds.scheduled import ACCELERATED, OrganizationWorld, QuarterWorld
