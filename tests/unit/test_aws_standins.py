@@ -1,6 +1,7 @@
 """The AWS stand-ins of testing/aws refuse what AWS refuses, so that a test or a benchmark passing on them
 means costguard's requests would pass on AWS: CloudWatch's 500-query limit, its exact dimension sets and
-its paging; DynamoDB's expressions, batch limits and transactions."""
+its paging; DynamoDB's expressions, batch limits and transactions; SSM's, Pricing's and Cost Explorer's
+limits and filters."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from testing.aws.cloudwatch import MAX_POINTS_PER_CALL, CloudWatch, CloudWatchClient, Listed, Points, SeriesKey
+from testing.aws.costexplorer import CostExplorer, Period
 from testing.aws.dynamodb import DynamoDB
 from testing.aws.errors import ApiError
+from testing.aws.pricing import Pricing
+from testing.aws.ssm import SystemsManager
 
 T0 = datetime(2026, 11, 2, tzinfo=UTC).timestamp()
 GPU = (("InstanceId", "i-0a"), ("index", "0"), ("name", "NVIDIA A10G"), ("arch", "Ampere"))
@@ -191,3 +195,102 @@ def test_a_query_reads_one_partition_in_sort_key_order_between_bounds() -> None:
         }
     )
     assert [i["sk"]["S"] for i in answer["Items"]] == ["2026-11-01", "2026-11-02", "2026-11-03"]
+
+
+# ---------------------------------------------------------------------- SSM, Pricing, Cost Explorer
+class Nodes:
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(f"i-{n:017x}", "Online") for n in range(60)]
+
+    def check(self, instance_id: str) -> str | None:
+        return None if instance_id.endswith("1") else "x" * 3000
+
+
+def test_ssm_pages_its_nodes_and_refuses_a_command_to_more_than_50_instances() -> None:
+    ssm = SystemsManager(Nodes())
+    first = ssm.describe_instance_information({"MaxResults": 50})
+    rest = ssm.describe_instance_information({"MaxResults": 50, "NextToken": first["NextToken"]})
+    assert (len(first["InstanceInformationList"]), len(rest["InstanceInformationList"])) == (50, 10)
+    with pytest.raises(ApiError):
+        ssm.describe_instance_information({"MaxResults": 51})
+    with pytest.raises(ApiError):
+        ssm.describe_instance_information({"Filters": [{"Key": "PingStatus", "Values": ["Online"]}]})
+    ids = [i for i, _ in Nodes().nodes()]
+    with pytest.raises(ApiError):
+        ssm.send_command({"DocumentName": "costguard-activity-check", "InstanceIds": ids[:51]})
+    command = ssm.send_command({"DocumentName": "costguard-activity-check", "InstanceIds": ids[:2]})
+    answer = ssm.list_command_invocations({"CommandId": command["Command"]["CommandId"], "Details": True})
+    statuses = {
+        i["InstanceId"][-1]: (i["Status"], len(i["CommandPlugins"][0]["Output"])) for i in answer["CommandInvocations"]
+    }
+    assert statuses == {"0": ("Success", 2500), "1": ("InProgress", 0)}  # SSM keeps 2,500 characters of output
+    with pytest.raises(ApiError) as unknown:
+        ssm.list_command_invocations({"CommandId": "not-a-command"})
+    assert unknown.value.code == "InvalidCommandId"
+
+
+class Prices:
+    def ec2(self, instance_type: str) -> dict[str, float]:
+        return {"us-east-1": 1.006, "eu-west-1": 1.123} if instance_type == "g5.xlarge" else {}
+
+    def sagemaker(self, instance_name: str, region: str) -> dict[str, float]:
+        return {}
+
+
+def ec2_filters(**terms: str) -> list[dict[str, str]]:
+    return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in terms.items()]
+
+
+def test_pricing_matches_every_filter_exactly_and_keeps_its_limits() -> None:
+    pricing = Pricing(Prices())
+    linux = {"operatingSystem": "Linux", "tenancy": "Shared", "capacitystatus": "Used"}
+    one = pricing.get_products(
+        {"ServiceCode": "AmazonEC2", "Filters": ec2_filters(instanceType="g5.xlarge", regionCode="us-east-1", **linux)}
+    )
+    assert len(one["PriceList"]) == 1
+    everywhere = pricing.get_products(
+        {"ServiceCode": "AmazonEC2", "Filters": ec2_filters(instanceType="g5.xlarge", locationType="AWS Region")}
+    )
+    assert len(everywhere["PriceList"]) == 2
+    windows = pricing.get_products(
+        {"ServiceCode": "AmazonEC2", "Filters": ec2_filters(instanceType="g5.xlarge", operatingSystem="Windows")}
+    )
+    assert windows["PriceList"] == []  # not the product a price stands for
+    with pytest.raises(ApiError):
+        pricing.get_products(
+            {"ServiceCode": "AmazonEC2", "Filters": ec2_filters(instanceType="g5.xlarge"), "MaxResults": 101}
+        )
+    with pytest.raises(ApiError):
+        pricing.get_products({"ServiceCode": "AmazonEC2", "Filters": [{"Type": "ANY_OF", "Field": "a", "Value": "b"}]})
+    assert pricing.asked == {"g5.xlarge": 3}
+
+
+class DailyBill:
+    def cost_and_usage(self, start: str, end: str, granularity: str, group_by: Any, scope: Any) -> list[Period]:
+        return [Period("2026-11-01", "2026-11-02", groups=[((f"g{n}",), 1.0) for n in range(1500)])]
+
+    def reports(self) -> dict[str, Any]:
+        return {}
+
+
+def test_cost_explorer_refuses_what_cost_explorer_refuses_and_pages_its_groups() -> None:
+    explorer = CostExplorer(DailyBill())
+    ask = {
+        "TimePeriod": {"Start": "2026-11-01", "End": "2026-11-02"},
+        "Granularity": "DAILY",
+        "Metrics": ["UnblendedCost"],
+        "GroupBy": [{"Type": "DIMENSION", "Key": "SERVICE"}],
+    }
+    first = explorer.get_cost_and_usage(ask)
+    rest = explorer.get_cost_and_usage({**ask, "NextPageToken": first["NextPageToken"]})
+    assert [len(p["ResultsByTime"][0]["Groups"]) for p in (first, rest)] == [1000, 500]
+    for wrong in (
+        {**ask, "TimePeriod": {"Start": "2026-11-02", "End": "2026-11-01"}},
+        {**ask, "Metrics": []},
+        {k: v for k, v in ask.items() if k != "Granularity"},
+        {**ask, "GroupBy": [{"Type": "DIMENSION", "Key": k} for k in ("SERVICE", "REGION", "USAGE_TYPE")]},
+    ):
+        with pytest.raises(ApiError):
+            explorer.get_cost_and_usage(wrong)
+    with pytest.raises(ApiError, match="does not implement"):
+        explorer.report("GetCostForecast")({"TimePeriod": ask["TimePeriod"]})
