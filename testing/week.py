@@ -36,6 +36,7 @@ from testing.aws.dynamodb import DynamoDB
 from testing.aws.errors import ApiError
 from testing.aws.inprocess import Exceptions, client_error, cloudwatch_in, metric_data_out, moment, paginate
 from testing.aws.pricing import Pricing
+from testing.aws.secretsmanager import SecretsManager
 from testing.aws.ssm import SystemsManager
 from testing.template import lambda_environment
 from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
@@ -357,7 +358,7 @@ class WeekNodes:
 class FakeAws:
     def __init__(self, fleet: Fleet, secret: str, faults: FaultPlan | None = None) -> None:
         self.fleet = fleet
-        self.secret = secret
+        self.secrets = SecretsManager({"costguard/slack": secret})
         self.faults = faults
         self.dynamodb = DynamoDB()  # the state table
         self.cloudwatch = CloudWatch(WeekMetrics(fleet))
@@ -500,8 +501,8 @@ class FakeAws:
     def query(self, **params: Any) -> list[dict[str, Any]]:
         return list(paginate(lambda **p: self.dynamodb.query(p), params, "LastEvaluatedKey"))
 
-    def get_secret_value(self, **_: Any) -> dict[str, Any]:
-        return {"SecretString": self.secret, "Name": "costguard/slack", "VersionId": "v1"}
+    def get_secret_value(self, **params: Any) -> dict[str, Any]:
+        return self.secrets.get_secret_value(params)
 
     def get_products(self, **params: Any) -> dict[str, Any]:
         return self.pricing.get_products(params)

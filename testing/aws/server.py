@@ -33,6 +33,7 @@ from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, bucket
 from testing.aws.dynamodb import DynamoDB
 from testing.aws.errors import ApiError
 from testing.aws.pricing import Pricing
+from testing.aws.secretsmanager import SecretsManager
 from testing.worlds.fleet import Fleet, Series, SimInstance
 
 EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
@@ -44,7 +45,7 @@ class StandIn:
     def __init__(self, fleet: Fleet, *, latency_s: float = 0.0, secret: Mapping[str, str] | None = None) -> None:
         self.fleet = fleet
         self.latency_s = latency_s
-        self.secret = json.dumps(dict(secret or {}))
+        self.secrets = SecretsManager({"costguard/slack": json.dumps(dict(secret or {}))})
         self.state = {i.instance_id: "running" for i in fleet.instances}
         self.tags = {i.instance_id: fleet.tags(i) for i in fleet.instances}
         self.by_id: dict[str, SimInstance] = {i.instance_id: i for i in fleet.instances}
@@ -70,7 +71,7 @@ class StandIn:
             "DynamoDB_20120810.Query": self.dynamodb.query,
             "DynamoDB_20120810.TransactWriteItems": self.dynamodb.transact_write_items,
             "DynamoDB_20120810.BatchGetItem": self.dynamodb.batch_get_item,
-            "secretsmanager.GetSecretValue": self.get_secret_value,
+            "secretsmanager.GetSecretValue": self.secrets.get_secret_value,
             "AWSPriceListService.GetProducts": self.pricing.get_products,
         }
         self._query: dict[str, Callable[[dict[str, list[str]]], str]] = {
@@ -316,11 +317,6 @@ class StandIn:
         with self._lock:
             self._known(ids)
         return ids
-
-    def get_secret_value(self, body: dict[str, Any]) -> dict[str, Any]:
-        name = body.get("SecretId", "")
-        return {"ARN": f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{name}", "Name": name,
-                "SecretString": self.secret, "VersionId": "v1", "CreatedDate": time.time()}  # fmt: skip
 
     # ------------------------------------------------------------------ results
     def stopped_indexes(self) -> set[int]:
