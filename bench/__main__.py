@@ -12,6 +12,7 @@ from bench import (
     digest_whole,
     faults,
     first_sweep,
+    fuzz,
     idle_sweep,
     learning,
     owner_tagger,
@@ -43,6 +44,8 @@ def main() -> None:
     print(f"  saved {save('week', week.main())}")
     print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")
     print(f"  saved {save('faults', faults.main())}")
+    print("Every handler fed 1,000 mutated events (tests/faults/test_fuzz_handlers.py): the counts")
+    print(f"  saved {save('fuzz', fuzz.main())}")
     path = save("versus", versus.main())  # about 10 minutes: Custodian's 11,500 calls at 30 ms each
     print(f"  saved {path}")
     idle_sweep.main()  # about 5 minutes: moto is slow at 1,000 instances

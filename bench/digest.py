@@ -1,12 +1,12 @@
-"""The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances: wall time at 0 and
-30 ms an AWS call, peak memory, and GetMetricData calls against their floor.
+"""The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances: wall time at 0 and 30
+ms an AWS call, peak memory, and GetMetricData calls against their floor.
 
 What runs is the digest's own reading and folding (`iter_hours` over every instance, then `summarize`
-for both weeks and `worst_idle`), the part whose memory grows with the fleet. CloudWatch is an
-in-process stand-in with AWS's quotas: ListMetrics 500 a page, GetMetricData at most 500 queries and
-100,800 datapoints a call (the rest behind a NextToken). Each size runs in a child process, so its
-peak resident memory is its own (ru_maxrss), reported with the interpreter's baseline after imports.
-"""
+for both weeks and `worst_idle`), the part whose memory grows with the fleet. CloudWatch is
+testing/aws/cloudwatch.py in process, over testing/worlds/hourly.py, with AWS's quotas: ListMetrics 500
+a page, GetMetricData at most 500 queries and 100,800 datapoints a call (the rest behind a NextToken).
+Each size runs in a child process, so its peak resident memory is its own (ru_maxrss), reported with the
+interpreter's baseline after imports."""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ import resource
 import subprocess
 import sys
 import time
-from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,82 +27,14 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.weekly.hours import iter_hours
 from costguard.digest.weekly.rules.figures import summarize, worst_idle
+from testing.aws.cloudwatch import MAX_POINTS_PER_CALL as MAX_DATAPOINTS
+from testing.aws.cloudwatch import MAX_QUERIES, CloudWatchClient
+from testing.worlds.hourly import HourlyFleet
 
 SIZES = (1_000, 10_000)
 LATENCIES = (0.0, 0.03)
 # (type, GPUs, share): about six series an instance (CPU, and each GPU's maximum and mean).
 TYPES = (("g5.xlarge", 1, 0.40), ("g6.xlarge", 1, 0.25), ("g5.12xlarge", 4, 0.25), ("p4d.24xlarge", 8, 0.10))
-MAX_QUERIES, MAX_DATAPOINTS, LIST_PAGE = 500, 100_800, 500
-
-
-class FakeCloudWatch:
-    """ListMetrics and GetMetricData for a fleet whose GPUs publish every hour of the fortnight."""
-
-    def __init__(self, gpus: dict[str, int], start: datetime, end: datetime, latency: float) -> None:
-        self.gpus, self.latency = gpus, latency
-        self.calls: Counter[str] = Counter()
-        hours = int((end - start).total_seconds() // 3600) + 1
-        self.times = [start + timedelta(hours=h) for h in range(hours)]
-        # Shared value lists: the stand-in's own memory does not grow with the fleet.
-        self.idle = [1.0 + (h % 3) for h in range(hours)]
-        self.busy = [90.0 if 8 <= h % 24 < 20 else 2.0 for h in range(hours)]
-
-    def get_paginator(self, name: str) -> Any:
-        assert name == "list_metrics"
-        return self
-
-    def paginate(self, **_: Any) -> Iterator[dict[str, Any]]:
-        metrics = [
-            {
-                "Namespace": "CWAgent",
-                "MetricName": "nvidia_smi_utilization_gpu",
-                "Dimensions": [
-                    {"Name": "InstanceId", "Value": iid},
-                    {"Name": "index", "Value": str(g)},
-                    {"Name": "name", "Value": "NVIDIA A10G"},
-                ],
-            }
-            for iid, count in self.gpus.items()
-            for g in range(count)
-        ]
-        for offset in range(0, len(metrics), LIST_PAGE):
-            self._call("ListMetrics")
-            yield {"Metrics": metrics[offset : offset + LIST_PAGE]}
-
-    def get_metric_data(self, **params: Any) -> dict[str, Any]:
-        queries = params["MetricDataQueries"]
-        assert 1 <= len(queries) <= MAX_QUERIES, len(queries)
-        self._call("GetMetricData")
-        skip_query, skip_point = (int(x) for x in (params.get("NextToken") or "0:0").split(":"))
-        budget, out, token = MAX_DATAPOINTS, [], ""
-        for q in range(skip_query, len(queries)):
-            query = queries[q]
-            dims = {d["Name"]: d["Value"] for d in query["MetricStat"]["Metric"]["Dimensions"]}
-            values = self.busy if int(dims["InstanceId"][-1], 16) % 3 == 0 else self.idle
-            first = skip_point if q == skip_query else 0
-            take = min(budget, len(self.times) - first)
-            out.append(
-                {
-                    "Id": query["Id"],
-                    "Timestamps": self.times[first : first + take],
-                    "Values": values[first : first + take],
-                    "StatusCode": "Complete",
-                }
-            )
-            budget -= take
-            if first + take < len(self.times):
-                out[-1]["StatusCode"] = "PartialData"
-                token = f"{q}:{first + take}"
-                break
-        answer: dict[str, Any] = {"MetricDataResults": out}
-        if token:
-            answer["NextToken"] = token
-        return answer
-
-    def _call(self, name: str) -> None:
-        self.calls[name] += 1
-        if self.latency:
-            time.sleep(self.latency)
 
 
 def child(size: int, latency: float) -> dict[str, Any]:
@@ -125,7 +55,8 @@ def child(size: int, latency: float) -> dict[str, Any]:
         gpus[iid] = count
         tags = {"Owner": f"user{k % 500}@example.com", "Team": f"team{k % 20}"}
         instances.append(Instance(iid, "us-east-1", instance_type, "running", earlier - timedelta(days=30), tags))
-    cloudwatch = FakeCloudWatch(gpus, earlier, now, latency)
+    world = HourlyFleet(gpus, earlier, now)
+    cloudwatch = CloudWatchClient(world, latency)
     policy = IdlePolicy()
     started = time.perf_counter()
     weeks = list(
@@ -145,8 +76,8 @@ def child(size: int, latency: float) -> dict[str, Any]:
     worst = worst_idle(weeks, this_week)
     wall = time.perf_counter() - started
     series = sum(1 + 2 * n for n in gpus.values())
-    points = series * len(cloudwatch.times)
-    floor = math.ceil(series / min(MAX_QUERIES, MAX_DATAPOINTS // len(cloudwatch.times)))
+    points = series * len(world.times)
+    floor = math.ceil(series / min(MAX_QUERIES, MAX_DATAPOINTS // len(world.times)))
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "instances": size,

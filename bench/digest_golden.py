@@ -1,81 +1,18 @@
-"""What the weekly digest says about one synthetic account, captured so two code trees can be compared:
-the channel post (text and blocks), every owner's direct message, the week kept and handed to the hub,
-the dashboards, and the handler's answer. The account is bench/digest_world.py's, served by
-bench/digest_standin.py and the Slack stand-in; the handler runs in a fresh process from the tree given.
-
-`python -m bench.digest_golden --commit REV [--out PATH]` captures the digest of the commit REV (its
-library and handlers, taken with `git archive`; this tree's world and stand-ins), into
-tests/fixtures/digest_golden.json by default: tests/integration/test_digest_golden.py holds the current
-code to it. The fixture was made from the commit before the digest's performance work (issue 27).
-"""
+"""Capture what the weekly digest of a commit says (testing/runs/golden.py) into tests/fixtures/digest_golden.json:
+`python -m bench.digest_golden --commit REV [--out PATH]` (its library and handlers, taken with `git archive`;
+this tree's world and stand-ins). tests/integration/test_digest_golden.py holds the current code to it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from bench.common import ROOT
-from bench.digest_standin import DigestStandIn
-from bench.digest_whole import DIGEST_CHANNEL, TOKEN, digest_env, tree_of
-from bench.digest_world import DigestWorld
-from testing.slack_standin import SlackStandIn
-
-SIZE = 400
-FIXTURE = ROOT / "tests" / "fixtures" / "digest_golden.json"
-
-
-def capture(code_root: Path, n: int = SIZE) -> dict[str, Any]:
-    """Run the weekly digest of `code_root` over the n-machine account; what it said, everywhere."""
-    world = DigestWorld(n)
-    aws = DigestStandIn(world, secret={"bot_token": TOKEN})
-    aws.start()
-    slack = SlackStandIn(users=world.slack_users, token=TOKEN).start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "answer.json"
-            env = {**digest_env(aws.url, slack, world), "BENCH_CODE_ROOT": str(code_root)}
-            done = subprocess.run(
-                [sys.executable, "-m", "bench.handler_child", "weekly_digest", str(out)],
-                env=env,
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            child = json.loads(out.read_text()) if out.exists() else {}
-            if child.get("status") != "done":
-                raise RuntimeError(
-                    f"the digest failed: {child.get('error')}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-                )
-        if aws.unsupported:
-            raise RuntimeError(f"the stand-in was asked what it does not implement: {sorted(set(aws.unsupported))}")
-        answer = dict(child["answer"])
-        answer.pop("chart_file")  # a file id the stand-in numbers
-        posts = [m for m in slack.messages if m.channel == DIGEST_CHANNEL]
-        direct = {m.channel: {"text": m.text, "blocks": m.blocks} for m in slack.messages if m.direct}
-        week = next(i for (_, _), i in aws.items.items() if i["pk"]["S"].startswith("week#"))
-        return {
-            "instances": n,
-            "answer": answer,
-            "channel": [{"text": m.text, "blocks": m.blocks} for m in posts],
-            "owners": dict(sorted(direct.items())),
-            "week_record": json.loads(week["body"]["S"]),
-            "handed_over": [json.loads(body) for body in aws.sent],
-            # Each dashboard by its content's hash: 20 dashboards of 50 widgets would be most of the file.
-            "dashboards": {name: _hash(json.loads(body)) for name, body in sorted(aws.dashboards.items())},
-        }
-    finally:
-        slack.stop()
-        aws.stop()
-
-
-def _hash(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+from testing.runs.golden import FIXTURE, capture
+from testing.runs.handler import tree_of
 
 
 def main(argv: list[str]) -> None:

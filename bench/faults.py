@@ -1,4 +1,4 @@
-"""The fault-injection suite over a simulated week (bench/week.py): the same fleet, owners and sweeps,
+"""The fault-injection suite over a simulated week (testing/week.py): the same fleet, owners and sweeps,
 with AWS calls that fail after botocore's retries, storms on one write operation, writes applied whose
 answer is a 500, the Lambda killed before or right after any call, Slack failing (429 with
 Retry-After, 5xx) and every sweep delivered twice. It counts what the faults cost: interrupted work,
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.week import ROOT, STORM_OPS, costguard_week
+from testing.week import ROOT, STORM_OPS, costguard_week
 
 PROFILES: dict[str, dict[str, Any]] = {
     "1 % of AWS calls fail after botocore's retries": {"throttle": 0.01},

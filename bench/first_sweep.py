@@ -17,10 +17,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.fleet import Fleet
-from bench.standin import StandIn
 from bench.versus import run_costguard
+from testing.aws.server import StandIn
 from testing.slack_standin import RateLimits, SlackStandIn
+from testing.worlds.fleet import Fleet
 
 INSTANCES, OWNERS, SWEEPS = 10_000, 500, 2
 WARNED_AT = "costguard:idle-warned-at"

@@ -1,7 +1,7 @@
 """costguard vs Cloud Custodian: one idle-GPU sweep over the same fleet, measured side by side.
 
 For each fleet size N and injected latency, each tool runs in a fresh process against a fresh copy
-of the same fleet served by `bench/standin.py`: costguard's idle_stopper handler (enforce mode, idle
+of the same fleet served by `testing/aws/server.py`: costguard's idle_stopper handler (enforce mode, idle
 alarms off, as Custodian has none), and `custodian run` on POLICY (c7n from PyPI in .venv-c7n).
 The parent counts every AWS call by operation at the server, times the process, reads its peak RSS
 (VmHWM), and checks what was stopped against what the fleet says should be.
@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT
-from bench.fleet import GPU_METRIC, Fleet
-from bench.standin import StandIn
+from testing.aws.server import StandIn
+from testing.runs.handler import aws_env
 from testing.slack_standin import RateLimits, SlackStandIn
+from testing.worlds.fleet import GPU_METRIC, Fleet
 
 CUSTODIAN = ROOT / ".venv-c7n" / "bin" / "custodian"
 HOME = "us-east-1"
@@ -83,19 +84,6 @@ class Run:
     @property
     def total_calls(self) -> int:
         return sum(self.calls.values())
-
-
-def aws_env(endpoint: str) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "PYENV_VERSION")}
-    return {
-        **keep,
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": HOME,
-        "AWS_REGION": HOME,
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
 
 
 def costguard_env(endpoint: str, slack_url: str) -> dict[str, str]:

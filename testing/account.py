@@ -18,7 +18,7 @@ from moto.server import ThreadedMotoServer
 from testing import moto_fixes
 from testing.aws_gaps import AwsGaps, GapProxy
 from testing.slack_standin import SlackStandIn
-from testing.template import install_costguard
+from testing.template import install_costguard, lambda_environment
 
 HOME = "us-east-1"
 
@@ -46,20 +46,24 @@ class LocalAccount:
         return boto3.client(service, region_name=region, endpoint_url=self.proxy.url)  # type: ignore[call-overload]
 
     def environ(self, **overrides: str) -> dict[str, str]:
+        """The Lambda environment every function shares (template.yaml's Globals, testing.template), for the
+        demo's account, pointed at the local endpoints; `overrides` last."""
+        parameters = {
+            "Mode": "enforce",
+            "AlertsChannel": "#ml-costs",
+            "DigestChannel": "#ml-weekly",
+            "EmailDomain": "example.com",
+            "GovernedRegions": HOME,
+            "LogLevel": os.environ.get("POWERTOOLS_LOG_LEVEL", "INFO"),
+            "Tracing": "Disabled",
+        }
         env = {
             "AWS_ENDPOINT_URL": self.proxy.url,
             "AWS_ACCESS_KEY_ID": "local",
             "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_DEFAULT_REGION": HOME,
             "AWS_REGION": HOME,
-            "COSTGUARD_MODE": "enforce",
-            "SLACK_SECRET_NAME": "costguard/slack",
-            "ALERTS_CHANNEL": "#ml-costs",
-            "DIGEST_CHANNEL": "#ml-weekly",
-            "OWNER_TAG_KEY": "Owner",
-            "EMAIL_DOMAIN": "example.com",
-            "GOVERNED_REGIONS": HOME,
-            "STATE_TABLE": "costguard-state",
+            **lambda_environment(None, parameters, {"StateTable": "costguard-state"}),
             "SLACK_API_URL": self.slack.api_url,
         }
         env.update(overrides)

@@ -2,26 +2,32 @@
 
 The demo's AWS endpoint is a small proxy on 127.0.0.1: every request is forwarded to moto's server,
 except the operations listed in `AwsGaps.handlers`, which are answered here in AWS's own wire format
-(so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), the
-Pricing API's GetProducts, EC2 DescribeReservedInstances and DescribeSpotPriceHistory, Savings Plans
-DescribeSavingsPlans, and the Cost Explorer reports (costs, forecast, reservation and Savings Plans use,
-purchase recommendations, anomaly monitors).
+(so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), EC2
+DescribeReservedInstances and DescribeSpotPriceHistory, Savings Plans DescribeSavingsPlans, and the Cost
+Explorer reports (costs, forecast, reservation and Savings Plans use, purchase recommendations, anomaly
+monitors); the Pricing API's GetProducts and SSM's Run Command by testing/aws's stand-ins (pricing.py,
+ssm.py) over the demo's prices and machines.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
 from testing import local_http
+from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.errors import ApiError
+from testing.aws.pricing import Pricing
+from testing.aws.ssm import SystemsManager
 
 Answer = tuple[int, dict[str, str], bytes]
+Handler = Callable[[dict[str, Any], str], Answer]
 
 
 @dataclass
@@ -58,7 +64,6 @@ class AwsGaps:
     spot_prices: dict[tuple[str, str], float] = field(default_factory=dict)
     # SSM: each managed instance's activity check answer (None: managed, but it never answers).
     activity: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    commands: dict[str, list[str]] = field(default_factory=dict)
     answered: list[str] = field(default_factory=list)
     # SageMaker: (ml.* type, region) -> {usage type: USD/h}, as the Pricing API's AmazonSageMaker products say.
     sagemaker_prices: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
@@ -67,17 +72,8 @@ class AwsGaps:
     def handlers(self) -> dict[str, Callable[[dict[str, Any], str], Answer]]:
         return {
             "CloudTrail_20131101.LookupEvents": self.lookup_events,
-            "AWSPriceListService.GetProducts": self.get_products,
-            "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
-            "AWSInsightsIndexService.GetCostForecast": self.get_cost_forecast,
-            "AWSInsightsIndexService.GetAnomalyMonitors": self.get_anomaly_monitors,
-            "AWSInsightsIndexService.GetReservationUtilization": self.get_reservation_utilization,
-            "AWSInsightsIndexService.GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
-            "AWSInsightsIndexService.GetReservationCoverage": self.get_reservation_coverage,
-            "AWSInsightsIndexService.GetSavingsPlansUtilization": self.get_savings_plans_utilization,
-            "AWSInsightsIndexService.GetSavingsPlansCoverage": self.get_savings_plans_coverage,
-            "AWSInsightsIndexService.GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
-            "AWSInsightsIndexService.GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
+            "AWSPriceListService.GetProducts": self._answered(self.pricing.get_products),
+            **{target: self._answered(call) for target, call in json_targets(self.costexplorer).items()},
             "query.DescribeReservedInstances": self.describe_reserved_instances,
             # moto has no Studio apps, user profiles or spaces: the demo's domain has none.
             "SageMaker.ListApps": lambda _b, _r: _json({"Apps": []}),
@@ -85,91 +81,81 @@ class AwsGaps:
             "SageMaker.ListSpaces": lambda _b, _r: _json({"Spaces": []}),
             "query.DescribeSpotPriceHistory": self.describe_spot_price_history,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
-            "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
-            "AmazonSSM.SendCommand": self.send_command,
-            "AmazonSSM.ListCommandInvocations": self.list_command_invocations,
+            "AmazonSSM.DescribeInstanceInformation": self._answered(self.ssm.describe_instance_information),
+            "AmazonSSM.SendCommand": self._answered(self.ssm.send_command),
+            "AmazonSSM.ListCommandInvocations": self._answered(self.ssm.list_command_invocations),
         }
 
-    # ------------------------------------------------------------------ Systems Manager (moto: no Run Command answers)
-    def describe_instance_information(self, body: dict[str, Any], _region: str) -> Answer:
-        wanted: list[str] = next((f["Values"] for f in body.get("Filters", []) if f["Key"] == "InstanceIds"), [])
-        listed = [
-            {"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in wanted if i in self.activity
-        ]
-        return _json({"InstanceInformationList": listed})
+    # ------------------------------------------------------------------ SSM and Pricing: testing/aws's stand-ins
+    def __post_init__(self) -> None:
+        self.ssm = SystemsManager(_DemoNodes(self.activity))
+        self.pricing = Pricing(_DemoPrices(self))
+        self.costexplorer = CostExplorer(self)
 
-    def send_command(self, body: dict[str, Any], _region: str) -> Answer:
-        command = f"{len(self.commands):08d}-0000-4000-8000-00000000c0de"
-        self.commands[command] = list(body["InstanceIds"])
-        return _json({"Command": {"CommandId": command, "DocumentName": body["DocumentName"], "Status": "Pending"}})
+    def _answered(
+        self, operation: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> Callable[[dict[str, Any], str], Answer]:
+        def answer(body: dict[str, Any], _region: str) -> Answer:
+            try:
+                return _json(operation(body))
+            except ApiError as exc:
+                return _json_error(exc.status, exc.code, exc.message)
 
-    def list_command_invocations(self, body: dict[str, Any], _region: str) -> Answer:
-        invocations = []
-        for instance_id in self.commands.get(body["CommandId"], []):
-            answer = self.activity.get(instance_id)
-            status = "Success" if answer is not None else "InProgress"
-            output = json.dumps(answer) if answer is not None else ""
-            invocations.append(
-                {
-                    "CommandId": body["CommandId"],
-                    "InstanceId": instance_id,
-                    "Status": status,
-                    "CommandPlugins": [{"Name": "activityCheck", "Status": status, "Output": output}],
-                }
-            )
-        return _json({"CommandInvocations": invocations})
+        return answer
 
-    # ------------------------------------------------------------------ Cost Explorer
-    def get_cost_and_usage(self, body: dict[str, Any], _region: str) -> Answer:
-        period = body["TimePeriod"]
-        if not body.get("GroupBy"):  # the digest's daily spend
-            return _json(
-                {
-                    "ResultsByTime": [
-                        {
-                            "TimePeriod": {"Start": day, "End": day},
-                            "Total": {"UnblendedCost": {"Amount": f"{amount:.2f}", "Unit": "USD"}},
-                            "Groups": [],
-                            "Estimated": True,
-                        }
-                        for day, amount in sorted(self.daily_spend.items())
-                        if period["Start"] <= day < period["End"]
-                    ],
-                    "DimensionValueAttributes": [],
-                }
-            )
-        keys = tuple(g["Key"] for g in body["GroupBy"])
-        if body.get("Granularity") == "MONTHLY" and keys in self.quarter:  # the deep dive's three months
+    # ------------------------------------------------------------------ Cost Explorer (testing/aws/costexplorer.py)
+    def cost_and_usage(
+        self,
+        start: str,
+        end: str,
+        granularity: str,
+        group_by: tuple[tuple[str, str], ...],
+        scope: Mapping[str, Any] | None,
+    ) -> list[Period]:
+        """The demo's bill for testing/aws/costexplorer.py: the daily spend; the deep dive's months; the
+        budget alerts' groups of one period (to the cent)."""
+        if not group_by:  # the digest's daily spend
+            return [
+                Period(day, _next_day(day), round(amount, 2), estimated=True)
+                for day, amount in sorted(self.daily_spend.items())
+                if start <= day < end
+            ]
+        keys = tuple(key for _, key in group_by)
+        if granularity == "MONTHLY" and keys in self.quarter:  # the deep dive's three months
             rows = self.quarter[keys]
-            months = sorted({m for by_month in rows.values() for m in by_month if period["Start"] <= m < period["End"]})
-            results = [
-                {
-                    "TimePeriod": {"Start": month, "End": month},
-                    "Total": {},
-                    "Groups": [
-                        {
-                            "Keys": list(group),
-                            "Metrics": {"UnblendedCost": {"Amount": f"{by[month]:.2f}", "Unit": "USD"}},
-                        }
-                        for group, by in sorted(rows.items())
-                        if month in by
-                    ],
-                    "Estimated": False,
-                }
+            months = sorted({m for by_month in rows.values() for m in by_month if start <= m < end})
+            return [
+                Period(
+                    month,
+                    _next_month(month),
+                    groups=[(group, round(by[month], 2)) for group, by in sorted(rows.items()) if month in by],
+                )
                 for month in months
             ]
-            return _json({"ResultsByTime": results, "DimensionValueAttributes": []})
-        groups = self.costs.get((body["GroupBy"][0]["Key"], period["Start"]), {})
-        return _json(cost_and_usage(groups, period["Start"], period["End"]))
+        groups = self.costs.get((group_by[0][1], start), {})
+        return [Period(start, end, groups=[((k,), round(v, 2)) for k, v in groups.items()], estimated=True)]
 
-    def get_anomaly_monitors(self, body: dict[str, Any], _region: str) -> Answer:
-        return _json({"AnomalyMonitors": []})  # the demo account has not turned Cost Anomaly Detection on
+    def reports(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+        return {
+            "GetCostForecast": self.get_cost_forecast,
+            "GetAnomalyMonitors": self.get_anomaly_monitors,
+            "GetReservationUtilization": self.get_reservation_utilization,
+            "GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
+            "GetReservationCoverage": self.get_reservation_coverage,
+            "GetSavingsPlansUtilization": self.get_savings_plans_utilization,
+            "GetSavingsPlansCoverage": self.get_savings_plans_coverage,
+            "GetReservationPurchaseRecommendation": self.get_reservation_recommendation,
+            "GetSavingsPlansPurchaseRecommendation": self.get_savings_plans_recommendation,
+        }
 
-    def get_cost_forecast(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_anomaly_monitors(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return {"AnomalyMonitors": []}  # the demo account has not turned Cost Anomaly Detection on
+
+    def get_cost_forecast(self, body: Mapping[str, Any]) -> dict[str, Any]:
         amount = f"{self.forecast_rest_of_month:.2f}"
-        return _json({"Total": {"Amount": amount, "Unit": "USD"}, "ForecastResultsByTime": []})
+        return {"Total": {"Amount": amount, "Unit": "USD"}, "ForecastResultsByTime": []}
 
-    def get_reservation_utilization(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_reservation_utilization(self, body: Mapping[str, Any]) -> dict[str, Any]:
         groups = [
             {
                 "Key": "SUBSCRIPTION_ID",
@@ -183,31 +169,25 @@ class AwsGaps:
         total = sum(self.utilization.get(r["ReservedInstancesId"], 0) * r["InstanceCount"] for r in ris)
         count = sum(r["InstanceCount"] for r in ris) or 1
         summary = {"UtilizationPercentage": f"{total / count:.1f}"}
-        return _json(
-            {
-                "UtilizationsByTime": [{"TimePeriod": body["TimePeriod"], "Groups": groups, "Total": summary}],
-                "Total": summary,
-            }
-        )
+        return {
+            "UtilizationsByTime": [{"TimePeriod": body["TimePeriod"], "Groups": groups, "Total": summary}],
+            "Total": summary,
+        }
 
-    def get_reservation_coverage(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_reservation_coverage(self, body: Mapping[str, Any]) -> dict[str, Any]:
         total = {"CoverageHours": {"CoverageHoursPercentage": f"{self.coverage['ri']:.1f}"}}
-        return _json(
-            {"CoveragesByTime": [{"TimePeriod": body["TimePeriod"], "Groups": [], "Total": total}], "Total": total}
-        )
+        return {"CoveragesByTime": [{"TimePeriod": body["TimePeriod"], "Groups": [], "Total": total}], "Total": total}
 
-    def get_savings_plans_utilization(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_savings_plans_utilization(self, body: Mapping[str, Any]) -> dict[str, Any]:
         plans = [self.utilization.get(p["savingsPlanArn"], 0) for p in self.savings_plans] or [0.0]
         total = {"Utilization": {"UtilizationPercentage": f"{sum(plans) / len(plans):.1f}"}}
-        return _json({"SavingsPlansUtilizationsByTime": [], "Total": total})
+        return {"SavingsPlansUtilizationsByTime": [], "Total": total}
 
-    def get_savings_plans_coverage(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_savings_plans_coverage(self, body: Mapping[str, Any]) -> dict[str, Any]:
         coverage = {"CoveragePercentage": f"{self.coverage['sp']:.1f}"}
-        return _json(
-            {"SavingsPlansCoverages": [{"Attributes": {}, "Coverage": coverage, "TimePeriod": body["TimePeriod"]}]}
-        )
+        return {"SavingsPlansCoverages": [{"Attributes": {}, "Coverage": coverage, "TimePeriod": body["TimePeriod"]}]}
 
-    def get_savings_plans_utilization_details(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_savings_plans_utilization_details(self, body: Mapping[str, Any]) -> dict[str, Any]:
         details = [
             {
                 "SavingsPlanArn": p["savingsPlanArn"],
@@ -215,9 +195,9 @@ class AwsGaps:
             }
             for p in self.savings_plans
         ]
-        return _json({"SavingsPlansUtilizationDetails": details, "TimePeriod": body["TimePeriod"]})
+        return {"SavingsPlansUtilizationDetails": details, "TimePeriod": body["TimePeriod"]}
 
-    def get_reservation_recommendation(self, body: dict[str, Any], _region: str) -> Answer:
+    def get_reservation_recommendation(self, body: Mapping[str, Any]) -> dict[str, Any]:
         details = [
             {
                 "InstanceDetails": {"EC2InstanceDetails": {"InstanceType": ri["InstanceType"], "Region": region}},
@@ -228,13 +208,13 @@ class AwsGaps:
             for region, ris in self.reserved_instances.items()
             for ri in ris
         ]
-        return _json({"Recommendations": [{"RecommendationDetails": details}]})
+        return {"Recommendations": [{"RecommendationDetails": details}]}
 
     def _hourly(self, ri: dict[str, Any], region: str) -> float:
         return float(self.prices.get((ri["InstanceType"], region), 0.0)) * int(ri["InstanceCount"])
 
-    def get_savings_plans_recommendation(self, body: dict[str, Any], _region: str) -> Answer:
-        return _json({"SavingsPlansPurchaseRecommendation": {}})
+    def get_savings_plans_recommendation(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return {"SavingsPlansPurchaseRecommendation": {}}
 
     # ------------------------------------------------------------------ reservations
     def describe_reserved_instances(self, body: dict[str, Any], region: str) -> Answer:
@@ -278,58 +258,6 @@ class AwsGaps:
 
     def describe_savings_plans(self, body: dict[str, Any], _region: str) -> Answer:
         return _json({"savingsPlans": self.savings_plans}, content_type="application/json")
-
-    # ------------------------------------------------------------------ Pricing
-    def get_products(self, body: dict[str, Any], _region: str) -> Answer:
-        """GetProducts for EC2 on-demand Linux: a product in AWS's PriceList shape for the region asked, or for
-        every region priced when the filters name none (the deep dive's region prices)."""
-        fields = {f["Field"]: f["Value"] for f in body.get("Filters", [])}
-        if body.get("ServiceCode") == "AmazonSageMaker":
-            return self._sagemaker_products(fields)
-        instance_type = fields.get("instanceType", "")
-        wanted = fields.get("regionCode")
-        products = []
-        for (priced_type, region), price in sorted(self.prices.items()):
-            if priced_type != instance_type or (wanted is not None and region != wanted):
-                continue
-            if body.get("ServiceCode") != "AmazonEC2":
-                continue
-            sku = "DEMO" + instance_type.replace(".", "").upper() + region.replace("-", "").upper()
-            attributes = {**fields, "regionCode": region, "servicecode": "AmazonEC2"}
-            on_demand = {
-                f"{sku}.JRTCKXETXF": {
-                    "priceDimensions": {
-                        f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
-                            "unit": "Hrs",
-                            "pricePerUnit": {"USD": f"{price:.10f}"},
-                            "description": f"${price} per On Demand Linux instance hour",
-                        }
-                    },
-                    "sku": sku,
-                }
-            }
-            product = {"product": {"sku": sku, "attributes": attributes}, "serviceCode": "AmazonEC2"}
-            products.append(json.dumps({**product, "terms": {"OnDemand": on_demand}}))
-        body_out = {"PriceList": products, "FormatVersion": "aws_v1"}
-        return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(body_out).encode()
-
-    def _sagemaker_products(self, fields: dict[str, str]) -> Answer:
-        """AmazonSageMaker products of one ml.* type in one region, one per usage type."""
-        usage = self.sagemaker_prices.get((fields.get("instanceName", ""), fields.get("regionCode", "")), {})
-        products = [
-            json.dumps(
-                {
-                    "product": {"attributes": {**fields, "usagetype": name}},
-                    "terms": {
-                        "OnDemand": {
-                            "T": {"priceDimensions": {"D": {"unit": "Hrs", "pricePerUnit": {"USD": f"{usd}"}}}}
-                        }
-                    },
-                }
-            )
-            for name, usd in sorted(usage.items())
-        ]
-        return _json({"PriceList": products, "FormatVersion": "aws_v1"})
 
     def add_launch(self, region: str, record: dict[str, Any]) -> None:
         self.trail.setdefault(region, []).append(TrailEvent(record))
@@ -401,6 +329,15 @@ def cost_and_usage(groups: dict[str, float], start: str, end: str) -> dict[str, 
     }
 
 
+def _next_day(day: str) -> str:
+    return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+
+
+def _next_month(month: str) -> str:
+    first = date.fromisoformat(month)
+    return (first.replace(day=28) + timedelta(days=4)).replace(day=1).isoformat()
+
+
 def _json(body: Any, content_type: str = "application/x-amz-json-1.1") -> Answer:
     return 200, {"Content-Type": content_type}, json.dumps(body).encode()
 
@@ -408,6 +345,34 @@ def _json(body: Any, content_type: str = "application/x-amz-json-1.1") -> Answer
 def _json_error(status: int, code: str, message: str) -> Answer:
     body = json.dumps({"__type": code, "message": message}).encode()
     return status, {"Content-Type": "application/x-amz-json-1.1"}, body
+
+
+@dataclass
+class _DemoNodes:
+    """The demo's managed instances for testing/aws/ssm.py: those given an activity answer (None: managed,
+    but it never answers)."""
+
+    activity: dict[str, dict[str, Any] | None]
+
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(i, "Online") for i in self.activity]
+
+    def check(self, instance_id: str) -> str | None:
+        answer = self.activity.get(instance_id)
+        return json.dumps(answer) if answer is not None else None
+
+
+@dataclass
+class _DemoPrices:
+    """The demo's prices for testing/aws/pricing.py."""
+
+    gaps: AwsGaps
+
+    def ec2(self, instance_type: str) -> dict[str, float]:
+        return {region: usd for (t, region), usd in self.gaps.prices.items() if t == instance_type}
+
+    def sagemaker(self, instance_name: str, region: str) -> dict[str, float]:
+        return dict(self.gaps.sagemaker_prices.get((instance_name, region), {}))
 
 
 class GapProxy:

@@ -1,5 +1,5 @@
 """DynamoDB condition expressions, evaluated the way DynamoDB does, for the in-process fakes of the
-benchmarks (bench/week.py, bench/standin.py): OR, AND, NOT, parentheses, attribute_exists(),
+benchmarks (bench/week.py, testing/aws/server.py): OR, AND, NOT, parentheses, attribute_exists(),
 attribute_not_exists(), and comparisons (=, <>, <, <=, >, >=) between attributes (by name or #alias)
 and :values. Enough for every condition costguard writes; anything else raises, so a fake never
 answers a condition it does not understand."""

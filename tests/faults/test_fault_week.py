@@ -1,18 +1,28 @@
-"""Two days of the simulated fleet under every fault at once (bench/faults.py runs the whole week per
-fault): nothing lost, no work interrupted, no keep ignored, no sweep dead-lettered, at most one notice
+"""Two days of the simulated fleet (testing/week.py) under every fault at once (bench/faults.py runs the
+whole week per fault): nothing lost, no work interrupted, no keep ignored, no sweep dead-lettered, at most one notice
 posted twice per kill."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.faults import PROFILES
-from bench.week import ROOT, costguard_week
+from testing.week import ROOT, costguard_week
+
+# bench/faults.py's "all of the above at once": throttles, storms, writes applied then answered 500, kills,
+# Slack failing, every sweep delivered twice.
+EVERY_FAULT = {
+    "throttle": 0.01,
+    "storm_every": 12,
+    "applied_then_500": 0.01,
+    "kill": 0.005,
+    "slack": True,
+    "double": True,
+}
 
 
 @pytest.mark.slow
 def test_two_days_under_every_fault_at_once_lose_nothing_and_repeat_little() -> None:
-    figures = costguard_week(ROOT, 5, 0.0, {**PROFILES["all of the above at once"], "seed": 5}, days=2)
+    figures = costguard_week(ROOT, 5, 0.0, {**EVERY_FAULT, "seed": 5}, days=2)
     assert figures["faults"]["kills"] > 0
     assert figures["faults"]["failed_calls"] > 0
     for lost in (

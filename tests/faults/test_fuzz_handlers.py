@@ -34,13 +34,20 @@ from tests.integration.conftest import REGION, make_runtime, tags_of
 
 SIGNING_SECRET = "fuzz-signing-secret"
 PER_HANDLER = 1000
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "fuzz.json"
+# The counts of one run: under pytest's temporary directory (a test writes no tracked file); `make bench`
+# (bench/fuzz.py) runs this file with its own --basetemp and saves them to bench/results/fuzz.json.
+RESULTS_NAME = "fuzz.json"
 HANDLERS = ["owner_tagger", "idle_stopper", "budget_alerts", "commitment_tracker", "weekly_digest"]
 PLAIN_OWNER = re.compile(r"^[^\[\]{}()'\"]*$")
 
 
+@pytest.fixture(scope="session")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.getbasetemp() / RESULTS_NAME
+
+
 @pytest.fixture
-def world(aws: None, slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+def world(results: Path, aws: None, slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     runtime = make_runtime(slack)
     runtime.slack_pace = 0.0  # thousands of posts to one channel: the stand-in enforces no rate limit
     secret = json.dumps({"bot_token": slack.token, "signing_secret": SIGNING_SECRET})
@@ -53,7 +60,7 @@ def world(aws: None, slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch) -> It
     )["Instances"][0]["InstanceId"]
     level = logger.log_level
     logger.setLevel("CRITICAL")  # thousands of refusals: the counts are what is read
-    yield {"runtime": runtime, "instance": instance, "queue": queue}
+    yield {"runtime": runtime, "instance": instance, "queue": queue, "results": results}
     logger.setLevel(level)
 
 
@@ -114,11 +121,11 @@ def invoke(function: str, runtime: Runtime) -> Callable[[Any], Any]:
     return lambda event: handler(event, LambdaContext(), runtime=runtime)
 
 
-def report(function: str, outcomes: Counter[str], unhandled: list[str]) -> None:
-    """The counts go to bench/results/fuzz.json (docs/security.md reports them); any unhandled one fails."""
-    counts = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+def report(results: Path, function: str, outcomes: Counter[str], unhandled: list[str]) -> None:
+    """The counts go to the run's fuzz.json (docs/security.md reports them); any unhandled one fails."""
+    counts = json.loads(results.read_text()) if results.exists() else {}
     counts[function] = {"events": sum(outcomes.values()), **dict(sorted(outcomes.items()))}
-    RESULTS.write_text(json.dumps(dict(sorted(counts.items())), indent=1) + "\n")
+    results.write_text(json.dumps(dict(sorted(counts.items())), indent=1) + "\n")
     total = sum(outcomes.values())
     assert not unhandled, f"{function}: {len(unhandled)} unhandled of {total}:\n" + "\n".join(unhandled[:15])
 
@@ -132,7 +139,7 @@ def test_scheduled_and_event_handlers_refuse_garbage_clearly(function: str, worl
     assert tags_of(world["instance"]).get("Owner", "") == "" or PLAIN_OWNER.match(tags_of(world["instance"])["Owner"])
     state = boto3.client("ec2", region_name=REGION).describe_instances(InstanceIds=[world["instance"]])
     assert state["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"  # no mutation stops a machine
-    report(function, outcomes, unhandled)
+    report(world["results"], function, outcomes, unhandled)
 
 
 def test_the_click_worker_refuses_garbage_clearly(world: dict[str, Any], slack: SlackStandIn) -> None:
@@ -140,7 +147,7 @@ def test_the_click_worker_refuses_garbage_clearly(world: dict[str, Any], slack: 
     assert click is not None
     record = {"messageId": "1", "body": click.to_json(), "eventSource": "aws:sqs"}
     outcomes, unhandled = fuzz(invoke("buttons", world["runtime"]), [{"Records": [record]}], PER_HANDLER, seed=7)
-    report("buttons", outcomes, unhandled)
+    report(world["results"], "buttons", outcomes, unhandled)
 
 
 def test_the_public_endpoint_answers_401_400_or_200_and_never_fails(
@@ -165,4 +172,4 @@ def test_the_public_endpoint_answers_401_400_or_200_and_never_fails(
         except Exception as exc:  # the thing counted
             inside["unhandled"] += 1
             unhandled.append(f"signed seed {mutant.seed} ({mutant.what}): {type(exc).__name__}: {str(exc)[:120]}")
-    report("slack_receiver", outcomes + inside, unhandled)
+    report(world["results"], "slack_receiver", outcomes + inside, unhandled)

@@ -1,7 +1,7 @@
-"""The whole weekly digest makes the calls its floor says, operation by operation (bench/digest_whole.py
+"""The whole weekly digest makes the calls its floor says, operation by operation (testing/runs/weekly_digest.py
 derives the floor from the account: pages, batches, one call per type, two writes per delivery).
 
-A 300-machine account (bench/digest_world.py), the handler in a fresh process as Lambda runs it,
+A 300-machine account (testing/worlds/digest.py), the handler in a fresh process as Lambda runs it,
 against the AWS stand-in with AWS's paging and batch limits and the Slack stand-in with Slack's.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from bench.digest_whole import run_weekly
-from bench.digest_world import DigestWorld
+from testing.runs.weekly_digest import run_weekly
+from testing.worlds.digest import DigestWorld
 
 N = 300
 

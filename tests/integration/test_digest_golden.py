@@ -1,6 +1,6 @@
 """The weekly digest says what it said before its performance work: the same figures and advice in the
 channel post, in every owner's direct message, in the week kept and handed to the hub, and the same
-dashboards, over the same 400-machine account (bench/digest_world.py).
+dashboards, over the same 400-machine account (testing/worlds/digest.py).
 
 tests/fixtures/digest_golden.json was captured from the commit before that work by
 `python -m bench.digest_golden --commit 4f0b96e`. Sections added to a message since are allowed (each
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bench.common import ROOT
-from bench.digest_golden import FIXTURE, capture
+from testing.runs.golden import FIXTURE, capture
+from testing.runs.handler import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

@@ -1,12 +1,12 @@
 """The deep dive and the organization digest make the calls their floor says, operation by operation, at
-their scale (bench/scheduled.py: a payer account's quarter; a hub reading 100 accounts' weeks), each
+their scale (testing/runs/scheduled.py: a payer account's quarter; a hub reading 100 accounts' weeks), each
 handler whole in a fresh process against the stand-ins."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.scheduled import run_deep_dive, run_organization
+from testing.runs.scheduled import run_deep_dive, run_organization
 
 
 def off_the_floor(run: dict[str, Any]) -> dict[str, Any]:

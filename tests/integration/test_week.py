@@ -1,11 +1,11 @@
-"""The simulated week (bench/week.py) as a check: through the real sweep, no real work is interrupted and
-most idle GPU-hours are reclaimed, whatever the seed's week holds."""
+"""The simulated week (testing/week.py, which bench/week.py measures) as a check: through the real
+sweep, no real work is interrupted and most idle GPU-hours are reclaimed, whatever the seed's week holds."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import week
+from testing import week
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ from typing import Any, cast
 
 import pytest
 
-from bench.digest import FakeCloudWatch
 from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.pricing import PriceBook
@@ -29,6 +28,8 @@ from costguard.digest.weekly.rules.figures import (
 from costguard.digest.weekly.rules.messages import digest_message
 from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
+from testing.aws.cloudwatch import CloudWatchClient
+from testing.worlds.hourly import HourlyFleet
 from tests.unit.test_organization import member_data
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
@@ -185,7 +186,8 @@ def test_the_fortnight_is_read_in_full_calls_and_an_instance_split_between_two_i
     start = now - timedelta(days=14)
     gpus = {f"i-{k:017x}": 8 for k in range(120)}  # 17 series an instance: 299 a call splits them
     instances = [Instance(iid, "us-east-1", "g5.12xlarge", "running", start - timedelta(days=1)) for iid in gpus]
-    cloudwatch = FakeCloudWatch(gpus, start, now, latency=0.0)
+    world = HourlyFleet(gpus, start, now)
+    cloudwatch = CloudWatchClient(world)
     weeks = list(
         iter_hours(
             "us-east-1",
@@ -202,7 +204,7 @@ def test_the_fortnight_is_read_in_full_calls_and_an_instance_split_between_two_i
     series = sum(1 + 2 * n for n in gpus.values())
     assert cloudwatch.calls["GetMetricData"] == -(-series // series_per_call(start, now, 3600))  # the floor
     assert [w.instance_id for w in weeks] == list(gpus)
-    assert all(len(w.hours) == len(cloudwatch.times) for w in weeks)  # every hour of every instance, whole
+    assert all(len(w.hours) == len(world.times) for w in weeks)  # every hour of every instance, whole
     assert all(w.gpus == gpus[w.instance_id] for w in weeks)
 
 

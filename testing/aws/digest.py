@@ -1,6 +1,6 @@
 """A fast stand-in for every AWS call of the weekly digest, on 127.0.0.1, answering from a `DigestWorld`.
 
-It is the sweep's stand-in (bench/standin.py: the server, the wire formats, the call counts, the
+It is the sweep's stand-in (testing/aws/server.py: the server, the wire formats, the call counts, the
 latency, costguard's DynamoDB items, Secrets Manager) with the digest's reads added, in AWS's formats
 and limits: DescribeInstances (pages of 5-1,000), DescribeSpotPriceHistory, DescribeReservedInstances,
 ListMetrics (500 a page), GetMetricData (500 queries and 100,800 points a call, exact dimension sets,
@@ -20,19 +20,20 @@ import time
 import uuid
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from xml.sax.saxutils import escape
 
-from bench.digest_world import ACCOUNT, GPU_METRIC, DigestWorld, Machine
-from bench.fleet import Fleet
-from bench.standin import EC2_NS, MAX_POINTS_PER_CALL, MAX_QUERIES, STATE_CODES, ApiError, StandIn, _members
+from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey
+from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.errors import ApiError, unsupported
+from testing.aws.server import EC2_NS, STATE_CODES, StandIn, _members
+from testing.aws.ssm import SystemsManager
+from testing.worlds.digest import ACCOUNT, GPU_METRIC, DigestWorld, Machine
+from testing.worlds.fleet import Fleet
 
-LIST_PAGE = 500
-SSM_PAGE_MAX, SSM_FILTER_MAX = 50, 100
-BATCH_GET_MAX = 100
 # Bundled prices the digest falls back to (the Pricing stand-in answers nothing): Spot is priced from them.
 ON_DEMAND = {"g5.xlarge": 1.006, "g6.xlarge": 0.8048, "g5.12xlarge": 5.672, "p4d.24xlarge": 21.96,
              "g5.2xlarge": 1.212, "g4dn.xlarge": 0.526}  # fmt: skip
@@ -56,35 +57,21 @@ class DigestStandIn(StandIn):
     def __init__(self, world: DigestWorld, *, latency_s: float = 0.0, secret: Mapping[str, str] | None = None) -> None:
         super().__init__(Fleet(0), latency_s=latency_s, secret=secret)
         self.world = world
-        self.dashboards: dict[str, str] = {}
+        self.cloudwatch = CloudWatch(DigestMetrics(world))
+        self.ssm = SystemsManager(DigestNodes(world))
+        self.costexplorer = CostExplorer(DigestBill())
+        self.dashboards = self.cloudwatch.dashboards
         self.sent: list[str] = []  # SQS message bodies, in order
-        self.priced: Counter[str] = Counter()  # instance types asked of the Pricing API
+        self.priced = self.pricing.asked  # instance types asked of the Pricing API (which answers nothing)
         self.spot_asked: Counter[str] = Counter()  # instance types asked of DescribeSpotPriceHistory
-        self._values: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
-        self._metrics: dict[tuple[str, str, frozenset[tuple[str, str]]], tuple[Machine, str, int | None]] = {}
-        for machine in world.machines:
-            iid = machine.instance_id
-            self._metrics[("AWS/EC2", "CPUUtilization", frozenset({("InstanceId", iid)}))] = (machine, "cpu", None)
-            for dims, gpu in world.series(machine):
-                self._metrics[("CWAgent", GPU_METRIC, frozenset(dims))] = (machine, "gpu", gpu)
         self._json.update(
             {
-                "GraniteServiceVersion20100801.ListMetrics": self.list_metrics,
-                "GraniteServiceVersion20100801.GetMetricData": self.get_metric_data,
-                "GraniteServiceVersion20100801.PutDashboard": self.put_dashboard,
-                "AmazonSSM.DescribeInstanceInformation": self.describe_instance_information,
-                "AWSInsightsIndexService.GetReservationUtilization": lambda _: {
-                    "UtilizationsByTime": [], "Total": {"UtilizationPercentage": "91.5"}},
-                "AWSInsightsIndexService.GetReservationCoverage": lambda _: {
-                    "CoveragesByTime": [], "Total": {"CoverageHours": {"CoverageHoursPercentage": "38.0"}}},
-                "AWSInsightsIndexService.GetSavingsPlansUtilization": lambda _: {
-                    "Total": {"Utilization": {"UtilizationPercentage": "97.25"}}},
-                "AWSInsightsIndexService.GetSavingsPlansCoverage": lambda _: {
-                    "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0"}}]},
-                "AWSInsightsIndexService.GetCostAndUsage": self.get_cost_and_usage,
-                "DynamoDB_20120810.BatchGetItem": self.batch_get_item,
+                "GraniteServiceVersion20100801.ListMetrics": self.cloudwatch.list_metrics,
+                "GraniteServiceVersion20100801.GetMetricData": self.cloudwatch.get_metric_data,
+                "GraniteServiceVersion20100801.PutDashboard": self.cloudwatch.put_dashboard,
+                "AmazonSSM.DescribeInstanceInformation": self.ssm.describe_instance_information,
+                **json_targets(self.costexplorer),
                 "AmazonSQS.SendMessage": self.send_message,
-                "AWSPriceListService.GetProducts": self.get_products,
                 # The digest's SageMaker part (SageMakerGovernance is on by default): an account without any.
                 "SageMaker.ListNotebookInstances": lambda _: {"NotebookInstances": []},
                 "SageMaker.ListEndpoints": lambda _: {"Endpoints": []},
@@ -99,8 +86,7 @@ class DigestStandIn(StandIn):
                 "DescribeReservedInstances": self.describe_reserved_instances,
             }
         )
-        for item in world.ledger_items():
-            self.items[("costguard-state", json.dumps([item["pk"], item["sk"]]))] = item
+        self.dynamodb.load("costguard-state", list(world.ledger_items()))
 
     @staticmethod
     def _service(target: str | None, operation: str) -> str:
@@ -230,28 +216,46 @@ class DigestStandIn(StandIn):
         request.end_headers()
         request.wfile.write(body)
 
-    # ------------------------------------------------------------------ CloudWatch
-    def list_metrics(self, body: dict[str, Any]) -> dict[str, Any]:
-        if body.get("Namespace") != "CWAgent" or body.get("MetricName") != GPU_METRIC or body.get("Dimensions"):
-            raise ApiError("UnsupportedByStandIn", "the digest stand-in lists the GPU metric region-wide only")
-        start = int(body.get("NextToken") or 0)
-        metrics = []
-        position = 0
-        for machine in self.world.machines:  # walked each page: cheap next to the answer's JSON
+    # ------------------------------------------------------------------ SQS
+    def send_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        text = str(body["MessageBody"])
+        if len(text.encode()) > 262_144:
+            raise ApiError("InvalidParameterValue", "a message of more than 256 KB")
+        with self._lock:
+            self.sent.append(text)
+        return {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": hashlib.md5(text.encode()).hexdigest()}
+
+
+class DigestMetrics:
+    """The digest world's series for testing/aws/cloudwatch.py: CPUUtilization (AWS/EC2, InstanceId) of every
+    machine, and the GPU series its agent publishes (testing/worlds/digest.py's dimension sets, listed in
+    the world's order); hourly points, computed once per distinct series shape, so serving 10,000
+    machines costs the stand-in little of the machine the benchmark shares with the measured process."""
+
+    def __init__(self, world: DigestWorld) -> None:
+        self.world = world
+        self._values: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
+        self._metrics: dict[SeriesKey, tuple[Machine, str, int | None]] = {}
+        for machine in world.machines:
+            iid = machine.instance_id
+            self._metrics[("AWS/EC2", "CPUUtilization", frozenset({("InstanceId", iid)}))] = (machine, "cpu", None)
+            for dims, gpu in world.series(machine):
+                self._metrics[("CWAgent", GPU_METRIC, frozenset(dims))] = (machine, "gpu", gpu)
+
+    def listed(self, recently_active: bool) -> Iterator[Listed]:
+        for machine in self.world.machines:
             for dims, _ in self.world.series(machine):
-                if start <= position < start + LIST_PAGE:
-                    metrics.append(
-                        {
-                            "Namespace": "CWAgent",
-                            "MetricName": GPU_METRIC,
-                            "Dimensions": [{"Name": k, "Value": v} for k, v in dims],
-                        }
-                    )
-                position += 1
-        out: dict[str, Any] = {"Metrics": metrics}
-        if start + LIST_PAGE < position:
-            out["NextToken"] = str(start + LIST_PAGE)
-        return out
+                yield "CWAgent", GPU_METRIC, dims
+
+    def points(self, key: SeriesKey, start: float, end: float, period: int, stat: str) -> Points | None:
+        if period != 3600 or stat not in ("Maximum", "Average"):
+            raise ApiError("UnsupportedByStandIn", "the digest stand-in answers hourly Maximum and Average")
+        found = self._metrics.get(key)
+        if found is None:
+            return None
+        all_times, all_values = self._points(found[0], found[1], found[2], stat)
+        first, last = bisect_left(all_times, start), bisect_left(all_times, end)
+        return all_times[first:last], all_values[first:last]
 
     def _points(self, machine: Machine, signal: str, gpu: int | None, stat: str) -> tuple[list[int], list[float]]:
         """Every hourly point of one series over the world's fortnight (cached by the series' shape)."""
@@ -276,145 +280,49 @@ class DigestStandIn(StandIn):
             found = self._values[key] = (times, values)
         return found
 
-    def get_metric_data(self, body: dict[str, Any]) -> dict[str, Any]:
-        queries = body.get("MetricDataQueries", [])
-        if not 1 <= len(queries) <= MAX_QUERIES:
-            raise ApiError("InvalidParameterValue", f"{len(queries)} queries: 1 to {MAX_QUERIES} per call")
-        start, end = int(body["StartTime"]) // 60 * 60, int(body["EndTime"])
-        skip_query, skip_point = (int(x) for x in (body.get("NextToken") or "0:0").split(":"))
-        out: list[dict[str, Any]] = []
-        budget, token = MAX_POINTS_PER_CALL, ""
-        for q in range(skip_query, len(queries)):
-            stat = queries[q].get("MetricStat")
-            if stat is None or int(stat["Period"]) != 3600 or stat["Stat"] not in ("Maximum", "Average"):
-                raise ApiError("UnsupportedByStandIn", "the digest stand-in answers hourly Maximum and Average")
-            metric = stat["Metric"]
-            dims = frozenset((d["Name"], d["Value"]) for d in metric.get("Dimensions", []))
-            found = self._metrics.get((metric.get("Namespace", ""), metric.get("MetricName", ""), dims))
-            times: list[int] = []
-            values: list[float] = []
-            if found is not None:
-                all_times, all_values = self._points(found[0], found[1], found[2], stat["Stat"])
-                first, last = bisect_left(all_times, start), bisect_left(all_times, end)
-                times, values = all_times[first:last], all_values[first:last]
-            begin = skip_point if q == skip_query else 0
-            take = times[begin : begin + budget]
-            out.append(
-                {
-                    "Id": queries[q]["Id"],
-                    "Label": metric.get("MetricName", ""),
-                    "Timestamps": take,
-                    "Values": values[begin : begin + len(take)],
-                    "StatusCode": "Complete",
-                }
-            )
-            budget -= len(take)
-            if begin + len(take) < len(times):
-                out[-1]["StatusCode"] = "PartialData"
-                token = f"{q}:{begin + len(take)}"
-                break
-        answer: dict[str, Any] = {"MetricDataResults": out, "Messages": []}
-        if token:
-            answer["NextToken"] = token
-        return answer
 
-    def put_dashboard(self, body: dict[str, Any]) -> dict[str, Any]:
-        json.loads(body["DashboardBody"])  # CloudWatch refuses a body that is not JSON
-        with self._lock:
-            self.dashboards[body["DashboardName"]] = body["DashboardBody"]
-        return {"DashboardValidationMessages": []}
+class DigestNodes:
+    """The digest world's SSM agents for testing/aws/ssm.py: the managed machines that run (stopped and
+    terminated nodes are not listed); the digest sends no command."""
 
-    # ------------------------------------------------------------------ SSM
-    def describe_instance_information(self, body: dict[str, Any]) -> dict[str, Any]:
-        size = int(body.get("MaxResults", SSM_PAGE_MAX))
-        if not 5 <= size <= SSM_PAGE_MAX:
-            raise ApiError("ValidationException", f"MaxResults {size}: 5 to {SSM_PAGE_MAX}")
-        wanted: list[str] | None = None
-        for f in body.get("Filters", []):
-            if f["Key"] != "InstanceIds":
-                raise ApiError("UnsupportedByStandIn", "the digest stand-in filters by InstanceIds only")
-            if not 1 <= len(f["Values"]) <= SSM_FILTER_MAX:
-                raise ApiError("ValidationException", f"{len(f['Values'])} filter values: 1 to {SSM_FILTER_MAX}")
-            wanted = list(f["Values"])
-        # Stopped and terminated nodes are not listed.
-        pool = [m for m in self.world.machines if m.managed and m.state == "running"]
-        if wanted is not None:
-            chosen = set(wanted)
-            pool = [m for m in pool if m.instance_id in chosen]
-        start = int(body.get("NextToken") or 0)
-        page = pool[start : start + size]
-        out: dict[str, Any] = {
-            "InstanceInformationList": [
-                {"InstanceId": m.instance_id, "PingStatus": "Online", "ResourceType": "EC2Instance",
-                 "PlatformType": "Linux", "AgentVersion": "3.3.1142.0"}
-                for m in page
-            ]
-        }  # fmt: skip
-        if start + size < len(pool):
-            out["NextToken"] = str(start + size)
-        return out
+    def __init__(self, world: DigestWorld) -> None:
+        self.world = world
 
-    # ------------------------------------------------------------------ Cost Explorer
-    def get_cost_and_usage(self, body: dict[str, Any]) -> dict[str, Any]:
-        if body.get("GroupBy") or body.get("Granularity") != "DAILY":
-            raise ApiError("UnsupportedByStandIn", "the digest stand-in answers the daily total only")
-        first = datetime.fromisoformat(body["TimePeriod"]["Start"])
-        last = datetime.fromisoformat(body["TimePeriod"]["End"])
-        days = []
-        day = first
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(m.instance_id, "Online") for m in self.world.machines if m.managed and m.state == "running"]
+
+    def check(self, instance_id: str) -> str | None:
+        return None
+
+
+class DigestBill:
+    """The digest account's bill for testing/aws/costexplorer.py: a daily EC2 total (9,000 USD and up, by the
+    day of the week), and its commitments' use and coverage."""
+
+    def cost_and_usage(
+        self,
+        start: str,
+        end: str,
+        granularity: str,
+        group_by: tuple[tuple[str, str], ...],
+        scope: Mapping[str, Any] | None,
+    ) -> list[Period]:
+        if group_by or granularity != "DAILY":
+            raise unsupported("anything but the digest account's daily total")
+        days, day, last = [], date.fromisoformat(start), date.fromisoformat(end)
         while day < last:
-            amount = 9000.0 + (day.toordinal() % 7) * 250.0
             following = day + timedelta(days=1)
-            days.append(
-                {
-                    "TimePeriod": {"Start": day.date().isoformat(), "End": following.date().isoformat()},
-                    "Total": {"UnblendedCost": {"Amount": f"{amount:.4f}", "Unit": "USD"}},
-                    "Groups": [],
-                    "Estimated": False,
-                }
-            )
+            days.append(Period(day.isoformat(), following.isoformat(), 9000.0 + (day.toordinal() % 7) * 250.0))
             day = following
-        return {"ResultsByTime": days, "DimensionValueAttributes": []}
+        return days
 
-    def get_products(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Nothing, as when the Pricing API cannot be read: the digest prices from its bundled table."""
-        for f in body.get("Filters", []):
-            if f.get("Field") == "instanceType":
-                with self._lock:
-                    self.priced[str(f.get("Value"))] += 1
-        return {"PriceList": [], "FormatVersion": "aws_v1"}
-
-    # ------------------------------------------------------------------ DynamoDB and SQS
-    def batch_get_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        responses: dict[str, list[Any]] = {}
-        total = 0
-        with self._lock:
-            for table, request in body.get("RequestItems", {}).items():
-                for key in request.get("Keys", []):
-                    total += 1
-                    found = self.items.get((table, json.dumps([key.get("pk"), key.get("sk")])))
-                    if found is not None:
-                        responses.setdefault(table, []).append(found)
-        if total > BATCH_GET_MAX:
-            raise ApiError("ValidationException", f"{total} keys: at most {BATCH_GET_MAX} a BatchGetItem")
-        return {"Responses": responses, "UnprocessedKeys": {}}
-
-    def update_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A claim marked done, keeping its detail (the channel a retry's uploads go to)."""
-        answer = super().update_item(body)
-        detail = body.get("ExpressionAttributeValues", {}).get(":detail")
-        if detail is not None:
-            key = body["Key"]
-            with self._lock:
-                found = self.items.get((body["TableName"], json.dumps([key.get("pk"), key.get("sk")])))
-                if found is not None:
-                    found["detail"] = detail
-        return answer
-
-    def send_message(self, body: dict[str, Any]) -> dict[str, Any]:
-        text = str(body["MessageBody"])
-        if len(text.encode()) > 262_144:
-            raise ApiError("InvalidParameterValue", "a message of more than 256 KB")
-        with self._lock:
-            self.sent.append(text)
-        return {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": hashlib.md5(text.encode()).hexdigest()}
+    def reports(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+        return {
+            "GetReservationUtilization": lambda _: {
+                "UtilizationsByTime": [], "Total": {"UtilizationPercentage": "91.5"}},
+            "GetReservationCoverage": lambda _: {
+                "CoveragesByTime": [], "Total": {"CoverageHours": {"CoverageHoursPercentage": "38.0"}}},
+            "GetSavingsPlansUtilization": lambda _: {"Total": {"Utilization": {"UtilizationPercentage": "97.25"}}},
+            "GetSavingsPlansCoverage": lambda _: {
+                "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0"}}]},
+        }  # fmt: skip

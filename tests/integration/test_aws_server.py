@@ -1,4 +1,5 @@
-"""The benchmark's stand-in answers like AWS where the benchmark depends on it: paging, limits, exact dimensions.
+"""The benchmarks' AWS endpoint (testing/aws/server.py) answers like AWS where they depend on it: paging,
+limits, exact dimensions.
 
 The stopped sets are checked against moto by `make bench` itself (bench/versus.py `check_against_moto`);
 these pin the behaviour that decides the call counts.
@@ -14,8 +15,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from bench.fleet import Fleet
-from bench.standin import StandIn
+from testing.aws.server import StandIn
+from testing.worlds.fleet import Fleet
 
 N = 30
 
@@ -92,7 +93,7 @@ def test_cloudwatch_matches_dimension_sets_exactly_and_keeps_its_limits(standin:
 
     assert len(values(per_gpu.dims)) >= 23, "a point every 5 minutes"
     assert values(per_gpu.dims[:2]) == [], "a subset of the dimensions matches nothing, as in CloudWatch"
-    with pytest.raises(ClientError, match="InvalidParameterValue"):
+    with pytest.raises(ClientError, match="ValidationError"):  # CloudWatch's code for a 501-query call
         cloudwatch.get_metric_data(
             MetricDataQueries=[{**query(per_gpu.dims), "Id": f"q{k}"} for k in range(501)],
             StartTime=end - timedelta(hours=2),

@@ -1,5 +1,5 @@
 """One scheduled handler in a fresh interpreter, the way Lambda runs it:
-`python -m bench.handler_child FUNCTION OUT.json [--profile cpu|memory]`.
+`python -m testing.runs.child FUNCTION OUT.json [--profile cpu|memory]`.
 
 The parent sets the Lambda environment (AWS_ENDPOINT_URL at the stand-in, SLACK_API_URL at Slack's) and
 the invocation's moment (BENCH_NOW, ISO 8601: the world's present, so its data lines up), and counts the
@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUTS = {"weekly_digest": 600.0, "deep_dive": 300.0, "organization_digest": 300.0}  # the template's
 EVENTS = {
     "weekly_digest": {"costguard": "digest"},

@@ -28,54 +28,51 @@ from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
-from bench.fleet import Fleet, Series, SimInstance
 from testing import local_http
-from testing.conditions import holds
+from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, bucketed
+from testing.aws.dynamodb import DynamoDB
+from testing.aws.errors import ApiError
+from testing.aws.pricing import Pricing
+from testing.aws.secretsmanager import SecretsManager
+from testing.worlds.fleet import Fleet, Series, SimInstance
 
 EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
-MAX_QUERIES = 500
-MAX_POINTS_PER_CALL = 100_800
-MAX_STATISTICS_POINTS = 1_440
 MAX_TAG_RESOURCES = 1_000
 STATE_CODES = {"running": 16, "stopping": 64, "stopped": 80}
-
-
-class ApiError(Exception):
-    def __init__(self, code: str, message: str, status: int = 400, extra: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.status, self.extra = code, message, status, dict(extra or {})
 
 
 class StandIn:
     def __init__(self, fleet: Fleet, *, latency_s: float = 0.0, secret: Mapping[str, str] | None = None) -> None:
         self.fleet = fleet
         self.latency_s = latency_s
-        self.secret = json.dumps(dict(secret or {}))
+        self.secrets = SecretsManager({"costguard/slack": json.dumps(dict(secret or {}))})
         self.state = {i.instance_id: "running" for i in fleet.instances}
         self.tags = {i.instance_id: fleet.tags(i) for i in fleet.instances}
         self.by_id: dict[str, SimInstance] = {i.instance_id: i for i in fleet.instances}
-        self.series_by_key: dict[Any, Series] = {s.key: s for s in fleet.series}
         self.stopped: list[str] = []  # in the order StopInstances saw them
         self.calls: Counter[str] = Counter()
         self.unsupported: list[str] = []
         self.busy_s = 0.0  # time spent building answers (not sleeping): the stand-in's share of a run
-        self.items: dict[tuple[str, str], Any] = {}
+        self.cloudwatch = CloudWatch(FleetMetrics(fleet))
+        self.dynamodb = DynamoDB()
+        self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._json: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "GraniteServiceVersion20100801.ListMetrics": self.list_metrics,
-            "GraniteServiceVersion20100801.GetMetricData": self.get_metric_data,
-            "GraniteServiceVersion20100801.GetMetricStatistics": self.get_metric_statistics,
-            "DynamoDB_20120810.BatchWriteItem": self.batch_write_item,
-            "DynamoDB_20120810.PutItem": self.put_item,
-            "DynamoDB_20120810.DeleteItem": self.delete_item,
-            "DynamoDB_20120810.GetItem": self.get_item,
-            "DynamoDB_20120810.UpdateItem": self.update_item,
-            "DynamoDB_20120810.Query": self.query,
-            "DynamoDB_20120810.TransactWriteItems": self.transact_write_items,
-            "DynamoDB_20120810.BatchGetItem": self.batch_get_item,
-            "secretsmanager.GetSecretValue": self.get_secret_value,
-            "AWSPriceListService.GetProducts": lambda _: {"PriceList": [], "FormatVersion": "aws_v1"},
+            "GraniteServiceVersion20100801.ListMetrics": self.cloudwatch.list_metrics,
+            "GraniteServiceVersion20100801.GetMetricData": self.cloudwatch.get_metric_data,
+            "GraniteServiceVersion20100801.GetMetricStatistics": self.cloudwatch.get_metric_statistics,
+            "GraniteServiceVersion20100801.PutDashboard": self.cloudwatch.put_dashboard,
+            "DynamoDB_20120810.BatchWriteItem": self.dynamodb.batch_write_item,
+            "DynamoDB_20120810.PutItem": self.dynamodb.put_item,
+            "DynamoDB_20120810.DeleteItem": self.dynamodb.delete_item,
+            "DynamoDB_20120810.GetItem": self.dynamodb.get_item,
+            "DynamoDB_20120810.UpdateItem": self.dynamodb.update_item,
+            "DynamoDB_20120810.Query": self.dynamodb.query,
+            "DynamoDB_20120810.TransactWriteItems": self.dynamodb.transact_write_items,
+            "DynamoDB_20120810.BatchGetItem": self.dynamodb.batch_get_item,
+            "secretsmanager.GetSecretValue": self.secrets.get_secret_value,
+            "AWSPriceListService.GetProducts": self.pricing.get_products,
         }
         self._query: dict[str, Callable[[dict[str, list[str]]], str]] = {
             "DescribeInstances": self.describe_instances,
@@ -321,200 +318,6 @@ class StandIn:
             self._known(ids)
         return ids
 
-    # ------------------------------------------------------------------ CloudWatch
-    def list_metrics(self, body: dict[str, Any]) -> dict[str, Any]:
-        wanted = [(d["Name"], d.get("Value")) for d in body.get("Dimensions", [])]
-
-        def keep(series: Series) -> bool:
-            if body.get("Namespace") not in (None, series.namespace):
-                return False
-            if body.get("MetricName") not in (None, series.name):
-                return False
-            named = dict(series.dims)
-            return all(name in named and value in (None, named[name]) for name, value in wanted)
-
-        matched = [s for s in self.fleet.series if keep(s)]  # every series was active in the last 3 hours
-        start = int(body.get("NextToken") or 0)
-        page = matched[start : start + 500]
-        out: dict[str, Any] = {
-            "Metrics": [
-                {
-                    "Namespace": s.namespace,
-                    "MetricName": s.name,
-                    "Dimensions": [{"Name": k, "Value": v} for k, v in s.dims],
-                }
-                for s in page
-            ]
-        }
-        if start + 500 < len(matched):
-            out["NextToken"] = str(start + 500)
-        return out
-
-    def _series(self, metric: Mapping[str, Any]) -> Series | None:
-        dims = frozenset((d["Name"], d["Value"]) for d in metric.get("Dimensions", []))
-        return self.series_by_key.get((metric.get("Namespace"), metric.get("MetricName"), dims))
-
-    def _buckets(self, series: Series | None, start: int, end: int, period: int) -> dict[int, list[float]]:
-        buckets: dict[int, list[float]] = {}
-        if series is None:
-            return buckets
-        for at, value in self.fleet.points(series, start, end):
-            buckets.setdefault(start + (at - start) // period * period, []).append(value)
-        return buckets
-
-    def get_metric_data(self, body: dict[str, Any]) -> dict[str, Any]:
-        queries = body.get("MetricDataQueries", [])
-        if not 1 <= len(queries) <= MAX_QUERIES:
-            raise ApiError("InvalidParameterValue", f"{len(queries)} queries: 1 to {MAX_QUERIES} per call")
-        start, end = _minute(body["StartTime"]), int(body["EndTime"])
-        results = []
-        for query in queries:
-            stat = query.get("MetricStat")
-            if stat is None:
-                raise ApiError("InvalidParameterValue", "the benchmark stand-in reads MetricStat queries only")
-            buckets = self._buckets(self._series(stat["Metric"]), start, end, int(stat["Period"]))
-            times = sorted(buckets, reverse=body.get("ScanBy") != "TimestampAscending")
-            values = [_statistic(stat["Stat"], buckets[t]) for t in times]
-            results.append({"Id": query["Id"], "Label": query.get("Label", ""), "Timestamps": times, "Values": values})
-        # Page by points: NextToken is (query, point) where the previous answer stopped.
-        skip_query, skip_point = (int(x) for x in (body.get("NextToken") or "0:0").split(":"))
-        out: list[dict[str, Any]] = []
-        budget = MAX_POINTS_PER_CALL
-        token = ""
-        for q in range(skip_query, len(results)):
-            first = skip_point if q == skip_query else 0
-            result = results[q]
-            take = result["Timestamps"][first : first + budget]
-            out.append(
-                {
-                    **result,
-                    "Timestamps": take,
-                    "Values": result["Values"][first : first + len(take)],
-                    "StatusCode": "Complete",
-                }
-            )
-            budget -= len(take)
-            if first + len(take) < len(result["Timestamps"]):
-                out[-1]["StatusCode"] = "PartialData"
-                token = f"{q}:{first + len(take)}"
-                break
-        answer: dict[str, Any] = {"MetricDataResults": out, "Messages": []}
-        if token:
-            answer["NextToken"] = token
-        return answer
-
-    def get_metric_statistics(self, body: dict[str, Any]) -> dict[str, Any]:
-        start, end, period = _minute(body["StartTime"]), int(body["EndTime"]), int(body["Period"])
-        if (end - start) / period > MAX_STATISTICS_POINTS:
-            raise ApiError("InvalidParameterCombination", "You have requested up to 1,440 datapoints")
-        stats = body.get("Statistics") or []
-        if not stats:
-            raise ApiError("InvalidParameterValue", "the benchmark stand-in answers Statistics only")
-        buckets = self._buckets(self._series(body), start, end, period)
-        points = [
-            {"Timestamp": t, "Unit": "Percent", **{s: _statistic(s, values) for s in stats}}
-            for t, values in buckets.items()
-        ]
-        return {"Label": body.get("MetricName", ""), "Datapoints": points}
-
-    # ------------------------------------------------------------------ costguard's own state
-    def batch_write_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
-            for table, requests in body.get("RequestItems", {}).items():
-                if len(requests) > 25:
-                    raise ApiError("ValidationException", "Too many items requested for the BatchWriteItem call")
-                for request in requests:
-                    if "DeleteRequest" in request:
-                        key = request["DeleteRequest"]["Key"]
-                        self.items.pop((table, json.dumps([key.get("pk"), key.get("sk")])), None)
-                        continue
-                    item = request.get("PutRequest", {}).get("Item", {})
-                    self.items[(table, json.dumps([item.get("pk"), item.get("sk")]))] = item
-        return {"UnprocessedItems": {}}
-
-    def get_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        key = body["Key"]
-        with self._lock:
-            found = self.items.get((body["TableName"], json.dumps([key.get("pk"), key.get("sk")])))
-        return {"Item": found} if found else {}
-
-    def update_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The one update costguard makes: a claim marked done."""
-        key = body["Key"]
-        with self._lock:
-            found = self.items.get((body["TableName"], json.dumps([key.get("pk"), key.get("sk")])))
-            if found is not None:
-                found["status"] = {"S": "done"}
-                found.pop("lease_until", None)
-        return {}
-
-    def query(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Items of one partition (`pk = :pk`), in sort-key order."""
-        pk = body["ExpressionAttributeValues"][":pk"]
-        with self._lock:
-            items = [i for (table, _), i in self.items.items() if table == body["TableName"] and i.get("pk") == pk]
-        return {"Items": sorted(items, key=lambda i: json.dumps(i.get("sk"))), "Count": len(items)}
-
-    def put_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        item = body["Item"]
-        key = (body["TableName"], json.dumps([item.get("pk"), item.get("sk")]))
-        with self._lock:
-            if not self._holds(key, body):
-                raise ApiError("ConditionalCheckFailedException", "The conditional request failed")
-            self.items[key] = item
-        return {}
-
-    def _holds(self, key: tuple[str, str], body: Mapping[str, Any]) -> bool:
-        if "ConditionExpression" not in body:
-            return True
-        values, names = body.get("ExpressionAttributeValues"), body.get("ExpressionAttributeNames")
-        return holds(body["ConditionExpression"], self.items.get(key), values, names)
-
-    def batch_get_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Up to 100 keys a call (owners' Slack ids), as DynamoDB answers them."""
-        keys = [(table, key) for table, request in body.get("RequestItems", {}).items() for key in request["Keys"]]
-        if len(keys) > 100:
-            raise ApiError("ValidationException", f"{len(keys)} keys: at most 100 a BatchGetItem")
-        responses: dict[str, list[Any]] = {}
-        with self._lock:
-            for table, key in keys:
-                found = self.items.get((table, json.dumps([key.get("pk"), key.get("sk")])))
-                if found is not None:
-                    responses.setdefault(table, []).append(found)
-        return {"Responses": responses, "UnprocessedKeys": {}}
-
-    def transact_write_items(self, body: dict[str, Any]) -> dict[str, Any]:
-        """All or nothing, as DynamoDB does; one failed condition cancels the lot and says which."""
-        actions = [next(iter(a.items())) for a in body["TransactItems"]]
-        if len(actions) > 100:
-            raise ApiError("ValidationException", "Member must have length less than or equal to 100")
-        keys = [
-            (op["TableName"], json.dumps([(op.get("Item") or op["Key"]).get(k) for k in ("pk", "sk")]))
-            for _, op in actions
-        ]
-        with self._lock:
-            failed = [not self._holds(key, op) for key, (_, op) in zip(keys, actions, strict=True)]
-            if any(failed):
-                reasons = [{"Code": "ConditionalCheckFailed" if f else "None"} for f in failed]
-                raise ApiError("TransactionCanceledException", "cancelled", extra={"CancellationReasons": reasons})
-            for key, (kind, op) in zip(keys, actions, strict=True):
-                if kind == "Put":
-                    self.items[key] = op["Item"]
-                elif kind == "Delete":
-                    self.items.pop(key, None)
-        return {}
-
-    def delete_item(self, body: dict[str, Any]) -> dict[str, Any]:
-        key = body["Key"]
-        with self._lock:
-            self.items.pop((body["TableName"], json.dumps([key.get("pk"), key.get("sk")])), None)
-        return {}
-
-    def get_secret_value(self, body: dict[str, Any]) -> dict[str, Any]:
-        name = body.get("SecretId", "")
-        return {"ARN": f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{name}", "Name": name,
-                "SecretString": self.secret, "VersionId": "v1", "CreatedDate": time.time()}  # fmt: skip
-
     # ------------------------------------------------------------------ results
     def stopped_indexes(self) -> set[int]:
         return {self.by_id[i].index for i in self.stopped}
@@ -531,20 +334,19 @@ def _members(form: dict[str, list[str]], prefix: str) -> list[str]:
     return out
 
 
-def _minute(epoch: float) -> int:
-    """CloudWatch rounds a recent start time down to the whole minute."""
-    return int(epoch) // 60 * 60
+class FleetMetrics:
+    """The fleet's series for testing/aws/cloudwatch.py: every one listed (all were active in the last three
+    hours), points from the fleet's model, rolled up at the period asked."""
 
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self.by_key: dict[SeriesKey, Series] = {s.key: s for s in fleet.series}
 
-def _statistic(stat: str, values: list[float]) -> float:
-    if stat == "Maximum":
-        return max(values)
-    if stat == "Minimum":
-        return min(values)
-    if stat == "Average":
-        return sum(values) / len(values)
-    if stat == "Sum":
-        return sum(values)
-    if stat == "SampleCount":
-        return float(len(values))
-    raise ApiError("InvalidParameterValue", f"the benchmark stand-in does not compute {stat}")
+    def listed(self, recently_active: bool) -> list[Listed]:
+        return [(s.namespace, s.name, s.dims) for s in self.fleet.series]
+
+    def points(self, key: SeriesKey, start: float, end: float, period: int, stat: str) -> Points | None:
+        series = self.by_key.get(key)
+        if series is None:
+            return None
+        return bucketed(self.fleet.points(series, int(start), int(end)), start, period, stat)

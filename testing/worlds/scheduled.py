@@ -1,4 +1,4 @@
-"""The accounts the other scheduled digests read, at their scale. Deterministic, like bench/digest_world.py.
+"""The accounts the other scheduled digests read, at their scale. Deterministic, like testing/worlds/digest.py.
 
 - QuarterWorld: a payer (management) account's quarter of EC2 compute in Cost Explorer: 300 linked
   accounts, 16 regions, 120 instance types (20 accelerated, each run in 5 regions), 1,500 owners and

@@ -1,0 +1,942 @@
+"""The week harness: a week of a realistic fleet (testing/worlds/week.py) driven through costguard's real
+idle sweep, every 15 minutes, with owners who answer some warnings. The safety test "a simulated week
+interrupts no real work" (tests/integration/test_week.py), the fault week (tests/faults/test_fault_week.py)
+and the benchmarks (bench/week.py, bench/faults.py) all run it.
+
+costguard runs in a child process per code tree (`python -m testing.week CODE_ROOT OUT.json SEED SHARE
+[FAULTS DAYS]`), so the same week can be run against today's code and against an older commit. AWS is
+answered in process by the stand-ins of testing/aws over the world (EC2, CloudWatch, SSM, DynamoDB,
+Secrets Manager, Pricing), with fault injection; Slack is the Slack stand-in over HTTP; the buttons go
+through the real buttons handler.
+
+Figures: % of idle GPU-hours reclaimed (the machine was stopped while it would have been idle),
+interruptions of real work (a stop while the machine was at work, or work that came due while it stayed
+stopped), GPU-hours of work lost, warnings per owner per day, warnings about machines that were at work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, statistic
+from testing.aws.dynamodb import DynamoDB
+from testing.aws.errors import ApiError
+from testing.aws.inprocess import Exceptions, client_error, cloudwatch_in, metric_data_out, moment, paginate
+from testing.aws.pricing import Pricing
+from testing.aws.secretsmanager import SecretsManager
+from testing.aws.ssm import SystemsManager
+from testing.template import lambda_environment
+from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP_EVERY = 3  # slots: 15 minutes
+REGION = "us-east-1"
+DOCUMENT = "costguard-activity-check"
+# Machines whose SSM agent is not installed are judged on metrics alone: the week is run with every
+# machine managed (the recommended setup) and with this share without the agent.
+NO_SSM_AGENT_SHARE = 0.15
+ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
+LAMBDA_ATTEMPTS = (timedelta(0), timedelta(minutes=1), timedelta(minutes=3))  # an async invocation, retried twice
+
+
+# ---------------------------------------------------------------------- the world's machines, as they run
+class Fleet:
+    """Which machines run when, their tags, and the ledger of stops and restarts.
+
+    Owners start a stopped machine again when its work comes due in their office hours. An automation
+    box's owner reads the stop notice at their desk (or learns of it from the job that failed in the
+    night), starts it again, and tags it `costguard:exempt` for good: unless the notice said costguard
+    starts it before its job, and it did."""
+
+    def __init__(self, world: World, seed: int, no_ssm_share: float) -> None:
+        self.world = world
+        rng = random.Random(seed)
+        self.rng = random.Random(seed * 13)
+        self.running = {m.instance_id: [True] * world.slots for m in world.machines}
+        self.launched = {m.instance_id: world.begin - timedelta(days=3) for m in world.machines}
+        self.boot = {m.instance_id: 0 for m in world.machines}  # the slot of each machine's last start
+        self.tags: dict[str, dict[str, str]] = {m.instance_id: {"Owner": m.owner} for m in world.machines}
+        self.ssm = {m.instance_id for m in world.machines if rng.random() >= no_ssm_share}
+        self.by_id = {m.instance_id: m for m in world.machines}
+        self.stops: list[tuple[str, int]] = []  # (instance id, slot)
+        self.restart_at: dict[str, int] = {}
+        self.owner_restarts: list[tuple[str, int]] = []
+        self.costguard_starts: list[tuple[str, int]] = []
+        self.exempted: list[tuple[str, int]] = []
+        self.unread: list[str] = []  # automation boxes stopped, whose owners have not yet read the notice
+        self.changes: list[tuple[str, str, datetime]] = []  # EC2 state changes, for EventBridge to deliver
+        self.now = world.start
+
+    @property
+    def index(self) -> int:
+        return self.world.index(self.now)
+
+    def stop(self, instance_id: str) -> None:
+        if not self.running[instance_id][self.index]:
+            return
+        self.stops.append((instance_id, self.index))
+        for i in range(self.index, self.world.slots):
+            self.running[instance_id][i] = False
+        machine = self.by_id[instance_id]
+        self.changes.append((instance_id, "stopped", self.now))
+        if not machine.automation:
+            self.restart_at[instance_id] = restart_slot(self.world, machine, self.index)
+        else:
+            self.unread.append(instance_id)  # its owner reads the notice once costguard has sent it (react)
+
+    def react(self) -> None:
+        """The owners of automation boxes stopped since, reading the notice: one that says when costguard
+        starts the box again is trusted; otherwise half of them start it again at their desk (and exempt
+        it). A job that then finds its box stopped fails, and its owner starts it (advance)."""
+        for instance_id in self.unread:
+            if self.running[instance_id][self.index] or "costguard:start-at" in self.tags[instance_id]:
+                continue
+            if self.rng.random() < ANSWER_RATE:
+                self.restart_at[instance_id] = next_office_slot(self.world, self.by_id[instance_id], self.index)
+        self.unread = []
+
+    def start(self, instance_id: str, *, by_owner: bool = False) -> None:
+        if self.running[instance_id][self.index]:
+            self.restart_at.pop(instance_id, None)
+            return
+        for i in range(self.index, self.world.slots):
+            self.running[instance_id][i] = True
+        self.launched[instance_id] = self.now
+        self.boot[instance_id] = self.index
+        self.restart_at.pop(instance_id, None)
+        self.changes.append((instance_id, "running", self.now))
+        if not by_owner:
+            self.costguard_starts.append((instance_id, self.index))
+            return
+        self.owner_restarts.append((instance_id, self.index))
+        if self.by_id[instance_id].automation and "costguard:exempt" not in self.tags[instance_id]:
+            self.tags[instance_id]["costguard:exempt"] = "the nightly job must run; costguard stopped it"
+            self.exempted.append((instance_id, self.index))
+
+    def advance(self, to: datetime) -> None:
+        while self.now < to:
+            self.now += STEP
+            for machine in self.world.machines:
+                iid = machine.instance_id
+                failed = machine.automation and not self.running[iid][self.index] and machine.slots[self.index].work
+                if failed and iid not in self.restart_at:  # the job failed: its owner hears of it at their desk
+                    self.restart_at[iid] = next_office_slot(self.world, machine, self.index)
+            for instance_id, at in list(self.restart_at.items()):
+                if at <= self.index:
+                    self.start(instance_id, by_owner=True)
+
+
+def restart_slot(world: World, machine: Machine, stopped: int) -> int:
+    """When the owner starts a stopped machine again: as soon as work comes due in their office hours
+    (they start the machine as they start the work). Work due outside office hours waits, and is lost."""
+    for i in range(stopped, world.slots):
+        if world.office_hours(machine, i) and machine.slots[i].work:
+            return i
+    return world.slots
+
+
+def next_office_slot(world: World, machine: Machine, after: int) -> int:
+    """The owner's next moment at their desk (the start of their office hours, or now if they are there)."""
+    for i in range(after, world.slots):
+        if world.office_hours(machine, i):
+            return i
+    return world.slots
+
+
+# ---------------------------------------------------------------------- AWS, answered from the fleet
+class Pages:
+    """boto3's paginator over an in-process answer: PaginationConfig's PageSize sent as MaxResults, and the
+    answer's NextToken followed."""
+
+    def __init__(self, answer: Callable[..., Any]) -> None:
+        self.answer = answer
+
+    def paginate(self, **params: Any) -> Any:
+        config = params.pop("PaginationConfig", None) or {}
+        if "PageSize" in config:
+            params["MaxResults"] = config["PageSize"]
+        first = self.answer(**params)
+        if isinstance(first, list):  # the fleet's own answers: one page
+            return first
+        return [first, *list(paginate(self.answer, params))[1:]] if first.get("NextToken") else [first]
+
+
+# The write operations a storm may hit (every write the sweep makes, by the fakes' names).
+STORM_OPS = (
+    "ec2:create_tags",
+    "ec2:delete_tags",
+    "ec2:stop_instances",
+    "dynamodb:batch_write_item",
+    "dynamodb:transact_write_items",
+    "dynamodb:put_item",
+)
+
+
+class Killed(BaseException):
+    pass
+
+
+@dataclass
+class FaultPlan:
+    """Faults the fakes inject, each with its probability per AWS call: a throttle, a write applied whose
+    answer is a 500, a kill before a call or right after it was applied; storms fail every call of an
+    operation for a stretch of sweeps."""
+
+    throttle: float = 0.0
+    applied_then_500: float = 0.0
+    kill: float = 0.0
+    storm_every: int = 0  # sweeps between storms (0: none)
+    storm_sweeps: int = 4
+    storm_ops: tuple[str, ...] = STORM_OPS  # each storm on one of these, at random
+    seed: int = 1
+    kills: int = 0
+    storms: int = 0
+    failures: int = 0  # calls that failed (thrown or applied-then-500), storms included
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.storm_until = -1
+        self.storm_on = ""
+
+    def sweep_started(self, sweep: int) -> None:
+        if self.storm_every and sweep % self.storm_every == 0:
+            self.storm_on = self.rng.choice(list(self.storm_ops))
+            self.storm_until = sweep + self.storm_sweeps
+            self.storms += 1
+        elif sweep >= self.storm_until:
+            self.storm_on = ""
+
+    def before(self, call: str) -> None:
+        if call == self.storm_on or self.rng.random() < self.throttle:
+            self.failures += 1
+            raise _aws_error("ThrottlingException", call)
+        if self.rng.random() < self.kill / 2:
+            self.kills += 1
+            raise Killed(f"before {call}")
+
+    def after(self, call: str) -> None:
+        if call.split(":")[1].startswith(("describe", "list", "get", "query")):
+            return  # reads change nothing: a lost answer is only a failed read
+        if self.rng.random() < self.applied_then_500:
+            self.failures += 1
+            raise _aws_error("InternalServerError", call)
+        if self.rng.random() < self.kill / 2:
+            self.kills += 1
+            raise Killed(f"after {call}")
+
+
+def _aws_error(code: str, call: str) -> Exception:
+    from botocore.exceptions import ClientError  # noqa: PLC0415 (the child process's botocore)
+
+    return ClientError({"Error": {"Code": code, "Message": "injected"}}, call)
+
+
+def refusing(operation: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in's refusal (ApiError) raised as boto3 raises it: the ClientError `client.exceptions` names."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except ApiError as exc:
+            if exc.code not in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+                # A request AWS would refuse: costguard's bug, told where the week's log is read.
+                print(f"  {operation} refused: {exc.code}: {exc.message}", file=sys.stderr)
+            raise client_error(exc, operation) from None
+
+    return call
+
+
+GPU_DIMENSIONS = (("name", "NVIDIA"), ("arch", "Ampere"))  # besides InstanceId and index
+
+
+class WeekMetrics:
+    """What the fleet's agents publish, for testing/aws/cloudwatch.py: CPUUtilization (AWS/EC2, InstanceId)
+    while a machine runs; with the CloudWatch agent, cpu_usage_active of its busiest core (CWAgent,
+    InstanceId) and nvidia_smi_utilization_gpu per GPU (CWAgent, InstanceId, index, name, arch), the GPU
+    series only in the slots its agent answered. Points are five-minute slots, a slot late."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def listed(self, recently_active: bool) -> list[Listed]:
+        fleet = self.fleet
+        hours = 3 if recently_active else 14 * 24
+        first = max(0, fleet.index - hours * SLOTS_PER_HOUR)
+        out: list[Listed] = []
+        for m in fleet.world.machines:
+            running = fleet.running[m.instance_id][first : fleet.index]
+            if not any(running):
+                continue
+            out.append(("AWS/EC2", "CPUUtilization", (("InstanceId", m.instance_id),)))
+            if m.gpu_agent:
+                out.append(("CWAgent", "cpu_usage_active", (("InstanceId", m.instance_id),)))
+            if recently_active:
+                published = any(on and s.gpu_agent for on, s in zip(running, m.slots[first : fleet.index], strict=True))
+            else:  # an agent that hung for hours in a run still published in two weeks
+                published = m.gpu_agent
+            if published:
+                for g in range(m.gpus):
+                    dims = (("InstanceId", m.instance_id), ("index", str(g)), *GPU_DIMENSIONS)
+                    out.append(("CWAgent", "nvidia_smi_utilization_gpu", dims))
+        return out
+
+    def _signal(self, key: SeriesKey) -> tuple[Machine, str, int] | None:
+        namespace, name, dims = key
+        named = dict(dims)
+        m = self.fleet.by_id.get(named.get("InstanceId", ""))
+        if m is None:
+            return None
+        alone = frozenset({("InstanceId", m.instance_id)})
+        if (namespace, name) == ("AWS/EC2", "CPUUtilization") and dims == alone:
+            return m, "cpu", 0
+        if (namespace, name) == ("CWAgent", "cpu_usage_active") and dims == alone and m.gpu_agent:
+            return m, "core", 0
+        if (namespace, name) == ("CWAgent", "nvidia_smi_utilization_gpu") and m.gpu_agent:
+            index = named.get("index", "")
+            exact = frozenset({("InstanceId", m.instance_id), ("index", index), *GPU_DIMENSIONS})
+            if index.isdigit() and int(index) < m.gpus and dims == exact:
+                return m, "gpu", int(index)
+        return None
+
+    def points(self, key: SeriesKey, start: float, end: float, period: int, stat: str) -> Points | None:
+        found = self._signal(key)
+        if found is None:
+            return None
+        m, signal, gpu = found
+        world, fleet = self.fleet.world, self.fleet
+        first = max(0, world.index(moment(start)))
+        last = min(world.index(moment(end)), fleet.index - 1)  # lag: a slot late
+        per = max(1, period // 300)
+        buckets: dict[int, list[float]] = defaultdict(list)
+        for i in range(first, last):
+            if not fleet.running[m.instance_id][i]:
+                continue
+            slot = m.slots[i]
+            if signal == "cpu":
+                value = slot.cpu
+            elif signal == "core":
+                value = slot.core
+            elif slot.gpu_agent:
+                value = slot.gpu[gpu]
+            else:
+                continue
+            buckets[i - i % per].append(value)
+        times = [world.at(i).timestamp() for i in sorted(buckets)]
+        return times, [statistic(stat, buckets[i]) for i in sorted(buckets)]
+
+
+class WeekNodes:
+    """The fleet's SSM agents for testing/aws/ssm.py: every machine with the agent is listed Online, and its
+    activity check reports the slot it is asked in (testing/worlds/week.py's report)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self.cgroups = False  # the code tree's check reports GPUs and cgroup accounting
+
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(m.instance_id, "Online") for m in self.fleet.world.machines if m.instance_id in self.fleet.ssm]
+
+    def check(self, instance_id: str) -> str:
+        fleet = self.fleet
+        machine, boot = fleet.by_id[instance_id], fleet.boot[instance_id]
+        return json.dumps(fleet.world.report(machine, fleet.index, boot=boot, cgroups=self.cgroups))
+
+
+class FakeAws:
+    def __init__(self, fleet: Fleet, secret: str, faults: FaultPlan | None = None) -> None:
+        self.fleet = fleet
+        self.secrets = SecretsManager({"costguard/slack": secret})
+        self.faults = faults
+        self.dynamodb = DynamoDB()  # the state table
+        self.cloudwatch = CloudWatch(WeekMetrics(fleet))
+        self.nodes = WeekNodes(fleet)
+        self.ssm = SystemsManager(self.nodes)
+        self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
+        self.calls: dict[str, int] = defaultdict(int)
+        self.stops_after_keep = 0
+
+    def client(self, service: str) -> Any:
+        fake = self
+
+        class Client:
+            exceptions = Exceptions()
+
+            def get_paginator(self, name: str) -> Pages:
+                fake.calls[f"{service}:{name}"] += 1
+                answer = refusing(name, getattr(fake, name))
+                faults = fake.faults
+                if faults is None:
+                    return Pages(answer)
+
+                def faulty(**params: Any) -> Any:
+                    faults.before(f"{service}:{name}")
+                    return answer(**params)
+
+                return Pages(faulty)
+
+            def __getattr__(self, name: str) -> Any:
+                fake.calls[f"{service}:{name}"] += 1
+                method = refusing(name, getattr(fake, name))
+                faults = fake.faults
+                if faults is None or service in ("secretsmanager", "pricing"):
+                    return method
+
+                def faulty(*args: Any, **kwargs: Any) -> Any:
+                    faults.before(f"{service}:{name}")
+                    answer = method(*args, **kwargs)
+                    faults.after(f"{service}:{name}")
+                    return answer
+
+                return faulty
+
+        return Client()
+
+    # EC2
+    def describe_instances(self, **params: Any) -> list[dict[str, Any]]:
+        fleet = self.fleet
+        wanted = set(params.get("InstanceIds") or [])
+        filters = {f["Name"]: set(f["Values"]) for f in params.get("Filters") or []}
+        states = filters.get("instance-state-name", set() if wanted else {"running"})
+        out = []
+        for m in fleet.world.machines:
+            state = "running" if fleet.running[m.instance_id][fleet.index] else "stopped"
+            if (wanted and m.instance_id not in wanted) or (states and state not in states):
+                continue
+            if "tag-key" in filters and not filters["tag-key"] & set(fleet.tags[m.instance_id]):
+                continue
+            out.append(
+                {
+                    "InstanceId": m.instance_id,
+                    "InstanceType": m.instance_type,
+                    "State": {"Name": state},
+                    "StateTransitionReason": self._transition(m.instance_id, state),
+                    "LaunchTime": fleet.launched[m.instance_id],
+                    "Tags": [{"Key": k, "Value": v} for k, v in fleet.tags[m.instance_id].items()],
+                    "RootDeviceType": "ebs",
+                    "CpuOptions": {"CoreCount": m.vcpus // 2, "ThreadsPerCore": 2},
+                }
+            )
+        return [{"Reservations": [{"Instances": out}]}]
+
+    def _transition(self, instance_id: str, state: str) -> str:
+        """EC2's StateTransitionReason: when a stopped machine's stop was asked for."""
+        stops = [slot for iid, slot in self.fleet.stops if iid == instance_id]
+        if state != "stopped" or not stops:
+            return ""
+        return f"User initiated ({self.fleet.world.at(stops[-1]):%Y-%m-%d %H:%M:%S} GMT)"
+
+    def create_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
+        for resource in Resources:
+            self.fleet.tags[resource].update({t["Key"]: t["Value"] for t in Tags})
+        return {}
+
+    def delete_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
+        for resource in Resources:
+            for tag in Tags:
+                self.fleet.tags[resource].pop(tag["Key"], None)
+        return {}
+
+    def stop_instances(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
+        for instance_id in InstanceIds:
+            self.fleet.stop(instance_id)
+        return {"StoppingInstances": []}
+
+    def start_instances(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
+        for instance_id in InstanceIds:
+            self.fleet.start(instance_id)  # costguard's: a working-hours or learned start, or a button
+        return {"StartingInstances": []}
+
+    # CloudWatch: testing/aws/cloudwatch.py over the fleet's metrics (WeekMetrics)
+    def list_metrics(self, **params: Any) -> dict[str, Any]:
+        return self.cloudwatch.list_metrics(params)
+
+    def get_metric_data(self, **params: Any) -> dict[str, Any]:
+        return metric_data_out(self.cloudwatch.get_metric_data(cloudwatch_in(params)))
+
+    # SSM: testing/aws/ssm.py over the fleet's agents (WeekNodes)
+    def describe_instance_information(self, **params: Any) -> dict[str, Any]:
+        return self.ssm.describe_instance_information(params)
+
+    def send_command(self, **params: Any) -> dict[str, Any]:
+        return self.ssm.send_command(params)
+
+    def list_command_invocations(self, **params: Any) -> dict[str, Any]:
+        return self.ssm.list_command_invocations(params)
+
+    # DynamoDB: testing/aws/dynamodb.py; Secrets Manager, Pricing
+    def batch_write_item(self, **params: Any) -> dict[str, Any]:
+        return self.dynamodb.batch_write_item(params)
+
+    def put_item(self, **params: Any) -> dict[str, Any]:
+        return self.dynamodb.put_item(params)
+
+    def transact_write_items(self, **params: Any) -> dict[str, Any]:
+        return self.dynamodb.transact_write_items(params)
+
+    def get_item(self, **params: Any) -> dict[str, Any]:
+        return self.dynamodb.get_item(params)
+
+    def update_item(self, **params: Any) -> dict[str, Any]:
+        return self.dynamodb.update_item(params)
+
+    def batch_get_item(self, **params: Any) -> dict[str, Any]:
+        return self.dynamodb.batch_get_item(params)
+
+    def delete_item(self, **params: Any) -> dict[str, Any]:
+        return self.dynamodb.delete_item(params)
+
+    def query(self, **params: Any) -> list[dict[str, Any]]:
+        return list(paginate(lambda **p: self.dynamodb.query(p), params, "LastEvaluatedKey"))
+
+    def get_secret_value(self, **params: Any) -> dict[str, Any]:
+        return self.secrets.get_secret_value(params)
+
+    def get_products(self, **params: Any) -> dict[str, Any]:
+        return self.pricing.get_products(params)
+
+
+# ---------------------------------------------------------------------- costguard's week (child process)
+def run_costguard(
+    code_root: Path, seed: int, no_ssm_share: float, faults: dict[str, Any] | None = None, days: int = 7
+) -> dict[str, Any]:
+    sys.path[:0] = [str(code_root / "layers" / "costguard"), str(code_root)]
+    # The idle stopper's Lambda environment, from the code tree's template.yaml (its defaults, but for what
+    # this account's deploy says); the buttons handler runs in the same process, with the same.
+    parameters = {
+        "Mode": "enforce",
+        "AlertsChannel": "C0ALERTS",
+        "EmailDomain": "example.com",
+        "GovernedRegions": REGION,
+        "IdleAlarms": "false",
+        "ActivityCheckSeconds": "5",
+        "TeamTimezone": "UTC",
+        "LogLevel": os.environ.get("BENCH_LOG_LEVEL", "ERROR"),
+        "Tracing": "Disabled",
+    }
+    resources = {"StateTable": "costguard-state", "ActivityCheckDocument": DOCUMENT}
+    template = code_root / "template.yaml"
+    os.environ.update(
+        lambda_environment("idle_stopper", parameters, resources, template),
+        POWERTOOLS_METRICS_DISABLED="true",
+        AWS_DEFAULT_REGION=REGION,
+        AWS_REGION=REGION,
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        CLICK_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/clicks",
+        ACTIONS_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/clicks",
+    )
+    import importlib.util  # noqa: PLC0415
+
+    from costguard.aws.clients import ClientFactory  # noqa: PLC0415 (after the code tree is on the path)
+    from costguard.core.settings import Settings  # noqa: PLC0415 (after the code tree is on the path)
+    from costguard.runtime import Runtime  # noqa: PLC0415 (after the code tree is on the path)
+    from costguard.slack.interactions import Click  # noqa: PLC0415 (after the code tree is on the path)
+    from testing.handlers import LambdaContext  # noqa: PLC0415
+    from testing.slack_standin import SlackStandIn  # noqa: PLC0415
+
+    def handler(function: str) -> Any:
+        spec = importlib.util.spec_from_file_location(f"week_{function}", code_root / "functions" / function / "app.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.lambda_handler
+
+    # The fakes answer at once; the sim must not sleep 672 times. The check's module by the code tree's layout
+    # (idle/reads/ since issue 31, idle/ before; none before the activity check).
+    for name in ("costguard.idle.reads.checks", "costguard.idle" + ".checks"):
+        try:
+            setattr(importlib.import_module(name), "POLL_SECONDS", 0.0)  # noqa: B010
+            break
+        except ImportError:
+            continue
+
+    world = World(seed, copies=int(os.environ.get("BENCH_COPIES", "1")))  # copies: the calls at scale
+    fleet = Fleet(world, seed, no_ssm_share)
+    people = {m.owner for m in world.machines}
+    users = {p: f"U{k:04d}" for k, p in enumerate(sorted(people))}
+    slack = SlackStandIn(users=users, clock=lambda: fleet.now.timestamp()).start()  # noqa: PLW0108 (now moves)
+    plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
+    aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
+    aws.nodes.cgroups = '"cg"' in (code_root / "template.yaml").read_text()  # the check of this code tree
+    os.environ["SLACK_API_URL"] = slack.api_url
+    # A week of posts in a few minutes: the stand-in enforces no rate limit, and the pace would wait real seconds.
+    runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION), slack_pace=0.0)
+    for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
+        runtime.clients._clients[(service, REGION)] = aws.client(service)
+    runtime.clients._clients[("pricing", "us-east-1")] = aws.client("pricing")
+    Runtime.now = staticmethod(lambda: fleet.now)  # type: ignore[method-assign]
+    sweep, buttons = handler("idle_stopper"), handler("buttons")
+    rng = random.Random(seed * 31)
+    warnings: list[tuple[str, int]] = []
+    seen = 0
+    end = world.start + timedelta(days=days)
+    sweeps = dead_lettered = by_costguard = failed_on_writes = 0
+    messages_per_owner: Counter[str] = Counter()  # warning messages (one may tell about several machines)
+    most_in_a_sweep = 0
+    slack_rng = random.Random(seed * 7)
+    try:
+        while fleet.now < end:
+            sweeps += 1
+            if plan is not None:
+                plan.sweep_started(sweeps)
+            if faults and faults.get("slack") and slack_rng.random() < 0.3:  # Slack has a bad quarter-hour
+                method = slack_rng.choice(["chat.postMessage", "users.lookupByEmail"])
+                status, retry_after = slack_rng.choice([(429, 1), (500, None), (503, None)])
+                slack.fail(method, status, count=slack_rng.randint(1, 6), retry_after=retry_after)
+            for _ in range(2 if faults and faults.get("double") else 1):  # EventBridge delivers at least once
+                # An invocation that fails (raises, or is killed) is retried by Lambda 1 and then 2 minutes
+                # later; one whose three attempts all fail goes to the dead-letter queue (and pages).
+                raised = False  # an attempt raised for something else than a region it could not read
+                for retry in LAMBDA_ATTEMPTS:
+                    runtime.now = lambda r=retry: fleet.now + r  # type: ignore[method-assign,misc]
+                    try:
+                        sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
+                        break
+                    except Killed:
+                        pass
+                    except Exception as exc:
+                        # A region that could not be read (a read failed after botocore's retries) fails its
+                        # sweep, for Lambda to retry: the fault model's draw. Any other raise is costguard's.
+                        if not UNREADABLE.search(str(exc)):
+                            raised = True
+                            failed_on_writes += 1
+                        if faults is None:
+                            print(
+                                f"  sweep at {fleet.now:%a %H:%M} raised {type(exc).__name__}: {exc}", file=sys.stderr
+                            )
+                else:  # three attempts failed: the dead-letter queue. Killed, or a region unreadable, in each
+                    # of the three is the fault model's draw (a kill in 0.5 % of calls, a read failing in 1 %).
+                    dead_lettered += 1
+                    by_costguard += raised
+                del runtime.now
+            this_sweep = Counter(m.channel for m in slack.messages[seen:] if warned_in(m, world))
+            messages_per_owner.update(this_sweep)
+            most_in_a_sweep = max(most_in_a_sweep, *this_sweep.values(), 0)
+            for message in slack.messages[seen:]:
+                for instance_id in warned_in(message, world):  # each machine a warning tells about
+                    warnings.append((instance_id, fleet.index))
+                    url = slack.response_url(message.ts)
+                    # Under faults, owners only keep: every stop counted is the sweep's, with its notice.
+                    kw = {"stop_now": faults is None}
+                    answer(fleet, rng, buttons, runtime, Click, message, instance_id, LambdaContext, url, **kw)
+            seen = len(slack.messages)
+            fleet.react()
+            deliver_changes(fleet, sweep, LambdaContext, runtime)
+            fleet.advance(fleet.now + STEP * SWEEP_EVERY)
+            deliver_changes(fleet, sweep, LambdaContext, runtime)
+        if plan is not None:  # the faults end; the next scheduled sweeps finish what the last ones left
+            aws.faults = None
+            for _ in range(2):
+                sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
+                fleet.advance(fleet.now + STEP * SWEEP_EVERY)
+    finally:
+        slack.stop()
+    figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
+    figures |= people_and_starts(world, fleet, days=days)
+    figures["machines_checked_per_sweep"] = round(aws.ssm.checked / max(1, sweeps), 1)
+    figures["warning_messages"] = sum(messages_per_owner.values())
+    figures["warning_messages_per_owner_per_day"] = round(
+        sum(messages_per_owner.values()) / figures["owners"] / days, 2
+    )
+    figures["most_warning_messages_to_one_owner_in_a_sweep"] = most_in_a_sweep
+    unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
+    figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
+    if faults is not None:
+        figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {
+            "dead_lettered_sweeps": dead_lettered,
+            "dead_lettered_by_a_raise_of_costguard": by_costguard,
+            "attempts_raised_not_for_an_unreadable_region": failed_on_writes,
+        }
+    return figures
+
+
+def deliver_changes(fleet: Fleet, sweep: Any, context: Any, runtime: Any) -> None:
+    """EventBridge hands each EC2 state change to the idle stopper (its history; a start-at let go)."""
+    changes, fleet.changes = fleet.changes, []
+    for instance_id, state, at in changes:
+        event = {
+            "version": "0",
+            "id": f"{instance_id}-{state}-{at:%Y%m%d%H%M}",
+            "detail-type": "EC2 Instance State-change Notification",
+            "source": "aws.ec2",
+            "account": "123456789012",
+            "time": f"{at:%Y-%m-%dT%H:%M:%SZ}",
+            "region": REGION,
+            "resources": [f"arn:aws:ec2:{REGION}:123456789012:instance/{instance_id}"],
+            "detail": {"instance-id": instance_id, "state": state},
+        }
+        with contextlib.suppress(Exception, Killed):  # EventBridge retries; a change not kept: less history
+            sweep(event, context(), runtime=runtime)
+
+
+def people_and_starts(world: World, fleet: Fleet, *, days: int = 7) -> dict[str, Any]:
+    """What the week asked of people, and costguard's own starts: restarts owners had to make, machines
+    they exempted for good, and the starts costguard made (a start is wasted when no work came within 90
+    minutes of it)."""
+    first = world.index(world.start)
+    last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
+    window = 90 // 5
+    wasted = [
+        (iid, at)
+        for iid, at in fleet.costguard_starts
+        if not any(s.work for s in fleet.by_id[iid].slots[at : at + window])
+    ]
+    return {
+        "owner_restarts": sum(1 for _, at in fleet.owner_restarts if first <= at < last),
+        "exempted_by_owners": len(fleet.exempted),
+        "costguard_starts": len(fleet.costguard_starts),
+        "costguard_starts_wasted": len(wasted),
+    }
+
+
+def fault_counts(
+    aws: FakeAws, fleet: Fleet, messages: list[Any], plan: FaultPlan | None, warned: list[tuple[str, int]]
+) -> dict[str, Any]:
+    """What the faults cost: stops without their notice, record or tag; notices told twice; stops of a
+    machine someone kept."""
+    stopped_ids = [iid for iid, _ in fleet.stops]
+    notices: dict[str, int] = defaultdict(int)  # stop notices told, by machine (a message may tell several)
+    for message in messages:
+        told = {m for i in fleet.by_id for m in _markers(message) if m.startswith(f"cg-stop-{i}-")}
+        for marker in told:
+            notices[marker[len("cg-stop-") :].rsplit("-", 1)[0]] += 1
+        if not told and message.text.startswith(("Stopped idle", "Hibernated idle")):  # code before block ids
+            notices[next((i for i in fleet.by_id if i in message.text), "")] += 1
+    # A warning again within the grace period is a duplicate: a machine is warned anew only after a
+    # whole idle window (or when its warning is older than the data read, hours later).
+    last: dict[str, int] = {}
+    duplicate_warnings = 0
+    for iid, at in warned:
+        if iid in last and at - last[iid] <= 8:  # 40 minutes
+            duplicate_warnings += 1
+        last[iid] = at
+    ledger = list(aws.dynamodb.items())
+    entries = [i for i in ledger if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == "stop"]
+    recorded: dict[str, int] = defaultdict(int)
+    for item in entries:
+        recorded[item["instance_id"]["S"]] += 1
+    stops: dict[str, int] = defaultdict(int)
+    for iid in stopped_ids:
+        stops[iid] += 1
+    # Each warning told (its block id names the machine and the warning's time) against the ledger's entries.
+    told = {b["block_id"] for m in messages for b in m.blocks if str(b.get("block_id", "")).startswith("cg-warn-")}
+    warn_entries = Counter(
+        f"cg-warn-{i['instance_id']['S']}-{i['at']['S'][:19].replace('-', '').replace(':', '')}Z"
+        for i in ledger
+        if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == "warn"
+    )
+    # A notice posted again: a message carrying a block id (one machine's notice) an earlier one carried.
+    posted: set[str] = set()
+    posted_twice = 0
+    for message in messages:
+        ids = {str(b.get("block_id", "")) for b in message.blocks} - {""}
+        carried = {i for i in ids if i.startswith(("cg-warn-", "cg-stop-", "cg-cancel-"))}
+        posted_twice += bool(carried & posted)
+        posted |= carried
+    return {
+        "notices_posted_twice": posted_twice,
+        "warnings_without_ledger_record": len(told - set(warn_entries)),
+        "duplicate_ledger_records": sum(max(0, recorded[i] - n) for i, n in stops.items())
+        + sum(n - 1 for n in warn_entries.values()),
+        "faults": {
+            "kills": plan.kills if plan else 0,
+            "storms": plan.storms if plan else 0,
+            "failed_calls": plan.failures if plan else 0,
+        },
+        "stops_without_notice": sum(max(0, n - notices[i]) for i, n in stops.items()),
+        "duplicate_stop_notices": sum(max(0, notices[i] - n) for i, n in stops.items()),
+        "stops_without_ledger_record": sum(max(0, n - recorded[i]) for i, n in stops.items()),
+        "stopped_without_stopped_at_tag": sum(
+            1 for i in stops if not fleet.running[i][fleet.index] and tags_key("stopped-at") not in fleet.tags[i]
+        ),
+        "duplicate_warnings": duplicate_warnings,
+        "stops_after_a_keep": aws.stops_after_keep,
+    }
+
+
+def _markers(message: Any) -> set[str]:
+    return {str(b.get("block_id", "")) for b in message.blocks} - {""}
+
+
+def warned_in(message: Any, world: World) -> list[str]:
+    """The machines a warning message tells about: by their parts' block ids, or (code from before block
+    ids, one machine a message) by its words."""
+    marked = [m.removeprefix("cg-warn-").rsplit("-", 1)[0] for m in _markers(message) if m.startswith("cg-warn-")]
+    if marked:
+        return marked
+    found = next((m.instance_id for m in world.machines if m.instance_id in message.text), "")
+    return [found] if found and "has been idle for" in message.text else []
+
+
+def tags_key(name: str) -> str:
+    return f"costguard:{name}"
+
+
+def answer(
+    fleet: Fleet,
+    rng: random.Random,
+    buttons: Any,
+    runtime: Any,
+    click: Any,
+    message: Any,
+    instance_id: str,
+    context: Any,
+    response_url: str,
+    *,
+    stop_now: bool = True,
+) -> None:
+    """The owner, if at their desk and in the mood, presses a button on the warning."""
+    machine = fleet.by_id[instance_id]
+    if not fleet.world.office_hours(machine, fleet.index) or rng.random() >= ANSWER_RATE:
+        return
+    working = bool(machine.slots[fleet.index].work)
+    mine = [b for b in message.blocks if b.get("type") == "actions" and instance_id in json.dumps(b)]
+    offered = [e["action_id"] for b in mine for e in b["elements"]]
+    if working:
+        pressed = "costguard.keep_while_busy" if "costguard.keep_while_busy" in offered else "costguard.keep_tomorrow"
+    elif stop_now and rng.random() < 0.3 and "costguard.stop_now" in offered:
+        pressed = "costguard.stop_now"
+    else:
+        return
+    user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
+    # What the button carries, as Slack hands it over (a stop that keeps a learned start says when).
+    value = next(
+        json.loads(e["value"])
+        for b in message.blocks
+        if b.get("type") == "actions"
+        for e in b["elements"]
+        if e["action_id"] == pressed
+    )
+    extra = {"start_at": value["s"]} if "s" in value and "start_at" in click.__dataclass_fields__ else {}
+    payload = click(
+        button=_button(pressed),
+        instance_id=instance_id,
+        region=REGION,
+        user_id=user,
+        user_name=machine.owner.split("@")[0],
+        response_url=response_url,
+        message_ts=message.ts,
+        blocks=tuple(message.blocks),
+        action_ts="1",
+        **extra,
+    )
+    for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
+        runtime.now = lambda k=attempt: fleet.now + timedelta(minutes=3 * k)
+        try:
+            buttons({"Records": [{"body": payload.to_json()}]}, context(), runtime=runtime)
+            break
+        except (Exception, Killed):
+            continue
+    del runtime.now
+
+
+def _button(pressed: str) -> Any:
+    from costguard.slack.buttons import Button  # noqa: PLC0415 (after the code tree is on the path)
+
+    return Button(pressed)
+
+
+# ---------------------------------------------------------------------- the figures
+def outcome(
+    world: World,
+    running: dict[str, list[bool]],
+    stops: list[tuple[str, int]],
+    warnings: list[tuple[str, int]],
+    *,
+    days: int = 7,
+) -> dict[str, Any]:
+    """Idle GPU-hours reclaimed, interruptions and work lost, warnings: over the simulated days, not the
+    history day before them."""
+    first = world.index(world.start)
+    last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
+    idle = reclaimed = lost = 0.0
+    interrupted = set()
+    kinds: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # persona: idle, reclaimed GPU-hours
+    for m in world.machines:
+        kind = m.persona if m.gpu_agent else f"{m.persona} (no GPU agent)"
+        for i in range(first, last):
+            hours = m.gpus / SLOTS_PER_HOUR
+            if not m.slots[i].work:
+                idle += hours
+                kinds[kind][0] += hours
+                if not running[m.instance_id][i]:
+                    reclaimed += hours
+                    kinds[kind][1] += hours
+            elif not running[m.instance_id][i]:
+                lost += hours
+    causes: dict[str, int] = defaultdict(int)
+    for instance_id, at in stops:
+        m = next(x for x in world.machines if x.instance_id == instance_id)
+        off = []
+        for i in range(at, last):
+            if running[instance_id][i]:
+                break
+            off.append(i)
+        if m.slots[at].work:  # stopped while at work
+            interrupted.add((instance_id, at))
+            causes[f"stopped during {m.slots[at].work}"] += 1
+        elif any(m.slots[i].work for i in off):  # work came due while it stayed stopped
+            interrupted.add((instance_id, at))
+            causes[f"stopped before {next(m.slots[i].work for i in off if m.slots[i].work)}"] += 1
+    owners = {m.owner for m in world.machines}
+    busy_warnings = sum(
+        1 for iid, at in warnings if next(m for m in world.machines if m.instance_id == iid).slots[at].work
+    )
+    return {
+        "machines": len(world.machines),
+        "owners": len(owners),
+        "idle_gpu_hours": round(idle, 1),
+        "reclaimed_gpu_hours": round(reclaimed, 1),
+        "reclaimed_percent": round(100 * reclaimed / idle, 1) if idle else 0.0,
+        "stops": len(stops),
+        "interruptions": len(interrupted),
+        "interruptions_by_cause": dict(sorted(causes.items())),
+        "work_gpu_hours_lost": round(lost, 1),
+        "warnings": len(warnings),
+        "warnings_about_busy_machines": busy_warnings,
+        "warnings_per_owner_per_day": round(len(warnings) / len(owners) / 7, 2),
+        "reclaimed_percent_by_kind": {k: round(100 * r / i, 1) if i else 0.0 for k, (i, r) in sorted(kinds.items())},
+    }
+
+
+def costguard_week(
+    code_root: Path, seed: int, no_ssm_share: float, faults: dict[str, Any] | None = None, days: int = 7
+) -> dict[str, Any]:
+    """costguard's week in a child process, so that any code tree (an older commit) can be measured."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "week.json"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        extra = [json.dumps(faults), str(days)] if faults is not None else []
+        subprocess.run(
+            [sys.executable, "-m", "testing.week", str(code_root), str(out), str(seed), str(no_ssm_share), *extra],
+            check=True,
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        return dict(json.loads(out.read_text()))
+
+
+# A sweep's failure to read its region (SweepIncomplete names the read that failed after botocore's retries).
+UNREADABLE = re.compile(r"when calling the [a-z0-9]+:(describe|list|get|query|scan|batch_get)")
+
+
+if __name__ == "__main__":
+    code, out_path, seed, share = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    plan = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+    days = int(sys.argv[6]) if len(sys.argv) > 6 else 7
+    out_path.write_text(json.dumps(run_costguard(code, seed, share, plan, days)))
