@@ -34,7 +34,7 @@ from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.consult import Consultation, sort_out
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import SweepPlanner
-from costguard.idle.report import Outcome, RegionReport, ledger_entry
+from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
 from costguard.idle.rules.decision import Action, Decision
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
@@ -176,22 +176,23 @@ class IdleStopper:
         # The warnings first (each delivered and recorded before its tags are queued); then the EC2 writes of
         # the whole sweep, a few calls for the fleet instead of one or two per instance; then each stop AWS
         # took (and each a dead attempt left) is told to its owner.
-        self.notices.send(now)
-        stopped = self.writer.apply(writes, now)
-        self.notices.tell_stops([*recovered.stops, *stopped], now)
-        for instance, _, outcome in settled:
-            report.outcomes.append(outcome)
-            if outcome.detail.startswith("retry:"):
-                report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
-        scale_in_protection(
+        told = self.notices.send(now)
+        stopped, written = self.writer.apply(writes, now)
+        stops_told = self.notices.tell_stops(stopped, now, left=recovered.stops)
+        outcomes = [
+            outcome.settled(told.get(iid), written.get(iid), stops_told.get(iid))
+            for iid, outcome in ((i.instance_id, o) for i, _, o in settled)
+        ]
+        outcomes += scale_in_protection(
             self.autoscaling,
             self.effects,
             protection_changes,
             owner_tag_key=self.settings.owner_tag_key,
             mode=self.settings.mode,
             now=now,
-            report=report,
         )
+        report.outcomes += outcomes
+        report.retryable_errors += [f"{o.instance_id}: {o.detail}" for o in outcomes if o.status is Status.RETRY]
         return plan.gpu_series
 
 
@@ -210,10 +211,10 @@ def scale_in_protection(
     owner_tag_key: str,
     mode: Mode,
     now: datetime,
-    report: RegionReport,
-) -> None:
+) -> list[Outcome]:
     """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way,
     each member's change kept in the outbox before the call and recorded with its ledger entry after it."""
+    out: list[Outcome] = []
     for (group, protect), members in changes.items():
         action = Action.PROTECT if protect else Action.UNPROTECT
         reason = f"{'protected from' if protect else 'released for'} scale-in of {group}"
@@ -221,7 +222,6 @@ def scale_in_protection(
             Outcome(m.instance_id, m.instance_type, m.owner(owner_tag_key), action, reason, mode.mutates)
             for m in members
         ]
-        report.outcomes += outcomes
         kind = PROTECT if protect else UNPROTECT
         records = [
             effect_record(kind, m, m.launch_time, ledger_entry(m, o, now, mode=mode), now=now, group=group)
@@ -230,18 +230,14 @@ def scale_in_protection(
         try:
             held = effects.before(records, now)
         except AWS_ERRORS as exc:  # no record, no change: the next sweep decides again
-            _left(outcomes, report, f"outbox: {exc}")
+            out += [o.settled(Settled.retry(f"outbox: {exc}")) for o in outcomes]
             continue
         try:
             autoscaling.set_protection(group, [m.instance_id for m in members], protect)
         except (ClientError, BotoCoreError) as exc:
             effects.drop(held)
-            _left(outcomes, report, exc)
+            out += [o.settled(Settled.retry(exc)) for o in outcomes]
             continue
         effects.after(held)
-
-
-def _left(outcomes: Sequence[Outcome], report: RegionReport, why: object) -> None:
-    for outcome in outcomes:
-        outcome.retry(why)
-        report.retryable_errors.append(f"{outcome.instance_id}: {outcome.detail[6:]}")
+        out += outcomes
+    return out

@@ -7,7 +7,7 @@ import contextlib
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
@@ -21,7 +21,7 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.report import Outcome, ledger_entry
+from costguard.idle.report import Outcome, Settled, Status, ledger_entry
 from costguard.idle.words.messages import stop_failed_notice
 from costguard.slack.blocks import Message
 from costguard.state.ledger import Ledger, LedgerWriteError
@@ -39,6 +39,7 @@ PERMANENT_STOP_ERRORS = {
 
 Queued = list[tuple[Instance, Outcome]]
 Stopped = list[tuple[Instance, Outcome, Notice]]
+Results = dict[str, Settled]  # by instance id: what became of each write that did not simply happen
 
 
 @dataclass
@@ -95,39 +96,44 @@ class SweepWriter:
         self.report_once = report_once  # posts a notice to the alerts channel once per key
         self.starts: StartLog | None = None  # where a stop before a learned start is kept
 
-    def apply(self, writes: PendingWrites, now: datetime) -> Stopped:
+    def apply(self, writes: PendingWrites, now: datetime) -> tuple[Stopped, Results]:
         """The stops (their notices pending in the outbox first, their record right after), then warnings
-        and clears. The stopped machines, with their notices, for the owners to be told."""
-        stopped = self._stop(writes, now)
+        and clears. The stopped machines, with their notices, for the owners to be told; and what became
+        of each write that did not simply happen."""
+        results: Results = {}
+        stopped = self._stop(writes, now, results)
         for state, queued in writes.tags.items():
-            _settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state))))
-        self._clear(writes.clears)
-        return stopped
+            results.update(_settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state)))))
+        results.update(self._clear(writes.clears))
+        return stopped, results
 
-    def _stop(self, writes: PendingWrites, now: datetime) -> Stopped:
-        tag_before_stop(self.ec2, self.starts, writes, now)
+    def _stop(self, writes: PendingWrites, now: datetime, results: Results) -> Stopped:
+        results.update(tag_before_stop(self.ec2, self.starts, writes, now))
         if not writes.stop_notices:
             return []
         try:
             self.outbox.add(list(writes.stop_notices.values()))
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:  # no notice kept, no stop: next sweep
             for queued in writes.stops.values():
-                for _, outcome in queued:
-                    outcome.retry(f"outbox: {exc}")
+                results.update({i.instance_id: Settled.retry(f"outbox: {exc}") for i, _ in queued})
             return []
         stopped: Queued = []
         for hibernate, queued in writes.stops.items():
             outcomes = {i.instance_id: (i, o) for i, o in queued if i.instance_id in writes.stop_notices}
-            results = write_in_batches(
+            written = write_in_batches(
                 list(outcomes),
                 partial(self.ec2.stop, hibernate=hibernate),
-                alone=lambda iid: self._stop_one(*outcomes[iid], hibernate, now),  # noqa: B023 (used at once)
+                alone=lambda iid: self._stop_one(*outcomes[iid], hibernate, now, results),  # noqa: B023 (used at once)
             )
-            stopped += [outcomes[iid] for iid, result in results.items() if result.applied]
+            stopped += [outcomes[iid] for iid, result in written.items() if result.applied]
         done = {i.instance_id for i, _ in stopped}
         # A stop AWS refused for good tells nothing; one whose call failed may still have been applied
         # (an answer lost): its notice stays, and the next sweep tells it if AWS's record proves the stop.
-        refused = [n for iid, n in writes.stop_notices.items() if iid not in done and _refused(writes, iid)]
+        refused = [
+            n
+            for iid, n in writes.stop_notices.items()
+            if iid not in done and iid in results and results[iid].status is Status.REFUSED
+        ]
         if refused:  # a failure here only leaves them to the next sweep, which drops them
             with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
                 self.outbox.remove(refused)
@@ -153,22 +159,18 @@ class SweepWriter:
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:
             logger.warning("stops recorded when told instead", count=len(entries), error=str(exc)[:200])
 
-    def _clear(self, queued: Queued) -> None:
+    def _clear(self, queued: Queued) -> Results:
         """Warnings withdrawn: recorded first, under the warning each withdraws (so a retry writes the same
         record), then the tags removed; the warning's delivery record goes too."""
         if not queued:
-            return
-        for _, outcome in queued:
-            outcome.applied = self.mode.mutates  # dry-run removes no tag: its record says so
-        entries = [ledger_entry(i, o, warned_time(i), mode=self.mode) for i, o in queued]
+            return {}
+        applied = self.mode.mutates  # dry-run removes no tag: its record says so
+        entries = [ledger_entry(i, replace(o, applied=applied), warned_time(i), mode=self.mode) for i, o in queued]
         try:
             self.ledger.record_many(entries)
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:
-            for _, outcome in queued:
-                outcome.retry(f"ledger: {exc}")
-            return
+            return {i.instance_id: Settled.retry(f"ledger: {exc}") for i, _ in queued}
         results = _write(queued, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS))
-        _settle(queued, results)
         failed = [e for e in entries if results[e.instance_id].error is not None]
         cleared = [i.instance_id for i, _ in queued if results[i.instance_id].error is None]
         with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
@@ -176,6 +178,7 @@ class SweepWriter:
                 self.ledger.forget(failed)
             if cleared:
                 self.outbox.remove([Notice(WARN, iid, "") for iid in cleared])
+        return _settle(queued, results)
 
     def tag_stopped(self, instance_ids: list[str], at: datetime, idle_hours: Mapping[str, float] | None = None) -> None:
         """The stop's record on the instance. The warning tags stay too; after a restart they are older
@@ -197,8 +200,8 @@ class SweepWriter:
                 if result.error is not None:
                     logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
 
-    def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime) -> bool:
-        """One instance of a refused batch, alone; True if it stopped. Settles the outcome if not."""
+    def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime, results: Results) -> bool:
+        """One instance of a refused batch, alone; True if it stopped. Says why not in `results` if not."""
         warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
         try:
             try:
@@ -213,22 +216,23 @@ class SweepWriter:
                         stop_failed_notice(instance, code, outcome.owner),
                         now,
                     )
-                    outcome.applied, outcome.detail = False, f"stop refused: {code}"
+                    results[instance.instance_id] = Settled(Status.REFUSED, f"stop refused: {code}")
                     return False
                 else:
                     raise
         except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
-            outcome.retry(exc)
+            results[instance.instance_id] = Settled.retry(exc)
             return False
         return True
 
 
-def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, now: datetime) -> None:
+def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, now: datetime) -> Results:
     """What a stop's notice promises (when costguard starts the machine again) is on the machine before
     the stop, and the stop's record in the start log (what the start's GPU-hours are counted from): a
     kill after the stop loses neither. A machine whose tag or record could not be written is not
     stopped in this sweep. (A record of a stop that then did not happen is never read: a learned start
     needs costguard's stopped-at after the machine's last start, and the next promise rewrites it.)"""
+    results: Results = {}
     for iid, extra in writes.stop_tags.items():
         if iid not in writes.stop_notices:
             continue
@@ -238,10 +242,8 @@ def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, no
                 starts.stopping(iid, formatting.format_time(now), writes.stop_gpus.get(iid, 0), now)
         except (ClientError, BotoCoreError, ValueError) as exc:  # ValueError: a start log not costguard's
             del writes.stop_notices[iid]
-            for queued in writes.stops.values():
-                for instance, outcome in queued:
-                    if instance.instance_id == iid:
-                        outcome.retry(exc)
+            results[iid] = Settled.retry(exc)
+    return results
 
 
 def warned_time(instance: Instance) -> datetime:
@@ -250,20 +252,17 @@ def warned_time(instance: Instance) -> datetime:
     return warned or instance.launch_time
 
 
-def _refused(writes: PendingWrites, instance_id: str) -> bool:
-    """AWS refused this machine's stop for good (no retry will change it)."""
-    outcome = next(o for q in writes.stops.values() for i, o in q if i.instance_id == instance_id)
-    return outcome.detail.startswith("stop refused")
-
-
 def _write(queued: Queued, write: Callable[[list[str]], bool]) -> dict[str, WriteResult]:
     return write_in_batches([i.instance_id for i, _ in queued], write)
 
 
-def _settle(queued: Queued, results: dict[str, WriteResult]) -> None:
+def _settle(queued: Queued, results: dict[str, WriteResult]) -> Results:
     """A warning's or a clear's outcome is its tag write's."""
-    for instance, outcome in queued:
+    out: Results = {}
+    for instance, _ in queued:
         result = results[instance.instance_id]
-        outcome.applied = result.applied
         if result.error is not None:
-            outcome.retry(result.error)
+            out[instance.instance_id] = Settled.retry(result.error)
+        else:
+            out[instance.instance_id] = Settled(Status.DONE, applied=result.applied)
+    return out
