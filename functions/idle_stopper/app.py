@@ -106,7 +106,7 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
         sleep=runtime.sleep,
         clock=runtime.monotonic,
     )
-    stopper = IdleStopper(
+    return IdleStopper(
         region=region,
         ec2=ec2,
         gpu_series=GpuSeriesFinder(cloudwatch),
@@ -134,9 +134,8 @@ def _stopper(runtime: Runtime, policy: IdlePolicy, region: str, context: Any) ->
             mode=settings.mode,
             owner_tag_key=settings.owner_tag_key,
         ),
+        hours_for=hours_offer(MachineHistory(runtime.client("dynamodb"), settings.state_table)),
     )
-    stopper.notices.hours_for = hours_offer(MachineHistory(runtime.client("dynamodb"), settings.state_table))
-    return stopper
 
 
 def _remember(runtime: Runtime, change: idle_events.StateChanged, now: datetime) -> None:

@@ -45,6 +45,10 @@ from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 
 
+def _forever() -> float:
+    return float("inf")
+
+
 class IdleStopper:
     def __init__(
         self,
@@ -67,6 +71,7 @@ class IdleStopper:
         time_left: Callable[[], float] | None = None,
         checklog: CheckLog | None = None,
         learner: Learner | None = None,
+        hours_for: Callable[[Instance, datetime], str | None] | None = None,
     ) -> None:
         self.region = region
         self.ec2 = ec2
@@ -78,29 +83,40 @@ class IdleStopper:
         self.manage_alarms = manage_alarms and policy.idle_alarms and settings.mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
         self.checker = checker if settings.mode.mutates and policy.activity_check_document else None
-        self.consult = Consultation(checker=self.checker, checklog=checklog, learner=learner, policy=policy)
+        time_left = time_left or _forever
+        starts = learner.starts if learner is not None else None
+        kept = checklog if self.checker is not None else None  # no check, no answers to keep
+        self.consult = Consultation(checker=self.checker, checklog=kept, learner=learner, policy=policy)
         self.planner = SweepPlanner(
-            ec2=ec2, gpu_series=gpu_series, metrics=metrics, autoscaling=autoscaling, policy=policy
-        )
-        self.planner.checklog = self.consult.checklog  # the answers kept: evidence for the judgement
-        self.notices = SweepNotices(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
-        self.notices.time_left = time_left or self.notices.time_left
-        self.writer = SweepWriter(
             ec2=ec2,
-            outbox=outbox,
-            ledger=ledger,
-            prices=prices,
+            gpu_series=gpu_series,
+            metrics=metrics,
+            autoscaling=autoscaling,
             policy=policy,
-            mode=settings.mode,
-            report_once=self.notices.report_once,
+            checklog=kept,  # the answers kept: evidence for the judgement
         )
-        self.writer.starts = learner.starts if learner is not None else None
-        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=self.notices.time_left)
-        self.mornings = MorningStarts(ec2=ec2, ledger=ledger, effects=self.effects, policy=policy, settings=settings)
-        self.mornings.learned.starts = learner.starts if learner is not None else None
-        if policy.morning_note:  # the optional morning note, also for a start a dead sweep made
-            self.mornings.tell = self.notices.tell
-            self.effects.on_start = self.mornings.note
+        self.notices = SweepNotices(
+            claims=claims,
+            outbox=outbox,
+            notifier=notifier,
+            prices=prices,
+            settings=settings,
+            time_left=time_left,
+            **({"hours_for": hours_for} if hours_for is not None else {}),
+        )
+        self.writer = SweepWriter(
+            ec2=ec2, outbox=outbox, ledger=ledger, prices=prices, policy=policy, mode=settings.mode, starts=starts
+        )
+        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=time_left)
+        self.mornings = MorningStarts(
+            ec2=ec2,
+            ledger=ledger,
+            effects=self.effects,
+            policy=policy,
+            settings=settings,
+            starts=starts,
+            tell=self.notices.tell if policy.morning_note else None,  # the optional morning note
+        )
         self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer, effects=self.effects)
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
 
@@ -113,7 +129,7 @@ class IdleStopper:
             # Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
             report.candidates = len(candidates)
-            self.mornings.learned.settle_running(candidates, report)  # learned starts not yet recorded
+            self.mornings.settle_running(candidates, report)  # learned starts not yet recorded
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))
         if self.manage_alarms:
             self.alarms.reconcile(candidates, gpu, report)
@@ -128,8 +144,10 @@ class IdleStopper:
         return report
 
     def _recover(self, now: datetime) -> Recovered:
-        """What a dead attempt left."""
-        return self.recovery.run(now)
+        """What a dead attempt left; the owners of the starts it made told, as they would have been."""
+        recovered = self.recovery.run(now)
+        self.mornings.notes(recovered.started)
+        return recovered
 
     def on_state_change(self, instance_id: str, state: str) -> RegionReport:
         report = RegionReport(self.region)
@@ -177,10 +195,11 @@ class IdleStopper:
         # the whole sweep, a few calls for the fleet instead of one or two per instance; then each stop AWS
         # took (and each a dead attempt left) is told to its owner.
         told = self.notices.send(now)
-        stopped, written = self.writer.apply(writes, now)
-        stops_told = self.notices.tell_stops(stopped, now, left=recovered.stops)
+        written = self.writer.apply(writes, now)
+        reported = self.notices.report_refused(written.refused, now)
+        stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)
         outcomes = [
-            outcome.settled(told.get(iid), written.get(iid), stops_told.get(iid))
+            outcome.settled(told.get(iid), written.results.get(iid), reported.get(iid), stops_told.get(iid))
             for iid, outcome in ((i.instance_id, o) for i, _, o in settled)
         ]
         outcomes += scale_in_protection(

@@ -69,7 +69,6 @@ class Effects:
         self.outbox, self.ec2, self.autoscaling = outbox, ec2, autoscaling
         self.time_left = time_left
         self.token = token or uuid.uuid4().hex
-        self.on_start: Callable[[Instance, datetime], None] | None = None  # told when a start is proven late
 
     def before(self, records: Sequence[Notice], now: datetime) -> list[Notice]:
         """Kept before their calls, held until this attempt's deadline. Raises what DynamoDB raised: no
@@ -95,12 +94,13 @@ class Effects:
         with contextlib.suppress(*AWS_ERRORS):
             self.outbox.remove(records)
 
-    def recover(self, records: Sequence[Notice], now: datetime) -> None:
+    def recover(self, records: Sequence[Notice], now: datetime) -> list[tuple[Instance, datetime]]:
         """What attempts that died left: each effect AWS shows happened is recorded, the rest dropped. A
-        record still held (its attempt may be running) is left alone."""
+        record still held (its attempt may be running) is left alone. The starts proven and recorded, each
+        with the opening it was for (their owners may be told)."""
         expired = [r for r in records if not r.live(now)]
         if not expired:
-            return
+            return []
         starts = [r for r in expired if r.kind == START]
         changes = [r for r in expired if r.kind != START]
         try:
@@ -108,7 +108,7 @@ class Effects:
             protected = self.autoscaling.protection({r.group for r in changes if r.group}) if changes else {}
         except AWS_ERRORS as exc:
             logger.warning("effects left for the next sweep to prove", count=len(expired), error=str(exc)[:200])
-            return
+            return []
         proven = [r for r in starts if started_after(r, machines.get(r.instance_id))]
         proven += [r for r in changes if protected.get(r.instance_id) is (r.kind == PROTECT)]
         dropped = [r for r in expired if r not in proven]
@@ -121,8 +121,5 @@ class Effects:
                 self.outbox.remove(dropped)
         except AWS_ERRORS as exc:
             logger.warning("effects left for the next sweep to record", count=len(expired), error=str(exc)[:200])
-            return
-        for record in proven:
-            instance = machines.get(record.instance_id)
-            if record.kind == START and instance is not None and self.on_start is not None:
-                self.on_start(instance, record.time)
+            return []
+        return [(machines[r.instance_id], r.time) for r in proven if r.kind == START and r.instance_id in machines]

@@ -5,6 +5,7 @@ from here."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +30,7 @@ from costguard.idle.acts.delivery import (
     marker,
 )
 from costguard.idle.acts.starts import tell_unreadable_schedule
-from costguard.idle.acts.writes import PendingWrites, Stopped
+from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
 from costguard.idle.rules.decision import UNREADABLE_SCHEDULE, Action, Decision
 from costguard.idle.words.messages import (
@@ -37,11 +38,13 @@ from costguard.idle.words.messages import (
     idle_warning,
     not_stopped_notice,
     stop_cancelled_notice,
+    stop_failed_notice,
     stop_notice,
 )
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, post_once
+from costguard.state.ledger import LedgerWriteError
 from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
 
 REPORT_TTL = timedelta(days=2)
@@ -67,6 +70,7 @@ class Recovered:
     withdrawn: dict[str, Notice] = field(default_factory=dict)
     busy: set[str] = field(default_factory=set)
     stops: Stopped = field(default_factory=list)
+    started: list[tuple[Instance, datetime]] = field(default_factory=list)  # working-hours starts proven late
     reported: set[str] = field(default_factory=set)  # reports delivered and still standing (their keys)
 
 
@@ -125,16 +129,18 @@ class SweepNotices(OwnerMessages):
         prices: PriceBook,
         settings: Settings,
         time_left: Callable[[], float] = _forever,
+        hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None,
     ) -> None:
         super().__init__(claims=claims, notifier=notifier, prices=prices, settings=settings)
+        self.outbox = outbox
         self.time_left = time_left
-        self.hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None  # working hours to offer
+        self.hours_for = hours_for  # the working hours a warning offers a machine without any
         self.dispatch = Dispatch(
             outbox=outbox,
             notifier=notifier,
             alerts_channel=settings.alerts_channel,
             email_domain=settings.email_domain,
-            time_left=lambda: self.time_left(),  # noqa: PLW0108 (the sweep replaces time_left after this)
+            time_left=time_left,
         )
         self._tellings: list[Telling] = []
         self._lock = threading.Lock()
@@ -214,6 +220,26 @@ class SweepNotices(OwnerMessages):
         tellings = [Telling(notice, notice.message) for _, _, notice in [*(left or []), *stopped]]
         told = self.dispatch.send(tellings, now)
         return by_machine([Telling(notice, notice.message) for _, _, notice in stopped], told)
+
+    def report_refused(self, refused: Refused, now: datetime) -> dict[str, Settled]:
+        """Each stop AWS refused for good, told to the alerts channel once (per warning), its pending notice
+        then dropped (a failure there only leaves it to the next sweep, which drops it). One not told is
+        retried: its notice stays, by machine, with why."""
+        failed: dict[str, Settled] = {}
+        told = []
+        for instance, outcome, notice, code in refused:
+            warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+            key = f"stop-failed:{instance.instance_id}:{warned_at}"
+            try:
+                self.report_once(key, stop_failed_notice(instance, code, outcome.owner), now)
+            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+                failed[instance.instance_id] = Settled.retry(exc)
+                continue
+            told.append(notice)
+        if told:
+            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
+                self.outbox.remove(told)
+        return failed
 
     def _report(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, recovered: Recovered

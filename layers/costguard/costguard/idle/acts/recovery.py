@@ -80,7 +80,7 @@ class Recovery:
         recovered = Recovered()
         dry = self.notices.mode is Mode.DRY_RUN
         if not dry:
-            self.effects.recover([n for n in records if n.kind in EFFECTS], now)
+            recovered.started = self.effects.recover([n for n in records if n.kind in EFFECTS], now)
         notices = [n for n in records if n.kind in REPORTS or (n.kind not in EFFECTS and not dry)]
         recovered.reported = {n.sk for n in notices if n.kind in REPORTS and n.status == DELIVERED and n.live(now)}
         stale = [n for n in notices if n.status == DELIVERED and not n.live(now)]

@@ -52,11 +52,21 @@ WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
 
 
 class MorningStarts:
-    def __init__(self, *, ec2: Ec2, ledger: Ledger, effects: Effects, policy: IdlePolicy, settings: Settings) -> None:
+    def __init__(
+        self,
+        *,
+        ec2: Ec2,
+        ledger: Ledger,
+        effects: Effects,
+        policy: IdlePolicy,
+        settings: Settings,
+        starts: StartLog | None = None,
+        tell: Callable[[str, Message], None] | None = None,
+    ) -> None:
         self.ec2, self.ledger, self.effects = ec2, ledger, effects
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
-        self.tell: Callable[[str, Message], None] | None = None  # the morning note, with MorningNote
-        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, policy=policy, settings=settings)
+        self.tell = tell  # the morning note, with MorningNote
+        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, policy=policy, settings=settings, starts=starts)
 
     def run(self, now: datetime, report: RegionReport) -> None:
         """The stopped machines with working hours or a learned start (one DescribeInstances walk)."""
@@ -90,6 +100,14 @@ class MorningStarts:
 
     def started(self, instance_id: str) -> None:
         self.learned.started(instance_id)
+
+    def settle_running(self, running: Sequence[Instance], report: RegionReport) -> None:
+        self.learned.settle_running(running, report)
+
+    def notes(self, started: Sequence[tuple[Instance, datetime]]) -> None:
+        """The morning notes of starts a dead sweep made (proven by the next)."""
+        for instance, opens in started:
+            self.note(instance, opens)
 
     def working_hours(self, instance: Instance, now: datetime, report: RegionReport) -> None:
         lead = timedelta(minutes=self.policy.schedule_lead_minutes)
@@ -175,10 +193,12 @@ def for_working_hours(instance: Instance, policy: IdlePolicy) -> bool:
 class LearnedStarts:
     """Machines stopped between runs of learned recurring work, started again before the next run."""
 
-    def __init__(self, *, ec2: Ec2, ledger: Ledger, policy: IdlePolicy, settings: Settings) -> None:
+    def __init__(
+        self, *, ec2: Ec2, ledger: Ledger, policy: IdlePolicy, settings: Settings, starts: StartLog | None = None
+    ) -> None:
         self.ec2, self.ledger = ec2, ledger
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
-        self.starts: StartLog | None = None  # the learned starts kept for each machine
+        self.starts = starts  # the learned starts kept for each machine
 
     def started(self, instance_id: str) -> None:
         """A machine started by anyone no longer waits for costguard's start: its start-at goes, so that a

@@ -17,13 +17,10 @@ from costguard.aws.clients import error_code
 from costguard.aws.ec2 import Ec2, WriteResult, write_in_batches
 from costguard.aws.pricing import PriceBook
 from costguard.core import formatting, tags
-from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
-from costguard.idle.words.messages import stop_failed_notice
-from costguard.slack.blocks import Message
 from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.outbox import WARN, Notice, Outbox
 from costguard.state.startlog import StartLog
@@ -39,7 +36,18 @@ PERMANENT_STOP_ERRORS = {
 
 Queued = list[tuple[Instance, Outcome]]
 Stopped = list[tuple[Instance, Outcome, Notice]]
+Refused = list[tuple[Instance, Outcome, Notice, str]]  # stops AWS refused for good, with its error code
 Results = dict[str, Settled]  # by instance id: what became of each write that did not simply happen
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the writer did: the machines it stopped (with their notices, to be told), the stops AWS refused
+    for good (to be reported), and what became of each write that did not simply happen."""
+
+    stopped: Stopped
+    refused: Refused
+    results: Results
 
 
 @dataclass
@@ -85,7 +93,7 @@ class SweepWriter:
         prices: PriceBook,
         policy: IdlePolicy,
         mode: Mode,
-        report_once: Callable[[str, Message, datetime], bool],
+        starts: StartLog | None = None,
     ) -> None:
         self.ec2 = ec2
         self.outbox = outbox
@@ -93,56 +101,51 @@ class SweepWriter:
         self.prices = prices
         self.policy = policy
         self.mode = mode
-        self.report_once = report_once  # posts a notice to the alerts channel once per key
-        self.starts: StartLog | None = None  # where a stop before a learned start is kept
+        self.starts = starts  # where a stop before a learned start is kept
 
-    def apply(self, writes: PendingWrites, now: datetime) -> tuple[Stopped, Results]:
+    def apply(self, writes: PendingWrites, now: datetime) -> Written:
         """The stops (their notices pending in the outbox first, their record right after), then warnings
-        and clears. The stopped machines, with their notices, for the owners to be told; and what became
-        of each write that did not simply happen."""
+        and clears. The stopped machines, with their notices, for the owners to be told; the stops AWS
+        refused for good, to be reported; and what became of each write that did not simply happen."""
         results: Results = {}
-        stopped = self._stop(writes, now, results)
+        stopped, refused = self._stop(writes, now, results)
         for state, queued in writes.tags.items():
             results.update(_settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state)))))
         results.update(self._clear(writes.clears))
-        return stopped, results
+        return Written(stopped, refused, results)
 
-    def _stop(self, writes: PendingWrites, now: datetime, results: Results) -> Stopped:
+    def _stop(self, writes: PendingWrites, now: datetime, results: Results) -> tuple[Stopped, Refused]:
         results.update(tag_before_stop(self.ec2, self.starts, writes, now))
         if not writes.stop_notices:
-            return []
+            return [], []
         try:
             self.outbox.add(list(writes.stop_notices.values()))
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:  # no notice kept, no stop: next sweep
             for queued in writes.stops.values():
                 results.update({i.instance_id: Settled.retry(f"outbox: {exc}") for i, _ in queued})
-            return []
+            return [], []
         stopped: Queued = []
+        refusals: dict[str, str] = {}  # in the order AWS refused them
+        outcomes_of: dict[str, tuple[Instance, Outcome]] = {}
         for hibernate, queued in writes.stops.items():
             outcomes = {i.instance_id: (i, o) for i, o in queued if i.instance_id in writes.stop_notices}
+            outcomes_of.update(outcomes)
             written = write_in_batches(
                 list(outcomes),
                 partial(self.ec2.stop, hibernate=hibernate),
-                alone=lambda iid: self._stop_one(*outcomes[iid], hibernate, now, results),  # noqa: B023 (used at once)
+                alone=lambda iid: self._stop_one(outcomes[iid][0], hibernate, results, refusals),  # noqa: B023
             )
             stopped += [outcomes[iid] for iid, result in written.items() if result.applied]
-        done = {i.instance_id for i, _ in stopped}
-        # A stop AWS refused for good tells nothing; one whose call failed may still have been applied
-        # (an answer lost): its notice stays, and the next sweep tells it if AWS's record proves the stop.
-        refused = [
-            n
-            for iid, n in writes.stop_notices.items()
-            if iid not in done and iid in results and results[iid].status is Status.REFUSED
-        ]
-        if refused:  # a failure here only leaves them to the next sweep, which drops them
-            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
-                self.outbox.remove(refused)
+        # A stop AWS refused for good tells nothing to its owner (the alerts channel is told); one whose call
+        # failed may still have been applied (an answer lost): its notice stays, and the next sweep tells it
+        # if AWS's record proves the stop.
+        refused = [(*outcomes_of[iid], writes.stop_notices[iid], refusals[iid]) for iid in refusals]
         out = [(i, o, writes.stop_notices[i.instance_id]) for i, o in stopped]
         self.tag_stopped(
             [i.instance_id for i, _ in stopped], now, idle_hours={i.instance_id: o.idle_hours for i, o in stopped}
         )
         self.record_stops(out)
-        return out
+        return out, refused
 
     def record_stops(self, stopped: Stopped) -> None:
         """The ledger's entries of stops, written as soon as AWS took them (keyed by when each was decided,
@@ -200,9 +203,9 @@ class SweepWriter:
                 if result.error is not None:
                     logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
 
-    def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime, results: Results) -> bool:
-        """One instance of a refused batch, alone; True if it stopped. Says why not in `results` if not."""
-        warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+    def _stop_one(self, instance: Instance, hibernate: bool, results: Results, refusals: dict[str, str]) -> bool:
+        """One instance of a refused batch, alone; True if it stopped. Says why not in `results` if not (and
+        the error code of a refusal for good in `refusals`)."""
         try:
             try:
                 self.ec2.stop([instance.instance_id], hibernate=hibernate)
@@ -211,16 +214,12 @@ class SweepWriter:
                 if hibernate and code in ("UnsupportedHibernationConfiguration", "UnsupportedOperation"):
                     self.ec2.stop([instance.instance_id], hibernate=False)
                 elif code in PERMANENT_STOP_ERRORS:
-                    self.report_once(
-                        f"stop-failed:{instance.instance_id}:{warned_at}",
-                        stop_failed_notice(instance, code, outcome.owner),
-                        now,
-                    )
                     results[instance.instance_id] = Settled(Status.REFUSED, f"stop refused: {code}")
+                    refusals[instance.instance_id] = code
                     return False
                 else:
                     raise
-        except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+        except (ClientError, BotoCoreError) as exc:
             results[instance.instance_id] = Settled.retry(exc)
             return False
         return True
