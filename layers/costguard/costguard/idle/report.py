@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -98,6 +99,15 @@ class RegionReport:
             "alarms_pending": self.alarms_pending,
             "errors": self.retryable_errors,
         }
+
+
+# The actions a sweep's metrics count (those carried out), each its own metric.
+METRIC_ACTIONS = ("warn", "stop", "clear-warning", "cancel-stop", "protect", "unprotect")
+
+
+def applied_counts(reports: Iterable[RegionReport]) -> Counter[str]:
+    """The decisions carried out, by action, over these reports."""
+    return Counter(o.action.value for r in reports for o in r.outcomes if o.applied)
 
 
 def ledger_entry(

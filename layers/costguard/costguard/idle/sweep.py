@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.autoscaling import AutoScaling
@@ -21,6 +23,8 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_count
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
+from costguard.aws.ssm import Ssm
+from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.idle.acts.alarms import AlarmKeeper
@@ -28,8 +32,9 @@ from costguard.idle.acts.delivery import AWS_ERRORS, NOTIFY_WORKERS
 from costguard.idle.acts.effects import Effects, effect_record
 from costguard.idle.acts.notices import Recovered, SweepNotices, tells_schedule
 from costguard.idle.acts.recovery import Recovery
-from costguard.idle.acts.starts import MorningStarts
+from costguard.idle.acts.starts import MorningStarts, hours_offer
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
+from costguard.idle.events import AlarmFired, StateChanged, Sweep
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.consult import Consultation, sort_out
 from costguard.idle.reads.fortnights import Learner
@@ -39,8 +44,10 @@ from costguard.idle.rules.decision import Action, Decision
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
+from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
+from costguard.state.startlog import StartLog
 
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 
@@ -49,76 +56,96 @@ def _forever() -> float:
     return float("inf")
 
 
+@dataclass(frozen=True)
+class Aws:
+    """What the sweep reads and changes in AWS, in one region."""
+
+    region: str
+    ec2: Ec2
+    gpu_series: GpuSeriesFinder
+    metrics: MetricReader
+    alarms: IdleAlarms
+    autoscaling: AutoScaling
+    prices: PriceBook
+    checker: ActivityChecker | None = None  # the activity check on the machine (None: metrics alone)
+
+
+@dataclass(frozen=True)
+class State:
+    """What costguard keeps in its table: the ledger, once-only claims, the outbox of effects and notices,
+    the activity checks' answers, the machines' starts and stops, and the learned starts."""
+
+    ledger: Ledger
+    claims: Claims
+    outbox: Outbox
+    checklog: CheckLog
+    history: MachineHistory
+    starts: StartLog
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The deployment's settings and idle policy, and the invocation's time left."""
+
+    settings: Settings
+    policy: IdlePolicy
+    time_left: Callable[[], float] = _forever
+
+
 class IdleStopper:
-    def __init__(
-        self,
-        *,
-        region: str,
-        ec2: Ec2,
-        gpu_series: GpuSeriesFinder,
-        metrics: MetricReader,
-        alarms: IdleAlarms,
-        autoscaling: AutoScaling,
-        ledger: Ledger,
-        claims: Claims,
-        outbox: Outbox,
-        notifier: Callable[[], SlackNotifier],
-        prices: PriceBook,
-        settings: Settings,
-        policy: IdlePolicy,
-        manage_alarms: bool,
-        checker: ActivityChecker | None = None,
-        time_left: Callable[[], float] | None = None,
-        checklog: CheckLog | None = None,
-        learner: Learner | None = None,
-        hours_for: Callable[[Instance, datetime], str | None] | None = None,
-    ) -> None:
-        self.region = region
+    def __init__(self, *, aws: Aws, state: State, notifier: Callable[[], SlackNotifier], terms: Terms) -> None:
+        settings, policy, mode = terms.settings, terms.policy, terms.settings.mode
+        ec2, autoscaling, outbox = aws.ec2, aws.autoscaling, state.outbox
+        self.region = aws.region
         self.ec2 = ec2
         self.autoscaling = autoscaling
-        self.ledger = ledger
-        self.prices = prices
+        self.history = state.history
         self.settings = settings
         self.policy = policy
-        self.manage_alarms = manage_alarms and policy.idle_alarms and settings.mode.mutates
+        # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
+        self.manage_alarms = aws.region == settings.home_region and policy.idle_alarms and mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
-        self.checker = checker if settings.mode.mutates and policy.activity_check_document else None
-        time_left = time_left or _forever
-        starts = learner.starts if learner is not None else None
-        kept = checklog if self.checker is not None else None  # no check, no answers to keep
-        self.consult = Consultation(checker=self.checker, checklog=kept, learner=learner, policy=policy)
+        checker = aws.checker if mode.mutates and policy.activity_check_document else None
+        kept = state.checklog if checker is not None else None  # no check, no answers to keep
+        self.consult = Consultation(checker=checker, checklog=kept, learner=learner(aws, state, terms), policy=policy)
         self.planner = SweepPlanner(
             ec2=ec2,
-            gpu_series=gpu_series,
-            metrics=metrics,
+            gpu_series=aws.gpu_series,
+            metrics=aws.metrics,
             autoscaling=autoscaling,
             policy=policy,
             checklog=kept,  # the answers kept: evidence for the judgement
         )
         self.notices = SweepNotices(
-            claims=claims,
+            claims=state.claims,
             outbox=outbox,
             notifier=notifier,
-            prices=prices,
+            prices=aws.prices,
             settings=settings,
-            time_left=time_left,
-            **({"hours_for": hours_for} if hours_for is not None else {}),
+            time_left=terms.time_left,
+            hours_for=hours_offer(state.history),
         )
         self.writer = SweepWriter(
-            ec2=ec2, outbox=outbox, ledger=ledger, prices=prices, policy=policy, mode=settings.mode, starts=starts
+            ec2=ec2,
+            outbox=outbox,
+            ledger=state.ledger,
+            prices=aws.prices,
+            policy=policy,
+            mode=mode,
+            starts=state.starts,
         )
-        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=time_left)
+        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
         self.mornings = MorningStarts(
             ec2=ec2,
-            ledger=ledger,
+            ledger=state.ledger,
             effects=self.effects,
             policy=policy,
             settings=settings,
-            starts=starts,
+            starts=state.starts,
             tell=self.notices.tell if policy.morning_note else None,  # the optional morning note
         )
         self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer, effects=self.effects)
-        self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
+        self.alarms = AlarmKeeper(ec2=ec2, gpu_series=aws.gpu_series, alarms=aws.alarms, policy=policy)
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
@@ -149,12 +176,14 @@ class IdleStopper:
         self.mornings.notes(recovered.started)
         return recovered
 
-    def on_state_change(self, instance_id: str, state: str) -> RegionReport:
+    def on_state_change(self, instance_id: str, state: str, at: datetime) -> RegionReport:
         report = RegionReport(self.region)
         if self.manage_alarms:
             self.alarms.on_state_change(instance_id, state, report)
         if state == "running" and self.settings.mode.mutates:
             self.mornings.started(instance_id)
+        if state in ("running", "stopped"):
+            remember(self.history, instance_id, state, at)
         return report
 
     def _act_on(
@@ -215,6 +244,30 @@ class IdleStopper:
         return plan.gpu_series
 
 
+def learner(aws: Aws, state: State, terms: Terms) -> Learner:
+    """The recurring work of the machines about to be stopped: their fortnights, starts and stops, learned starts."""
+    settings = terms.settings
+    return Learner(
+        metrics=aws.metrics,
+        history=state.history,
+        starts=state.starts,
+        ledger=state.ledger,
+        policy=terms.policy,
+        mode=settings.mode,
+        owner_tag_key=settings.owner_tag_key,
+    )
+
+
+def remember(history: MachineHistory, instance_id: str, state: str, at: datetime) -> None:
+    """A start or a stop, kept for the working hours the idle warning may offer. A nicety: a failed write
+    is logged and counted, and the event (whose alarm work is done) is not retried for it."""
+    try:
+        history.record(instance_id, state, at)
+    except (ClientError, BotoCoreError) as exc:
+        logger.warning("state change not kept", instance_id=instance_id, error=str(exc)[:200])
+        metrics.add_metric(name="StateChangesNotKept", unit=MetricUnit.Count, value=1)
+
+
 def candidate_filters(policy: IdlePolicy) -> list[Any]:
     return [
         {"Name": "instance-state-name", "Values": ["running"]},
@@ -260,3 +313,81 @@ def scale_in_protection(
         effects.after(held)
         out += outcomes
     return out
+
+
+class Wiring(Protocol):
+    """What a handler's runtime gives the stopper: settings, clients, the state table's stores, Slack."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def ledger(self) -> Ledger: ...
+    @property
+    def claims(self) -> Claims: ...
+    @property
+    def prices(self) -> PriceBook: ...
+    @property
+    def notifier(self) -> SlackNotifier: ...
+    def client(self, service: str, region: str | None = None, *, quick: bool = False) -> Any: ...
+    def time_left(self) -> float: ...
+    def sleep(self, seconds: float) -> None: ...
+    def monotonic(self) -> float: ...
+
+
+def idle_stopper(runtime: Wiring, policy: IdlePolicy, region: str) -> IdleStopper:
+    """The stopper of one region, its adapters built on the runtime's clients."""
+    settings = runtime.settings
+    cloudwatch = runtime.client("cloudwatch", region)
+    dynamodb = runtime.client("dynamodb")
+    ec2 = Ec2(runtime.client("ec2", region), region, settings.mode)
+    checker = ActivityChecker(
+        ssm=Ssm(runtime.client("ssm", region)),
+        ec2=ec2,
+        document=policy.activity_check_document,
+        wait_seconds=policy.activity_check_seconds,
+        time_left=runtime.time_left,
+        sleep=runtime.sleep,
+        clock=runtime.monotonic,
+    )
+    aws = Aws(
+        region=region,
+        ec2=ec2,
+        gpu_series=GpuSeriesFinder(cloudwatch),
+        metrics=MetricReader(cloudwatch, policy),
+        alarms=IdleAlarms(cloudwatch, policy),
+        autoscaling=AutoScaling(runtime.client("autoscaling", region), settings.mode),
+        prices=runtime.prices,
+        checker=checker,
+    )
+    state = State(
+        ledger=runtime.ledger,
+        claims=runtime.claims,
+        outbox=Outbox(dynamodb, settings.state_table, region, runtime.ledger),
+        checklog=CheckLog(dynamodb, settings.state_table),
+        history=MachineHistory(dynamodb, settings.state_table),
+        starts=StartLog(dynamodb, settings.state_table),
+    )
+    terms = Terms(settings=settings, policy=policy, time_left=runtime.time_left)
+    return IdleStopper(aws=aws, state=state, notifier=lambda: runtime.notifier, terms=terms)
+
+
+def run(
+    what: Sweep | AlarmFired | StateChanged,
+    stopper: Callable[[str], IdleStopper],
+    regions: Sequence[str],
+    now: datetime,
+) -> tuple[dict[str, RegionReport], list[str]]:
+    """One event carried out: every governed region swept, or one machine judged, or its change of state
+    kept. The reports by region, and the regions that could not be swept at all."""
+    if isinstance(what, AlarmFired):
+        return {what.region: stopper(what.region).evaluate(what.instance_id, now)}, []
+    if isinstance(what, StateChanged):
+        return {what.region: stopper(what.region).on_state_change(what.instance_id, what.state, what.at or now)}, []
+    reports, failures = {}, []
+    for region in regions:
+        try:
+            reports[region] = stopper(region).sweep(now)
+        except Exception as exc:  # one region's outage must not stop the others' sweep
+            logger.exception("sweep failed", region=region)
+            failures.append(f"{region}: {type(exc).__name__}: {exc}")
+    return reports, failures

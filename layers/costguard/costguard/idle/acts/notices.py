@@ -75,14 +75,21 @@ class Recovered:
 
 
 class OwnerMessages:
-    """The sweep's Slack outside the outbox: owners' ids found at once, a notice posted once to the alerts
-    channel, a message to an owner."""
+    """The sweep's Slack outside the outbox's deliveries: owners' ids found at once, a notice posted once to
+    the alerts channel (a stop refused for good), a message to an owner."""
 
     def __init__(
-        self, *, claims: Claims, notifier: Callable[[], SlackNotifier], prices: PriceBook, settings: Settings
+        self,
+        *,
+        claims: Claims,
+        outbox: Outbox,
+        notifier: Callable[[], SlackNotifier],
+        prices: PriceBook,
+        settings: Settings,
     ) -> None:
         self._expected: Sequence[Instance] | None = None
         self.claims = claims
+        self.outbox = outbox
         self.notifier = notifier
         self.prices = prices
         self.settings, self.mode = settings, settings.mode
@@ -100,6 +107,26 @@ class OwnerMessages:
         channel = self.settings.alerts_channel
         posted = post_once(self.claims, self.notifier(), channel, key=key, message=message, now=now, ttl=REPORT_TTL)
         return posted is not None
+
+    def report_refused(self, refused: Refused, now: datetime) -> dict[str, Settled]:
+        """Each stop AWS refused for good, told to the alerts channel once (per warning), its pending notice
+        then dropped (a failure there only leaves it to the next sweep, which drops it). One not told is
+        retried: its notice stays, by machine, with why."""
+        failed: dict[str, Settled] = {}
+        told = []
+        for instance, outcome, notice, code in refused:
+            warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+            key = f"stop-failed:{instance.instance_id}:{warned_at}"
+            try:
+                self.report_once(key, stop_failed_notice(instance, code, outcome.owner), now)
+            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+                failed[instance.instance_id] = Settled.retry(exc)
+                continue
+            told.append(notice)
+        if told:
+            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
+                self.outbox.remove(told)
+        return failed
 
     def expect(self, instances: Sequence[Instance]) -> None:
         """The machines this sweep may tell about: their owners are resolved before the first message."""
@@ -131,8 +158,7 @@ class SweepNotices(OwnerMessages):
         time_left: Callable[[], float] = _forever,
         hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None,
     ) -> None:
-        super().__init__(claims=claims, notifier=notifier, prices=prices, settings=settings)
-        self.outbox = outbox
+        super().__init__(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
         self.time_left = time_left
         self.hours_for = hours_for  # the working hours a warning offers a machine without any
         self.dispatch = Dispatch(
@@ -149,8 +175,7 @@ class SweepNotices(OwnerMessages):
         self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites, recovered: Recovered
     ) -> Outcome:
         """Queue what to tell (sent by `send`) and the EC2 writes; a warning `told` already, by a sweep that
-        died before its tags, is not told again. The outcome as it stands before anything is told or
-        written (the sweep settles it with what `send`, the writes and `tell_stops` return)."""
+        died before its tags, is not told again. The outcome before anything is told or written."""
         owner = instance.owner(self.settings.owner_tag_key)
         idle_hours = round(decision.judgement.idle_minutes(now) / 60, 2) if decision.judgement is not None else 0.0
         outcome = Outcome(
@@ -220,26 +245,6 @@ class SweepNotices(OwnerMessages):
         tellings = [Telling(notice, notice.message) for _, _, notice in [*(left or []), *stopped]]
         told = self.dispatch.send(tellings, now)
         return by_machine([Telling(notice, notice.message) for _, _, notice in stopped], told)
-
-    def report_refused(self, refused: Refused, now: datetime) -> dict[str, Settled]:
-        """Each stop AWS refused for good, told to the alerts channel once (per warning), its pending notice
-        then dropped (a failure there only leaves it to the next sweep, which drops it). One not told is
-        retried: its notice stays, by machine, with why."""
-        failed: dict[str, Settled] = {}
-        told = []
-        for instance, outcome, notice, code in refused:
-            warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
-            key = f"stop-failed:{instance.instance_id}:{warned_at}"
-            try:
-                self.report_once(key, stop_failed_notice(instance, code, outcome.owner), now)
-            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
-                failed[instance.instance_id] = Settled.retry(exc)
-                continue
-            told.append(notice)
-        if told:
-            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
-                self.outbox.remove(told)
-        return failed
 
     def _report(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, recovered: Recovered
