@@ -1,8 +1,12 @@
-"""The idle stopper in one region: plan (read, judge, decide), notify, apply, record. Three ways in:
+"""The idle stopper in one region: the one module that wires the steps and orders them (numbered below,
+as docs/architecture.md draws them). Three ways in:
 
 - `sweep`: every running accelerated instance (the 15-minute schedule), and alarm reconciliation;
 - `evaluate`: one instance on fresh data (its idle alarm went to ALARM);
-- `on_state_change`: create the idle alarm when an instance starts running, delete it when it stops.
+- `on_state_change`: create the idle alarm when an instance starts running, delete it when it stops, and
+  keep the start or stop for the working hours a warning may offer.
+
+`idle_stopper` builds a region's stopper from a handler's runtime; `run` carries out one event.
 """
 
 from __future__ import annotations
@@ -29,18 +33,16 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.idle.acts.alarms import AlarmKeeper
 from costguard.idle.acts.delivery import AWS_ERRORS, NOTIFY_WORKERS
-from costguard.idle.acts.effects import Effects, effect_record
-from costguard.idle.acts.notices import Recovered, SweepNotices, tells_schedule
-from costguard.idle.acts.recovery import Recovery
+from costguard.idle.acts.notices import SweepNotices
+from costguard.idle.acts.outbox import Effects, Recovered, Recovery, effect_record
 from costguard.idle.acts.starts import MorningStarts, hours_offer
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
 from costguard.idle.events import AlarmFired, StateChanged, Sweep
 from costguard.idle.reads.checks import ActivityChecker
-from costguard.idle.reads.consult import Consultation, sort_out
 from costguard.idle.reads.fortnights import Learner
-from costguard.idle.reads.plan import SweepPlanner
+from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
@@ -96,12 +98,8 @@ class IdleStopper:
     def __init__(self, *, aws: Aws, state: State, notifier: Callable[[], SlackNotifier], terms: Terms) -> None:
         settings, policy, mode = terms.settings, terms.policy, terms.settings.mode
         ec2, autoscaling, outbox = aws.ec2, aws.autoscaling, state.outbox
-        self.region = aws.region
-        self.ec2 = ec2
-        self.autoscaling = autoscaling
-        self.history = state.history
-        self.settings = settings
-        self.policy = policy
+        self.region, self.ec2, self.autoscaling, self.history = aws.region, ec2, autoscaling, state.history
+        self.settings, self.policy = settings, policy
         # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
         self.manage_alarms = aws.region == settings.home_region and policy.idle_alarms and mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
@@ -144,21 +142,23 @@ class IdleStopper:
             starts=state.starts,
             tell=self.notices.tell if policy.morning_note else None,  # the optional morning note
         )
-        self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer, effects=self.effects)
+        self.recovery = Recovery(
+            ec2=ec2, outbox=outbox, notifier=notifier, mode=mode, writer=self.writer, effects=self.effects
+        )
         self.alarms = AlarmKeeper(ec2=ec2, gpu_series=aws.gpu_series, alarms=aws.alarms, policy=policy)
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
-        try:  # first: a machine due to start for its work or its hours cannot wait for the rest to succeed
+        try:  # 1. first: a machine due to start for its work or its hours cannot wait for the rest to succeed
             self.mornings.run(now, report)
         finally:
+            # 2. Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
-            # Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
             report.candidates = len(candidates)
-            self.mornings.settle_running(candidates, report)  # learned starts not yet recorded
-            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))
-        if self.manage_alarms:
+            self.mornings.settle_running(candidates, report)  # 3. learned starts not yet recorded
+            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))  # 4-14
+        if self.manage_alarms:  # 15.
             self.alarms.reconcile(candidates, gpu, report)
         return report
 
@@ -171,7 +171,7 @@ class IdleStopper:
         return report
 
     def _recover(self, now: datetime) -> Recovered:
-        """What a dead attempt left; the owners of the starts it made told, as they would have been."""
+        """4. What a dead attempt left; the owners of the starts it made told, as they would have been."""
         recovered = self.recovery.run(now)
         self.mornings.notes(recovered.started)
         return recovered
@@ -195,7 +195,7 @@ class IdleStopper:
         one_instance: bool,
         recovered: Recovered,
     ) -> Mapping[str, Sequence[Dimensions]]:
-        plan = self.planner.plan(candidates, now, one_instance=one_instance)
+        plan = self.planner.plan(candidates, now, one_instance=one_instance)  # 5. read, judge, decide (lazily)
         writes = PendingWrites()
         decided: list[tuple[Instance, Decision, Future[Outcome]]] = []
         to_check: list[tuple[Instance, Decision]] = []
@@ -203,7 +203,7 @@ class IdleStopper:
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
 
-        def act(instance: Instance, decision: Decision) -> None:
+        def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             if decision.action is Action.STOP and decision.start_at is not None:
@@ -213,8 +213,8 @@ class IdleStopper:
             decided.append((instance, decision, future))
 
         try:
-            sorted_out = sort_out(plan, report, act, to_check, protection_changes)
-            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)
+            sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
+            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)  # 7.
             for instance, decision in final:
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
@@ -223,15 +223,15 @@ class IdleStopper:
         # The warnings first (each delivered and recorded before its tags are queued); then the EC2 writes of
         # the whole sweep, a few calls for the fleet instead of one or two per instance; then each stop AWS
         # took (and each a dead attempt left) is told to its owner.
-        told = self.notices.send(now)
-        written = self.writer.apply(writes, now)
-        reported = self.notices.report_refused(written.refused, now)
-        stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)
-        outcomes = [
+        told = self.notices.send(now)  # 9.
+        written = self.writer.apply(writes, now)  # 10.
+        reported = self.notices.report_refused(written.refused, now)  # 11.
+        stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)  # 12.
+        outcomes = [  # 13. each outcome as the steps that carried it out left it
             outcome.settled(told.get(iid), written.results.get(iid), reported.get(iid), stops_told.get(iid))
             for iid, outcome in ((i.instance_id, o) for i, _, o in settled)
         ]
-        outcomes += scale_in_protection(
+        outcomes += scale_in_protection(  # 14.
             self.autoscaling,
             self.effects,
             protection_changes,

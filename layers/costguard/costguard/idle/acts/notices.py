@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -29,10 +29,11 @@ from costguard.idle.acts.delivery import (
     lease_length,
     marker,
 )
+from costguard.idle.acts.outbox import Recovered
 from costguard.idle.acts.starts import tell_unreadable_schedule
 from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
-from costguard.idle.rules.decision import UNREADABLE_SCHEDULE, Action, Decision
+from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.words.messages import (
     dry_run_notice,
     idle_warning,
@@ -48,30 +49,11 @@ from costguard.state.ledger import LedgerWriteError
 from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
 
 REPORT_TTL = timedelta(days=2)
-__all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "Recovered", "SweepNotices", "tells_schedule"]
+__all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "SweepNotices"]
 
 
 def _forever() -> float:
     return float("inf")
-
-
-def tells_schedule(decision: Decision) -> bool:
-    """A machine kept because its working hours cannot be read: its owner is told (once a day)."""
-    return decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE)
-
-
-@dataclass
-class Recovered:
-    """What the outbox says before a sweep decides: warnings delivered whose tags may be missing, warnings
-    withdrawn whose clear may be missing, machines another attempt is telling about right now, and the
-    stops a dead attempt made that are still to be told."""
-
-    told: dict[str, Notice] = field(default_factory=dict)
-    withdrawn: dict[str, Notice] = field(default_factory=dict)
-    busy: set[str] = field(default_factory=set)
-    stops: Stopped = field(default_factory=list)
-    started: list[tuple[Instance, datetime]] = field(default_factory=list)  # working-hours starts proven late
-    reported: set[str] = field(default_factory=set)  # reports delivered and still standing (their keys)
 
 
 class OwnerMessages:
