@@ -11,6 +11,7 @@ import boto3
 import pytest
 
 from costguard.core import tags
+from costguard.idle.sweep import idle_stopper
 from costguard.runtime import Runtime
 from testing import moto_fixes
 from testing.killpoints import KillSwitch
@@ -108,7 +109,7 @@ def test_a_pending_stop_of_a_machine_that_never_stopped_is_dropped(
         sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
     assert state(iid) == "running"
     slack.messages.clear()
-    app._stopper(runtime, app._policy(), REGION, lambda_context).recovery.run(now)  # the next sweep's first step
+    idle_stopper(runtime, app._policy(), REGION).recovery.run(now)  # the next sweep's first step
     assert stop_entries() == []
     assert not [m for m in slack.messages if m.text.startswith("Stopped idle")]
 

@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.acts.effects import effect_record
+from costguard.idle.acts.outbox import effect_record
 from costguard.runtime import Runtime
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.outbox import PROTECT, Outbox

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.acts.starts import made_for
+from costguard.idle.rules.restarts import made_for
 
 POLICY = IdlePolicy()
 OPENS = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)

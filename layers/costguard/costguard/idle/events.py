@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,7 +36,10 @@ class StateChanged:
     at: datetime | None = None  # when EC2 says it changed (the event's time)
 
 
-def parse(event: Any) -> Sweep | AlarmFired | StateChanged | Skipped:
+Event = Sweep | AlarmFired | StateChanged | Skipped
+
+
+def parse(event: Any) -> Event:
     event = shapes.obj(event, "event")
     if event == SWEEP_INPUT:
         return Sweep()
@@ -64,3 +68,10 @@ def _time(text: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
+
+
+def governed(what: Sweep | AlarmFired | StateChanged | Skipped, regions: Sequence[str]) -> Event:
+    """An event about one machine is costguard's only in a region it governs."""
+    if isinstance(what, AlarmFired | StateChanged) and what.region not in regions:
+        return Skipped(f"region {what.region} is not governed")
+    return what

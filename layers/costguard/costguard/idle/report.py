@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from costguard.core.records import Instance, Price
@@ -13,9 +15,33 @@ from costguard.idle.rules.decision import Action
 from costguard.state.entries import Entry, EntryKind
 
 
-@dataclass
+class Status(StrEnum):
+    """Where one decision stands once the sweep is done with it."""
+
+    DONE = "done"  # carried out, or (not `applied`) reported only, as the mode says
+    RETRY = "retry"  # a call failed: a later run tries again
+    DEFERRED = "deferred"  # too little time left in this run: the next sweep carries on
+    IN_FLIGHT = "in-flight"  # another attempt is telling it
+    REFUSED = "refused"  # AWS refused it for good: reported once, not retried
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What a step that carried out (part of) a decision says became of it; the last step's word stands."""
+
+    status: Status
+    detail: str = ""  # for people: logs and the handler's errors
+    applied: bool = False
+
+    @classmethod
+    def retry(cls, why: object) -> Settled:
+        return cls(Status.RETRY, f"{why}")
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """What became of one decision: carried out (`applied`) or not, and why not (`detail`)."""
+    """What became of one decision: carried out (`applied`) or not, where it stands (`status`), and why
+    not (`detail`)."""
 
     instance_id: str
     instance_type: str
@@ -23,11 +49,17 @@ class Outcome:
     action: Action
     reason: str
     applied: bool = True
-    detail: str = ""  # "retry: …" when a later run must try again
+    status: Status = Status.DONE
+    detail: str = ""
     idle_hours: float = 0.0
 
-    def retry(self, why: object) -> None:
-        self.applied, self.detail = False, f"retry: {why}"
+    def settled(self, *steps: Settled | None) -> Outcome:
+        """This outcome as the steps that carried it out left it (in their order; None: nothing to say)."""
+        out = self
+        for step in steps:
+            if step is not None:
+                out = replace(out, status=step.status, detail=step.detail, applied=step.applied)
+        return out
 
 
 @dataclass
@@ -51,7 +83,7 @@ class RegionReport:
             "actions": dict(sorted(counts.items())),
             "stopped": [o.instance_id for o in self.outcomes if o.action is Action.STOP and o.applied],
             "warned": [o.instance_id for o in self.outcomes if o.action is Action.WARN and o.applied],
-            "deferred": [o.instance_id for o in self.outcomes if o.detail.startswith("deferred")],
+            "deferred": [o.instance_id for o in self.outcomes if o.status is Status.DEFERRED],
             "started": self.started,
             "learned_started": self.learned_started,
             "skipped": {o.instance_id: o.reason for o in self.outcomes if o.action is Action.SKIP},
@@ -67,6 +99,15 @@ class RegionReport:
             "alarms_pending": self.alarms_pending,
             "errors": self.retryable_errors,
         }
+
+
+# The actions a sweep's metrics count (those carried out), each its own metric.
+METRIC_ACTIONS = ("warn", "stop", "clear-warning", "cancel-stop", "protect", "unprotect")
+
+
+def applied_counts(reports: Iterable[RegionReport]) -> Counter[str]:
+    """The decisions carried out, by action, over these reports."""
+    return Counter(o.action.value for r in reports for o in r.outcomes if o.applied)
 
 
 def ledger_entry(

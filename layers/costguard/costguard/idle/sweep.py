@@ -1,8 +1,12 @@
-"""The idle stopper in one region: plan (read, judge, decide), notify, apply, record. Three ways in:
+"""The idle stopper in one region: the one module that wires the steps and orders them (numbered below,
+as docs/architecture.md draws them). Three ways in:
 
 - `sweep`: every running accelerated instance (the 15-minute schedule), and alarm reconciliation;
 - `evaluate`: one instance on fresh data (its idle alarm went to ALARM);
-- `on_state_change`: create the idle alarm when an instance starts running, delete it when it stops.
+- `on_state_change`: create the idle alarm when an instance starts running, delete it when it stops, and
+  keep the start or stop for the working hours a warning may offer.
+
+`idle_stopper` builds a region's stopper from a handler's runtime; `run` carries out one event.
 """
 
 from __future__ import annotations
@@ -10,9 +14,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.autoscaling import AutoScaling
@@ -21,101 +27,138 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_count
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
+from costguard.aws.ssm import Ssm
+from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.idle.acts.alarms import AlarmKeeper
 from costguard.idle.acts.delivery import AWS_ERRORS, NOTIFY_WORKERS
-from costguard.idle.acts.effects import Effects, effect_record
-from costguard.idle.acts.notices import Recovered, SweepNotices, tells_schedule
-from costguard.idle.acts.recovery import Recovery
-from costguard.idle.acts.starts import MorningStarts
+from costguard.idle.acts.notices import SweepNotices
+from costguard.idle.acts.outbox import Effects, Recovered, Recovery, effect_record
+from costguard.idle.acts.starts import MorningStarts, hours_offer
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
+from costguard.idle.events import AlarmFired, StateChanged, Sweep
 from costguard.idle.reads.checks import ActivityChecker
-from costguard.idle.reads.consult import Consultation, sort_out
 from costguard.idle.reads.fortnights import Learner
-from costguard.idle.reads.plan import SweepPlanner
-from costguard.idle.report import Outcome, RegionReport, ledger_entry
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
+from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
+from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
+from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
+from costguard.state.startlog import StartLog
 
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 
 
+def _forever() -> float:
+    return float("inf")
+
+
+@dataclass(frozen=True)
+class Aws:
+    """What the sweep reads and changes in AWS, in one region."""
+
+    region: str
+    ec2: Ec2
+    gpu_series: GpuSeriesFinder
+    metrics: MetricReader
+    alarms: IdleAlarms
+    autoscaling: AutoScaling
+    prices: PriceBook
+    checker: ActivityChecker | None = None  # the activity check on the machine (None: metrics alone)
+
+
+@dataclass(frozen=True)
+class State:
+    """What costguard keeps in its table: the ledger, once-only claims, the outbox of effects and notices,
+    the activity checks' answers, the machines' starts and stops, and the learned starts."""
+
+    ledger: Ledger
+    claims: Claims
+    outbox: Outbox
+    checklog: CheckLog
+    history: MachineHistory
+    starts: StartLog
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The deployment's settings and idle policy, and the invocation's time left."""
+
+    settings: Settings
+    policy: IdlePolicy
+    time_left: Callable[[], float] = _forever
+
+
 class IdleStopper:
-    def __init__(
-        self,
-        *,
-        region: str,
-        ec2: Ec2,
-        gpu_series: GpuSeriesFinder,
-        metrics: MetricReader,
-        alarms: IdleAlarms,
-        autoscaling: AutoScaling,
-        ledger: Ledger,
-        claims: Claims,
-        outbox: Outbox,
-        notifier: Callable[[], SlackNotifier],
-        prices: PriceBook,
-        settings: Settings,
-        policy: IdlePolicy,
-        manage_alarms: bool,
-        checker: ActivityChecker | None = None,
-        time_left: Callable[[], float] | None = None,
-        checklog: CheckLog | None = None,
-        learner: Learner | None = None,
-    ) -> None:
-        self.region = region
-        self.ec2 = ec2
-        self.autoscaling = autoscaling
-        self.ledger = ledger
-        self.prices = prices
-        self.settings = settings
-        self.policy = policy
-        self.manage_alarms = manage_alarms and policy.idle_alarms and settings.mode.mutates
+    def __init__(self, *, aws: Aws, state: State, notifier: Callable[[], SlackNotifier], terms: Terms) -> None:
+        settings, policy, mode = terms.settings, terms.policy, terms.settings.mode
+        ec2, autoscaling, outbox = aws.ec2, aws.autoscaling, state.outbox
+        self.region, self.ec2, self.autoscaling, self.history = aws.region, ec2, autoscaling, state.history
+        self.settings, self.policy = settings, policy
+        # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
+        self.manage_alarms = aws.region == settings.home_region and policy.idle_alarms and mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
-        self.checker = checker if settings.mode.mutates and policy.activity_check_document else None
-        self.consult = Consultation(checker=self.checker, checklog=checklog, learner=learner, policy=policy)
+        checker = aws.checker if mode.mutates and policy.activity_check_document else None
+        kept = state.checklog if checker is not None else None  # no check, no answers to keep
+        self.consult = Consultation(checker=checker, checklog=kept, learner=learner(aws, state, terms), policy=policy)
         self.planner = SweepPlanner(
-            ec2=ec2, gpu_series=gpu_series, metrics=metrics, autoscaling=autoscaling, policy=policy
+            ec2=ec2,
+            gpu_series=aws.gpu_series,
+            metrics=aws.metrics,
+            autoscaling=autoscaling,
+            policy=policy,
+            checklog=kept,  # the answers kept: evidence for the judgement
         )
-        self.planner.checklog = self.consult.checklog  # the answers kept: evidence for the judgement
-        self.notices = SweepNotices(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
-        self.notices.time_left = time_left or self.notices.time_left
+        self.notices = SweepNotices(
+            claims=state.claims,
+            outbox=outbox,
+            notifier=notifier,
+            prices=aws.prices,
+            settings=settings,
+            time_left=terms.time_left,
+            hours_for=hours_offer(state.history),
+        )
         self.writer = SweepWriter(
             ec2=ec2,
             outbox=outbox,
-            ledger=ledger,
-            prices=prices,
+            ledger=state.ledger,
+            prices=aws.prices,
             policy=policy,
-            mode=settings.mode,
-            report_once=self.notices.report_once,
+            mode=mode,
+            starts=state.starts,
         )
-        self.writer.starts = learner.starts if learner is not None else None
-        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=self.notices.time_left)
-        self.mornings = MorningStarts(ec2=ec2, ledger=ledger, effects=self.effects, policy=policy, settings=settings)
-        self.mornings.learned.starts = learner.starts if learner is not None else None
-        if policy.morning_note:  # the optional morning note, also for a start a dead sweep made
-            self.mornings.tell = self.notices.tell
-            self.effects.on_start = self.mornings.note
-        self.recovery = Recovery(ec2=ec2, outbox=outbox, notices=self.notices, writer=self.writer, effects=self.effects)
-        self.alarms = AlarmKeeper(ec2=ec2, gpu_series=gpu_series, alarms=alarms, policy=policy)
+        self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
+        self.mornings = MorningStarts(
+            ec2=ec2,
+            ledger=state.ledger,
+            effects=self.effects,
+            policy=policy,
+            settings=settings,
+            starts=state.starts,
+            tell=self.notices.tell if policy.morning_note else None,  # the optional morning note
+        )
+        self.recovery = Recovery(
+            ec2=ec2, outbox=outbox, notifier=notifier, mode=mode, writer=self.writer, effects=self.effects
+        )
+        self.alarms = AlarmKeeper(ec2=ec2, gpu_series=aws.gpu_series, alarms=aws.alarms, policy=policy)
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
-        try:  # first: a machine due to start for its work or its hours cannot wait for the rest to succeed
+        try:  # 1. first: a machine due to start for its work or its hours cannot wait for the rest to succeed
             self.mornings.run(now, report)
         finally:
+            # 2. Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
-            # Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
             report.candidates = len(candidates)
-            self.mornings.learned.settle_running(candidates, report)  # learned starts not yet recorded
-            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))
-        if self.manage_alarms:
+            self.mornings.settle_running(candidates, report)  # 3. learned starts not yet recorded
+            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))  # 4-14
+        if self.manage_alarms:  # 15.
             self.alarms.reconcile(candidates, gpu, report)
         return report
 
@@ -128,15 +171,19 @@ class IdleStopper:
         return report
 
     def _recover(self, now: datetime) -> Recovered:
-        """What a dead attempt left."""
-        return self.recovery.run(now)
+        """4. What a dead attempt left; the owners of the starts it made told, as they would have been."""
+        recovered = self.recovery.run(now)
+        self.mornings.notes(recovered.started)
+        return recovered
 
-    def on_state_change(self, instance_id: str, state: str) -> RegionReport:
+    def on_state_change(self, instance_id: str, state: str, at: datetime) -> RegionReport:
         report = RegionReport(self.region)
         if self.manage_alarms:
             self.alarms.on_state_change(instance_id, state, report)
         if state == "running" and self.settings.mode.mutates:
             self.mornings.started(instance_id)
+        if state in ("running", "stopped"):
+            remember(self.history, instance_id, state, at)
         return report
 
     def _act_on(
@@ -148,7 +195,7 @@ class IdleStopper:
         one_instance: bool,
         recovered: Recovered,
     ) -> Mapping[str, Sequence[Dimensions]]:
-        plan = self.planner.plan(candidates, now, one_instance=one_instance)
+        plan = self.planner.plan(candidates, now, one_instance=one_instance)  # 5. read, judge, decide (lazily)
         writes = PendingWrites()
         decided: list[tuple[Instance, Decision, Future[Outcome]]] = []
         to_check: list[tuple[Instance, Decision]] = []
@@ -156,7 +203,7 @@ class IdleStopper:
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
 
-        def act(instance: Instance, decision: Decision) -> None:
+        def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             if decision.action is Action.STOP and decision.start_at is not None:
@@ -166,8 +213,8 @@ class IdleStopper:
             decided.append((instance, decision, future))
 
         try:
-            sorted_out = sort_out(plan, report, act, to_check, protection_changes)
-            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)
+            sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
+            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)  # 7.
             for instance, decision in final:
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
@@ -176,23 +223,49 @@ class IdleStopper:
         # The warnings first (each delivered and recorded before its tags are queued); then the EC2 writes of
         # the whole sweep, a few calls for the fleet instead of one or two per instance; then each stop AWS
         # took (and each a dead attempt left) is told to its owner.
-        self.notices.send(now)
-        stopped = self.writer.apply(writes, now)
-        self.notices.tell_stops([*recovered.stops, *stopped], now)
-        for instance, _, outcome in settled:
-            report.outcomes.append(outcome)
-            if outcome.detail.startswith("retry:"):
-                report.retryable_errors.append(f"{instance.instance_id}: {outcome.detail[6:]}")
-        scale_in_protection(
+        told = self.notices.send(now)  # 9.
+        written = self.writer.apply(writes, now)  # 10.
+        reported = self.notices.report_refused(written.refused, now)  # 11.
+        stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)  # 12.
+        outcomes = [  # 13. each outcome as the steps that carried it out left it
+            outcome.settled(told.get(iid), written.results.get(iid), reported.get(iid), stops_told.get(iid))
+            for iid, outcome in ((i.instance_id, o) for i, _, o in settled)
+        ]
+        outcomes += scale_in_protection(  # 14.
             self.autoscaling,
             self.effects,
             protection_changes,
             owner_tag_key=self.settings.owner_tag_key,
             mode=self.settings.mode,
             now=now,
-            report=report,
         )
+        report.outcomes += outcomes
+        report.retryable_errors += [f"{o.instance_id}: {o.detail}" for o in outcomes if o.status is Status.RETRY]
         return plan.gpu_series
+
+
+def learner(aws: Aws, state: State, terms: Terms) -> Learner:
+    """The recurring work of the machines about to be stopped: their fortnights, starts and stops, learned starts."""
+    settings = terms.settings
+    return Learner(
+        metrics=aws.metrics,
+        history=state.history,
+        starts=state.starts,
+        ledger=state.ledger,
+        policy=terms.policy,
+        mode=settings.mode,
+        owner_tag_key=settings.owner_tag_key,
+    )
+
+
+def remember(history: MachineHistory, instance_id: str, state: str, at: datetime) -> None:
+    """A start or a stop, kept for the working hours the idle warning may offer. A nicety: a failed write
+    is logged and counted, and the event (whose alarm work is done) is not retried for it."""
+    try:
+        history.record(instance_id, state, at)
+    except (ClientError, BotoCoreError) as exc:
+        logger.warning("state change not kept", instance_id=instance_id, error=str(exc)[:200])
+        metrics.add_metric(name="StateChangesNotKept", unit=MetricUnit.Count, value=1)
 
 
 def candidate_filters(policy: IdlePolicy) -> list[Any]:
@@ -210,10 +283,10 @@ def scale_in_protection(
     owner_tag_key: str,
     mode: Mode,
     now: datetime,
-    report: RegionReport,
-) -> None:
+) -> list[Outcome]:
     """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way,
     each member's change kept in the outbox before the call and recorded with its ledger entry after it."""
+    out: list[Outcome] = []
     for (group, protect), members in changes.items():
         action = Action.PROTECT if protect else Action.UNPROTECT
         reason = f"{'protected from' if protect else 'released for'} scale-in of {group}"
@@ -221,7 +294,6 @@ def scale_in_protection(
             Outcome(m.instance_id, m.instance_type, m.owner(owner_tag_key), action, reason, mode.mutates)
             for m in members
         ]
-        report.outcomes += outcomes
         kind = PROTECT if protect else UNPROTECT
         records = [
             effect_record(kind, m, m.launch_time, ledger_entry(m, o, now, mode=mode), now=now, group=group)
@@ -230,18 +302,92 @@ def scale_in_protection(
         try:
             held = effects.before(records, now)
         except AWS_ERRORS as exc:  # no record, no change: the next sweep decides again
-            _left(outcomes, report, f"outbox: {exc}")
+            out += [o.settled(Settled.retry(f"outbox: {exc}")) for o in outcomes]
             continue
         try:
             autoscaling.set_protection(group, [m.instance_id for m in members], protect)
         except (ClientError, BotoCoreError) as exc:
             effects.drop(held)
-            _left(outcomes, report, exc)
+            out += [o.settled(Settled.retry(exc)) for o in outcomes]
             continue
         effects.after(held)
+        out += outcomes
+    return out
 
 
-def _left(outcomes: Sequence[Outcome], report: RegionReport, why: object) -> None:
-    for outcome in outcomes:
-        outcome.retry(why)
-        report.retryable_errors.append(f"{outcome.instance_id}: {outcome.detail[6:]}")
+class Wiring(Protocol):
+    """What a handler's runtime gives the stopper: settings, clients, the state table's stores, Slack."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def ledger(self) -> Ledger: ...
+    @property
+    def claims(self) -> Claims: ...
+    @property
+    def prices(self) -> PriceBook: ...
+    @property
+    def notifier(self) -> SlackNotifier: ...
+    def client(self, service: str, region: str | None = None, *, quick: bool = False) -> Any: ...
+    def time_left(self) -> float: ...
+    def sleep(self, seconds: float) -> None: ...
+    def monotonic(self) -> float: ...
+
+
+def idle_stopper(runtime: Wiring, policy: IdlePolicy, region: str) -> IdleStopper:
+    """The stopper of one region, its adapters built on the runtime's clients."""
+    settings = runtime.settings
+    cloudwatch = runtime.client("cloudwatch", region)
+    dynamodb = runtime.client("dynamodb")
+    ec2 = Ec2(runtime.client("ec2", region), region, settings.mode)
+    checker = ActivityChecker(
+        ssm=Ssm(runtime.client("ssm", region)),
+        ec2=ec2,
+        document=policy.activity_check_document,
+        wait_seconds=policy.activity_check_seconds,
+        time_left=runtime.time_left,
+        sleep=runtime.sleep,
+        clock=runtime.monotonic,
+    )
+    aws = Aws(
+        region=region,
+        ec2=ec2,
+        gpu_series=GpuSeriesFinder(cloudwatch),
+        metrics=MetricReader(cloudwatch, policy),
+        alarms=IdleAlarms(cloudwatch, policy),
+        autoscaling=AutoScaling(runtime.client("autoscaling", region), settings.mode),
+        prices=runtime.prices,
+        checker=checker,
+    )
+    state = State(
+        ledger=runtime.ledger,
+        claims=runtime.claims,
+        outbox=Outbox(dynamodb, settings.state_table, region, runtime.ledger),
+        checklog=CheckLog(dynamodb, settings.state_table),
+        history=MachineHistory(dynamodb, settings.state_table),
+        starts=StartLog(dynamodb, settings.state_table),
+    )
+    terms = Terms(settings=settings, policy=policy, time_left=runtime.time_left)
+    return IdleStopper(aws=aws, state=state, notifier=lambda: runtime.notifier, terms=terms)
+
+
+def run(
+    what: Sweep | AlarmFired | StateChanged,
+    stopper: Callable[[str], IdleStopper],
+    regions: Sequence[str],
+    now: datetime,
+) -> tuple[dict[str, RegionReport], list[str]]:
+    """One event carried out: every governed region swept, or one machine judged, or its change of state
+    kept. The reports by region, and the regions that could not be swept at all."""
+    if isinstance(what, AlarmFired):
+        return {what.region: stopper(what.region).evaluate(what.instance_id, now)}, []
+    if isinstance(what, StateChanged):
+        return {what.region: stopper(what.region).on_state_change(what.instance_id, what.state, what.at or now)}, []
+    reports, failures = {}, []
+    for region in regions:
+        try:
+            reports[region] = stopper(region).sweep(now)
+        except Exception as exc:  # one region's outage must not stop the others' sweep
+            logger.exception("sweep failed", region=region)
+            failures.append(f"{region}: {type(exc).__name__}: {exc}")
+    return reports, failures

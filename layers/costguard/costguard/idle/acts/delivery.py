@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
-from costguard.idle.report import Outcome
+from costguard.idle.report import Settled, Status
 from costguard.idle.words.grouping import Part, gather
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import Delivery, SlackNotifier
@@ -48,13 +48,15 @@ AWS_ERRORS = (ClientError, BotoCoreError, LedgerWriteError)
 
 @dataclass
 class Telling:
-    """One machine's notice to its owner: its record, its message, its outcome, and what its delivery
-    makes happen (a warning's tags, a withdrawn warning's clear)."""
+    """One machine's notice to its owner: its record, its message, and what its delivery makes happen (a
+    warning's tags, a withdrawn warning's clear)."""
 
     notice: Notice
     message: Message
-    outcome: Outcome
     then: Callable[[], None] = field(default=lambda: None)
+
+
+Told = dict[str, Settled]  # by notice key: the tellings not delivered, and why (a delivered one is not in it)
 
 
 def marker(kind: str, instance_id: str, at: str) -> str:
@@ -89,16 +91,18 @@ class Dispatch:
         self._unrecorded: list[tuple[Notice, bool]] = []  # delivered, record not written yet
         self._lock = threading.Lock()
 
-    def send(self, tellings: Sequence[Telling], now: datetime) -> None:
-        """Every telling delivered (or left for the next sweep, its outcome saying why), recipients eight
-        at a time; the records whose write failed are tried once more at the end."""
+    def send(self, tellings: Sequence[Telling], now: datetime) -> Told:
+        """Every telling delivered, or left for the next sweep (returned, with why), recipients eight at a
+        time; the records whose write failed are tried once more at the end."""
         by_recipient: dict[str, list[Telling]] = defaultdict(list)
         for telling in tellings:  # a report names its channel; a notice goes to its machine's owner
             by_recipient[telling.notice.to or self.recipient(telling.notice.owner)].append(telling)
+        told: Told = {}
         with ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify") as pool:
             for done in [pool.submit(self._send_to, to, group, now) for to, group in by_recipient.items()]:
-                done.result()
+                told.update(done.result())
         self.record_late()
+        return told
 
     def recipient(self, owner: str) -> str:
         """Where an owner's notices go: their Slack id, or the alerts channel when Slack cannot reach them."""
@@ -132,48 +136,44 @@ class Dispatch:
             who.append(f"{unowned} machine{'s' if unowned != 1 else ''} with no owner tag")
         return "Sent here because costguard cannot reach their owners by direct message: " + ", ".join(who) + "."
 
-    def _send_to(self, to: str, tellings: list[Telling], now: datetime) -> None:
+    def _send_to(self, to: str, tellings: list[Telling], now: datetime) -> Told:
+        told: Told = {}
         for message, carried in self.messages(to, tellings):
             if self.time_left() < SLACK_RESERVE_SECONDS:
-                for telling in carried:
-                    telling.outcome.applied, telling.outcome.detail = False, DEFERRED
+                told.update(dict.fromkeys((t.notice.sk for t in carried), Settled(Status.DEFERRED, DEFERRED)))
                 continue
-            taken = self._lease(to, carried, now)
+            taken = self._lease(to, carried, now, told)
             if len(taken) == len(carried):
-                self._deliver(to, message, taken, now)
+                told.update(self._deliver(to, message, taken, now))
                 continue
             for fewer, part in self.messages(to, taken):  # some are another attempt's: the others, gathered again
-                self._deliver(to, fewer, part, now)
+                told.update(self._deliver(to, fewer, part, now))
+        return told
 
-    def _lease(self, to: str, tellings: list[Telling], now: datetime) -> list[Telling]:
-        """The tellings whose records this attempt now holds; the others are another attempt's to tell."""
+    def _lease(self, to: str, tellings: list[Telling], now: datetime, told: Told) -> list[Telling]:
+        """The tellings whose records this attempt now holds (their notices as leased); the others are
+        another attempt's to tell, or left for the next sweep (in `told`)."""
         until = now + lease_length(self.time_left())
         try:
             taken = self.outbox.lease([replace(t.notice, to=to).leased(self.token, until) for t in tellings], now)
         except AWS_ERRORS as exc:
-            for telling in tellings:
-                telling.outcome.retry(f"outbox: {exc}")
+            told.update(dict.fromkeys((t.notice.sk for t in tellings), Settled.retry(f"outbox: {exc}")))
             return []
         held = {n.sk: n for n in taken}
-        for telling in tellings:
-            if telling.notice.sk in held:
-                telling.notice = held[telling.notice.sk]
-            else:
-                telling.outcome.applied, telling.outcome.detail = False, IN_FLIGHT
-        return [t for t in tellings if t.notice.sk in held]
+        told.update({t.notice.sk: Settled(Status.IN_FLIGHT, IN_FLIGHT) for t in tellings if t.notice.sk not in held})
+        return [replace(t, notice=held[t.notice.sk]) for t in tellings if t.notice.sk in held]
 
-    def _deliver(self, to: str, message: Message, tellings: list[Telling], now: datetime) -> None:
+    def _deliver(self, to: str, message: Message, tellings: list[Telling], now: datetime) -> Told:
         try:
             delivery = self._post(to, message, tellings)
         except SlackDeliveryError as exc:
-            for telling in tellings:
-                telling.outcome.retry(f"Slack: {exc}")
             if not exc.maybe_delivered:
                 self._release([t.notice for t in tellings if t.notice.kind != STOP])
-            return
+            return dict.fromkeys((t.notice.sk for t in tellings), Settled.retry(f"Slack: {exc}"))
         for telling in tellings:
             telling.then()
         self._record([delivered(t.notice, delivery, now) for t in tellings])
+        return {}
 
     def _post(self, to: str, message: Message, tellings: list[Telling]) -> Delivery:
         notifier = self.notifier()

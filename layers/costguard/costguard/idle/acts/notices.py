@@ -5,9 +5,10 @@ from here."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -28,57 +29,49 @@ from costguard.idle.acts.delivery import (
     lease_length,
     marker,
 )
+from costguard.idle.acts.outbox import Recovered
 from costguard.idle.acts.starts import tell_unreadable_schedule
-from costguard.idle.acts.writes import PendingWrites, Stopped
-from costguard.idle.report import Outcome, ledger_entry
-from costguard.idle.rules.decision import UNREADABLE_SCHEDULE, Action, Decision
+from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
+from costguard.idle.report import Outcome, Settled, Status, ledger_entry
+from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.words.messages import (
     dry_run_notice,
     idle_warning,
     not_stopped_notice,
     stop_cancelled_notice,
+    stop_failed_notice,
     stop_notice,
 )
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, post_once
+from costguard.state.ledger import LedgerWriteError
 from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
 
 REPORT_TTL = timedelta(days=2)
-__all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "Recovered", "SweepNotices", "tells_schedule"]
+__all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "SweepNotices"]
 
 
 def _forever() -> float:
     return float("inf")
 
 
-def tells_schedule(decision: Decision) -> bool:
-    """A machine kept because its working hours cannot be read: its owner is told (once a day)."""
-    return decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE)
-
-
-@dataclass
-class Recovered:
-    """What the outbox says before a sweep decides: warnings delivered whose tags may be missing, warnings
-    withdrawn whose clear may be missing, machines another attempt is telling about right now, and the
-    stops a dead attempt made that are still to be told."""
-
-    told: dict[str, Notice] = field(default_factory=dict)
-    withdrawn: dict[str, Notice] = field(default_factory=dict)
-    busy: set[str] = field(default_factory=set)
-    stops: Stopped = field(default_factory=list)
-    reported: set[str] = field(default_factory=set)  # reports delivered and still standing (their keys)
-
-
 class OwnerMessages:
-    """The sweep's Slack outside the outbox: owners' ids found at once, a notice posted once to the alerts
-    channel, a message to an owner."""
+    """The sweep's Slack outside the outbox's deliveries: owners' ids found at once, a notice posted once to
+    the alerts channel (a stop refused for good), a message to an owner."""
 
     def __init__(
-        self, *, claims: Claims, notifier: Callable[[], SlackNotifier], prices: PriceBook, settings: Settings
+        self,
+        *,
+        claims: Claims,
+        outbox: Outbox,
+        notifier: Callable[[], SlackNotifier],
+        prices: PriceBook,
+        settings: Settings,
     ) -> None:
         self._expected: Sequence[Instance] | None = None
         self.claims = claims
+        self.outbox = outbox
         self.notifier = notifier
         self.prices = prices
         self.settings, self.mode = settings, settings.mode
@@ -96,6 +89,26 @@ class OwnerMessages:
         channel = self.settings.alerts_channel
         posted = post_once(self.claims, self.notifier(), channel, key=key, message=message, now=now, ttl=REPORT_TTL)
         return posted is not None
+
+    def report_refused(self, refused: Refused, now: datetime) -> dict[str, Settled]:
+        """Each stop AWS refused for good, told to the alerts channel once (per warning), its pending notice
+        then dropped (a failure there only leaves it to the next sweep, which drops it). One not told is
+        retried: its notice stays, by machine, with why."""
+        failed: dict[str, Settled] = {}
+        told = []
+        for instance, outcome, notice, code in refused:
+            warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+            key = f"stop-failed:{instance.instance_id}:{warned_at}"
+            try:
+                self.report_once(key, stop_failed_notice(instance, code, outcome.owner), now)
+            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+                failed[instance.instance_id] = Settled.retry(exc)
+                continue
+            told.append(notice)
+        if told:
+            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
+                self.outbox.remove(told)
+        return failed
 
     def expect(self, instances: Sequence[Instance]) -> None:
         """The machines this sweep may tell about: their owners are resolved before the first message."""
@@ -125,16 +138,17 @@ class SweepNotices(OwnerMessages):
         prices: PriceBook,
         settings: Settings,
         time_left: Callable[[], float] = _forever,
+        hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None,
     ) -> None:
-        super().__init__(claims=claims, notifier=notifier, prices=prices, settings=settings)
+        super().__init__(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
         self.time_left = time_left
-        self.hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None  # working hours to offer
+        self.hours_for = hours_for  # the working hours a warning offers a machine without any
         self.dispatch = Dispatch(
             outbox=outbox,
             notifier=notifier,
             alerts_channel=settings.alerts_channel,
             email_domain=settings.email_domain,
-            time_left=lambda: self.time_left(),  # noqa: PLW0108 (the sweep replaces time_left after this)
+            time_left=time_left,
         )
         self._tellings: list[Telling] = []
         self._lock = threading.Lock()
@@ -143,20 +157,20 @@ class SweepNotices(OwnerMessages):
         self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites, recovered: Recovered
     ) -> Outcome:
         """Queue what to tell (sent by `send`) and the EC2 writes; a warning `told` already, by a sweep that
-        died before its tags, is not told again. The outcome is settled once told and written."""
+        died before its tags, is not told again. The outcome before anything is told or written."""
         owner = instance.owner(self.settings.owner_tag_key)
-        outcome = Outcome(instance.instance_id, instance.instance_type, owner, decision.action, decision.reason)
-        if decision.judgement is not None:
-            outcome.idle_hours = round(decision.judgement.idle_minutes(now) / 60, 2)
+        idle_hours = round(decision.judgement.idle_minutes(now) / 60, 2) if decision.judgement is not None else 0.0
+        outcome = Outcome(
+            instance.instance_id, instance.instance_type, owner, decision.action, decision.reason, idle_hours=idle_hours
+        )
         iid, action, mode = instance.instance_id, decision.action.value, self.mode.value
         logger.info("idle decision", instance_id=iid, action=action, reason=decision.reason, mode=mode)
         try:
-            self._act(instance, decision, now=now, writes=writes, recovered=recovered, outcome=outcome)
+            return self._act(instance, decision, now=now, writes=writes, recovered=recovered, outcome=outcome)
         except SlackDeliveryError as exc:
-            outcome.retry(f"Slack: {exc}")
+            return outcome.settled(Settled.retry(f"Slack: {exc}"))
         except (ClientError, BotoCoreError, ClaimHeld) as exc:
-            outcome.retry(exc)
-        return outcome
+            return outcome.settled(Settled.retry(exc))
 
     def _act(
         self,
@@ -167,19 +181,19 @@ class SweepNotices(OwnerMessages):
         writes: PendingWrites,
         recovered: Recovered,
         outcome: Outcome,
-    ) -> None:
+    ) -> Outcome:
         iid = instance.instance_id
         told = recovered.told.get(iid)
         if told is not None and (tags.IDLE_WARNED_AT in instance.tags or told.time < instance.launch_time):
             told = None  # tagged already, or about an earlier run of the machine
         if iid in recovered.busy and decision.action in (Action.WARN, Action.STOP, Action.CANCEL_STOP):
-            outcome.applied, outcome.detail = False, IN_FLIGHT
-        elif out_of_time(decision, told, self.time_left()):
-            outcome.applied, outcome.detail = False, DEFERRED
-        elif decision.action is Action.WARN and told is not None:
+            return outcome.settled(Settled(Status.IN_FLIGHT, IN_FLIGHT))
+        if out_of_time(decision, told, self.time_left()):
+            return outcome.settled(Settled(Status.DEFERRED, DEFERRED))
+        if decision.action is Action.WARN and told is not None:
             writes.tag(instance, outcome, {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after})
         elif reported(self.mode, decision):
-            self._report(instance, decision, outcome, now, recovered)
+            return self._report(instance, decision, outcome, now, recovered)
         elif decision.action is Action.WARN:
             self._warn(instance, decision, outcome, now, writes)
         elif decision.action is Action.STOP:
@@ -196,30 +210,36 @@ class SweepNotices(OwnerMessages):
                 self.mode, CANCEL, instance, instance.tags.get(tags.IDLE_WARNED_AT, ""), outcome, now=now
             )
             message = stop_cancelled_notice(instance, decision, outcome.owner)
-            self._queue(Telling(notice, message, outcome, lambda: writes.clear(instance, outcome)))
+            self._queue(Telling(notice, message, lambda: writes.clear(instance, outcome)))
+        return outcome
 
-    def send(self, now: datetime) -> None:
-        """The warnings and withdrawn warnings this sweep decided, delivered and recorded."""
+    def send(self, now: datetime) -> dict[str, Settled]:
+        """The warnings and withdrawn warnings this sweep decided, delivered and recorded; those not
+        delivered, by machine, with why."""
         with self._lock:
             tellings, self._tellings = self._tellings, []
-        self.dispatch.send(tellings, now)
+        return by_machine(tellings, self.dispatch.send(tellings, now))
 
-    def tell_stops(self, stopped: Stopped, now: datetime) -> None:
-        """Each stop AWS took, told to its owner; its record then goes from the outbox with its ledger entry.
-        A notice Slack did not take stays in the outbox for the next sweep."""
-        self.dispatch.send([Telling(notice, notice.message, outcome) for _, outcome, notice in stopped], now)
+    def tell_stops(self, stopped: Stopped, now: datetime, *, left: Stopped | None = None) -> dict[str, Settled]:
+        """Each stop AWS took (and each a dead attempt `left`), told to its owner; its record then goes from
+        the outbox with its ledger entry. A notice Slack did not take stays in the outbox for the next
+        sweep: this sweep's stops not told, by machine, with why."""
+        tellings = [Telling(notice, notice.message) for _, _, notice in [*(left or []), *stopped]]
+        told = self.dispatch.send(tellings, now)
+        return by_machine([Telling(notice, notice.message) for _, _, notice in stopped], told)
 
     def _report(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, recovered: Recovered
-    ) -> None:
+    ) -> Outcome:
         """What costguard would do (dry-run) or does not do (notify-only), told to the alerts channel once:
         gathered with the sweep's other reports in one message, each machine its own record."""
         price = self.prices.hourly(instance.instance_type, instance.region)
+        outcome = replace(outcome, applied=False)  # reported, not done
         notice, message = report_of(self.mode, instance, decision, outcome, now, price)
         if notice.sk in recovered.reported:
-            outcome.detail = "reported already"
-            return
-        self._queue(Telling(replace(notice, to=self.settings.alerts_channel), message, outcome))
+            return replace(outcome, detail="reported already")
+        self._queue(Telling(replace(notice, to=self.settings.alerts_channel), message))
+        return outcome
 
     def _warn(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
@@ -235,7 +255,7 @@ class SweepNotices(OwnerMessages):
             notice_for(self.mode, WARN, instance, state[tags.IDLE_WARNED_AT], outcome, now=now),
             stop_after=state.get(tags.STOP_AFTER, ""),
         )
-        self._queue(Telling(notice, warning, outcome, lambda: writes.tag(instance, outcome, state)))
+        self._queue(Telling(notice, warning, lambda: writes.tag(instance, outcome, state)))
 
     def _stop(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
@@ -273,8 +293,7 @@ def report_of(  # noqa: PLR0917 (a report is all of these)
     """A report to the alerts channel, with its record: in dry-run, the warning costguard would send (once a
     day per machine, with what it would have done in the ledger, not applied: the digest counts none of
     it); in dry-run or notify-only, the stop it does not make (once per warning; nothing done, nothing in
-    the ledger)."""
-    outcome.applied = False
+    the ledger). `outcome`: not applied."""
     if decision.action is Action.WARN:
         day = formatting.format_time(now.replace(hour=0, minute=0, second=0, microsecond=0))
         notice = notice_for(mode, WOULD_WARN, instance, day, outcome, now=now)
@@ -298,6 +317,11 @@ def notice_for(
         marker=marker(kind, instance.instance_id, at),
         entry=entry_json(entry),
     )
+
+
+def by_machine(tellings: Sequence[Telling], told: Mapping[str, Settled]) -> dict[str, Settled]:
+    """What became of these tellings, by their machines."""
+    return {t.notice.instance_id: told[t.notice.sk] for t in tellings if t.notice.sk in told}
 
 
 def out_of_time(decision: Decision, told: Notice | None, time_left: float) -> bool:

@@ -11,7 +11,7 @@ turned learned starts off; a start-at that is not honoured is taken off. Dry-run
 what it would have started.
 
 Each start is recorded once, whatever is killed when. A working-hours start is kept in the outbox from
-before its StartInstances until its ledger entry is written (idle/acts/effects.py); once per window because a
+before its StartInstances until its ledger entry is written (idle/acts/outbox.py); once per window because a
 machine started in its window's lead is never started again for it (its launch time says so). A learned
 start writes nothing before its StartInstances, so that no storm on the state table makes a nightly run
 find its machine stopped: its start-at stays on the machine until its records are written (the ledger
@@ -35,9 +35,9 @@ from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
 from costguard.core.working_hours import suggest_from_changes
-from costguard.idle.acts.effects import SKEW, Effects, effect_record
+from costguard.idle.acts.outbox import Effects, effect_record
 from costguard.idle.report import RegionReport, machine_entry
-from costguard.idle.rules.recurring import LATE
+from costguard.idle.rules.restarts import learned_start_refused, made_for, still_refused, working_hours_start
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 from costguard.idle.words.messages import morning_start_note, schedule_unreadable_notice
 from costguard.slack.blocks import Message
@@ -53,11 +53,21 @@ WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
 
 
 class MorningStarts:
-    def __init__(self, *, ec2: Ec2, ledger: Ledger, effects: Effects, policy: IdlePolicy, settings: Settings) -> None:
+    def __init__(
+        self,
+        *,
+        ec2: Ec2,
+        ledger: Ledger,
+        effects: Effects,
+        policy: IdlePolicy,
+        settings: Settings,
+        starts: StartLog | None = None,
+        tell: Callable[[str, Message], None] | None = None,
+    ) -> None:
         self.ec2, self.ledger, self.effects = ec2, ledger, effects
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
-        self.tell: Callable[[str, Message], None] | None = None  # the morning note, with MorningNote
-        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, policy=policy, settings=settings)
+        self.tell = tell  # the morning note, with MorningNote
+        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, policy=policy, settings=settings, starts=starts)
 
     def run(self, now: datetime, report: RegionReport) -> None:
         """The stopped machines with working hours or a learned start (one DescribeInstances walk)."""
@@ -92,17 +102,17 @@ class MorningStarts:
     def started(self, instance_id: str) -> None:
         self.learned.started(instance_id)
 
+    def settle_running(self, running: Sequence[Instance], report: RegionReport) -> None:
+        self.learned.settle_running(running, report)
+
+    def notes(self, started: Sequence[tuple[Instance, datetime]]) -> None:
+        """The morning notes of starts a dead sweep made (proven by the next)."""
+        for instance, opens in started:
+            self.note(instance, opens)
+
     def working_hours(self, instance: Instance, now: datetime, report: RegionReport) -> None:
-        lead = timedelta(minutes=self.policy.schedule_lead_minutes)
-        try:
-            opens = parse_schedule(instance.tags[tags.SCHEDULE]).next_start(now)
-        except ScheduleError:
-            return
-        if opens - now > lead:
-            return
-        if instance.launch_time >= opens - lead - SKEW:
-            # Started for this window already (by costguard, or its owner) and stopped since: once per window,
-            # a start its owner undid is not made again.
+        opens = working_hours_start(instance, now, self.policy)
+        if opens is None:
             return
         entry = machine_entry(
             instance,
@@ -150,36 +160,15 @@ class MorningStarts:
             metrics.add_metric(name="MorningNotesUndelivered", unit=MetricUnit.Count, value=1)
 
 
-def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy) -> bool:
-    """The machine's last start is the learned start its start-at promised: after costguard's stop, and
-    from the start time on while the run could still be met (when costguard makes it)."""
-    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
-    latest = start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
-    return (
-        stopped_at is not None
-        and stopped_at < instance.launch_time
-        and start_at - SKEW <= instance.launch_time <= latest
-        and not for_working_hours(instance, policy)
-    )
-
-
-def for_working_hours(instance: Instance, policy: IdlePolicy) -> bool:
-    """The machine's last start fell in the lead of its working hours: the working-hours start (recorded as
-    such), even where a learned start was due at the same time."""
-    try:
-        opens = parse_schedule(instance.tags.get(tags.SCHEDULE, "")).next_start(instance.launch_time - SKEW)
-    except ScheduleError:
-        return False
-    return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + SKEW
-
-
 class LearnedStarts:
     """Machines stopped between runs of learned recurring work, started again before the next run."""
 
-    def __init__(self, *, ec2: Ec2, ledger: Ledger, policy: IdlePolicy, settings: Settings) -> None:
+    def __init__(
+        self, *, ec2: Ec2, ledger: Ledger, policy: IdlePolicy, settings: Settings, starts: StartLog | None = None
+    ) -> None:
         self.ec2, self.ledger = ec2, ledger
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
-        self.starts: StartLog | None = None  # the learned starts kept for each machine
+        self.starts = starts  # the learned starts kept for each machine
 
     def started(self, instance_id: str) -> None:
         """A machine started by anyone no longer waits for costguard's start: its start-at goes, so that a
@@ -311,39 +300,6 @@ class LearnedStarts:
         if record.vouches(start_at, formatting.parse_time(instance.tags.get(tags.STOPPED_AT))):
             return ""
         return f"costguard never promised a start at {formatting.format_time(start_at)}"
-
-
-def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
-    """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
-    only while the run can be met, and not on a machine whose owner turned learned starts off or tagged it
-    exempt (costguard then leaves it alone, starts included)."""
-    if start_at is None:
-        return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
-    if not policy.learned_starts or instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
-        return "learned starts are off for it"
-    if tags.EXEMPT in instance.tags:
-        return "exempt: costguard leaves it alone"
-    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
-    if stopped_at is None or stopped_at < instance.launch_time:
-        return "costguard did not make its last stop: someone started it since"
-    if start_at <= stopped_at:
-        return "the start time is from before its stop"
-    if now > start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
-        return f"its run was due at {start_at:%H:%M} UTC: too late to start it for that"
-    return ""
-
-
-def still_refused(
-    listed: Instance, current: Instance | None, start_at: datetime, now: datetime, policy: IdlePolicy
-) -> str:
-    """Why the start the sweep's listing allowed is not made after all, as the machine is now, or ""."""
-    if current is None:
-        return "gone"
-    if current.state != "stopped":
-        return f"{current.state}: started by someone else"
-    if current.tags.get(tags.START_AT) != listed.tags.get(tags.START_AT):
-        return f"its {tags.START_AT} changed since the sweep listed it"
-    return learned_start_refused(current, start_at, now, policy)
 
 
 def hours_offer(history: MachineHistory) -> Callable[[Instance, datetime], str | None]:

@@ -7,7 +7,7 @@ import contextlib
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
@@ -17,13 +17,10 @@ from costguard.aws.clients import error_code
 from costguard.aws.ec2 import Ec2, WriteResult, write_in_batches
 from costguard.aws.pricing import PriceBook
 from costguard.core import formatting, tags
-from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.report import Outcome, ledger_entry
-from costguard.idle.words.messages import stop_failed_notice
-from costguard.slack.blocks import Message
+from costguard.idle.report import Outcome, Settled, Status, ledger_entry
 from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.outbox import WARN, Notice, Outbox
 from costguard.state.startlog import StartLog
@@ -39,6 +36,18 @@ PERMANENT_STOP_ERRORS = {
 
 Queued = list[tuple[Instance, Outcome]]
 Stopped = list[tuple[Instance, Outcome, Notice]]
+Refused = list[tuple[Instance, Outcome, Notice, str]]  # stops AWS refused for good, with its error code
+Results = dict[str, Settled]  # by instance id: what became of each write that did not simply happen
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the writer did: the machines it stopped (with their notices, to be told), the stops AWS refused
+    for good (to be reported), and what became of each write that did not simply happen."""
+
+    stopped: Stopped
+    refused: Refused
+    results: Results
 
 
 @dataclass
@@ -84,7 +93,7 @@ class SweepWriter:
         prices: PriceBook,
         policy: IdlePolicy,
         mode: Mode,
-        report_once: Callable[[str, Message, datetime], bool],
+        starts: StartLog | None = None,
     ) -> None:
         self.ec2 = ec2
         self.outbox = outbox
@@ -92,51 +101,51 @@ class SweepWriter:
         self.prices = prices
         self.policy = policy
         self.mode = mode
-        self.report_once = report_once  # posts a notice to the alerts channel once per key
-        self.starts: StartLog | None = None  # where a stop before a learned start is kept
+        self.starts = starts  # where a stop before a learned start is kept
 
-    def apply(self, writes: PendingWrites, now: datetime) -> Stopped:
+    def apply(self, writes: PendingWrites, now: datetime) -> Written:
         """The stops (their notices pending in the outbox first, their record right after), then warnings
-        and clears. The stopped machines, with their notices, for the owners to be told."""
-        stopped = self._stop(writes, now)
+        and clears. The stopped machines, with their notices, for the owners to be told; the stops AWS
+        refused for good, to be reported; and what became of each write that did not simply happen."""
+        results: Results = {}
+        stopped, refused = self._stop(writes, now, results)
         for state, queued in writes.tags.items():
-            _settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state))))
-        self._clear(writes.clears)
-        return stopped
+            results.update(_settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state)))))
+        results.update(self._clear(writes.clears))
+        return Written(stopped, refused, results)
 
-    def _stop(self, writes: PendingWrites, now: datetime) -> Stopped:
-        tag_before_stop(self.ec2, self.starts, writes, now)
+    def _stop(self, writes: PendingWrites, now: datetime, results: Results) -> tuple[Stopped, Refused]:
+        results.update(tag_before_stop(self.ec2, self.starts, writes, now))
         if not writes.stop_notices:
-            return []
+            return [], []
         try:
             self.outbox.add(list(writes.stop_notices.values()))
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:  # no notice kept, no stop: next sweep
             for queued in writes.stops.values():
-                for _, outcome in queued:
-                    outcome.retry(f"outbox: {exc}")
-            return []
+                results.update({i.instance_id: Settled.retry(f"outbox: {exc}") for i, _ in queued})
+            return [], []
         stopped: Queued = []
+        refusals: dict[str, str] = {}  # in the order AWS refused them
+        outcomes_of: dict[str, tuple[Instance, Outcome]] = {}
         for hibernate, queued in writes.stops.items():
             outcomes = {i.instance_id: (i, o) for i, o in queued if i.instance_id in writes.stop_notices}
-            results = write_in_batches(
+            outcomes_of.update(outcomes)
+            written = write_in_batches(
                 list(outcomes),
                 partial(self.ec2.stop, hibernate=hibernate),
-                alone=lambda iid: self._stop_one(*outcomes[iid], hibernate, now),  # noqa: B023 (used at once)
+                alone=lambda iid: self._stop_one(outcomes[iid][0], hibernate, results, refusals),  # noqa: B023
             )
-            stopped += [outcomes[iid] for iid, result in results.items() if result.applied]
-        done = {i.instance_id for i, _ in stopped}
-        # A stop AWS refused for good tells nothing; one whose call failed may still have been applied
-        # (an answer lost): its notice stays, and the next sweep tells it if AWS's record proves the stop.
-        refused = [n for iid, n in writes.stop_notices.items() if iid not in done and _refused(writes, iid)]
-        if refused:  # a failure here only leaves them to the next sweep, which drops them
-            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
-                self.outbox.remove(refused)
+            stopped += [outcomes[iid] for iid, result in written.items() if result.applied]
+        # A stop AWS refused for good tells nothing to its owner (the alerts channel is told); one whose call
+        # failed may still have been applied (an answer lost): its notice stays, and the next sweep tells it
+        # if AWS's record proves the stop.
+        refused = [(*outcomes_of[iid], writes.stop_notices[iid], refusals[iid]) for iid in refusals]
         out = [(i, o, writes.stop_notices[i.instance_id]) for i, o in stopped]
         self.tag_stopped(
             [i.instance_id for i, _ in stopped], now, idle_hours={i.instance_id: o.idle_hours for i, o in stopped}
         )
         self.record_stops(out)
-        return out
+        return out, refused
 
     def record_stops(self, stopped: Stopped) -> None:
         """The ledger's entries of stops, written as soon as AWS took them (keyed by when each was decided,
@@ -153,22 +162,18 @@ class SweepWriter:
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:
             logger.warning("stops recorded when told instead", count=len(entries), error=str(exc)[:200])
 
-    def _clear(self, queued: Queued) -> None:
+    def _clear(self, queued: Queued) -> Results:
         """Warnings withdrawn: recorded first, under the warning each withdraws (so a retry writes the same
         record), then the tags removed; the warning's delivery record goes too."""
         if not queued:
-            return
-        for _, outcome in queued:
-            outcome.applied = self.mode.mutates  # dry-run removes no tag: its record says so
-        entries = [ledger_entry(i, o, warned_time(i), mode=self.mode) for i, o in queued]
+            return {}
+        applied = self.mode.mutates  # dry-run removes no tag: its record says so
+        entries = [ledger_entry(i, replace(o, applied=applied), warned_time(i), mode=self.mode) for i, o in queued]
         try:
             self.ledger.record_many(entries)
         except (ClientError, BotoCoreError, LedgerWriteError) as exc:
-            for _, outcome in queued:
-                outcome.retry(f"ledger: {exc}")
-            return
+            return {i.instance_id: Settled.retry(f"ledger: {exc}") for i, _ in queued}
         results = _write(queued, partial(self.ec2.delete_tags, keys=tags.WARNING_TAGS))
-        _settle(queued, results)
         failed = [e for e in entries if results[e.instance_id].error is not None]
         cleared = [i.instance_id for i, _ in queued if results[i.instance_id].error is None]
         with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
@@ -176,6 +181,7 @@ class SweepWriter:
                 self.ledger.forget(failed)
             if cleared:
                 self.outbox.remove([Notice(WARN, iid, "") for iid in cleared])
+        return _settle(queued, results)
 
     def tag_stopped(self, instance_ids: list[str], at: datetime, idle_hours: Mapping[str, float] | None = None) -> None:
         """The stop's record on the instance. The warning tags stay too; after a restart they are older
@@ -197,9 +203,9 @@ class SweepWriter:
                 if result.error is not None:
                     logger.warning("stop not recorded on the instance", instance_id=iid, error=str(result.error))
 
-    def _stop_one(self, instance: Instance, outcome: Outcome, hibernate: bool, now: datetime) -> bool:
-        """One instance of a refused batch, alone; True if it stopped. Settles the outcome if not."""
-        warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
+    def _stop_one(self, instance: Instance, hibernate: bool, results: Results, refusals: dict[str, str]) -> bool:
+        """One instance of a refused batch, alone; True if it stopped. Says why not in `results` if not (and
+        the error code of a refusal for good in `refusals`)."""
         try:
             try:
                 self.ec2.stop([instance.instance_id], hibernate=hibernate)
@@ -208,27 +214,24 @@ class SweepWriter:
                 if hibernate and code in ("UnsupportedHibernationConfiguration", "UnsupportedOperation"):
                     self.ec2.stop([instance.instance_id], hibernate=False)
                 elif code in PERMANENT_STOP_ERRORS:
-                    self.report_once(
-                        f"stop-failed:{instance.instance_id}:{warned_at}",
-                        stop_failed_notice(instance, code, outcome.owner),
-                        now,
-                    )
-                    outcome.applied, outcome.detail = False, f"stop refused: {code}"
+                    results[instance.instance_id] = Settled(Status.REFUSED, f"stop refused: {code}")
+                    refusals[instance.instance_id] = code
                     return False
                 else:
                     raise
-        except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
-            outcome.retry(exc)
+        except (ClientError, BotoCoreError) as exc:
+            results[instance.instance_id] = Settled.retry(exc)
             return False
         return True
 
 
-def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, now: datetime) -> None:
+def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, now: datetime) -> Results:
     """What a stop's notice promises (when costguard starts the machine again) is on the machine before
     the stop, and the stop's record in the start log (what the start's GPU-hours are counted from): a
     kill after the stop loses neither. A machine whose tag or record could not be written is not
     stopped in this sweep. (A record of a stop that then did not happen is never read: a learned start
     needs costguard's stopped-at after the machine's last start, and the next promise rewrites it.)"""
+    results: Results = {}
     for iid, extra in writes.stop_tags.items():
         if iid not in writes.stop_notices:
             continue
@@ -238,10 +241,8 @@ def tag_before_stop(ec2: Ec2, starts: StartLog | None, writes: PendingWrites, no
                 starts.stopping(iid, formatting.format_time(now), writes.stop_gpus.get(iid, 0), now)
         except (ClientError, BotoCoreError, ValueError) as exc:  # ValueError: a start log not costguard's
             del writes.stop_notices[iid]
-            for queued in writes.stops.values():
-                for instance, outcome in queued:
-                    if instance.instance_id == iid:
-                        outcome.retry(exc)
+            results[iid] = Settled.retry(exc)
+    return results
 
 
 def warned_time(instance: Instance) -> datetime:
@@ -250,20 +251,17 @@ def warned_time(instance: Instance) -> datetime:
     return warned or instance.launch_time
 
 
-def _refused(writes: PendingWrites, instance_id: str) -> bool:
-    """AWS refused this machine's stop for good (no retry will change it)."""
-    outcome = next(o for q in writes.stops.values() for i, o in q if i.instance_id == instance_id)
-    return outcome.detail.startswith("stop refused")
-
-
 def _write(queued: Queued, write: Callable[[list[str]], bool]) -> dict[str, WriteResult]:
     return write_in_batches([i.instance_id for i, _ in queued], write)
 
 
-def _settle(queued: Queued, results: dict[str, WriteResult]) -> None:
+def _settle(queued: Queued, results: dict[str, WriteResult]) -> Results:
     """A warning's or a clear's outcome is its tag write's."""
-    for instance, outcome in queued:
+    out: Results = {}
+    for instance, _ in queued:
         result = results[instance.instance_id]
-        outcome.applied = result.applied
         if result.error is not None:
-            outcome.retry(result.error)
+            out[instance.instance_id] = Settled.retry(result.error)
+        else:
+            out[instance.instance_id] = Settled(Status.DONE, applied=result.applied)
+    return out

@@ -6,14 +6,13 @@ back for a run that is near, or carries when costguard starts the machine again 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
 from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
-from costguard.core import formatting, tags
+from costguard.core import formatting
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
@@ -25,9 +24,11 @@ from costguard.idle.rules.recurring import (
     Learned,
     LearnedStart,
     Quarter,
+    adjusted,
     learn,
+    learns,
     quarters_of,
-    with_pattern,
+    unpromised,
 )
 from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
@@ -35,11 +36,6 @@ from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.startlog import StartLog, StartRecord
 
 PERIOD = 900  # quarter-hours: two weeks are 1,344 points a series, 75 series a call
-
-
-def learns(instance: Instance, policy: IdlePolicy) -> bool:
-    """Whether recurring work is looked for on this machine: on for the deployment, not off for it."""
-    return policy.learned_starts and instance.tags.get(tags.LEARNED_START, "").strip().lower() != tags.OFF
 
 
 class Learner:
@@ -82,15 +78,9 @@ class Learner:
                 learned[iid] = self._learn(instance, quarters[iid], records[iid], histories[iid], now)
         out = []
         for instance, decision in decided:
-            found = learned.get(instance.instance_id)
-            if instance.instance_id in unread and decision.action is Action.STOP:
-                why = (
-                    "its last two weeks could not be read, to see whether work recurs on it: not stopped in this sweep"
-                )
-                out.append((instance, replace(decision, action=Action.NONE, reason=why)))
-            else:
-                adjusted = with_pattern(decision, found, self.policy, now) if found else decision
-                out.append((instance, self._promised(instance, adjusted, now)))
+            iid = instance.instance_id
+            changed = adjusted(decision, learned.get(iid), unread=iid in unread, policy=self.policy, now=now)
+            out.append((instance, self._promised(instance, changed, now)))  # a stop held back promises nothing
         return out
 
     def _promised(self, instance: Instance, decision: Decision, now: datetime) -> Decision:
@@ -102,10 +92,7 @@ class Learner:
         at = formatting.format_time(decision.start_at)
         if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at)):
             return decision
-        if decision.action is Action.STOP:
-            why = "its learned start could not be recorded, to be honoured later: not stopped in this sweep"
-            return replace(decision, action=Action.NONE, reason=why)
-        return replace(decision, learned="", start_at=None)
+        return unpromised(decision)
 
     def _learn(
         self,

@@ -1,17 +1,22 @@
 """Reading the fleet and deciding: what the sweep will do to each machine, judged one GetMetricData
-answer at a time so that the sweep holds one answer's points, not the fleet's.
+answer at a time so that the sweep holds one answer's points, not the fleet's; then, before anything is
+done, what the machines say and what their past says (the consultation).
 
 Where the activity check runs, the answers kept for machines whose GPUs are quiet are read with each
 answer's machines (BatchGetItem): CPU points they attribute to the system's services are not work, and
 a machine idle for the shorter window of certain idleness is a candidate for an early warning, which
 the sweep confirms with a fresh check. Machines with quiet GPUs and a quiet CPU are watched: asked for
 their check every sweep, so that the answers exist before the next spike, or for the whole window.
+
+The consultation: what the machines say, and what their past says, before anything is done: the activity check of the
+sweep's warnings and stops and of the machines it watches (their answers kept in the check log), the
+review of each warning and stop with it, then the recurring work learned for those about to be stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from costguard.aws.autoscaling import AutoScaling
@@ -22,10 +27,14 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.series import Utilization
 from costguard.core.settings import IdlePolicy
+from costguard.idle.reads.checks import ActivityChecker
+from costguard.idle.reads.fortnights import Learner
+from costguard.idle.report import RegionReport
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.decision import Action, Decision, decide, early_warnings
 from costguard.idle.rules.evidence import Answer, answer_of, excused, excuses, kept
 from costguard.idle.rules.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
+from costguard.idle.rules.review import reviewed
 from costguard.state.checklog import CheckLog
 
 HISTORY = timedelta(hours=2)  # read this much before the window, to say how long a machine has been idle
@@ -158,3 +167,69 @@ def log_answers(
             logs[iid] = [a.to_json() for a in kept([*earlier.get(iid, ()), fresh], now)]
     if logs:
         checklog.write(logs, now)
+
+
+@dataclass
+class Sorted:
+    watched: list[Instance] = field(default_factory=list)  # asked for their check, for the answers alone
+    answers: dict[str, tuple[Answer, ...]] = field(default_factory=dict)  # kept from earlier sweeps
+
+
+def sort_out(
+    plan: Plan,
+    report: RegionReport,
+    act: Callable[[Instance, Decision], None],
+    to_check: list[tuple[Instance, Decision]],
+    protection_changes: dict[tuple[str, bool], list[Instance]],
+) -> Sorted:
+    """Each planned decision to where it goes: acted on now; warnings and stops to the activity check,
+    asked all at once after the last judgement; scale-in protection, grouped. Watched machines are
+    asked too, for the answers alone."""
+    out = Sorted()
+    for planned in plan.decisions:
+        instance, decision = planned.instance, planned.decision
+        if not planned.gpu_telemetry:
+            report.no_gpu_telemetry.append(instance.instance_id)
+        if planned.answers:
+            out.answers[instance.instance_id] = planned.answers
+        if decision.action in (Action.PROTECT, Action.UNPROTECT):
+            protect = decision.action is Action.PROTECT
+            protection_changes[(instance.auto_scaling_group, protect)].append(instance)
+        elif decision.action in (Action.WARN, Action.STOP):
+            to_check.append((instance, decision))
+        else:
+            if planned.watch:
+                out.watched.append(instance)
+            act(instance, decision)
+    return out
+
+
+class Consultation:
+    def __init__(
+        self,
+        *,
+        checker: ActivityChecker | None,
+        checklog: CheckLog | None,
+        learner: Learner | None,
+        policy: IdlePolicy,
+    ) -> None:
+        self.checker, self.learner, self.policy = checker, learner, policy
+        self.checklog = checklog if checker is not None else None  # no check, no answers to keep
+
+    def decide(
+        self,
+        to_check: Sequence[tuple[Instance, Decision]],
+        sorted_out: Sorted,
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        report: RegionReport,
+        now: datetime,
+    ) -> list[tuple[Instance, Decision]]:
+        """The warnings and stops as they stand once the machines answered and their past was read."""
+        asked = [i for i, _ in to_check] + sorted_out.watched
+        checked = self.checker.check(asked, now) if self.checker and asked else {}
+        if self.checklog is not None:
+            log_answers(self.checklog, checked, sorted_out.answers, now)
+        no_agent = {i for i, c in checked.items() if c.state is CheckState.NO_AGENT}
+        report.no_activity_check += [i.instance_id for i, _ in to_check if i.instance_id in no_agent]
+        final = reviewed(to_check, checked, self.policy, now=now, answers=sorted_out.answers)
+        return self.learner.adjust(final, gpu_series, now) if self.learner is not None else final

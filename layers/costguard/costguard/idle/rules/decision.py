@@ -70,6 +70,11 @@ class Decision:
 UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
 
 
+def tells_schedule(decision: Decision) -> bool:
+    """A machine kept because its working hours cannot be read: its owner is told (once a day)."""
+    return decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE)
+
+
 def protection(instance: Instance, now: datetime, spot_request_type: str = "") -> str | None:
     """Why costguard must never stop this instance now, or None. (Auto Scaling membership is apart.)"""
     kept = kept_by_people(instance.tags, now)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from costguard.core import tags
+from costguard.core.records import Instance
 from costguard.core.series import Point
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
@@ -270,3 +272,30 @@ def with_pattern(decision: Decision, learned: Learned, policy: IdlePolicy, now: 
         return replace(decision, action=Action.NONE, reason=f"{pattern.describe()}; {why}", learned=pattern.describe())
     start_at = upcoming - timedelta(minutes=policy.schedule_lead_minutes)
     return replace(decision, learned=pattern.describe(), start_at=start_at)
+
+
+def learns(instance: Instance, policy: IdlePolicy) -> bool:
+    """Whether recurring work is looked for on this machine: on for the deployment, not off for it."""
+    return policy.learned_starts and instance.tags.get(tags.LEARNED_START, "").strip().lower() != tags.OFF
+
+
+def adjusted(
+    decision: Decision, learned: Learned | None, *, unread: bool, policy: IdlePolicy, now: datetime
+) -> Decision:
+    """A warning or a stop in the light of what was learned of the machine's recurring work. A stop whose
+    machine's fortnight could not be read in full waits for a sweep that can (missing data is never a
+    reason to stop: the run it would miss is what is not known)."""
+    if unread and decision.action is Action.STOP:
+        why = "its last two weeks could not be read, to see whether work recurs on it: not stopped in this sweep"
+        return replace(decision, action=Action.NONE, reason=why)
+    return with_pattern(decision, learned, policy, now) if learned else decision
+
+
+def unpromised(decision: Decision) -> Decision:
+    """A warning or a stop whose learned start could not be kept among the times costguard promised (a
+    start-at it did not promise, it does not honour): the stop waits for a sweep that can keep it; the
+    warning goes out without the promise."""
+    if decision.action is Action.STOP:
+        why = "its learned start could not be recorded, to be honoured later: not stopped in this sweep"
+        return replace(decision, action=Action.NONE, reason=why)
+    return replace(decision, learned="", start_at=None)

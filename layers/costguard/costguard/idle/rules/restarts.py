@@ -1,0 +1,122 @@
+"""When costguard starts a machine again, and whether AWS's own record proves what costguard did. Pure:
+a machine's record, the times costguard decided at, and the policy in; a yes, a no or a reason out.
+
+A machine costguard stopped starts again only when costguard promised it (its working hours, or a
+learned start it announced as `costguard:start-at`), never when its owner stopped it since; what a dead
+attempt did (a stop, a start) is proven from EC2's record, with clocks that differ by up to SKEW.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from costguard.core import formatting, tags
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.recurring import LATE
+from costguard.idle.rules.schedule import ScheduleError, parse_schedule
+
+# Clocks differ a little: AWS's time of a start or a stop is checked against costguard's time of its decision.
+SKEW = timedelta(minutes=2)
+# EC2's reason for a stop someone asked for: "User initiated (2026-11-21 14:00:05 GMT)".
+_STOPPED = re.compile(r"\((\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (?:GMT|UTC)\)")
+
+
+def working_hours_start(instance: Instance, now: datetime, policy: IdlePolicy) -> datetime | None:
+    """When the working hours this stopped machine is to be started for open, if it is to be started now:
+    the opening is within the lead, and the machine was not started for it already (by costguard, or its
+    owner, who may have stopped it since: once per window, a start its owner undid is not made again)."""
+    lead = timedelta(minutes=policy.schedule_lead_minutes)
+    try:
+        opens = parse_schedule(instance.tags[tags.SCHEDULE]).next_start(now)
+    except ScheduleError:
+        return None
+    if opens - now > lead or instance.launch_time >= opens - lead - SKEW:
+        return None
+    return opens
+
+
+def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy) -> bool:
+    """The machine's last start is the learned start its start-at promised: after costguard's stop, and
+    from the start time on while the run could still be met (when costguard makes it)."""
+    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    latest = start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
+    return (
+        stopped_at is not None
+        and stopped_at < instance.launch_time
+        and start_at - SKEW <= instance.launch_time <= latest
+        and not for_working_hours(instance, policy)
+    )
+
+
+def for_working_hours(instance: Instance, policy: IdlePolicy) -> bool:
+    """The machine's last start fell in the lead of its working hours: the working-hours start (recorded as
+    such), even where a learned start was due at the same time."""
+    try:
+        opens = parse_schedule(instance.tags.get(tags.SCHEDULE, "")).next_start(instance.launch_time - SKEW)
+    except ScheduleError:
+        return False
+    return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + SKEW
+
+
+def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
+    """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
+    only while the run can be met, and not on a machine whose owner turned learned starts off or tagged it
+    exempt (costguard then leaves it alone, starts included)."""
+    if start_at is None:
+        return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
+    if not policy.learned_starts or instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
+        return "learned starts are off for it"
+    if tags.EXEMPT in instance.tags:
+        return "exempt: costguard leaves it alone"
+    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    if stopped_at is None or stopped_at < instance.launch_time:
+        return "costguard did not make its last stop: someone started it since"
+    if start_at <= stopped_at:
+        return "the start time is from before its stop"
+    if now > start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
+        return f"its run was due at {start_at:%H:%M} UTC: too late to start it for that"
+    return ""
+
+
+def still_refused(
+    listed: Instance, current: Instance | None, start_at: datetime, now: datetime, policy: IdlePolicy
+) -> str:
+    """Why the start the sweep's listing allowed is not made after all, as the machine is now, or ""."""
+    if current is None:
+        return "gone"
+    if current.state != "stopped":
+        return f"{current.state}: started by someone else"
+    if current.tags.get(tags.START_AT) != listed.tags.get(tags.START_AT):
+        return f"its {tags.START_AT} changed since the sweep listed it"
+    return learned_start_refused(current, start_at, now, policy)
+
+
+def started_after(instance: Instance | None, decided: datetime) -> bool:
+    """AWS's record says the machine was started after a start decided then (EC2 gives a machine a new
+    launch time at each start, and keeps it once stopped)."""
+    return instance is not None and instance.launch_time >= decided - SKEW
+
+
+def stopped_since(instance: Instance) -> datetime | None:
+    """When the machine's last stop was asked for, from EC2's StateTransitionReason; None if it does not say."""
+    found = _STOPPED.search(instance.state_reason)
+    return datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC) if found else None
+
+
+def proves_stop(instance: Instance | None, *, warned: datetime, decided: datetime, key: str) -> bool:
+    """AWS's own record says that the stop decided at `decided`, for the warning of `warned`, happened (not
+    another stop, and not none). `key`: the stop's time as costguard writes it in `costguard:stopped-at`."""
+    if instance is None:
+        return False  # gone: nothing left to tell about
+    stopped_at = instance.tags.get(tags.STOPPED_AT, "")
+    written = formatting.parse_time(stopped_at)
+    if written is not None and written >= warned:  # a stop of this warning's, recorded on the machine
+        return stopped_at == key
+    if instance.state in ("stopping", "stopped"):
+        since = stopped_since(instance)
+        return since is None or since >= decided - SKEW
+    # Running again: started after the stop was decided (EC2 gives a machine a new launch time at each
+    # start), so the stop happened and someone started it since.
+    return instance.state in ("pending", "running") and instance.launch_time > decided

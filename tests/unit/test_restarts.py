@@ -1,0 +1,80 @@
+"""When costguard starts a machine again, and whether AWS's record proves a stop or a start a dead attempt
+made: pure rules, `now` and the decision times passed in."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from costguard.core import formatting, tags
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.report import Outcome, Settled, Status
+from costguard.idle.rules.decision import Action
+from costguard.idle.rules.restarts import SKEW, proves_stop, started_after, working_hours_start
+
+POLICY = IdlePolicy()
+OPENS = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)  # a Tuesday
+LEAD = timedelta(minutes=POLICY.schedule_lead_minutes)
+DECIDED = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
+WARNED = DECIDED - timedelta(hours=1)
+
+
+def box(
+    state: str = "stopped", launched: datetime = OPENS - timedelta(days=1), tagged: dict[str, str] | None = None
+) -> Instance:
+    return Instance("i-0123456789abcdef0", "eu-west-1", "g5.xlarge", state, launched, tags=tagged or {})
+
+
+def test_a_stopped_machine_is_started_for_its_working_hours_within_the_lead() -> None:
+    machine = box(tagged={tags.SCHEDULE: "daily 09:00-17:00 UTC"})
+    assert working_hours_start(machine, OPENS - LEAD + timedelta(minutes=1), POLICY) == OPENS
+
+
+def test_a_machine_is_not_started_before_the_lead_of_its_working_hours() -> None:
+    machine = box(tagged={tags.SCHEDULE: "daily 09:00-17:00 UTC"})
+    assert working_hours_start(machine, OPENS - LEAD - timedelta(minutes=5), POLICY) is None
+
+
+def test_a_machine_started_for_this_window_and_stopped_by_its_owner_stays_stopped() -> None:
+    machine = box(launched=OPENS - LEAD + timedelta(minutes=1), tagged={tags.SCHEDULE: "daily 09:00-17:00 UTC"})
+    assert working_hours_start(machine, OPENS - timedelta(minutes=2), POLICY) is None
+
+
+def test_an_unreadable_schedule_starts_nothing() -> None:
+    assert working_hours_start(box(tagged={tags.SCHEDULE: "whenever"}), OPENS - LEAD, POLICY) is None
+
+
+def test_a_start_is_proven_by_a_launch_time_after_its_decision_give_or_take_the_clock_skew() -> None:
+    assert started_after(box("running", launched=DECIDED - SKEW), DECIDED)
+    assert not started_after(box("running", launched=DECIDED - SKEW - timedelta(seconds=1)), DECIDED)
+    assert not started_after(None, DECIDED)
+
+
+def test_a_stop_is_proven_by_its_own_stopped_at_tag_and_not_by_another_stops() -> None:
+    key = formatting.format_time(DECIDED)
+    ours = box(tagged={tags.STOPPED_AT: key})
+    later = box(tagged={tags.STOPPED_AT: formatting.format_time(DECIDED + timedelta(hours=3))})
+    assert proves_stop(ours, warned=WARNED, decided=DECIDED, key=key)
+    assert not proves_stop(later, warned=WARNED, decided=DECIDED, key=key)
+
+
+def test_a_stop_is_proven_by_ec2s_reason_or_a_start_since_and_not_by_a_machine_gone() -> None:
+    key = formatting.format_time(DECIDED)
+
+    def stopped(asked: datetime) -> Instance:
+        reason = f"User initiated ({asked:%Y-%m-%d %H:%M:%S} GMT)"
+        return Instance("i-1", "eu-west-1", "g5.xlarge", "stopped", WARNED, state_reason=reason)
+
+    assert proves_stop(stopped(DECIDED + timedelta(seconds=5)), warned=WARNED, decided=DECIDED, key=key)
+    assert not proves_stop(stopped(DECIDED - timedelta(hours=1)), warned=WARNED, decided=DECIDED, key=key)
+    started_since = box("running", launched=DECIDED + timedelta(hours=1))
+    assert proves_stop(started_since, warned=WARNED, decided=DECIDED, key=key)
+    assert not proves_stop(None, warned=WARNED, decided=DECIDED, key=key)
+
+
+def test_an_outcome_is_settled_by_the_last_step_that_had_something_to_say() -> None:
+    outcome = Outcome("i-1", "g5.xlarge", "ana", Action.STOP, "idle for 2 h")
+    failed = outcome.settled(None, Settled.retry("Throttling"), None)
+    assert (failed.status, failed.applied, failed.detail) == (Status.RETRY, False, "Throttling")
+    assert outcome.settled(None, None) == outcome
+    assert (outcome.status, outcome.applied) == (Status.DONE, True)  # frozen: the first stays as it was
