@@ -2,28 +2,31 @@
 
 The demo's AWS endpoint is a small proxy on 127.0.0.1: every request is forwarded to moto's server,
 except the operations listed in `AwsGaps.handlers`, which are answered here in AWS's own wire format
-(so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), EC2
-DescribeReservedInstances and DescribeSpotPriceHistory, Savings Plans DescribeSavingsPlans, and the Cost
+(so the handlers and boto3 run unchanged): CloudTrail LookupEvents (90-day event history), and the Cost
 Explorer reports (costs, forecast, reservation and Savings Plans use, purchase recommendations, anomaly
-monitors); the Pricing API's GetProducts and SSM's Run Command by testing/aws's stand-ins (pricing.py,
-ssm.py) over the demo's prices and machines.
+monitors); EC2's DescribeReservedInstances, DescribeSpotPriceHistory and DescribeCapacityReservations,
+Savings Plans' DescribeSavingsPlans, the Pricing API's GetProducts and SSM's Run Command by testing/aws's
+stand-ins (ec2.py, savingsplans.py, pricing.py, ssm.py) over the demo's bill, prices and machines.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl
+from xml.sax.saxutils import escape
 
 from testing import local_http
 from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.ec2 import Ec2, Ec2World
 from testing.aws.errors import ApiError
 from testing.aws.pricing import Pricing
+from testing.aws.savingsplans import SavingsPlans
 from testing.aws.ssm import SystemsManager
 
 Answer = tuple[int, dict[str, str], bytes]
@@ -74,12 +77,13 @@ class AwsGaps:
             "CloudTrail_20131101.LookupEvents": self.lookup_events,
             "AWSPriceListService.GetProducts": self._answered(self.pricing.get_products),
             **{target: self._answered(call) for target, call in json_targets(self.costexplorer).items()},
-            "query.DescribeReservedInstances": self.describe_reserved_instances,
+            "query.DescribeReservedInstances": self._ec2_answer,
+            "query.DescribeCapacityReservations": self._ec2_answer,  # moto has none
             # moto has no Studio apps, user profiles or spaces: the demo's domain has none.
             "SageMaker.ListApps": lambda _b, _r: _json({"Apps": []}),
             "SageMaker.ListUserProfiles": lambda _b, _r: _json({"UserProfiles": []}),
             "SageMaker.ListSpaces": lambda _b, _r: _json({"Spaces": []}),
-            "query.DescribeSpotPriceHistory": self.describe_spot_price_history,
+            "query.DescribeSpotPriceHistory": self._ec2_answer,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
             "AmazonSSM.DescribeInstanceInformation": self._answered(self.ssm.describe_instance_information),
             "AmazonSSM.SendCommand": self._answered(self.ssm.send_command),
@@ -91,6 +95,8 @@ class AwsGaps:
         self.ssm = SystemsManager(_DemoNodes(self.activity))
         self.pricing = Pricing(_DemoPrices(self))
         self.costexplorer = CostExplorer(self)
+        self.savingsplans = SavingsPlans(lambda: self.savings_plans)
+        self._ec2s: dict[str, Ec2] = {}
 
     def _answered(
         self, operation: Callable[[dict[str, Any]], dict[str, Any]]
@@ -216,48 +222,25 @@ class AwsGaps:
     def get_savings_plans_recommendation(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return {"SavingsPlansPurchaseRecommendation": {}}
 
-    # ------------------------------------------------------------------ reservations
-    def describe_reserved_instances(self, body: dict[str, Any], region: str) -> Answer:
-        items = "".join(
-            "<item>"
-            f"<reservedInstancesId>{ri['ReservedInstancesId']}</reservedInstancesId>"
-            f"<instanceType>{ri['InstanceType']}</instanceType>"
-            f"<start>{ri['Start']}</start><end>{ri['End']}</end><duration>31536000</duration>"
-            "<fixedPrice>0.0</fixedPrice><usagePrice>0.0</usagePrice>"
-            f"<instanceCount>{ri['InstanceCount']}</instanceCount><productDescription>Linux/UNIX</productDescription>"
-            "<state>active</state><instanceTenancy>default</instanceTenancy><currencyCode>USD</currencyCode>"
-            f"<offeringType>{ri['OfferingType']}</offeringType><offeringClass>{ri['OfferingClass']}</offeringClass>"
-            "<scope>Region</scope></item>"
-            for ri in self.reserved_instances.get(region, [])
-        )
-        xml = (
-            '<?xml version="1.0" encoding="UTF-8"?>'
-            '<DescribeReservedInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
-            "<requestId>demo-0000</requestId>"
-            f"<reservedInstancesSet>{items}</reservedInstancesSet></DescribeReservedInstancesResponse>"
-        )
-        return 200, {"Content-Type": "text/xml;charset=UTF-8"}, xml.encode()
+    # ------------------------------------------------------------------ EC2 and Savings Plans: testing/aws's stand-ins
+    def _ec2(self, region: str) -> Ec2:
+        if region not in self._ec2s:
+            self._ec2s[region] = Ec2(_DemoBill(self, region), region)
+        return self._ec2s[region]
 
-    def describe_spot_price_history(self, body: dict[str, Any], region: str) -> Answer:
-        wanted = {v for k, v in body.items() if k.startswith("InstanceType.")}
-        stamp = body.get("StartTime", "2026-01-01T00:00:00Z")
-        items = "".join(
-            f"<item><instanceType>{instance_type}</instanceType><productDescription>Linux/UNIX</productDescription>"
-            f"<spotPrice>{price:.6f}</spotPrice><timestamp>{stamp}</timestamp>"
-            f"<availabilityZone>{zone}</availabilityZone></item>"
-            for (instance_type, zone), price in sorted(self.spot_prices.items())
-            if instance_type in wanted and zone.startswith(region)
-        )
-        xml = (
-            '<?xml version="1.0" encoding="UTF-8"?>'
-            '<DescribeSpotPriceHistoryResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
-            f"<requestId>demo-0001</requestId><spotPriceHistorySet>{items}</spotPriceHistorySet>"
-            "<nextToken/></DescribeSpotPriceHistoryResponse>"
-        )
+    def _ec2_answer(self, body: dict[str, Any], region: str) -> Answer:
+        try:
+            xml = self._ec2(region).query(body)
+        except ApiError as exc:
+            return _xml_error(exc)
         return 200, {"Content-Type": "text/xml;charset=UTF-8"}, xml.encode()
 
     def describe_savings_plans(self, body: dict[str, Any], _region: str) -> Answer:
-        return _json({"savingsPlans": self.savings_plans}, content_type="application/json")
+        try:
+            return _json(self.savingsplans.describe_savings_plans(body), content_type="application/json")
+        except ApiError as exc:
+            data = json.dumps({"message": exc.message}).encode()
+            return exc.status, {"Content-Type": "application/json", "x-amzn-ErrorType": exc.code}, data
 
     def add_launch(self, region: str, record: dict[str, Any]) -> None:
         self.trail.setdefault(region, []).append(TrailEvent(record))
@@ -345,6 +328,35 @@ def _json(body: Any, content_type: str = "application/x-amz-json-1.1") -> Answer
 def _json_error(status: int, code: str, message: str) -> Answer:
     body = json.dumps({"__type": code, "message": message}).encode()
     return status, {"Content-Type": "application/x-amz-json-1.1"}, body
+
+
+def _xml_error(exc: ApiError) -> Answer:
+    xml = (
+        f"<Response><Errors><Error><Code>{escape(exc.code)}</Code><Message>{escape(exc.message)}</Message>"
+        "</Error></Errors><RequestID>demo</RequestID></Response>"
+    )
+    return exc.status, {"Content-Type": "text/xml;charset=UTF-8"}, xml.encode()
+
+
+@dataclass
+class _DemoBill(Ec2World):
+    """The demo's EC2 bill in one region for testing/aws/ec2.py: its Reserved Instances (active, regional,
+    Linux, as the demo's records leave out) and Spot prices; the machines themselves are moto's."""
+
+    gaps: AwsGaps
+    region: str
+
+    def reserved_instances(self) -> list[dict[str, Any]]:
+        defaults = {"Duration": 31536000, "FixedPrice": 0.0, "UsagePrice": 0.0, "ProductDescription": "Linux/UNIX",
+                    "State": "active", "InstanceTenancy": "default", "CurrencyCode": "USD",
+                    "Scope": "Region"}  # fmt: skip
+        return [defaults | ri for ri in self.gaps.reserved_instances.get(self.region, [])]
+
+    def spot_prices(self, instance_types: Sequence[str]) -> list[tuple[str, str, float]]:
+        return [(t, zone, usd) for (t, zone), usd in sorted(self.gaps.spot_prices.items()) if t in instance_types]
+
+    def now(self) -> datetime:
+        return datetime(2026, 1, 1, tzinfo=UTC)  # a Spot price asked with no StartTime: one the demo set long ago
 
 
 @dataclass

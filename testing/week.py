@@ -33,6 +33,7 @@ from typing import Any
 
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, statistic
 from testing.aws.dynamodb import DynamoDB
+from testing.aws.ec2 import Ec2, Ec2Instance, Ec2World
 from testing.aws.errors import ApiError
 from testing.aws.inprocess import Exceptions, client_error, cloudwatch_in, metric_data_out, moment, paginate
 from testing.aws.pricing import Pricing
@@ -355,6 +356,48 @@ class WeekNodes:
         return json.dumps(fleet.world.report(machine, fleet.index, boot=boot, cgroups=self.cgroups))
 
 
+class WeekMachines(Ec2World):
+    """The fleet's machines for testing/aws/ec2.py: running or stopped in the slot of now, their tags, and
+    when a stopped one's stop was asked for (EC2's StateTransitionReason); a stop or a start moves the
+    fleet. No Reserved Instances, capacity reservations or Spot machines: every machine is on demand."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def instances(self) -> list[Ec2Instance]:
+        fleet = self.fleet
+        out = []
+        for m in fleet.world.machines:
+            state = "running" if fleet.running[m.instance_id][fleet.index] else "stopped"
+            out.append(
+                Ec2Instance(
+                    m.instance_id,
+                    m.instance_type,
+                    state,
+                    fleet.launched[m.instance_id],
+                    fleet.tags[m.instance_id],
+                    state_reason=self._transition(m.instance_id, state),
+                    cpu=(m.vcpus // 2, 2),
+                )
+            )
+        return out
+
+    def _transition(self, instance_id: str, state: str) -> str:
+        stops = [slot for iid, slot in self.fleet.stops if iid == instance_id]
+        if state != "stopped" or not stops:
+            return ""
+        return f"User initiated ({self.fleet.world.at(stops[-1]):%Y-%m-%d %H:%M:%S} GMT)"
+
+    def stop(self, instance_id: str, hibernate: bool) -> None:
+        self.fleet.stop(instance_id)
+
+    def start(self, instance_id: str) -> None:
+        self.fleet.start(instance_id)
+
+    def now(self) -> datetime:
+        return self.fleet.now
+
+
 class FakeAws:
     def __init__(self, fleet: Fleet, secret: str, faults: FaultPlan | None = None) -> None:
         self.fleet = fleet
@@ -365,6 +408,7 @@ class FakeAws:
         self.nodes = WeekNodes(fleet)
         self.ssm = SystemsManager(self.nodes)
         self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
+        self.ec2 = Ec2(WeekMachines(fleet), REGION)
         self.calls: dict[str, int] = defaultdict(int)
         self.stops_after_keep = 0
 
@@ -404,60 +448,30 @@ class FakeAws:
 
         return Client()
 
-    # EC2
-    def describe_instances(self, **params: Any) -> list[dict[str, Any]]:
-        fleet = self.fleet
-        wanted = set(params.get("InstanceIds") or [])
-        filters = {f["Name"]: set(f["Values"]) for f in params.get("Filters") or []}
-        states = filters.get("instance-state-name", set() if wanted else {"running"})
-        out = []
-        for m in fleet.world.machines:
-            state = "running" if fleet.running[m.instance_id][fleet.index] else "stopped"
-            if (wanted and m.instance_id not in wanted) or (states and state not in states):
-                continue
-            if "tag-key" in filters and not filters["tag-key"] & set(fleet.tags[m.instance_id]):
-                continue
-            out.append(
-                {
-                    "InstanceId": m.instance_id,
-                    "InstanceType": m.instance_type,
-                    "State": {"Name": state},
-                    "StateTransitionReason": self._transition(m.instance_id, state),
-                    "LaunchTime": fleet.launched[m.instance_id],
-                    "Tags": [{"Key": k, "Value": v} for k, v in fleet.tags[m.instance_id].items()],
-                    "RootDeviceType": "ebs",
-                    "CpuOptions": {"CoreCount": m.vcpus // 2, "ThreadsPerCore": 2},
-                }
-            )
-        return [{"Reservations": [{"Instances": out}]}]
+    # EC2: testing/aws/ec2.py over the fleet's machines (WeekMachines)
+    def describe_instances(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.describe_instances(params)
 
-    def _transition(self, instance_id: str, state: str) -> str:
-        """EC2's StateTransitionReason: when a stopped machine's stop was asked for."""
-        stops = [slot for iid, slot in self.fleet.stops if iid == instance_id]
-        if state != "stopped" or not stops:
-            return ""
-        return f"User initiated ({self.fleet.world.at(stops[-1]):%Y-%m-%d %H:%M:%S} GMT)"
+    def create_tags(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.create_tags(params)
 
-    def create_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
-        for resource in Resources:
-            self.fleet.tags[resource].update({t["Key"]: t["Value"] for t in Tags})
-        return {}
+    def delete_tags(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.delete_tags(params)
 
-    def delete_tags(self, Resources: list[str], Tags: list[dict[str, str]]) -> dict[str, Any]:
-        for resource in Resources:
-            for tag in Tags:
-                self.fleet.tags[resource].pop(tag["Key"], None)
-        return {}
+    def stop_instances(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.stop_instances(params)
 
-    def stop_instances(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
-        for instance_id in InstanceIds:
-            self.fleet.stop(instance_id)
-        return {"StoppingInstances": []}
+    def start_instances(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.start_instances(params)  # costguard's: a working-hours or learned start, or a button
 
-    def start_instances(self, InstanceIds: list[str], **_: Any) -> dict[str, Any]:
-        for instance_id in InstanceIds:
-            self.fleet.start(instance_id)  # costguard's: a working-hours or learned start, or a button
-        return {"StartingInstances": []}
+    def describe_reserved_instances(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.describe_reserved_instances(params)
+
+    def describe_capacity_reservations(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.describe_capacity_reservations(params)
+
+    def describe_spot_price_history(self, **params: Any) -> dict[str, Any]:
+        return self.ec2.describe_spot_price_history(params)
 
     # CloudWatch: testing/aws/cloudwatch.py over the fleet's metrics (WeekMetrics)
     def list_metrics(self, **params: Any) -> dict[str, Any]:

@@ -7,29 +7,31 @@ ListMetrics (500 a page), GetMetricData (500 queries and 100,800 points a call, 
 hourly Maximum and Average), PutDashboard, SSM DescribeInstanceInformation (5-50 a page, at most 100
 ids a filter, running instances only), Cost Explorer's commitments and daily cost, Savings Plans
 (REST-JSON), DynamoDB BatchGetItem (100 keys), SQS SendMessage, and SageMaker's lists (empty: the fleet
-is EC2's). The metrics come from the world's
+is EC2's). EC2, Savings Plans and SQS are testing/aws's ec2.py, savingsplans.py and sqs.py over the
+world's machines, commitments and queue. The metrics come from the world's
 hourly functions, computed once per distinct series shape, so serving 10,000 machines costs the
 stand-in little of the machine the benchmark shares with the measured process.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import threading
 import time
-import uuid
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from xml.sax.saxutils import escape
 
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey
 from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.ec2 import Ec2, Ec2Instance, Ec2World
 from testing.aws.errors import ApiError, unsupported
-from testing.aws.server import EC2_NS, STATE_CODES, StandIn, _members
+from testing.aws.savingsplans import SavingsPlans
+from testing.aws.server import StandIn
+from testing.aws.sqs import Sqs
 from testing.aws.ssm import SystemsManager
 from testing.worlds.digest import ACCOUNT, GPU_METRIC, DigestWorld, Machine
 from testing.worlds.fleet import Fleet
@@ -61,9 +63,13 @@ class DigestStandIn(StandIn):
         self.ssm = SystemsManager(DigestNodes(world))
         self.costexplorer = CostExplorer(DigestBill())
         self.dashboards = self.cloudwatch.dashboards
-        self.sent: list[str] = []  # SQS message bodies, in order
+        self.digest_machines = DigestMachines(world)
+        self.ec2 = Ec2(self.digest_machines)
+        self.savingsplans = SavingsPlans(self.digest_machines.savings_plans)
+        self.sqs = Sqs()
+        self.sent = self.sqs.sent  # SQS message bodies, in order
         self.priced = self.pricing.asked  # instance types asked of the Pricing API (which answers nothing)
-        self.spot_asked: Counter[str] = Counter()  # instance types asked of DescribeSpotPriceHistory
+        self.spot_asked = self.digest_machines.spot_asked  # instance types asked of DescribeSpotPriceHistory
         self._json.update(
             {
                 "GraniteServiceVersion20100801.ListMetrics": self.cloudwatch.list_metrics,
@@ -71,7 +77,7 @@ class DigestStandIn(StandIn):
                 "GraniteServiceVersion20100801.PutDashboard": self.cloudwatch.put_dashboard,
                 "AmazonSSM.DescribeInstanceInformation": self.ssm.describe_instance_information,
                 **json_targets(self.costexplorer),
-                "AmazonSQS.SendMessage": self.send_message,
+                "AmazonSQS.SendMessage": self.sqs.send_message,
                 # The digest's SageMaker part (SageMakerGovernance is on by default): an account without any.
                 "SageMaker.ListNotebookInstances": lambda _: {"NotebookInstances": []},
                 "SageMaker.ListEndpoints": lambda _: {"Endpoints": []},
@@ -79,13 +85,6 @@ class DigestStandIn(StandIn):
                 "SageMaker.ListApps": lambda _: {"Apps": []},
             }
         )  # fmt: skip
-        self._query.update(
-            {
-                "DescribeInstances": self.describe_instances,
-                "DescribeSpotPriceHistory": self.describe_spot_price_history,
-                "DescribeReservedInstances": self.describe_reserved_instances,
-            }
-        )
         self.dynamodb.load("costguard-state", list(world.ledger_items()))
 
     @staticmethod
@@ -103,127 +102,110 @@ class DigestStandIn(StandIn):
             return
         super()._handle(request)
 
-    # ------------------------------------------------------------------ EC2
-    def describe_instances(self, form: dict[str, list[str]]) -> str:
-        if _members(form, "InstanceId"):
-            raise ApiError("UnsupportedByStandIn", "the digest stand-in lists instances by filter only")
-        states: list[str] = []
-        n = 1
-        while f"Filter.{n}.Name" in form:
-            if form[f"Filter.{n}.Name"][0] != "instance-state-name":
-                raise ApiError("UnsupportedByStandIn", "the digest stand-in filters by instance-state-name only")
-            states = _members(form, f"Filter.{n}.Value")
-            n += 1
-        matched = [m for m in self.world.machines if not states or m.state in states]
-        start = int(form.get("NextToken", ["0"])[0] or 0)
-        size = int(form.get("MaxResults", [str(len(matched) or 5)])[0])
-        if not 5 <= size <= 1000:
-            raise ApiError("InvalidParameterValue", f"MaxResults must be 5 to 1000, not {size}")
-        body = "".join(self._digest_reservation(m) for m in matched[start : start + size])
-        token = f"<nextToken>{start + size}</nextToken>" if start + size < len(matched) else ""
-        return (
-            f'<DescribeInstancesResponse xmlns="{EC2_NS}"><requestId>{uuid.uuid4()}</requestId>'
-            f"<reservationSet>{body}</reservationSet>{token}</DescribeInstancesResponse>"
-        )
-
-    def _digest_reservation(self, m: Machine) -> str:
-        tags = "".join(f"<item><key>{escape(k)}</key><value>{escape(v)}</value></item>" for k, v in m.tags.items())
-        launch = _iso(self.world.launch_time(m))
-        spot = (
-            f"<instanceLifecycle>spot</instanceLifecycle><spotInstanceRequestId>sir-{m.index:08x}"
-            "</spotInstanceRequestId>"
-            if m.spot
-            else ""
-        )
-        return (
-            f"<item><reservationId>r-{m.index:017x}</reservationId><ownerId>{ACCOUNT}</ownerId>"
-            "<groupSet/><instancesSet><item>"
-            f"<instanceId>{m.instance_id}</instanceId><imageId>ami-0bench</imageId>"
-            f"<instanceState><code>{STATE_CODES[m.state]}</code><name>{m.state}</name></instanceState>"
-            f"<privateDnsName>ip-10-{m.index // 65536}-{m.index // 256 % 256}-{m.index % 256}.ec2.internal"
-            f"</privateDnsName><dnsName/><instanceType>{m.instance_type}</instanceType><launchTime>{launch}</launchTime>"
-            f"<placement><availabilityZone>{m.zone}</availabilityZone><tenancy>default</tenancy></placement>"
-            "<monitoring><state>disabled</state></monitoring><rootDeviceType>ebs</rootDeviceType>"
-            "<rootDeviceName>/dev/xvda</rootDeviceName><blockDeviceMapping><item><deviceName>/dev/xvda</deviceName>"
-            f"<ebs><volumeId>vol-{m.index:017x}</volumeId><status>attached</status><attachTime>{launch}</attachTime>"
-            "<deleteOnTermination>true</deleteOnTermination></ebs></item></blockDeviceMapping>"
-            f"<architecture>x86_64</architecture><platformDetails>Linux/UNIX</platformDetails>{spot}"
-            "<cpuOptions><coreCount>2</coreCount><threadsPerCore>2</threadsPerCore></cpuOptions>"
-            "<hibernationOptions><configured>false</configured></hibernationOptions>"
-            f"<tagSet>{tags}</tagSet></item></instancesSet></item>"
-        )
-
-    def describe_spot_price_history(self, form: dict[str, list[str]]) -> str:
-        types = _members(form, "InstanceType")
-        with self._lock:
-            self.spot_asked.update(types)
-        at = form.get("StartTime", [""])[0]
-        rows = []
-        for instance_type in types:
-            on_demand = ON_DEMAND.get(instance_type)
-            if on_demand is None:
-                continue
-            for zone in ("us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"):
-                price = self.world.spot_price(on_demand) + (0.01 if zone.endswith("d") else 0.0)
-                rows.append(
-                    f"<item><availabilityZone>{zone}</availabilityZone><instanceType>{instance_type}</instanceType>"
-                    f"<productDescription>Linux/UNIX</productDescription><spotPrice>{price:.6f}</spotPrice>"
-                    f"<timestamp>{at or _iso(self.world.now)}</timestamp></item>"
-                )
-        return (
-            f'<DescribeSpotPriceHistoryResponse xmlns="{EC2_NS}"><requestId>{uuid.uuid4()}</requestId>'
-            f"<spotPriceHistorySet>{''.join(rows)}</spotPriceHistorySet><nextToken/>"
-            "</DescribeSpotPriceHistoryResponse>"
-        )
-
-    def describe_reserved_instances(self, _: dict[str, list[str]]) -> str:
-        now = self.world.now
-        start, end = now - timedelta(days=345), now + timedelta(days=20)
-        item = (
-            "<item><reservedInstancesId>ri-0bench0000000001</reservedInstancesId><instanceType>g5.12xlarge"
-            f"</instanceType><start>{_iso(start)}</start><end>{_iso(end)}</end><duration>31536000</duration>"
-            "<instanceCount>4</instanceCount><productDescription>Linux/UNIX</productDescription><state>active</state>"
-            "<offeringClass>standard</offeringClass><offeringType>No Upfront</offeringType><scope>Region</scope></item>"
-        )
-        return (
-            f'<DescribeReservedInstancesResponse xmlns="{EC2_NS}"><requestId>{uuid.uuid4()}</requestId>'
-            f"<reservedInstancesSet>{item}</reservedInstancesSet></DescribeReservedInstancesResponse>"
-        )
-
     def _savings_plans(self, request: BaseHTTPRequestHandler) -> None:
-        request.rfile.read(int(request.headers.get("Content-Length") or 0))
+        """Savings Plans' REST-JSON: testing/aws/savingsplans.py."""
+        raw = request.rfile.read(int(request.headers.get("Content-Length") or 0))
         with self._lock:
             self.calls["savingsplans:DescribeSavingsPlans"] += 1
         if self.latency_s:
             time.sleep(self.latency_s)
-        now = self.world.now
-        plan = {
-            "savingsPlanId": "sp-0bench",
-            "savingsPlanArn": "arn:aws:savingsplans::123456789012:savingsplan/sp-0bench",
-            "start": _iso(now - timedelta(days=1000)),
-            "end": _iso(now + timedelta(days=95)),
-            "state": "active",
-            "region": "",
-            "ec2InstanceFamily": "",
-            "savingsPlanType": "Compute",
-            "paymentOption": "No Upfront",
-            "commitment": "40.0",
-        }
-        body = json.dumps({"savingsPlans": [plan]}).encode()
-        request.send_response(200)
-        request.send_header("Content-Type", "application/json")
+        headers = {"Content-Type": "application/json"}
+        try:
+            body, status = json.dumps(self.savingsplans.describe_savings_plans(json.loads(raw or b"{}"))).encode(), 200
+        except ApiError as exc:
+            body, status = json.dumps({"message": exc.message}).encode(), exc.status
+            headers["x-amzn-ErrorType"] = exc.code
+        request.send_response(status)
+        for key, value in headers.items():
+            request.send_header(key, value)
         request.send_header("Content-Length", str(len(body)))
         request.end_headers()
         request.wfile.write(body)
 
-    # ------------------------------------------------------------------ SQS
-    def send_message(self, body: dict[str, Any]) -> dict[str, Any]:
-        text = str(body["MessageBody"])
-        if len(text.encode()) > 262_144:
-            raise ApiError("InvalidParameterValue", "a message of more than 256 KB")
+
+class DigestMachines(Ec2World):
+    """The digest world's machines for testing/aws/ec2.py (as they stand: the digest stops nothing), its
+    Reserved Instance (4 g5.12xlarge, ending in 20 days) and Spot prices from the bundled on-demand prices
+    (zone d a cent dearer); each instance type asked of DescribeSpotPriceHistory is counted."""
+
+    def __init__(self, world: DigestWorld) -> None:
+        self.world = world
+        self.spot_asked: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        now = world.now
+        self.reserved: list[dict[str, Any]] = [
+            {
+                "ReservedInstancesId": "ri-0bench0000000001",
+                "InstanceType": "g5.12xlarge",
+                "Start": now - timedelta(days=345),
+                "End": now + timedelta(days=20),
+                "Duration": 31536000,
+                "InstanceCount": 4,
+                "ProductDescription": "Linux/UNIX",
+                "State": "active",
+                "OfferingClass": "standard",
+                "OfferingType": "No Upfront",
+                "Scope": "Region",
+            }
+        ]
+
+    def instances(self) -> list[Ec2Instance]:
+        return [self._machine(m) for m in self.world.machines]
+
+    def _machine(self, m: Machine) -> Ec2Instance:
+        return Ec2Instance(
+            m.instance_id,
+            m.instance_type,
+            m.state,
+            self.world.launch_time(m),
+            m.tags,
+            lifecycle="spot" if m.spot else "",
+            spot_request_id=f"sir-{m.index:08x}" if m.spot else None,
+            hibernation_configured=False,
+            zone=m.zone,
+            private_dns_name=f"ip-10-{m.index // 65536}-{m.index // 256 % 256}-{m.index % 256}.ec2.internal",
+            platform="Linux/UNIX",
+            cpu=(2, 2),
+            volume_id=f"vol-{m.index:017x}",
+            reservation_id=f"r-{m.index:017x}",
+            owner_id=ACCOUNT,
+            image_id="ami-0bench",
+            extra={"Architecture": "x86_64", "Monitoring": {"State": "disabled"}},
+        )
+
+    def reserved_instances(self) -> list[dict[str, Any]]:
+        return self.reserved
+
+    def spot_prices(self, instance_types: Sequence[str]) -> Iterator[tuple[str, str, float]]:
         with self._lock:
-            self.sent.append(text)
-        return {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": hashlib.md5(text.encode()).hexdigest()}
+            self.spot_asked.update(instance_types)
+        for instance_type in instance_types:
+            on_demand = ON_DEMAND.get(instance_type)
+            if on_demand is None:
+                continue
+            for zone in ("us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"):
+                yield instance_type, zone, self.world.spot_price(on_demand) + (0.01 if zone.endswith("d") else 0.0)
+
+    def now(self) -> datetime:
+        return self.world.now
+
+    def savings_plans(self) -> list[dict[str, Any]]:
+        """The account's one Compute Savings Plan (40 USD/h, ending in 95 days)."""
+        now = self.world.now
+        return [
+            {
+                "savingsPlanId": "sp-0bench",
+                "savingsPlanArn": "arn:aws:savingsplans::123456789012:savingsplan/sp-0bench",
+                "start": _iso(now - timedelta(days=1000)),
+                "end": _iso(now + timedelta(days=95)),
+                "state": "active",
+                "region": "",
+                "ec2InstanceFamily": "",
+                "savingsPlanType": "Compute",
+                "paymentOption": "No Upfront",
+                "commitment": "40.0",
+            }
+        ]
 
 
 class DigestMetrics:

@@ -4,28 +4,23 @@ regions and the hub's figures queue (SQS), in AWS's wire formats.
 
 Cost Explorer does not document how many groups one GetCostAndUsage page holds: this answers 1,000
 (a month's group each) a page, and the floor is counted in the same pages. GetAnomalies: 100 a page.
-An SQS receive of an empty queue waits its WaitTimeSeconds, as a long poll does.
+The figures queue is testing/aws/sqs.py (an empty queue's receive waits its WaitTimeSeconds).
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-import time
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
 from testing.aws.costexplorer import CostExplorer, Period, json_targets
 from testing.aws.digest import DigestBill, DigestStandIn
-from testing.aws.errors import ApiError, unsupported
+from testing.aws.errors import unsupported
 from testing.aws.pricing import Pricing
 from testing.worlds.digest import DigestWorld
 from testing.worlds.scheduled import HUB, REGIONS, OrganizationWorld, QuarterWorld
 
 ANOMALY_PAGE = 100
-SQS_BATCH = 10
 
 
 class ScheduledStandIn(DigestStandIn):
@@ -42,21 +37,16 @@ class ScheduledStandIn(DigestStandIn):
         self.pricing = Pricing(QuarterPrices(quarter) if quarter is not None else None)
         self.costexplorer = CostExplorer(QuarterBill(quarter))
         self.priced = self.pricing.asked
-        self.queue: list[dict[str, Any]] = []  # the figures queue: messages not yet deleted
-        self.deleted: list[str] = []
-        self._queue_lock = threading.Lock()
+        self.digest_machines.reserved = []  # the payer's Reserved Instances are not the deep dive's question
+        self.deleted = self.sqs.deleted  # the hub's figures queue: testing/aws/sqs.py
         self._json.update(
             {
                 **json_targets(self.costexplorer),
                 "AWSPriceListService.GetProducts": self.pricing.get_products,
-                "AmazonSQS.ReceiveMessage": self.receive_message,
-                "AmazonSQS.DeleteMessage": self.delete_message,
-                "AmazonSQS.DeleteMessageBatch": self.delete_message_batch,
+                "AmazonSQS.ReceiveMessage": self.sqs.receive_message,
+                "AmazonSQS.DeleteMessage": self.sqs.delete_message,
+                "AmazonSQS.DeleteMessageBatch": self.sqs.delete_message_batch,
             }
-        )
-        self._query["DescribeReservedInstances"] = lambda _: (
-            '<DescribeReservedInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
-            "<requestId>bench</requestId><reservedInstancesSet/></DescribeReservedInstancesResponse>"
         )
         if quarter is not None:
             for sort_key, body in quarter.week_bodies():
@@ -64,62 +54,7 @@ class ScheduledStandIn(DigestStandIn):
                 self.dynamodb.load("costguard-state", [item])
         if organization is not None:
             for body in organization.hand_offs():
-                self.queue.append({"MessageId": str(uuid.uuid4()), "Body": body, "receives": 0, "hidden": False})
-
-    # ------------------------------------------------------------------ SQS: the hub's figures queue
-    def receive_message(self, body: dict[str, Any]) -> dict[str, Any]:
-        wanted = int(body.get("MaxNumberOfMessages", 1))
-        if not 1 <= wanted <= SQS_BATCH:
-            raise ApiError("InvalidParameterValue", f"MaxNumberOfMessages {wanted}: 1 to {SQS_BATCH}")
-        with self._queue_lock:
-            visible = [m for m in self.queue if not m["hidden"]][:wanted]
-            for message in visible:
-                message["hidden"] = True  # for VisibilityTimeout: longer than a run
-                message["receives"] += 1
-                message["ReceiptHandle"] = uuid.uuid4().hex
-        if not visible:
-            time.sleep(min(float(body.get("WaitTimeSeconds", 0)), 20.0))  # a long poll of an empty queue
-            return {}
-        return {
-            "Messages": [
-                {
-                    "MessageId": m["MessageId"],
-                    "ReceiptHandle": m["ReceiptHandle"],
-                    "MD5OfBody": hashlib.md5(m["Body"].encode()).hexdigest(),
-                    "Body": m["Body"],
-                    "Attributes": {"ApproximateReceiveCount": str(m["receives"])},
-                }
-                for m in visible
-            ]
-        }
-
-    def _delete(self, receipt: str) -> bool:
-        with self._queue_lock:
-            for message in self.queue:
-                if message.get("ReceiptHandle") == receipt:
-                    self.queue.remove(message)
-                    self.deleted.append(message["Body"])
-                    return True
-        return False
-
-    def delete_message(self, body: dict[str, Any]) -> dict[str, Any]:
-        if not self._delete(body["ReceiptHandle"]):
-            raise ApiError("ReceiptHandleIsInvalid", "The input receipt handle is invalid")
-        return {}
-
-    def delete_message_batch(self, body: dict[str, Any]) -> dict[str, Any]:
-        entries = body.get("Entries", [])
-        if not 1 <= len(entries) <= SQS_BATCH:
-            raise ApiError("TooManyEntriesInBatchRequest", f"{len(entries)} entries: 1 to {SQS_BATCH}")
-        done = [e for e in entries if self._delete(e["ReceiptHandle"])]
-        failed = [e for e in entries if e not in done]
-        return {
-            "Successful": [{"Id": e["Id"]} for e in done],
-            "Failed": [
-                {"Id": e["Id"], "SenderFault": True, "Code": "ReceiptHandleIsInvalid", "Message": "invalid"}
-                for e in failed
-            ],
-        }
+                self.sqs.put(body)
 
 
 class QuarterPrices:

@@ -7,16 +7,15 @@ query/XML) with AWS's paging and limits, counts every call by operation, and sle
 latency before each answer. Anything it does not implement is answered with a 400 and recorded, so
 a tool that needs more than this fails loudly instead of being measured on half its work.
 
-Limits kept: DescribeInstances pages of 5-1,000 (all at once without MaxResults), ListMetrics 500
-a page, GetMetricData at most 500 queries and 100,800 points a call (then NextToken),
-GetMetricStatistics at most 1,440 points, CreateTags/DeleteTags at most 1,000 resources. Dimension
-sets match exactly, as in CloudWatch. Start times round down to the minute, as CloudWatch does.
+Each service is answered by its stand-in in testing/aws (EC2 by ec2.py over the fleet's machines,
+CloudWatch by cloudwatch.py, DynamoDB, Secrets Manager, Pricing), with their limits: DescribeInstances
+pages of 5-1,000 (all at once without MaxResults), CreateTags/DeleteTags at most 1,000 resources,
+ListMetrics 500 a page, GetMetricData at most 500 queries and 100,800 points a call (then NextToken),
+GetMetricStatistics at most 1,440 points, dimension sets matched exactly.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import itertools
 import json
 import threading
 import time
@@ -31,14 +30,12 @@ from xml.sax.saxutils import escape
 from testing import local_http
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, bucketed
 from testing.aws.dynamodb import DynamoDB
+from testing.aws.ec2 import OPERATIONS as EC2_OPERATIONS
+from testing.aws.ec2 import Ec2, Ec2Instance, Ec2World
 from testing.aws.errors import ApiError
 from testing.aws.pricing import Pricing
 from testing.aws.secretsmanager import SecretsManager
 from testing.worlds.fleet import Fleet, Series, SimInstance
-
-EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
-MAX_TAG_RESOURCES = 1_000
-STATE_CODES = {"running": 16, "stopping": 64, "stopped": 80}
 
 
 class StandIn:
@@ -46,10 +43,10 @@ class StandIn:
         self.fleet = fleet
         self.latency_s = latency_s
         self.secrets = SecretsManager({"costguard/slack": json.dumps(dict(secret or {}))})
-        self.state = {i.instance_id: "running" for i in fleet.instances}
-        self.tags = {i.instance_id: fleet.tags(i) for i in fleet.instances}
-        self.by_id: dict[str, SimInstance] = {i.instance_id: i for i in fleet.instances}
-        self.stopped: list[str] = []  # in the order StopInstances saw them
+        self.machines = FleetMachines(fleet)
+        self.ec2 = Ec2(self.machines)
+        self.state, self.tags, self.by_id = self.machines.state, self.machines.tags, self.machines.by_id
+        self.stopped = self.machines.stopped  # in the order StopInstances saw them
         self.calls: Counter[str] = Counter()
         self.unsupported: list[str] = []
         self.busy_s = 0.0  # time spent building answers (not sleeping): the stand-in's share of a run
@@ -75,10 +72,7 @@ class StandIn:
             "AWSPriceListService.GetProducts": self.pricing.get_products,
         }
         self._query: dict[str, Callable[[dict[str, list[str]]], str]] = {
-            "DescribeInstances": self.describe_instances,
-            "StopInstances": self.stop_instances,
-            "CreateTags": self.create_tags,
-            "DeleteTags": self.delete_tags,
+            **dict.fromkeys(EC2_OPERATIONS, self._ec2),
             "GetCallerIdentity": lambda _: (
                 '<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
                 "<GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/bench</Arn>"
@@ -86,6 +80,9 @@ class StandIn:
                 "</GetCallerIdentityResponse>"
             ),
         }
+
+    def _ec2(self, form: dict[str, list[str]]) -> str:
+        return self.ec2.query(form)  # the world's EC2 (a subclass may give it another)
 
     # ------------------------------------------------------------------ server
     def start(self) -> StandIn:
@@ -176,162 +173,48 @@ class StandIn:
         )
         return "text/xml", xml.encode(), {}
 
-    # ------------------------------------------------------------------ EC2
-    def describe_instances(self, form: dict[str, list[str]]) -> str:
-        ids = _members(form, "InstanceId")
-        max_results = form.get("MaxResults", [""])[0]
-        if ids and max_results:
-            raise ApiError("InvalidParameterCombination", "MaxResults cannot be used with InstanceIds")
-        filters = self._filters(form)
-        with self._lock:
-            chosen = [self.by_id[i] for i in ids if i in self.by_id] if ids else list(self.fleet.instances)
-            missing = [i for i in ids if i not in self.by_id]
-            if missing:
-                raise ApiError("InvalidInstanceID.NotFound", f"The instance IDs '{', '.join(missing)}' do not exist")
-            matched = [i for i in chosen if all(f(i) for f in filters)]
-            start = int(form.get("NextToken", ["0"])[0] or 0)
-            size = len(matched)
-            if max_results:
-                size = int(max_results)
-                if not 5 <= size <= 1000:
-                    raise ApiError("InvalidParameterValue", f"MaxResults must be 5 to 1000, not {size}")
-            page = matched[start : start + size]
-            body = "".join(self._reservation(i) for i in page)
-        token = f"<nextToken>{start + size}</nextToken>" if start + size < len(matched) else ""
-        return (
-            f'<DescribeInstancesResponse xmlns="{EC2_NS}"><requestId>{uuid.uuid4()}</requestId>'
-            f"<reservationSet>{body}</reservationSet>{token}</DescribeInstancesResponse>"
-        )
-
-    def _filters(self, form: dict[str, list[str]]) -> list[Callable[[SimInstance], bool]]:
-        out: list[Callable[[SimInstance], bool]] = []
-        for n in itertools.count(1):
-            name = form.get(f"Filter.{n}.Name", [""])[0]
-            if not name:
-                return out
-            values = _members(form, f"Filter.{n}.Value")
-            out.append(self._filter(name, values))
-        return out
-
-    def _filter(self, name: str, values: list[str]) -> Callable[[SimInstance], bool]:
-        def matches(actual: str) -> bool:
-            return any(fnmatch.fnmatchcase(actual, v) for v in values)
-
-        if name == "instance-state-name":
-            return lambda i: matches(self.state[i.instance_id])
-        if name == "instance-type":
-            return lambda i: matches(i.instance_type)
-        if name == "instance-id":
-            return lambda i: matches(i.instance_id)
-        if name.startswith("tag:"):
-            key = name[4:]
-            return lambda i: key in self.tags[i.instance_id] and matches(self.tags[i.instance_id][key])
-        if name == "tag-key":
-            return lambda i: any(matches(k) for k in self.tags[i.instance_id])
-        raise ApiError("InvalidParameterValue", f"The filter '{name}' is not supported by the benchmark stand-in")
-
-    def _reservation(self, instance: SimInstance) -> str:
-        iid = instance.instance_id
-        state = self.state[iid]
-        tag_items = "".join(
-            f"<item><key>{escape(k)}</key><value>{escape(v)}</value></item>" for k, v in self.tags[iid].items()
-        )
-        launch = self.fleet.launch.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-        host = f"ip-10-0-{instance.index // 250}-{instance.index % 250}"
-        return (
-            f"<item><reservationId>r-{instance.index:017x}</reservationId><ownerId>123456789012</ownerId>"
-            "<groupSet/><instancesSet><item>"
-            f"<instanceId>{iid}</instanceId><imageId>ami-0bench</imageId>"
-            f"<instanceState><code>{STATE_CODES[state]}</code><name>{state}</name></instanceState>"
-            f"<privateDnsName>{host}.ec2.internal</privateDnsName><dnsName/>"
-            f"<instanceType>{instance.instance_type}</instanceType><launchTime>{launch}</launchTime>"
-            "<placement><availabilityZone>us-east-1a</availabilityZone><tenancy>default</tenancy></placement>"
-            "<monitoring><state>disabled</state></monitoring>"
-            "<rootDeviceType>ebs</rootDeviceType><rootDeviceName>/dev/xvda</rootDeviceName>"
-            "<blockDeviceMapping><item><deviceName>/dev/xvda</deviceName><ebs>"
-            f"<volumeId>vol-{instance.index:017x}</volumeId><status>attached</status>"
-            f"<attachTime>{launch}</attachTime><deleteOnTermination>true</deleteOnTermination>"
-            "</ebs></item></blockDeviceMapping>"
-            "<architecture>x86_64</architecture><platformDetails>Linux/UNIX</platformDetails>"
-            "<hibernationOptions><configured>false</configured></hibernationOptions>"
-            f"<tagSet>{tag_items}</tagSet>"
-            "</item></instancesSet></item>"
-        )
-
-    def _known(self, ids: list[str]) -> None:
-        missing = [i for i in ids if i not in self.by_id]
-        if missing:
-            raise ApiError("InvalidInstanceID.NotFound", f"The instance IDs '{', '.join(missing)}' do not exist")
-
-    def stop_instances(self, form: dict[str, list[str]]) -> str:
-        ids = _members(form, "InstanceId")
-        if not ids:
-            raise ApiError("MissingParameter", "The request must contain the parameter InstanceId")
-        items = []
-        with self._lock:
-            self._known(ids)
-            wrong = [i for i in ids if self.state[i] not in ("running", "stopping", "stopped")]
-            if wrong:
-                raise ApiError("IncorrectInstanceState", f"The instance '{wrong[0]}' is not in a state to be stopped")
-            for iid in ids:
-                before = self.state[iid]
-                if before == "running":
-                    self.stopped.append(iid)
-                self.state[iid] = "stopped"
-                items.append(
-                    f"<item><instanceId>{iid}</instanceId><currentState><code>64</code><name>stopping</name>"
-                    f"</currentState><previousState><code>{STATE_CODES[before]}</code><name>{before}</name>"
-                    "</previousState></item>"
-                )
-        return (
-            f'<StopInstancesResponse xmlns="{EC2_NS}"><requestId>{uuid.uuid4()}</requestId>'
-            f"<instancesSet>{''.join(items)}</instancesSet></StopInstancesResponse>"
-        )
-
-    def create_tags(self, form: dict[str, list[str]]) -> str:
-        ids = self._tag_resources(form)
-        pairs = []
-        for n in itertools.count(1):
-            key = form.get(f"Tag.{n}.Key")
-            if key is None:
-                break
-            pairs.append((key[0], form.get(f"Tag.{n}.Value", [""])[0]))
-        with self._lock:
-            for iid in ids:
-                self.tags[iid].update(pairs)
-        return f'<CreateTagsResponse xmlns="{EC2_NS}"><return>true</return></CreateTagsResponse>'
-
-    def delete_tags(self, form: dict[str, list[str]]) -> str:
-        ids = self._tag_resources(form)
-        keys = [form[f"Tag.{n}.Key"][0] for n in range(1, 51) if f"Tag.{n}.Key" in form]
-        with self._lock:
-            for iid in ids:
-                for key in keys:
-                    self.tags[iid].pop(key, None)
-        return f'<DeleteTagsResponse xmlns="{EC2_NS}"><return>true</return></DeleteTagsResponse>'
-
-    def _tag_resources(self, form: dict[str, list[str]]) -> list[str]:
-        ids = _members(form, "ResourceId")
-        if not ids or len(ids) > MAX_TAG_RESOURCES:
-            raise ApiError("InvalidParameterValue", f"{len(ids)} resources: 1 to {MAX_TAG_RESOURCES} per call")
-        with self._lock:
-            self._known(ids)
-        return ids
-
     # ------------------------------------------------------------------ results
     def stopped_indexes(self) -> set[int]:
         return {self.by_id[i].index for i in self.stopped}
 
 
-def _members(form: dict[str, list[str]], prefix: str) -> list[str]:
-    """The values of a query-protocol list (`Prefix.1`, `Prefix.2`, ...), in order."""
-    out: list[str] = []
-    for n in itertools.count(1):
-        value = form.get(f"{prefix}.{n}")
-        if value is None:
-            return out
-        out.append(value[0])
-    return out
+class FleetMachines(Ec2World):
+    """The fleet's machines for testing/aws/ec2.py: all running from the fleet's launch, in us-east-1a; a stop
+    stops one at once (and is remembered in order)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self.state = {i.instance_id: "running" for i in fleet.instances}
+        self.tags = {i.instance_id: fleet.tags(i) for i in fleet.instances}
+        self.by_id: dict[str, SimInstance] = {i.instance_id: i for i in fleet.instances}
+        self.stopped: list[str] = []
+
+    def instances(self) -> list[Ec2Instance]:
+        return [self._machine(i) for i in self.fleet.instances]
+
+    def _machine(self, instance: SimInstance) -> Ec2Instance:
+        iid = instance.instance_id
+        return Ec2Instance(
+            iid,
+            instance.instance_type,
+            self.state[iid],
+            self.fleet.launch,
+            self.tags[iid],
+            hibernation_configured=False,
+            zone="us-east-1a",
+            private_dns_name=f"ip-10-0-{instance.index // 250}-{instance.index % 250}.ec2.internal",
+            platform="Linux/UNIX",
+            volume_id=f"vol-{instance.index:017x}",
+            reservation_id=f"r-{instance.index:017x}",
+            owner_id="123456789012",
+            image_id="ami-0bench",
+            extra={"Architecture": "x86_64", "Monitoring": {"State": "disabled"}},
+        )
+
+    def stop(self, instance_id: str, hibernate: bool) -> None:
+        if self.state[instance_id] == "running":
+            self.stopped.append(instance_id)
+        self.state[instance_id] = "stopped"
 
 
 class FleetMetrics:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from testing.aws.costexplorer import PAGE as CE_PAGE
-from testing.aws.scheduled import ANOMALY_PAGE, SQS_BATCH, ScheduledStandIn
+from testing.aws.scheduled import ANOMALY_PAGE, ScheduledStandIn
+from testing.aws.sqs import BATCH as SQS_BATCH
 from testing.runs.handler import TOKEN, lambda_env, measured, run_handler
 from testing.slack_standin import RateLimits, SlackStandIn
 from testing.worlds.scheduled import ACCELERATED, OrganizationWorld, QuarterWorld
@@ -107,8 +108,8 @@ def run_organization(latency: float, *, code: Path | None = None, profile: str =
         env = lambda_env("organization_digest", aws.url, slack, now, ("us-east-1",), hub, {"FiguresQueue": QUEUE_URL})
         wall, child = run_handler("organization_digest", "organization", env, code=code, profile=profile)
         answer = child["answer"]
-        if len(answer["accounts"]) != world.members or answer["refused"] != 2 or len(aws.queue) != 2:
-            raise RuntimeError(f"the organization digest read the queue wrong: {answer}, {len(aws.queue)} left")
+        if len(answer["accounts"]) != world.members or answer["refused"] != 2 or len(aws.sqs.messages) != 2:
+            raise RuntimeError(f"the organization digest read the queue wrong: {answer}, {len(aws.sqs.messages)} left")
         return {
             "accounts": len(answer["accounts"]),
             "refused": answer["refused"],
