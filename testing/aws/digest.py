@@ -33,7 +33,7 @@ from testing.aws.savingsplans import SavingsPlans
 from testing.aws.server import StandIn
 from testing.aws.sqs import Sqs
 from testing.aws.ssm import SystemsManager
-from testing.worlds.digest import ACCOUNT, GPU_METRIC, DigestWorld, Machine
+from testing.worlds.digest import ACCOUNT, CORE_METRIC, GPU_METRIC, DigestWorld, Machine
 from testing.worlds.fleet import Fleet
 
 # Bundled prices the digest falls back to (the Pricing stand-in answers nothing): Spot is priced from them.
@@ -210,7 +210,8 @@ class DigestMachines(Ec2World):
 
 class DigestMetrics:
     """The digest world's series for testing/aws/cloudwatch.py: CPUUtilization (AWS/EC2, InstanceId) of every
-    machine, and the GPU series its agent publishes (testing/worlds/digest.py's dimension sets, listed in
+    machine, the busiest core (CWAgent cpu_usage_active, InstanceId) of each that runs the agent, and the
+    GPU series its agent publishes (testing/worlds/digest.py's dimension sets, listed in
     the world's order); hourly points, computed once per distinct series shape, so serving 10,000
     machines costs the stand-in little of the machine the benchmark shares with the measured process."""
 
@@ -221,6 +222,8 @@ class DigestMetrics:
         for machine in world.machines:
             iid = machine.instance_id
             self._metrics[("AWS/EC2", "CPUUtilization", frozenset({("InstanceId", iid)}))] = (machine, "cpu", None)
+            if machine.telemetry:
+                self._metrics[("CWAgent", CORE_METRIC, frozenset({("InstanceId", iid)}))] = (machine, "core", None)
             for dims, gpu in world.series(machine):
                 self._metrics[("CWAgent", GPU_METRIC, frozenset(dims))] = (machine, "gpu", gpu)
 
@@ -250,6 +253,8 @@ class DigestMetrics:
             for slot in world.hours(machine):
                 if signal == "cpu":
                     value: float | None = world.cpu(machine, slot)
+                elif signal == "core":
+                    value = world.busiest_core(machine, slot)
                 elif gpu is None:  # the agent's aggregate over the GPUs
                     each = [world.gpu(machine, g, slot, stat) for g in range(machine.gpus)]
                     present = [v for v in each if v is not None]

@@ -6,7 +6,8 @@ testing/aws/digest.py and the Slack stand-in; the handler runs in a fresh proces
 `python -m bench.digest_golden --commit REV [--out PATH]` captures the digest of the commit REV (its
 library and handlers, taken with `git archive`; this tree's world and stand-ins), into
 tests/fixtures/digest_golden.json by default: tests/integration/test_digest_golden.py holds the current
-code to it. The fixture was made from the commit before the digest's performance work (issue 27).
+code to it. The fixture was made from the commit before the digest's performance work (issue 27), and made
+again when the digest began judging hours by the stopper's rule (issue 31).
 """
 
 from __future__ import annotations

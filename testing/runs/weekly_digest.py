@@ -33,8 +33,10 @@ def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) ->
 
     - one GetSecretValue; DescribeInstances pages of 1,000 live machines;
     - ListMetrics pages of 500 over the GPU series the agents publish (one walk for the region);
-    - GetMetricData: every series read (CPU, and each GPU's Maximum and Average), as many a call as its
-      500 queries and 100,800 datapoints allow over the fortnight's hourly points;
+    - GetMetricData: every series read (CPU, the busiest core, and each GPU's Maximum and Average), as
+      many a call as its 500 queries and 100,800 datapoints allow over the fortnight's hourly points; the
+      busiest core is asked of every machine, as the sweep asks it (which machines run the agent is
+      known only by asking, and a ListMetrics walk to find out would cost more than it saves);
     - one DescribeSpotPriceHistory per instance type asked (every zone in one answer), one GetProducts
       per type priced (the fleet's, and those advice compares them with): each asked once;
     - DescribeInstanceInformation: 50 a page, over the managed machines (one unfiltered walk) or the
@@ -52,7 +54,7 @@ def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) ->
     live = len(world.machines)
     running = [m for m in world.machines if m.state == "running"]
     managed = [m for m in running if m.managed]
-    series = sum(1 + 2 * m.gpus * m.telemetry for m in world.machines)
+    series = sum(2 + 2 * m.gpus * m.telemetry for m in world.machines)
     per_call = min(MAX_QUERIES, MAX_DATAPOINTS // world.slots)
     owners = len(world.owners_with_machines())
     deliveries = 2 + owners_told

@@ -9,10 +9,15 @@ Each machine does one kind of thing, hour by hour (UTC), over the fortnight the 
 - idle: nobody has used it for weeks (the waste)
 - one_gpu: a multi-GPU machine whose first GPU works 08:00-20:00 and the others never (fewer GPUs)
 - low_util: works around the clock with its GPUs at about 10 % (a cheaper GPU)
-- silent: no GPU telemetry at all (the hygiene section; idle on CPU alone)
+- silent: no CloudWatch agent at all, so no GPU telemetry nor busiest core (the hygiene section; idle on
+  CPU alone, under the threshold one busy core cannot hide under: 50 % / vCPUs)
 - gappy: an office machine whose GPU agent misses one hour in seven (missing data is never idleness)
 - stopped: idle, then stopped by costguard three days ago (the ledger's stops, what they saved)
 - fresh: launched two days ago, busy since
+
+Every machine with the agent also publishes its busiest core (`cpu_usage_active` rolled up by
+InstanceId, docs/cloudwatch-agent.json): at full load while it works, and one hour in seventeen of its
+idle time (a single-threaded job under a low CPU average: work, by the stopper's rule and the digest's).
 
 Tags, Spot, zones, SSM agents and Slack accounts are spread over the fleet by index: ~3 % without an
 owner, 2 % with working hours, ~1 % exempt, ~1 % kept, 3 % Auto Scaling members, 10 % Spot, 10 %
@@ -54,6 +59,7 @@ ZONES = ("us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d")
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 GPU_METRIC = "nvidia_smi_utilization_gpu"
+CORE_METRIC = "cpu_usage_active"  # the agent's per-core CPU, rolled up by InstanceId: the busiest core
 # Bundled on-demand prices (costguard's table): the Pricing API stand-in answers nothing, as when unreachable.
 SPOT_SHARE_OF_ON_DEMAND = 0.35
 
@@ -188,6 +194,16 @@ class DigestWorld:
         if slot % 13 == 6:
             return 10.0  # exactly the CPU threshold: not idle
         return 1.5 + slot * 7 % 10 / 10
+
+    def busiest_core(self, machine: Machine, slot: int) -> float | None:
+        """The hourly Maximum of the agent's per-core CPU, None where no agent runs."""
+        if not machine.telemetry:
+            return None
+        if machine.kind == "low_util" or self.working(machine, slot):
+            return 100.0
+        if slot % 17 == 9:
+            return 100.0  # one core at full load under a CPU average of 2 %: work
+        return 6.0 + slot % 4
 
     def gpu(self, machine: Machine, index: int, slot: int, stat: str) -> float | None:
         """The hourly Maximum or Average of one GPU, None when its agent sent nothing that hour."""

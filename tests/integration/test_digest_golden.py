@@ -3,7 +3,9 @@ channel post, in every owner's direct message, in the week kept and handed to th
 dashboards, over the same 400-machine account (testing/worlds/digest.py).
 
 tests/fixtures/digest_golden.json was captured from the commit before that work by
-`python -m bench.digest_golden --commit 4f0b96e`. Sections added to a message since are allowed (each
+`python -m bench.digest_golden --commit 4f0b96e`, and again by `--commit aa1b387` when the digest began
+judging hours by the stopper's rule, busiest core included (issue 31: fewer idle hours, less waste).
+Sections added to a message since are allowed (each
 block the old code posted must still be there, the same, in the same order); a change to what an old
 block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
 """

@@ -34,9 +34,6 @@ NOT_YET_NARROWED = {
         "IDLE_ALARMS",
         "LEARNED_STARTS",
         "MORNING_NOTE",
-        # read by the metric reader the digest shares with the stopper: the digest never asks for network
-        # series, whatever NetworkIdleBytesPerSecond says (the stopper does when it is set)
-        "NETWORK_IDLE_BYTES_PER_SECOND",
         "SCHEDULE_LEAD_MINUTES",
         "SHORTEST_STOP_MINUTES",
         "STOP_WITHOUT_GPU_TELEMETRY",

@@ -97,7 +97,8 @@ def test_long_on_demand_training_stretches_are_priced_on_spot_in_their_zone() ->
 
 def test_idle_hours_break_a_stretch() -> None:
     working = [Hour(START + timedelta(days=d, hours=k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(4)]
-    idle = [Hour(START + timedelta(days=d, hours=4), 1.0, 0.5, 0.5, 0) for d in range(6)]
+    # idle: CPU 1 % of 96 vCPUs with no core over 4 % (the agent's busiest core), its GPUs quiet
+    idle = [Hour(START + timedelta(days=d, hours=4), 1.0, 0.5, 0.5, 0, core_max=4.0) for d in range(6)]
     more = [Hour(START + timedelta(days=d, hours=5 + k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(4)]
     box = machine("p4d.24xlarge", 8, working + idle + more, zone="us-east-1a")
     assert spot_candidates(observe([box], START, END), POLICY) == []  # 4 h, idle, 4 h: never 6 in a row

@@ -32,8 +32,11 @@ from costguard.digest.weekly.rules.figures import (
 ORIGIN = datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
 H = timedelta(hours=1)
 POLICY = IdlePolicy()
-# Values around the thresholds (CPU 10 %, GPU 5 %), and missing ones.
-VALUES = st.one_of(st.none(), st.sampled_from([0.0, 1.5, 4.99, 5.0, 9.99, 10.0, 10.01, 33.3, 80.0, 100.0]))
+# Values around the thresholds (CPU 10 %, or 50 / 48 = 1.04 % without the busiest core; GPU 5 %; the
+# busiest core 50 %), and missing ones.
+VALUES = st.one_of(
+    st.none(), st.sampled_from([0.0, 1.0, 1.05, 1.5, 4.99, 5.0, 9.99, 10.0, 10.01, 33.3, 49.99, 50.0, 80.0, 100.0])
+)
 
 
 def instance(hours: Sequence[Hour], *, gpus: int = 2, telemetry: bool = True, iid: str = "i-1") -> InstanceWeek:
@@ -49,7 +52,8 @@ def grids(draw: Any) -> HourGrid:
         return array("f", [math.nan if v is None else v for v in values])
 
     busy = draw(st.lists(st.sampled_from([0, 1, 2, UNKNOWN_BUSY]), min_size=slots, max_size=slots))
-    return HourGrid(ORIGIN, f32(draw(column)), f32(draw(column)), f32(draw(column)), array("B", busy))
+    cpu, gpu_max, gpu_avg, core = (f32(draw(column)) for _ in range(4))
+    return HourGrid(ORIGIN, cpu, gpu_max, gpu_avg, array("B", busy), core=core)
 
 
 @settings(max_examples=200, deadline=None)
@@ -74,8 +78,9 @@ def test_a_grid_from_a_moment_on_keeps_the_same_hours_from_then_on(grid: HourGri
 
 
 def test_counting_a_week_instance_by_instance_is_summarizing_it() -> None:
-    a = instance(tuple(Hour(ORIGIN + H * k, 2.0, 1.0, 0.5, 0) for k in range(30)))
-    b = instance(tuple(Hour(ORIGIN + H * k, 50.0, 90.0, 80.0, 2) for k in range(10, 20)), iid="i-2")
+    # a: CPU 2 % with no core over 6 % (the agent's busiest core), its GPUs quiet: idle
+    a = instance(tuple(Hour(ORIGIN + H * k, 2.0, 1.0, 0.5, 0, 6.0) for k in range(30)))
+    b = instance(tuple(Hour(ORIGIN + H * k, 50.0, 90.0, 80.0, 2, 100.0) for k in range(10, 20)), iid="i-2")
     week = empty_week(ORIGIN, ORIGIN + timedelta(days=1))
     for machine in (a, b):
         tally_into(week, machine, POLICY)

@@ -27,16 +27,18 @@ END = START + timedelta(days=7, hours=9)  # the next Monday, 09:00: the digest's
 HUB, MEMBER, SANDBOX, GONE = "123456789012", "111122223333", "444455556666", "777788889999"
 
 
-def hours(day: int, first: int, count: int, *, cpu: float, gpu: float) -> list[Hour]:
+def hours(day: int, first: int, count: int, *, cpu: float, gpu: float, core: float | None = None) -> list[Hour]:
+    """`core` the agent's busiest core, where the machine publishes it."""
     base = START + timedelta(days=day, hours=first)
-    return [Hour(base + timedelta(hours=k), cpu, gpu, gpu) for k in range(count)]
+    return [Hour(base + timedelta(hours=k), cpu, gpu, gpu, core_max=core) for k in range(count)]
 
 
 def member_data() -> DigestData:
-    # alice: 4 GPUs at $5.672/h, Monday 10 busy hours at 80 %, Tuesday 6 idle hours.
+    # alice: 4 GPUs at $5.672/h, Monday 10 busy hours at 80 %, Tuesday 6 idle hours (CPU 2 %, no core
+    # over 6 %: her agent publishes the busiest core).
     alice = InstanceWeek(
         "i-a", "g5.12xlarge", "eu-west-1", "alice", "", 4, 5.672, True, "running",
-        tuple(hours(0, 8, 10, cpu=40, gpu=80) + hours(1, 8, 6, cpu=2, gpu=1)),
+        tuple(hours(0, 8, 10, cpu=40, gpu=80, core=100) + hours(1, 8, 6, cpu=2, gpu=1, core=6)),
     )  # fmt: skip
     # bob: 1 GPU at $1.006/h, Monday 4 idle hours.
     bob = InstanceWeek(

@@ -9,9 +9,13 @@ cannot hide under (IdlePolicy.cpu_threshold). A value that is missing is never u
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from costguard.core.settings import IdlePolicy
+
+# One sample's verdict from its CPU, the highest of its GPUs and its busiest core (None: missing).
+Judge = Callable[[float | None, float | None, float | None], bool]
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,25 @@ def idle_sample(
 ) -> bool:
     """One sample's verdict: `gpu` the highest of its GPUs (None: some GPU did not report), `busiest_core`
     the agent's busiest core (None: not published), `gpu_telemetry` whether the machine has GPU metrics."""
-    if cpu is None:
-        return False
-    level = levels(policy, vcpus=vcpus, busiest_core_known=busiest_core is not None)
-    if cpu >= level.cpu or (busiest_core is not None and busiest_core >= level.busiest_core):
-        return False
-    if gpu_telemetry:
-        return gpu is not None and gpu < level.gpu
-    return True
+    return judge(policy, vcpus=vcpus, gpu_telemetry=gpu_telemetry)(cpu, gpu, busiest_core)
+
+
+def judge(policy: IdlePolicy, *, vcpus: int, gpu_telemetry: bool) -> Judge:
+    """idle_sample for one machine, its levels worked out once: the digest judges a fortnight of hours
+    per machine, and must not build them again for each."""
+    flat = levels(policy, vcpus=vcpus, busiest_core_known=False)
+    cored = levels(policy, vcpus=vcpus, busiest_core_known=True)
+
+    def idle(cpu: float | None, gpu: float | None, busiest_core: float | None) -> bool:
+        if cpu is None:
+            return False
+        if busiest_core is None:
+            if cpu >= flat.cpu:
+                return False
+        elif cpu >= cored.cpu or busiest_core >= cored.busiest_core:
+            return False
+        if gpu_telemetry:
+            return gpu is not None and gpu < flat.gpu
+        return True
+
+    return idle

@@ -1,6 +1,7 @@
-"""The fleet's fortnight at one-hour resolution: CPU and per-GPU maximum and average, folded into
-each instance's compact hour grid as each GetMetricData answer arrives. Read with the same batched
-GetMetricData code as the sweep."""
+"""The fleet's fortnight at one-hour resolution: CPU maximum, the busiest core's maximum (the CloudWatch
+agent's, as the sweep reads it) and per-GPU maximum and average, folded into each instance's compact
+hour grid as each GetMetricData answer arrives. Read with the same batched GetMetricData code as the
+sweep."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from costguard.aws.cloudwatch.reads import MetricReader, align_down, series_per_call
-from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, Dimensions, GpuSeriesFinder, MetricRef
+from costguard.aws.cloudwatch.series import (
+    CORE_METRIC,
+    GPU_METRIC,
+    GPU_NAMESPACE,
+    Dimensions,
+    GpuSeriesFinder,
+    MetricRef,
+)
 from costguard.aws.pricing import PriceBook
 from costguard.core.observability import logger
 from costguard.core.records import Instance
@@ -75,7 +83,11 @@ class _Fortnight:
         series are let go of here: the fleet's are held only until each instance is read."""
         iid = instance.instance_id
         gpus = self.gpu.pop(iid, [])
-        refs = [MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", (("InstanceId", iid),), "Maximum")]
+        by_id: Dimensions = (("InstanceId", iid),)
+        refs = [MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", by_id, "Maximum")]
+        # The agent rolls every core up into one series by InstanceId: its Maximum is the busiest core. A
+        # machine without the agent answers it empty, and its hours are judged by the stricter CPU threshold.
+        refs.append(MetricRef(iid, Signal.BUSIEST_CORE, "busiest core", GPU_NAMESPACE, CORE_METRIC, by_id, "Maximum"))
         for dims in gpus:
             for stat in ("Maximum", "Average"):
                 refs.append(MetricRef(iid, Signal.GPU, stat, GPU_NAMESPACE, GPU_METRIC, dims, stat))
@@ -97,6 +109,8 @@ class _Fortnight:
             times, values = columns.pop(ref, ([], []))
             if ref.signal is Signal.CPU:
                 folder.add_cpu_series(times, values)
+            elif ref.signal is Signal.BUSIEST_CORE:
+                folder.add_core_series(times, values)
             elif ref.stat == "Maximum":
                 folder.add_gpu_max_series(times, values)
             else:
@@ -122,4 +136,5 @@ class _Fortnight:
             folder.grid(),
             instance.lifecycle,
             instance.zone,
+            instance.vcpu_count,
         )

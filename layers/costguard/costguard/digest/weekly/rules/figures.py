@@ -1,9 +1,11 @@
 """The weekly digest's figures, from hourly samples. Pure: no I/O.
 
 An hour counts as *running* when the instance published CPUUtilization in it (EC2 publishes only
-while it runs). A running hour is *idle* when every GPU's maximum stayed under the GPU threshold
-and the CPU's under the CPU threshold; an hour with CPU data but no GPU data from an instance that
-has GPU telemetry is not idle (missing data is never idleness). GPU-hours are running hours times
+while it runs). A running hour is *idle* by the idle stopper's rule (core/idleness.py): every GPU's
+maximum under the GPU threshold, and the CPU under its own: the busiest core's threshold where the
+hour carries the busiest core (the CloudWatch agent's), else a CPU threshold one busy core cannot hide
+under (50 % / vCPUs); an hour with CPU data but no GPU data from an instance that has GPU telemetry is
+not idle (missing data is never idleness). GPU-hours are running hours times
 the instance's GPU count; the waste is the idle hours at the instance's on-demand price.
 """
 
@@ -19,6 +21,8 @@ from math import inf, isnan
 from operator import add
 from typing import overload
 
+from costguard.core.idleness import Judge, judge
+from costguard.core.records import vcpus_of_type
 from costguard.core.settings import IdlePolicy
 
 NAN = float("nan")
@@ -32,6 +36,7 @@ class Hour:
     gpu_max: float | None = None  # the highest of the instance's GPUs
     gpu_avg: float | None = None  # the mean of the instance's GPUs
     gpus_busy: int | None = None  # how many GPUs reached the GPU threshold; None unless every GPU reported
+    core_max: float | None = None  # the busiest core's maximum (the CloudWatch agent's); None where not published
 
     @property
     def running(self) -> bool:
@@ -54,6 +59,12 @@ class InstanceWeek:
     hours: Sequence[Hour] = ()
     lifecycle: str = ""  # "spot", or "" for on-demand
     zone: str = ""  # its Availability Zone
+    vcpus: int = 0  # as EC2 reported them; 0 when it did not say
+
+    @property
+    def vcpu_count(self) -> int:
+        """The vCPUs EC2 reported, else what the size of the type says (as Instance.vcpu_count)."""
+        return self.vcpus or vcpus_of_type(self.instance_type)
 
     def since(self, start: datetime) -> InstanceWeek:
         """The same instance with its hours from `start` on: once last week is counted, the digest keeps
@@ -90,11 +101,13 @@ class Week:
 
 
 def is_idle(hour: Hour, instance: InstanceWeek, policy: IdlePolicy) -> bool:
-    if not hour.running or hour.cpu_max is None or hour.cpu_max >= policy.cpu_idle_percent:
-        return False
-    if instance.telemetry:
-        return hour.gpu_max is not None and hour.gpu_max < policy.gpu_idle_percent
-    return True
+    """The idle stopper's rule (core/idleness.py), for one hour of the week."""
+    return judge_of(instance, policy)(hour.cpu_max, hour.gpu_max, hour.core_max)
+
+
+def judge_of(instance: InstanceWeek, policy: IdlePolicy) -> Judge:
+    """The stopper's rule for this instance's hours: its vCPUs and whether it has GPU telemetry."""
+    return judge(policy, vcpus=instance.vcpu_count, gpu_telemetry=instance.telemetry)
 
 
 def summarize(instances: Iterable[InstanceWeek], start: datetime, end: datetime, policy: IdlePolicy) -> Week:
@@ -154,9 +167,10 @@ def _count(instance: InstanceWeek, start: datetime, end: datetime, policy: IdleP
         return None
     days: dict[date, tuple[int, int]] = {}
     idle = 0
+    idle_hour = judge_of(instance, policy)
     for h in hours:
         used, wasted = days.get(h.at.date(), (0, 0))
-        if is_idle(h, instance, policy):
+        if idle_hour(h.cpu_max, h.gpu_max, h.core_max):
             idle += 1
             days[h.at.date()] = (used, wasted + 1)
         else:
@@ -195,12 +209,13 @@ def _slot_range(origin: datetime, slots: int, start: datetime, end: datetime) ->
 
 class HourGrid(Sequence[Hour]):
     """An instance's hours, compactly: one float32 slot an hour for the CPU maximum, the GPU maximum
-    (the highest of every GPU, NaN unless every GPU reported that hour) and the GPU mean, and a byte for
-    the GPUs in use. The hours it yields are those with CPU data (the instance ran). About 4 KB an
-    instance-fortnight, where a tuple of Hour objects is about 100 KB: the digest's memory no longer
-    grows with the points it read, and its figures are counted off the slots without making an Hour."""
+    (the highest of every GPU, NaN unless every GPU reported that hour), the GPU mean and the busiest
+    core's maximum (NaN where the agent did not publish it), and a byte for the GPUs in use. The hours
+    it yields are those with CPU data (the instance ran). About 6 KB an instance-fortnight, where a
+    tuple of Hour objects is about 100 KB: the digest's memory no longer grows with the points it read,
+    and its figures are counted off the slots without making an Hour."""
 
-    __slots__ = ("busy", "cpu", "gpu_avg", "gpu_max", "origin")
+    __slots__ = ("busy", "core", "cpu", "gpu_avg", "gpu_max", "origin")
 
     def __init__(
         self,
@@ -209,21 +224,25 @@ class HourGrid(Sequence[Hour]):
         gpu_max: array[float],
         gpu_avg: array[float],
         busy: array[int] | None = None,
+        *,
+        core: array[float] | None = None,
     ) -> None:
         self.origin, self.cpu, self.gpu_max, self.gpu_avg = origin, cpu, gpu_max, gpu_avg
         self.busy = busy if busy is not None else array("B", [UNKNOWN_BUSY]) * len(cpu)
+        self.core = core if core is not None else array("f", [NAN]) * len(cpu)
 
     def _slots(self) -> list[int]:
         return [i for i, v in enumerate(self.cpu) if not isnan(v)]
 
     def _hour(self, slot: int, at: datetime | None = None) -> Hour:
-        gmax, gavg, busy = self.gpu_max[slot], self.gpu_avg[slot], self.busy[slot]
+        gmax, gavg, busy, core = self.gpu_max[slot], self.gpu_avg[slot], self.busy[slot], self.core[slot]
         return Hour(
             at or self.origin + HOUR * slot,
             self.cpu[slot],
             None if isnan(gmax) else gmax,
             None if isnan(gavg) else gavg,
             None if busy == UNKNOWN_BUSY else busy,
+            None if isnan(core) else core,
         )
 
     def since(self, start: datetime) -> HourGrid:
@@ -232,7 +251,12 @@ class HourGrid(Sequence[Hour]):
         if first == 0:
             return self
         return HourGrid(
-            self.origin + HOUR * first, self.cpu[first:], self.gpu_max[first:], self.gpu_avg[first:], self.busy[first:]
+            self.origin + HOUR * first,
+            self.cpu[first:],
+            self.gpu_max[first:],
+            self.gpu_avg[first:],
+            self.busy[first:],
+            core=self.core[first:],
         )
 
     def between(self, start: datetime, end: datetime) -> list[Hour]:
@@ -243,11 +267,10 @@ class HourGrid(Sequence[Hour]):
 
     def tally(self, instance: InstanceWeek, start: datetime, end: datetime, policy: IdlePolicy) -> Counted | None:
         """What summarize counts of the hours in [start, end), off the slots (as figures._count does off
-        Hour objects, with is_idle's rule: CPU under its threshold, and every GPU's maximum under its own
-        when the instance has GPU telemetry; a missing value is never under a threshold)."""
-        cpu, gpu_max, gpu_avg = self.cpu, self.gpu_max, self.gpu_avg
+        Hour objects, by is_idle's rule: the stopper's, core/idleness.py; a NaN slot is a missing value)."""
+        cpu, gpu_max, gpu_avg, core = self.cpu, self.gpu_max, self.gpu_avg, self.core
         dates = _hours_of(self.origin, len(cpu))[1]
-        cpu_idle, gpu_idle, telemetry = policy.cpu_idle_percent, policy.gpu_idle_percent, instance.telemetry
+        idle_hour = judge_of(instance, policy)
         running = idle = 0
         averages: list[float] = []
         days: dict[date, tuple[int, int]] = {}
@@ -257,7 +280,8 @@ class HourGrid(Sequence[Hour]):
                 continue
             running += 1
             used, wasted = days.get(dates[k], (0, 0))
-            if load < cpu_idle and (not telemetry or gpu_max[k] < gpu_idle):
+            top, busiest = gpu_max[k], core[k]
+            if idle_hour(load, None if isnan(top) else top, None if isnan(busiest) else busiest):
                 idle += 1
                 days[dates[k]] = (used, wasted + 1)
             else:
@@ -300,6 +324,7 @@ class HourFolder:
         self.origin, self.slots, self.gpus, self.busy_percent = origin, slots, gpus, busy_percent
         self.busy = array("B", [0]) * slots  # how many GPUs reached busy_percent that hour
         self.cpu = array("f", [NAN]) * slots
+        self.core = array("f", [NAN]) * slots  # the busiest core's maximum, where the agent published it
         self.gpu_max = array("f", [-inf]) * slots  # the highest so far: read only where every GPU reported
         self.gpu_sum = array("f", [0.0]) * slots
         self.reported = array("H", [0]) * slots  # how many GPUs gave a maximum that hour
@@ -328,6 +353,10 @@ class HourFolder:
         """One GPU's hourly maxima."""
         self.add_gpu_max_series(*_columns(points))
 
+    def add_core(self, points: Iterable[tuple[datetime, float]]) -> None:
+        """The busiest core's hourly maxima."""
+        self.add_core_series(*_columns(points))
+
     def add_gpu_avg(self, points: Iterable[tuple[datetime, float]]) -> None:
         """One GPU's hourly means."""
         self.add_gpu_avg_series(*_columns(points))
@@ -340,6 +369,16 @@ class HourFolder:
         for at, value in zip(times, values, strict=True):
             if (slot := self._slot(at)) >= 0:
                 self.cpu[slot] = value
+
+    def add_core_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
+        """The busiest core's hourly maxima: the agent rolls every core up into one series per instance."""
+        run = self._run(times)
+        if run is not None:
+            self.core[run] = array("f", values)
+            return
+        for at, value in zip(times, values, strict=True):
+            if (slot := self._slot(at)) >= 0:
+                self.core[slot] = value
 
     def add_gpu_max_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
         """One GPU's hourly maxima."""
@@ -377,7 +416,7 @@ class HourFolder:
         else:
             gpu_max, busy = array("f", [NAN]) * self.slots, array("B", [UNKNOWN_BUSY]) * self.slots
         gpu_avg = array("f", [s / n if n else NAN for s, n in zip(self.gpu_sum, self.averaged, strict=True)])
-        return HourGrid(self.origin, self.cpu, gpu_max, gpu_avg, busy)
+        return HourGrid(self.origin, self.cpu, gpu_max, gpu_avg, busy, core=self.core)
 
 
 def _columns(points: Iterable[tuple[datetime, float]]) -> tuple[list[datetime], list[float]]:
@@ -390,14 +429,17 @@ def hours_from_points(
     gpu_max: Sequence[Sequence[tuple[datetime, float]]],
     gpu_avg: Sequence[Sequence[tuple[datetime, float]]],
     busy_percent: float = 5.0,
+    core: Sequence[tuple[datetime, float]] = (),
 ) -> HourGrid:
-    """Hourly samples from hourly series: CPU Maximum, and per GPU its Maximum and Average."""
+    """Hourly samples from hourly series: CPU Maximum, per GPU its Maximum and Average, and the busiest
+    core's Maximum where the agent publishes it."""
     times = [at for at, _ in cpu]
     if not times:
         return HourFolder(datetime.min.replace(tzinfo=UTC), 0, 0).grid()
     origin = min(times)
     folder = HourFolder(origin, int((max(times) - origin).total_seconds() // 3600) + 1, len(gpu_max), busy_percent)
     folder.add_cpu(cpu)
+    folder.add_core(core)
     for series in gpu_max:
         folder.add_gpu_max(series)
     for series in gpu_avg:
