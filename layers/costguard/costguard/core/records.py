@@ -70,12 +70,13 @@ class Skipped:
 @dataclass(frozen=True)
 class Price:
     usd_per_hour: float | None
-    source: str  # "pricing-api", "bundled", "unknown"
+    source: str  # "pricing-api", "bundled", "unknown", or "bill" (what the bill loses: core/money.py)
+    on_demand: float | None = None  # a price on the bill: the list price beside it
 
     def text(self) -> str:
         if self.usd_per_hour is None:
             return "price unknown"
-        suffix = "" if self.source == "pricing-api" else " (list price, approx.)"
+        suffix = {"pricing-api": "", "bill": " on the bill"}.get(self.source, " (list price, approx.)")
         return f"${self.usd_per_hour:,.2f}/h{suffix}"
 
 

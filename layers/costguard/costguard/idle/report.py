@@ -127,6 +127,7 @@ def ledger_entry(
         reason=outcome.reason,
         idle_hours=outcome.idle_hours,
         hourly_saving=(price.usd_per_hour or 0.0) if price else 0.0,
+        list_hourly=(price.on_demand or 0.0) if price and price.source == "bill" else 0.0,
     )
 
 

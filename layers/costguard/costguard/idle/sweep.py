@@ -22,6 +22,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.autoscaling import AutoScaling
+from costguard.aws.billing import BillingReader
+from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.cloudwatch.alarms import IdleAlarms
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_count
@@ -38,6 +40,7 @@ from costguard.idle.acts.outbox import Effects, Recovered, Recovery, effect_reco
 from costguard.idle.acts.starts import MorningStarts, hours_offer
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
 from costguard.idle.events import AlarmFired, StateChanged, Sweep
+from costguard.idle.reads.bill import SweepBill
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
@@ -70,6 +73,7 @@ class Aws:
     autoscaling: AutoScaling
     prices: PriceBook
     checker: ActivityChecker | None = None  # the activity check on the machine (None: metrics alone)
+    bill: BillingReader | None = None  # the bill a stop is priced on (None: every stop priced on demand, unsaid)
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,7 @@ class IdleStopper:
         settings, policy, mode = terms.settings, terms.policy, terms.settings.mode
         ec2, autoscaling, outbox = aws.ec2, aws.autoscaling, state.outbox
         self.region, self.ec2, self.autoscaling, self.history = aws.region, ec2, autoscaling, state.history
-        self.settings, self.policy = settings, policy
+        self.settings, self.policy, self.bill_reader, self.prices = settings, policy, aws.bill, aws.prices
         # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
         self.manage_alarms = aws.region == settings.home_region and policy.idle_alarms and mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
@@ -202,8 +206,10 @@ class IdleStopper:
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
+        bill = SweepBill(self.bill_reader, self.prices, candidates, now)
 
         def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued
+            decision = bill.price(instance, decision)  # a warning or stop as the bill sees it
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             if decision.action is Action.STOP and decision.start_at is not None:
@@ -358,6 +364,12 @@ def idle_stopper(runtime: Wiring, policy: IdlePolicy, region: str) -> IdleStoppe
         autoscaling=AutoScaling(runtime.client("autoscaling", region), settings.mode),
         prices=runtime.prices,
         checker=checker,
+        bill=BillingReader(
+            ec2=runtime.client("ec2", region),
+            savingsplans=runtime.client("savingsplans", GLOBAL_ENDPOINT_REGION),
+            ce=runtime.client("ce", GLOBAL_ENDPOINT_REGION),
+            region=region,
+        ),
     )
     state = State(
         ledger=runtime.ledger,

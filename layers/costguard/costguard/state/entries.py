@@ -58,3 +58,4 @@ class Entry:
     hourly_saving: float = 0.0
     until: str = ""  # a timed keep: when it ends (ISO 8601, UTC)
     gpu_hours: float = 0.0  # a learned start: the GPU-hours its machine was stopped before it
+    list_hourly: float = 0.0  # a stop priced on the bill (hourly_saving): its on-demand price beside it

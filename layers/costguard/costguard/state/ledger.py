@@ -107,7 +107,7 @@ class Ledger:
                 for raw in page.get("Items", []):
                     item = {k: _de.deserialize(v) for k, v in raw.items() if k in names}
                     item["at"] = datetime.fromisoformat(item["at"])
-                    for key in ("idle_hours", "hourly_saving", "gpu_hours"):
+                    for key in ("idle_hours", "hourly_saving", "gpu_hours", "list_hourly"):
                         item[key] = float(item.get(key, 0))
                     item["kind"] = EntryKind(item["kind"])
                     entry = Entry(**item)

@@ -1,7 +1,8 @@
-"""What costguard's stops saved this week: hours each stopped machine stayed off, at its hourly price."""
+"""What costguard's stops saved this week: hours each stopped machine stayed off, at what the bill saved."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -13,23 +14,44 @@ from costguard.state.entries import Entry
 def saved_by_stops(
     entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, prices: PriceBook
 ) -> tuple[float, float]:
-    """Hours each stopped machine stayed stopped this week, and what that saved at its hourly price
-    (the price the stop recorded; the price book's for stops pressed in Slack, which record none)."""
-    hours = usd = 0.0
+    """Hours each stopped machine stayed stopped this week, and what that saved: the saving on the bill the
+    stop recorded (`list_hourly` says it was priced on the bill, $0 included); for older records and stops
+    pressed in Slack, which record none, the price book's.
+
+    A machine stopped several times in the week is off from each stop until the next one at the latest
+    (someone started it in between), and from its last stop until it was launched again or the week ends."""
+    stops: dict[str, list[Entry]] = defaultdict(list)
     for entry in entries:
-        if not entry.kind.stopped or not entry.applied:
-            continue
-        instance = raw.get(entry.instance_id)
+        if entry.kind.stopped and entry.applied:
+            stops[entry.instance_id].append(entry)
+    hours = usd = 0.0
+    for instance_id, made in stops.items():
+        instance = raw.get(instance_id)
         if instance is None:
             continue  # terminated since: nothing more to say about it
-        if instance.state == "stopped":
-            until = end
-        elif instance.launch_time > entry.at:
-            until = instance.launch_time
-        else:
-            continue
-        stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
-        hours += stopped
-        price = entry.hourly_saving or prices.hourly(entry.instance_type, entry.region).usd_per_hour or 0.0
-        usd += stopped * price
+        made.sort(key=lambda e: e.at)
+        for entry, after in zip(made, [*made[1:], None], strict=True):
+            until = _back_on(entry, instance, end)
+            if after is not None:
+                until = min(until, after.at) if until is not None else None
+            if until is None:
+                continue
+            stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
+            hours += stopped
+            usd += stopped * _hourly(entry, prices)
     return hours, usd
+
+
+def _back_on(entry: Entry, instance: Instance, end: datetime) -> datetime | None:
+    """When the machine stopped by `entry` ran again, as far as the week can tell; None when unknown."""
+    if instance.state == "stopped":
+        return end
+    if instance.launch_time > entry.at:
+        return instance.launch_time
+    return None
+
+
+def _hourly(entry: Entry, prices: PriceBook) -> float:
+    if entry.list_hourly > 0:  # priced on the bill: what it recorded, $0 included
+        return entry.hourly_saving
+    return entry.hourly_saving or prices.hourly(entry.instance_type, entry.region).usd_per_hour or 0.0

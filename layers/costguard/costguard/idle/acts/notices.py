@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.aws.pricing import PriceBook
 from costguard.core import formatting, tags
 from costguard.core.errors import SlackDeliveryError
+from costguard.core.formatting import duration
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.records import Instance, Price
@@ -34,6 +35,7 @@ from costguard.idle.acts.starts import tell_unreadable_schedule
 from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
+from costguard.idle.rules.money import tells_prepaid
 from costguard.idle.words.messages import (
     dry_run_notice,
     idle_warning,
@@ -42,9 +44,10 @@ from costguard.idle.words.messages import (
     stop_failed_notice,
     stop_notice,
 )
+from costguard.idle.words.money import prepaid_idle_notice
 from costguard.slack.blocks import Message
 from costguard.slack.notifier import SlackNotifier
-from costguard.state.claims import ClaimHeld, Claims, post_once
+from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
 from costguard.state.ledger import LedgerWriteError
 from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
 
@@ -198,6 +201,8 @@ class SweepNotices(OwnerMessages):
             self._warn(instance, decision, outcome, now, writes)
         elif decision.action is Action.STOP:
             self._stop(instance, decision, outcome, now, writes)
+        elif tells_prepaid(decision):  # idle on capacity paid whether it runs or not: left running, said daily
+            tell_prepaid(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome))
         elif decision.action is Action.CLEAR_WARNING:
             writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
         elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
@@ -221,9 +226,8 @@ class SweepNotices(OwnerMessages):
         return by_machine(tellings, self.dispatch.send(tellings, now))
 
     def tell_stops(self, stopped: Stopped, now: datetime, *, left: Stopped | None = None) -> dict[str, Settled]:
-        """Each stop AWS took (and each a dead attempt `left`), told to its owner; its record then goes from
-        the outbox with its ledger entry. A notice Slack did not take stays in the outbox for the next
-        sweep: this sweep's stops not told, by machine, with why."""
+        """Each stop AWS took (and each a dead attempt `left`) told to its owner, its record then gone with its
+        ledger entry; a notice Slack did not take stays for the next sweep. Those not told, by machine, why."""
         tellings = [Telling(notice, notice.message) for _, _, notice in [*(left or []), *stopped]]
         told = self.dispatch.send(tellings, now)
         return by_machine([Telling(notice, notice.message) for _, _, notice in stopped], told)
@@ -233,7 +237,7 @@ class SweepNotices(OwnerMessages):
     ) -> Outcome:
         """What costguard would do (dry-run) or does not do (notify-only), told to the alerts channel once:
         gathered with the sweep's other reports in one message, each machine its own record."""
-        price = self.prices.hourly(instance.instance_type, instance.region)
+        price = price_of(self.prices, instance, decision)
         outcome = replace(outcome, applied=False)  # reported, not done
         notice, message = report_of(self.mode, instance, decision, outcome, now, price)
         if notice.sk in recovered.reported:
@@ -244,9 +248,8 @@ class SweepNotices(OwnerMessages):
     def _warn(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
     ) -> None:
-        price = self.prices.hourly(instance.instance_type, instance.region)
-        # The warning is delivered first; only a delivered warning is recorded on the instance, so a
-        # machine is never stopped on a warning nobody received.
+        price = price_of(self.prices, instance, decision)
+        # Delivered first; only a delivered warning is recorded on the instance: no stop on an unseen warning.
         warning = idle_warning(instance, decision, price, outcome.owner, now, hours=self.hours_for(instance, now))
         state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
         if decision.stop_after is not None:
@@ -262,7 +265,7 @@ class SweepNotices(OwnerMessages):
     ) -> None:
         owner = outcome.owner
         warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
-        price = self.prices.hourly(instance.instance_type, instance.region)
+        price = price_of(self.prices, instance, decision)
         # Stopped first, told after: the notice waits in the outbox and goes out only for a stop AWS took.
         # It is keyed by the warning it acts on: a retry of a dead attempt writes the same record.
         notice = replace(
@@ -278,6 +281,40 @@ class SweepNotices(OwnerMessages):
     def _queue(self, telling: Telling) -> None:
         with self._lock:
             self._tellings.append(telling)
+
+
+def price_of(prices: PriceBook, instance: Instance, decision: Decision) -> Price:
+    """What a stop saves each hour: on the bill where the decision was priced on it, else the list price."""
+    if decision.bill is not None:
+        return Price(decision.bill.usd_per_hour, "bill", on_demand=decision.bill.on_demand)
+    return prices.hourly(instance.instance_type, instance.region)
+
+
+def tell_prepaid(
+    notices: OwnerMessages, instance: Instance, decision: Decision, now: datetime, *, clear: Callable[[], None]
+) -> None:
+    """Once a day, to the alerts channel and (but in dry-run) to the owner: the machine idles on prepaid
+    capacity, left running, with a button to stop it anyway. A warning given before the bill was read goes."""
+    if decision.action is Action.CLEAR_WARNING:
+        clear()
+    owner = instance.owner(notices.settings.owner_tag_key)
+    if decision.bill is None:
+        return
+    idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
+    message = prepaid_idle_notice(instance, decision.bill, owner, idle, account=instance.account)
+    day = f"{instance.instance_id}:{now:%Y-%m-%d}"
+    notices.report_once(f"prepaid:{day}", message, now)
+    if notices.mode is Mode.DRY_RUN or not owner:
+        return
+    claim = notices.claims.claim(f"prepaid-owner:{day}", now, ttl=REPORT_TTL)
+    if claim.state is not ClaimState.TAKEN:
+        return
+    try:
+        notices.tell(owner, message)
+    except SlackDeliveryError:
+        notices.claims.release(claim)
+        raise
+    notices.claims.done(claim)
 
 
 def reported(mode: Mode, decision: Decision) -> bool:

@@ -20,6 +20,7 @@ from enum import StrEnum
 
 from costguard.core import formatting, tags
 from costguard.core.keeping import kept_by_people
+from costguard.core.money import Marginal
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.judgement import Judgement, Verdict
@@ -65,6 +66,7 @@ class Decision:
     told: bool = False  # warned already (without a stop): nothing more to say unless it will now stop
     learned: str = ""  # the recurring work learned for this machine, as the messages say it
     start_at: datetime | None = None  # a stop: when costguard starts the machine again for that work
+    bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
 
 
 UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
@@ -91,8 +93,6 @@ def protection(instance: Instance, now: datetime, spot_request_type: str = "") -
         return "instance-store root volume: it cannot be stopped"
     if instance.lifecycle == "spot" and spot_request_type != "persistent":
         return "one-time Spot instance: it cannot be stopped"
-    if instance.lifecycle == "capacity-block":
-        return "Capacity Block instance: paid for the whole block"
     for key, orchestrator in ORCHESTRATOR_TAGS.items():
         if key in instance.tags:
             return f"managed by {orchestrator}, which would replace it"

@@ -9,6 +9,7 @@ from costguard.core import formatting, tags
 from costguard.core.formatting import duration
 from costguard.core.records import Instance, Price
 from costguard.idle.rules.decision import Decision
+from costguard.idle.words.money import saving_line
 from costguard.slack.blocks import Block, Message, actions, context, fields_section, header, mrkdwn, section
 from costguard.slack.buttons import start_buttons, warning_buttons
 
@@ -69,7 +70,7 @@ def idle_warning(
         fields_section(
             [
                 f"*Type*\n{instance.instance_type} in {instance.region}",
-                f"*Cost*\n{_cost(price)}",
+                f"*Saves*\n{saving_line(decision.bill)}" if decision.bill else f"*Cost*\n{_cost(price)}",
                 f"*Why*\n{why}",
                 when,
             ]
@@ -135,7 +136,7 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
             fields_section(
                 [
                     f"*Type*\n{instance.instance_type} in {instance.region}",
-                    f"*Saves*\n{saving}",
+                    f"*Saves*\n{saving_line(decision.bill) if decision.bill else saving}",
                     f"*Idle for*\n{idle}",
                     f"*Why*\n{judgement.reason if judgement else decision.reason}",
                 ]

@@ -1,0 +1,51 @@
+"""What the week's stops saved: hours each stopped machine stayed off, priced as the bill shows it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from costguard.aws.pricing import PriceBook
+from costguard.core.records import Instance
+from costguard.digest.weekly.savings import saved_by_stops
+from costguard.state.entries import Entry, EntryKind
+
+START = datetime(2026, 11, 16, tzinfo=UTC)
+END = START + timedelta(days=7)
+
+
+def stop(at: datetime, saving: float = 21.96, list_hourly: float = 0.0, kind: EntryKind = EntryKind.STOP) -> Entry:
+    return Entry(
+        at=at,
+        kind=kind,
+        instance_id="i-p",
+        region="us-east-1",
+        mode="enforce",
+        instance_type="p4d.24xlarge",
+        hourly_saving=saving,
+        list_hourly=list_hourly,
+    )
+
+
+def test_a_machine_stopped_three_times_in_a_week_is_counted_off_at_most_once_an_hour() -> None:
+    # Stopped Monday, Wednesday and Friday, started again by its owner in between; stopped now.
+    stops = [stop(START + timedelta(days=d)) for d in (0, 2, 4)]
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START - timedelta(days=30))
+    hours, usd = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
+    assert hours <= 7 * 24  # a machine cannot stay off longer than the week
+    # Each stop counts until the next one at most: 2 + 2 + 3 days.
+    assert hours == 7 * 24
+    assert round(usd, 2) == round(7 * 24 * 21.96, 2)
+
+
+def test_a_stop_restarted_before_a_later_stop_counts_until_the_later_stop_at_most() -> None:
+    stops = [stop(START), stop(START + timedelta(days=1))]
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", START + timedelta(days=1, hours=3))
+    hours, _ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
+    assert hours == 24 + 3  # the first until the second stop, the second until the launch after it
+
+
+def test_a_stop_priced_on_the_bill_at_zero_saves_nothing_and_is_not_priced_again_at_list() -> None:
+    prepaid = stop(END - timedelta(hours=5), saving=0.0, list_hourly=21.96)
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START)
+    hours, usd = saved_by_stops([prepaid], {"i-p": machine}, END, PriceBook(None))
+    assert (hours, usd) == (5.0, 0.0)
