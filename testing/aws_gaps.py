@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 from xml.sax.saxutils import escape
@@ -387,25 +387,14 @@ class _DemoPrices:
         return dict(self.gaps.sagemaker_prices.get((instance_name, region), {}))
 
 
-class GapProxy:
+class GapProxy(local_http.Served):
     """127.0.0.1 endpoint: gaps answered by AwsGaps, everything else forwarded to moto."""
+
+    http11 = True
 
     def __init__(self, gaps: AwsGaps, moto_port: int) -> None:
         self.gaps = gaps
         self.moto_port = moto_port
-        self._server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return local_http.url(self._server)
-
-    def start(self) -> GapProxy:
-        self._server = local_http.serve(self._handle, http11=True)
-        return self
-
-    def stop(self) -> None:
-        local_http.stop(self._server)
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length") or 0)

@@ -6,7 +6,7 @@ import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar, Self
 
 
 def serve(handle: Callable[[BaseHTTPRequestHandler], None], *, http11: bool = False) -> ThreadingHTTPServer:
@@ -47,3 +47,25 @@ def stop(server: ThreadingHTTPServer | None) -> None:
     if server is not None:
         server.shutdown()
         server.server_close()
+
+
+class Served:
+    """A stand-in that `serve` answers on 127.0.0.1 by its `_handle`: started, stopped, and where it is."""
+
+    http11: ClassVar[bool] = False  # keep-alive connections (HTTP/1.1), as AWS's endpoints answer
+    _server: ThreadingHTTPServer | None = None
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self._server = serve(self._handle, http11=self.http11)
+        return self
+
+    def stop(self) -> None:
+        stop(self._server)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return url(self._server)

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -84,7 +84,7 @@ class RateLimits:
 
 
 @dataclass
-class SlackStandIn:
+class SlackStandIn(local_http.Served):
     users: dict[str, str] = field(default_factory=dict)  # email -> user id
     channels: set[str] = field(default_factory=set)  # empty: every channel exists
     token: str = BOT_TOKEN
@@ -98,23 +98,10 @@ class SlackStandIn:
     latency_s: float = 0.0  # slept before each answer (the benchmark's injected round trip)
     limits: RateLimits | None = None  # Slack's rate limits, enforced (None: none)
     clock: Callable[[], float] = time.time  # what a message's ts says (a simulation's own clock)
-    _server: ThreadingHTTPServer | None = None
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ------------------------------------------------------------------ control
-    def start(self) -> SlackStandIn:
-        self._server = local_http.serve(self._handle)
-        return self
-
-    def stop(self) -> None:
-        local_http.stop(self._server)
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return local_http.url(self._server)
-
     @property
     def api_url(self) -> str:
         return f"{self.url}/api/"

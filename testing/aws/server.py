@@ -22,7 +22,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
@@ -38,7 +38,9 @@ from testing.aws.secretsmanager import SecretsManager
 from testing.worlds.fleet import Fleet, Series, SimInstance
 
 
-class StandIn:
+class StandIn(local_http.Served):
+    http11 = True
+
     def __init__(self, fleet: Fleet, *, latency_s: float = 0.0, secret: Mapping[str, str] | None = None) -> None:
         self.fleet = fleet
         self.latency_s = latency_s
@@ -54,7 +56,6 @@ class StandIn:
         self.dynamodb = DynamoDB()
         self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
         self._json: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "GraniteServiceVersion20100801.ListMetrics": self.cloudwatch.list_metrics,
             "GraniteServiceVersion20100801.GetMetricData": self.cloudwatch.get_metric_data,
@@ -85,18 +86,6 @@ class StandIn:
         return self.ec2.query(form)  # the world's EC2 (a subclass may give it another)
 
     # ------------------------------------------------------------------ server
-    def start(self) -> StandIn:
-        self._server = local_http.serve(self._handle, http11=True)
-        return self
-
-    def stop(self) -> None:
-        local_http.stop(self._server)
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return local_http.url(self._server)
-
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         raw = request.rfile.read(int(request.headers.get("Content-Length") or 0))
         target = request.headers.get("X-Amz-Target")

@@ -106,7 +106,6 @@ class PriceBook:
         key = (instance_type, region)
         if key in self._sagemaker or self.client is None:
             return self._sagemaker.get(key, {})
-        found: dict[str, float] = {}
         params: dict[str, Any] = {
             "ServiceCode": "AmazonSageMaker",
             "Filters": [
@@ -116,11 +115,7 @@ class PriceBook:
             "MaxResults": 100,
         }
         try:
-            for product in self._products(self.client, params):
-                usage = str(product.get("product", {}).get("attributes", {}).get("usagetype", ""))
-                price = on_demand_usd([product])
-                if usage and price:
-                    found[usage] = price
+            found = self._on_demand_by(self.client, params, "usagetype")
         except READ_ERRORS as exc:
             logger.warning("pricing API unavailable for SageMaker", instance_type=instance_type, error=str(exc))
             return {}
@@ -138,6 +133,17 @@ class PriceBook:
             if not token:
                 return
             params = {**params, "NextToken": token}
+
+    def _on_demand_by(self, client: PricingClient, params: dict[str, Any], attribute: str) -> dict[str, float]:
+        """The on-demand USD per hour of every product of a GetProducts query, by one of its attributes
+        (products without that attribute or a price left out)."""
+        found: dict[str, float] = {}
+        for product in self._products(client, params):
+            key = str(product.get("product", {}).get("attributes", {}).get(attribute, ""))
+            price = on_demand_usd([product])
+            if key and price:
+                found[key] = price
+        return found
 
     def hourly(self, instance_type: str, region: str) -> Price:
         key = (instance_type, region)
@@ -158,13 +164,8 @@ class PriceBook:
             "Filters": _filters(instance_type, "locationType", "AWS Region"),
             "MaxResults": 100,
         }
-        prices: dict[str, float] = {}
         try:
-            for product in self._products(self.client, params):
-                region = str(product.get("product", {}).get("attributes", {}).get("regionCode", ""))
-                price = on_demand_usd([product])
-                if region and price:
-                    prices[region] = price
+            prices = self._on_demand_by(self.client, params, "regionCode")
         except READ_ERRORS as exc:
             logger.warning("pricing API unavailable for region prices", instance_type=instance_type, error=str(exc))
             return {}

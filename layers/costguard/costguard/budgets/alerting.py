@@ -38,6 +38,22 @@ class Handled:
     kind: str = "budget"  # or "anomaly"
 
 
+@dataclass(frozen=True)
+class Desk:
+    """What every alert of one invocation is handled with: where it reads, keeps and posts, and when."""
+
+    explorer: Callable[[], CostExplorer]
+    claims: Claims
+    notifier: SlackNotifier
+    channel: str
+    now: datetime
+
+    def post_once(self, key: str, message: Message) -> Delivery | None:
+        return post_once(
+            self.claims, self.notifier, self.channel, key=key, message=message, now=self.now, ttl=NOTICE_TTL
+        )
+
+
 def handle_event(
     event: Any,
     *,
@@ -50,17 +66,11 @@ def handle_event(
     """An invocation's alerts: a Cost Anomaly Detection event from EventBridge, or each record of an SNS event
     (a budget's tier, an anomaly, an alarm); each one logged and counted by kind and status (BudgetPosted,
     AnomalyUpdated...), and said in the summary."""
-    wiring: dict[str, Any] = {
-        "explorer": explorer,
-        "claims": claims,
-        "notifier": notifier,
-        "channel": channel,
-        "now": now,
-    }
+    desk = Desk(explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now)
     anomaly = parse_anomaly_event(event) if is_anomaly_event(event) else None
     notifications = parse_sns_event(event, received=now) if anomaly is None else []
-    results = [handle_anomaly(anomaly, **wiring)] if anomaly else []
-    results += [handle_notification(notification, **wiring) for notification in notifications]
+    results = [handle_anomaly(anomaly, desk)] if anomaly else []
+    results += [handle_notification(notification, desk) for notification in notifications]
     handled = []
     for result in results:
         logger.info(f"{result.kind} alert", message_id=result.message_id, status=result.status, key=result.key)
@@ -70,45 +80,33 @@ def handle_event(
     return handled
 
 
-def handle_notification(
-    notification: SnsNotification,
-    *,
-    explorer: Callable[[], CostExplorer],
-    claims: Claims,
-    notifier: SlackNotifier,
-    channel: str,
-    now: datetime,
-) -> Handled:
+def handle_notification(notification: SnsNotification, desk: Desk) -> Handled:
     try:
         alarm = alarm_from_sns(notification)
         anomaly = anomaly_from_sns(notification) if alarm is None else None
     except EventValidationError as exc:
         # An anomaly or alarm AWS wrote in a shape costguard cannot read: shown as sent, with the field at fault.
         logger.warning("unreadable anomaly or alarm notification", message_id=notification.message_id, reason=str(exc))
-        return _post_raw(notification, str(exc), claims=claims, notifier=notifier, channel=channel, now=now)
+        return _post_raw(notification, str(exc), desk)
     if alarm is not None:
-        message = alarm_message(alarm)
-        delivery = post_once(claims, notifier, channel, key=alarm.key, message=message, now=now, ttl=NOTICE_TTL)
+        delivery = desk.post_once(alarm.key, alarm_message(alarm))
         return Handled(notification.message_id, "posted" if delivery else "duplicate", alarm.key, kind="alarm")
     if anomaly is not None:
-        return handle_anomaly(anomaly, explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now)
+        return handle_anomaly(anomaly, desk)
     try:
         alert = parse_budget_message(notification.message)
     except BudgetParseError as exc:
         logger.warning("unreadable budget notification", message_id=notification.message_id, reason=str(exc))
-        return _post_raw(notification, str(exc), claims=claims, notifier=notifier, channel=channel, now=now)
-    message = budget_alert_message(alert, explorer().spend_picture(now.date()))
+        return _post_raw(notification, str(exc), desk)
+    message = budget_alert_message(alert, desk.explorer().spend_picture(desk.now.date()))
     key = alert.dedupe_key(notification.timestamp.date())
-    delivery = post_once(claims, notifier, channel, key=key, message=message, now=now, ttl=NOTICE_TTL)
+    delivery = desk.post_once(key, message)
     return Handled(notification.message_id, "posted" if delivery else "duplicate", key)
 
 
-def _post_raw(
-    notification: SnsNotification, reason: str, *, claims: Claims, notifier: SlackNotifier, channel: str, now: datetime
-) -> Handled:
-    message = raw_budget_message(notification, reason)
+def _post_raw(notification: SnsNotification, reason: str, desk: Desk) -> Handled:
     key = f"budget-raw:{notification.message_id}"
-    delivery = post_once(claims, notifier, channel, key=key, message=message, now=now, ttl=NOTICE_TTL)
+    delivery = desk.post_once(key, raw_budget_message(notification, reason))
     return Handled(notification.message_id, "posted-raw" if delivery else "duplicate", key)
 
 
@@ -136,50 +134,30 @@ class Shown:
             return cls()
 
 
-def handle_anomaly(
-    anomaly: Anomaly,
-    *,
-    explorer: Callable[[], CostExplorer],
-    claims: Claims,
-    notifier: SlackNotifier,
-    channel: str,
-    now: datetime,
-) -> Handled:
+def handle_anomaly(anomaly: Anomaly, desk: Desk) -> Handled:
     """Post the anomaly once; when AWS sends it again with a new impact, edit that message in place (or,
     if it cannot be edited, post a new one that says it updates the earlier one). An unchanged or older
     copy posts nothing, and costs no Cost Explorer call. ClaimHeld while another attempt is at it."""
-    claim = claims.claim(anomaly.key, now, ttl=ANOMALY_TTL)
-    if claim.state is ClaimState.TAKEN:
-        return _first_post(
-            anomaly, claim, explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now
-        )
-    if claim.state is ClaimState.HELD:
-        raise ClaimHeld(f"{anomaly.key} is being posted by another attempt")
-    if skip := _unneeded(anomaly, Shown.load(claim.detail)):
-        return Handled(anomaly.message_id, skip, anomaly.key, "anomaly")
+    seen = _as_claimed(anomaly, desk)
+    if isinstance(seen, Handled):
+        return seen
+    claims, now = desk.claims, desk.now
     edit = claims.claim(f"{anomaly.key}:edit", now, ttl=ANOMALY_TTL)  # one edit at a time, released after
     if edit.state is not ClaimState.TAKEN:
         raise ClaimHeld(f"{anomaly.key} is being edited by another attempt")
     try:
-        fresh = claims.claim(anomaly.key, now, ttl=ANOMALY_TTL)  # read again, under the edit's lease
-        if fresh.state is ClaimState.TAKEN:  # expired in between: this is a first post after all
-            return _first_post(
-                anomaly, fresh, explorer=explorer, claims=claims, notifier=notifier, channel=channel, now=now
-            )
-        if fresh.state is ClaimState.HELD:
-            raise ClaimHeld(f"{anomaly.key} is being posted by another attempt")
-        shown = Shown.load(fresh.detail)
-        if skip := _unneeded(anomaly, shown):
-            return Handled(anomaly.message_id, skip, anomaly.key, "anomaly")
-        drivers = explorer().drivers(*anomaly.days(now.date()), anomaly.services)
+        shown = _as_claimed(anomaly, desk)  # read again, under the edit's lease
+        if isinstance(shown, Handled):
+            return shown
+        drivers = desk.explorer().drivers(*anomaly.days(now.date()), anomaly.services)
         try:
             edited = anomaly_message(anomaly, drivers, was=shown.total_impact, updated_at=now)
-            delivery = notifier.update(shown.channel, shown.ts, edited)
+            delivery = desk.notifier.update(shown.channel, shown.ts, edited)
             status, posted_on = "updated", shown.posted_on
         except SlackDeliveryError as exc:
             logger.warning("anomaly message not editable, posting anew", key=anomaly.key, reason=str(exc))
             replaces = date.fromisoformat(shown.posted_on) if shown.posted_on else now.date()
-            delivery = notifier.post(channel, anomaly_message(anomaly, drivers, replaces=replaces))
+            delivery = desk.notifier.post(desk.channel, anomaly_message(anomaly, drivers, replaces=replaces))
             status, posted_on = "reposted", now.date().isoformat()
         claims.revise(anomaly.key, _shown(anomaly, delivery, posted_on).dump())
         return Handled(anomaly.message_id, status, anomaly.key, "anomaly")
@@ -187,23 +165,31 @@ def handle_anomaly(
         claims.release(edit)
 
 
-def _first_post(
-    anomaly: Anomaly,
-    claim: Claim,
-    *,
-    explorer: Callable[[], CostExplorer],
-    claims: Claims,
-    notifier: SlackNotifier,
-    channel: str,
-    now: datetime,
-) -> Handled:
+def _as_claimed(anomaly: Anomaly, desk: Desk) -> Handled | Shown:
+    """The anomaly's claim, taken or read: a first post made (the claim was free, or expired), a copy that
+    changes nothing, or what its message shows now (to be edited). ClaimHeld while another attempt posts it."""
+    claim = desk.claims.claim(anomaly.key, desk.now, ttl=ANOMALY_TTL)
+    if claim.state is ClaimState.TAKEN:
+        return _first_post(anomaly, claim, desk)
+    if claim.state is ClaimState.HELD:
+        raise ClaimHeld(f"{anomaly.key} is being posted by another attempt")
+    shown = Shown.load(claim.detail)
+    if skip := _unneeded(anomaly, shown):
+        return Handled(anomaly.message_id, skip, anomaly.key, "anomaly")
+    return shown
+
+
+def _first_post(anomaly: Anomaly, claim: Claim, desk: Desk) -> Handled:
+    now = desk.now
     try:
-        message: Message = anomaly_message(anomaly, explorer().drivers(*anomaly.days(now.date()), anomaly.services))
-        delivery = notifier.post(channel, message)
+        message: Message = anomaly_message(
+            anomaly, desk.explorer().drivers(*anomaly.days(now.date()), anomaly.services)
+        )
+        delivery = desk.notifier.post(desk.channel, message)
     except SlackDeliveryError:
-        claims.release(claim)
+        desk.claims.release(claim)
         raise
-    claims.done(claim, detail=_shown(anomaly, delivery, now.date().isoformat()).dump())
+    desk.claims.done(claim, detail=_shown(anomaly, delivery, now.date().isoformat()).dump())
     return Handled(anomaly.message_id, "posted", anomaly.key, "anomaly")
 
 

@@ -32,6 +32,7 @@ from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
+from costguard.core.regions import each_region
 from costguard.core.settings import IdlePolicy, Mode, Settings
 from costguard.idle.acts.alarms import AlarmKeeper
 from costguard.idle.acts.delivery import AWS_ERRORS, NOTIFY_WORKERS
@@ -395,11 +396,4 @@ def run(
         return {what.region: stopper(what.region).evaluate(what.instance_id, now)}, []
     if isinstance(what, StateChanged):
         return {what.region: stopper(what.region).on_state_change(what.instance_id, what.state, what.at or now)}, []
-    reports, failures = {}, []
-    for region in regions:
-        try:
-            reports[region] = stopper(region).sweep(now)
-        except Exception as exc:  # one region's outage must not stop the others' sweep
-            logger.exception("sweep failed", region=region)
-            failures.append(f"{region}: {type(exc).__name__}: {exc}")
-    return reports, failures
+    return each_region(regions, lambda region: stopper(region).sweep(now), failed="sweep failed")

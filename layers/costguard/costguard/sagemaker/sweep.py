@@ -18,6 +18,7 @@ from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
 from costguard.core.errors import CostguardError
 from costguard.core.observability import logger, metrics
+from costguard.core.regions import each_region
 from costguard.core.sagemaker import Resource
 from costguard.core.settings import Mode, SageMakerPolicy
 from costguard.sagemaker.acts import SageMakerActs
@@ -137,14 +138,7 @@ class SweepIncomplete(CostguardError):
 def sweep_regions(sweep_for: Callable[[str], SageMakerSweep], regions: Sequence[str], now: datetime) -> dict[str, Any]:
     """Every governed region swept; one region's outage does not stop the others', and fails the run at the end
     (with whatever else a retry can fix) so that the schedule retries it."""
-    reports: dict[str, SweepReport] = {}
-    failures: list[str] = []
-    for region in regions:
-        try:
-            reports[region] = sweep_for(region).run(now)
-        except Exception as exc:  # one region's outage must not stop the others' sweep
-            logger.exception("sagemaker sweep failed", region=region)
-            failures.append(f"{region}: {type(exc).__name__}: {exc}")
+    reports, failures = each_region(regions, lambda region: sweep_for(region).run(now), failed="sagemaker sweep failed")
     for report in reports.values():
         for action in ("warn", "act"):
             done = sum(1 for o in report.outcomes if o.action.value == action and o.applied)

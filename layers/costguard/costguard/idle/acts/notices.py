@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -59,25 +59,21 @@ def _forever() -> float:
     return float("inf")
 
 
+@dataclass(kw_only=True, eq=False)
 class OwnerMessages:
     """The sweep's Slack outside the outbox's deliveries: owners' ids found at once, a notice posted once to
     the alerts channel (a stop refused for good), a message to an owner."""
 
-    def __init__(
-        self,
-        *,
-        claims: Claims,
-        outbox: Outbox,
-        notifier: Callable[[], SlackNotifier],
-        prices: PriceBook,
-        settings: Settings,
-    ) -> None:
-        self._expected: Sequence[Instance] | None = None
-        self.claims = claims
-        self.outbox = outbox
-        self.notifier = notifier
-        self.prices = prices
-        self.settings, self.mode = settings, settings.mode
+    claims: Claims
+    outbox: Outbox
+    notifier: Callable[[], SlackNotifier]
+    prices: PriceBook
+    settings: Settings
+    mode: Mode = field(init=False)
+    _expected: Sequence[Instance] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.mode = self.settings.mode
 
     def prepare(self, instance: Instance) -> None:
         """Made here, once, not by racing threads: the price lookup, the Slack client, the owners' ids."""
@@ -131,30 +127,27 @@ class OwnerMessages:
         self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
 
 
+def _no_hours(_instance: Instance, _now: datetime) -> str | None:
+    return None
+
+
+@dataclass(kw_only=True, eq=False)
 class SweepNotices(OwnerMessages):
-    def __init__(
-        self,
-        *,
-        claims: Claims,
-        outbox: Outbox,
-        notifier: Callable[[], SlackNotifier],
-        prices: PriceBook,
-        settings: Settings,
-        time_left: Callable[[], float] = _forever,
-        hours_for: Callable[[Instance, datetime], str | None] = lambda _i, _n: None,
-    ) -> None:
-        super().__init__(claims=claims, outbox=outbox, notifier=notifier, prices=prices, settings=settings)
-        self.time_left = time_left
-        self.hours_for = hours_for  # the working hours a warning offers a machine without any
+    time_left: Callable[[], float] = _forever
+    hours_for: Callable[[Instance, datetime], str | None] = _no_hours  # the hours a warning offers one without any
+    dispatch: Dispatch = field(init=False)
+    _tellings: list[Telling] = field(init=False, default_factory=list)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.dispatch = Dispatch(
-            outbox=outbox,
-            notifier=notifier,
-            alerts_channel=settings.alerts_channel,
-            email_domain=settings.email_domain,
-            time_left=time_left,
+            outbox=self.outbox,
+            notifier=self.notifier,
+            alerts_channel=self.settings.alerts_channel,
+            email_domain=self.settings.email_domain,
+            time_left=self.time_left,
         )
-        self._tellings: list[Telling] = []
-        self._lock = threading.Lock()
 
     def act(
         self, instance: Instance, decision: Decision, now: datetime, writes: PendingWrites, recovered: Recovered
