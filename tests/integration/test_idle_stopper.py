@@ -593,7 +593,14 @@ def test_idle_alarm_evaluates_just_that_instance_on_fresh_data(
 
     assert tags.IDLE_WARNED_AT in tags_of(target)
     assert tags.IDLE_WARNED_AT not in tags_of(other)
-    assert [p for op, p in calls if op == "DescribeInstances"] == [{"InstanceIds": [target]}]
+    # The machine alone; then, as a warning is priced on the bill, the region's running accelerated machines
+    # (the Reserved Instances' pools are the region's, not one machine's).
+    [machine, pools] = [p for op, p in calls if op == "DescribeInstances"]
+    assert machine == {"InstanceIds": [target]}
+    assert pools["Filters"] == [
+        {"Name": "instance-state-name", "Values": ["running"]},
+        {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
+    ]
     [listing] = [p for op, p in calls if op == "ListMetrics"]
     assert listing["Dimensions"] == [{"Name": "InstanceId", "Value": target}]
     assert [m.channel for m in slack.messages] == ["U0ALICE"]

@@ -199,3 +199,23 @@ def test_cost_explorer_is_asked_once_a_day_per_container() -> None:
         c.assert_no_pending_responses()
     assert first.plans == second.plans
     assert Bill(second, NOW).price(machine(1), 21.96).usd_per_hour == 0
+
+
+def test_a_denied_cost_explorer_is_said_and_not_asked_again_that_day() -> None:
+    ec2, sp, ce = clients()
+    plan = {"savingsPlanId": "sp-1", "savingsPlanArn": "arn:sp-1", "savingsPlanType": "Compute", "end": "2027-06-01"}
+    with Stubber(ec2) as e, Stubber(sp) as s, Stubber(ce) as c:
+        for _ in range(2):
+            e.add_response("describe_reserved_instances", {"ReservedInstances": []})
+            e.add_response("describe_capacity_reservations", {"CapacityReservations": []})
+            s.add_response("describe_savings_plans", {"savingsPlans": [plan]})
+        c.add_client_error("get_savings_plans_utilization_details", "AccessDeniedException", http_status_code=400)
+        reader = BillingReader(ec2, sp, ce, "us-east-1")
+        first = reader.read([machine(1)], NOW)
+        second = reader.read([machine(1)], NOW + timedelta(minutes=15))
+        c.assert_no_pending_responses()
+    for read in (first, second):
+        assert read.unread == ("Savings Plans' use",)
+        price = Bill(read, NOW).price(machine(1), 21.96)
+        assert price.usd_per_hour == 21.96
+        assert price.caveat == "Savings Plans not read; priced on demand"

@@ -26,13 +26,13 @@ def stop(at: datetime, saving: float = 21.96, list_hourly: float = 0.0, kind: En
     )
 
 
-def test_a_machine_stopped_three_times_in_a_week_is_counted_off_at_most_once_an_hour() -> None:
-    # Stopped Monday, Wednesday and Friday, started again by its owner in between; stopped now.
+def test_a_machine_stopped_three_times_in_a_week_is_never_counted_off_twice_for_one_hour() -> None:
+    # Stopped Monday, Wednesday and Friday, started again by its owner in between; stopped now. Before,
+    # each stop counted until the end of the week: 7 + 5 + 3 days, more hours than the week has. Each
+    # stop now counts until the next one at the latest (the ledger knows no start in between): 2 + 2 + 3.
     stops = [stop(START + timedelta(days=d)) for d in (0, 2, 4)]
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START - timedelta(days=30))
     hours, usd = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
-    assert hours <= 7 * 24  # a machine cannot stay off longer than the week
-    # Each stop counts until the next one at most: 2 + 2 + 3 days.
     assert hours == 7 * 24
     assert round(usd, 2) == round(7 * 24 * 21.96, 2)
 
@@ -48,4 +48,11 @@ def test_a_stop_priced_on_the_bill_at_zero_saves_nothing_and_is_not_priced_again
     prepaid = stop(END - timedelta(hours=5), saving=0.0, list_hourly=21.96)
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START)
     hours, usd = saved_by_stops([prepaid], {"i-p": machine}, END, PriceBook(None))
+    assert (hours, usd) == (5.0, 0.0)
+
+
+def test_a_stop_from_slack_in_a_capacity_block_saves_nothing() -> None:
+    slack = stop(END - timedelta(hours=5), saving=0.0, kind=EntryKind.STOP_FROM_SLACK)
+    machine = Instance("i-p", "us-east-1", "p5.48xlarge", "stopped", START, lifecycle="capacity-block")
+    hours, usd = saved_by_stops([slack], {"i-p": machine}, END, PriceBook(None))
     assert (hours, usd) == (5.0, 0.0)

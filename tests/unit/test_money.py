@@ -12,6 +12,7 @@ from costguard.core.records import Instance
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)  # a Tuesday
 P4D = 21.96
 G5_12, G5_24 = 5.672, 8.144
+P3_8, P3_16 = 12.24, 24.48
 
 
 def machine(n: int, instance_type: str = "p4d.24xlarge", zone: str = "us-east-1a", **kw: object) -> Instance:
@@ -64,13 +65,23 @@ def test_five_p4d_on_three_ris_save_the_on_demand_price_of_two_stops_and_nothing
 
 
 def test_a_regional_linux_ri_floats_across_the_sizes_of_its_family_in_normalized_units() -> None:
-    assert units("g5.12xlarge") == 96
-    assert units("g5.24xlarge") == 192
-    big, small = machine(1, "g5.24xlarge"), machine(2, "g5.12xlarge", zone="us-east-1b")
-    billing = Billing("us-east-1", running=[big, small], reserved=[ri(2, "g5.12xlarge")])  # 192 of 288 units
-    # 96 units run on demand: stopping the 24xlarge (192 units) saves half its price, the 12xlarge all of its.
-    assert Bill(billing, NOW).price(big, G5_24).usd_per_hour == pytest.approx(G5_24 / 2)
-    assert Bill(billing, NOW).price(small, G5_12).usd_per_hour == pytest.approx(G5_12)
+    assert units("p3.8xlarge") == 64
+    assert units("p3.16xlarge") == 128
+    big, small = machine(1, "p3.16xlarge"), machine(2, "p3.8xlarge", zone="us-east-1b")
+    billing = Billing("us-east-1", running=[big, small], reserved=[ri(2, "p3.8xlarge")])  # 128 of 192 units
+    # 64 units run on demand: stopping the 16xlarge (128 units) saves half its price, the 8xlarge all of its.
+    assert Bill(billing, NOW).price(big, P3_16).usd_per_hour == pytest.approx(P3_16 / 2)
+    assert Bill(billing, NOW).price(small, P3_8).usd_per_hour == pytest.approx(P3_8)
+
+
+def test_g5_and_g4dn_reserved_instances_cover_their_exact_size_only() -> None:
+    # AWS excludes G4ad, G4dn, G5, G5g and Inf1 from size flexibility.
+    big, small = machine(1, "g5.24xlarge"), machine(2, "g5.12xlarge")
+    billing = Billing("us-east-1", running=[big, small], reserved=[ri(1, "g5.12xlarge")])
+    assert Bill(billing, NOW).price(small, G5_12).usd_per_hour == 0  # its exact RI covers it
+    assert Bill(billing, NOW).price(big, G5_24).usd_per_hour == pytest.approx(G5_24)  # none of its size
+    two = Billing("us-east-1", running=[big, machine(3, "g5.24xlarge")], reserved=[ri(1, "g5.48xlarge")])
+    assert Bill(two, NOW).price(big, G5_24).usd_per_hour == pytest.approx(G5_24)  # a 48xlarge RI covers no 24xlarge
 
 
 def test_a_zonal_ri_covers_its_type_in_its_zone_only() -> None:
@@ -131,6 +142,12 @@ def test_a_capacity_reservation_with_free_slots_is_paid_whether_its_machines_run
     assert (m.usd_per_hour, m.basis, m.hold) == (0.0, Basis.CAPACITY_RESERVATION, odcr)
     assert m.why == "in capacity reservation cr-odcr: billed whether used or not"
     assert Bill(billing, NOW).price(outside, P4D).usd_per_hour == P4D
+
+
+def test_a_reservation_a_whole_read_does_not_list_has_ended_and_the_machine_runs_on_demand() -> None:
+    inside = machine(1, capacity_reservation_id="cr-cancelled")
+    m = Bill(Billing("us-east-1", running=[inside]), NOW).price(inside, P4D)
+    assert (m.usd_per_hour, m.prepaid) == (P4D, False)
 
 
 def test_the_instances_own_reservation_id_is_enough_when_the_reservations_could_not_be_read() -> None:

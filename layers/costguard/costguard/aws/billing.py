@@ -21,14 +21,24 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from costguard.aws.clients import READ_ERRORS, error_code
-from costguard.core.money import LINUX, Billing, Hold, Plan, Reserved
+from costguard.core.money import (
+    LINUX,
+    UNREAD_HOLDS,
+    UNREAD_PLAN_USE,
+    UNREAD_PLANS,
+    UNREAD_RIS,
+    Billing,
+    Hold,
+    Plan,
+    Reserved,
+)
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 
 # The days of Cost Explorer's answers a plan's recent use is judged on (Cost Explorer lags about a day).
 RECENT_DAYS = 2
 # Cost Explorer's answers of a day, per account: (day, utilization by plan ARN, spill USD/h).
-CE_MEMORY: dict[date, tuple[dict[str, float], float | None]] = {}
+CE_MEMORY: dict[date, tuple[dict[str, float], float | None] | None] = {}  # None: denied that day
 HOLD_STATES = ("active", "scheduled", "payment-pending")
 
 
@@ -62,7 +72,7 @@ class BillingReader:
         try:
             response = self.ec2.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
         except READ_ERRORS as exc:
-            self._failed("Reserved Instances", "DescribeReservedInstances", exc)
+            self._failed(UNREAD_RIS, "DescribeReservedInstances", exc)
             return []
         out = []
         for ri in response.get("ReservedInstances", []):
@@ -92,7 +102,7 @@ class BillingReader:
             try:
                 response = self.ec2.describe_capacity_reservations(**params)
             except READ_ERRORS as exc:
-                self._failed("capacity reservations", "DescribeCapacityReservations", exc)
+                self._failed(UNREAD_HOLDS, "DescribeCapacityReservations", exc)
                 return out
             for cr in response.get("CapacityReservations", []):
                 out.append(
@@ -128,7 +138,7 @@ class BillingReader:
                 if not token:
                     break
         except READ_ERRORS as exc:
-            self._failed("Savings Plans", "DescribeSavingsPlans", exc)
+            self._failed(UNREAD_PLANS, "DescribeSavingsPlans", exc)
             return [], None
         ec2_plans = [p for p in raw if p.get("savingsPlanType") in ("Compute", "EC2Instance")]
         if not ec2_plans:
@@ -150,23 +160,22 @@ class BillingReader:
 
     def _recent_use(self, today: date) -> tuple[dict[str, float], float | None]:
         if today in CE_MEMORY:
-            return CE_MEMORY[today]
+            remembered = CE_MEMORY[today]
+            if remembered is None:  # denied today already: said again, not asked again ($0.01 a call)
+                self.unread.append(UNREAD_PLAN_USE)
+                return {}, None
+            return remembered
         if self.ce is None:
-            self.unread.append("Savings Plans' use")
+            self.unread.append(UNREAD_PLAN_USE)
             return {}, None
         try:
-            used = plans_use(self.ce, today)
+            answer: tuple[dict[str, float], float | None] | None = (plans_use(self.ce, today), _spill(self.ce, today))
         except READ_ERRORS as exc:
-            self._failed("Savings Plans' use", "GetSavingsPlansUtilizationDetails", exc)
-            return {}, None
-        try:
-            spill: float | None = plans_spill(self.ce, today)
-        except READ_ERRORS as exc:
-            logger.warning("savings plans coverage not read", error=str(exc)[:200])
-            spill = None
+            self._failed(UNREAD_PLAN_USE, "GetSavingsPlansUtilizationDetails", exc)
+            answer = None
         CE_MEMORY.clear()
-        CE_MEMORY[today] = (used, spill)
-        return used, spill
+        CE_MEMORY[today] = answer
+        return answer if answer is not None else ({}, None)
 
     def _spot_prices(self, spot: Sequence[Instance], now: datetime) -> dict[tuple[str, str], float]:
         if not spot:
@@ -208,6 +217,14 @@ def plans_use(ce: Any, today: date) -> dict[str, float]:
         token = details.get("NextToken")
         if not token:
             return used
+
+
+def _spill(ce: Any, today: date) -> float | None:
+    try:
+        return plans_spill(ce, today)
+    except READ_ERRORS as exc:  # the plans' use is known: a stop then saves on demand, as without a spill
+        logger.warning("savings plans coverage not read", error=str(exc)[:200])
+        return None
 
 
 def plans_spill(ce: Any, today: date) -> float:

@@ -56,6 +56,16 @@ NORMALIZATION_FACTOR: Mapping[str, float] = {
 # usage it could cover spills to the on-demand rate (utilization is read per day, not per hour).
 PLAN_USED_UP_PERCENT = 99.0
 LINUX = "Linux/UNIX"
+# Families whose regional RIs apply to their exact size only (EC2 User Guide, "Reserved Instance size
+# flexibility": G4ad, G4dn, G5, G5g and Inf1 are excluded).
+NOT_SIZE_FLEXIBLE = frozenset({"g4ad", "g4dn", "g5", "g5g", "inf1"})
+# What the reads name when they fail (aws/billing.py): the caveat a price carries.
+UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS, UNREAD_PLAN_USE = (
+    "Reserved Instances",
+    "capacity reservations",
+    "Savings Plans",
+    "Savings Plans' use",
+)
 
 
 class Basis(Enum):
@@ -93,6 +103,7 @@ class Reserved:
             and self.platform == LINUX
             and self.tenancy == "default"
             and units(self.instance_type) is not None
+            and family(self.instance_type) not in NOT_SIZE_FLEXIBLE
         )
 
 
@@ -223,7 +234,7 @@ class Bill:
 
     def price(self, instance: Instance, on_demand: float | None) -> Marginal:
         """The machine's marginal price this hour, `on_demand` being its list price (None: unknown)."""
-        hold = self._hold_of(instance)
+        hold = self._hold_of(instance, on_demand)
         if hold is not None:
             return hold
         if instance.lifecycle == "spot":
@@ -234,7 +245,7 @@ class Bill:
         plan = self._plan(instance, on_demand, share)
         if plan is not None:
             return Marginal(plan[0], on_demand, Basis.SAVINGS_PLAN, plan[1], caveat="; ".join(caveats))
-        if "Savings Plans" in self.billing.unread:
+        if UNREAD_PLANS in self.billing.unread or UNREAD_PLAN_USE in self.billing.unread:
             caveats.append("Savings Plans not read")
         usd = None if on_demand is None else round(on_demand * share, 4)
         text = why or "on demand"
@@ -243,24 +254,26 @@ class Bill:
         return Marginal(usd, on_demand, Basis.ON_DEMAND, text, caveat="; ".join(caveats))
 
     # ------------------------------------------------------------------------------------------ the cases
-    def _hold_of(self, instance: Instance) -> Marginal | None:
+    def _hold_of(self, instance: Instance, on_demand: float | None) -> Marginal | None:
+        """$0 in paid capacity. `on_demand` rides along: what an idle hour of it costs."""
         rid = instance.capacity_reservation_id
         block = instance.lifecycle == "capacity-block"
         if not rid and not block:
             return None
         hold = self._holds.get(rid)
+        if hold is None and UNREAD_HOLDS not in self.billing.unread:
+            return None  # read whole and not there: ended or cancelled, the machine runs on demand
         if hold is not None and not hold.active(self.now):
             return None  # ended or cancelled: the machine runs on demand (or is about to end with its block)
         if hold is None:
-            # The instance's own fields say it runs in reserved capacity; its details were not read.
+            # The instance's own fields say it runs in reserved capacity; its details could not be read.
             kind = "Capacity Block" if block else "capacity reservation"
-            caveat = "" if "capacity reservations" not in self.billing.unread else "capacity reservations not read"
             basis = Basis.CAPACITY_BLOCK if block else Basis.CAPACITY_RESERVATION
             why = f"in {kind} {rid}".strip() + (": prepaid" if block else ": billed whether used or not")
-            return Marginal(0.0, None, basis, why, caveat=caveat)
+            return Marginal(0.0, on_demand, basis, why, caveat="capacity reservations not read")
         basis = Basis.CAPACITY_BLOCK if hold.block else Basis.CAPACITY_RESERVATION
         paid = "prepaid" if hold.block else "billed whether used or not"
-        return Marginal(0.0, None, basis, f"in {hold.label}: {paid}", hold=hold, until=hold.end)
+        return Marginal(0.0, on_demand, basis, f"in {hold.label}: {paid}", hold=hold, until=hold.end)
 
     def _spot(self, instance: Instance, on_demand: float | None) -> Marginal:
         price = self.billing.spot_prices.get((instance.instance_type, instance.zone))
@@ -270,7 +283,7 @@ class Bill:
 
     def _uncovered_share(self, instance: Instance) -> tuple[float, str, list[str]]:
         """The share of this machine's hour the Reserved Instances leave to other rates (0 to 1), and why."""
-        caveats = ["Reserved Instances not read"] if "Reserved Instances" in self.billing.unread else []
+        caveats = ["Reserved Instances not read"] if UNREAD_RIS in self.billing.unread else []
         share, why = ri_share(instance, self._reserved, self._running())
         return share, why, caveats
 
@@ -344,6 +357,7 @@ def _pooled(instance: Instance, reserved: Sequence[Reserved]) -> bool:
     """Whether size-flexible regional RIs of its family apply to this machine."""
     return (
         units(instance.instance_type) is not None
+        and family(instance.instance_type) not in NOT_SIZE_FLEXIBLE
         and _platform_of(instance) == LINUX
         and instance.tenancy == "default"
         and any(r.size_flexible and family(r.instance_type) == family(instance.instance_type) for r in reserved)

@@ -158,8 +158,7 @@ class IdleStopper:
             self.mornings.run(now, report)
         finally:
             # 2. Server-side filters narrow the page count; this check is the one the decision relies on.
-            candidates = list(self.ec2.iter_instances(candidate_filters(self.policy)))
-            candidates = [i for i in candidates if self.policy.is_accelerated(i.instance_type)]
+            candidates = accelerated(self.ec2, self.policy)
             report.candidates = len(candidates)
             self.mornings.settle_running(candidates, report)  # 3. learned starts not yet recorded
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))  # 4-14
@@ -207,10 +206,11 @@ class IdleStopper:
         protection_changes: dict[tuple[str, bool], list[Instance]] = defaultdict(list)
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
-        bill = SweepBill(self.bill_reader, self.prices, candidates, now)
+        running = (lambda: accelerated(self.ec2, self.policy)) if one_instance else (lambda: candidates)  # RI pools
+        bill = SweepBill(self.bill_reader, self.prices, running, now, self.region)
 
         def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued
-            decision = bill.price(instance, decision)  # a warning or stop as the bill sees it
+            bill.note(instance, decision)  # a stop coming: priced before this sweep's own
             if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             if decision.action is Action.STOP and decision.start_at is not None:
@@ -222,7 +222,7 @@ class IdleStopper:
         try:
             sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
             final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)  # 7.
-            for instance, decision in final:
+            for instance, decision in bill.priced(final):  # 8. each warning and stop as the bill sees it
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
         finally:
@@ -273,6 +273,11 @@ def remember(history: MachineHistory, instance_id: str, state: str, at: datetime
     except (ClientError, BotoCoreError) as exc:
         logger.warning("state change not kept", instance_id=instance_id, error=str(exc)[:200])
         metrics.add_metric(name="StateChangesNotKept", unit=MetricUnit.Count, value=1)
+
+
+def accelerated(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
+    """The region's running accelerated machines (server-side filters, then the check decisions rely on)."""
+    return [i for i in ec2.iter_instances(candidate_filters(policy)) if policy.is_accelerated(i.instance_type)]
 
 
 def candidate_filters(policy: IdlePolicy) -> list[Any]:

@@ -38,7 +38,7 @@ def saved_by_stops(
                 continue
             stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
             hours += stopped
-            usd += stopped * _hourly(entry, prices)
+            usd += stopped * _hourly(entry, instance, prices)
     return hours, usd
 
 
@@ -51,7 +51,9 @@ def _back_on(entry: Entry, instance: Instance, end: datetime) -> datetime | None
     return None
 
 
-def _hourly(entry: Entry, prices: PriceBook) -> float:
+def _hourly(entry: Entry, instance: Instance, prices: PriceBook) -> float:
     if entry.list_hourly > 0:  # priced on the bill: what it recorded, $0 included
         return entry.hourly_saving
+    if instance.lifecycle == "capacity-block" or instance.capacity_reservation_id:
+        return 0.0  # stopped from Slack in paid capacity ("Stop anyway"): the slot is freed, nothing saved
     return entry.hourly_saving or prices.hourly(entry.instance_type, entry.region).usd_per_hour or 0.0

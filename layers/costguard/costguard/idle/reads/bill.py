@@ -1,42 +1,81 @@
-"""The bill of one region for one sweep: read once, on the sweep's first warning or stop, and each warning
-and stop priced on it in turn (`rules/money.py` decides what a price means)."""
+"""The bill of one region for one sweep: read once, when the sweep has a warning or a stop to price, and
+the sweep's warnings and stops priced on it together (`rules/money.py` decides what a price means).
+
+They are priced in the order the machines will go: the machines already warned whose grace is running
+first (their stops are coming), then this sweep's stops, then the warnings that will stop; each priced
+as if the ones before it were gone. A warning that stops nothing by itself takes no saving from others."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from costguard.aws.billing import BillingReader
 from costguard.aws.pricing import PriceBook
-from costguard.core.money import Bill, Billing
+from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Bill, Billing
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.money import PRICED, priced
 
+Decided = tuple[Instance, Decision]
+
 
 class SweepBill:
     def __init__(
-        self, reader: BillingReader | None, prices: PriceBook, candidates: Sequence[Instance], now: datetime
+        self,
+        reader: BillingReader | None,
+        prices: PriceBook,
+        running: Callable[[], Sequence[Instance]],
+        now: datetime,
+        region: str,
     ) -> None:
-        self.reader, self.prices, self.candidates, self.now = reader, prices, candidates, now
-        self._bill: Bill | None = None
+        """`running`: the region's running accelerated machines, asked only when a bill is read."""
+        self.reader, self.prices, self.running, self.now, self.region = reader, prices, running, now, region
+        self._waiting: list[Instance] = []
 
-    def price(self, instance: Instance, decision: Decision) -> Decision:
-        """The decision as the bill sees it. Without a reader, only what the instance says of itself counts
-        (a Capacity Block or a capacity reservation it runs in): a warning or stop elsewhere is unchanged."""
-        if decision.action not in PRICED:
-            return decision
-        if self._bill is None:
-            billing = self.reader.read(self.candidates, self.now) if self.reader else Billing(instance.region)
-            if billing.unread:
-                logger.warning("bill partly unread: priced on demand", region=billing.region, unread=billing.unread)
-            self._bill = Bill(billing, self.now)
-        on_demand = self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
-        marginal = self._bill.price(instance, on_demand)
-        if self.reader is None and marginal.saves:
-            return decision
-        decided = priced(decision, marginal)
-        if decided.action in (Action.WARN, Action.STOP):  # its saving is taken: the next machine is priced without it
-            self._bill.stopped(instance, marginal)
-        return decided
+    def note(self, instance: Instance, decision: Decision) -> None:
+        """A machine warned whose grace period runs: its stop is coming, and counts before new ones."""
+        if decision.action is Action.WAIT and decision.will_stop:
+            self._waiting.append(instance)
+
+    def priced(self, decided: Sequence[Decided]) -> list[Decided]:
+        """The sweep's decisions, each warning and stop as the bill sees it (the others as they were). Without
+        a reader, only what a machine says of itself counts (a Capacity Block or a capacity reservation)."""
+        pricing = [(i, d) for i, d in decided if d.action in PRICED]
+        if not pricing:
+            return list(decided)
+        bill = Bill(self._read(), self.now)
+        for instance in self._waiting:
+            bill.stopped(instance, bill.price(instance, self._list(instance)))
+        out: dict[str, Decision] = {}
+        for instance, decision in sorted(pricing, key=_going_first):
+            marginal = bill.price(instance, self._list(instance))
+            if self.reader is None and marginal.saves:
+                continue  # nothing read: a saving is not claimed, the decision stands as it was
+            out[instance.instance_id] = verdict = priced(decision, marginal)
+            if verdict.action in PRICED and verdict.will_stop:
+                bill.stopped(instance, marginal)
+        return [(i, out.get(i.instance_id, d)) for i, d in decided]
+
+    def _read(self) -> Billing:
+        if self.reader is None:  # only the instances' own fields: a hold they name counts as paid
+            return Billing(self.region, unread=(UNREAD_HOLDS,))
+        try:
+            billing = self.reader.read(self.running(), self.now)
+        except Exception:  # an answer costguard cannot read must not cost the region its sweep: priced on demand
+            logger.exception("bill not read: priced on demand", region=self.region)
+            return Billing(self.region, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS))
+        if billing.unread:
+            logger.warning("bill partly unread: priced on demand", region=billing.region, unread=billing.unread)
+        return billing
+
+    def _list(self, instance: Instance) -> float | None:
+        return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
+
+
+def _going_first(item: Decided) -> int:
+    decision = item[1]
+    if decision.action is Action.STOP:
+        return 0
+    return 1 if decision.will_stop else 2

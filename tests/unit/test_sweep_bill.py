@@ -1,0 +1,88 @@
+"""A sweep's warnings and stops priced together, in the order the machines will go."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from costguard.aws.pricing import PriceBook
+from costguard.core.money import Billing, Reserved
+from costguard.core.records import Instance
+from costguard.idle.reads.bill import SweepBill
+from costguard.idle.rules.decision import Action, Decision
+
+NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
+
+
+class Reader:
+    """A bill reader over fixed RIs that counts its reads."""
+
+    def __init__(self, ris: int, *, fails: bool = False) -> None:
+        self.ris, self.fails, self.reads = ris, fails, 0
+
+    def read(self, running: Sequence[Instance], now: datetime) -> Billing:
+        self.reads += 1
+        if self.fails:
+            raise KeyError("UtilizationPercentage")  # an answer costguard could not read
+        ri = Reserved("ri", "p4d.24xlarge", self.ris, now - timedelta(days=1), now + timedelta(days=300))
+        return Billing("us-east-1", running=tuple(running), reserved=(ri,))
+
+
+def p4d(n: int) -> Instance:
+    return Instance(f"i-{n:08x}", "us-east-1", "p4d.24xlarge", "running", NOW - timedelta(days=2), zone="us-east-1a")
+
+
+FLEET = [p4d(n) for n in range(4)]
+
+
+def sweep_bill(reader: object) -> SweepBill:
+    return SweepBill(reader, PriceBook(None), lambda: FLEET, NOW, "us-east-1")  # type: ignore[arg-type]
+
+
+def test_a_stop_due_is_priced_before_a_new_warning_so_the_warned_machine_is_not_withdrawn() -> None:
+    # 4 p4d on 3 RIs: one stop saves the on-demand price. The machine due to stop takes it; the new
+    # warning, listed first, would otherwise take it and withdraw a warning its owner already read.
+    bill = sweep_bill(Reader(3))
+    warn = Decision(FLEET[0].instance_id, Action.WARN, "idle", stop_after=NOW + timedelta(minutes=30))
+    stop = Decision(FLEET[1].instance_id, Action.STOP, "idle through the grace period")
+    [(_, warned), (_, stopped)] = bill.priced([(FLEET[0], warn), (FLEET[1], stop)])
+    assert stopped.action is Action.STOP
+    assert stopped.bill is not None
+    assert stopped.bill.usd_per_hour == 21.96
+    assert warned.action is Action.NONE  # once that stop is made, a second saves nothing
+
+
+def test_a_machine_in_its_grace_period_counts_as_going_before_this_sweeps_warnings() -> None:
+    bill = sweep_bill(Reader(3))
+    bill.note(FLEET[2], Decision(FLEET[2].instance_id, Action.WAIT, "warned, grace running"))
+    warn = Decision(FLEET[0].instance_id, Action.WARN, "idle", stop_after=NOW + timedelta(minutes=30))
+    [(_, warned)] = bill.priced([(FLEET[0], warn)])
+    assert warned.action is Action.NONE
+
+
+def test_the_bill_is_read_once_a_sweep_and_not_at_all_without_a_warning_or_stop() -> None:
+    reader = Reader(0)
+    bill = sweep_bill(reader)
+    bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.SKIP, "exempt"))])
+    assert reader.reads == 0
+    bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.STOP, "idle"))])
+    assert reader.reads == 1
+
+
+def test_an_answer_costguard_cannot_read_prices_on_demand_and_says_so_instead_of_failing_the_sweep() -> None:
+    bill = sweep_bill(Reader(3, fails=True))
+    [(_, stopped)] = bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.STOP, "idle"))])
+    assert stopped.action is Action.STOP
+    assert stopped.bill is not None
+    assert stopped.bill.usd_per_hour == 21.96
+    assert "Reserved Instances not read" in stopped.bill.caveat
+
+
+def test_without_a_reader_a_capacity_block_machine_is_still_not_stopped() -> None:
+    block = Instance("i-b", "us-east-1", "p5.48xlarge", "running", NOW, lifecycle="capacity-block")
+    bill = SweepBill(None, PriceBook(None), lambda: [block], NOW, "us-east-1")
+    [(_, decided)] = bill.priced([(block, Decision("i-b", Action.STOP, "idle"))])
+    assert decided.action is Action.CLEAR_WARNING
+    ordinary = p4d(9)
+    plain = Decision(ordinary.instance_id, Action.STOP, "idle")
+    assert bill.priced([(ordinary, plain)]) == [(ordinary, plain)]  # nothing read: the decision as it was
