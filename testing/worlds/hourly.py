@@ -1,5 +1,5 @@
 """A fleet whose GPUs publish every hour of a fortnight, for the digest's reads at scale (bench/digest.py,
-tests/unit/test_digest.py): CPUUtilization (AWS/EC2, InstanceId), the agent's busiest core
+tests/unit/digest/weekly/test_digest.py): CPUUtilization (AWS/EC2, InstanceId), the agent's busiest core
 (cpu_usage_active, CWAgent, InstanceId) and nvidia_smi_utilization_gpu per GPU (CWAgent, InstanceId,
 index, name), served by testing/aws/cloudwatch.py. A third of the machines (by the last hex digit of
 their id) are busy from 08:00 to 20:00, a core at full load; the rest idle. Value lists are shared, so the

@@ -26,7 +26,7 @@ from costguard.state.weeks import WeekRecords
 from testing.handlers import LambdaContext, load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, TABLE
-from tests.unit.test_deep_dive import EVERY_REGION_P4D
+from tests.unit.digest.quarterly.test_rules import EVERY_REGION_P4D
 
 app = load_handler("deep_dive")
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday: the quarter is August to October

@@ -9,7 +9,7 @@ import pytest
 from costguard.core.errors import SlackDeliveryError
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import Delivery
-from tests.unit.test_notifier import FakeWebClient, FakeWebhook, notifier, slack_error
+from tests.unit.slack.test_notifier import FakeWebClient, FakeWebhook, notifier, slack_error
 
 EDITED = Message("anomaly grew", (section("now +$3,100"),))
 

@@ -30,7 +30,7 @@ from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
 from testing.aws.cloudwatch import CloudWatchClient
 from testing.worlds.hourly import HourlyFleet
-from tests.unit.test_organization import member_data
+from tests.unit.digest.organization.test_rules import member_data
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)

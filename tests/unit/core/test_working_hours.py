@@ -1,6 +1,6 @@
 """One working-hours suggestion (core/working_hours.py), from the hours a machine worked: the idle
 warning offers it from the machine's starts and stops, the weekly digest from its hours of work
-(tests/unit/test_advice.py)."""
+(tests/unit/digest/weekly/test_advice.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from botocore.stub import Stubber
 
 from costguard.aws.pricing import PriceBook
 from costguard.aws.queues import Letter, Mailbox
-from tests.unit.test_deep_dive import EVERY_REGION_P4D
+from tests.unit.digest.quarterly.test_rules import EVERY_REGION_P4D
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-figures"
 
