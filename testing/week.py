@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from testing.aws.ec2 import Ec2, Ec2Instance, Ec2World
 from testing.aws.errors import ApiError
 from testing.aws.inprocess import Exceptions, client_error, cloudwatch_in, metric_data_out, moment, paginate
 from testing.aws.pricing import Pricing
+from testing.aws.savingsplans import SavingsPlans
 from testing.aws.secretsmanager import SecretsManager
 from testing.aws.ssm import SystemsManager
 from testing.template import lambda_environment
@@ -409,6 +411,7 @@ class FakeAws:
         self.ssm = SystemsManager(self.nodes)
         self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
         self.ec2 = Ec2(WeekMachines(fleet), REGION)
+        self.savingsplans = SavingsPlans(lambda: [])  # the world's team bought no plan
         self.calls: dict[str, int] = defaultdict(int)
         self.stops_after_keep = 0
 
@@ -463,6 +466,9 @@ class FakeAws:
 
     def start_instances(self, **params: Any) -> dict[str, Any]:
         return self.ec2.start_instances(params)  # costguard's: a working-hours or learned start, or a button
+
+    def describe_savings_plans(self, **params: Any) -> dict[str, Any]:
+        return self.savingsplans.describe_savings_plans(params)
 
     def describe_reserved_instances(self, **params: Any) -> dict[str, Any]:
         return self.ec2.describe_reserved_instances(params)
@@ -523,6 +529,23 @@ class FakeAws:
 
 
 # ---------------------------------------------------------------------- costguard's week (child process)
+def refuse_the_network() -> list[str]:
+    """Connections anywhere but this machine refused at once (the week runs in a child process, out of
+    pytest-socket's reach), each one named: a client the harness forgot waits on botocore's retries."""
+    attempts: list[str] = []
+    connect = socket.socket.connect
+
+    def local_only(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else str(address)
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            attempts.append(str(host))
+            raise ConnectionRefusedError(f"the week answers AWS in process: no connection to {host}")
+        return connect(self, address)
+
+    socket.socket.connect = local_only  # type: ignore[method-assign,assignment]
+    return attempts
+
+
 def run_costguard(
     code_root: Path, seed: int, no_ssm_share: float, faults: dict[str, Any] | None = None, days: int = 7
 ) -> dict[str, Any]:
@@ -591,7 +614,9 @@ def run_costguard(
     runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION), slack_pace=0.0)
     for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
         runtime.clients._clients[(service, REGION)] = aws.client(service)
-    runtime.clients._clients[("pricing", "us-east-1")] = aws.client("pricing")
+    for service in ("pricing", "savingsplans"):
+        runtime.clients._clients[(service, "us-east-1")] = aws.client(service)
+    network = refuse_the_network()  # a call the fakes do not answer must not reach for a real endpoint
     Runtime.now = staticmethod(lambda: fleet.now)  # type: ignore[method-assign]
     sweep, buttons = handler("idle_stopper"), handler("buttons")
     rng = random.Random(seed * 31)
@@ -669,6 +694,7 @@ def run_costguard(
     figures["most_warning_messages_to_one_owner_in_a_sweep"] = most_in_a_sweep
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
+    figures["network_attempts"] = sorted(set(network))
     if faults is not None:
         figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {
             "dead_lettered_sweeps": dead_lettered,
