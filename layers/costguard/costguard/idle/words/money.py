@@ -13,14 +13,13 @@ def saving_line(marginal: Marginal) -> str:
     """ "Saves $21.96/h on the bill (on demand: 5 p4d run, 3 Reserved Instances)"."""
     if marginal.usd_per_hour is None:
         return "Saving unknown: no price could be had" + (f" ({marginal.caveat})" if marginal.caveat else "")
-    why = marginal.why if marginal.why != "on demand" else "on demand"
     list_price = (
         f"; ${marginal.on_demand:,.2f}/h on demand"
         if marginal.on_demand and abs(marginal.on_demand - marginal.usd_per_hour) > 0.005
         else ""
     )
     caveat = f"; {marginal.caveat}" if marginal.caveat else ""
-    return f"Saves ${marginal.usd_per_hour:,.2f}/h on the bill ({why}{list_price}{caveat})"
+    return f"Saves ${marginal.usd_per_hour:,.2f}/h on the bill ({marginal.why}{list_price}{caveat})"
 
 
 def prepaid_idle_notice(
