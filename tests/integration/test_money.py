@@ -15,7 +15,7 @@ from costguard.core import formatting, tags
 from costguard.runtime import Runtime
 from testing.billing import answer_the_bill
 from testing.slack_standin import SlackStandIn
-from tests.integration.conftest import REGION, TABLE
+from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_idle_stopper import SWEEP, idle, launch, publish, run, state_of, warn_tags
 
 P4D = 21.96  # the bundled list price, as the price book answers without the Pricing API
@@ -63,7 +63,7 @@ def test_a_capacity_block_machine_idle_is_not_stopped_said_once_a_day_and_stop_a
 
     assert state_of(iid) == "running"
     assert result["regions"][REGION]["stopped"] == []
-    assert tags.IDLE_WARNED_AT not in _tags(iid), "the warning given before the bill was read goes"
+    assert tags.IDLE_WARNED_AT not in tags_of(iid), "the warning given before the bill was read goes"
     told = [m for m in slack.messages if "prepaid capacity" in json.dumps(m.blocks)]
     assert sorted(m.channel for m in told) == sorted(["U0ALICE", runtime.settings.alerts_channel])
     assert "Capacity Block cr-0block (prepaid until" in json.dumps(told[0].blocks)
@@ -76,14 +76,19 @@ def test_a_capacity_block_machine_idle_is_not_stopped_said_once_a_day_and_stop_a
     assert stops_recorded() == []
 
 
-def test_an_idle_p4d_covered_by_reserved_instances_is_not_stopped_and_one_beyond_them_is(
-    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    busy = [launch(now, "p4d.24xlarge") for _ in range(2)]
-    for b in busy:
-        publish(b, now, gpus=[[90.0] * 48], cpu=[60.0] * 48)
+def three_p4d_one_idle(now: datetime) -> str:
+    """Two p4d at work and one idle through its grace period: the idle one's id."""
+    for busy in (launch(now, "p4d.24xlarge") for _ in range(2)):
+        publish(busy, now, gpus=[[90.0] * 48], cpu=[60.0] * 48)
     spare = launch(now, "p4d.24xlarge", tags=warn_tags(now, 35))
     publish(spare, now, gpus=[idle(48)], cpu=idle(48))
+    return spare
+
+
+def test_an_idle_p4d_covered_by_reserved_instances_is_not_stopped(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spare = three_p4d_one_idle(now)
 
     answer_the_bill(runtime, REGION, reserved=[ri(3, now=now)])  # 3 RIs for the 3 p4d that run
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
@@ -94,11 +99,7 @@ def test_an_idle_p4d_covered_by_reserved_instances_is_not_stopped_and_one_beyond
 def test_an_idle_p4d_beyond_its_reserved_instances_is_stopped_and_the_saving_said_on_the_bill(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    busy = [launch(now, "p4d.24xlarge") for _ in range(2)]
-    for b in busy:
-        publish(b, now, gpus=[[90.0] * 48], cpu=[60.0] * 48)
-    spare = launch(now, "p4d.24xlarge", tags=warn_tags(now, 35))
-    publish(spare, now, gpus=[idle(48)], cpu=idle(48))
+    spare = three_p4d_one_idle(now)
 
     answer_the_bill(runtime, REGION, reserved=[ri(2, now=now)])  # 2 RIs for 3: one runs on demand
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
@@ -108,12 +109,6 @@ def test_an_idle_p4d_beyond_its_reserved_instances_is_stopped_and_the_saving_sai
     assert float(stop["list_hourly"]["N"]) == pytest.approx(P4D)
     [notice] = [m for m in slack.messages if m.text.startswith("Stopped idle")]
     assert "Saves $21.96/h on the bill (on demand: 3 p4d run, 2 Reserved Instances)" in json.dumps(notice.blocks)
-
-
-def _tags(iid: str) -> dict[str, str]:
-    from tests.integration.conftest import tags_of  # noqa: PLC0415
-
-    return tags_of(iid)
 
 
 def test_the_warning_says_the_saving_on_the_bill_and_a_denied_read_says_so(
