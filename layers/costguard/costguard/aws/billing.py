@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
-from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.aws.clients import READ_ERRORS, error_code, utc_time
 from costguard.core.money import (
     LINUX,
     UNREAD_HOLDS,
@@ -83,8 +83,8 @@ class BillingReader:
                     reservation_id=ri["ReservedInstancesId"],
                     instance_type=ri["InstanceType"],
                     count=int(ri.get("InstanceCount", 1)),
-                    start=_time(ri["Start"]),
-                    end=_time(ri["End"]),
+                    start=utc_time(ri["Start"]),
+                    end=utc_time(ri["End"]),
                     zone="" if regional else zone,
                     platform=_platform(ri.get("ProductDescription", LINUX)),
                     tenancy=ri.get("InstanceTenancy", "default"),
@@ -112,10 +112,10 @@ class BillingReader:
                         zone=cr.get("AvailabilityZone", ""),
                         total=int(cr.get("TotalInstanceCount", 0)),
                         available=int(cr.get("AvailableInstanceCount", 0)),
-                        end=_time(cr["EndDate"]) if cr.get("EndDate") else None,
+                        end=utc_time(cr["EndDate"]) if cr.get("EndDate") else None,
                         block=cr.get("ReservationType") == "capacity-block",
                         state=cr.get("State", "active"),
-                        start=_time(cr["StartDate"]) if cr.get("StartDate") else None,
+                        start=utc_time(cr["StartDate"]) if cr.get("StartDate") else None,
                     )
                 )
             token = response.get("NextToken")
@@ -148,8 +148,8 @@ class BillingReader:
             Plan(
                 plan_id=p["savingsPlanId"],
                 kind=p["savingsPlanType"],
-                start=_time(p["start"]) if p.get("start") else None,
-                end=_time(p["end"]),
+                start=utc_time(p["start"]) if p.get("start") else None,
+                end=utc_time(p["end"]),
                 family=p.get("ec2InstanceFamily", ""),
                 region=p.get("region", ""),
                 used_percent=used.get(p.get("savingsPlanArn", "")),
@@ -193,13 +193,6 @@ class BillingReader:
 
 def _platform(description: str) -> str:
     return description.replace(" (Amazon VPC)", "").strip() or LINUX
-
-
-def _time(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def plans_use(ce: Any, today: date) -> dict[str, float]:
@@ -246,7 +239,7 @@ def spot_prices(ec2: Any, types: Sequence[str], now: datetime) -> dict[tuple[str
     latest: dict[tuple[str, str], tuple[datetime, float]] = {}
     for entry in response.get("SpotPriceHistory", []):
         key = (entry["InstanceType"], entry.get("AvailabilityZone", ""))
-        moment = _time(entry["Timestamp"])
+        moment = utc_time(entry["Timestamp"])
         if key not in latest or moment > latest[key][0]:
             latest[key] = (moment, float(entry["SpotPrice"]))
     return {k: v[1] for k, v in latest.items()}

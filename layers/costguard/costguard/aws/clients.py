@@ -52,6 +52,14 @@ def error_code(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def utc_time(value: Any) -> datetime:
+    """A time an AWS answer gave, as boto3 parsed it or as ISO 8601 text: aware, a naive one taken as UTC."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 def fast_timestamp(value: Any) -> datetime:
     """botocore's timestamp parser, made fast for the epoch numbers JSON services send and the UTC ISO
     8601 times XML services send.

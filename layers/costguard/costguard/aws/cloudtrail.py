@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from costguard.aws.clients import utc_time
+from costguard.core import formatting
 from costguard.core.scarcity import CAPACITY_ERRORS, FailedStart
 
 if TYPE_CHECKING:
@@ -73,10 +75,5 @@ def capacity_failures(events: Sequence[Mapping[str, object]], region: str) -> li
 
 
 def _event_time(text: Any, fallback: Any) -> datetime | None:
-    if isinstance(fallback, datetime):
-        return fallback if fallback.tzinfo else fallback.replace(tzinfo=UTC)
-    try:
-        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    """When the event happened: LookupEvents' own EventTime, else the record's eventTime; None if unreadable."""
+    return utc_time(fallback) if isinstance(fallback, datetime) else formatting.parse_time(str(text))

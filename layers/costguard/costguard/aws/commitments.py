@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.aws.clients import READ_ERRORS, error_code, utc_time
 from costguard.aws.costexplorer import EC2_COMPUTE
 from costguard.core.observability import logger
 from costguard.core.records import Commitment
@@ -40,8 +40,8 @@ class CommitmentReader:
                     Commitment(
                         kind="reserved-instance",
                         commitment_id=ri["ReservedInstancesId"],
-                        start=_time(ri["Start"]),
-                        end=_time(ri["End"]),
+                        start=utc_time(ri["Start"]),
+                        end=utc_time(ri["End"]),
                         region=region,
                         instance_type=ri["InstanceType"],
                         count=int(ri.get("InstanceCount", 1)),
@@ -62,8 +62,8 @@ class CommitmentReader:
                         kind="savings-plan",
                         commitment_id=plan["savingsPlanId"],
                         arn=plan.get("savingsPlanArn", ""),
-                        start=_time(plan["start"]),
-                        end=_time(plan["end"]),
+                        start=utc_time(plan["start"]),
+                        end=utc_time(plan["end"]),
                         region=plan.get("region", ""),
                         instance_type=plan.get("ec2InstanceFamily", ""),
                         scope=plan.get("savingsPlanType", ""),
@@ -167,10 +167,3 @@ class CommitmentReader:
     def _failed(self, call: str, exc: BaseException) -> None:
         self.errors.append(f"{call}: {error_code(exc)}")
         logger.warning("cost explorer call failed", call=call, error=str(exc))
-
-
-def _time(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    parsed = datetime.fromisoformat(str(value))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
