@@ -1,24 +1,47 @@
-"""The bill's answers where moto has none: Reserved Instances, capacity reservations and Capacity Blocks,
-Savings Plans and their use, and the instance fields that say a machine runs in reserved capacity
-(moto's DescribeInstances carries neither CapacityReservationId nor the capacity-block lifecycle).
+"""The bill's answers where moto has none, for the integration tests: Reserved Instances, capacity
+reservations and Capacity Blocks (testing/aws/ec2.py), Savings Plans (testing/aws/savingsplans.py) and their
+use, and the instance fields that say a machine runs in reserved capacity (moto's DescribeInstances carries
+neither CapacityReservationId nor the capacity-block lifecycle).
 
-Registered on a runtime's own clients (botocore's `before-call` answers a call, as its Stubber does;
-`after-call` adds the fields moto leaves out), so the handler and boto3 run unchanged."""
+Registered on a runtime's own clients: botocore's `before-parameter-build` keeps the call's parameters,
+`before-call` answers it from the stand-in (as botocore's Stubber answers), `after-call` adds the fields
+moto leaves out; the handler and boto3 run unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from testing.aws.ec2 import Ec2, Ec2World
+from testing.aws.savingsplans import SavingsPlans
 
-def _answer(response: Mapping[str, Any]) -> Any:
-    def handler(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+
+class _Bill(Ec2World):
+    def __init__(self, reserved: Sequence[Mapping[str, Any]], holds: Sequence[Mapping[str, Any]]) -> None:
+        self._reserved, self._holds = reserved, holds
+
+    def reserved_instances(self) -> Sequence[Mapping[str, Any]]:
+        return self._reserved
+
+    def capacity_reservations(self) -> Sequence[Mapping[str, Any]]:
+        return self._holds
+
+
+def _answer(client: Any, event: str, answer: Callable[[Mapping[str, Any]], dict[str, Any]]) -> None:
+    """The client's `event` call (service.Operation) answered by `answer` over the call's own parameters."""
+
+    def keep(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["stand-in params"] = dict(params)
+
+    def respond(context: Mapping[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        body = answer(context.get("stand-in params", {}))
         http = AWSResponse("https://stand-in", 200, HTTPHeaders(), None)
-        return http, {**response, "ResponseMetadata": {"HTTPStatusCode": 200}}
+        return http, {**body, "ResponseMetadata": {"HTTPStatusCode": 200}}
 
-    return handler
+    client.meta.events.register(f"before-parameter-build.{event}", keep)
+    client.meta.events.register(f"before-call.{event}", respond)
 
 
 def answer_the_bill(
@@ -34,21 +57,24 @@ def answer_the_bill(
     """`in_holds`: instance id -> the fields that put it in reserved capacity (CapacityReservationId,
     InstanceLifecycle)."""
     ec2 = runtime.client("ec2", region)
-    events = ec2.meta.events
-    events.register("before-call.ec2.DescribeReservedInstances", _answer({"ReservedInstances": list(reserved)}))
-    events.register("before-call.ec2.DescribeCapacityReservations", _answer({"CapacityReservations": list(holds)}))
-    sp = runtime.client("savingsplans", "us-east-1")
-    sp.meta.events.register("before-call.savingsplans.DescribeSavingsPlans", _answer({"savingsPlans": list(plans)}))
-    ce = runtime.client("ce", "us-east-1")
+    fake_ec2 = Ec2(_Bill(reserved, holds), region)
+    _answer(ec2, "ec2.DescribeReservedInstances", fake_ec2.describe_reserved_instances)
+    _answer(ec2, "ec2.DescribeCapacityReservations", fake_ec2.describe_capacity_reservations)
+    savings = SavingsPlans(lambda: plans)
+    _answer(
+        runtime.client("savingsplans", "us-east-1"), "savingsplans.DescribeSavingsPlans", savings.describe_savings_plans
+    )
     details = [
         {"SavingsPlanArn": arn, "Utilization": {"UtilizationPercentage": str(used)}}
         for arn, used in (plan_use or {}).items()
     ]
-    ce.meta.events.register(
-        "before-call.ce.GetSavingsPlansUtilizationDetails",
-        _answer({"SavingsPlansUtilizationDetails": details, "TimePeriod": {"Start": "", "End": ""}}),
+    ce = runtime.client("ce", "us-east-1")
+    _answer(
+        ce,
+        "ce.GetSavingsPlansUtilizationDetails",
+        lambda p: {"SavingsPlansUtilizationDetails": details, "TimePeriod": p["TimePeriod"]},
     )
-    ce.meta.events.register("before-call.ce.GetSavingsPlansCoverage", _answer({"SavingsPlansCoverages": []}))
+    _answer(ce, "ce.GetSavingsPlansCoverage", lambda _p: {"SavingsPlansCoverages": []})
     if in_holds:
         fields = dict(in_holds)
 
@@ -57,4 +83,4 @@ def answer_the_bill(
                 for instance in reservation.get("Instances", []):
                     instance.update(fields.get(instance.get("InstanceId", ""), {}))
 
-        events.register("after-call.ec2.DescribeInstances", add_fields)
+        ec2.meta.events.register("after-call.ec2.DescribeInstances", add_fields)
