@@ -220,8 +220,16 @@ class Bill:
         self._spill_left = billing.plan_spill_usd_per_hour
         self._holds = {h.reservation_id: h for h in billing.holds}
         self._reserved = [r for r in billing.reserved if r.in_force(now)]
-        # Machines in a paid hold are the hold's: the RIs and plans apply to the others.
-        self._ended = {h.reservation_id for h in billing.holds if not h.active(now)}
+        # The machines RIs apply to, built once and shrunk by each stop: neither Spot nor a Capacity Block,
+        # nor a machine in a paid hold (the hold's: the RIs and plans apply to the others).
+        ended = {h.reservation_id for h in billing.holds if not h.active(now)}
+        self._pool = {
+            i.instance_id: i
+            for i in billing.running
+            if i.state == "running"
+            and not i.lifecycle
+            and not (i.capacity_reservation_id and i.capacity_reservation_id not in ended)
+        }
 
     def stopped(self, instance: Instance, marginal: Marginal) -> None:
         """This machine is priced as gone from now on (a stop decided in this sweep, at `marginal`): the
@@ -229,6 +237,7 @@ class Bill:
         if instance.instance_id in self._gone:
             return
         self._gone.add(instance.instance_id)
+        self._pool.pop(instance.instance_id, None)
         if marginal.basis is Basis.SAVINGS_PLAN and self._spill_left is not None:
             self._spill_left = max(0.0, self._spill_left - (marginal.usd_per_hour or 0.0))
 
@@ -284,7 +293,7 @@ class Bill:
     def _uncovered_share(self, instance: Instance) -> tuple[float, str, list[str]]:
         """The share of this machine's hour the Reserved Instances leave to other rates (0 to 1), and why."""
         caveats = ["Reserved Instances not read"] if UNREAD_RIS in self.billing.unread else []
-        share, why = ri_share(instance, self._reserved, self._running())
+        share, why = ri_share(instance, self._reserved, list(self._pool.values()))
         return share, why, caveats
 
     def _plan(self, instance: Instance, on_demand: float | None, share: float) -> tuple[float | None, str] | None:
@@ -307,17 +316,6 @@ class Bill:
             return (round(full, 4), "on demand: Savings Plan used up lately")
         saved = min(full, self._spill_left)
         return (round(saved, 4), "on demand: Savings Plan used up lately")
-
-    # ------------------------------------------------------------------------------------------ the pools
-    def _running(self) -> list[Instance]:
-        return [
-            i
-            for i in self.billing.running
-            if i.state == "running"
-            and i.instance_id not in self._gone
-            and not i.lifecycle
-            and not (i.capacity_reservation_id and i.capacity_reservation_id not in self._ended)
-        ]
 
 
 # ------------------------------------------------------------------------------ Reserved Instances, as applied
