@@ -25,6 +25,9 @@ class EntryKind(StrEnum):
     LEARNED_START = "learned-start"  # started before work it learned recurs (costguard:start-at)
     LEARNED_START_WASTED = "learned-start-wasted"  # ... and the work did not come
     LEARNED_START_OFF = "learned-start-off"  # its owner pressed "Don't start it"
+    # A morning or learned start EC2 refused (InsufficientInstanceCapacity, say): one entry per start it was
+    # for (`at`: the start's due time), its reason the last refusal, `until`: when costguard gives up on it.
+    START_FAILED = "start-failed"
     # SageMaker resources (the entry's instance_id is the resource's key: notebook/<name>, endpoint/<name>,
     # app/<domain>/<profile or space>/<type>/<name>), apart from the EC2 kinds the digest counts.
     SAGEMAKER_WARN = "sagemaker-warn"
