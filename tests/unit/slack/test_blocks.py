@@ -69,6 +69,7 @@ def test_only_slack_ids_are_mentions_and_only_https_urls_are_links() -> None:
     assert link("https://console.aws.amazon.com/x", "<team>") == "<https://console.aws.amazon.com/x|&lt;team&gt;>"
     assert link("javascript:alert(1)", "t") == "t (javascript:alert(1))"
     assert link("https://a.example/x|<!channel>", "t").count("<") == 0
+    assert link("https://a.example/x\n", "t").count("<") == 0  # a trailing newline breaks a link: text
 
 
 def test_a_long_user_value_is_cut_and_no_entity_is_cut_in_half() -> None:

@@ -63,7 +63,7 @@ def join(separator: str, parts: Iterable[str]) -> Mrkdwn:
 
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,20}$")
-_URL = re.compile(r"^https://[A-Za-z0-9.-]+(/[^\s<>|]*)?$")
+_URL = re.compile(r"^https://[A-Za-z0-9.-]+(/[^\s<>|]*)?\Z")  # \Z: "$" would let a trailing newline in
 
 
 def mention(user_id: str) -> Mrkdwn:
