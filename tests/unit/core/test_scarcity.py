@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from costguard.aws.cloudtrail import capacity_failures
+from costguard.aws.cloudtrail import CloudTrail, capacity_failures
 from costguard.core.scarcity import FailedStart, scarcities, scarcity_of
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
@@ -70,3 +71,37 @@ def test_cloudtrail_launches_and_starts_refused_for_capacity_are_read_and_nothin
         ("", "", "i-0def"),
     ]
     assert found[0].at == datetime(2026, 11, 25, 8, 12, tzinfo=UTC)
+
+
+class Pages:
+    """LookupEvents' paginator: `pages` pages of one refused launch each, per event name."""
+
+    def __init__(self, pages: int) -> None:
+        self.pages, self.asked = pages, []  # type: ignore[var-annotated]
+
+    def get_paginator(self, _name: str) -> Pages:
+        return self
+
+    def paginate(self, LookupAttributes: list[dict[str, str]], **_: object) -> list[Any]:
+        name = LookupAttributes[0]["AttributeValue"]
+        self.asked.append(name)
+        record = {
+            "eventName": name,
+            "eventTime": "2026-11-24T09:00:00Z",
+            "errorCode": "Server.InsufficientInstanceCapacity",
+            "requestParameters": {"instanceType": "p5.48xlarge", "instancesSet": {"items": [{"instanceId": "i-1"}]}},
+        }
+        page = {"Events": [{"CloudTrailEvent": json.dumps(record)}], "NextToken": "more"}
+        return [page] * (self.pages - 1) + [{"Events": page["Events"]}]
+
+
+def test_both_kinds_of_start_are_read_and_a_walk_cut_short_says_so() -> None:
+    start, end = datetime(2026, 11, 10, tzinfo=UTC), datetime(2026, 11, 24, tzinfo=UTC)
+    whole = Pages(3)
+    found, complete = CloudTrail(whole).refused_for_capacity("us-east-1", start, end)  # type: ignore[arg-type]
+    assert whole.asked == ["StartInstances", "RunInstances"]
+    assert complete
+    assert len(found) == 6
+    found, complete = CloudTrail(Pages(30)).refused_for_capacity("us-east-1", start, end, most_pages=5)  # type: ignore[arg-type]
+    assert not complete
+    assert len(found) == 10

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 EVENT_HISTORY = timedelta(days=90)
 PAGE_SIZE = 50  # LookupEvents' maximum
+CAPACITY_EVENTS = ("StartInstances", "RunInstances")
+CAPACITY_PAGES = 20  # per event name and read: 1,000 launches, about 10 s at LookupEvents' 2 calls a second
 
 
 class CloudTrail:
@@ -39,6 +41,21 @@ class CloudTrail:
             PaginationConfig={"PageSize": PAGE_SIZE},
         ):
             yield page.get("Events", []), bool(page.get("NextToken"))
+
+    def refused_for_capacity(
+        self, region: str, start: datetime, end: datetime, *, most_pages: int = CAPACITY_PAGES
+    ) -> tuple[list[FailedStart], bool]:
+        """The launches and starts EC2 refused for capacity between `start` and `end`, and whether every page
+        was read (the newest come first: a walk cut short misses the oldest)."""
+        out: list[FailedStart] = []
+        whole = True
+        for name in CAPACITY_EVENTS:
+            for read, (events, more) in enumerate(self.pages(("EventName", name), start, end), start=1):
+                out += capacity_failures(events, region)
+                if more and read >= most_pages:
+                    whole = False
+                    break
+        return out, whole
 
 
 def capacity_failures(events: Sequence[Mapping[str, object]], region: str) -> list[FailedStart]:

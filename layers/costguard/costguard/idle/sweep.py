@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -24,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.billing import BillingReader
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
+from costguard.aws.cloudtrail import CloudTrail
 from costguard.aws.cloudwatch.alarms import IdleAlarms
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_count
@@ -38,16 +40,21 @@ from costguard.idle.acts.alarms import AlarmKeeper
 from costguard.idle.acts.delivery import AWS_ERRORS, NOTIFY_WORKERS
 from costguard.idle.acts.notices import SweepNotices
 from costguard.idle.acts.outbox import Effects, Recovered, Recovery, effect_record
+from costguard.idle.acts.refused import RefusedStarts
 from costguard.idle.acts.starts import MorningStarts, hours_offer
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
 from costguard.idle.events import AlarmFired, StateChanged, Sweep
 from costguard.idle.reads.bill import SweepBill
+from costguard.idle.reads.capacity import Capacity, SweepCapacity
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
+from costguard.idle.rules.capacity import spared, tells_scarce, working_now
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
+from costguard.idle.rules.money import tells_prepaid
 from costguard.slack.notifier import SlackNotifier
+from costguard.state.capacity import CapacityLog
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
 from costguard.state.history import MachineHistory
@@ -56,6 +63,13 @@ from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
 from costguard.state.startlog import StartLog
 
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
+Decided = tuple[Instance, Decision]
+
+
+def tells(decision: Decision) -> bool:
+    """A decision that says something without warning or stopping: kept for a schedule it cannot read, left
+    running on paid capacity, or for want of capacity."""
+    return tells_schedule(decision) or tells_prepaid(decision) or tells_scarce(decision)
 
 
 def _forever() -> float:
@@ -75,6 +89,7 @@ class Aws:
     prices: PriceBook
     checker: ActivityChecker | None = None  # the activity check on the machine (None: metrics alone)
     bill: BillingReader | None = None  # the bill a stop is priced on (None: every stop priced on demand, unsaid)
+    trail: CloudTrail | None = None  # the failed starts that tell scarce capacity (None: costguard's own alone)
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,7 @@ class State:
     checklog: CheckLog
     history: MachineHistory
     starts: StartLog
+    capacity: CapacityLog | None = None  # the starts EC2 refused for capacity (None: no scarcity is known)
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,7 @@ class IdleStopper:
         ec2, autoscaling, outbox = aws.ec2, aws.autoscaling, state.outbox
         self.region, self.ec2, self.autoscaling, self.history = aws.region, ec2, autoscaling, state.history
         self.settings, self.policy, self.bill_reader, self.prices = settings, policy, aws.bill, aws.prices
+        self.capacity = capacity_of(aws, state, terms)  # the region's scarcity evidence, for one sweep
         # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
         self.manage_alarms = aws.region == settings.home_region and policy.idle_alarms and mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
@@ -138,15 +155,7 @@ class IdleStopper:
             starts=state.starts,
         )
         self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
-        self.mornings = MorningStarts(
-            ec2=ec2,
-            ledger=state.ledger,
-            effects=self.effects,
-            policy=policy,
-            settings=settings,
-            starts=state.starts,
-            tell=self.notices.tell if policy.morning_note else None,  # the optional morning note
-        )
+        self.mornings = morning_starts(ec2, state, terms, self.effects, self.notices)
         self.recovery = Recovery(
             ec2=ec2, outbox=outbox, notifier=notifier, mode=mode, writer=self.writer, effects=self.effects
         )
@@ -154,14 +163,16 @@ class IdleStopper:
 
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
+        capacity = self.capacity(now=now)
         try:  # 1. first: a machine due to start for its work or its hours cannot wait for the rest to succeed
-            self.mornings.run(now, report)
+            self.mornings.run(now, report, capacity)
         finally:
             # 2. Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = accelerated(self.ec2, self.policy)
             report.candidates = len(candidates)
             self.mornings.settle_running(candidates, report)  # 3. learned starts not yet recorded
-            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=self._recover(now))  # 4-14
+            recovered = self._recover(now)  # 4.
+            gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
         if self.manage_alarms:  # 15.
             self.alarms.reconcile(candidates, gpu, report)
         return report
@@ -171,7 +182,9 @@ class IdleStopper:
         candidates = [i for i in self.ec2.describe([instance_id]) if i.state == "running"]
         report.candidates = len(candidates)
         if candidates:
-            self._act_on(candidates, now, report, one_instance=True, recovered=self._recover(now))
+            recovered = self._recover(now)
+            capacity = self.capacity(now=now)
+            self._act_on(candidates, now, report, one_instance=True, recovered=recovered, capacity=capacity)
         return report
 
     def _recover(self, now: datetime) -> Recovered:
@@ -198,6 +211,7 @@ class IdleStopper:
         *,
         one_instance: bool,
         recovered: Recovered,
+        capacity: Capacity,
     ) -> Mapping[str, Sequence[Dimensions]]:
         plan = self.planner.plan(candidates, now, one_instance=one_instance)  # 5. read, judge, decide (lazily)
         writes = PendingWrites()
@@ -211,7 +225,7 @@ class IdleStopper:
 
         def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued
             bill.note(instance, decision)  # a stop coming: priced before this sweep's own
-            if decision.action in TOLD or tells_schedule(decision):  # a message: made ready here, not in threads
+            if decision.action in TOLD or tells(decision):  # a message: made ready here, not in threads
                 self.notices.prepare(instance)
             if decision.action is Action.STOP and decision.start_at is not None:
                 gpus = gpu_count(plan.gpu_series.get(instance.instance_id, ()))
@@ -221,7 +235,9 @@ class IdleStopper:
 
         try:
             sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
-            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)  # 7.
+            # 7. consulted; no scarce machine stopped while its owner works
+            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)
+            final = spare_the_scarce(final, capacity, now, self.policy.team_timezone)
             for instance, decision in bill.priced(final):  # 8. each warning and stop as the bill sees it
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
@@ -249,6 +265,43 @@ class IdleStopper:
         report.outcomes += outcomes
         report.retryable_errors += [f"{o.instance_id}: {o.detail}" for o in outcomes if o.status is Status.RETRY]
         return plan.gpu_series
+
+
+def spare_the_scarce(
+    decided: Sequence[Decided], capacity: Capacity, now: datetime, team_timezone: str
+) -> list[Decided]:
+    """The warnings and stops of scarce machines whose owners are at work taken back (the evidence read only
+    when one may be)."""
+
+    def judged(instance: Instance, decision: Decision) -> Decision:
+        at_risk = decision.action in (Action.WARN, Action.STOP) and decision.will_stop
+        if not at_risk or not working_now(instance, now, team_timezone):
+            return decision
+        return spared(decision, capacity.scarcity(instance), working=True, now=now)
+
+    return [(instance, judged(instance, decision)) for instance, decision in decided]
+
+
+def capacity_of(aws: Aws, state: State, terms: Terms) -> Callable[..., SweepCapacity]:
+    """A sweep's scarcity evidence (`now=`), read when first asked."""
+    return partial(
+        SweepCapacity, log=state.capacity, trail=aws.trail, ec2=aws.ec2, region=aws.region, time_left=terms.time_left
+    )
+
+
+def morning_starts(ec2: Ec2, state: State, terms: Terms, effects: Effects, notices: SweepNotices) -> MorningStarts:
+    """The starts for working hours and learned work, the refused ones told (the morning note optional)."""
+    settings, policy = terms.settings, terms.policy
+    return MorningStarts(
+        ec2=ec2,
+        ledger=state.ledger,
+        effects=effects,
+        policy=policy,
+        settings=settings,
+        refusals=RefusedStarts(ledger=state.ledger, claims=state.claims, tell=notices.tell, settings=settings),
+        starts=state.starts,
+        tell=notices.tell if policy.morning_note else None,
+    )
 
 
 def learner(aws: Aws, state: State, terms: Terms) -> Learner:
@@ -376,6 +429,7 @@ def idle_stopper(runtime: Wiring, policy: IdlePolicy, region: str) -> IdleStoppe
             ce=runtime.client("ce", GLOBAL_ENDPOINT_REGION),
             region=region,
         ),
+        trail=CloudTrail(runtime.client("cloudtrail", region)),
     )
     state = State(
         ledger=runtime.ledger,
@@ -384,6 +438,7 @@ def idle_stopper(runtime: Wiring, policy: IdlePolicy, region: str) -> IdleStoppe
         checklog=CheckLog(dynamodb, settings.state_table),
         history=MachineHistory(dynamodb, settings.state_table),
         starts=StartLog(dynamodb, settings.state_table),
+        capacity=CapacityLog(dynamodb, settings.state_table),
     )
     terms = Terms(settings=settings, policy=policy, time_left=runtime.time_left)
     return IdleStopper(aws=aws, state=state, notifier=lambda: runtime.notifier, terms=terms)

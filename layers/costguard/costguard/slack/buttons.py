@@ -66,15 +66,19 @@ def warning_buttons(
     return elements
 
 
-def stop_anyway_buttons(instance_id: str, region: str, account: str = "") -> list[Block]:
-    """On a machine idling on prepaid capacity: a person may stop it to free the slot (a stop from Slack)."""
+def stop_anyway_buttons(
+    instance_id: str,
+    region: str,
+    account: str = "",
+    *,
+    risk: str = "its slot is freed, and nothing is saved on the bill",
+) -> list[Block]:
+    """On a machine costguard leaves running (it idles on prepaid capacity, or might not start again): a
+    person may stop it all the same (a stop from Slack). `risk`: what the stop costs, said before it."""
     stop = dict(button("Stop anyway", Button.STOP_NOW, button_value(instance_id, region, account), style="danger"))
     stop["confirm"] = {
         "title": {"type": "plain_text", "text": "Stop it anyway?"},
-        "text": {
-            "type": "mrkdwn",
-            "text": f"`{instance_id}` will be stopped now: its slot is freed, and nothing is saved on the bill.",
-        },
+        "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now: {risk}."},
         "confirm": {"type": "plain_text", "text": "Stop it"},
         "deny": {"type": "plain_text", "text": "Cancel"},
     }

@@ -34,8 +34,10 @@ from costguard.idle.acts.outbox import Recovered
 from costguard.idle.acts.starts import tell_unreadable_schedule
 from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
+from costguard.idle.rules.capacity import tells_scarce
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
+from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.messages import (
     dry_run_notice,
     idle_warning,
@@ -194,8 +196,9 @@ class SweepNotices(OwnerMessages):
             self._warn(instance, decision, outcome, now, writes)
         elif decision.action is Action.STOP:
             self._stop(instance, decision, outcome, now, writes)
-        elif tells_prepaid(decision):  # idle on capacity paid whether it runs or not: left running, said daily
-            tell_prepaid(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome))
+        elif tells_prepaid(decision) or tells_scarce(decision):  # left running (paid for, or hard to get back)
+            tell = tell_prepaid if tells_prepaid(decision) else tell_scarce  # said once a day
+            tell(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome))
         elif decision.action is Action.CLEAR_WARNING:
             writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
         elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
@@ -297,9 +300,15 @@ def tell_prepaid(
     message = prepaid_idle_notice(instance, decision.bill, owner, idle, account=instance.account)
     day = f"{instance.instance_id}:{now:%Y-%m-%d}"
     notices.report_once(f"prepaid:{day}", message, now)
-    if notices.mode is Mode.DRY_RUN or not owner:
+    if owner:
+        _owner_once(notices, f"prepaid-owner:{day}", owner, message, now)
+
+
+def _owner_once(notices: OwnerMessages, key: str, owner: str, message: Message, now: datetime) -> None:
+    """A message to a machine's owner once (per key), but in dry-run, which tells no owner."""
+    if notices.mode is Mode.DRY_RUN:
         return
-    claim = notices.claims.claim(f"prepaid-owner:{day}", now, ttl=REPORT_TTL)
+    claim = notices.claims.claim(key, now, ttl=REPORT_TTL)
     if claim.state is not ClaimState.TAKEN:
         return
     try:
@@ -308,6 +317,23 @@ def tell_prepaid(
         notices.claims.release(claim)
         raise
     notices.claims.done(claim)
+
+
+def tell_scarce(
+    notices: OwnerMessages, instance: Instance, decision: Decision, now: datetime, *, clear: Callable[[], None]
+) -> None:
+    """Once a day, to the owner (in dry-run, the alerts channel): the machine idles, and is left running while
+    its owner works because it might not start again; a warning given before goes."""
+    if decision.action is Action.CLEAR_WARNING:
+        clear()
+    owner = instance.owner(notices.settings.owner_tag_key)
+    idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
+    hourly = notices.prices.hourly(instance.instance_type, instance.region).usd_per_hour
+    message = scarce_idle_notice(instance, decision.scarce, owner, idle, hourly)
+    day = f"{instance.instance_id}:{now:%Y-%m-%d}"
+    if notices.mode is Mode.DRY_RUN:
+        notices.report_once(f"scarce:{day}", message, now)
+    _owner_once(notices, f"scarce-owner:{day}", owner, message, now)  # no owner: the alerts channel
 
 
 def reported(mode: Mode, decision: Decision) -> bool:

@@ -17,6 +17,11 @@ start writes nothing before its StartInstances, so that no storm on the state ta
 find its machine stopped: its start-at stays on the machine until its records are written (the ledger
 entry and the start log, keyed by the start), by the sweep that started it, the machine's change to
 running, or the next sweep that finds it running with it.
+
+A machine of a scarce type (idle/rules/capacity.py) is started 45 minutes sooner. A start EC2 refuses for
+capacity is evidence of scarcity from then on, a `start-failed` ledger entry for the digest, and a message
+to the owner at once (once per start); it is tried again at each sweep, while the machine's working hours
+are open or its learned run can still be met.
 """
 
 from __future__ import annotations
@@ -36,8 +41,18 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Settings
 from costguard.core.working_hours import suggest_from_changes
 from costguard.idle.acts.outbox import Effects, effect_record
+from costguard.idle.acts.refused import RefusedStarts
+from costguard.idle.reads.capacity import Capacity
 from costguard.idle.report import RegionReport, machine_entry
-from costguard.idle.rules.restarts import learned_start_refused, made_for, still_refused, working_hours_start
+from costguard.idle.rules.capacity import sooner
+from costguard.idle.rules.recurring import LATE
+from costguard.idle.rules.restarts import (
+    learned_start_refused,
+    made_for,
+    still_refused,
+    window_close,
+    working_hours_start,
+)
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 from costguard.idle.words.messages import morning_start_note, schedule_unreadable_notice
 from costguard.slack.blocks import Message
@@ -61,15 +76,18 @@ class MorningStarts:
         effects: Effects,
         policy: IdlePolicy,
         settings: Settings,
+        refusals: RefusedStarts,
         starts: StartLog | None = None,
         tell: Callable[[str, Message], None] | None = None,
     ) -> None:
-        self.ec2, self.ledger, self.effects = ec2, ledger, effects
+        self.ec2, self.ledger, self.effects, self.refusals = ec2, ledger, effects, refusals
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.tell = tell  # the morning note, with MorningNote
-        self.learned = LearnedStarts(ec2=ec2, ledger=ledger, policy=policy, settings=settings, starts=starts)
+        self.learned = LearnedStarts(
+            ec2=ec2, ledger=ledger, policy=policy, settings=settings, refusals=refusals, starts=starts
+        )
 
-    def run(self, now: datetime, report: RegionReport) -> None:
+    def run(self, now: datetime, report: RegionReport, capacity: Capacity) -> None:
         """The stopped machines with working hours or a learned start (one DescribeInstances walk)."""
         filters: list[Any] = [
             {"Name": "instance-state-name", "Values": ["stopped"]},
@@ -82,19 +100,20 @@ class MorningStarts:
                 continue
             # One failed write keeps neither this machine's other start nor the other machines from theirs.
             if tags.SCHEDULE in instance.tags:
-                self._each(self.working_hours, instance, now, report)
+                self._each(self.working_hours, instance, now, report, capacity)
             if tags.START_AT in instance.tags:
-                self._each(self.learned.consider, instance, now, report)
+                self._each(self.learned.consider, instance, now, report, capacity)
 
     @staticmethod
     def _each(
-        start: Callable[[Instance, datetime, RegionReport], None],
+        start: Callable[[Instance, datetime, RegionReport, Capacity], None],
         instance: Instance,
         now: datetime,
         report: RegionReport,
+        capacity: Capacity,
     ) -> None:
         try:
-            start(instance, now, report)
+            start(instance, now, report, capacity)
         except WRITE_ERRORS as exc:
             logger.warning("start not finished", instance_id=instance.instance_id, error=str(exc)[:200])
             report.retryable_errors.append(f"{instance.instance_id}: {exc}")
@@ -110,8 +129,10 @@ class MorningStarts:
         for instance, opens in started:
             self.note(instance, opens)
 
-    def working_hours(self, instance: Instance, now: datetime, report: RegionReport) -> None:
-        opens = working_hours_start(instance, now, self.policy)
+    def working_hours(self, instance: Instance, now: datetime, report: RegionReport, capacity: Capacity) -> None:
+        sooner_by = sooner(capacity.scarcity(instance) is not None)
+        failed_at = capacity.failed_at(instance.instance_id)
+        opens = working_hours_start(instance, now, self.policy, sooner=sooner_by, failed_at=failed_at)
         if opens is None:
             return
         entry = machine_entry(
@@ -135,9 +156,11 @@ class MorningStarts:
             records = []
         try:
             applied = self.ec2.start(instance.instance_id)
-        except (ClientError, BotoCoreError) as exc:  # no capacity, say: the owner starts it by hand
+        except (ClientError, BotoCoreError) as exc:  # no capacity: tried again while its hours are open
             self.effects.drop(records)
             logger.warning("morning start failed", instance_id=instance.instance_id, error=str(exc)[:200])
+            until = window_close(instance, opens)
+            self.refusals.refused(instance, opens, until, now, exc, capacity)
             return
         report.started.append(instance.instance_id)
         if applied:
@@ -164,9 +187,16 @@ class LearnedStarts:
     """Machines stopped between runs of learned recurring work, started again before the next run."""
 
     def __init__(
-        self, *, ec2: Ec2, ledger: Ledger, policy: IdlePolicy, settings: Settings, starts: StartLog | None = None
+        self,
+        *,
+        ec2: Ec2,
+        ledger: Ledger,
+        policy: IdlePolicy,
+        settings: Settings,
+        refusals: RefusedStarts,
+        starts: StartLog | None = None,
     ) -> None:
-        self.ec2, self.ledger = ec2, ledger
+        self.ec2, self.ledger, self.refusals = ec2, ledger, refusals
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.starts = starts  # the learned starts kept for each machine
 
@@ -204,19 +234,20 @@ class LearnedStarts:
         else:
             self._let_go(instance, "started by someone else")
 
-    def consider(self, instance: Instance, now: datetime, report: RegionReport) -> None:
-        """A stopped machine with a start-at: started when its time has come, if costguard may."""
+    def consider(self, instance: Instance, now: datetime, report: RegionReport, capacity: Capacity) -> None:
+        """A stopped machine with a start-at: started when its time has come (sooner when its type is
+        scarce), if costguard may."""
         start_at = formatting.parse_time(instance.tags[tags.START_AT])
         if start_at is not None and made_for(instance, start_at, self.policy):
             self.finish(instance, start_at, instance.launch_time)  # started for its run and stopped since
             return
-        if start_at is not None and start_at > now:
+        if start_at is not None and start_at - sooner(capacity.scarcity(instance) is not None) > now:
             return  # not yet
         why_not = learned_start_refused(instance, start_at, now, self.policy)
         if why_not or start_at is None:
             self._let_go(instance, why_not)
         else:
-            self._start_learned(instance, start_at, now, report)
+            self._start_learned(instance, start_at, now, report, capacity)
 
     def _let_go(self, instance: Instance, why: str) -> None:
         """A start-at costguard will not honour: taken off, so the machine's tags say what will happen."""
@@ -226,7 +257,9 @@ class LearnedStarts:
         except (ClientError, BotoCoreError) as exc:
             logger.warning("start-at not taken off", instance_id=instance.instance_id, error=str(exc)[:200])
 
-    def _start_learned(self, instance: Instance, start_at: datetime, now: datetime, report: RegionReport) -> None:
+    def _start_learned(
+        self, instance: Instance, start_at: datetime, now: datetime, report: RegionReport, capacity: Capacity
+    ) -> None:
         iid = instance.instance_id
         # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
         # the sweep listed the machine wins over what the listing said.
@@ -240,8 +273,10 @@ class LearnedStarts:
             return
         try:
             applied = self.ec2.start(iid)
-        except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, in time or not
+        except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, while in time
             logger.warning("learned start failed", instance_id=iid, error=str(exc)[:200])
+            until = start_at + timedelta(minutes=self.policy.schedule_lead_minutes) + LATE
+            self.refusals.refused(instance, start_at, until, now, exc, capacity)
             return
         report.started.append(iid)
         report.learned_started.append(iid)
@@ -254,7 +289,7 @@ class LearnedStarts:
         start-at left on for the next path."""
         iid = instance.instance_id
         expected = start_at + timedelta(minutes=self.policy.schedule_lead_minutes)
-        record = self._kept(iid)
+        record = kept_record(self.starts, iid)
         stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
             record.stopped_at if record else ""
         )
@@ -275,18 +310,6 @@ class LearnedStarts:
             self.starts.made(iid, formatting.format_time(expected), formatting.format_time(started), record, started)
         self._let_go(instance, "started")
 
-    def _kept(self, instance_id: str) -> StartRecord | None:
-        """The start log's record, read to be written back; None when there is none to keep or what the table
-        holds is not costguard's (left as it is: written over, its promises would be lost). Raises when the
-        table would not answer."""
-        if self.starts is None:
-            return None
-        try:
-            return self.starts.fetch(instance_id, consistent=True)
-        except ValueError as exc:
-            logger.warning("learned start not kept in the start log", instance_id=instance_id, error=str(exc)[:200])
-            return None
-
     def _unvouched(self, instance: Instance, start_at: datetime) -> str:
         """Why the machine's start-at is not one costguard promised, or "". A record the table would not give
         is no refusal: the run must not find its machine stopped for DynamoDB."""
@@ -300,6 +323,19 @@ class LearnedStarts:
         if record.vouches(start_at, formatting.parse_time(instance.tags.get(tags.STOPPED_AT))):
             return ""
         return f"costguard never promised a start at {formatting.format_time(start_at)}"
+
+
+def kept_record(starts: StartLog | None, instance_id: str) -> StartRecord | None:
+    """The start log's record, read to be written back; None when there is none to keep or what the table
+    holds is not costguard's (left as it is: written over, its promises would be lost). Raises when the
+    table would not answer."""
+    if starts is None:
+        return None
+    try:
+        return starts.fetch(instance_id, consistent=True)
+    except ValueError as exc:
+        logger.warning("learned start not kept in the start log", instance_id=instance_id, error=str(exc)[:200])
+        return None
 
 
 def hours_offer(history: MachineHistory) -> Callable[[Instance, datetime], str | None]:

@@ -67,6 +67,7 @@ class Decision:
     learned: str = ""  # the recurring work learned for this machine, as the messages say it
     start_at: datetime | None = None  # a stop: when costguard starts the machine again for that work
     bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
+    scarce: str = ""  # not stopped while its owner works: the evidence that it might not start again
 
 
 UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"

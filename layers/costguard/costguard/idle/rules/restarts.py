@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.capacity import EARLIER
 from costguard.idle.rules.recurring import LATE
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 
@@ -23,29 +24,50 @@ SKEW = timedelta(minutes=2)
 _STOPPED = re.compile(r"\((\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (?:GMT|UTC)\)")
 
 
-def working_hours_start(instance: Instance, now: datetime, policy: IdlePolicy) -> datetime | None:
+def working_hours_start(
+    instance: Instance,
+    now: datetime,
+    policy: IdlePolicy,
+    *,
+    sooner: timedelta = timedelta(0),
+    failed_at: datetime | None = None,
+) -> datetime | None:
     """When the working hours this stopped machine is to be started for open, if it is to be started now:
-    the opening is within the lead, and the machine was not started for it already (by costguard, or its
-    owner, who may have stopped it since: once per window, a start its owner undid is not made again)."""
-    lead = timedelta(minutes=policy.schedule_lead_minutes)
+    the opening is within the lead (`sooner` added for a scarce machine), and the machine was not started
+    for it already (by costguard, or its owner, who may have stopped it since: once per window, a start its
+    owner undid is not made again). Or, while the window is open, costguard's start for it was refused
+    (`failed_at`: costguard's last refused start of this machine) and nobody has started it since: tried again."""
+    lead = timedelta(minutes=policy.schedule_lead_minutes) + sooner
     try:
-        opens = parse_schedule(instance.tags[tags.SCHEDULE]).next_start(now)
+        schedule = parse_schedule(instance.tags[tags.SCHEDULE])
     except ScheduleError:
         return None
+    opened = schedule.opened(now)
+    if opened is not None and failed_at is not None and instance.launch_time < opened - lead - SKEW <= failed_at:
+        return opened
+    opens = schedule.next_start(now)
     if opens - now > lead or instance.launch_time >= opens - lead - SKEW:
         return None
     return opens
 
 
+def window_close(instance: Instance, opens: datetime) -> datetime:
+    """When the working-hours window that opens at `opens` closes (a schedule unread since: 8 hours on)."""
+    try:
+        return parse_schedule(instance.tags[tags.SCHEDULE]).closes(opens)
+    except (KeyError, ScheduleError):
+        return opens + timedelta(hours=8)
+
+
 def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy) -> bool:
     """The machine's last start is the learned start its start-at promised: after costguard's stop, and
-    from the start time on while the run could still be met (when costguard makes it)."""
+    from the start time on (sooner for a scarce machine) while the run could still be met."""
     stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
     latest = start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
     return (
         stopped_at is not None
         and stopped_at < instance.launch_time
-        and start_at - SKEW <= instance.launch_time <= latest
+        and start_at - EARLIER - SKEW <= instance.launch_time <= latest
         and not for_working_hours(instance, policy)
     )
 
@@ -57,7 +79,7 @@ def for_working_hours(instance: Instance, policy: IdlePolicy) -> bool:
         opens = parse_schedule(instance.tags.get(tags.SCHEDULE, "")).next_start(instance.launch_time - SKEW)
     except ScheduleError:
         return False
-    return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + SKEW
+    return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + EARLIER + SKEW
 
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:

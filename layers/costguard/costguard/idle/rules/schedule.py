@@ -57,6 +57,11 @@ class Schedule:
     text: str
 
     def inside(self, moment: datetime) -> bool:
+        return self.opened(moment) is not None
+
+    def opened(self, moment: datetime) -> datetime | None:
+        """When the window `moment` is inside opened (the latest, where windows overlap); None outside."""
+        found = []
         for window in self.windows:
             local = moment.astimezone(window.zone)
             for back in (0, 1):  # a window that opened today, or an overnight one that opened yesterday
@@ -64,8 +69,13 @@ class Schedule:
                 if day.weekday() in window.days:
                     opened = window.opening(day)
                     if opened <= moment < opened + window.length:
-                        return True
-        return False
+                        found.append(opened)
+        return max(found, default=None)
+
+    def closes(self, opened: datetime) -> datetime:
+        """When the window that opened at `opened` closes (the latest, where windows open together)."""
+        ends = [opened + w.length for w in self.windows if _opens_at(w, opened)]
+        return max(ends, default=opened + min(w.length for w in self.windows))
 
     def next_start(self, moment: datetime) -> datetime:
         """The next time a window opens, strictly after `moment` (UTC)."""
@@ -78,6 +88,11 @@ class Schedule:
                     found.append(opened)
                     break
         return min(found)
+
+
+def _opens_at(window: Window, moment: datetime) -> bool:
+    day = moment.astimezone(window.zone)
+    return day.weekday() in window.days and window.opening(day) == moment
 
 
 def parse_schedule(text: str) -> Schedule:

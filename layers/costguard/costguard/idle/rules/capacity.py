@@ -1,0 +1,67 @@
+"""Scarce capacity in the idle stopper's decisions. Pure.
+
+A machine of a type EC2 lately refused to start in its zone (`core/scarcity.py`) may not start again once
+stopped, and a person who cannot get their GPU back loses more than its idle hours cost. So, inside its
+owner's working hours, such a machine is not stopped on the idle rule: its owner hears once a day why, with
+the evidence, and may stop it. Outside them it is warned and stopped as any other. Its starts (working
+hours, learned) are made earlier, and a start refused for capacity is tried again at each sweep until the
+machine runs or the work it was for has passed.
+
+An owner's working hours are the machine's `costguard:schedule` when it has one (inside it nothing is
+stopped anyway), else the team's: weekdays 08:00-19:00 in the team's time zone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from costguard.core import tags
+from costguard.core.records import Instance
+from costguard.core.scarcity import Scarcity
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.schedule import ScheduleError, parse_schedule
+
+SCARCE = "not stopped in working hours: capacity is scarce"
+TEAM_HOURS = "weekdays 08:00-19:00"
+EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much sooner, to have retries in hand
+
+
+def working_now(instance: Instance, now: datetime, team_timezone: str) -> bool:
+    """Whether its owner is at work now: inside the machine's own working hours, or the team's."""
+    try:
+        return parse_schedule(instance.tags[tags.SCHEDULE]).inside(now)
+    except (KeyError, ScheduleError):
+        pass
+    try:
+        return parse_schedule(f"{TEAM_HOURS} {team_timezone}").inside(now)
+    except ScheduleError:
+        return parse_schedule(f"{TEAM_HOURS} UTC").inside(now)
+
+
+def spared(decision: Decision, scarcity: Scarcity | None, *, working: bool, now: datetime) -> Decision:
+    """The decision, unless it would warn of or make a stop of a scarce machine while its owner works: then
+    none (a stop already warned of clears its warning), with the evidence to tell."""
+    if decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
+        return decision
+    if scarcity is None or not working:
+        return decision
+    evidence = scarcity.evidence(now)
+    return replace(
+        decision,
+        action=Action.CLEAR_WARNING if decision.action is Action.STOP else Action.NONE,
+        reason=f"{SCARCE} ({evidence})",
+        scarce=evidence,
+        will_stop=False,
+        stop_after=None,
+    )
+
+
+def tells_scarce(decision: Decision) -> bool:
+    """An idle machine left running because it might not start again: said to its owner once a day."""
+    return bool(decision.scarce) and decision.action in (Action.NONE, Action.CLEAR_WARNING)
+
+
+def sooner(scarce: bool) -> timedelta:
+    """How much sooner than its lead a machine's start is made."""
+    return EARLIER if scarce else timedelta(0)

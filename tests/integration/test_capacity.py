@@ -1,0 +1,121 @@
+"""Scarce capacity, through the handler: a start EC2 refuses for capacity is told to the owner at once,
+tried again at the next sweeps and made when capacity returns; an idle machine of a scarce type is not
+warned or stopped while its owner works (told once a day, with the evidence), and is after."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from costguard.aws.ec2 import Ec2
+from costguard.core import tags
+from costguard.core.scarcity import FailedStart
+from costguard.runtime import Runtime
+from costguard.state.capacity import CapacityLog
+from testing.slack_standin import SlackStandIn
+from tests.integration.conftest import REGION, TABLE, ec2, tags_of
+from tests.integration.test_idle_stopper import SWEEP, idle, launch, publish, run, schedule_around, state_of
+
+
+def refused_first(times: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """EC2 refuses the first `times` starts for capacity, as it does in a GPU shortage; the starts asked."""
+    asked: list[str] = []
+    start = Ec2.start
+
+    def short_of_capacity(self: Ec2, instance_id: str) -> bool:
+        asked.append(instance_id)
+        if len(asked) <= times:
+            message = "We currently do not have sufficient capacity"
+            raise ClientError({"Error": {"Code": "InsufficientInstanceCapacity", "Message": message}}, "StartInstances")
+        return start(self, instance_id)
+
+    monkeypatch.setattr(Ec2, "start", short_of_capacity)
+    return asked
+
+
+def entries(kind: str) -> list[dict[str, Any]]:
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    return [i for i in items if i.get("kind", {}).get("S") == kind]
+
+
+def refusals_told(slack: SlackStandIn) -> list[Any]:
+    return [m for m in slack.messages if "Start refused" in json.dumps(m.blocks)]
+
+
+def test_a_start_refused_for_capacity_is_told_at_once_tried_again_and_made_when_capacity_returns(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, "p4d.24xlarge", tags={tags.SCHEDULE: schedule_around(now, 0, 8)})  # its hours open now
+    ec2().stop_instances(InstanceIds=[iid])
+    asked = refused_first(2, monkeypatch)
+
+    first = run(SWEEP, runtime, now - timedelta(minutes=10), lambda_context, monkeypatch)
+    assert first["regions"][REGION]["started"] == []
+    [told] = refusals_told(slack)
+    assert told.channel == "U0ALICE"  # its owner, at once
+    assert "tries again every sweep until" in json.dumps(told.blocks)
+    [failed] = entries("start-failed")  # for the digest
+    assert failed["instance_id"]["S"] == iid
+    assert failed["reason"]["S"].startswith("InsufficientInstanceCapacity in ")
+
+    run(SWEEP, runtime, now + timedelta(minutes=5), lambda_context, monkeypatch)  # its hours open: tried again
+    assert asked == [iid, iid]
+    assert state_of(iid) == "stopped"
+    assert len(refusals_told(slack)) == 1  # told once per start, not once per refusal
+    assert len(entries("start-failed")) == 1
+
+    third = run(SWEEP, runtime, now + timedelta(minutes=20), lambda_context, monkeypatch)
+    assert third["regions"][REGION]["started"] == [iid]
+    assert state_of(iid) in ("pending", "running")
+    assert [e["kind"]["S"] for e in entries("morning-start")] == ["morning-start"]
+
+
+def test_a_start_refused_for_another_reason_is_not_taken_for_scarcity_nor_tried_again_late(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, "p4d.24xlarge", tags={tags.SCHEDULE: schedule_around(now, 0, 8)})
+    ec2().stop_instances(InstanceIds=[iid])
+    asked: list[str] = []
+
+    def refused(self: Ec2, instance_id: str) -> bool:
+        asked.append(instance_id)
+        raise ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "no"}}, "StartInstances")
+
+    monkeypatch.setattr(Ec2, "start", refused)
+    run(SWEEP, runtime, now - timedelta(minutes=10), lambda_context, monkeypatch)
+    run(SWEEP, runtime, now + timedelta(minutes=5), lambda_context, monkeypatch)
+    assert asked == [iid]  # tried in its lead only, as before
+    assert refusals_told(slack) == []
+    assert entries("start-failed") == []
+
+
+def test_an_idle_scarce_machine_is_left_running_while_its_owner_works_said_once_a_day_and_warned_after(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, "p4d.24xlarge")
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    failures = [
+        FailedStart("p4d.24xlarge", "", now - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5, 9)
+    ]
+    CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=now)
+    working = {"now": True}
+    monkeypatch.setattr("costguard.idle.sweep.working_now", lambda *_: working["now"])
+
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    [told] = [m for m in slack.messages if "hard to get back" in json.dumps(m.blocks)]
+    assert told.channel == "U0ALICE"
+    assert "3 p4d.24xlarge starts failed for capacity this week" in json.dumps(told.blocks)
+
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)  # the next sweep, on the same data
+    assert len([m for m in slack.messages if "hard to get back" in json.dumps(m.blocks)]) == 1  # once a day
+
+    working["now"] = False  # the evening: warned and stopped as any other
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert tags.STOP_AFTER in tags_of(iid)
+    assert state_of(iid) == "running"

@@ -1,0 +1,103 @@
+"""A sweep's scarcity evidence: the table read once, CloudTrail once a day, costguard's own refusals added,
+and evidence that cannot be read is none (the machines are judged as before)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from costguard.core.records import Instance
+from costguard.core.scarcity import FailedStart
+from costguard.idle.reads.capacity import SweepCapacity
+from costguard.state.capacity import CapacityLog
+from testing.aws.dynamodb import DynamoDBClient
+
+NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
+REGION = "us-east-1"
+
+
+def p4d(iid: str = "i-1", zone: str = "us-east-1a") -> Instance:
+    return Instance(iid, REGION, "p4d.24xlarge", "running", NOW - timedelta(days=1), zone=zone)
+
+
+class Trail:
+    def __init__(self, found: list[FailedStart], error: Exception | None = None) -> None:
+        self.found, self.error, self.reads = found, error, 0
+
+    def refused_for_capacity(self, region: str, start: datetime, end: datetime) -> tuple[list[FailedStart], bool]:
+        self.reads += 1
+        if self.error is not None:
+            raise self.error
+        return [f for f in self.found if start <= f.at <= end], True
+
+
+class Machines:
+    """EC2's describe: the type and zone of a machine a StartInstances named."""
+
+    def __init__(self, *known: Instance) -> None:
+        self.known = {i.instance_id: i for i in known}
+
+    def describe(self, ids: list[str]) -> list[Instance]:
+        return [self.known[i] for i in ids if i in self.known]
+
+
+def sweep(log: CapacityLog, trail: Any, *known: Instance, now: datetime = NOW) -> SweepCapacity:
+    return SweepCapacity(log=log, trail=trail, ec2=Machines(*known), region=REGION, now=now, time_left=lambda: 900.0)  # type: ignore[arg-type]
+
+
+def log() -> CapacityLog:
+    return CapacityLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+
+
+def test_cloudtrails_failed_starts_are_read_once_a_day_and_kept_for_the_sweeps_between() -> None:
+    kept = log()
+    launch = FailedStart("p4d.24xlarge", "us-east-1a", NOW - timedelta(hours=5), "CloudTrail", region=REGION)
+    start = FailedStart("", "", NOW - timedelta(hours=2), "CloudTrail", instance_id="i-9", region=REGION)
+    trail = Trail([launch, start])
+    first = sweep(kept, trail, p4d("i-9"))
+    found = first.scarcity(p4d())
+    assert found is not None
+    assert found.failures == 2
+    assert sweep(kept, trail, now=NOW + timedelta(hours=6)).scarcity(p4d()) is not None
+    assert trail.reads == 1  # read again only after a day
+    sweep(kept, trail, now=NOW + timedelta(days=1, minutes=1)).scarcity(p4d())
+    assert trail.reads == 2
+    assert sweep(kept, trail).scarcity(p4d(zone="us-east-1b")) is None  # another zone has capacity
+
+
+def test_costguards_own_refused_start_is_evidence_at_once_and_for_the_next_sweeps() -> None:
+    kept = log()
+    now = sweep(kept, Trail([]))
+    assert now.scarcity(p4d()) is None
+    now.refused(p4d(), NOW)
+    assert now.scarcity(p4d()) is not None
+    assert now.failed_at("i-1") == NOW
+    assert sweep(kept, Trail([])).failed_at("i-1") == NOW
+    assert sweep(kept, Trail([])).failed_at("i-2") is None
+
+
+def test_evidence_that_cannot_be_read_is_none_and_the_sweep_goes_on() -> None:
+    denied = ClientError({"Error": {"Code": "AccessDeniedException", "Message": ""}}, "LookupEvents")
+    assert sweep(log(), Trail([], denied)).scarcity(p4d()) is None
+    assert sweep(log(), Trail([], ValueError("a page it cannot read"))).scarcity(p4d()) is None
+
+    class Broken:
+        def load(self, region: str) -> Any:
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": ""}}, "Query")
+
+        def add(self, *args: Any, **kwargs: Any) -> None:
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": ""}}, "Put")
+
+    unread = sweep(Broken(), Trail([]))  # type: ignore[arg-type]
+    assert unread.scarcity(p4d()) is None
+    unread.refused(p4d(), NOW)  # not kept, but evidence for this sweep still
+    assert unread.scarcity(p4d()) is not None
+
+
+def test_without_time_left_cloudtrail_is_left_to_the_next_sweep() -> None:
+    trail = Trail([FailedStart("p4d.24xlarge", "us-east-1a", NOW, "CloudTrail", region=REGION)])
+    late = SweepCapacity(log=log(), trail=trail, ec2=Machines(), region=REGION, now=NOW, time_left=lambda: 5.0)  # type: ignore[arg-type]
+    assert late.scarcity(p4d()) is None
+    assert trail.reads == 0
