@@ -143,3 +143,18 @@ def test_the_digest_names_its_price_basis_saves_on_the_bill_beside_on_demand_and
         "10 idle hours on Reserved Instances (p4d, us-east-1) ($220 on demand, already paid: not stopped for "
         "money): Buy fewer at renewal, or move on-demand work onto them. `i-1`"
     ) in body
+
+
+def test_a_used_up_savings_plan_past_its_spill_is_not_idle_committed_capacity_nor_waste() -> None:
+    # The plan was used up lately and its on-demand spill ($20/h) is what the first idle p4d's stop saves: the
+    # second's saves nothing, but the plan has nothing to spare: no "commit less" for it.
+    plan = Plan("sp-1", "Compute", NOW + timedelta(days=90), used_percent=100.0)
+    fleet = [machine(1), machine(2)]
+    billing = Billing("us-east-1", running=fleet, plans=[plan], plan_spill_usd_per_hour=20.0)
+    prices = idle_prices(billing, [(m, P4D) for m in fleet], {"i-1": 20.0, "i-2": 10.0}, {}, NOW)
+    assert (prices["i-1"].usd_per_hour, prices["i-1"].paid_by) == (20.0, "")
+    assert (prices["i-2"].usd_per_hour, prices["i-2"].paid_by) == (0.0, "")
+    covered = Billing("us-east-1", running=fleet, plans=[replace(plan, used_percent=60.0)])
+    room = idle_prices(covered, [(m, P4D) for m in fleet], {"i-1": 20.0, "i-2": 10.0}, {}, NOW)
+    assert {p.paid_by for p in room.values()} == {"a Savings Plan"}
+    assert paid_idle(room, {"i-1": 20.0, "i-2": 10.0}, {})[0].advice == "commit less at renewal"

@@ -56,3 +56,16 @@ def test_a_stop_from_slack_in_a_capacity_block_saves_nothing() -> None:
     machine = Instance("i-p", "us-east-1", "p5.48xlarge", "stopped", START, lifecycle="capacity-block")
     hours, usd, _ = saved_by_stops([slack], {"i-p": machine}, END, PriceBook(None))
     assert (hours, usd) == (5.0, 0.0)
+
+
+def test_the_on_demand_figure_beside_the_saving_is_the_stops_list_price_and_an_older_stop_is_not_said_to_differ() -> (
+    None
+):
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START)
+    on_the_bill = stop(END - timedelta(hours=5), saving=8.0, list_hourly=21.96)
+    assert saved_by_stops([on_the_bill], {"i-p": machine}, END, PriceBook(None)) == (5.0, 40.0, 5 * 21.96)
+    older = stop(END - timedelta(hours=5), saving=20.0)  # recorded before stops were priced on the bill
+    assert saved_by_stops([older], {"i-p": machine}, END, PriceBook(None)) == (5.0, 100.0, 100.0)
+    slack = stop(END - timedelta(hours=5), saving=0.0, kind=EntryKind.STOP_FROM_SLACK)
+    block = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START, lifecycle="capacity-block")
+    assert saved_by_stops([slack], {"i-p": block}, END, PriceBook(None)) == (5.0, 0.0, 5 * 21.96)

@@ -67,6 +67,8 @@ def _hourly(entry: Entry, instance: Instance, prices: PriceBook) -> float:
 
 
 def _list_hourly(entry: Entry, prices: PriceBook) -> float:
+    """The on-demand price beside the saving: the stop's own where it was priced on the bill, else the saving
+    it recorded (it was the list price then), else the price book's (a stop from Slack records none)."""
     if entry.list_hourly > 0:
         return entry.list_hourly
-    return prices.hourly(entry.instance_type, entry.region).usd_per_hour or entry.hourly_saving
+    return entry.hourly_saving or prices.hourly(entry.instance_type, entry.region).usd_per_hour or 0.0

@@ -76,11 +76,17 @@ def idle_prices(
 
 
 def _idle_price(instance: Instance, marginal: Marginal) -> IdlePrice:
-    if marginal.usd_per_hour == 0 and marginal.basis in PAID:
+    if marginal.usd_per_hour == 0 and marginal.basis in PAID and not _past_the_spill(marginal):
         return IdlePrice(0.0, marginal.on_demand, _paid_by(instance, marginal), marginal.basis)
     if marginal.usd_per_hour is None:  # a Spot price not read: the list price, as the basis line says
         return IdlePrice(marginal.on_demand, marginal.on_demand, basis=marginal.basis)
     return IdlePrice(marginal.usd_per_hour, marginal.on_demand, basis=marginal.basis)
+
+
+def _past_the_spill(marginal: Marginal) -> bool:
+    """A Savings Plan used up, its recent on-demand spill taken by the machines priced before: $0, but not idle
+    committed capacity (the plan has none to spare, buying less would be wrong); not counted, conservatively."""
+    return marginal.basis is Basis.SAVINGS_PLAN and not marginal.why.startswith("covered")
 
 
 def _paid_by(instance: Instance, marginal: Marginal) -> str:
