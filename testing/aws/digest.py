@@ -316,8 +316,9 @@ class DigestBill:
             # The plan's last two days, for the bill the idle hours are priced on: used up, and its eligible usage
             # beyond it billed on demand, as much as the world's on-demand fleet runs (far more than the daily
             # total above: the world's machines and its bill are not one account's): stops save the list price.
-            "GetSavingsPlansUtilizationDetails": lambda p: {"TimePeriod": p["TimePeriod"], "SavingsPlansUtilizationDetails": [
-                {"SavingsPlanArn": SAVINGS_PLAN_ARN, "Utilization": {"UtilizationPercentage": "100.0"}}]},
+            "GetSavingsPlansUtilizationDetails": lambda p: {"TimePeriod": p["TimePeriod"],
+                "SavingsPlansUtilizationDetails": [
+                    {"SavingsPlanArn": SAVINGS_PLAN_ARN, "Utilization": {"UtilizationPercentage": "100.0"}}]},
             "GetSavingsPlansCoverage": lambda _: {
                 "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0", "OnDemandCost": "60000.0"}}] * 2},
         }  # fmt: skip
