@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import cache, partial
 from typing import Any, NamedTuple
 
+from costguard.aws.billing import BillingReader
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
 from costguard.aws.queues import Mailbox
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
@@ -44,6 +45,12 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
                     policy=policy,
                     # The activity check runs in the deploy region: there, machines without an SSM agent are named.
                     activity_check=bool(policy.activity_check_document) and name == settings.home_region,
+                    bill=BillingReader(
+                        ec2=runtime.client("ec2", name),
+                        savingsplans=runtime.client("savingsplans", GLOBAL_ENDPOINT_REGION),
+                        ce=runtime.client("ce", GLOBAL_ENDPOINT_REGION),
+                        region=name,
+                    ),
                 )
                 for name in settings.governed_regions
             ],

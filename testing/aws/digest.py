@@ -123,6 +123,9 @@ class DigestStandIn(StandIn):
         request.wfile.write(body)
 
 
+SAVINGS_PLAN_ARN = "arn:aws:savingsplans::123456789012:savingsplan/sp-0bench"
+
+
 class DigestMachines(Ec2World):
     """The digest world's machines for testing/aws/ec2.py (as they stand: the digest stops nothing), its
     Reserved Instance (4 g5.12xlarge, ending in 20 days) and Spot prices from the bundled on-demand prices
@@ -195,7 +198,7 @@ class DigestMachines(Ec2World):
         return [
             {
                 "savingsPlanId": "sp-0bench",
-                "savingsPlanArn": "arn:aws:savingsplans::123456789012:savingsplan/sp-0bench",
+                "savingsPlanArn": SAVINGS_PLAN_ARN,
                 "start": _iso(now - timedelta(days=1000)),
                 "end": _iso(now + timedelta(days=95)),
                 "state": "active",
@@ -310,6 +313,12 @@ class DigestBill:
             "GetReservationCoverage": lambda _: {
                 "CoveragesByTime": [], "Total": {"CoverageHours": {"CoverageHoursPercentage": "38.0"}}},
             "GetSavingsPlansUtilization": lambda _: {"Total": {"Utilization": {"UtilizationPercentage": "97.25"}}},
+            # The plan's last two days, for the bill the idle hours are priced on: used up, and its eligible usage
+            # beyond it billed on demand, as much as the world's on-demand fleet runs (far more than the daily
+            # total above: the world's machines and its bill are not one account's): stops save the list price.
+            "GetSavingsPlansUtilizationDetails": lambda p: {"TimePeriod": p["TimePeriod"],
+                "SavingsPlansUtilizationDetails": [
+                    {"SavingsPlanArn": SAVINGS_PLAN_ARN, "Utilization": {"UtilizationPercentage": "100.0"}}]},
             "GetSavingsPlansCoverage": lambda _: {
-                "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0"}}]},
+                "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0", "OnDemandCost": "60000.0"}}] * 2},
         }  # fmt: skip

@@ -44,6 +44,9 @@ def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) ->
     - the ledger's week: one Query per day partition (8: seven days and today);
     - Cost Explorer: the four commitment reports and one daily cost; one DescribeReservedInstances per
       region, one DescribeSavingsPlans;
+    - the bill the idle hours are priced on (aws/billing.py): one DescribeCapacityReservations per region,
+      the plans' recent use (GetSavingsPlansUtilizationDetails) and spill (a second GetSavingsPlansCoverage:
+      the last two days, day by day, not the week's);
     - one PutDashboard per team per region;
     - the week kept (one PutItem) and handed over (one SendMessage);
     - each Slack delivery claimed and marked done (a PutItem and an UpdateItem each: the channel post,
@@ -70,7 +73,9 @@ def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) ->
         "ce:GetReservationUtilization": 1,
         "ce:GetReservationCoverage": 1,
         "ce:GetSavingsPlansUtilization": 1,
-        "ce:GetSavingsPlansCoverage": 1,
+        "ce:GetSavingsPlansCoverage": 2,
+        "ce:GetSavingsPlansUtilizationDetails": 1,
+        "ec2:DescribeCapacityReservations": 1,
         "ce:GetCostAndUsage": 1,
         "ec2:DescribeReservedInstances": 1,
         "savingsplans:DescribeSavingsPlans": 1,

@@ -160,7 +160,8 @@ def test_the_quarterly_deep_dive_posts_the_report_with_its_chart_and_csv_once(
     assert "*Anomalies* (month over month: rises of more than 50% and $100; Cost Anomaly Detection is not on)" in text
     assert "01 Oct, instance type p4d.24xlarge: $8,000 more, $8,500 to $16,500 (+94%)" in text
     assert (
-        "*costguard's quarter* (2 weekly records): 150 idle GPU-hours ($600 of on-demand time); 3 idle machines" in text
+        "*costguard's quarter* (2 weekly records): 150 idle GPU-hours ($600 that stops would have saved, as each "
+        "week's digest priced it); 3 idle machines" in text
     )
     assert "stopped, saving $100." in text
     assert "Reserved Instances 92% used, 40% of eligible hours covered; Savings Plans 88% used, 30%" in text

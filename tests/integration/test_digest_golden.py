@@ -4,7 +4,9 @@ dashboards, over the same 400-machine account (testing/worlds/digest.py).
 
 tests/fixtures/digest_golden.json was captured from the commit before that work by
 `python -m bench.digest_golden --commit 4f0b96e`, and again by `--commit aa1b387` when the digest began
-judging hours by the stopper's rule, busiest core included (issue 31: fewer idle hours, less waste).
+judging hours by the stopper's rule, busiest core included (issue 31: fewer idle hours, less waste), and by
+`--commit 452a20b` when it priced idle hours on the bill (issue 32: Spot machines' waste at the Spot price,
+the price basis said in the post and each owner's message, "on the bill" where it said "of on-demand time").
 Sections added to a message since are allowed (each
 block the old code posted must still be there, the same, in the same order); a change to what an old
 block says is not. A deliberate change of wording is captured again with `--commit HEAD`.

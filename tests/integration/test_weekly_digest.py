@@ -9,10 +9,12 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from costguard.runtime import Runtime
 from costguard.state.entries import Entry, EntryKind
 from testing import moto_fixes
+from testing.billing import answer_the_bill
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2, run_instance
@@ -94,7 +96,7 @@ def test_a_digest_run_reports_the_week_with_its_chart_and_tells_each_owner(
     assert digest.channel == "C0DIGEST"
     body = json.dumps(digest.blocks)
     assert "*2* GPU machines ran *60 GPU-hours* at 31% average GPU use" in body  # (10*90 + 20*1) / 30 running hours
-    assert "*20 GPU-hours were idle*: *$20.12* of on-demand time (+300% vs last week)" in body  # last week: 5 h, $5.03
+    assert "*20 GPU-hours were idle*: *$20.12* on the bill that stops would have saved (+300% vs last week)" in body
     assert "*bob@example.com*: 1 machine, 20 GPU-h at 1%, idle 20 GPU-h, waste $20.12" in body
     did = "*What costguard did*: 0 warnings, 1 stop, 0 machines kept from Slack. Stopped machines stayed off 5 h"
     assert f"{did}: *$5.03 saved*." in body
@@ -182,3 +184,114 @@ def test_a_machine_that_used_one_of_its_four_gpus_all_week_gets_a_size_suggestio
     assert dm.channel == "U0ALICE"
     assert line in json.dumps(dm.blocks)
     assert result["owners_told"] == ["alice@example.com"]
+
+
+def g5_ri(now: datetime) -> dict[str, Any]:
+    return {
+        "ReservedInstancesId": "ri-g5",
+        "InstanceType": "g5.xlarge",
+        "InstanceCount": 1,
+        "Start": now - timedelta(days=30),
+        "End": now + timedelta(days=335),
+        "ProductDescription": "Linux/UNIX",
+        "InstanceTenancy": "default",
+        "Scope": "Region",
+        "State": "active",
+    }
+
+
+def test_the_digest_prices_waste_and_savings_on_the_bill_keeps_paid_idle_hours_apart_and_lists_failed_starts(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    held = launch("g5.12xlarge", "alice@example.com", "nlp", now)  # in a capacity reservation: paid idle or not
+    carol = launch("g5.xlarge", "carol@example.com", "nlp", now)  # 20 idle hours: the most idle g5.xlarge
+    dave = launch("g5.xlarge", "dave@example.com", "nlp", now)  # 10 idle hours, on the one g5.xlarge RI
+    bob = launch("g5.xlarge", "bob@example.com", "vision", now)
+    day = now - timedelta(days=3)
+    publish_hours(held, 4, day, 10, cpu=1, gpu=0)
+    publish_hours(carol, 1, day, 20, cpu=2, gpu=1)
+    publish_hours(dave, 1, day, 10, cpu=2, gpu=1)
+    hold = {
+        "CapacityReservationId": "cr-0held",
+        "InstanceType": "g5.12xlarge",
+        "AvailabilityZone": f"{REGION}a",
+        "TotalInstanceCount": 1,
+        "AvailableInstanceCount": 0,
+        "State": "active",
+        "ReservationType": "default",
+    }
+    answer_the_bill(
+        runtime, REGION, reserved=[g5_ri(now)], holds=[hold], in_holds={held: {"CapacityReservationId": "cr-0held"}}
+    )
+    ec2().stop_instances(InstanceIds=[bob])
+    stopped = Entry(now - timedelta(hours=5), EntryKind.STOP, bob, REGION, "enforce", owner="bob@example.com",
+                    instance_type="g5.xlarge", hourly_saving=0.5, list_hourly=1.006)  # fmt: skip
+    refused = Entry(now - timedelta(days=2), EntryKind.START_FAILED, bob, REGION, "enforce", owner="bob@example.com",
+                    instance_type="g5.xlarge", reason="InsufficientInstanceCapacity in us-east-1a",
+                    until=(now - timedelta(days=2) + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ"))  # fmt: skip
+    runtime.ledger.record_many([stopped, refused])
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    # carol's 20 idle hours on demand ($1.006/h): dave's 10 and alice's 10 were on capacity already paid.
+    assert (result["idle_gpu_hours"], result["waste_usd"]) == (20 + 10 + 40, 20.12)
+    digest = next(m for m in slack.messages if m.channel == "C0DIGEST")
+    body = json.dumps(digest.blocks)
+    basis = (
+        "Prices as your bill shows them: on demand less a Reserved Instance and a capacity reservation; Spot at its "
+        "price. Idle hours priced on the bill as it stands now, not hour by hour."
+    )
+    assert digest.blocks[1]["elements"][0]["text"] == basis
+    assert "*$20.12* on the bill that stops would have saved" in body
+    assert "20 idle hours were on capacity already paid: see *Commitments*." in body
+    assert "Stopped machines stayed off 5 h: *$2.50 saved* on the bill ($5.03 at on-demand prices)." in body
+    assert (
+        f"10 idle hours on capacity reservation cr-0held ($56.72 on demand, already paid: not stopped for money): "
+        f"Release or shrink it: it is billed while it is held. `{held}`"
+    ) in body
+    assert f"10 idle hours on Reserved Instances (g5, {REGION}) ($10.06 on demand" in body
+    assert "*carol@example.com*: 1 machine, 20 GPU-h at 1%, idle 20 GPU-h, waste $20.12" in body
+    assert (
+        "*dave@example.com*: 1 machine, 10 GPU-h at 1%, idle 10 GPU-h, waste $0.00 (10 idle h on paid capacity)" in body
+    )
+    due = f"{now - timedelta(days=2):%a %d %b %H:%M} UTC"
+    gave_up = f"{now - timedelta(days=2) + timedelta(hours=3):%a %H:%M} UTC"
+    assert (
+        f"`{bob}` g5.xlarge (bob@example.com), due {due}: InsufficientInstanceCapacity in us-east-1a; "
+        f"not started: costguard gave up {gave_up}"
+    ) in body
+    # carol's DM: her waste on the bill, and the basis it is priced on
+    [carols] = [m for m in slack.messages if m.channel == "U0CAROL"]
+    assert "20 GPU-hours idle ($20.12 on the bill)." in json.dumps(carols.blocks)
+    assert carols.blocks[-1]["elements"][0]["text"] == basis
+
+
+def test_a_bill_the_digest_may_not_read_prices_on_the_on_demand_list_and_says_so(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    idle = launch("g5.xlarge", "carol@example.com", "nlp", now)
+    publish_hours(idle, 1, now - timedelta(days=1), 10, cpu=2, gpu=1)
+    ec2_client = runtime.client("ec2", REGION)
+    deny(ec2_client, "ec2.DescribeReservedInstances")
+    deny(ec2_client, "ec2.DescribeCapacityReservations")
+    deny(runtime.client("savingsplans", "us-east-1"), "savingsplans.DescribeSavingsPlans")
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    assert result["waste_usd"] == 10.06  # 10 h at the on-demand $1.006/h
+    digest = next(m for m in slack.messages if m.channel == "C0DIGEST")
+    line = "Prices: on-demand list (the bill could not be read: UnauthorizedOperation; AccessDeniedException)."
+    assert digest.blocks[1]["elements"][0]["text"] == line
+
+
+def deny(client: Any, event: str) -> None:
+    """The client's `event` call (service.Operation) refused, as IAM refuses it."""
+    code = "UnauthorizedOperation" if event.startswith("ec2.") else "AccessDeniedException"
+
+    def refuse(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        http = AWSResponse("https://denied", 403, HTTPHeaders(), None)
+        return http, {"Error": {"Code": code, "Message": "denied"}, "ResponseMetadata": {"HTTPStatusCode": 403}}
+
+    client.meta.events.register(f"before-call.{event}", refuse)

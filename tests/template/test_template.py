@@ -813,3 +813,23 @@ def test_the_idle_stopper_reads_the_bill_it_prices_stops_with_and_nothing_more(c
         "savingsplans:DescribeSavingsPlans",
     ]
     assert read["Effect"] == "Allow"
+
+
+def test_the_weekly_digest_reads_the_bill_its_idle_hours_are_priced_on_and_writes_none_of_it(
+    cfn: dict[str, Any],
+) -> None:
+    # The digest prices idle hours as the idle stopper prices stops (core/money.py, aws/billing.py): the same
+    # read-only calls as the stopper's ReadTheBill, less CloudTrail (the digest weighs no scarce capacity).
+    [read] = [s for r, s in statements(cfn) if r == "WeeklyDigestFunctionRole" and s.get("Sid") == "ReadTheWeek"]
+    bill = {
+        "ec2:DescribeReservedInstances",
+        "ec2:DescribeCapacityReservations",
+        "ec2:DescribeSpotPriceHistory",
+        "savingsplans:DescribeSavingsPlans",
+        "ce:GetSavingsPlansUtilizationDetails",
+        "ce:GetSavingsPlansCoverage",
+    }
+    assert bill <= set(as_list(read["Action"]))
+    role = {a for r, s in statements(cfn) if r == "WeeklyDigestFunctionRole" for a in as_list(s["Action"])}
+    assert not any(a.startswith(("ec2:Purchase", "ec2:Modify", "ec2:Cancel", "savingsplans:Create")) for a in role)
+    assert not any("*" in a for a in role)

@@ -49,10 +49,11 @@ class BillingReader:
     ce: Any | None
     region: str
     unread: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "DescribeReservedInstances: AccessDenied", to say why
 
     def read(self, running: Sequence[Instance], now: datetime) -> Billing:
         """What the bill knows of the region now, for the `running` machines an RI could cover."""
-        self.unread = []
+        self.unread, self.errors = [], []
         reserved = self._reserved()
         holds = self._holds()
         plans, spill = self._plans(now)
@@ -188,6 +189,7 @@ class BillingReader:
 
     def _failed(self, what: str, call: str, exc: BaseException) -> None:
         self.unread.append(what)
+        self.errors.append(f"{call}: {error_code(exc)}")
         logger.warning("billing read failed: priced on demand", call=call, region=self.region, error=error_code(exc))
 
 

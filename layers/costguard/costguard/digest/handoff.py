@@ -29,6 +29,7 @@ TOP_OWNERS = 5
 MAX_DAYS = 8
 MAX_GAPS = 5
 MAX_NUMBER = 1e12
+MAX_BASIS = 400
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,10 @@ class AccountWeek:
     days: tuple[tuple[date, float, float], ...]  # used and idle GPU-hours, day by day
     top_owners: tuple[OwnerWaste, ...]
     gaps: tuple[str, ...]  # what the account's digest could not read this week
+    # Since the digest priced idle hours on the bill (issue 32); a hand-off from before has none of them.
+    paid_idle_hours: float = 0.0  # idle hours on capacity already paid (not in waste_usd)
+    saved_list_usd: float | None = None  # the stops' hours at the on-demand price, beside saved_usd
+    basis: str = ""  # the line that names the price basis
 
     @property
     def name(self) -> str:
@@ -90,6 +95,9 @@ def encode(week: AccountWeek) -> str:
         "days": [[d.isoformat(), round(used, 3), round(idle, 3)] for d, used, idle in week.days],
         "top_owners": [[o.owner, round(o.idle_gpu_hours, 3), round(o.waste_usd, 2)] for o in week.top_owners],
         "gaps": [g[:200] for g in week.gaps],
+        "paid_idle_hours": round(week.paid_idle_hours, 3),
+        "saved_list_usd": None if week.saved_list_usd is None else round(week.saved_list_usd, 2),
+        "basis": week.basis[:MAX_BASIS],
     }
     return json.dumps(body, separators=(",", ":"))
 
@@ -128,6 +136,9 @@ def decode(body: str) -> AccountWeek:
         days=tuple(_day(d, i) for i, d in enumerate(_list(top, "days", MAX_DAYS))),
         top_owners=tuple(_owner(o, i) for i, o in enumerate(_list(top, "top_owners", TOP_OWNERS))),
         gaps=tuple(_cut_text(g, f"{where}.gaps[{i}]", 200) for i, g in enumerate(_list(top, "gaps", MAX_GAPS))),
+        paid_idle_hours=_optional_number(top, "paid_idle_hours") or 0.0,
+        saved_list_usd=_optional_number(top, "saved_list_usd"),
+        basis=_cut_text(top.get("basis", ""), f"{where}.basis", MAX_BASIS),
     )
 
 

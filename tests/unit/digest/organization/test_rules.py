@@ -156,7 +156,7 @@ def test_the_organization_digest_adds_up_the_accounts_that_reported_and_names_th
     text = json.dumps(message.blocks)
     # 1,000 GPU-hours at (700 x 60 + 300 x 20) / 1,000 = 48 %; 120 idle; $350.50 (shown $350); 3 stops, $52.50 saved.
     assert "*2 of 4 accounts* reported: *6* GPU machines ran *1,000 GPU-hours* at 48% average GPU use." in text
-    assert "*120 GPU-hours were idle*: *$350* of on-demand time" in text
+    assert "*120 GPU-hours were idle*: *$350* on the bill that stops would have saved." in text
     assert "costguard stopped 3 machines; stopped machines stayed off 15 h: *$52.50 saved*" in text
     # most waste first; each account by its name; the member's hostile owner escaped
     assert text.index("*training (111122223333)*") < text.index("*research (123456789012)*")
@@ -228,3 +228,37 @@ def test_reading_the_kept_weeks_backs_off_and_gives_up_when_dynamodb_keeps_refus
         handoffs.HandedWeeks(client, "t").latest([MEMBER])  # type: ignore[arg-type]
     assert client.calls == ledger.MAX_BATCH_ATTEMPTS
     assert pauses == list(range(ledger.MAX_BATCH_ATTEMPTS - 1))
+
+
+def test_the_organization_digest_keeps_each_accounts_paid_idle_hours_apart_and_names_the_accounts_priced_at_list() -> (
+    None
+):
+    on_the_bill = replace(
+        week_of(HUB, label="research", end=END - timedelta(hours=2), waste=100.0, idle=50.0, gpu=700.0, util=60.0,
+                stopped=2, saved=40.0),
+        paid_idle_hours=30.0, saved_list_usd=70.0, basis="Prices as your bill shows them: on demand less 3 RIs.",
+    )  # fmt: skip
+    listed = replace(
+        week_of(MEMBER, label="training", end=END - timedelta(hours=1), waste=20.0, idle=10.0, gpu=300.0, util=20.0,
+                stopped=1, saved=12.5),
+        saved_list_usd=12.5, basis="Prices: on-demand list (the bill could not be read: AccessDenied).",
+    )  # fmt: skip
+    text = json.dumps(
+        organization_message(OrganizationWeek(END, [HUB, MEMBER], {HUB: on_the_bill, MEMBER: listed})).blocks
+    )
+    assert "*$120* on the bill that stops would have saved, and 30 idle hours were on capacity already paid" in text
+    assert "*$52.50 saved* on the bill ($82.50 at on-demand prices)." in text
+    assert (
+        "Prices as each account's bill shows them, but training (111122223333): the on-demand list (each account's "
+        "digest says why)."
+    ) in text
+
+
+def test_a_hand_off_keeps_the_paid_idle_hours_and_the_basis_and_one_from_before_them_still_reads() -> None:
+    data = member_data()
+    data.this_week.fleet.paid_idle_hours, data.saved_list_usd, data.basis = 12.0, 30.5, "Prices: on-demand list."
+    back = decode(encode(account_week(data, account=MEMBER, label="", regions=("eu-west-1",))))
+    assert (back.paid_idle_hours, back.saved_list_usd, back.basis) == (12.0, 30.5, "Prices: on-demand list.")
+    before = {k: v for k, v in valid().items() if k not in ("paid_idle_hours", "saved_list_usd", "basis")}
+    old = decode(json.dumps(before))
+    assert (old.paid_idle_hours, old.saved_list_usd, old.basis) == (0.0, None, "")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, date, datetime
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -26,6 +27,7 @@ from costguard.digest.quarterly.rules import (
     quarter_bounds,
     quarter_message,
 )
+from tests.unit.digest.organization.test_rules import END, MEMBER, week_of
 
 MONTHS = (date(2026, 8, 1), date(2026, 9, 1), date(2026, 10, 1))
 EVERY_REGION_P4D = [
@@ -206,3 +208,17 @@ def test_region_prices_come_from_one_pricing_query_without_a_location_read_page_
         assert book.across_regions("p4d.24xlarge") == {"us-east-1": 21.96, "ap-south-1": 19.22, "eu-west-1": 23.41}
         stub.assert_no_pending_responses()
     assert book.hourly("p4d.24xlarge", "eu-west-1").usd_per_hour == 23.41  # kept: no second call
+
+
+def test_the_quarter_says_its_waste_as_each_week_priced_it_and_sends_paid_idle_hours_to_buying_less() -> None:
+    weeks = [
+        replace(week_of(MEMBER, label="", end=END, waste=100.0, idle=50.0, gpu=700.0, util=60.0, stopped=1,
+                        saved=20.0), paid_idle_hours=40.0),
+        week_of(MEMBER, label="", end=END - timedelta(days=7), waste=50.0, idle=20.0, gpu=300.0, util=20.0),
+    ]  # fmt: skip
+    quarter = Quarter("2026 Q3", MONTHS, [Line("instance type", "p4d.24xlarge", (1.0, 2.0, 3.0))], weeks=weeks)
+    text = json.dumps(quarter_message(quarter, datetime(2026, 11, 22, 9, tzinfo=UTC)).blocks, ensure_ascii=False)
+    assert (
+        "70 idle GPU-hours ($150 that stops would have saved, as each week's digest priced it); 1 idle machine "
+        "stopped, saving $20.00. 40 idle hours were on capacity already paid: buy less at renewal."
+    ) in text

@@ -152,7 +152,7 @@ def test_savings_of_a_stop_pressed_in_slack_use_the_price_book() -> None:
         mode="enforce",
         instance_type="g5.xlarge",
     )  # Slack stops record no price
-    hours, usd = saved_by_stops([stop], {"i-s": instance}, END, PriceBook(None))  # the bundled $1.006/h
+    hours, usd, _ = saved_by_stops([stop], {"i-s": instance}, END, PriceBook(None))  # the bundled $1.006/h
     assert (hours, round(usd, 2)) == (5.0, 5.03)
 
 
@@ -237,7 +237,14 @@ def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() ->
         type(
             "D",
             (),
-            {"this_week": week, "outlived_keeps": keeps, "advice": [], "warnings_to": staticmethod(lambda _o: 0)},
+            {
+                "this_week": week,
+                "outlived_keeps": keeps,
+                "advice": [],
+                "failed_starts": [],
+                "basis": "",
+                "warnings_to": staticmethod(lambda _o: 0),
+            },
         ),
     )
     text = json.dumps(owner_message(data, "bob", [bob]).slack_blocks())

@@ -32,7 +32,7 @@ def test_a_machine_stopped_three_times_in_a_week_is_never_counted_off_twice_for_
     # stop now counts until the next one at the latest (the ledger knows no start in between): 2 + 2 + 3.
     stops = [stop(START + timedelta(days=d)) for d in (0, 2, 4)]
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START - timedelta(days=30))
-    hours, usd = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
+    hours, usd, _ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
     assert hours == 7 * 24
     assert round(usd, 2) == round(7 * 24 * 21.96, 2)
 
@@ -40,19 +40,32 @@ def test_a_machine_stopped_three_times_in_a_week_is_never_counted_off_twice_for_
 def test_a_stop_restarted_before_a_later_stop_counts_until_the_later_stop_at_most() -> None:
     stops = [stop(START), stop(START + timedelta(days=1))]
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", START + timedelta(days=1, hours=3))
-    hours, _ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
+    hours, *_ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
     assert hours == 24 + 3  # the first until the second stop, the second until the launch after it
 
 
 def test_a_stop_priced_on_the_bill_at_zero_saves_nothing_and_is_not_priced_again_at_list() -> None:
     prepaid = stop(END - timedelta(hours=5), saving=0.0, list_hourly=21.96)
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START)
-    hours, usd = saved_by_stops([prepaid], {"i-p": machine}, END, PriceBook(None))
+    hours, usd, _ = saved_by_stops([prepaid], {"i-p": machine}, END, PriceBook(None))
     assert (hours, usd) == (5.0, 0.0)
 
 
 def test_a_stop_from_slack_in_a_capacity_block_saves_nothing() -> None:
     slack = stop(END - timedelta(hours=5), saving=0.0, kind=EntryKind.STOP_FROM_SLACK)
     machine = Instance("i-p", "us-east-1", "p5.48xlarge", "stopped", START, lifecycle="capacity-block")
-    hours, usd = saved_by_stops([slack], {"i-p": machine}, END, PriceBook(None))
+    hours, usd, _ = saved_by_stops([slack], {"i-p": machine}, END, PriceBook(None))
     assert (hours, usd) == (5.0, 0.0)
+
+
+def test_the_on_demand_figure_beside_the_saving_is_the_stops_list_price_and_an_older_stop_is_not_said_to_differ() -> (
+    None
+):
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START)
+    on_the_bill = stop(END - timedelta(hours=5), saving=8.0, list_hourly=21.96)
+    assert saved_by_stops([on_the_bill], {"i-p": machine}, END, PriceBook(None)) == (5.0, 40.0, 5 * 21.96)
+    older = stop(END - timedelta(hours=5), saving=20.0)  # recorded before stops were priced on the bill
+    assert saved_by_stops([older], {"i-p": machine}, END, PriceBook(None)) == (5.0, 100.0, 100.0)
+    slack = stop(END - timedelta(hours=5), saving=0.0, kind=EntryKind.STOP_FROM_SLACK)
+    block = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START, lifecycle="capacity-block")
+    assert saved_by_stops([slack], {"i-p": block}, END, PriceBook(None)) == (5.0, 0.0, 5 * 21.96)

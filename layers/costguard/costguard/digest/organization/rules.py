@@ -86,10 +86,17 @@ def organization_message(org: OrganizationWeek) -> Message:
         section(
             f"*{len(weeks)} of {expected} accounts* reported: *{machines}* GPU machines ran *{gpu_hours:,.0f} "
             f"GPU-hours* at {_pct(_average_util(weeks))} average GPU use. *{idle:,.0f} GPU-hours were idle*: "
-            f"*{usd(waste)}* of on-demand time. costguard stopped {stopped} machine{'' if stopped == 1 else 's'}; "
-            f"stopped machines stayed off {saved_hours:,.0f} h: *{usd(saved_usd)} saved*."
+            f"*{usd(waste)}* on the bill that stops would have saved{_paid(weeks)}. costguard stopped {stopped} "
+            f"machine{'' if stopped == 1 else 's'}; stopped machines stayed off {saved_hours:,.0f} h: "
+            f"*{usd(saved_usd)} saved*{_beside(weeks)}."
         ),
     ]
+    listed = [w for w in weeks if not w.basis.startswith("Prices as")]
+    if weeks:
+        basis = "Prices as each account's bill shows them"
+        if listed:
+            basis = f"{basis}, but {', '.join(w.name for w in listed)}: the on-demand list"
+        blocks.append(context(mrkdwn("{0} (each account's digest says why).", basis)))
     if weeks:
         blocks.append(
             fields_section(
@@ -120,6 +127,19 @@ def organization_message(org: OrganizationWeek) -> Message:
     missing = f", {len(org.missing)} account(s) without figures" if org.missing else ""
     text = f"GPU week, {len(weeks)} accounts: {idle:,.0f} idle GPU-hours, {usd(waste)} wasted{missing}"
     return Message(text, tuple(blocks))
+
+
+def _paid(weeks: Sequence[AccountWeek]) -> str:
+    paid = sum(w.paid_idle_hours for w in weeks)
+    return f", and {paid:,.0f} idle hours were on capacity already paid (buy less at renewal)" if paid else ""
+
+
+def _beside(weeks: Sequence[AccountWeek]) -> str:
+    """The stops' saving at the on-demand price, beside the bill's, where every account said it and it differs."""
+    if not weeks or any(w.saved_list_usd is None for w in weeks):
+        return ""
+    bill, listed = sum(w.saved_usd for w in weeks), sum(w.saved_list_usd or 0.0 for w in weeks)
+    return f" on the bill ({usd(listed)} at on-demand prices)" if abs(listed - bill) >= 0.005 else ""
 
 
 def _rows(weeks: Sequence[AccountWeek]) -> list[str]:

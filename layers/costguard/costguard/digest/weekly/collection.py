@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from costguard.aws.billing import BillingReader
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
@@ -15,14 +16,25 @@ from costguard.aws.ec2 import LIVE_STATES, Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
 from costguard.core import formatting, tags
+from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Billing
+from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.digest.spend import commitment_use, weekly_spend
 from costguard.digest.weekly.dashboards import update_dashboards
 from costguard.digest.weekly.hours import iter_hours
 from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
-from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, outlived_keeps, summarize, tally_into
+from costguard.digest.weekly.rules.bill import IdlePrice, basis_line, idle_prices, paid_idle
+from costguard.digest.weekly.rules.figures import (
+    InstanceWeek,
+    empty_week,
+    outlived_keeps,
+    settle,
+    summarize,
+    tally_into,
+)
 from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.rules.starts import failed_starts
 from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger
@@ -36,16 +48,24 @@ class Region:
     metrics: MetricReader
     dashboards: Any  # the region's CloudWatch client, for PutDashboard
     ssm: Ssm | None = None  # where the activity check runs: who has no SSM agent
+    bill: BillingReader | None = None  # the bill idle hours are priced on (None: on the instances' own fields)
 
     @classmethod
     def reading(
-        cls, name: str, client: Callable[[str], Any], *, mode: Mode, policy: IdlePolicy, activity_check: bool
+        cls,
+        name: str,
+        client: Callable[[str], Any],
+        *,
+        mode: Mode,
+        policy: IdlePolicy,
+        activity_check: bool,
+        bill: BillingReader | None = None,
     ) -> Region:
         """The region's readers over its clients (`client(service)`); SSM's only where the activity check runs."""
         cloudwatch = client("cloudwatch")
         ec2 = Ec2(client("ec2"), name, mode)
         ssm = Ssm(client("ssm")) if activity_check else None
-        return cls(name, ec2, GpuSeriesFinder(cloudwatch), MetricReader(cloudwatch, policy), cloudwatch, ssm)
+        return cls(name, ec2, GpuSeriesFinder(cloudwatch), MetricReader(cloudwatch, policy), cloudwatch, ssm, bill)
 
 
 @dataclass
@@ -91,12 +111,28 @@ class DigestCollector:
                 tally_into(last_week, week, self.policy)
                 weeks.append(week.since(start))
         this_week = summarize(weeks, start, end, self.policy)
+        # The idle hours priced on the bill, this week's and last week's alike; those already paid, apart.
+        billings, bill_errors = self._bills(raw, now)
+        priced: dict[str, IdlePrice] = {}
+        for billing in billings:
+            machines = [(i, self._list(i)) for i in raw.values() if i.region == billing.region]
+            idle, before = this_week.idle_hours_by_instance, last_week.idle_hours_by_instance
+            priced.update(idle_prices(billing, machines, idle, before, now))
+        weeks = [
+            replace(w, bill_usd_per_hour=p.usd_per_hour, paid_by=p.paid_by) if (p := priced.get(w.instance_id)) else w
+            for w in weeks
+        ]
+        settle(this_week, weeks)
+        settle(last_week, weeks)
+        list_prices = {w.instance_id: w.usd_per_hour for w in weeks}
         # Working hours are not suggested for machines that have them, nor for Auto Scaling members
         # (scheduled scaling is theirs).
         exclude = frozenset(i for i, m in raw.items() if tags.SCHEDULE in m.tags or m.auto_scaling_group)
         advice = self._advice(observe(weeks, start, end), now, errors, exclude)
+        # A machine on paid capacity saves nothing on a cheaper size or Spot until the commitment ends.
+        advice = [a for a in advice if not a.instance.paid_by]
         entries = list(self.ledger.entries_between(start, end))
-        saved_hours, saved_usd = saved_by_stops(entries, raw, end, self.prices)
+        saved = saved_by_stops(entries, raw, end, self.prices)
         commitments = commitment_use(self.ce, self.reader, start, end, now=now, errors=errors)
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
         errors += self.reader.errors
@@ -114,8 +150,8 @@ class DigestCollector:
             this_week,
             last_week,
             entries,
-            saved_hours,
-            saved_usd,
+            saved.hours,
+            saved.usd,
             commitments,
             spend_this,
             spend_last,
@@ -125,8 +161,35 @@ class DigestCollector:
         )
         data.outlived_keeps = outlived_keeps(keeps, weeks, end, self.policy)
         data.advice = advice
+        data.saved_list_usd = saved.list_usd
+        data.basis = basis_line(billings, bill_errors, now)
+        data.paid_idle = paid_idle(priced, this_week.idle_hours_by_instance, list_prices)
+        data.failed_starts = failed_starts(entries, raw, end)
         data.no_activity_check = self._without_activity_check(raw.values(), errors)
         return data
+
+    def _list(self, instance: Instance) -> float | None:
+        return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
+
+    def _bills(self, raw: Mapping[str, Instance], now: datetime) -> tuple[list[Billing], list[str]]:
+        """Each region's bill as it stands now; a read that fails prices on demand, and is said in the basis
+        line. Without a reader, only what a machine says of itself counts (a hold it names)."""
+        billings: list[Billing] = []
+        errors: list[str] = []
+        for region in self.regions:
+            if region.bill is None:
+                billings.append(Billing(region.name, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS)))
+                errors.append("not asked")
+                continue
+            running = [i for i in raw.values() if i.region == region.name and i.state == "running"]
+            try:
+                billings.append(region.bill.read(running, now))
+                errors += region.bill.errors
+            except Exception as exc:  # an answer costguard cannot read must not cost the digest: on demand, said
+                logger.exception("bill not read: priced on demand", region=region.name)
+                billings.append(Billing(region.name, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS)))
+                errors.append(f"{region.name}: {error_code(exc)}")
+        return billings, errors
 
     def _advice(
         self, observed: Iterable[Observed], now: datetime, errors: list[str], exclude: frozenset[str]

@@ -5,18 +5,24 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.state.entries import Entry
 
 
-def saved_by_stops(
-    entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, prices: PriceBook
-) -> tuple[float, float]:
+class Saved(NamedTuple):
+    hours: float
+    usd: float  # on the bill
+    list_usd: float  # the same hours at the on-demand price, beside it
+
+
+def saved_by_stops(entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, prices: PriceBook) -> Saved:
     """Hours each stopped machine stayed stopped this week, and what that saved: the saving on the bill the
     stop recorded (`list_hourly` says it was priced on the bill, $0 included); for older records and stops
-    pressed in Slack, which record none, the price book's.
+    pressed in Slack, which record none, the price book's. The on-demand figure beside it: the list price
+    the stop recorded, else the price book's.
 
     A machine stopped several times in the week is off from each stop until the next one at the latest
     (someone started it in between), and from its last stop until it was launched again or the week ends."""
@@ -24,7 +30,7 @@ def saved_by_stops(
     for entry in entries:
         if entry.kind.stopped and entry.applied:
             stops[entry.instance_id].append(entry)
-    hours = usd = 0.0
+    hours = usd = list_usd = 0.0
     for instance_id, made in stops.items():
         instance = raw.get(instance_id)
         if instance is None:
@@ -39,7 +45,8 @@ def saved_by_stops(
             stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
             hours += stopped
             usd += stopped * _hourly(entry, instance, prices)
-    return hours, usd
+            list_usd += stopped * _list_hourly(entry, prices)
+    return Saved(hours, usd, list_usd)
 
 
 def _back_on(entry: Entry, instance: Instance, end: datetime) -> datetime | None:
@@ -56,4 +63,12 @@ def _hourly(entry: Entry, instance: Instance, prices: PriceBook) -> float:
         return entry.hourly_saving
     if instance.lifecycle == "capacity-block" or instance.capacity_reservation_id:
         return 0.0  # stopped from Slack in paid capacity ("Stop anyway"): the slot is freed, nothing saved
+    return entry.hourly_saving or prices.hourly(entry.instance_type, entry.region).usd_per_hour or 0.0
+
+
+def _list_hourly(entry: Entry, prices: PriceBook) -> float:
+    """The on-demand price beside the saving: the stop's own where it was priced on the bill, else the saving
+    it recorded (it was the list price then), else the price book's (a stop from Slack records none)."""
+    if entry.list_hourly > 0:
+        return entry.list_hourly
     return entry.hourly_saving or prices.hourly(entry.instance_type, entry.region).usd_per_hour or 0.0

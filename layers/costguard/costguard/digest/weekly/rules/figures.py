@@ -6,7 +6,10 @@ maximum under the GPU threshold, and the CPU under its own: the busiest core's t
 hour carries the busiest core (the CloudWatch agent's), else a CPU threshold one busy core cannot hide
 under (50 % / vCPUs); an hour with CPU data but no GPU data from an instance that has GPU telemetry is
 not idle (missing data is never idleness). GPU-hours are running hours times
-the instance's GPU count; the waste is the idle hours at the instance's on-demand price.
+the instance's GPU count; the waste is the idle hours at what a stop would have saved on the bill
+(rules/bill.py; the on-demand price until the bill is read), and the idle hours of a machine whose hours
+are paid whether it runs or not (a Capacity Block, a capacity reservation, Reserved Instances or a Savings
+Plan with room) are counted apart, as paid idle hours, not as waste.
 """
 
 from __future__ import annotations
@@ -60,6 +63,16 @@ class InstanceWeek:
     lifecycle: str = ""  # "spot", or "" for on-demand
     zone: str = ""  # its Availability Zone
     vcpus: int = 0  # as EC2 reported them; 0 when it did not say
+    bill_usd_per_hour: float | None = None  # what an idle hour cost on the bill (rules/bill.py); None: not priced
+    paid_by: str = ""  # what pays its hours whether it runs or not: its idle hours are not waste
+
+    @property
+    def idle_usd_per_hour(self) -> float:
+        """What one of its idle hours wasted: the bill's price, else the on-demand price; $0 on paid capacity."""
+        if self.paid_by:
+            return 0.0
+        price = self.bill_usd_per_hour if self.bill_usd_per_hour is not None else self.usd_per_hour
+        return price or 0.0
 
     @property
     def vcpu_count(self) -> int:
@@ -81,6 +94,7 @@ class Figures:
     idle_gpu_hours: float = 0.0
     idle_instance_hours: float = 0.0
     waste_usd: float = 0.0
+    paid_idle_hours: float = 0.0  # idle hours on capacity paid whether it runs or not (not waste)
     _util_sum: float = 0.0
     _util_hours: float = 0.0
 
@@ -145,7 +159,9 @@ def tally_into(week: Week, instance: InstanceWeek, policy: IdlePolicy) -> None:
         figures.gpu_hours += running * instance.gpus
         figures.idle_gpu_hours += idle * instance.gpus
         figures.idle_instance_hours += idle
-        figures.waste_usd += idle * (instance.usd_per_hour or 0.0)
+        if instance.paid_by:
+            figures.paid_idle_hours += idle
+        figures.waste_usd += idle * instance.idle_usd_per_hour
         # hour by hour, in order: the same sum to the last bit, whichever way the hours were kept
         figures._util_sum = reduce(add, averages, figures._util_sum)
         figures._util_hours += len(averages)
@@ -154,6 +170,25 @@ def tally_into(week: Week, instance: InstanceWeek, policy: IdlePolicy) -> None:
         used, wasted = week.per_day.get(day, (0.0, 0.0))
         # GPU counts are whole numbers: adding them an hour at a time or at once is the same float
         week.per_day[day] = (used + used_hours * instance.gpus, wasted + idle_hours * instance.gpus)
+
+
+def settle(week: Week, instances: Iterable[InstanceWeek]) -> None:
+    """The week's waste counted again at each machine's idle price, once the bill priced them (its idle hours
+    as counted), the paid idle hours apart: this week's and last week's, on one bill."""
+    by_id = {i.instance_id: i for i in instances}
+    for figures in (week.fleet, *week.per_owner.values(), *week.per_team.values()):
+        figures.waste_usd = figures.paid_idle_hours = 0.0
+    for instance_id, idle in week.idle_hours_by_instance.items():
+        instance = by_id.get(instance_id)
+        if instance is None:
+            continue
+        buckets = [week.fleet, week.per_owner.setdefault(instance.owner or "(no owner)", Figures())]
+        if instance.team:
+            buckets.append(week.per_team.setdefault(instance.team, Figures()))
+        for figures in buckets:
+            figures.waste_usd += idle * instance.idle_usd_per_hour
+            if instance.paid_by:
+                figures.paid_idle_hours += idle
 
 
 Counted = tuple[int, int, list[float], dict[date, tuple[int, int]]]  # running, idle, GPU means, (used, idle) a day
@@ -182,12 +217,17 @@ def _count(instance: InstanceWeek, start: datetime, end: datetime, policy: IdleP
 def worst_idle(
     instances: Sequence[InstanceWeek], week: Week, limit: int = 5
 ) -> list[tuple[InstanceWeek, float, float]]:
-    """The running instances that were idle the longest this week: (instance, idle hours, cost per day)."""
-    running = [i for i in instances if i.state == "running" and week.idle_hours_by_instance.get(i.instance_id, 0) > 0]
+    """The running instances that were idle the longest this week: (instance, idle hours, cost per day on the
+    bill). A machine on paid capacity is not among them: its idle hours go to the commitment advice."""
+    running = [
+        i
+        for i in instances
+        if i.state == "running" and not i.paid_by and week.idle_hours_by_instance.get(i.instance_id, 0) > 0
+    ]
     ranked = sorted(
-        running, key=lambda i: week.idle_hours_by_instance[i.instance_id] * (i.usd_per_hour or 0), reverse=True
+        running, key=lambda i: week.idle_hours_by_instance[i.instance_id] * i.idle_usd_per_hour, reverse=True
     )
-    return [(i, week.idle_hours_by_instance[i.instance_id], (i.usd_per_hour or 0.0) * 24) for i in ranked[:limit]]
+    return [(i, week.idle_hours_by_instance[i.instance_id], i.idle_usd_per_hour * 24) for i in ranked[:limit]]
 
 
 HOUR = timedelta(hours=1)
@@ -476,6 +516,6 @@ def outlived_keeps(
         kept = [h for h in instance.hours if pressed <= h.at < min(until, end) and h.running]
         idle = sum(1 for h in kept if is_idle(h, instance, policy))
         if kept and idle >= 2 and idle >= len(kept) / 2:
-            waste = idle * (instance.usd_per_hour or 0.0)
+            waste = idle * instance.idle_usd_per_hour
             out.append(OutlivedKeep(instance_id, who, until, float(len(kept)), float(idle), waste))
     return sorted(out, key=lambda k: -k.waste_usd)

@@ -8,8 +8,10 @@ from costguard.core import tags
 from costguard.core.formatting import usd
 from costguard.digest.chart import day_label
 from costguard.digest.weekly.rules.advice import Advice
+from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.figures import Figures, InstanceWeek, worst_idle
 from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.rules.starts import FailedStart
 from costguard.slack.blocks import (
     Block,
     Message,
@@ -42,8 +44,14 @@ def _row(name: str, figures: Figures) -> str:
     return (
         f"*{name}*: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
         f"{figures.gpu_hours:,.0f} GPU-h at {_pct(figures.avg_gpu_util)}, idle {figures.idle_gpu_hours:,.0f} GPU-h, "
-        f"waste {usd(figures.waste_usd)}"
+        f"waste {usd(figures.waste_usd)}" + _paid_hours(figures)
     )
+
+
+def _paid_hours(figures: Figures) -> str:
+    """Idle hours on capacity already paid: not waste a stop avoids, said apart."""
+    paid = figures.paid_idle_hours
+    return f" ({paid:,.0f} idle h on paid capacity)" if paid else ""
 
 
 def _warned(count: int) -> str:
@@ -61,11 +69,14 @@ def digest_message(data: DigestData) -> Message:
     summary = (
         f"*{week.instances}* GPU machines ran *{week.gpu_hours:,.0f} GPU-hours* "
         f"at {_pct(week.avg_gpu_util)} average GPU use. "
-        f"*{week.idle_gpu_hours:,.0f} GPU-hours were idle*: *{usd(week.waste_usd)}* of on-demand time "
-        f"({_change(week.waste_usd, before.waste_usd)})."
+        f"*{week.idle_gpu_hours:,.0f} GPU-hours were idle*: *{usd(week.waste_usd)}* on the bill that stops "
+        f"would have saved ({_change(week.waste_usd, before.waste_usd)})."
     )
+    if week.paid_idle_hours:
+        summary += f" {week.paid_idle_hours:,.0f} idle hours were on capacity already paid: see *Commitments*."
     blocks = [
         header(title),
+        *([context(data.basis)] if data.basis else []),
         section(summary),
         fields_section(
             [
@@ -97,7 +108,10 @@ def digest_message(data: DigestData) -> Message:
         )
     if data.sections:
         blocks += [divider(), *data.sections]
-    blocks += [divider(), section(_costguard_did(data)), section(_hygiene(data)), section(_commitments(data))]
+    blocks += [divider(), section(_costguard_did(data))]
+    if data.failed_starts:
+        blocks.append(section(failed_starts_text(data.failed_starts)))
+    blocks += [section(_hygiene(data)), section(_commitments(data))]
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(
             section(
@@ -163,8 +177,34 @@ def _costguard_did(data: DigestData) -> str:
         f"*What costguard did*: {warned} warning{'s' if warned != 1 else ''}, "
         f"{stopped} stop{'s' if stopped != 1 else ''}, {kept} machine{'s' if kept != 1 else ''} kept from Slack. "
         "Stopped machines stayed off "
-        f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*." + learned_starts_line(data)
+        f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*{_beside(data.saved_usd, data.saved_list_usd)}."
+        + learned_starts_line(data)
     )
+
+
+def _beside(bill: float, on_demand: float) -> str:
+    """The on-demand figure beside a figure on the bill, where they differ."""
+    return f" on the bill ({usd(on_demand)} at on-demand prices)" if abs(on_demand - bill) >= 0.005 else ""
+
+
+def failed_starts_text(starts: Sequence[FailedStart], shown: int = 10) -> Mrkdwn:
+    """Every start EC2 refused this week: machine, owner, when, why, how it ended."""
+    lines = [
+        mrkdwn(
+            "`{0}` {1} ({2}), due {3}: {4}; {5}",
+            f.instance_id,
+            f.instance_type,
+            f.owner or "no owner",
+            f"{f.due:%a %d %b %H:%M} UTC",
+            f.why,
+            f.ended,
+        )
+        for f in starts[:shown]
+    ]
+    if len(starts) > shown:
+        lines.append(Mrkdwn(f"and {len(starts) - shown} more"))
+    count = len(starts)
+    return Mrkdwn(f"*Failed starts* ({count} start{'s' if count != 1 else ''} EC2 refused)\n") + bullet_list(lines)
 
 
 def learned_starts_line(data: DigestData) -> str:
@@ -224,7 +264,20 @@ def _commitments(data: DigestData) -> str:
         f"Savings Plans: {_pct(c.sp_utilization)} used, {_pct(c.sp_coverage)} of eligible spend covered",
     ]
     lines += [f"{x.label} ends {x.end:%a %d %b}" for x in c.expiring]
+    lines += [paid_idle_line(p) for p in data.paid_idle[:5]]
     return "*Commitments*\n" + bullet_list(lines)
+
+
+def paid_idle_line(paid: PaidIdle) -> Mrkdwn:
+    """Idle hours a commitment paid for: what they would have cost on demand, and what to do next time."""
+    return mrkdwn(
+        "{0} idle hours on {1} ({2} on demand, already paid: not stopped for money): {3}. {4}",
+        f"{paid.idle_hours:,.0f}",
+        paid.paid_by,
+        usd(paid.on_demand_usd),
+        paid.advice[:1].upper() + paid.advice[1:],
+        _some(paid.machines, 3),
+    )
 
 
 def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]) -> Message:
@@ -237,8 +290,10 @@ def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]
     body = (
         f"Your GPU week: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
         f"{figures.gpu_hours:,.0f} GPU-hours at {_pct(figures.avg_gpu_util)} average use; "
-        f"{figures.idle_gpu_hours:,.0f} GPU-hours idle ({usd(figures.waste_usd)})."
+        f"{figures.idle_gpu_hours:,.0f} GPU-hours idle ({usd(figures.waste_usd)} on the bill)."
     )
+    if figures.paid_idle_hours:
+        body += f" {figures.paid_idle_hours:,.0f} idle hours were on capacity already paid: not stopped for money."
     warned = data.warnings_to(owner)
     if warned:
         body += f" costguard warned you about {warned} idle machine{'s' if warned != 1 else ''} this week."
@@ -256,8 +311,13 @@ def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]
         blocks.append(
             section("*Kept, then idle*: a shorter keep, or *Keep while it works*, next time\n" + bullet_list(keeps))
         )
+    refused = [f for f in data.failed_starts if f.instance_id in mine or (f.owner and f.owner == owner)]
+    if refused:
+        blocks.append(section(failed_starts_text(refused)))
     theirs = [a for a in data.advice if a.instance.instance_id in mine]
     if theirs:
         blocks += _advice_blocks(theirs, "*Worth a look*: the same work for less")
     blocks.append(context("Stop what you are not using; tag `costguard:keep-until` what you are. — costguard"))
+    if data.basis:
+        blocks.append(context(data.basis))
     return Message(f"Your GPU week: {usd(figures.waste_usd)} idle", tuple(blocks))

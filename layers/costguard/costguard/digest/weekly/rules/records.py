@@ -8,7 +8,9 @@ from datetime import datetime
 from costguard.core.records import Instance
 from costguard.digest.commitments import CommitmentUse
 from costguard.digest.weekly.rules.advice import Advice
+from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.figures import InstanceWeek, OutlivedKeep, Week
+from costguard.digest.weekly.rules.starts import FailedStart
 from costguard.slack.blocks import Block
 from costguard.state.entries import Entry, EntryKind
 
@@ -34,6 +36,10 @@ class DigestData:
     no_activity_check: list[str] = field(default_factory=list)  # running, but no SSM agent answers for them
     advice: list[Advice] = field(default_factory=list)  # right-sizing and Spot, the largest savings first
     sections: list[Block] = field(default_factory=list)  # other features' parts of the digest (SageMaker's)
+    saved_list_usd: float = 0.0  # the stops' hours at the on-demand price, beside saved_usd (on the bill)
+    basis: str = ""  # the one line that names the price basis (rules/bill.py)
+    paid_idle: list[PaidIdle] = field(default_factory=list)  # idle hours already paid, by what pays them
+    failed_starts: list[FailedStart] = field(default_factory=list)
 
     @property
     def no_owner(self) -> list[Instance]:

@@ -34,4 +34,7 @@ def account_week(data: DigestData, *, account: str, label: str, regions: tuple[s
             OwnerWaste(owner, f.idle_gpu_hours, f.waste_usd) for owner, f in owners[:TOP_OWNERS] if f.waste_usd > 0
         ),
         gaps=tuple(data.errors[:MAX_GAPS]),
+        paid_idle_hours=fleet.paid_idle_hours,
+        saved_list_usd=data.saved_list_usd,
+        basis=data.basis,
     )

@@ -1,0 +1,58 @@
+"""The week's failed starts: every morning or learned start EC2 refused (the ledger's start-failed entries),
+with how it ended. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from costguard.core.formatting import parse_time
+from costguard.core.records import Instance
+from costguard.state.entries import Entry, EntryKind
+
+# The starts that end a failed start: costguard's own (it tried again and EC2 said yes), or a person's.
+STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.START_FROM_SLACK)
+
+
+@dataclass(frozen=True)
+class FailedStart:
+    instance_id: str
+    instance_type: str
+    owner: str
+    due: datetime  # when the start was due
+    why: str  # EC2's last refusal
+    ended: str  # "started Tue 07:40 UTC", "costguard gave up Tue 09:00 UTC", "still trying until ..."
+
+
+def failed_starts(entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime) -> list[FailedStart]:
+    """Each start-failed entry of the week, oldest first, with how it ended as far as the week can tell."""
+    started = sorted((e for e in entries if e.kind in STARTS and e.applied), key=lambda e: e.at)
+    out = []
+    for entry in sorted((e for e in entries if e.kind is EntryKind.START_FAILED), key=lambda e: e.at):
+        later = next((s for s in started if s.instance_id == entry.instance_id and s.at >= entry.at), None)
+        out.append(
+            FailedStart(
+                entry.instance_id,
+                entry.instance_type,
+                entry.owner,
+                entry.at,
+                entry.reason or "refused by EC2",
+                _ended(entry, later, raw.get(entry.instance_id), end),
+            )
+        )
+    return out
+
+
+def _ended(entry: Entry, later: Entry | None, instance: Instance | None, end: datetime) -> str:
+    if later is not None:
+        by = "by costguard" if later.kind is not EntryKind.START_FROM_SLACK else "from Slack"
+        return f"started {by} {later.at:%a %H:%M} UTC"
+    if instance is not None and instance.state in ("pending", "running") and instance.launch_time > entry.at:
+        return f"running since {instance.launch_time:%a %H:%M} UTC"
+    until = parse_time(entry.until)
+    if until is None:
+        return "not started"
+    if until <= end:
+        return f"not started: costguard gave up {until:%a %H:%M} UTC"
+    return f"not started yet: costguard tries until {until:%a %H:%M} UTC"

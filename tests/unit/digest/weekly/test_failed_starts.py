@@ -1,0 +1,63 @@
+"""Every start EC2 refused this week is in the digest: machine, owner, when, why, how it ended."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from costguard.core.records import Instance
+from costguard.digest.weekly.rules.messages import failed_starts_text
+from costguard.digest.weekly.rules.starts import failed_starts
+from costguard.state.entries import Entry, EntryKind
+
+START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
+END = START + timedelta(days=7)
+REFUSED = "InsufficientInstanceCapacity in us-east-1a"
+
+
+def failed(iid: str, day: int, until_hours: float) -> Entry:
+    due = START + timedelta(days=day, hours=7)
+    return Entry(
+        at=due,
+        kind=EntryKind.START_FAILED,
+        instance_id=iid,
+        region="us-east-1",
+        mode="enforce",
+        owner="alice@example.com",
+        instance_type="p5.48xlarge",
+        reason=REFUSED,
+        until=(due + timedelta(hours=until_hours)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+def machine(iid: str, state: str, launched: datetime) -> Instance:
+    return Instance(iid, "us-east-1", "p5.48xlarge", state, launched)
+
+
+def test_each_failed_start_says_how_it_ended_started_later_given_up_or_still_trying() -> None:
+    retried = failed("i-a", 0, 2)
+    later = Entry(START + timedelta(hours=7, minutes=40), EntryKind.MORNING_START, "i-a", "us-east-1", "enforce")
+    gave_up = failed("i-b", 1, 2)
+    by_hand = failed("i-c", 2, 2)
+    pending = failed("i-d", 6, 48)  # Sunday 07:00, costguard tries until Tuesday: after the week's end
+    raw = {
+        "i-b": machine("i-b", "stopped", START - timedelta(days=9)),
+        "i-c": machine("i-c", "running", START + timedelta(days=2, hours=10)),
+    }
+    found = failed_starts([pending, by_hand, gave_up, later, retried], raw, END)
+    assert [(f.instance_id, f.ended) for f in found] == [
+        ("i-a", "started by costguard Mon 07:40 UTC"),
+        ("i-b", "not started: costguard gave up Tue 09:00 UTC"),
+        ("i-c", "running since Wed 10:00 UTC"),
+        ("i-d", "not started yet: costguard tries until Tue 07:00 UTC"),
+    ]
+    assert {(f.owner, f.why, f.instance_type) for f in found} == {("alice@example.com", REFUSED, "p5.48xlarge")}
+
+
+def test_the_failed_starts_section_names_machine_owner_when_why_and_end() -> None:
+    text = failed_starts_text(failed_starts([failed("i-b", 1, 2)], {}, END))
+    assert json.dumps(text) == json.dumps(
+        "*Failed starts* (1 start EC2 refused)\n"
+        "• `i-b` p5.48xlarge (alice@example.com), due Tue 17 Nov 07:00 UTC: InsufficientInstanceCapacity in "
+        "us-east-1a; not started: costguard gave up Tue 09:00 UTC"
+    )
