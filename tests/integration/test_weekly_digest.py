@@ -244,16 +244,18 @@ def test_the_digest_prices_waste_and_savings_on_the_bill_keeps_paid_idle_hours_a
     )
     assert digest.blocks[1]["elements"][0]["text"] == basis
     assert "*$20.12* on the bill that stops would have saved" in body
-    assert "20 idle hours were on capacity already paid: see *Commitments*." in body
+    assert "20 idle machine-hours were on capacity already paid: see *Commitments*." in body
     assert "Stopped machines stayed off 5 h: *$2.50 saved* on the bill ($5.03 at on-demand prices)." in body
     assert (
-        f"10 idle hours on capacity reservation cr-0held ($56.72 on demand, already paid: not stopped for money): "
+        "10 idle machine-hours on capacity reservation cr-0held ($56.72 on demand, already paid: "
+        "not stopped for money): "
         f"Release or shrink it: it is billed while it is held. `{held}`"
     ) in body
-    assert f"10 idle hours on Reserved Instances (g5, {REGION}) ($10.06 on demand" in body
+    assert f"10 idle machine-hours on Reserved Instances (g5, {REGION}) ($10.06 on demand" in body
     assert "*carol@example.com*: 1 machine, 20 GPU-h at 1%, idle 20 GPU-h, waste $20.12" in body
     assert (
-        "*dave@example.com*: 1 machine, 10 GPU-h at 1%, idle 10 GPU-h, waste $0.00 (10 idle h on paid capacity)" in body
+        "*dave@example.com*: 1 machine, 10 GPU-h at 1%, idle 10 GPU-h, waste $0.00 "
+        "(10 idle machine-hours on paid capacity)" in body
     )
     due = f"{now - timedelta(days=2):%a %d %b %H:%M} UTC"
     gave_up = f"{now - timedelta(days=2) + timedelta(hours=3):%a %H:%M} UTC"

@@ -246,7 +246,10 @@ def test_the_organization_digest_keeps_each_accounts_paid_idle_hours_apart_and_n
     text = json.dumps(
         organization_message(OrganizationWeek(END, [HUB, MEMBER], {HUB: on_the_bill, MEMBER: listed})).blocks
     )
-    assert "*$120* on the bill that stops would have saved, and 30 idle hours were on capacity already paid" in text
+    assert (
+        "*$120* on the bill that stops would have saved, and 30 idle machine-hours were on capacity already paid"
+        in text
+    )
     assert "*$52.50 saved* on the bill ($82.50 at on-demand prices)." in text
     assert (
         "Prices as each account's bill shows them, but training (111122223333): the on-demand list (each account's "

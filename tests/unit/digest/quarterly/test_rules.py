@@ -220,5 +220,5 @@ def test_the_quarter_says_its_waste_as_each_week_priced_it_and_sends_paid_idle_h
     text = json.dumps(quarter_message(quarter, datetime(2026, 11, 22, 9, tzinfo=UTC)).blocks, ensure_ascii=False)
     assert (
         "70 idle GPU-hours ($150 that stops would have saved, as each week's digest priced it); 1 idle machine "
-        "stopped, saving $20.00. 40 idle hours were on capacity already paid: buy less at renewal."
+        "stopped, saving $20.00. 40 idle machine-hours were on capacity already paid: buy less at renewal."
     ) in text

@@ -137,10 +137,10 @@ def test_the_digest_names_its_price_basis_saves_on_the_bill_beside_on_demand_and
     assert blocks[1]["elements"][0]["text"] == data.basis  # under the title
     body = json.dumps(blocks)
     assert "on the bill that stops would have saved" in body
-    assert "10 idle hours were on capacity already paid: see *Commitments*." in body
+    assert "10 idle machine-hours were on capacity already paid: see *Commitments*." in body
     assert "*$10.06 saved* on the bill ($43.92 at on-demand prices)." in body
     assert (
-        "10 idle hours on Reserved Instances (p4d, us-east-1) ($220 on demand, already paid: not stopped for "
+        "10 idle machine-hours on Reserved Instances (p4d, us-east-1) ($220 on demand, already paid: not stopped for "
         "money): Buy fewer at renewal, or move on-demand work onto them. `i-1`"
     ) in body
 

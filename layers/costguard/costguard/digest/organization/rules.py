@@ -131,7 +131,7 @@ def organization_message(org: OrganizationWeek) -> Message:
 
 def _paid(weeks: Sequence[AccountWeek]) -> str:
     paid = sum(w.paid_idle_hours for w in weeks)
-    return f", and {paid:,.0f} idle hours were on capacity already paid (buy less at renewal)" if paid else ""
+    return f", and {paid:,.0f} idle machine-hours were on capacity already paid (buy less at renewal)" if paid else ""
 
 
 def _beside(weeks: Sequence[AccountWeek]) -> str:

@@ -260,7 +260,7 @@ def _costguard_quarter(quarter: Quarter) -> Mrkdwn:
     stopped = sum(w.stopped for w in weeks)
     saved = sum(w.saved_usd for w in weeks)
     paid = sum(w.paid_idle_hours for w in weeks)
-    committed = f" {paid:,.0f} idle hours were on capacity already paid: buy less at renewal." if paid else ""
+    committed = f" {paid:,.0f} idle machine-hours were on capacity already paid: buy less at renewal." if paid else ""
     return Mrkdwn(
         f"*costguard's quarter* ({len(weeks)} weekly record{'s' if len(weeks) != 1 else ''}): {idle:,.0f} idle "
         f"GPU-hours ({usd(waste)} that stops would have saved, as each week's digest priced it); {stopped} idle "

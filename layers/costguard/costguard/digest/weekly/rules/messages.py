@@ -51,7 +51,7 @@ def _row(name: str, figures: Figures) -> str:
 def _paid_hours(figures: Figures) -> str:
     """Idle hours on capacity already paid: not waste a stop avoids, said apart."""
     paid = figures.paid_idle_hours
-    return f" ({paid:,.0f} idle h on paid capacity)" if paid else ""
+    return f" ({paid:,.0f} idle machine-hours on paid capacity)" if paid else ""
 
 
 def _warned(count: int) -> str:
@@ -73,7 +73,7 @@ def digest_message(data: DigestData) -> Message:
         f"would have saved ({_change(week.waste_usd, before.waste_usd)})."
     )
     if week.paid_idle_hours:
-        summary += f" {week.paid_idle_hours:,.0f} idle hours were on capacity already paid: see *Commitments*."
+        summary += f" {week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid: see *Commitments*."
     blocks = [
         header(title),
         *([context(data.basis)] if data.basis else []),
@@ -271,7 +271,7 @@ def _commitments(data: DigestData) -> str:
 def paid_idle_line(paid: PaidIdle) -> Mrkdwn:
     """Idle hours a commitment paid for: what they would have cost on demand, and what to do next time."""
     return mrkdwn(
-        "{0} idle hours on {1} ({2} on demand, already paid: not stopped for money): {3}. {4}",
+        "{0} idle machine-hours on {1} ({2} on demand, already paid: not stopped for money): {3}. {4}",
         f"{paid.idle_hours:,.0f}",
         paid.paid_by,
         usd(paid.on_demand_usd),
@@ -293,7 +293,9 @@ def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]
         f"{figures.idle_gpu_hours:,.0f} GPU-hours idle ({usd(figures.waste_usd)} on the bill)."
     )
     if figures.paid_idle_hours:
-        body += f" {figures.paid_idle_hours:,.0f} idle hours were on capacity already paid: not stopped for money."
+        body += (
+            f" {figures.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid: not stopped for money."
+        )
     warned = data.warnings_to(owner)
     if warned:
         body += f" costguard warned you about {warned} idle machine{'s' if warned != 1 else ''} this week."
