@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol
 
@@ -50,7 +50,7 @@ from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
-from costguard.idle.rules.capacity import spared, tells_scarce, working_now
+from costguard.idle.rules.capacity import spared, tells_scarce, too_soon, unread, working_now
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
 from costguard.slack.notifier import SlackNotifier
@@ -170,7 +170,7 @@ class IdleStopper:
             # 2. Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = accelerated(self.ec2, self.policy)
             report.candidates = len(candidates)
-            self.mornings.settle_running(candidates, report)  # 3. learned starts not yet recorded
+            self.mornings.settle_running(candidates, report, capacity)  # 3. learned starts not yet recorded
             recovered = self._recover(now)  # 4.
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
         if self.manage_alarms:  # 15.
@@ -198,7 +198,7 @@ class IdleStopper:
         if self.manage_alarms:
             self.alarms.on_state_change(instance_id, state, report)
         if state == "running" and self.settings.mode.mutates:
-            self.mornings.started(instance_id)
+            self.mornings.started(instance_id, self.capacity(now=at))
         if state in ("running", "stopped"):
             remember(self.history, instance_id, state, at)
         return report
@@ -237,7 +237,7 @@ class IdleStopper:
             sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
             # 7. consulted; no scarce machine stopped while its owner works
             final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)
-            final = spare_the_scarce(final, capacity, now, self.policy.team_timezone)
+            final = spare_the_scarce(final, capacity, now, self.policy)
             for instance, decision in bill.priced(final):  # 8. each warning and stop as the bill sees it
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
@@ -268,16 +268,21 @@ class IdleStopper:
 
 
 def spare_the_scarce(
-    decided: Sequence[Decided], capacity: Capacity, now: datetime, team_timezone: str
+    decided: Sequence[Decided], capacity: Capacity, now: datetime, policy: IdlePolicy
 ) -> list[Decided]:
-    """The warnings and stops of scarce machines whose owners are at work taken back (the evidence read only
-    when one may be)."""
+    """The warnings and stops of scarce machines whose owners are at work taken back, and their stops between
+    learned runs that a sooner start leaves too short (the evidence read only when one may be)."""
+    shortest = timedelta(minutes=policy.shortest_stop_minutes)
 
     def judged(instance: Instance, decision: Decision) -> Decision:
-        at_risk = decision.action in (Action.WARN, Action.STOP) and decision.will_stop
-        if not at_risk or not working_now(instance, now, team_timezone):
+        if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
             return decision
-        return spared(decision, capacity.scarcity(instance), working=True, now=now)
+        if not working_now(instance, now, policy.team_timezone):
+            return too_soon(decision, capacity.scarcity(instance), shortest, now) if decision.start_at else decision
+        scarcity = capacity.scarcity(instance)
+        if capacity.unread:
+            return unread(decision)
+        return spared(decision, scarcity, working=True, now=now)
 
     return [(instance, judged(instance, decision)) for instance, decision in decided]
 

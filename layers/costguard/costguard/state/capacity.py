@@ -46,7 +46,7 @@ class CapacityLog:
         ):
             for item in page.get("Items", []):
                 if item["sk"]["S"] == READ:
-                    read_until = datetime.fromisoformat(item["until"]["S"])
+                    read_until = _time(item)
                 elif (failure := _failure(item, region)) is not None:
                     failures.append(failure)
         return CapacityRecord(tuple(failures), read_until)
@@ -79,6 +79,14 @@ class CapacityLog:
 
 def _pk(region: str) -> str:
     return f"capacity#{region}"
+
+
+def _time(item: dict[str, Any]) -> datetime | None:
+    """Until when CloudTrail was read; None (read it again) where the item is not costguard's."""
+    try:
+        return datetime.fromisoformat(item["until"]["S"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _failure(item: dict[str, Any], region: str) -> FailedStart | None:

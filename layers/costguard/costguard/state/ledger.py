@@ -92,6 +92,12 @@ class Ledger:
                 item[key] = value
         return {k: _ser.serialize(v) for k, v in item.items()}
 
+    def has(self, kind: str, instance_id: str, at: datetime) -> bool:
+        """Whether an entry of this kind, machine and time is kept (a consistent read). Raises when the table
+        would not answer."""
+        key = {"pk": {"S": f"action#{at:%Y-%m-%d}"}, "sk": {"S": f"{at.isoformat()}#{instance_id}#{kind}"}}
+        return "Item" in self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True)
+
     def entries_between(self, start: datetime, end: datetime) -> Iterator[Entry]:
         """Entries with start <= at < end, oldest first."""
         names = {f.name for f in fields(Entry)}

@@ -36,17 +36,19 @@ def machine(iid: str, state: str, launched: datetime) -> Instance:
 
 def test_each_failed_start_says_how_it_ended_started_later_given_up_or_still_trying() -> None:
     retried = failed("i-a", 0, 2)
-    later = Entry(START + timedelta(hours=7, minutes=40), EntryKind.MORNING_START, "i-a", "us-east-1", "enforce")
+    # costguard's start entries are keyed by the time the start was for, whenever the try that made it was
+    later = Entry(START + timedelta(hours=7), EntryKind.MORNING_START, "i-a", "us-east-1", "enforce")
     gave_up = failed("i-b", 1, 2)
+    next_day = Entry(START + timedelta(days=2, hours=7), EntryKind.MORNING_START, "i-b", "us-east-1", "enforce")
     by_hand = failed("i-c", 2, 2)
     pending = failed("i-d", 6, 48)  # Sunday 07:00, costguard tries until Tuesday: after the week's end
     raw = {
         "i-b": machine("i-b", "stopped", START - timedelta(days=9)),
         "i-c": machine("i-c", "running", START + timedelta(days=2, hours=10)),
     }
-    found = failed_starts([pending, by_hand, gave_up, later, retried], raw, END)
+    found = failed_starts([pending, by_hand, gave_up, next_day, later, retried], raw, END)
     assert [(f.instance_id, f.ended) for f in found] == [
-        ("i-a", "started by costguard Mon 07:40 UTC"),
+        ("i-a", "started by costguard on a later try"),
         ("i-b", "not started: costguard gave up Tue 09:00 UTC"),
         ("i-c", "running since Wed 10:00 UTC"),
         ("i-d", "not started yet: costguard tries until Tue 07:00 UTC"),

@@ -92,3 +92,21 @@ def test_a_telling_slack_refused_is_made_by_the_next_refusal() -> None:
     assert told.messages == []
     refusals.refused(P4D, DUE, UNTIL, NOW + timedelta(minutes=15), refusal("InsufficientInstanceCapacity"), capacity)
     assert len(told.messages) == 1
+
+
+def test_a_refused_start_is_known_to_the_next_sweep_from_the_ledger_when_the_evidence_was_not_kept() -> None:
+    told = Told()
+    refusals, capacity, _ = parts(told)
+    refusals.refused(P4D, DUE, UNTIL, NOW, refusal("InsufficientInstanceCapacity"), capacity)
+    forgetful = SweepCapacity(log=None, trail=None, ec2=None, region="us-east-1", now=NOW, time_left=lambda: 900.0)  # type: ignore[arg-type]
+    assert refusals.refused_before(P4D, DUE, forgetful)  # its capacity record lost: the ledger's entry says so
+    assert not refusals.refused_before(P4D, DUE + timedelta(days=1), forgetful)  # another day's start
+
+
+def test_a_passing_refusal_is_recorded_for_the_retry_but_is_no_evidence_and_not_told() -> None:
+    told = Told()
+    refusals, capacity, _ = parts(told)
+    refusals.refused(P4D, DUE, UNTIL, NOW, refusal("RequestLimitExceeded"), capacity)
+    assert capacity.scarcity(P4D) is None
+    assert told.messages == []
+    assert refusals.refused_before(P4D, DUE, capacity)

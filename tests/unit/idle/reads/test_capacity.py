@@ -23,14 +23,16 @@ def p4d(iid: str = "i-1", zone: str = "us-east-1a") -> Instance:
 
 
 class Trail:
-    def __init__(self, found: list[FailedStart], error: Exception | None = None) -> None:
-        self.found, self.error, self.reads = found, error, 0
+    def __init__(self, found: list[FailedStart], error: Exception | None = None, *, whole: bool = True) -> None:
+        self.found, self.error, self.reads, self.whole = found, error, 0, whole
+        self.asked: list[tuple[datetime, datetime]] = []
 
     def refused_for_capacity(self, region: str, start: datetime, end: datetime) -> tuple[list[FailedStart], bool]:
         self.reads += 1
+        self.asked.append((start, end))
         if self.error is not None:
             raise self.error
-        return [f for f in self.found if start <= f.at <= end], True
+        return [f for f in self.found if start <= f.at < end], self.whole
 
 
 class Machines:
@@ -60,10 +62,11 @@ def test_cloudtrails_failed_starts_are_read_once_a_day_and_kept_for_the_sweeps_b
     found = first.scarcity(p4d())
     assert found is not None
     assert found.failures == 2
+    assert trail.reads == 2  # the first walk looks back two days, a day at a time
     assert sweep(kept, trail, now=NOW + timedelta(hours=6)).scarcity(p4d()) is not None
-    assert trail.reads == 1  # read again only after a day
+    assert trail.reads == 2  # read again only after a day
     sweep(kept, trail, now=NOW + timedelta(days=1, minutes=1)).scarcity(p4d())
-    assert trail.reads == 2
+    assert trail.reads == 3
     assert sweep(kept, trail).scarcity(p4d(zone="us-east-1b")) is None  # another zone has capacity
 
 
@@ -101,3 +104,54 @@ def test_without_time_left_cloudtrail_is_left_to_the_next_sweep() -> None:
     late = SweepCapacity(log=log(), trail=trail, ec2=Machines(), region=REGION, now=NOW, time_left=lambda: 5.0)  # type: ignore[arg-type]
     assert late.scarcity(p4d()) is None
     assert trail.reads == 0
+
+
+def test_the_walk_stops_short_of_cloudtrails_delivery_lag_and_a_day_cut_short_is_kept_and_passed() -> None:
+    kept = log()
+    just_now = FailedStart("p4d.24xlarge", "us-east-1a", NOW - timedelta(minutes=5), "CloudTrail", region=REGION)
+    trail = Trail([just_now], whole=False)
+    sweep(kept, trail).scarcity(p4d())
+    assert max(end for _, end in trail.asked) == NOW - timedelta(minutes=20)  # not yet delivered: read next time
+    assert kept.load(REGION).read_until == NOW - timedelta(minutes=20)  # a day cut short is not walked again
+
+
+def test_a_walk_that_fell_behind_catches_up_a_few_days_a_sweep_and_only_while_the_sweep_has_time() -> None:
+    kept = log()
+    kept.add(REGION, [], read_until=NOW - timedelta(days=10))
+    trail = Trail([])
+    sweep(kept, trail).scarcity(p4d())
+    assert trail.reads == 2
+    assert kept.load(REGION).read_until == NOW - timedelta(days=8)
+    late = SweepCapacity(log=kept, trail=trail, ec2=Machines(), region=REGION, now=NOW, time_left=lambda: 30.0)  # type: ignore[arg-type]
+    late.scarcity(p4d())
+    assert trail.reads == 2
+
+
+def test_costguards_own_refusal_is_not_counted_again_when_cloudtrail_records_it_nor_a_storm_kept_whole() -> None:
+    kept = log()
+    now = sweep(kept, Trail([]), now=NOW - timedelta(days=1))
+    now.refused(p4d("i-7"), NOW - timedelta(hours=3))
+    echo = FailedStart("", "", NOW - timedelta(hours=3, seconds=-20), "CloudTrail", instance_id="i-7", region=REGION)
+    storm = [
+        FailedStart("p5.48xlarge", "us-east-1a", NOW - timedelta(hours=2, minutes=m), "CloudTrail", region=REGION)
+        for m in range(50)
+    ]
+    sweep(kept, Trail([echo, *storm]), p4d("i-7")).scarcity(p4d())
+    failures = kept.load(REGION).failures
+    assert len([f for f in failures if f.instance_type == "p4d.24xlarge"]) == 1
+    assert len([f for f in failures if f.instance_type == "p5.48xlarge"]) == 20
+
+
+def test_evidence_unread_says_so_and_a_malformed_read_mark_means_read_again() -> None:
+    class Broken:
+        def load(self, region: str) -> Any:
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": ""}}, "Query")
+
+    trail = Trail([])
+    unread = sweep(Broken(), trail)  # type: ignore[arg-type]
+    assert unread.scarcity(p4d()) is None
+    assert unread.unread
+    assert trail.reads == 0  # what it found could not be kept: CloudTrail is left for a sweep that can
+    client: Any = DynamoDBClient()
+    client.put_item(TableName="costguard-state", Item={"pk": {"S": "capacity#us-east-1"}, "sk": {"S": "read"}})
+    assert CapacityLog(client, "costguard-state").load(REGION).read_until is None

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.capacity import EARLIER, SCARCE, spared, tells_scarce, working_now
+from costguard.idle.rules.capacity import EARLIER, SCARCE, spared, tells_scarce, too_soon, unread, working_now
 from costguard.idle.rules.decision import Action, Decision
-from costguard.idle.rules.restarts import made_for, window_close, working_hours_start
+from costguard.idle.rules.restarts import made_for, window_close, window_to_retry, working_hours_start
 from costguard.idle.rules.schedule import parse_schedule
 
 POLICY = IdlePolicy()
@@ -69,16 +70,37 @@ def test_a_scarce_machines_working_hours_start_is_made_sooner() -> None:
     assert working_hours_start(machine, early, POLICY, sooner=EARLIER) == OPENS
 
 
-def test_a_refused_working_hours_start_is_tried_again_while_the_window_is_open_and_nobody_started_it() -> None:
+def test_inside_open_hours_a_machine_nobody_started_for_them_is_a_retry_candidate() -> None:
     machine = p4d("stopped", tagged={tags.SCHEDULE: "daily 09:00-17:00 UTC"})
-    refused = OPENS - timedelta(minutes=10)
-    assert working_hours_start(machine, OPENS + timedelta(hours=2), POLICY, failed_at=refused) == OPENS
-    assert working_hours_start(machine, OPENS + timedelta(hours=2), POLICY) is None  # never refused: not made late
-    stale = OPENS - timedelta(days=1)  # a refusal of yesterday's window
-    assert working_hours_start(machine, OPENS + timedelta(hours=2), POLICY, failed_at=stale) is None
-    assert working_hours_start(machine, OPENS + timedelta(hours=9), POLICY, failed_at=refused) is None  # closed
+    assert window_to_retry(machine, OPENS + timedelta(hours=2), POLICY) == OPENS  # made only if it was refused
+    assert window_to_retry(machine, OPENS + timedelta(hours=9), POLICY) is None  # closed
     started = p4d("stopped", OPENS + timedelta(minutes=30), tagged={tags.SCHEDULE: "daily 09:00-17:00 UTC"})
-    assert working_hours_start(started, OPENS + timedelta(hours=2), POLICY, failed_at=refused) is None
+    assert window_to_retry(started, OPENS + timedelta(hours=2), POLICY) is None  # started (and stopped) since
+    early = p4d("stopped", OPENS - LEAD - EARLIER, tagged={tags.SCHEDULE: "daily 09:00-17:00 UTC"})
+    assert window_to_retry(early, OPENS + timedelta(hours=2), POLICY) == OPENS  # not in a normal lead
+    assert window_to_retry(early, OPENS + timedelta(hours=2), POLICY, sooner=EARLIER) is None  # a scarce one's
+
+
+def test_a_scarce_machine_already_warned_has_its_warning_cleared_while_its_owner_works() -> None:
+    waiting = Decision("i-1", Action.WAIT, "idle", stop_after=TUESDAY_2PM + timedelta(minutes=10))
+    assert spared(waiting, EVIDENCE, working=True, now=TUESDAY_2PM).action is Action.CLEAR_WARNING
+    again = Decision("i-1", Action.WARN, "still idle", stop_after=TUESDAY_2PM + timedelta(minutes=30), told=True)
+    assert spared(again, EVIDENCE, working=True, now=TUESDAY_2PM).action is Action.CLEAR_WARNING
+
+
+def test_a_stop_while_its_owner_works_waits_when_scarcity_could_not_be_read() -> None:
+    stop = Decision("i-1", Action.STOP, "idle through grace")
+    assert unread(stop).action is Action.NONE
+    assert unread(warn()) == warn()  # a warning may go: the stop is decided again next sweep
+
+
+def test_a_scarce_machines_stop_between_learned_runs_must_leave_room_for_its_sooner_start() -> None:
+    shortest = timedelta(minutes=90)
+    soon = replace(warn(), start_at=TUESDAY_2PM + timedelta(hours=2), learned="daily at 16:15")
+    assert too_soon(soon, EVIDENCE, shortest, TUESDAY_2PM).action is Action.NONE  # 30 + 90 > 120 - 45
+    later = replace(soon, start_at=TUESDAY_2PM + timedelta(hours=3))
+    assert too_soon(later, EVIDENCE, shortest, TUESDAY_2PM) == later
+    assert too_soon(soon, None, shortest, TUESDAY_2PM) == soon  # capacity to spare: as before
 
 
 def test_a_window_closes_at_its_end_and_an_unread_schedule_eight_hours_on() -> None:
@@ -91,10 +113,21 @@ def test_a_window_closes_at_its_end_and_an_unread_schedule_eight_hours_on() -> N
     assert parse_schedule("daily 09:00-17:00 UTC").opened(OPENS + timedelta(hours=8)) is None
 
 
-def test_a_learned_start_made_sooner_for_scarce_capacity_is_still_the_learned_start() -> None:
+def test_a_learned_start_made_sooner_is_the_learned_start_only_on_a_scarce_machine() -> None:
     start_at = OPENS
-    stopped = OPENS - timedelta(hours=10)
-    early = p4d("running", start_at - EARLIER + timedelta(minutes=1), tagged={tags.STOPPED_AT: stopped.isoformat()})
-    assert made_for(early, start_at, POLICY)
-    too_early = p4d("running", start_at - EARLIER - timedelta(minutes=5), tagged={tags.STOPPED_AT: stopped.isoformat()})
-    assert not made_for(too_early, start_at, POLICY)
+    stopped = (OPENS - timedelta(hours=10)).isoformat()
+    early = p4d("running", start_at - EARLIER + timedelta(minutes=1), tagged={tags.STOPPED_AT: stopped})
+    assert made_for(early, start_at, POLICY, sooner=EARLIER)
+    assert not made_for(early, start_at, POLICY)  # on a machine with capacity to spare: its owner's start
+    too_early = p4d("running", start_at - EARLIER - timedelta(minutes=5), tagged={tags.STOPPED_AT: stopped})
+    assert not made_for(too_early, start_at, POLICY, sooner=EARLIER)
+
+
+def test_an_overnight_window_closes_on_the_wall_clock_across_a_change_of_clocks() -> None:
+    berlin = parse_schedule("daily 22:00-06:00 Europe/Berlin")
+    spring = berlin.next_start(datetime(2026, 3, 28, 12, 0, tzinfo=UTC))
+    assert berlin.closes(spring) == datetime(2026, 3, 29, 4, 0, tzinfo=UTC)  # 06:00 CEST
+    autumn = berlin.next_start(datetime(2026, 10, 24, 12, 0, tzinfo=UTC))
+    assert berlin.closes(autumn) == datetime(2026, 10, 25, 5, 0, tzinfo=UTC)  # 06:00 CET
+    whole_day = parse_schedule("daily 00:00-24:00 UTC")
+    assert whole_day.closes(OPENS.replace(hour=0)) == OPENS.replace(hour=0) + timedelta(days=1)

@@ -28,6 +28,9 @@ from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger, LedgerWriteError, StateTableBusy
 
 TOLD_FOR = timedelta(days=2)
+# EC2's passing refusals: the start is tried again at the next sweep, as after one for capacity.
+PASSING = frozenset({"RequestLimitExceeded", "InternalError", "ServiceUnavailable", "Unavailable"})
+RETRY_EVIDENCE = timedelta(hours=2)  # a refusal this long before the start's due time was for it
 WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
 
 
@@ -41,12 +44,16 @@ class RefusedStarts:
     def refused(  # noqa: PLR0917 (a refusal is all of these)
         self, instance: Instance, due: datetime, until: datetime, now: datetime, exc: Exception, capacity: Capacity
     ) -> None:
-        """`due`: the time the start was for; `until`: when costguard stops trying."""
+        """`due`: the time the start was for; `until`: when costguard stops trying. A refusal for capacity
+        (or a passing one: throttled, EC2's own error) is recorded and the start tried again; only one for
+        capacity is evidence of scarcity, and told."""
         code = error_code(exc)
-        if code not in CAPACITY_ERRORS:
+        if code not in CAPACITY_ERRORS and code not in PASSING:
             return
-        capacity.refused(instance, now)
-        metrics.add_metric(name="StartsRefusedForCapacity", unit=MetricUnit.Count, value=1)
+        scarce = code in CAPACITY_ERRORS
+        if scarce:
+            capacity.refused(instance, now)
+            metrics.add_metric(name="StartsRefusedForCapacity", unit=MetricUnit.Count, value=1)
         why = f"{code.removeprefix('Server.')} in {instance.zone or instance.region}"
         entry = machine_entry(
             instance,
@@ -61,7 +68,20 @@ class RefusedStarts:
             self.ledger.record(replace(entry, until=formatting.format_time(until)))
         except WRITE_ERRORS as exc_write:
             logger.warning("refused start not recorded", instance_id=instance.instance_id, error=str(exc_write)[:200])
-        self._tell(instance, due, why, until, now)
+        if scarce:
+            self._tell(instance, due, why, until, now)
+
+    def refused_before(self, instance: Instance, due: datetime, capacity: Capacity) -> bool:
+        """Whether costguard's start for `due` was refused (so a start now is its retry): in this sweep's
+        evidence, or in the ledger's record of it. A ledger that would not answer says no."""
+        own = capacity.failed_at(instance.instance_id)
+        if own is not None and own >= due - RETRY_EVIDENCE:
+            return True
+        try:
+            return self.ledger.has(EntryKind.START_FAILED, instance.instance_id, due)
+        except WRITE_ERRORS as exc:
+            logger.warning("refused start unread", instance_id=instance.instance_id, error=str(exc)[:200])
+            return False
 
     def _tell(self, instance: Instance, due: datetime, why: str, until: datetime, now: datetime) -> None:
         iid = instance.instance_id

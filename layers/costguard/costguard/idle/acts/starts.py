@@ -51,6 +51,7 @@ from costguard.idle.rules.restarts import (
     made_for,
     still_refused,
     window_close,
+    window_to_retry,
     working_hours_start,
 )
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
@@ -118,11 +119,11 @@ class MorningStarts:
             logger.warning("start not finished", instance_id=instance.instance_id, error=str(exc)[:200])
             report.retryable_errors.append(f"{instance.instance_id}: {exc}")
 
-    def started(self, instance_id: str) -> None:
-        self.learned.started(instance_id)
+    def started(self, instance_id: str, capacity: Capacity) -> None:
+        self.learned.started(instance_id, capacity)
 
-    def settle_running(self, running: Sequence[Instance], report: RegionReport) -> None:
-        self.learned.settle_running(running, report)
+    def settle_running(self, running: Sequence[Instance], report: RegionReport, capacity: Capacity) -> None:
+        self.learned.settle_running(running, report, capacity)
 
     def notes(self, started: Sequence[tuple[Instance, datetime]]) -> None:
         """The morning notes of starts a dead sweep made (proven by the next)."""
@@ -131,10 +132,11 @@ class MorningStarts:
 
     def working_hours(self, instance: Instance, now: datetime, report: RegionReport, capacity: Capacity) -> None:
         sooner_by = sooner(capacity.scarcity(instance) is not None)
-        failed_at = capacity.failed_at(instance.instance_id)
-        opens = working_hours_start(instance, now, self.policy, sooner=sooner_by, failed_at=failed_at)
-        if opens is None:
-            return
+        opens = working_hours_start(instance, now, self.policy, sooner=sooner_by)
+        if opens is None:  # not due: unless its hours are open and costguard's start for them was refused
+            opens = window_to_retry(instance, now, self.policy, sooner=sooner_by)
+            if opens is None or not self.refusals.refused_before(instance, opens, capacity):
+                return
         entry = machine_entry(
             instance,
             EntryKind.MORNING_START,
@@ -200,7 +202,7 @@ class LearnedStarts:
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.starts = starts  # the learned starts kept for each machine
 
-    def started(self, instance_id: str) -> None:
+    def started(self, instance_id: str, capacity: Capacity) -> None:
         """A machine started by anyone no longer waits for costguard's start: its start-at goes, so that a
         stop by its owner later is never undone by costguard. costguard's own start is recorded first
         (the sweep that made it may have died before)."""
@@ -208,28 +210,29 @@ class LearnedStarts:
         if not found or not self.policy.is_accelerated(found[0].instance_type):
             return
         try:
-            self.settle(found[0])
+            self.settle(found[0], capacity)
         except WRITE_ERRORS as exc:  # the start-at stays: the next sweep records it
             logger.warning(
                 "learned start left for the next sweep to record", instance_id=instance_id, error=str(exc)[:200]
             )
 
-    def settle_running(self, running: Sequence[Instance], report: RegionReport) -> None:
+    def settle_running(self, running: Sequence[Instance], report: RegionReport, capacity: Capacity) -> None:
         """Running machines that still carry a start-at: a learned start whose records a dead sweep (or a
         storm) did not finish, recorded now; or someone else's start, whose start-at goes."""
         for instance in running:
             if tags.START_AT not in instance.tags or not self.policy.is_accelerated(instance.instance_type):
                 continue
             try:
-                self.settle(instance)
+                self.settle(instance, capacity)
             except WRITE_ERRORS as exc:
                 report.retryable_errors.append(f"{instance.instance_id}: learned start not recorded: {exc}")
 
-    def settle(self, instance: Instance) -> None:
+    def settle(self, instance: Instance, capacity: Capacity) -> None:
         """A machine that started since its start-at was written: recorded if the start was the learned
-        one, then the start-at taken off."""
+        one (made sooner where its type is scarce), then the start-at taken off."""
         start_at = formatting.parse_time(instance.tags.get(tags.START_AT))
-        if start_at is not None and made_for(instance, start_at, self.policy):
+        early = sooner(capacity.scarcity(instance) is not None)
+        if start_at is not None and made_for(instance, start_at, self.policy, sooner=early):
             self.finish(instance, start_at, instance.launch_time)
         else:
             self._let_go(instance, "started by someone else")
@@ -238,10 +241,11 @@ class LearnedStarts:
         """A stopped machine with a start-at: started when its time has come (sooner when its type is
         scarce), if costguard may."""
         start_at = formatting.parse_time(instance.tags[tags.START_AT])
-        if start_at is not None and made_for(instance, start_at, self.policy):
+        early = sooner(capacity.scarcity(instance) is not None)
+        if start_at is not None and made_for(instance, start_at, self.policy, sooner=early):
             self.finish(instance, start_at, instance.launch_time)  # started for its run and stopped since
             return
-        if start_at is not None and start_at - sooner(capacity.scarcity(instance) is not None) > now:
+        if start_at is not None and start_at - early > now:
             return  # not yet
         why_not = learned_start_refused(instance, start_at, now, self.policy)
         if why_not or start_at is None:

@@ -23,15 +23,22 @@ from costguard.core.scarcity import SCARCE_FOR, FailedStart, Scarcity, scarcitie
 from costguard.state.capacity import CapacityLog, CapacityRecord
 from costguard.state.ledger import LedgerWriteError, StateTableBusy
 
-REREAD = timedelta(days=1)  # CloudTrail is read again after a day
+REREAD = timedelta(days=1)  # CloudTrail is read again after a day, a day at a time
+LAG = timedelta(minutes=20)  # CloudTrail delivers an event within about 15 minutes of the call
+DAYS_PER_SWEEP = 2  # a walk that fell behind catches up over a few sweeps
+FIRST_LOOK = timedelta(days=2)  # the first walk looks back this far: the newest evidence first
+PER_DAY = 20  # failures kept per type, zone and day
+SAME_START = timedelta(minutes=5)  # CloudTrail's record of one of costguard's own refused starts
 TIME_TO_READ = 60.0  # seconds the invocation must have left to walk CloudTrail
 DESCRIBED = 200  # instance ids a DescribeInstances call is asked for
-READ_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError, RuntimeError)
+READ_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError, KeyError, ValueError)
 OWN = "costguard"
 
 
 class Capacity(Protocol):
     """What the starts and the decisions ask of the region's scarcity evidence."""
+
+    unread: bool  # whether the evidence kept could not be read (known once `scarcity` was asked)
 
     def scarcity(self, instance: Instance) -> Scarcity | None: ...
     def failed_at(self, instance_id: str) -> datetime | None: ...
@@ -53,6 +60,7 @@ class SweepCapacity:
         self.time_left = time_left
         self._failures: list[FailedStart] | None = None
         self._table: dict[tuple[str, str], Scarcity] | None = None
+        self.unread = False
 
     def scarcity(self, instance: Instance) -> Scarcity | None:
         """The evidence that this machine's type is scarce in its zone; None where there is none."""
@@ -86,26 +94,38 @@ class SweepCapacity:
             try:
                 record = self.log.load(self.region)
             except READ_ERRORS as exc:
+                self.unread = True  # and CloudTrail is not walked: what it found could not be kept
                 _unread("capacity failures unread", self.region, exc)
-        self._failures = [*record.failures, *self._from_cloudtrail(record.read_until)]
+        self._failures = list(record.failures)
+        if not self.unread:
+            self._failures += self._from_cloudtrail(record.read_until, record.failures)
         return self._failures
 
-    def _from_cloudtrail(self, read_until: datetime | None) -> list[FailedStart]:
-        """CloudTrail's failures since it was last read (at most two weeks), once a day, kept in the table."""
-        if self.trail is None or self.log is None or (read_until is not None and self.now - read_until < REREAD):
+    def _from_cloudtrail(self, read_until: datetime | None, known: Sequence[FailedStart]) -> list[FailedStart]:
+        """CloudTrail's failures since it was last read (at most two weeks; the first time, two days), a day at
+        a time from the oldest,
+        each day kept in the table with how far the walk got; once a day, or until the walk has caught up.
+        CloudTrail delivers an event within minutes: the walk stops short of now by LAG."""
+        if self.trail is None or self.log is None:
             return []
-        if self.time_left() < TIME_TO_READ:
-            return []  # the next sweep reads it
-        since = max(read_until or self.now - SCARCE_FOR, self.now - SCARCE_FOR)
-        try:
-            found, whole = self.trail.refused_for_capacity(self.region, since, self.now)
-            found = self._typed(found)
-            self.log.add(self.region, found, read_until=self.now)
-        except Exception as exc:  # an answer costguard cannot read must not cost the region its sweep
-            _unread("CloudTrail's failed starts unread", self.region, exc)
-            return []
-        if not whole:
-            logger.warning("CloudTrail read cut short: its oldest failed starts not seen", region=self.region)
+        end = self.now - LAG
+        since = max(read_until or end - FIRST_LOOK, end - SCARCE_FOR)
+        found: list[FailedStart] = []
+        for _ in range(DAYS_PER_SWEEP):
+            if end - since < REREAD or self.time_left() < TIME_TO_READ:
+                break  # read within the day, or the sweep's time is for the sweep
+            upto = min(since + REREAD, end)
+            try:
+                day, whole = self.trail.refused_for_capacity(self.region, since, upto)
+                day = kept(self._typed(day), known)
+                self.log.add(self.region, day, read_until=upto)
+            except Exception as exc:  # an answer costguard cannot read must not cost the region its sweep
+                _unread("CloudTrail's failed starts unread", self.region, exc)
+                break
+            if not whole:
+                logger.warning("CloudTrail's busiest day cut short: its oldest failed starts not seen", since=since)
+            found += day
+            since = upto
         return found
 
     def _typed(self, found: Sequence[FailedStart]) -> list[FailedStart]:
@@ -121,6 +141,25 @@ class SweepCapacity:
             elif (machine := machines.get(failure.instance_id)) is not None:
                 out.append(replace(failure, instance_type=machine.instance_type, zone=machine.zone))
         return out
+
+
+def kept(found: Sequence[FailedStart], known: Sequence[FailedStart]) -> list[FailedStart]:
+    """The failures worth keeping: not costguard's own refusals again (as CloudTrail records them), and at most
+    PER_DAY of a type in a zone a day (the newest): evidence enough, in a table that stays small."""
+    own = [f for f in known if f.source == OWN]
+    fresh = [
+        f
+        for f in found
+        if not any(o.instance_id == f.instance_id and abs(o.at - f.at) <= SAME_START for o in own if f.instance_id)
+    ]
+    out: list[FailedStart] = []
+    counted: dict[tuple[str, str, object], int] = {}
+    for failure in sorted(fresh, key=lambda f: f.at, reverse=True):
+        key = (failure.instance_type, failure.zone, failure.at.date())
+        counted[key] = counted.get(key, 0) + 1
+        if counted[key] <= PER_DAY:
+            out.append(failure)
+    return out
 
 
 def _unread(what: str, region: str, exc: Exception) -> None:

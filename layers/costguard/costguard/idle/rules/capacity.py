@@ -23,6 +23,7 @@ from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 
 SCARCE = "not stopped in working hours: capacity is scarce"
+UNREAD = "whether its type is short of capacity could not be read"
 TEAM_HOURS = "weekdays 08:00-19:00"
 EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much sooner, to have retries in hand
 
@@ -41,20 +42,42 @@ def working_now(instance: Instance, now: datetime, team_timezone: str) -> bool:
 
 def spared(decision: Decision, scarcity: Scarcity | None, *, working: bool, now: datetime) -> Decision:
     """The decision, unless it would warn of or make a stop of a scarce machine while its owner works: then
-    none (a stop already warned of clears its warning), with the evidence to tell."""
-    if decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
+    none, or, where it was warned, its warning cleared; with the evidence to tell."""
+    if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
         return decision
     if scarcity is None or not working:
         return decision
     evidence = scarcity.evidence(now)
+    warned = decision.action is not Action.WARN or decision.told
     return replace(
         decision,
-        action=Action.CLEAR_WARNING if decision.action is Action.STOP else Action.NONE,
+        action=Action.CLEAR_WARNING if warned else Action.NONE,
         reason=f"{SCARCE} ({evidence})",
         scarce=evidence,
         will_stop=False,
         stop_after=None,
     )
+
+
+def unread(decision: Decision) -> Decision:
+    """A stop while its owner works, when whether its type is scarce could not be read: not in this sweep
+    (missing evidence is never a reason to stop a machine that might not start again)."""
+    if decision.action is not Action.STOP:
+        return decision
+    return replace(decision, action=Action.NONE, reason=f"not stopped in this sweep: {UNREAD}")
+
+
+def too_soon(decision: Decision, scarcity: Scarcity | None, shortest_stop: timedelta, now: datetime) -> Decision:
+    """A scarce machine's stop between runs of its learned work: its start made sooner, the stop must still
+    be worth it (ShortestStopMinutes between the stop and the start)."""
+    if scarcity is None or decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
+        return decision
+    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    start = decision.start_at - EARLIER
+    if start - stop_at >= shortest_stop:
+        return decision
+    why = f"its next run needs it started at {start:%H:%M} UTC ({scarcity.evidence(now)}): too soon after a stop"
+    return replace(decision, action=Action.NONE, reason=f"{decision.learned}; {why}")
 
 
 def tells_scarce(decision: Decision) -> bool:

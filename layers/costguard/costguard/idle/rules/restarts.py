@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.capacity import EARLIER
 from costguard.idle.rules.recurring import LATE
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 
@@ -25,30 +24,35 @@ _STOPPED = re.compile(r"\((\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (?:GMT|UTC)\)")
 
 
 def working_hours_start(
-    instance: Instance,
-    now: datetime,
-    policy: IdlePolicy,
-    *,
-    sooner: timedelta = timedelta(0),
-    failed_at: datetime | None = None,
+    instance: Instance, now: datetime, policy: IdlePolicy, *, sooner: timedelta = timedelta(0)
 ) -> datetime | None:
     """When the working hours this stopped machine is to be started for open, if it is to be started now:
     the opening is within the lead (`sooner` added for a scarce machine), and the machine was not started
     for it already (by costguard, or its owner, who may have stopped it since: once per window, a start its
-    owner undid is not made again). Or, while the window is open, costguard's start for it was refused
-    (`failed_at`: costguard's last refused start of this machine) and nobody has started it since: tried again."""
+    owner undid is not made again)."""
     lead = timedelta(minutes=policy.schedule_lead_minutes) + sooner
     try:
-        schedule = parse_schedule(instance.tags[tags.SCHEDULE])
+        opens = parse_schedule(instance.tags[tags.SCHEDULE]).next_start(now)
     except ScheduleError:
         return None
-    opened = schedule.opened(now)
-    if opened is not None and failed_at is not None and instance.launch_time < opened - lead - SKEW <= failed_at:
-        return opened
-    opens = schedule.next_start(now)
     if opens - now > lead or instance.launch_time >= opens - lead - SKEW:
         return None
     return opens
+
+
+def window_to_retry(
+    instance: Instance, now: datetime, policy: IdlePolicy, *, sooner: timedelta = timedelta(0)
+) -> datetime | None:
+    """The opening of the working hours this stopped machine is inside, if nobody has started it for them:
+    a start then is a retry, made only where costguard's own start for them was refused."""
+    lead = timedelta(minutes=policy.schedule_lead_minutes) + sooner
+    try:
+        opened = parse_schedule(instance.tags[tags.SCHEDULE]).opened(now)
+    except ScheduleError:
+        return None
+    if opened is None or instance.launch_time >= opened - lead - SKEW:
+        return None
+    return opened
 
 
 def window_close(instance: Instance, opens: datetime) -> datetime:
@@ -59,27 +63,27 @@ def window_close(instance: Instance, opens: datetime) -> datetime:
         return opens + timedelta(hours=8)
 
 
-def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy) -> bool:
+def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy, *, sooner: timedelta = timedelta(0)) -> bool:
     """The machine's last start is the learned start its start-at promised: after costguard's stop, and
-    from the start time on (sooner for a scarce machine) while the run could still be met."""
+    from the start time on (`sooner` for a scarce machine) while the run could still be met."""
     stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
     latest = start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
     return (
         stopped_at is not None
         and stopped_at < instance.launch_time
-        and start_at - EARLIER - SKEW <= instance.launch_time <= latest
-        and not for_working_hours(instance, policy)
+        and start_at - sooner - SKEW <= instance.launch_time <= latest
+        and not for_working_hours(instance, policy, sooner=sooner)
     )
 
 
-def for_working_hours(instance: Instance, policy: IdlePolicy) -> bool:
+def for_working_hours(instance: Instance, policy: IdlePolicy, *, sooner: timedelta = timedelta(0)) -> bool:
     """The machine's last start fell in the lead of its working hours: the working-hours start (recorded as
     such), even where a learned start was due at the same time."""
     try:
         opens = parse_schedule(instance.tags.get(tags.SCHEDULE, "")).next_start(instance.launch_time - SKEW)
     except ScheduleError:
         return False
-    return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + EARLIER + SKEW
+    return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + sooner + SKEW
 
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:

@@ -44,6 +44,13 @@ class Window:
         minutes = self.end - self.start if self.end > self.start else 24 * 60 - self.start + self.end
         return timedelta(minutes=minutes)
 
+    def closing(self, opened: datetime) -> datetime:
+        """When the window that opened at `opened` closes: its end on the wall clock of the day it ends (an
+        overnight window across a change of clocks is an hour longer or shorter)."""
+        days, end = divmod(self.end, 24 * 60)  # 24:00 is the next day's 00:00
+        day = opened.astimezone(self.zone).date() + timedelta(days=days + (1 if self.end <= self.start else 0))
+        return datetime.combine(day, time(end // 60, end % 60), tzinfo=self.zone).astimezone(UTC)
+
     def opening(self, day: datetime) -> datetime:
         """When the window that starts on the local date of `day` opens, in UTC."""
         # Wall-clock arithmetic: the local start that day, whatever the zone's offset then.
@@ -73,8 +80,9 @@ class Schedule:
         return max(found, default=None)
 
     def closes(self, opened: datetime) -> datetime:
-        """When the window that opened at `opened` closes (the latest, where windows open together)."""
-        ends = [opened + w.length for w in self.windows if _opens_at(w, opened)]
+        """When the window that opened at `opened` closes, on the zone's wall clock (the latest, where windows
+        open together)."""
+        ends = [w.closing(opened) for w in self.windows if _opens_at(w, opened)]
         return max(ends, default=opened + min(w.length for w in self.windows))
 
     def next_start(self, moment: datetime) -> datetime:

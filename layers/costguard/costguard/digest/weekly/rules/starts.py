@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from costguard.core.formatting import parse_time
 from costguard.core.records import Instance
@@ -13,6 +13,7 @@ from costguard.state.entries import Entry, EntryKind
 
 # The starts that end a failed start: costguard's own (it tried again and EC2 said yes), or a person's.
 STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.START_FROM_SLACK)
+EARLY = timedelta(hours=2)  # a start is tried this long before it is due, at the most
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ def failed_starts(entries: Sequence[Entry], raw: Mapping[str, Instance], end: da
     started = sorted((e for e in entries if e.kind in STARTS and e.applied), key=lambda e: e.at)
     out = []
     for entry in sorted((e for e in entries if e.kind is EntryKind.START_FAILED), key=lambda e: e.at):
-        later = next((s for s in started if s.instance_id == entry.instance_id and s.at >= entry.at), None)
+        later = next((s for s in started if s.instance_id == entry.instance_id and _ends(entry, s)), None)
         out.append(
             FailedStart(
                 entry.instance_id,
@@ -44,10 +45,20 @@ def failed_starts(entries: Sequence[Entry], raw: Mapping[str, Instance], end: da
     return out
 
 
+def _ends(failed: Entry, start: Entry) -> bool:
+    """The start made the failed one good: costguard's own start for the same time (its entries are keyed by
+    the time a start is for), or a person's from Slack before costguard gave up."""
+    if start.kind is not EntryKind.START_FROM_SLACK:
+        return start.at == failed.at
+    until = parse_time(failed.until)
+    return failed.at - EARLY <= start.at and (until is None or start.at <= until)
+
+
 def _ended(entry: Entry, later: Entry | None, instance: Instance | None, end: datetime) -> str:
+    if later is not None and later.kind is not EntryKind.START_FROM_SLACK:
+        return "started by costguard on a later try"
     if later is not None:
-        by = "by costguard" if later.kind is not EntryKind.START_FROM_SLACK else "from Slack"
-        return f"started {by} {later.at:%a %H:%M} UTC"
+        return f"started from Slack {later.at:%a %H:%M} UTC"
     if instance is not None and instance.state in ("pending", "running") and instance.launch_time > entry.at:
         return f"running since {instance.launch_time:%a %H:%M} UTC"
     until = parse_time(entry.until)
