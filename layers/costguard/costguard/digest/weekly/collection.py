@@ -112,7 +112,7 @@ class DigestCollector:
                 weeks.append(week.since(start))
         this_week = summarize(weeks, start, end, self.policy)
         # The idle hours priced on the bill, this week's and last week's alike; those already paid, apart.
-        billings, bill_errors = self._bills(raw, now)
+        billings, bill_errors = read_bills(self.regions, raw, now)
         priced: dict[str, IdlePrice] = {}
         for billing in billings:
             machines = [(i, self._list(i)) for i in raw.values() if i.region == billing.region]
@@ -171,26 +171,6 @@ class DigestCollector:
     def _list(self, instance: Instance) -> float | None:
         return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
 
-    def _bills(self, raw: Mapping[str, Instance], now: datetime) -> tuple[list[Billing], list[str]]:
-        """Each region's bill as it stands now; a read that fails prices on demand, and is said in the basis
-        line. Without a reader, only what a machine says of itself counts (a hold it names)."""
-        billings: list[Billing] = []
-        errors: list[str] = []
-        for region in self.regions:
-            if region.bill is None:
-                billings.append(Billing(region.name, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS)))
-                errors.append("not asked")
-                continue
-            running = [i for i in raw.values() if i.region == region.name and i.state == "running"]
-            try:
-                billings.append(region.bill.read(running, now))
-                errors += region.bill.errors
-            except Exception as exc:  # an answer costguard cannot read must not cost the digest: on demand, said
-                logger.exception("bill not read: priced on demand", region=region.name)
-                billings.append(Billing(region.name, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS)))
-                errors.append(f"{region.name}: {error_code(exc)}")
-        return billings, errors
-
     def _advice(
         self, observed: Iterable[Observed], now: datetime, errors: list[str], exclude: frozenset[str]
     ) -> list[Advice]:
@@ -226,3 +206,26 @@ class DigestCollector:
                 continue
             missing += [iid for iid in running if iid not in managed]
         return sorted(missing)
+
+
+def read_bills(
+    regions: Sequence[Region], raw: Mapping[str, Instance], now: datetime
+) -> tuple[list[Billing], list[str]]:
+    """Each region's bill as it stands now; a read that fails prices on demand, and is said in the basis
+    line. Without a reader, only what a machine says of itself counts (a hold it names)."""
+    billings: list[Billing] = []
+    errors: list[str] = []
+    for region in regions:
+        if region.bill is None:
+            billings.append(Billing(region.name, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS)))
+            errors.append("not asked")
+            continue
+        running = [i for i in raw.values() if i.region == region.name and i.state == "running"]
+        try:
+            billings.append(region.bill.read(running, now))
+            errors += region.bill.errors
+        except Exception as exc:  # an answer costguard cannot read must not cost the digest: on demand, said
+            logger.exception("bill not read: priced on demand", region=region.name)
+            billings.append(Billing(region.name, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS)))
+            errors.append(f"{region.name}: {error_code(exc)}")
+    return billings, errors
