@@ -8,6 +8,7 @@ from bench import (
     backfill,
     charts,
     cold_imports,
+    commitments,
     digest,
     digest_whole,
     faults,
@@ -42,6 +43,8 @@ def main() -> None:
     print(f"  saved {save('learning', learning.main())}")
     print("A week of a realistic fleet through the real sweep, against the oracle and two baselines")
     print(f"  saved {save('week', week.main())}")
+    print("The week on the bill as it is paid: commitments, Capacity Blocks, short capacity, boot waits (3 seeds)")
+    print(f"  saved {save('commitments', commitments.main())}")
     print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")
     print(f"  saved {save('faults', faults.main())}")
     print("Every handler fed 1,000 mutated events (tests/faults/test_fuzz_handlers.py): the counts")

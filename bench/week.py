@@ -50,6 +50,11 @@ def oracle_baseline(world: World, window: int = 24) -> dict[str, Any]:
 
 def schedule_baseline(world: World) -> dict[str, Any]:
     """Off from 20:00 to 08:00 on weekdays and all weekend, in each owner's zone; no warning."""
+    return outcome(world, *schedule_running(world), [])
+
+
+def schedule_running(world: World) -> tuple[dict[str, list[bool]], list[tuple[str, int]]]:
+    """The schedule's machines, running or not in each slot, and its stops."""
     running = {m.instance_id: [True] * world.slots for m in world.machines}
     stops = []
     for m in world.machines:
@@ -59,12 +64,19 @@ def schedule_baseline(world: World) -> dict[str, Any]:
             running[m.instance_id][i] = on or i < world.index(world.start)
             if i and running[m.instance_id][i - 1] and not running[m.instance_id][i]:
                 stops.append((m.instance_id, i))
-    return outcome(world, running, stops, [])
+    return running, stops
 
 
 def cpu_average_baseline(world: World, threshold: float = 10.0, window: int = 24) -> dict[str, Any]:
     """Stop when CPUUtilization stayed under 10 % for 2 hours (checked every 15 minutes), no warning;
     the owner starts it again as with costguard."""
+    return outcome(world, *cpu_average_running(world, threshold, window), [])
+
+
+def cpu_average_running(
+    world: World, threshold: float = 10.0, window: int = 24
+) -> tuple[dict[str, list[bool]], list[tuple[str, int]]]:
+    """The CPU rule's machines, running or not in each slot, and its stops."""
     running = {m.instance_id: [True] * world.slots for m in world.machines}
     stops: list[tuple[str, int]] = []
     for m in world.machines:
@@ -80,7 +92,7 @@ def cpu_average_baseline(world: World, threshold: float = 10.0, window: int = 24
                 launched, i = back, back
                 continue
             i += SWEEP_EVERY
-    return outcome(world, running, stops, [])
+    return running, stops
 
 
 def measure(code_root: Path = ROOT, seed: int = 7) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, parse_qsl
 from xml.sax.saxutils import escape
 
 from testing import local_http
+from testing.aws.cloudtrail import CloudTrail
 from testing.aws.costexplorer import CostExplorer, Period, json_targets
 from testing.aws.ec2 import Ec2, Ec2World
 from testing.aws.errors import ApiError
@@ -35,18 +36,9 @@ Handler = Callable[[dict[str, Any], str], Answer]
 
 @dataclass
 class TrailEvent:
-    """One CloudTrail record of the demo account's history."""
+    """One CloudTrail record of the demo account's history (testing/aws/cloudtrail.py answers LookupEvents)."""
 
     record: dict[str, Any]
-
-    @property
-    def time(self) -> datetime:
-        return datetime.fromisoformat(self.record["eventTime"].replace("Z", "+00:00"))
-
-    @property
-    def instance_ids(self) -> list[str]:
-        items = ((self.record.get("responseElements") or {}).get("instancesSet") or {}).get("items") or []
-        return [i["instanceId"] for i in items]
 
 
 @dataclass
@@ -96,6 +88,7 @@ class AwsGaps:
         self.pricing = Pricing(_DemoPrices(self))
         self.costexplorer = CostExplorer(self)
         self.savingsplans = SavingsPlans(lambda: self.savings_plans)
+        self.cloudtrail = CloudTrail(lambda region: [e.record for e in self.trail.get(region, [])])
         self._ec2s: dict[str, Ec2] = {}
 
     def _answered(
@@ -247,51 +240,13 @@ class AwsGaps:
 
     # ------------------------------------------------------------------ CloudTrail
     def lookup_events(self, body: dict[str, Any], region: str) -> Answer:
-        attributes = body.get("LookupAttributes") or []
-        if len(attributes) > 1:
-            return _json_error(400, "InvalidLookupAttributesException", "Only one lookup attribute is allowed.")
-        start = _epoch(body.get("StartTime"), datetime.min.replace(tzinfo=UTC))
-        end = _epoch(body.get("EndTime"), datetime.now(UTC))
-        page_size = min(int(body.get("MaxResults") or 50), 50)
-        offset = int(body.get("NextToken") or 0)
-        events = [e for e in self.trail.get(region, []) if start <= e.time <= end and _matches(e, attributes)]
-        events.sort(key=lambda e: e.time, reverse=True)  # newest first, as CloudTrail returns them
-        page = events[offset : offset + page_size]
-        result: dict[str, Any] = {"Events": [_lookup_entry(e) for e in page]}
-        if offset + page_size < len(events):
-            result["NextToken"] = str(offset + page_size)
-        return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(result).encode()
-
-
-def _matches(event: TrailEvent, attributes: list[dict[str, str]]) -> bool:
-    for attribute in attributes:
-        key, value = attribute["AttributeKey"], attribute["AttributeValue"]
-        if key == "EventName" and event.record["eventName"] != value:
-            return False
-        if key == "ResourceName" and value not in event.instance_ids:
-            return False
-    return True
-
-
-def _lookup_entry(event: TrailEvent) -> dict[str, Any]:
-    record = event.record
-    identity = record["userIdentity"]
-    return {
-        "EventId": record["eventID"],
-        "EventName": record["eventName"],
-        "ReadOnly": "false",
-        "EventTime": event.time.timestamp(),
-        "EventSource": record["eventSource"],
-        "Username": identity.get("userName") or identity.get("arn", "").rsplit("/", 1)[-1],
-        "Resources": [{"ResourceType": "AWS::EC2::Instance", "ResourceName": i} for i in event.instance_ids],
-        "CloudTrailEvent": json.dumps(record),
-    }
-
-
-def _epoch(value: Any, default: datetime) -> datetime:
-    if value is None:
-        return default
-    return datetime.fromtimestamp(float(value), UTC)
+        try:
+            answer = self.cloudtrail.lookup_events(body, region)
+        except ApiError as exc:
+            return _json_error(exc.status, exc.code, exc.message)
+        for event in answer["Events"]:
+            event["EventTime"] = event["EventTime"].timestamp()  # the wire's epoch seconds
+        return _json(answer)
 
 
 def cost_and_usage(groups: dict[str, float], start: str, end: str) -> dict[str, Any]:

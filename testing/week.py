@@ -17,6 +17,7 @@ stopped), GPU-hours of work lost, warnings per owner per day, warnings about mac
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -26,13 +27,15 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from testing.aws.cloudtrail import CloudTrail
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, statistic
+from testing.aws.costexplorer import CostExplorer, Period
 from testing.aws.dynamodb import DynamoDB
 from testing.aws.ec2 import Ec2, Ec2Instance, Ec2World
 from testing.aws.errors import ApiError
@@ -41,7 +44,9 @@ from testing.aws.pricing import Pricing
 from testing.aws.savingsplans import SavingsPlans
 from testing.aws.secretsmanager import SecretsManager
 from testing.aws.ssm import SystemsManager
+from testing.measured import Judge, money
 from testing.template import lambda_environment
+from testing.worlds.commitments import ON_DEMAND, failed_start_record, restart_when
 from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +87,11 @@ class Fleet:
         self.unread: list[str] = []  # automation boxes stopped, whose owners have not yet read the notice
         self.changes: list[tuple[str, str, datetime]] = []  # EC2 state changes, for EventBridge to deliver
         self.now = world.start
+        # The commitments world: CloudTrail's records (others' failed starts, and this fleet's), the owners'
+        # starts EC2 refused for capacity (tried again every 15 minutes), the work slots they blocked.
+        self.trail: list[dict[str, Any]] = list(world.bought.trail) if world.bought else []
+        self.refused: set[str] = set()
+        self.blocked: set[tuple[str, int]] = set()
 
     @property
     def index(self) -> int:
@@ -111,10 +121,24 @@ class Fleet:
                 self.restart_at[instance_id] = next_office_slot(self.world, self.by_id[instance_id], self.index)
         self.unread = []
 
+    def short(self, instance_id: str) -> bool:
+        """EC2 has no capacity to start this machine now (the commitments world)."""
+        machine, bought = self.by_id[instance_id], self.world.bought
+        return bought is not None and bought.short(machine.instance_type, machine.az, self.now)
+
     def start(self, instance_id: str, *, by_owner: bool = False) -> None:
         if self.running[instance_id][self.index]:
             self.restart_at.pop(instance_id, None)
             return
+        if self.short(instance_id):  # InsufficientInstanceCapacity: in CloudTrail, and tried again later
+            user = self.by_id[instance_id].owner.split("@")[0] if by_owner else "costguard-idle-stopper"
+            self.trail.append(failed_start_record(self.now, user, instance_id=instance_id))
+            if not by_owner:
+                raise NoCapacity(instance_id)
+            self.refused.add(instance_id)
+            self.restart_at[instance_id] = self.index + SWEEP_EVERY
+            return
+        self.refused.discard(instance_id)
         for i in range(self.index, self.world.slots):
             self.running[instance_id][i] = True
         self.launched[instance_id] = self.now
@@ -140,15 +164,26 @@ class Fleet:
             for instance_id, at in list(self.restart_at.items()):
                 if at <= self.index:
                     self.start(instance_id, by_owner=True)
+            for instance_id in self.refused:  # its owner could not start it: the work due waits
+                if not self.running[instance_id][self.index] and self.by_id[instance_id].slots[self.index].work:
+                    self.blocked.add((instance_id, self.index))
+
+
+class NoCapacity(Exception):
+    """EC2 has no capacity to start the machine now."""
 
 
 def restart_slot(world: World, machine: Machine, stopped: int) -> int:
     """When the owner starts a stopped machine again: as soon as work comes due in their office hours
-    (they start the machine as they start the work). Work due outside office hours waits, and is lost."""
-    for i in range(stopped, world.slots):
-        if world.office_hours(machine, i) and machine.slots[i].work:
-            return i
-    return world.slots
+    (they start the machine as they start the work). Work due outside office hours waits, and is lost. In
+    the commitments world, restless owners start it at times of their own (testing/worlds/commitments.py)."""
+    due = next(
+        (i for i in range(stopped, world.slots) if world.office_hours(machine, i) and machine.slots[i].work), None
+    )
+    due = world.slots if due is None else due
+    if world.bought is None:
+        return due
+    return restart_when(world.bought, machine.owner, machine.instance_id, stopped, due, SLOTS_PER_HOUR)
 
 
 def next_office_slot(world: World, machine: Machine, after: int) -> int:
@@ -369,20 +404,42 @@ class WeekMachines(Ec2World):
     def instances(self) -> list[Ec2Instance]:
         fleet = self.fleet
         out = []
+        bought = fleet.world.bought
         for m in fleet.world.machines:
             state = "running" if fleet.running[m.instance_id][fleet.index] else "stopped"
-            out.append(
-                Ec2Instance(
-                    m.instance_id,
-                    m.instance_type,
-                    state,
-                    fleet.launched[m.instance_id],
-                    fleet.tags[m.instance_id],
-                    state_reason=self._transition(m.instance_id, state),
-                    cpu=(m.vcpus // 2, 2),
-                )
+            instance = Ec2Instance(
+                m.instance_id,
+                m.instance_type,
+                state,
+                fleet.launched[m.instance_id],
+                fleet.tags[m.instance_id],
+                state_reason=self._transition(m.instance_id, state),
+                cpu=(m.vcpus // 2, 2),
             )
+            if bought is not None:  # where it runs, and in what capacity, as DescribeInstances says
+                instance.zone = m.az
+                if not fleet.world.exists(m, fleet.index):
+                    instance.state, instance.state_reason = "terminated", "Capacity Block ended"
+                if m.instance_id in bought.block_machines:
+                    instance.lifecycle = "capacity-block"
+                if m.instance_id in bought.reservation:
+                    instance.extra["CapacityReservationId"] = bought.reservation[m.instance_id]
+            out.append(instance)
         return out
+
+    def reserved_instances(self) -> Sequence[Mapping[str, Any]]:
+        bought = self.fleet.world.bought
+        return bought.reserved_instances() if bought else []
+
+    def capacity_reservations(self) -> Sequence[Mapping[str, Any]]:
+        fleet, bought = self.fleet, self.fleet.world.bought
+        if bought is None:
+            return []
+        used: dict[str, int] = defaultdict(int)
+        for iid, rid in bought.reservation.items():
+            if fleet.running[iid][fleet.index] and fleet.world.exists(fleet.by_id[iid], fleet.index):
+                used[rid] += 1
+        return bought.capacity_reservations(fleet.now, used)
 
     def _transition(self, instance_id: str, state: str) -> str:
         stops = [slot for iid, slot in self.fleet.stops if iid == instance_id]
@@ -394,7 +451,16 @@ class WeekMachines(Ec2World):
         self.fleet.stop(instance_id)
 
     def start(self, instance_id: str) -> None:
-        self.fleet.start(instance_id)
+        try:
+            self.fleet.start(instance_id)
+        except NoCapacity:
+            machine = self.fleet.by_id[instance_id]
+            raise ApiError(
+                "InsufficientInstanceCapacity",
+                f"We currently do not have sufficient {machine.instance_type} capacity in the Availability Zone "
+                f"you requested ({machine.az}). Our system will be working on provisioning additional capacity.",
+                status=500,
+            ) from None
 
     def now(self) -> datetime:
         return self.fleet.now
@@ -411,7 +477,10 @@ class FakeAws:
         self.ssm = SystemsManager(self.nodes)
         self.pricing = Pricing()  # answers nothing: costguard prices from its bundled table
         self.ec2 = Ec2(WeekMachines(fleet), REGION)
-        self.savingsplans = SavingsPlans(lambda: [])  # the world's team bought no plan
+        bought = fleet.world.bought  # the commitments world's; today's world bought nothing
+        self.savingsplans = SavingsPlans(lambda: bought.savings_plans() if bought else [])
+        self.costexplorer = CostExplorer(WeekBill(fleet))
+        self.cloudtrail = CloudTrail(lambda region: fleet.trail if region == REGION else [])
         self.calls: dict[str, int] = defaultdict(int)
         self.stops_after_keep = 0
 
@@ -478,6 +547,16 @@ class FakeAws:
 
     def describe_spot_price_history(self, **params: Any) -> dict[str, Any]:
         return self.ec2.describe_spot_price_history(params)
+
+    # Cost Explorer's Savings Plans reports (testing/aws/costexplorer.py over the true bill); CloudTrail
+    def get_savings_plans_utilization_details(self, **params: Any) -> dict[str, Any]:
+        return self.costexplorer.report("GetSavingsPlansUtilizationDetails")(params)
+
+    def get_savings_plans_coverage(self, **params: Any) -> dict[str, Any]:
+        return self.costexplorer.report("GetSavingsPlansCoverage")(params)
+
+    def lookup_events(self, **params: Any) -> dict[str, Any]:
+        return self.cloudtrail.lookup_events(params)
 
     # CloudWatch: testing/aws/cloudwatch.py over the fleet's metrics (WeekMetrics)
     def list_metrics(self, **params: Any) -> dict[str, Any]:
@@ -601,7 +680,11 @@ def run_costguard(
         except ImportError:
             continue
 
-    world = World(seed, copies=int(os.environ.get("BENCH_COPIES", "1")))  # copies: the calls at scale
+    # copies: the calls at scale; BENCH_WORLD=commitments: the commitments world
+    commitments = os.environ.get("BENCH_WORLD") == "commitments"
+    world = World(seed, copies=int(os.environ.get("BENCH_COPIES", "1")), commitments=commitments)
+    if os.environ.get("BENCH_BILL") == "off":  # costguard as before its bill: no reader, every stop on demand
+        setattr(importlib.import_module("costguard.idle.sweep"), "BillingReader", lambda **_: None)  # noqa: B010
     fleet = Fleet(world, seed, no_ssm_share)
     people = {m.owner for m in world.machines}
     users = {p: f"U{k:04d}" for k, p in enumerate(sorted(people))}
@@ -614,7 +697,8 @@ def run_costguard(
     runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION), slack_pace=0.0)
     for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
         runtime.clients._clients[(service, REGION)] = aws.client(service)
-    for service in ("pricing", "savingsplans"):
+    runtime.clients._clients[("cloudtrail", REGION)] = aws.client("cloudtrail")
+    for service in ("pricing", "savingsplans", "ce"):
         runtime.clients._clients[(service, "us-east-1")] = aws.client(service)
     network = refuse_the_network()  # a call the fakes do not answer must not reach for a real endpoint
     Runtime.now = staticmethod(lambda: fleet.now)  # type: ignore[method-assign]
@@ -685,6 +769,12 @@ def run_costguard(
     finally:
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
+    if world.bought is not None:
+        figures["money"] = money(world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days)
+        figures["money"]["claimed_usd"] = claimed(aws, fleet, days)
+        figures["money"]["costguard_start_refusals"] = sum(
+            1 for r in fleet.trail if r["userIdentity"]["userName"] == "costguard-idle-stopper"
+        )
     figures |= people_and_starts(world, fleet, days=days)
     figures["machines_checked_per_sweep"] = round(aws.ssm.checked / max(1, sweeps), 1)
     figures["warning_messages"] = sum(messages_per_owner.values())
@@ -702,6 +792,113 @@ def run_costguard(
             "attempts_raised_not_for_an_unreadable_region": failed_on_writes,
         }
     return figures
+
+
+def claimed(aws: FakeAws, fleet: Fleet, days: int) -> float:
+    """What costguard's ledger says its stops saved (the weekly digest's reckoning, digest/weekly/savings.py):
+    each stop's hourly saving as recorded, for the hours the machine truly stayed stopped in the week."""
+    world = fleet.world
+    first = world.index(world.start)
+    last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
+    bought = world.bought
+    usd = 0.0
+    for item in aws.dynamodb.items():
+        if not item["pk"]["S"].startswith("action#") or item["kind"]["S"] not in ("stop", "stop-from-slack"):
+            continue
+        iid = item["instance_id"]["S"]
+        at = world.index(datetime.fromisoformat(item["at"]["S"]))
+        if not 0 <= at < world.slots:
+            print(f"  ledger item out of the week: {item}", file=sys.stderr)
+            continue
+        at = next((s for s in range(at, min(at + SWEEP_EVERY + 1, world.slots)) if not fleet.running[iid][s]), at)
+        on: list[bool] = fleet.running[iid]
+        hours = sum(1 for _ in itertools.takewhile(lambda s, on=on: not on[s], range(at, last))) / 12  # type: ignore[misc]
+        saving, listed = (float(item.get(k, {}).get("N", 0)) for k in ("hourly_saving", "list_hourly"))
+        if listed <= 0 and bought is not None and iid in bought.reservation:
+            saving = 0.0  # stopped from Slack in paid capacity: the digest says nothing saved
+        elif listed <= 0 and not saving:
+            saving = ON_DEMAND.get(fleet.by_id[iid].instance_type, 0.0)
+        usd += saving * hours
+    return round(usd, 2)
+
+
+class WeekBill:
+    """Cost Explorer's Savings Plans reports over the true bill of the fleet's days so far (testing/bill.py):
+    each plan's utilization, and the eligible usage billed on demand beside it. Today's world: none."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self._days: dict[str, tuple[float, float, float]] = {}  # day -> plan fees, plan used (at its rate), spill
+
+    def cost_and_usage(self, *args: Any) -> list[Period]:
+        raise ApiError("UnsupportedByStandIn", "the week answers no GetCostAndUsage")
+
+    def reports(self) -> Mapping[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+        if self.fleet.world.bought is None:
+            return {}
+        return {
+            "GetSavingsPlansUtilizationDetails": self._utilization,
+            "GetSavingsPlansCoverage": self._coverage,
+        }
+
+    def _day(self, day: str) -> tuple[float, float, float]:
+        if day not in self._days:
+            world, fleet = self.fleet.world, self.fleet
+            judge = Judge(world)
+            begin = world.index(datetime.fromisoformat(day).replace(tzinfo=UTC))
+            fees = used = spill = 0.0
+            for i in range(max(0, begin), min(begin + 24 * SLOTS_PER_HOUR, fleet.index)):
+                hour = judge.slot(fleet.running, i)
+                plan = judge.commitments.plans[0]
+                fees, used, spill = (
+                    fees + hour.plan_fees,
+                    used + hour.plan_used * (1 - plan.discount),
+                    spill + hour.plan_spill,
+                )
+            if begin + 24 * SLOTS_PER_HOUR <= fleet.index:  # a day whole: kept (Cost Explorer's days are final)
+                self._days[day] = (fees, used, spill)
+            return fees, used, spill
+        return self._days[day]
+
+    def _span(self, params: Mapping[str, Any]) -> tuple[float, float, float]:
+        start = date.fromisoformat(params["TimePeriod"]["Start"])
+        end = date.fromisoformat(params["TimePeriod"]["End"])
+        parts = [self._day((start + timedelta(days=d)).isoformat()) for d in range((end - start).days)]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+
+    def _utilization(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        fees, used, _ = self._span(params)
+        bought = self.fleet.world.bought
+        assert bought is not None
+        arn = bought.savings_plans()[0]["savingsPlanArn"]
+        percent = 100 * used / fees if fees else 0.0
+        detail = {
+            "SavingsPlanArn": arn,
+            "Attributes": {},
+            "Utilization": {
+                "TotalCommitment": f"{fees:.2f}",
+                "UsedCommitment": f"{used:.2f}",
+                "UnusedCommitment": f"{fees - used:.2f}",
+                "UtilizationPercentage": f"{percent:.2f}",
+            },
+        }
+        return {"SavingsPlansUtilizationDetails": [detail], "TimePeriod": dict(params["TimePeriod"])}
+
+    def _coverage(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        _, used, spill = self._span(params)
+        plan = self.fleet.world.bought.commitments.plans[0]  # type: ignore[union-attr]
+        covered = used / (1 - plan.discount)
+        coverage = {
+            "SpendCoveredBySavingsPlans": f"{used:.2f}",
+            "OnDemandCost": f"{spill:.2f}",
+            "TotalCost": f"{used + spill:.2f}",
+            "CoveragePercentage": f"{100 * covered / (covered + spill) if covered + spill else 0:.2f}",
+        }
+        return {
+            "SavingsPlansCoverages": [
+                {"Attributes": {}, "Coverage": coverage, "TimePeriod": dict(params["TimePeriod"])}
+            ]
+        }
 
 
 def deliver_changes(fleet: Fleet, sweep: Any, context: Any, runtime: Any) -> None:
@@ -954,13 +1151,25 @@ def outcome(
 
 
 def costguard_week(
-    code_root: Path, seed: int, no_ssm_share: float, faults: dict[str, Any] | None = None, days: int = 7
+    code_root: Path,
+    seed: int,
+    no_ssm_share: float,
+    faults: dict[str, Any] | None = None,
+    days: int = 7,
+    *,
+    commitments: bool = False,
+    bill: bool = True,
 ) -> dict[str, Any]:
-    """costguard's week in a child process, so that any code tree (an older commit) can be measured."""
+    """costguard's week in a child process, so that any code tree (an older commit) can be measured.
+    `commitments`: the commitments world; `bill`: False for costguard with its bill reader off (as before it)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "week.json"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        extra = [json.dumps(faults), str(days)] if faults is not None else []
+        extra = [json.dumps(faults), str(days)]
+        if commitments:
+            env["BENCH_WORLD"] = "commitments"
+        if not bill:
+            env["BENCH_BILL"] = "off"
         subprocess.run(
             [sys.executable, "-m", "testing.week", str(code_root), str(out), str(seed), str(no_ssm_share), *extra],
             check=True,

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from testing.worlds.commitments import EXTRA, Bought, buy
+
 STEP = timedelta(minutes=5)
 SLOTS_PER_HOUR = 12
 HISTORY = timedelta(days=14)  # before the week: a window to judge, and two weeks for recurring work
@@ -44,6 +46,9 @@ TYPES = {  # GPUs, vCPUs
     "g5.48xlarge": (8, 192),
     "p4d.24xlarge": (8, 96),
     "p5.48xlarge": (8, 192),
+    "p3.2xlarge": (1, 8),  # the commitments world's size-flexible family (testing/worlds/commitments.py)
+    "p3.8xlarge": (4, 32),
+    "p3.16xlarge": (8, 64),
 }
 ZONES = ("Europe/Paris", "America/New_York", "Asia/Kolkata")
 AUTOMATION = ("pipeline", "nightly_utc", "nightly_local", "evening_pipeline")
@@ -125,6 +130,7 @@ class Machine:
     hook: str = ""  # the owner's keep-alive hook: its line when it says keep
     gpu_agent: bool = True  # the CloudWatch agent's GPU plugin is installed
     slots: list[Slot] = field(default_factory=list)
+    az: str = ""  # its Availability Zone, in the commitments world
 
     @property
     def gpus(self) -> int:
@@ -141,8 +147,12 @@ class Machine:
 
 
 class World:
-    def __init__(self, seed: int = 7, start: datetime | None = None, copies: int = 1) -> None:
-        """`copies`: that many teams of the same kinds of work (and of 16 people each), for the calls at scale."""
+    def __init__(
+        self, seed: int = 7, start: datetime | None = None, copies: int = 1, *, commitments: bool = False
+    ) -> None:
+        """`copies`: that many teams of the same kinds of work (and of 16 people each), for the calls at scale.
+        `commitments`: the same team and weeks, with six machines more, in Availability Zones, on the bill's
+        commitments and short capacity of testing/worlds/commitments.py (`bought`)."""
         self.rng = random.Random(seed)
         self.start = start or datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
         self.begin = self.start - HISTORY
@@ -159,6 +169,34 @@ class World:
             self._system_services(machine)
             self._idle_floor(machine)
             self.machines.append(machine)
+        self.bought: Bought | None = None
+        if commitments:
+            self._commitments(seed, people)
+
+    def _commitments(self, seed: int, people: list[tuple[str, str]]) -> None:
+        """The commitments world: its machines more (after the others, so theirs are the same), then what the
+        team bought and where its machines run."""
+        for persona, instance_type in EXTRA:
+            k = len(self.machines)
+            owner, zone = people[k % len(people)]
+            machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona)
+            machine.slots = [Slot(gpu=(0.0,) * machine.gpus) for _ in range(self.slots)]
+            getattr(self, f"_{persona}")(machine)
+            self._system_services(machine)
+            self._idle_floor(machine)
+            self.machines.append(machine)
+        self.bought = buy(seed, self.begin, self.start, self.start + WEEK + timedelta(hours=2), self.machines)
+        for machine in self.machines:
+            machine.az = self.bought.zone[machine.instance_id]
+            gone = self.bought.gone.get(machine.instance_id)
+            if gone is not None:  # terminated with its Capacity Block: no work, no signal after
+                for i in range(max(0, self.index(gone)), self.slots):
+                    machine.slots[i] = Slot(gpu=(0.0,) * machine.gpus, core=0.0, cpu=0.0, gpu_agent=False)
+
+    def exists(self, machine: Machine, index: int) -> bool:
+        """The machine is there (not yet terminated) in this slot."""
+        gone = self.bought.gone.get(machine.instance_id) if self.bought else None
+        return gone is None or index < self.index(gone)
 
     # ------------------------------------------------------------------ time
     def at(self, index: int) -> datetime:
