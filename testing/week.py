@@ -1068,7 +1068,7 @@ def answer(
         response_url=response_url,
         message_ts=message.ts,
         blocks=tuple(message.blocks),
-        action_ts="1",
+        action_ts=f"{fleet.now.timestamp():.6f}",  # Slack's time of the press: the ledger's time of the click
         **extra,
     )
     for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
@@ -1116,6 +1116,7 @@ def outcome(
             elif not running[m.instance_id][i]:
                 lost += hours
     causes: dict[str, int] = defaultdict(int)
+    which: list[str] = []
     for instance_id, at in stops:
         m = next(x for x in world.machines if x.instance_id == instance_id)
         off = []
@@ -1125,10 +1126,13 @@ def outcome(
             off.append(i)
         if m.slots[at].work:  # stopped while at work
             interrupted.add((instance_id, at))
-            causes[f"stopped during {m.slots[at].work}"] += 1
+            causes[cause := f"stopped during {m.slots[at].work}"] += 1
+            which.append(f"{instance_id} {m.instance_type} {world.at(at):%a %H:%M}: {cause}")
         elif any(m.slots[i].work for i in off):  # work came due while it stayed stopped
             interrupted.add((instance_id, at))
-            causes[f"stopped before {next(m.slots[i].work for i in off if m.slots[i].work)}"] += 1
+            due = next(i for i in off if m.slots[i].work)
+            causes[cause := f"stopped before {m.slots[due].work}"] += 1
+            which.append(f"{instance_id} {m.instance_type} {world.at(at):%a %H:%M}: {cause} at {world.at(due):%a %H:%M}")
     owners = {m.owner for m in world.machines}
     busy_warnings = sum(
         1 for iid, at in warnings if next(m for m in world.machines if m.instance_id == iid).slots[at].work
@@ -1142,6 +1146,7 @@ def outcome(
         "stops": len(stops),
         "interruptions": len(interrupted),
         "interruptions_by_cause": dict(sorted(causes.items())),
+        "interrupted": sorted(which),
         "work_gpu_hours_lost": round(lost, 1),
         "warnings": len(warnings),
         "warnings_about_busy_machines": busy_warnings,
