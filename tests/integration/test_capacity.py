@@ -13,13 +13,23 @@ import pytest
 from botocore.exceptions import ClientError
 
 from costguard.aws.ec2 import Ec2
-from costguard.core import tags
+from costguard.core import formatting, tags
 from costguard.core.scarcity import FailedStart
+from costguard.idle.rules.schedule import parse_schedule
 from costguard.runtime import Runtime
 from costguard.state.capacity import CapacityLog
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
-from tests.integration.test_idle_stopper import SWEEP, idle, launch, publish, run, schedule_around, state_of
+from tests.integration.test_idle_stopper import (
+    SWEEP,
+    idle,
+    launch,
+    publish,
+    run,
+    schedule_around,
+    state_of,
+    warn_tags,
+)
 
 
 def refused_first(times: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -119,3 +129,22 @@ def test_an_idle_scarce_machine_is_left_running_while_its_owner_works_said_once_
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert tags.STOP_AFTER in tags_of(iid)
     assert state_of(iid) == "running"
+
+
+def test_a_scarce_machine_stopped_after_hours_is_promised_a_start_before_the_next_working_day(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, "p4d.24xlarge", tags=warn_tags(now, 35))  # warned, its grace over
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    failures = [FailedStart("p4d.24xlarge", "", now - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5)]
+    CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=now)
+    monkeypatch.setattr("costguard.idle.sweep.working_now", lambda *_: False)
+
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    assert state_of(iid) in ("stopping", "stopped")
+    start_at = formatting.parse_time(tags_of(iid).get(tags.START_AT))
+    opens = parse_schedule("weekdays 08:00-19:00 UTC").next_start(now)
+    assert start_at == opens - timedelta(minutes=15)  # its lead before the team's day; made 45 min sooner still
+    [notice] = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    assert "Hard to get back" in json.dumps(notice.blocks)

@@ -50,7 +50,15 @@ from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
-from costguard.idle.rules.capacity import spared, tells_scarce, too_soon, unread, working_now
+from costguard.idle.rules.capacity import (
+    READY,
+    ready_for_the_day,
+    spared,
+    tells_scarce,
+    too_soon,
+    unread,
+    working_now,
+)
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
 from costguard.slack.notifier import SlackNotifier
@@ -237,7 +245,7 @@ class IdleStopper:
             sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
             # 7. consulted; no scarce machine stopped while its owner works
             final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)
-            final = spare_the_scarce(final, capacity, now, self.policy)
+            final = promise_ready(self.consult.learner, spare_the_scarce(final, capacity, now, self.policy), now)
             for instance, decision in bill.priced(final):  # 8. each warning and stop as the bill sees it
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
@@ -270,21 +278,33 @@ class IdleStopper:
 def spare_the_scarce(
     decided: Sequence[Decided], capacity: Capacity, now: datetime, policy: IdlePolicy
 ) -> list[Decided]:
-    """The warnings and stops of scarce machines whose owners are at work taken back, and their stops between
-    learned runs that a sooner start leaves too short (the evidence read only when one may be)."""
+    """The warnings and stops of scarce machines whose owners are at work taken back; outside their hours,
+    their stops carry a start before the next working day (unless learned work has its own), and none is
+    made that a sooner start leaves too short (the evidence read only when one may be)."""
     shortest = timedelta(minutes=policy.shortest_stop_minutes)
 
     def judged(instance: Instance, decision: Decision) -> Decision:
         if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
             return decision
         if not working_now(instance, now, policy.team_timezone):
-            return too_soon(decision, capacity.scarcity(instance), shortest, now) if decision.start_at else decision
+            if decision.action is Action.WAIT:
+                return decision
+            scarcity = capacity.scarcity(instance)
+            readied = ready_for_the_day(decision, scarcity, instance, policy, now)
+            return too_soon(readied, scarcity, shortest, now)
         scarcity = capacity.scarcity(instance)
         if capacity.unread:
             return unread(decision)
         return spared(decision, scarcity, working=True, now=now)
 
     return [(instance, judged(instance, decision)) for instance, decision in decided]
+
+
+def promise_ready(learner: Learner | None, decided: list[Decided], now: datetime) -> list[Decided]:
+    """A start before the working day, kept among the times costguard promised (else not made)."""
+    if learner is None:
+        return decided
+    return [(i, learner.promised(i, d, now) if d.learned.startswith(READY) else d) for i, d in decided]
 
 
 def capacity_of(aws: Aws, state: State, terms: Terms) -> Callable[..., SweepCapacity]:

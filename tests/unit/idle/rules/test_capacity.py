@@ -9,7 +9,16 @@ from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.capacity import EARLIER, SCARCE, spared, tells_scarce, too_soon, unread, working_now
+from costguard.idle.rules.capacity import (
+    EARLIER,
+    SCARCE,
+    ready_for_the_day,
+    spared,
+    tells_scarce,
+    too_soon,
+    unread,
+    working_now,
+)
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.restarts import made_for, window_close, window_to_retry, working_hours_start
 from costguard.idle.rules.schedule import parse_schedule
@@ -131,3 +140,31 @@ def test_an_overnight_window_closes_on_the_wall_clock_across_a_change_of_clocks(
     assert berlin.closes(autumn) == datetime(2026, 10, 25, 5, 0, tzinfo=UTC)  # 06:00 CET
     whole_day = parse_schedule("daily 00:00-24:00 UTC")
     assert whole_day.closes(OPENS.replace(hour=0)) == OPENS.replace(hour=0) + timedelta(days=1)
+
+
+def test_a_scarce_machine_stopped_after_hours_is_started_before_its_owners_next_working_day() -> None:
+    evening = TUESDAY_2PM.replace(hour=20)
+    stop = Decision("i-1", Action.STOP, "idle through grace", stop_after=evening)
+    readied = ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening)
+    assert readied.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD  # the team's day opens at 08:00
+    assert readied.learned.startswith("might not start again when its owner's day begins (6 p4d.24xlarge")
+    friday = datetime(2026, 11, 27, 20, 0, tzinfo=UTC)
+    assert (
+        ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, friday).start_at
+        == datetime(2026, 11, 30, 8, 0, tzinfo=UTC) - LEAD
+    )  # Monday
+    own = p4d(tagged={tags.SCHEDULE: "weekdays 10:00-18:00 America/New_York"})
+    assert (
+        ready_for_the_day(stop, EVIDENCE, own, POLICY, evening).start_at
+        == datetime(2026, 11, 25, 15, 0, tzinfo=UTC) - LEAD
+    )
+
+
+def test_no_day_start_without_evidence_over_learned_work_or_where_its_owner_said_dont_start_it() -> None:
+    stop = Decision("i-1", Action.STOP, "idle through grace")
+    evening = TUESDAY_2PM.replace(hour=20)
+    assert ready_for_the_day(stop, None, p4d(), POLICY, evening) == stop
+    learned = replace(stop, start_at=evening + timedelta(hours=3), learned="runs daily at 23:00")
+    assert ready_for_the_day(learned, EVIDENCE, p4d(), POLICY, evening) == learned
+    declined = p4d(tagged={tags.LEARNED_START: tags.OFF})
+    assert ready_for_the_day(stop, EVIDENCE, declined, POLICY, evening) == stop

@@ -288,11 +288,11 @@ def test_a_learned_start_that_cannot_be_recorded_is_not_promised() -> None:
     machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20))
     start_at = datetime(2026, 11, 22, 1, 45, tzinfo=UTC)
     stop = Decision("i-1", Action.STOP, "idle", stop_after=NOW, learned="starts work at about 02:00", start_at=start_at)
-    held = learner._promised(machine, stop, NOW)
+    held = learner.promised(machine, stop, NOW)
     assert held.action is Action.NONE  # a stop whose start could not be vouched for later waits
     assert held.reason.startswith("its learned start could not be recorded")
     warning = replace(stop, action=Action.WARN, stop_after=NOW + timedelta(minutes=30))
-    plain = learner._promised(machine, warning, NOW)
+    plain = learner.promised(machine, warning, NOW)
     assert plain.action is Action.WARN  # the warning goes out, promising nothing
     assert (plain.learned, plain.start_at) == ("", None)
 

@@ -80,10 +80,10 @@ class Learner:
         for instance, decision in decided:
             iid = instance.instance_id
             changed = adjusted(decision, learned.get(iid), unread=iid in unread, policy=self.policy, now=now)
-            out.append((instance, self._promised(instance, changed, now)))  # a stop held back promises nothing
+            out.append((instance, self.promised(instance, changed, now)))  # a stop held back promises nothing
         return out
 
-    def _promised(self, instance: Instance, decision: Decision, now: datetime) -> Decision:
+    def promised(self, instance: Instance, decision: Decision, now: datetime) -> Decision:
         """A warning or a stop that announces a learned start, with that start kept first among the times
         costguard promised (a start-at it did not promise, it does not honour). Not kept: the stop waits
         for a sweep that can keep it; the warning goes out without the promise."""

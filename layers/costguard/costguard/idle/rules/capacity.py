@@ -19,25 +19,49 @@ from datetime import datetime, timedelta
 from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
+from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
-from costguard.idle.rules.schedule import ScheduleError, parse_schedule
+from costguard.idle.rules.recurring import learns
+from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
 SCARCE = "not stopped in working hours: capacity is scarce"
 UNREAD = "whether its type is short of capacity could not be read"
 TEAM_HOURS = "weekdays 08:00-19:00"
+READY = "might not start again when its owner's day begins"
 EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much sooner, to have retries in hand
+
+
+def owners_hours(instance: Instance, team_timezone: str) -> Schedule:
+    """Its owner's working hours: the machine's own, or the team's."""
+    try:
+        return parse_schedule(instance.tags[tags.SCHEDULE])
+    except (KeyError, ScheduleError):
+        pass
+    try:
+        return parse_schedule(f"{TEAM_HOURS} {team_timezone}")
+    except ScheduleError:
+        return parse_schedule(f"{TEAM_HOURS} UTC")
 
 
 def working_now(instance: Instance, now: datetime, team_timezone: str) -> bool:
     """Whether its owner is at work now: inside the machine's own working hours, or the team's."""
-    try:
-        return parse_schedule(instance.tags[tags.SCHEDULE]).inside(now)
-    except (KeyError, ScheduleError):
-        pass
-    try:
-        return parse_schedule(f"{TEAM_HOURS} {team_timezone}").inside(now)
-    except ScheduleError:
-        return parse_schedule(f"{TEAM_HOURS} UTC").inside(now)
+    return owners_hours(instance, team_timezone).inside(now)
+
+
+def ready_for_the_day(
+    decision: Decision, scarcity: Scarcity | None, instance: Instance, policy: IdlePolicy, now: datetime
+) -> Decision:
+    """A scarce machine stopped outside its owner's hours, with no learned start of its own: started again
+    before its owner's next working hours open (its lead, and sooner), so that the day does not begin with a
+    GPU EC2 has no room for. Not where its owner turned learned starts off ("Don't start it")."""
+    if scarcity is None or decision.start_at is not None or decision.action not in (Action.WARN, Action.STOP):
+        return decision
+    if not decision.will_stop or not learns(instance, policy):
+        return decision
+    opens = owners_hours(instance, policy.team_timezone).next_start(now)
+    evidence = scarcity.evidence(now)
+    start_at = opens - timedelta(minutes=policy.schedule_lead_minutes)
+    return replace(decision, start_at=start_at, learned=f"{READY} ({evidence})", scarce=evidence)
 
 
 def spared(decision: Decision, scarcity: Scarcity | None, *, working: bool, now: datetime) -> Decision:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from costguard.core import formatting, tags
 from costguard.core.formatting import duration
 from costguard.core.records import Instance, Price
+from costguard.idle.rules.capacity import READY
 from costguard.idle.rules.decision import Decision
 from costguard.idle.words.money import saving_line
 from costguard.slack.blocks import Block, Message, actions, context, fields_section, header, mrkdwn, section
@@ -154,10 +155,13 @@ def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str
 def learned_section(decision: Decision, stop: datetime) -> Block:
     """What costguard learned recurs on the machine, and when it starts it again for it (and how not to)."""
     start_at = decision.start_at or stop
+    before = "the working day" if decision.learned.startswith(READY) else "its next run"
     return section(
-        mrkdwn("*Recurring work* It {0}: ", decision.learned)
-        + f"costguard stops it at {stop:%H:%M} UTC and starts it again at *{start_at:%a %H:%M} UTC*, before its next "
-        f"run. To keep it stopped, press *Don't start it* or tag it `{tags.LEARNED_START}={tags.OFF}`."
+        mrkdwn(
+            "*{0}* It {1}: ", "Hard to get back" if before == "the working day" else "Recurring work", decision.learned
+        )
+        + f"costguard stops it at {stop:%H:%M} UTC and starts it again at *{start_at:%a %H:%M} UTC*, before {before}. "
+        f"To keep it stopped, press *Don't start it* or tag it `{tags.LEARNED_START}={tags.OFF}`."
     )
 
 
