@@ -11,6 +11,11 @@ the oracle's dollars.
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from bench.week import cpu_average_running, schedule_running
@@ -61,7 +66,8 @@ def _baseline(world: World, run: Any, *, by_owner: bool) -> dict[str, Any]:
     return {"running": running, "stops": stops, "restarts": restarts, "blocked": blocked}
 
 
-def measure(seed: int, days: int = 7, code_root: Any = ROOT) -> dict[str, Any]:
+def measure(seed: int, days: int = 7, code_root: Any = ROOT, before: Path | None = None) -> dict[str, Any]:
+    """One seed's week for each tool; `before`: a tree of costguard before issue 32 (no money, no scarcity)."""
     world = World(seed, commitments=True)
     judge = Judge(world)
     nobody = judge.total(always_on(world), week_slots(world, days))
@@ -76,8 +82,11 @@ def measure(seed: int, days: int = 7, code_root: Any = ROOT) -> dict[str, Any]:
         )
         figures["interruptions"] = outcome(world, run["running"], run["stops"], [], days=days)["interruptions"]
         out[name] = figures
-    for name, bill in (("costguard", True), ("costguard_as_before", False)):
-        week = costguard_week(code_root, seed, 0.0, None, days, commitments=True, bill=bill)
+    runs = [("costguard", code_root, True), ("costguard_as_before", code_root, False)]
+    if before is not None:
+        runs.append(("costguard_before_issue_32", before, True))
+    for name, tree, bill in runs:
+        week = costguard_week(tree, seed, 0.0, None, days, commitments=True, bill=bill)
         figures = dict(week["money"])
         figures["interruptions"] = week["interruptions"]
         figures["interruptions_by_cause"] = week["interruptions_by_cause"]
@@ -97,28 +106,38 @@ COLUMNS = (
     ("interruptions", "interruptions"),
     ("claimed_over_true", "claimed/true"),
 )
-TOOLS = ("oracle", "costguard", "costguard_as_before", "night_and_weekend_schedule", "cpu_average_rule")
+TOOLS = (
+    "oracle",
+    "costguard",
+    "costguard_as_before",
+    "costguard_before_issue_32",
+    "night_and_weekend_schedule",
+    "cpu_average_rule",
+)
+BEFORE = "b506484"  # the last commit before issue 32's work: costguard as it was, measured on the same world
 
 
 def targets(week: dict[str, Any]) -> dict[str, bool]:
     """The issue's done-when targets, for one seed."""
-    cg, before, oracle_ = week["costguard"], week["costguard_as_before"], week["oracle"]
+    cg, oracle_ = week["costguard"], week["oracle"]
+    before = week.get("costguard_before_issue_32") or week["costguard_as_before"]
     return {
         "0 stops that saved nothing": cg["stops_that_saved_nothing"] == 0,
         "true $ saved >= 90 % of oracle": cg["saved_usd"] >= 0.9 * oracle_["saved_usd"],
         "claimed within 5 % of true": cg["claimed_over_true"] is not None and abs(cg["claimed_over_true"] - 1) <= 0.05,
-        "person-hours blocked <= half of as before": cg["person_hours_blocked"] <= before["person_hours_blocked"] / 2,
+        "person-hours blocked <= half of before": cg["person_hours_blocked"] <= before["person_hours_blocked"] / 2,
         "0 interruptions": cg["interruptions"] == 0,
     }
 
 
 def main(seeds: tuple[int, ...] = SEEDS, days: int = 7) -> dict[str, Any]:
-    weeks = [measure(seed, days) for seed in seeds]
+    with tree_at(BEFORE) as before:
+        weeks = [measure(seed, days, before=before) for seed in seeds]
     worst = min(weeks, key=lambda w: w["costguard"]["saved_usd"] / max(1.0, w["oracle"]["saved_usd"]))
     for week in weeks:
         print(f"  seed {week['seed']}: bill with nobody stopping ${week['oracle']['bill_nobody_stops']:,.0f}")
         print(f"    {'tool':<28}" + "".join(f"{title:>17}" for _, title in COLUMNS))
-        for tool in TOOLS:
+        for tool in (t for t in TOOLS if t in week):
             row = week[tool]
             cells = "".join(f"{'-' if row.get(key) is None else row[key]!s:>17}" for key, _ in COLUMNS)
             print(f"    {tool:<28}{cells}")
@@ -126,3 +145,22 @@ def main(seeds: tuple[int, ...] = SEEDS, days: int = 7) -> dict[str, Any]:
         print("    targets: " + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in week["targets"].items()))
     print(f"  worst seed: {worst['seed']} (costguard saved the least of the oracle's dollars)")
     return {"seeds": list(seeds), "days": days, "worst_seed": worst["seed"], "weeks": weeks}
+
+
+@contextlib.contextmanager
+def tree_at(commit: str) -> Iterator[Path | None]:
+    """A checkout of `commit` beside this one (a git worktree, removed after); None, said, where git has no
+    such commit (a shallow clone)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "before"
+        made = subprocess.run(
+            ["git", "worktree", "add", "--detach", str(path), commit], cwd=ROOT, capture_output=True, check=False
+        )
+        if made.returncode != 0:
+            print(f"  costguard before issue 32 not measured: no commit {commit} here ({made.stderr.decode()[:200]})")
+            yield None
+            return
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, check=False)
