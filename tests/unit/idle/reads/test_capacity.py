@@ -41,8 +41,11 @@ class Machines:
     def __init__(self, *known: Instance) -> None:
         self.known = {i.instance_id: i for i in known}
 
-    def describe(self, ids: list[str]) -> list[Instance]:
-        return [self.known[i] for i in ids if i in self.known]
+    def iter_instances(self, filters: list[dict[str, Any]]) -> list[Instance]:
+        [by_id] = filters
+        assert by_id["Name"] == "instance-id"
+        assert len(by_id["Values"]) <= 200
+        return [self.known[i] for i in by_id["Values"] if i in self.known]
 
 
 def sweep(log: CapacityLog, trail: Any, *known: Instance, now: datetime = NOW) -> SweepCapacity:

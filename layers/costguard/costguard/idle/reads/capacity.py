@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
@@ -30,7 +30,7 @@ FIRST_LOOK = timedelta(days=2)  # the first walk looks back this far: the newest
 PER_DAY = 20  # failures kept per type, zone and day
 SAME_START = timedelta(minutes=5)  # CloudTrail's record of one of costguard's own refused starts
 TIME_TO_READ = 60.0  # seconds the invocation must have left to walk CloudTrail
-DESCRIBED = 200  # instance ids a DescribeInstances call is asked for
+DESCRIBED = 200  # instance ids a DescribeInstances filter holds
 READ_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError, KeyError, ValueError)
 OWN = "costguard"
 
@@ -132,8 +132,9 @@ class SweepCapacity:
         """A StartInstances names its machines, not their type: described (one gone since is dropped)."""
         ids = sorted({f.instance_id for f in found if not f.instance_type and f.instance_id})
         machines: dict[str, Instance] = {}
-        for first in range(0, len(ids), DESCRIBED):
-            machines.update((i.instance_id, i) for i in self.ec2.describe(ids[first : first + DESCRIBED]))
+        for first in range(0, len(ids), DESCRIBED):  # by filter: an id long gone is no error, nor a call of its own
+            chunk: Any = [{"Name": "instance-id", "Values": ids[first : first + DESCRIBED]}]
+            machines.update((i.instance_id, i) for i in self.ec2.iter_instances(chunk))
         out = []
         for failure in found:
             if failure.instance_type:
