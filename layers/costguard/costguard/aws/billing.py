@@ -155,23 +155,7 @@ class BillingReader:
         if not ec2_plans:
             return [], None
         used, spill = self._recent_use(now.date())
-        plans = []
-        for p in ec2_plans:
-            use = used.get(p.get("savingsPlanArn", ""))
-            plans.append(
-                Plan(
-                    plan_id=p["savingsPlanId"],
-                    kind=p["savingsPlanType"],
-                    start=utc_time(p["start"]) if p.get("start") else None,
-                    end=utc_time(p["end"]),
-                    family=p.get("ec2InstanceFamily", ""),
-                    region=p.get("region", ""),
-                    used_percent=use.percent if use else None,
-                    commitment_usd_per_hour=_number(p.get("commitment")),
-                    rate=use.rate if use else None,
-                )
-            )
-        return plans, spill
+        return [_plan(p, used.get(p.get("savingsPlanArn", ""))) for p in ec2_plans], spill
 
     def _recent_use(self, today: date) -> tuple[dict[str, PlanUse], float | None]:
         if today in CE_MEMORY:
@@ -209,6 +193,21 @@ class BillingReader:
 
 def _platform(description: str) -> str:
     return description.replace(" (Amazon VPC)", "").strip() or LINUX
+
+
+def _plan(p: dict[str, Any], use: PlanUse | None) -> Plan:
+    """A plan as DescribeSavingsPlans gives it, with its recent use (None: not read)."""
+    return Plan(
+        plan_id=p["savingsPlanId"],
+        kind=p["savingsPlanType"],
+        start=utc_time(p["start"]) if p.get("start") else None,
+        end=utc_time(p["end"]),
+        family=p.get("ec2InstanceFamily", ""),
+        region=p.get("region", ""),
+        used_percent=use.percent if use else None,
+        commitment_usd_per_hour=_number(p.get("commitment")),
+        rate=use.rate if use else None,
+    )
 
 
 def _number(text: Any) -> float | None:
