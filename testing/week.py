@@ -828,7 +828,8 @@ class WeekBill:
 
     def __init__(self, fleet: Fleet) -> None:
         self.fleet = fleet
-        self._days: dict[str, tuple[float, float, float]] = {}  # day -> plan fees, plan used (at its rate), spill
+        # day -> plan fees, plan used (at its rate), spill, the on-demand worth of the usage it covered
+        self._days: dict[str, tuple[float, float, float, float]] = {}
 
     def cost_and_usage(self, *args: Any) -> list[Period]:
         raise ApiError("UnsupportedByStandIn", "the week answers no GetCostAndUsage")
@@ -841,33 +842,35 @@ class WeekBill:
             "GetSavingsPlansCoverage": self._coverage,
         }
 
-    def _day(self, day: str) -> tuple[float, float, float]:
+    def _day(self, day: str) -> tuple[float, float, float, float]:
         if day not in self._days:
             world, fleet = self.fleet.world, self.fleet
             judge = Judge(world)
             begin = world.index(datetime.fromisoformat(day).replace(tzinfo=UTC))
-            fees = used = spill = 0.0
+            fees = used = spill = worth = 0.0
             for i in range(max(0, begin), min(begin + 24 * SLOTS_PER_HOUR, fleet.index)):
                 hour = judge.slot(fleet.running, i)
                 plan = judge.commitments.plans[0]
-                fees, used, spill = (
+                fees, used, spill, worth = (
                     fees + hour.plan_fees,
                     used + hour.plan_used * (1 - plan.discount),
                     spill + hour.plan_spill,
+                    worth + hour.plan_used,
                 )
             if begin + 24 * SLOTS_PER_HOUR <= fleet.index:  # a day whole: kept (Cost Explorer's days are final)
-                self._days[day] = (fees, used, spill)
-            return fees, used, spill
+                self._days[day] = (fees, used, spill, worth)
+            return fees, used, spill, worth
         return self._days[day]
 
-    def _span(self, params: Mapping[str, Any]) -> tuple[float, float, float]:
+    def _span(self, params: Mapping[str, Any]) -> tuple[float, float, float, float]:
         start = date.fromisoformat(params["TimePeriod"]["Start"])
         end = date.fromisoformat(params["TimePeriod"]["End"])
         parts = [self._day((start + timedelta(days=d)).isoformat()) for d in range((end - start).days)]
-        return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+        fees, used, spill, worth = (sum(p[k] for p in parts) for k in range(4))
+        return fees, used, spill, worth
 
     def _utilization(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        fees, used, _ = self._span(params)
+        fees, used, _, worth = self._span(params)
         bought = self.fleet.world.bought
         assert bought is not None
         arn = bought.savings_plans()[0]["savingsPlanArn"]
@@ -881,11 +884,18 @@ class WeekBill:
                 "UnusedCommitment": f"{fees - used:.2f}",
                 "UtilizationPercentage": f"{percent:.2f}",
             },
+            # As Cost Explorer gives it: what the covered usage would have cost on demand, and the difference.
+            "Savings": {"NetSavings": f"{worth - fees:.2f}", "OnDemandCostEquivalent": f"{worth:.2f}"},
+            "AmortizedCommitment": {
+                "AmortizedRecurringCommitment": f"{fees:.2f}",
+                "AmortizedUpfrontCommitment": "0.00",
+                "TotalAmortizedCommitment": f"{fees:.2f}",
+            },
         }
         return {"SavingsPlansUtilizationDetails": [detail], "TimePeriod": dict(params["TimePeriod"])}
 
     def _coverage(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        _, used, spill = self._span(params)
+        _, used, spill, _ = self._span(params)
         plan = self.fleet.world.bought.commitments.plans[0]  # type: ignore[union-attr]
         covered = used / (1 - plan.discount)
         coverage = {
@@ -1132,7 +1142,9 @@ def outcome(
             interrupted.add((instance_id, at))
             due = next(i for i in off if m.slots[i].work)
             causes[cause := f"stopped before {m.slots[due].work}"] += 1
-            which.append(f"{instance_id} {m.instance_type} {world.at(at):%a %H:%M}: {cause} at {world.at(due):%a %H:%M}")
+            which.append(
+                f"{instance_id} {m.instance_type} {world.at(at):%a %H:%M}: {cause} at {world.at(due):%a %H:%M}"
+            )
     owners = {m.owner for m in world.machines}
     busy_warnings = sum(
         1 for iid, at in warnings if next(m for m in world.machines if m.instance_id == iid).slots[at].work

@@ -317,8 +317,26 @@ class DigestBill:
             # beyond it billed on demand, as much as the world's on-demand fleet runs (far more than the daily
             # total above: the world's machines and its bill are not one account's): stops save the list price.
             "GetSavingsPlansUtilizationDetails": lambda p: {"TimePeriod": p["TimePeriod"],
-                "SavingsPlansUtilizationDetails": [
-                    {"SavingsPlanArn": SAVINGS_PLAN_ARN, "Utilization": {"UtilizationPercentage": "100.0"}}]},
+                "SavingsPlansUtilizationDetails": [_plan_used_up(p["TimePeriod"])]},
             "GetSavingsPlansCoverage": lambda _: {
                 "SavingsPlansCoverages": [{"Coverage": {"CoveragePercentage": "52.0", "OnDemandCost": "60000.0"}}] * 2},
         }  # fmt: skip
+
+
+def _plan_used_up(period: Mapping[str, str]) -> dict[str, Any]:
+    """The 40 USD/h plan's utilization details over `period`, used up, at 72 % of on demand (as Cost Explorer
+    gives them: the commitment, its use, and what the usage it covered would have cost on demand)."""
+    hours = 24 * (date.fromisoformat(period["End"]) - date.fromisoformat(period["Start"])).days
+    committed = 40.0 * hours
+    worth = committed / 0.72
+    return {
+        "SavingsPlanArn": SAVINGS_PLAN_ARN,
+        "Attributes": {},
+        "Utilization": {
+            "TotalCommitment": f"{committed:.2f}",
+            "UsedCommitment": f"{committed:.2f}",
+            "UnusedCommitment": "0.00",
+            "UtilizationPercentage": "100.0",
+        },
+        "Savings": {"NetSavings": f"{worth - committed:.2f}", "OnDemandCostEquivalent": f"{worth:.2f}"},
+    }

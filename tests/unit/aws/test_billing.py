@@ -90,6 +90,7 @@ def test_a_region_is_read_with_one_call_per_question_and_priced_from_it() -> Non
                         "savingsPlanType": "Compute",
                         "start": (NOW - timedelta(days=30)).isoformat(),
                         "end": (NOW + timedelta(days=335)).isoformat(),
+                        "commitment": "40.0",
                     }
                 ]
             },
@@ -102,7 +103,14 @@ def test_a_region_is_read_with_one_call_per_question_and_priced_from_it() -> Non
                 "SavingsPlansUtilizationDetails": [
                     {
                         "SavingsPlanArn": "arn:aws:savingsplans::1:savingsplan/sp-1",
-                        "Utilization": {"UtilizationPercentage": "100"},
+                        "Attributes": {},
+                        "Utilization": {
+                            "TotalCommitment": "1920.0",
+                            "UsedCommitment": "1920.0",
+                            "UnusedCommitment": "0.0",
+                            "UtilizationPercentage": "100",
+                        },
+                        "Savings": {"NetSavings": "746.67", "OnDemandCostEquivalent": "2666.67"},
                     }
                 ],
                 "TimePeriod": period,
@@ -147,12 +155,19 @@ def test_a_region_is_read_with_one_call_per_question_and_priced_from_it() -> Non
     ]
     assert read.holds[0].block
     assert read.holds[0].end == NOW + timedelta(days=2)
-    assert [(p.kind, p.used_percent) for p in read.plans] == [("Compute", 100.0)]
+    assert [(p.kind, p.used_percent, p.commitment_usd_per_hour) for p in read.plans] == [("Compute", 100.0, 40.0)]
+    assert read.plans[0].rate == pytest.approx(0.72, abs=1e-4)  # $1,920 of commitment paid for $2,666.67 on demand
     assert read.plan_spill_usd_per_hour == 20.0  # $960 billed on demand over 48 hours
     assert read.spot_prices == {("p4d.24xlarge", "us-east-1a"): 9.5}
     bill = Bill(read, NOW)
     assert bill.price(fleet[0], 21.96).usd_per_hour == 20.0  # one RI for two: on demand, the plan's spill first
     assert bill.price(fleet[2], 21.96).usd_per_hour == 9.5
+    # Priced on what runs now: $40/h at 72 % pays for $55.56/h on demand, more than the p4d the RI leaves.
+    now = Bill(read, NOW, list_price=lambda _: 21.96).price(fleet[0], 21.96)
+    assert (now.usd_per_hour, now.why) == (
+        0.0,
+        "covered: the Savings Plan's $40.00/h commitment is not used up by what runs now",
+    )
 
 
 def test_a_denied_read_is_named_and_the_machine_priced_on_demand() -> None:
@@ -219,3 +234,32 @@ def test_a_denied_cost_explorer_is_said_and_not_asked_again_that_day() -> None:
         price = Bill(read, NOW).price(machine(1), 21.96)
         assert price.usd_per_hour == 21.96
         assert price.caveat == "Savings Plans not read; priced on demand"
+
+
+@pytest.mark.parametrize(
+    ("utilization", "savings"),
+    [
+        ({"UtilizationPercentage": "60"}, None),  # no amounts: the rate is not known
+        ({"UtilizationPercentage": "0", "UsedCommitment": "0"}, {"OnDemandCostEquivalent": "0"}),  # unused
+        ({"UtilizationPercentage": "60", "UsedCommitment": "576"}, {"NetSavings": "0"}),  # its worth not given
+    ],
+)
+def test_a_plan_whose_rate_cannot_be_had_is_read_without_one(
+    utilization: dict[str, str], savings: dict[str, str] | None
+) -> None:
+    ec2, sp, ce = clients()
+    plan = {"savingsPlanId": "sp-1", "savingsPlanArn": "arn:sp-1", "savingsPlanType": "Compute", "end": "2027-06-01"}
+    detail: dict[str, Any] = {"SavingsPlanArn": "arn:sp-1", "Utilization": utilization}
+    if savings is not None:
+        detail["Savings"] = savings
+    with Stubber(ec2) as e, Stubber(sp) as s, Stubber(ce) as c:
+        e.add_response("describe_reserved_instances", {"ReservedInstances": []})
+        e.add_response("describe_capacity_reservations", {"CapacityReservations": []})
+        s.add_response("describe_savings_plans", {"savingsPlans": [plan]})
+        c.add_response(
+            "get_savings_plans_utilization_details",
+            {"SavingsPlansUtilizationDetails": [detail], "TimePeriod": {"Start": "2026-11-22", "End": "2026-11-24"}},
+        )
+        c.add_response("get_savings_plans_coverage", {"SavingsPlansCoverages": []})
+        read = BillingReader(ec2, sp, ce, "us-east-1").read([machine(1)], NOW)
+    assert [(p.commitment_usd_per_hour, p.rate) for p in read.plans] == [(None, None)]

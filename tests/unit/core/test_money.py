@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -195,3 +196,88 @@ def test_a_denied_read_falls_back_to_the_on_demand_price_and_says_so() -> None:
     m = Bill(billing, NOW).price(machine(1), P4D)
     assert m.usd_per_hour == P4D
     assert m.caveat == "Reserved Instances not read; Savings Plans not read; priced on demand"
+
+
+# ------------------------------------------------------------------ a Savings Plan, hour by hour
+RATE = 0.72  # the plan's rate: what a covered hour costs, of on demand
+ONE_AND_A_HALF_P4D = round(1.5 * P4D * RATE, 4)  # $23.7168/h: the commitment pays for 1.5 p4d an hour
+
+
+def plan_of(used_percent: float, commitment: float = ONE_AND_A_HALF_P4D, rate: float | None = RATE) -> Plan:
+    return Plan(
+        "sp-1",
+        "Compute",
+        end=NOW + timedelta(days=90),
+        used_percent=used_percent,
+        commitment_usd_per_hour=commitment,
+        rate=rate,
+    )
+
+
+def hourly(billing: Billing) -> Bill:
+    prices = {"p4d.24xlarge": P4D, "g5.12xlarge": G5_12}
+    return Bill(billing, NOW, list_price=lambda i: prices.get(i.instance_type))
+
+
+def savings(bill: Bill, fleet: list[Instance]) -> list[float | None]:
+    priced = price_in_turn(bill, fleet, {"p4d.24xlarge": P4D, "g5.12xlarge": G5_12})
+    return [priced[i.instance_id].usd_per_hour for i in fleet]
+
+
+def test_a_plan_the_running_fleet_overflows_saves_on_demand_until_its_spill_now_is_used() -> None:
+    fleet = [machine(n) for n in range(3)]  # 3 p4d on a plan paying for 1.5: 1.5 p4d billed on demand now
+    bill = hourly(Billing("us-east-1", running=fleet, plans=[plan_of(100.0)], plan_spill_usd_per_hour=500.0))
+    first = bill.price(fleet[0], P4D)
+    assert (first.usd_per_hour, first.basis) == (P4D, Basis.SAVINGS_PLAN)
+    assert first.why == "on demand: the Savings Plan's $23.72/h commitment is used up by what runs now"
+    bill.stopped(fleet[0], first)
+    assert bill.price(fleet[1], P4D).usd_per_hour == pytest.approx(P4D / 2)
+    bill.stopped(fleet[1], bill.price(fleet[1], P4D))
+    last = bill.price(fleet[2], P4D)
+    assert last.usd_per_hour == 0
+    assert last.why == "covered: the Savings Plan's $23.72/h commitment is not used up by what runs now"
+
+
+def test_a_plan_used_up_lately_that_the_fleet_does_not_fill_this_hour_saves_nothing() -> None:
+    night = [machine(1)]  # one p4d at night: the plan pays for 1.5, though its last two days were used up
+    bill = hourly(Billing("us-east-1", running=night, plans=[plan_of(100.0)], plan_spill_usd_per_hour=30.0))
+    m = bill.price(night[0], P4D)
+    assert (m.usd_per_hour, m.basis, m.saves) == (0.0, Basis.SAVINGS_PLAN, False)
+    assert m.why == "covered: the Savings Plan's $23.72/h commitment is not used up by what runs now"
+
+
+def test_a_plan_used_60_percent_lately_that_the_fleet_overflows_now_saves() -> None:
+    busy = [machine(n) for n in range(3)]
+    bill = hourly(Billing("us-east-1", running=busy, plans=[plan_of(60.0)]))
+    assert savings(bill, busy) == [P4D, pytest.approx(P4D / 2), 0.0]
+
+
+def test_reserved_instances_leave_the_plan_only_what_they_do_not_cover() -> None:
+    fleet = [machine(n) for n in range(4)]  # 2 RIs cover 2 p4d; the plan pays for 1.5 of the other 2
+    bill = hourly(Billing("us-east-1", running=fleet, reserved=[ri(2)], plans=[plan_of(100.0)]))
+    assert savings(bill, fleet) == [pytest.approx(P4D / 2), 0.0, 0.0, 0.0]
+    wholly = [machine(n) for n in range(2)]  # every machine on an RI: the plan's use is none of theirs
+    m = hourly(Billing("us-east-1", running=wholly, reserved=[ri(2)], plans=[plan_of(100.0)])).price(wholly[0], P4D)
+    assert (m.usd_per_hour, m.basis) == (0.0, Basis.RESERVED)
+
+
+def test_an_instance_plan_overflowing_spills_into_a_compute_plan_with_room_so_a_stop_saves_nothing() -> None:
+    g5 = [machine(n, "g5.12xlarge") for n in range(3)]
+    family_plan = Plan(
+        "sp-g5", "EC2Instance", NOW + timedelta(days=90), "g5", "us-east-1", 100.0,
+        commitment_usd_per_hour=round(G5_12 * 0.6, 4), rate=0.6,
+    )  # fmt: skip
+    billing = Billing("us-east-1", running=g5, plans=[family_plan, plan_of(100.0)])
+    assert savings(hourly(billing), g5) == [0.0, 0.0, 0.0]  # its 2 g5 of spill fit the Compute plan's 1.5 p4d
+    alone = Billing("us-east-1", running=g5, plans=[family_plan])
+    assert savings(hourly(alone), g5) == [G5_12, G5_12, 0.0]
+
+
+def test_a_plan_whose_rate_or_the_fleet_prices_are_unknown_is_priced_on_its_recent_use_as_before() -> None:
+    fleet = [machine(1), machine(2)]
+    for plan in (plan_of(60.0, rate=None), plan_of(60.0, commitment=0.0)):
+        assert savings(hourly(Billing("us-east-1", running=fleet, plans=[plan])), fleet) == [0.0, 0.0]
+    used_up = Billing("us-east-1", running=fleet, plans=[plan_of(100.0, rate=None)], plan_spill_usd_per_hour=30.0)
+    assert savings(hourly(used_up), fleet) == [P4D, pytest.approx(30.0 - P4D)]
+    without_prices = replace(used_up, plans=[plan_of(100.0)])
+    assert savings(Bill(without_prices, NOW), fleet) == [P4D, pytest.approx(30.0 - P4D)]

@@ -7,9 +7,10 @@ Which call answers which question, and what each costs (docs/rules.md, "What a s
 - EC2 DescribeReservedInstances (free): the RIs in force, zonal or regional, their platform and tenancy;
 - EC2 DescribeCapacityReservations (free): the capacity reservations and Capacity Blocks, their ends;
 - EC2 DescribeSpotPriceHistory (free): the current Spot price of each Spot machine's type and zone;
-- Savings Plans DescribeSavingsPlans (free): the plans in force and what they cover;
+- Savings Plans DescribeSavingsPlans (free): the plans in force, what they cover and their hourly commitment;
 - Cost Explorer GetSavingsPlansUtilizationDetails and GetSavingsPlansCoverage ($0.01 each): how much
-  of each plan was used lately, and the eligible usage billed on demand beside it. Cost Explorer updates
+  of each plan was used lately and at what rate (its used commitment over that usage's on-demand worth),
+  and the eligible usage billed on demand beside it. Cost Explorer updates
   once a day, so its answers are kept for the day by the container (`CE_MEMORY`).
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from costguard.aws.clients import READ_ERRORS, error_code, utc_time
 from costguard.core.money import (
@@ -37,8 +38,17 @@ from costguard.core.records import Instance
 
 # The days of Cost Explorer's answers a plan's recent use is judged on (Cost Explorer lags about a day).
 RECENT_DAYS = 2
-# Cost Explorer's answers of a day, per account: (day, utilization by plan ARN, spill USD/h).
-CE_MEMORY: dict[date, tuple[dict[str, float], float | None] | None] = {}  # None: denied that day
+
+
+class PlanUse(NamedTuple):
+    """A plan's recent use, from GetSavingsPlansUtilizationDetails."""
+
+    percent: float  # UtilizationPercentage
+    rate: float | None  # UsedCommitment / Savings.OnDemandCostEquivalent: its rate, of on demand; None: not given
+
+
+# Cost Explorer's answers of a day, per account: (day, use by plan ARN, spill USD/h).
+CE_MEMORY: dict[date, tuple[dict[str, PlanUse], float | None] | None] = {}  # None: denied that day
 HOLD_STATES = ("active", "scheduled", "payment-pending")
 
 
@@ -145,21 +155,9 @@ class BillingReader:
         if not ec2_plans:
             return [], None
         used, spill = self._recent_use(now.date())
-        plans = [
-            Plan(
-                plan_id=p["savingsPlanId"],
-                kind=p["savingsPlanType"],
-                start=utc_time(p["start"]) if p.get("start") else None,
-                end=utc_time(p["end"]),
-                family=p.get("ec2InstanceFamily", ""),
-                region=p.get("region", ""),
-                used_percent=used.get(p.get("savingsPlanArn", "")),
-            )
-            for p in ec2_plans
-        ]
-        return plans, spill
+        return [_plan(p, used.get(p.get("savingsPlanArn", ""))) for p in ec2_plans], spill
 
-    def _recent_use(self, today: date) -> tuple[dict[str, float], float | None]:
+    def _recent_use(self, today: date) -> tuple[dict[str, PlanUse], float | None]:
         if today in CE_MEMORY:
             remembered = CE_MEMORY[today]
             if remembered is None:  # denied today already: said again, not asked again ($0.01 a call)
@@ -170,7 +168,7 @@ class BillingReader:
             self.unread.append(UNREAD_PLAN_USE)
             return {}, None
         try:
-            answer: tuple[dict[str, float], float | None] | None = (plans_use(self.ce, today), _spill(self.ce, today))
+            answer: tuple[dict[str, PlanUse], float | None] | None = (plans_use(self.ce, today), _spill(self.ce, today))
         except READ_ERRORS as exc:
             self._failed(UNREAD_PLAN_USE, "GetSavingsPlansUtilizationDetails", exc)
             answer = None
@@ -197,10 +195,34 @@ def _platform(description: str) -> str:
     return description.replace(" (Amazon VPC)", "").strip() or LINUX
 
 
-def plans_use(ce: Any, today: date) -> dict[str, float]:
-    """Each Savings Plan's utilization (%) over the recent days, by ARN."""
+def _plan(p: dict[str, Any], use: PlanUse | None) -> Plan:
+    """A plan as DescribeSavingsPlans gives it, with its recent use (None: not read)."""
+    return Plan(
+        plan_id=p["savingsPlanId"],
+        kind=p["savingsPlanType"],
+        start=utc_time(p["start"]) if p.get("start") else None,
+        end=utc_time(p["end"]),
+        family=p.get("ec2InstanceFamily", ""),
+        region=p.get("region", ""),
+        used_percent=use.percent if use else None,
+        commitment_usd_per_hour=_number(p.get("commitment")),
+        rate=use.rate if use else None,
+    )
+
+
+def _number(text: Any) -> float | None:
+    """A decimal string of the APIs ("12.5"); None where absent or not a number."""
+    try:
+        return float(text) if text not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def plans_use(ce: Any, today: date) -> dict[str, PlanUse]:
+    """Each Savings Plan's utilization (%) over the recent days, and its rate (the commitment it used over the
+    on-demand worth of the usage it covered, where both are given and above 0), by ARN."""
     period = {"Start": (today - timedelta(days=RECENT_DAYS)).isoformat(), "End": today.isoformat()}
-    used: dict[str, float] = {}
+    used: dict[str, PlanUse] = {}
     token: str | None = None
     while True:
         params: dict[str, Any] = {"TimePeriod": period}
@@ -208,7 +230,10 @@ def plans_use(ce: Any, today: date) -> dict[str, float]:
             params["NextToken"] = token
         details = ce.get_savings_plans_utilization_details(**params)
         for detail in details.get("SavingsPlansUtilizationDetails", []):
-            used[detail["SavingsPlanArn"]] = float(detail["Utilization"]["UtilizationPercentage"])
+            spent = _number(detail["Utilization"].get("UsedCommitment"))
+            worth = _number((detail.get("Savings") or {}).get("OnDemandCostEquivalent"))
+            rate = spent / worth if spent and worth and 0 < spent <= worth else None  # a plan costs less than on demand
+            used[detail["SavingsPlanArn"]] = PlanUse(float(detail["Utilization"]["UtilizationPercentage"]), rate)
         token = details.get("NextToken")
         if not token:
             return used

@@ -8,8 +8,9 @@ A stop saves what the bill would lose without the machine *now*, not its list pr
 - where Reserved Instances apply: $0 while the matching running instances need no more than the RIs
   give (regional Linux RIs float across sizes of a family in normalized units, zonal RIs stay in their
   zone and type), else the on-demand price of the part the RIs leave uncovered;
-- where a Savings Plan applies: $0 while its commitment was not used up lately (the hour is paid
-  whether it runs or not), else the on-demand price, while the plan's recent spill lasts;
+- where a Savings Plan applies: $0 while the plan-eligible usage running now leaves its hourly commitment room
+  (the hour is paid whether it runs or not), else the on-demand price while what runs now spills past it;
+  a plan whose commitment or rate is not known is judged on its recent use instead (`Bill._plan`);
 - otherwise the on-demand price.
 
 Several machines stopped in one sweep are priced in turn (`Bill.price` then `Bill.stopped`): with 5 p4d
@@ -20,7 +21,7 @@ Every read that failed is named (`Billing.unread`), and the price falls back to 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -133,7 +134,7 @@ class Hold:
 
 @dataclass(frozen=True)
 class Plan:
-    """A Savings Plan in force, and how much of its commitment it used lately."""
+    """A Savings Plan in force, its hourly commitment, and how much of it it used lately."""
 
     plan_id: str
     kind: str  # "Compute" or "EC2Instance" (SageMaker plans never cover EC2)
@@ -142,9 +143,19 @@ class Plan:
     region: str = ""  # ... and region
     used_percent: float | None = None  # recent utilization; None: not read
     start: datetime | None = None
+    commitment_usd_per_hour: float | None = None  # DescribeSavingsPlans' commitment; None: not read
+    rate: float | None = None  # what a covered hour costs, of on demand (used commitment / its on-demand worth)
+
+    @property
+    def hourly(self) -> bool:
+        """Whether its commitment and rate are known: its room is then judged on what runs now."""
+        return bool(self.commitment_usd_per_hour and self.commitment_usd_per_hour > 0 and self.rate and self.rate > 0)
+
+    def in_force(self, now: datetime) -> bool:
+        return (self.start is None or self.start <= now) and now < self.end
 
     def covers(self, instance: Instance, now: datetime) -> bool:
-        if not (self.start is None or self.start <= now) or now >= self.end:
+        if not self.in_force(now):
             return False
         if self.kind == "Compute":
             return True
@@ -209,11 +220,113 @@ def _platform_of(instance: Instance) -> str:
     return instance.platform or LINUX  # DescribeInstances says "Linux/UNIX"; older records say nothing
 
 
+@dataclass
+class _Layer:
+    """Savings Plans applied together this hour: all the Compute plans, or the EC2 Instance plans of one family
+    and region (AWS applies these first, and what they leave to the Compute plans)."""
+
+    commitment: float  # USD/h
+    room: float  # the on-demand worth of usage the commitment pays for, USD/h
+    spill: float = 0.0  # the eligible usage beyond it now, at the on-demand rate, USD/h: what stops can save
+
+    def text(self) -> str:
+        return f"the Savings Plan's ${self.commitment:,.2f}/h commitment"
+
+
+COMPUTE = "Compute"
+
+
+class PlanHours:
+    """The Savings Plans of a region judged hour by hour on what runs now, where each plan's commitment and
+    rate are known and every machine's on-demand price is given.
+
+    A plan's eligible usage now is the on-demand price of every machine of the pool it covers (running, not
+    Spot, not in a block or a paid reservation), less the share the RIs cover (attributed once, machine by
+    machine: `ri_uncovered`), at the plan's rate; what exceeds its commitment is billed on demand (the spill),
+    and a stop saves that spill while it lasts. EC2 Instance plans apply first, what they spill goes to the
+    Compute plans (`_Layer`). Usage costguard does not see (other regions, non-GPU EC2, Fargate, Lambda on a
+    Compute plan) is taken as none: conservative, a stop is never priced as saving while the GPU fleet alone
+    leaves the plan room. A machine whose price is unknown is taken as using none of it."""
+
+    def __init__(self, layers: dict[str, _Layer], list_price: Callable[[Instance], float | None]) -> None:
+        self.layers = layers
+        self._list_price = list_price
+
+    @classmethod
+    def build(
+        cls,
+        plans: Sequence[Plan],
+        pool: Sequence[Instance],
+        reserved: Sequence[Reserved],
+        list_price: Callable[[Instance], float | None] | None,
+        now: datetime,
+    ) -> PlanHours | None:
+        """The layers and their spill now; None where a plan covering the pool lacks its commitment or rate,
+        or the machines' prices are not given: the plans are then judged on their recent use."""
+        applied = [p for p in plans if p.in_force(now) and any(p.covers(i, now) for i in pool)]
+        if list_price is None or not applied or not all(p.hourly for p in applied):
+            return None
+        layers: dict[str, _Layer] = {}
+        for p in applied:
+            layer = layers.setdefault(_layer_key(p), _Layer(0.0, 0.0))
+            layer.commitment += p.commitment_usd_per_hour or 0.0
+            layer.room += (p.commitment_usd_per_hour or 0.0) / (p.rate or 1.0)
+        hours = cls(layers, list_price)
+        use: dict[str, float] = defaultdict(float)
+        uncovered = ri_uncovered(reserved, pool)
+        for i in pool:
+            use[hours._inner(i) or COMPUTE] += (list_price(i) or 0.0) * uncovered[i.instance_id]
+        for key, layer in layers.items():
+            if key != COMPUTE:
+                layer.spill = max(0.0, use[key] - layer.room)
+                use[COMPUTE] += layer.spill
+        if COMPUTE in layers:
+            layers[COMPUTE].spill = max(0.0, use[COMPUTE] - layers[COMPUTE].room)
+        return hours
+
+    def judges(self, plans: Sequence[Plan]) -> bool:
+        """Whether every plan covering a machine is one of these layers (else it is judged on recent use)."""
+        return all(_layer_key(p) in self.layers for p in plans)
+
+    def price(self, instance: Instance, on_demand: float | None, share: float) -> tuple[float | None, str]:
+        """Its share of the spill now: what its stop takes off the on-demand bill (the tightest layer's)."""
+        tightest = min(self._chain(instance), key=lambda layer: layer.spill)
+        if tightest.spill <= 0:
+            return (0.0, f"covered: {tightest.text()} is not used up by what runs now")
+        why = f"on demand: {tightest.text()} is used up by what runs now"
+        if on_demand is None:
+            return (None, why)
+        return (round(min(on_demand * share, tightest.spill), 4), why)
+
+    def spend(self, instance: Instance, share: float) -> None:
+        """A stop takes its eligible usage (`share` of its price: what the RIs leave) off each layer in turn:
+        the first layer's spill shrinks by it, and the next one's by what the first one spilled of it."""
+        flow = (self._list_price(instance) or 0.0) * share
+        for layer in self._chain(instance):
+            taken = min(layer.spill, flow)
+            layer.spill -= taken
+            flow = taken
+
+    def _inner(self, instance: Instance) -> str | None:
+        """The EC2 Instance plans' layer that applies to this machine first, if any."""
+        key = f"{family(instance.instance_type)}@{instance.region}"
+        return key if key in self.layers else None
+
+    def _chain(self, instance: Instance) -> list[_Layer]:
+        """The layers this machine's usage goes through: its family's EC2 Instance plans, then the Compute ones."""
+        return [self.layers[k] for k in (self._inner(instance), COMPUTE) if k is not None and k in self.layers]
+
+
 class Bill:
     """Prices the machines of one region at the margin, in turn: each one priced as if the ones priced
-    before it (and marked `stopped`) were gone. Built from one `Billing`; holds no clock."""
+    before it (and marked `stopped`) were gone. Built from one `Billing`; holds no clock.
 
-    def __init__(self, billing: Billing, now: datetime) -> None:
+    `list_price` gives each machine's on-demand price (None: unknown): with it, the Savings Plans whose
+    commitment and rate are known are judged on what runs now (`PlanHours`), else on their recent use."""
+
+    def __init__(
+        self, billing: Billing, now: datetime, list_price: Callable[[Instance], float | None] | None = None
+    ) -> None:
         self.billing = billing
         self.now = now
         self._gone: set[str] = set()
@@ -230,6 +343,7 @@ class Bill:
             and not i.lifecycle
             and not (i.capacity_reservation_id and i.capacity_reservation_id not in ended)
         }
+        self._hours = PlanHours.build(billing.plans, list(self._pool.values()), self._reserved, list_price, now)
 
     def stopped(self, instance: Instance, marginal: Marginal) -> None:
         """This machine is priced as gone from now on (a stop decided in this sweep, at `marginal`): the
@@ -237,8 +351,10 @@ class Bill:
         if instance.instance_id in self._gone:
             return
         self._gone.add(instance.instance_id)
+        if self._hours is not None and instance.instance_id in self._pool:
+            self._hours.spend(instance, ri_share(instance, self._reserved, list(self._pool.values()))[0])
         self._pool.pop(instance.instance_id, None)
-        if marginal.basis is Basis.SAVINGS_PLAN and self._spill_left is not None:
+        if self._hours is None and marginal.basis is Basis.SAVINGS_PLAN and self._spill_left is not None:
             self._spill_left = max(0.0, self._spill_left - (marginal.usd_per_hour or 0.0))
 
     def price(self, instance: Instance, on_demand: float | None) -> Marginal:
@@ -297,11 +413,15 @@ class Bill:
         return share, why, caveats
 
     def _plan(self, instance: Instance, on_demand: float | None, share: float) -> tuple[float | None, str] | None:
-        """What a Savings Plan makes of the share the RIs left: $0 while a plan covering it has room, else the
-        on-demand price while the plan's recent spill lasts; None where no plan applies or its use is unknown."""
+        """What a Savings Plan makes of the share the RIs left: judged on what runs now where the plans'
+        commitment and rate are known (`PlanHours`), else on their recent use: $0 while a plan covering it had
+        room lately, else the on-demand price while the plan's recent spill lasts. None where no plan applies
+        or its use is unknown."""
         plans = [p for p in self.billing.plans if p.covers(instance, self.now)]
         if not plans or instance.lifecycle:  # Savings Plans never apply to Spot or capacity blocks
             return None
+        if self._hours is not None and self._hours.judges(plans):
+            return self._hours.price(instance, on_demand, share)
         known = [p for p in plans if p.used_percent is not None]
         room = [p for p in known if (p.used_percent or 0) < PLAN_USED_UP_PERCENT]
         if room:
@@ -316,6 +436,10 @@ class Bill:
             return (round(full, 4), "on demand: Savings Plan used up lately")
         saved = min(full, self._spill_left)
         return (round(saved, 4), "on demand: Savings Plan used up lately")
+
+
+def _layer_key(plan: Plan) -> str:
+    return COMPUTE if plan.kind == COMPUTE else f"{plan.family}@{plan.region}"
 
 
 # ------------------------------------------------------------------------------ Reserved Instances, as applied
@@ -349,6 +473,41 @@ def ri_share(instance: Instance, reserved: Sequence[Reserved], running: Sequence
     if over <= 0:
         return 0.0, f"covered: {counts}"
     return min(mine, over) / mine, f"on demand: {counts}"
+
+
+def ri_uncovered(reserved: Sequence[Reserved], running: Sequence[Instance]) -> dict[str, float]:
+    """Each running machine's share the RIs leave uncovered (0 to 1), the RIs attributed once, machine by
+    machine in the order given: zonal RIs to the machines of their type and zone, then regional ones (in
+    normalized units across a family where size-flexible, by exact type elsewhere). The shares add up to the
+    uncovered usage `ri_share` counts; which machine of a group gets the RI is an attribution, not the bill's."""
+    out = {i.instance_id: 1.0 for i in running}
+    if not reserved:
+        return out
+    zonal: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    regional: dict[tuple[str, ...], float] = defaultdict(float)
+    for r in reserved:
+        if r.zone:
+            zonal[(r.instance_type, r.zone, r.platform, r.tenancy)] += r.count
+        elif r.size_flexible:
+            regional[("family", family(r.instance_type))] += r.count * (units(r.instance_type) or 0)
+        else:
+            regional[("type", r.instance_type, r.platform, r.tenancy)] += r.count
+    for i in running:
+        slot = (i.instance_type, i.zone, _platform_of(i), i.tenancy)
+        if zonal.get(slot, 0) > 0:
+            zonal[slot] -= 1
+            out[i.instance_id] = 0.0
+            continue
+        if _pooled(i, reserved):
+            key: tuple[str, ...] = ("family", family(i.instance_type))
+            mine = units(i.instance_type) or 1.0
+        else:
+            key, mine = ("type", i.instance_type, _platform_of(i), i.tenancy), 1.0
+        taken = min(mine, regional.get(key, 0.0))
+        if taken > 0:
+            regional[key] -= taken
+            out[i.instance_id] = 1.0 - taken / mine
+    return out
 
 
 def _pooled(instance: Instance, reserved: Sequence[Reserved]) -> bool:

@@ -158,3 +158,17 @@ def test_a_used_up_savings_plan_past_its_spill_is_not_idle_committed_capacity_no
     room = idle_prices(covered, [(m, P4D) for m in fleet], {"i-1": 20.0, "i-2": 10.0}, {}, NOW)
     assert {p.paid_by for p in room.values()} == {"a Savings Plan"}
     assert paid_idle(room, {"i-1": 20.0, "i-2": 10.0}, {})[0].advice == "commit less at renewal"
+
+
+def test_a_savings_plan_with_room_lately_that_the_fleet_overflows_now_makes_the_most_idle_hour_waste() -> None:
+    # 3 p4d on a plan paying for 2 an hour, used 60 % lately: the most idle wastes the on-demand price, the next
+    # idles on the plan's commitment (commit less), the busy one keeps the rest of it.
+    plan = Plan(
+        "sp-1", "Compute", NOW + timedelta(days=90), used_percent=60.0,
+        commitment_usd_per_hour=2 * P4D * 0.72, rate=0.72,
+    )  # fmt: skip
+    fleet = [machine(1), machine(2), machine(3)]
+    billing = Billing("us-east-1", running=fleet, plans=[plan])
+    prices = idle_prices(billing, [(m, P4D) for m in fleet], {"i-1": 20.0, "i-2": 10.0}, {}, NOW)
+    assert (prices["i-1"].usd_per_hour, prices["i-1"].paid_by) == (P4D, "")
+    assert (prices["i-2"].usd_per_hour, prices["i-2"].paid_by) == (0.0, "a Savings Plan")

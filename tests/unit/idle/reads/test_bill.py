@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from costguard.aws.pricing import PriceBook
-from costguard.core.money import Billing, Reserved
+from costguard.core.money import Billing, Plan, Reserved
 from costguard.core.records import Instance
 from costguard.idle.reads.bill import SweepBill
 from costguard.idle.rules.decision import Action, Decision
@@ -86,3 +86,32 @@ def test_without_a_reader_a_capacity_block_machine_is_still_not_stopped() -> Non
     ordinary = p4d(9)
     plain = Decision(ordinary.instance_id, Action.STOP, "idle")
     assert bill.priced([(ordinary, plain)]) == [(ordinary, plain)]  # nothing read: the decision as it was
+
+
+class PlanReader:
+    """A bill reader over a Compute Savings Plan whose commitment pays for `room` p4d an hour, used up lately."""
+
+    def __init__(self, room: float) -> None:
+        self.room = room
+
+    def read(self, running: Sequence[Instance], now: datetime) -> Billing:
+        plan = Plan(
+            "sp-1", "Compute", now + timedelta(days=90), used_percent=100.0,
+            commitment_usd_per_hour=self.room * 21.96 * 0.72, rate=0.72,
+        )  # fmt: skip
+        return Billing("us-east-1", running=tuple(running), plans=(plan,), plan_spill_usd_per_hour=500.0)
+
+
+def test_a_savings_plan_is_priced_on_the_list_prices_of_the_machines_that_run_now() -> None:
+    # 4 p4d on a plan paying for 3: one stop saves the on-demand price, the next warning nothing.
+    warn = Decision(FLEET[0].instance_id, Action.WARN, "idle", stop_after=NOW + timedelta(minutes=30))
+    stop = Decision(FLEET[1].instance_id, Action.STOP, "idle through the grace period")
+    [(_, warned), (_, stopped)] = sweep_bill(PlanReader(3)).priced([(FLEET[0], warn), (FLEET[1], stop)])
+    assert stopped.bill is not None
+    assert stopped.bill.usd_per_hour == 21.96
+    assert warned.action is Action.NONE
+    # The plan pays for more than runs (the night): its recent "used up" does not make a stop save.
+    [(_, night)] = sweep_bill(PlanReader(5)).priced([(FLEET[1], stop)])
+    assert night.action is not Action.STOP
+    assert night.bill is not None
+    assert night.bill.usd_per_hour == 0

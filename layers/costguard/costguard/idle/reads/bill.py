@@ -45,7 +45,7 @@ class SweepBill:
         pricing = [(i, d) for i, d in decided if d.action in PRICED]
         if not pricing:
             return list(decided)
-        bill = Bill(self._read(), self.now)
+        bill = Bill(self._read(), self.now, list_price=self._list)
         for instance in self._waiting:
             bill.stopped(instance, bill.price(instance, self._list(instance)))
         out: dict[str, Decision] = {}

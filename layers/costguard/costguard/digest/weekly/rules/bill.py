@@ -59,14 +59,17 @@ def idle_prices(
 ) -> dict[str, IdlePrice]:
     """The price of each machine (instance, on-demand price) idle this week or last (`idle`, `before`: idle
     hours by instance): the most idle this week (in dollars at list, then hours) first, then last week's,
-    each priced as if the ones before it were stopped. A busy machine keeps its share of the commitments."""
+    each priced as if the ones before it were stopped. A busy machine keeps its share of the commitments, and
+    its price counts in the Savings Plans' use now (`machines` holds every machine of the region, busy or idle)."""
 
     def order(m: tuple[Instance, float | None]) -> tuple[float, float, float, str]:
         iid, price = m[0].instance_id, m[1] or 0.0
         return (-idle.get(iid, 0.0) * price, -idle.get(iid, 0.0), -before.get(iid, 0.0) * price, iid)
 
+    machines = list(machines)
+    prices = {i.instance_id: price for i, price in machines}
     priced = sorted((m for m in machines if idle.get(m[0].instance_id) or before.get(m[0].instance_id)), key=order)
-    bill = Bill(billing, now)
+    bill = Bill(billing, now, list_price=lambda i: prices.get(i.instance_id))
     out: dict[str, IdlePrice] = {}
     for instance, on_demand in priced:
         marginal = bill.price(instance, on_demand)
