@@ -153,7 +153,9 @@ def basis_line(billings: Sequence[Billing], errors: Sequence[str], now: datetime
         _many(len(plans), "Savings Plan"),
     ]
     less = [x for x in less if x]
-    if plans and any(p.used_percent is not None for p in plans.values()):
+    if plans and all(p.hourly for p in plans.values()):
+        less[-1] += " (its room judged on what runs now)"
+    elif plans and any(p.used_percent is not None for p in plans.values()):
         less[-1] += " (its recent use from Cost Explorer)"
     line = "Prices as your bill shows them"
     line += f": on demand less {_and(less)}" if less else ": on demand (no commitments in force)"
