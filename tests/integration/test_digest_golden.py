@@ -6,7 +6,9 @@ tests/fixtures/digest_golden.json was captured from the commit before that work 
 `python -m bench.digest_golden --commit 4f0b96e`, and again by `--commit aa1b387` when the digest began
 judging hours by the stopper's rule, busiest core included (issue 31: fewer idle hours, less waste), and by
 `--commit 452a20b` when it priced idle hours on the bill (issue 32: Spot machines' waste at the Spot price,
-the price basis said in the post and each owner's message, "on the bill" where it said "of on-demand time").
+the price basis said in the post and each owner's message, "on the bill" where it said "of on-demand time"),
+and by `--commit 1099a77` when a Savings Plan's room was judged on what runs now (the basis line's words
+alone changed).
 Sections added to a message since are allowed (each
 block the old code posted must still be there, the same, in the same order); a change to what an old
 block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
