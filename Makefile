@@ -50,8 +50,10 @@ venv: $(BIN)/.installed $(SAM_VENV)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/python -m demo
 
+# The tests in as many processes as the machine has cores, a module (or class) to a process: its fixtures
+# are made once.
 test: lint typecheck validate checkov
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadscope
 	$(MAKE) --no-print-directory unit-py313
 
 # The Lambda runtime is Python 3.13; the dev machines run 3.11. The unit tests run on both: 3.13 is
