@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -187,13 +188,29 @@ class AwsGaps:
         return {"SavingsPlansCoverages": [{"Attributes": {}, "Coverage": coverage, "TimePeriod": body["TimePeriod"]}]}
 
     def get_savings_plans_utilization_details(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        details = [
-            {
-                "SavingsPlanArn": p["savingsPlanArn"],
-                "Utilization": {"UtilizationPercentage": f"{self.utilization.get(p['savingsPlanArn'], 0):.1f}"},
-            }
-            for p in self.savings_plans
-        ]
+        period = body.get("TimePeriod") or {}
+        try:
+            days = (date.fromisoformat(period["End"]) - date.fromisoformat(period["Start"])).days
+        except (KeyError, ValueError):
+            days = 1
+        details = []
+        for p in self.savings_plans:
+            percent = self.utilization.get(p["savingsPlanArn"], 0)
+            total = float(p.get("commitment") or 0) * 24 * max(days, 1)
+            used = total * percent / 100
+            on_demand = used / PLAN_RATE  # what the covered hours would have cost on demand
+            details.append(
+                {
+                    "SavingsPlanArn": p["savingsPlanArn"],
+                    "Utilization": {
+                        "UtilizationPercentage": f"{percent:.1f}",
+                        "TotalCommitment": f"{total:.2f}",
+                        "UsedCommitment": f"{used:.2f}",
+                        "UnusedCommitment": f"{total - used:.2f}",
+                    },
+                    "Savings": {"OnDemandCostEquivalent": f"{on_demand:.2f}", "NetSavings": f"{on_demand - total:.2f}"},
+                }
+            )
         return {"SavingsPlansUtilizationDetails": details, "TimePeriod": body["TimePeriod"]}
 
     def get_reservation_recommendation(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -217,9 +234,15 @@ class AwsGaps:
 
     # ------------------------------------------------------------------ EC2 and Savings Plans: testing/aws's stand-ins
     def _ec2(self, region: str) -> Ec2:
-        if region not in self._ec2s:
-            self._ec2s[region] = Ec2(_DemoBill(self, region), region)
-        return self._ec2s[region]
+        home = self.home()
+        if (region, home) not in self._ec2s:
+            self._ec2s[region, home] = Ec2(_DemoBill(self, region, home), region)
+        return self._ec2s[region, home]
+
+    def home(self) -> bool:
+        """Whether the request being answered is the demo account's own (its commitments are its own: another
+        account of the organization, the member, sees none of them)."""
+        return getattr(_CALLER, "key", HOME_KEY) == HOME_KEY
 
     def _ec2_answer(self, body: dict[str, Any], region: str) -> Answer:
         try:
@@ -229,6 +252,8 @@ class AwsGaps:
         return 200, {"Content-Type": "text/xml;charset=UTF-8"}, xml.encode()
 
     def describe_savings_plans(self, body: dict[str, Any], _region: str) -> Answer:
+        if not self.home():
+            return _json({"savingsPlans": []}, content_type="application/json")
         try:
             return _json(self.savingsplans.describe_savings_plans(body), content_type="application/json")
         except ApiError as exc:
@@ -300,8 +325,11 @@ class _DemoBill(Ec2World):
 
     gaps: AwsGaps
     region: str
+    home: bool = True  # the demo account's own request (another account has no Reserved Instances)
 
     def reserved_instances(self) -> list[dict[str, Any]]:
+        if not self.home:
+            return []
         defaults = {"Duration": 31536000, "FixedPrice": 0.0, "UsagePrice": 0.0, "ProductDescription": "Linux/UNIX",
                     "State": "active", "InstanceTenancy": "default", "CurrencyCode": "USD",
                     "Scope": "Region"}  # fmt: skip
@@ -342,6 +370,11 @@ class _DemoPrices:
         return dict(self.gaps.sagemaker_prices.get((instance_name, region), {}))
 
 
+PLAN_RATE = 0.72  # a covered hour under the demo's Savings Plan costs this share of on demand
+HOME_KEY = "local"  # the demo account's access key (testing/account.py); the member's are STS's
+_CALLER = threading.local()  # the access key of the request this server thread answers
+
+
 class GapProxy(local_http.Served):
     """127.0.0.1 endpoint: gaps answered by AwsGaps, everything else forwarded to moto."""
 
@@ -359,6 +392,7 @@ class GapProxy(local_http.Served):
         if handler is not None:
             self.gaps.answered.append(operation)
             payload = json.loads(body or b"{}") if body.startswith(b"{") else dict(parse_qsl(body.decode()))
+            _CALLER.key = _access_key(request.headers.get("Authorization", ""))
             status, headers, data = handler(payload, _region(request.headers.get("Authorization", "")))
         else:
             status, headers, data = self._forward(request, body)
@@ -389,6 +423,13 @@ class GapProxy(local_http.Served):
         out = {k: v for k, v in response.getheaders() if k.lower() not in skip}
         connection.close()
         return response.status, out, data
+
+
+def _access_key(authorization: str) -> str:
+    try:
+        return authorization.split("Credential=", 1)[1].split("/", maxsplit=1)[0]
+    except IndexError:
+        return HOME_KEY
 
 
 def _region(authorization: str) -> str:
