@@ -37,7 +37,7 @@ class LocalAccount:
         self.moto_port = free_port()
         self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self.moto.start()
-        self.gaps = AwsGaps()
+        self.gaps = AwsGaps(home_key="local")  # its AWS_ACCESS_KEY_ID below: another account sees no commitments
         self.proxy = GapProxy(self.gaps, self.moto_port).start()
         self.slack = SlackStandIn(users=dict(users or {})).start()
         self._saved_env: dict[str, str | None] = {}

@@ -61,6 +61,8 @@ class AwsGaps:
     # SSM: each managed instance's activity check answer (None: managed, but it never answers).
     activity: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     answered: list[str] = field(default_factory=list)
+    # The account's own access key: its commitments are answered to it alone (None: to every caller).
+    home_key: str | None = None
     # SageMaker: (ml.* type, region) -> {usage type: USD/h}, as the Pricing API's AmazonSageMaker products say.
     sagemaker_prices: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
 
@@ -90,7 +92,7 @@ class AwsGaps:
         self.costexplorer = CostExplorer(self)
         self.savingsplans = SavingsPlans(lambda: self.savings_plans)
         self.cloudtrail = CloudTrail(lambda region: [e.record for e in self.trail.get(region, [])])
-        self._ec2s: dict[str, Ec2] = {}
+        self._ec2s: dict[tuple[str, bool], Ec2] = {}
 
     def _answered(
         self, operation: Callable[[dict[str, Any]], dict[str, Any]]
@@ -242,7 +244,7 @@ class AwsGaps:
     def home(self) -> bool:
         """Whether the request being answered is the demo account's own (its commitments are its own: another
         account of the organization, the member, sees none of them)."""
-        return getattr(_CALLER, "key", HOME_KEY) == HOME_KEY
+        return self.home_key is None or getattr(_CALLER, "key", self.home_key) == self.home_key
 
     def _ec2_answer(self, body: dict[str, Any], region: str) -> Answer:
         try:
@@ -371,7 +373,6 @@ class _DemoPrices:
 
 
 PLAN_RATE = 0.72  # a covered hour under the demo's Savings Plan costs this share of on demand
-HOME_KEY = "local"  # the demo account's access key (testing/account.py); the member's are STS's
 _CALLER = threading.local()  # the access key of the request this server thread answers
 
 
@@ -429,7 +430,7 @@ def _access_key(authorization: str) -> str:
     try:
         return authorization.split("Credential=", 1)[1].split("/", maxsplit=1)[0]
     except IndexError:
-        return HOME_KEY
+        return ""
 
 
 def _region(authorization: str) -> str:
