@@ -61,15 +61,18 @@ def test_cloudtrails_failed_starts_are_read_once_a_day_and_kept_for_the_sweeps_b
     launch = FailedStart("p4d.24xlarge", "us-east-1a", NOW - timedelta(hours=5), "CloudTrail", region=REGION)
     start = FailedStart("", "", NOW - timedelta(hours=2), "CloudTrail", instance_id="i-9", region=REGION)
     trail = Trail([launch, start])
-    first = sweep(kept, trail, p4d("i-9"))
-    found = first.scarcity(p4d())
+    assert sweep(kept, trail, p4d("i-9")).scarcity(p4d()) is None  # the oldest days first
+    assert trail.reads == 2  # the first walk, of two weeks, two days a sweep from the oldest
+    for sweeps in range(6):  # caught up over the next sweeps
+        later = sweep(kept, trail, p4d("i-9"), now=NOW + timedelta(minutes=15 * (sweeps + 1)))
+        found = later.scarcity(p4d())
+    assert trail.reads == 14
     assert found is not None
-    assert found.failures == 2
-    assert trail.reads == 2  # the first walk looks back two days, a day at a time
+    assert found.failures == 2  # the StartInstances' machine described: a p4d in 1a
     assert sweep(kept, trail, now=NOW + timedelta(hours=6)).scarcity(p4d()) is not None
-    assert trail.reads == 2  # read again only after a day
-    sweep(kept, trail, now=NOW + timedelta(days=1, minutes=1)).scarcity(p4d())
-    assert trail.reads == 3
+    assert trail.reads == 14  # read again only after a day
+    sweep(kept, trail, now=NOW + timedelta(days=1, hours=2)).scarcity(p4d())
+    assert trail.reads == 15
     assert sweep(kept, trail).scarcity(p4d(zone="us-east-1b")) is None  # another zone has capacity
 
 
@@ -113,6 +116,7 @@ def test_the_walk_stops_short_of_cloudtrails_delivery_lag_and_a_day_cut_short_is
     kept = log()
     just_now = FailedStart("p4d.24xlarge", "us-east-1a", NOW - timedelta(minutes=5), "CloudTrail", region=REGION)
     trail = Trail([just_now], whole=False)
+    kept.add(REGION, [], read_until=NOW - timedelta(days=2, minutes=20))  # two days behind
     sweep(kept, trail).scarcity(p4d())
     assert max(end for _, end in trail.asked) == NOW - timedelta(minutes=20)  # not yet delivered: read next time
     assert kept.load(REGION).read_until == NOW - timedelta(minutes=20)  # a day cut short is not walked again
@@ -139,6 +143,7 @@ def test_costguards_own_refusal_is_not_counted_again_when_cloudtrail_records_it_
         FailedStart("p5.48xlarge", "us-east-1a", NOW - timedelta(hours=2, minutes=m), "CloudTrail", region=REGION)
         for m in range(50)
     ]
+    kept.add(REGION, [], read_until=NOW - timedelta(days=2, minutes=20))  # two days behind
     sweep(kept, Trail([echo, *storm]), p4d("i-7")).scarcity(p4d())
     failures = kept.load(REGION).failures
     assert len([f for f in failures if f.instance_type == "p4d.24xlarge"]) == 1

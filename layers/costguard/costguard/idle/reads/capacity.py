@@ -25,8 +25,7 @@ from costguard.state.ledger import LedgerWriteError, StateTableBusy
 
 REREAD = timedelta(days=1)  # CloudTrail is read again after a day, a day at a time
 LAG = timedelta(minutes=20)  # CloudTrail delivers an event within about 15 minutes of the call
-DAYS_PER_SWEEP = 2  # a walk that fell behind catches up over a few sweeps
-FIRST_LOOK = timedelta(days=2)  # the first walk looks back this far: the newest evidence first
+DAYS_PER_SWEEP = 2  # a walk that fell behind (the first: two weeks) catches up over a few sweeps
 PER_DAY = 20  # failures kept per type, zone and day
 SAME_START = timedelta(minutes=5)  # CloudTrail's record of one of costguard's own refused starts
 TIME_TO_READ = 60.0  # seconds the invocation must have left to walk CloudTrail
@@ -102,14 +101,13 @@ class SweepCapacity:
         return self._failures
 
     def _from_cloudtrail(self, read_until: datetime | None, known: Sequence[FailedStart]) -> list[FailedStart]:
-        """CloudTrail's failures since it was last read (at most two weeks; the first time, two days), a day at
-        a time from the oldest,
+        """CloudTrail's failures since it was last read (at most two weeks), a day at a time from the oldest,
         each day kept in the table with how far the walk got; once a day, or until the walk has caught up.
         CloudTrail delivers an event within minutes: the walk stops short of now by LAG."""
         if self.trail is None or self.log is None:
             return []
         end = self.now - LAG
-        since = max(read_until or end - FIRST_LOOK, end - SCARCE_FOR)
+        since = max(read_until or end - SCARCE_FOR, end - SCARCE_FOR)
         found: list[FailedStart] = []
         for _ in range(DAYS_PER_SWEEP):
             if end - since < REREAD or self.time_left() < TIME_TO_READ:
