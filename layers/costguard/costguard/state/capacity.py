@@ -25,6 +25,7 @@ class CapacityRecord:
 
     failures: tuple[FailedStart, ...]
     read_until: datetime | None
+    read_from: datetime | None = None  # CloudTrail was read from here to `read_until`
 
 
 class CapacityLog:
@@ -36,7 +37,7 @@ class CapacityLog:
 
     def load(self, region: str) -> CapacityRecord:
         failures: list[FailedStart] = []
-        read_until = None
+        read_until = read_from = None
         paginator = self.client.get_paginator("query")
         for page in paginator.paginate(
             TableName=self.table,
@@ -46,21 +47,33 @@ class CapacityLog:
         ):
             for item in page.get("Items", []):
                 if item["sk"]["S"] == READ:
-                    read_until = _time(item)
+                    read_until, read_from = _time(item, "until"), _time(item, "from")
                 elif (failure := _failure(item, region)) is not None:
                     failures.append(failure)
-        return CapacityRecord(tuple(failures), read_until)
+        return CapacityRecord(tuple(failures), read_until, read_from if read_until is not None else None)
 
-    def add(self, region: str, failures: Sequence[FailedStart], *, read_until: datetime | None = None) -> None:
-        """The failures kept (the same failure written twice is one item), then, if given, the time CloudTrail
-        was read until: written last, so a write that fails midway is read again next time."""
+    def add(
+        self,
+        region: str,
+        failures: Sequence[FailedStart],
+        *,
+        read_until: datetime | None = None,
+        read_from: datetime | None = None,
+    ) -> None:
+        """The failures kept (the same failure written twice is one item), then, if given, the span CloudTrail
+        was read over: written last, so a write that fails midway is read again next time."""
         write_batch(
             self.client, self.table, [{"PutRequest": {"Item": self._item(region, f)}} for f in dict.fromkeys(failures)]
         )
         if read_until is not None:
             self.client.put_item(
                 TableName=self.table,
-                Item={"pk": {"S": _pk(region)}, "sk": {"S": READ}, "until": {"S": read_until.isoformat()}},
+                Item={
+                    "pk": {"S": _pk(region)},
+                    "sk": {"S": READ},
+                    "until": {"S": read_until.isoformat()},
+                    "from": {"S": (read_from or read_until).isoformat()},
+                },
             )
 
     def _item(self, region: str, failure: FailedStart) -> dict[str, Any]:
@@ -81,10 +94,10 @@ def _pk(region: str) -> str:
     return f"capacity#{region}"
 
 
-def _time(item: dict[str, Any]) -> datetime | None:
-    """Until when CloudTrail was read; None (read it again) where the item is not costguard's."""
+def _time(item: dict[str, Any], name: str) -> datetime | None:
+    """When CloudTrail was read until (or from); None (read it again) where the item is not costguard's."""
     try:
-        return datetime.fromisoformat(item["until"]["S"])
+        return datetime.fromisoformat(item[name]["S"])
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -61,14 +61,16 @@ def test_cloudtrails_failed_starts_are_read_once_a_day_and_kept_for_the_sweeps_b
     launch = FailedStart("p4d.24xlarge", "us-east-1a", NOW - timedelta(hours=5), "CloudTrail", region=REGION)
     start = FailedStart("", "", NOW - timedelta(hours=2), "CloudTrail", instance_id="i-9", region=REGION)
     trail = Trail([launch, start])
-    assert sweep(kept, trail, p4d("i-9")).scarcity(p4d()) is None  # the oldest days first
-    assert trail.reads == 2  # the first walk, of two weeks, two days a sweep from the oldest
-    for sweeps in range(6):  # caught up over the next sweeps
-        later = sweep(kept, trail, p4d("i-9"), now=NOW + timedelta(minutes=15 * (sweeps + 1)))
-        found = later.scarcity(p4d())
-    assert trail.reads == 14
+    found = sweep(kept, trail, p4d("i-9")).scarcity(p4d())  # the newest days first
     assert found is not None
     assert found.failures == 2  # the StartInstances' machine described: a p4d in 1a
+    assert trail.reads == 2  # the first walk, of two weeks, two days a sweep
+    assert trail.asked[0] == (NOW - timedelta(days=1, minutes=20), NOW - timedelta(minutes=20))
+    for sweeps in range(6):  # caught up over the next sweeps
+        sweep(kept, trail, p4d("i-9"), now=NOW + timedelta(minutes=15 * (sweeps + 1))).scarcity(p4d())
+    assert trail.reads == 14
+    last = NOW + timedelta(minutes=90) - timedelta(minutes=20)  # the seventh sweep's end of walk
+    assert min(start for start, _ in trail.asked) == last - timedelta(days=14)  # two weeks back
     assert sweep(kept, trail, now=NOW + timedelta(hours=6)).scarcity(p4d()) is not None
     assert trail.reads == 14  # read again only after a day
     sweep(kept, trail, now=NOW + timedelta(days=1, hours=2)).scarcity(p4d())

@@ -25,7 +25,7 @@ from costguard.state.ledger import LedgerWriteError, StateTableBusy
 
 REREAD = timedelta(days=1)  # CloudTrail is read again after a day, a day at a time
 LAG = timedelta(minutes=20)  # CloudTrail delivers an event within about 15 minutes of the call
-DAYS_PER_SWEEP = 2  # a walk that fell behind (the first: two weeks) catches up over a few sweeps
+DAYS_PER_SWEEP = 2  # a walk behind (the first: two weeks) catches up over a few sweeps
 PER_DAY = 20  # failures kept per type, zone and day
 SAME_START = timedelta(minutes=5)  # CloudTrail's record of one of costguard's own refused starts
 TIME_TO_READ = 60.0  # seconds the invocation must have left to walk CloudTrail
@@ -97,33 +97,41 @@ class SweepCapacity:
                 _unread("capacity failures unread", self.region, exc)
         self._failures = list(record.failures)
         if not self.unread:
-            self._failures += self._from_cloudtrail(record.read_until, record.failures)
+            self._failures += self._from_cloudtrail(record, record.failures)
         return self._failures
 
-    def _from_cloudtrail(self, read_until: datetime | None, known: Sequence[FailedStart]) -> list[FailedStart]:
-        """CloudTrail's failures since it was last read (at most two weeks), a day at a time from the oldest,
-        each day kept in the table with how far the walk got; once a day, or until the walk has caught up.
-        CloudTrail delivers an event within minutes: the walk stops short of now by LAG."""
+    def _from_cloudtrail(self, record: CapacityRecord, known: Sequence[FailedStart]) -> list[FailedStart]:
+        """CloudTrail's failures, a day at a time, each day kept in the table with the span read so far: the
+        days since it was last read (once a day, oldest first), then, until two weeks are read, the days
+        before the oldest read (newest first: the first walk finds last night's shortage first). At most
+        DAYS_PER_SWEEP days a sweep, while the sweep has time. CloudTrail delivers an event within minutes:
+        the walk stops short of now by LAG."""
         if self.trail is None or self.log is None:
             return []
         end = self.now - LAG
-        since = max(read_until or end - SCARCE_FOR, end - SCARCE_FOR)
+        until = record.read_until or end
+        since = max(record.read_from or end, end - SCARCE_FOR)
         found: list[FailedStart] = []
         for _ in range(DAYS_PER_SWEEP):
-            if end - since < REREAD or self.time_left() < TIME_TO_READ:
-                break  # read within the day, or the sweep's time is for the sweep
-            upto = min(since + REREAD, end)
+            if self.time_left() < TIME_TO_READ:
+                break  # the sweep's time is for the sweep: the next one reads on
+            if end - until >= REREAD:
+                span = (until, min(until + REREAD, end))
+            elif since > end - SCARCE_FOR:
+                span = (max(since - REREAD, end - SCARCE_FOR), since)
+            else:
+                break  # read within the day, and two weeks back
             try:
-                day, whole = self.trail.refused_for_capacity(self.region, since, upto)
+                day, whole = self.trail.refused_for_capacity(self.region, *span)
                 day = kept(self._typed(day), known)
-                self.log.add(self.region, day, read_until=upto)
+                until, since = max(until, span[1]), min(since, span[0])
+                self.log.add(self.region, day, read_until=until, read_from=since)
             except Exception as exc:  # an answer costguard cannot read must not cost the region its sweep
                 _unread("CloudTrail's failed starts unread", self.region, exc)
                 break
             if not whole:
-                logger.warning("CloudTrail's busiest day cut short: its oldest failed starts not seen", since=since)
+                logger.warning("CloudTrail's busiest day cut short: its oldest failed starts not seen", since=span[0])
             found += day
-            since = upto
         return found
 
     def _typed(self, found: Sequence[FailedStart]) -> list[FailedStart]:
