@@ -160,11 +160,14 @@ def test_a_scarce_machine_stopped_after_hours_is_started_before_its_owners_next_
     )
 
 
-def test_no_day_start_without_evidence_over_learned_work_or_where_its_owner_said_dont_start_it() -> None:
+def test_no_day_start_without_evidence_before_a_learned_run_or_where_its_owner_said_dont_start_it() -> None:
     stop = Decision("i-1", Action.STOP, "idle through grace")
     evening = TUESDAY_2PM.replace(hour=20)
     assert ready_for_the_day(stop, None, p4d(), POLICY, evening) == stop
     learned = replace(stop, start_at=evening + timedelta(hours=3), learned="runs daily at 23:00")
-    assert ready_for_the_day(learned, EVIDENCE, p4d(), POLICY, evening) == learned
+    assert ready_for_the_day(learned, EVIDENCE, p4d(), POLICY, evening) == learned  # its run comes first
+    afternoon = replace(stop, start_at=evening + timedelta(hours=18), learned="runs daily at 14:00")
+    forward = ready_for_the_day(afternoon, EVIDENCE, p4d(), POLICY, evening)
+    assert forward.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD  # brought forward to the day
     declined = p4d(tagged={tags.LEARNED_START: tags.OFF})
     assert ready_for_the_day(stop, EVIDENCE, declined, POLICY, evening) == stop

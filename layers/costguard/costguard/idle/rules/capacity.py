@@ -51,16 +51,19 @@ def working_now(instance: Instance, now: datetime, team_timezone: str) -> bool:
 def ready_for_the_day(
     decision: Decision, scarcity: Scarcity | None, instance: Instance, policy: IdlePolicy, now: datetime
 ) -> Decision:
-    """A scarce machine stopped outside its owner's hours, with no learned start of its own: started again
-    before its owner's next working hours open (its lead, and sooner), so that the day does not begin with a
-    GPU EC2 has no room for. Not where its owner turned learned starts off ("Don't start it")."""
-    if scarcity is None or decision.start_at is not None or decision.action not in (Action.WARN, Action.STOP):
+    """A scarce machine stopped outside its owner's hours: started again before its owner's next working hours
+    open (its lead, and sooner), so that the day does not begin with a GPU EC2 has no room for; a learned
+    start later than that is brought forward (the machine then runs through the day, and its run). Not where
+    its owner turned learned starts off ("Don't start it")."""
+    if scarcity is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
     if not decision.will_stop or not learns(instance, policy):
         return decision
     opens = owners_hours(instance, policy.team_timezone).next_start(now)
-    evidence = scarcity.evidence(now)
     start_at = opens - timedelta(minutes=policy.schedule_lead_minutes)
+    if decision.start_at is not None and decision.start_at <= start_at:
+        return decision  # its learned run comes first: started for it, and kept through the day
+    evidence = scarcity.evidence(now)
     return replace(decision, start_at=start_at, learned=f"{READY} ({evidence})", scarce=evidence)
 
 
