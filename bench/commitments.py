@@ -90,6 +90,7 @@ def measure(seed: int, days: int = 7, code_root: Any = ROOT, before: Path | None
         figures = dict(week["money"])
         figures["interruptions"] = week["interruptions"]
         figures["interruptions_by_cause"] = week["interruptions_by_cause"]
+        figures["interrupted"] = week.get("interrupted", [])  # machine, type, when, cause (older trees: none)
         figures["claimed_over_true"] = (
             round(figures["claimed_usd"] / figures["saved_usd"], 3) if figures["saved_usd"] else None
         )
