@@ -3,9 +3,10 @@
 A machine of a type EC2 lately refused to start in its zone (`core/scarcity.py`) may not start again once
 stopped, and a person who cannot get their GPU back loses more than its idle hours cost. So, inside its
 owner's working hours, such a machine is not stopped on the idle rule: its owner hears once a day why, with
-the evidence, and may stop it. Outside them it is warned and stopped as any other. Its starts (working
-hours, learned) are made earlier, and a start refused for capacity is tried again at each sweep until the
-machine runs or the work it was for has passed.
+the evidence, and may stop it. Outside them it is warned and stopped as any other, and promised a start
+before its owner's next working hours. Its starts (working hours, learned, that one) are made earlier, and
+a start refused for capacity is tried again at each sweep until the machine runs or the work it was for
+has passed.
 
 An owner's working hours are the machine's `costguard:schedule` when it has one (inside it nothing is
 stopped anyway), else the team's: weekdays 08:00-19:00 in the team's time zone.
