@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape
 
 from testing import local_http
 from testing.aws.cloudtrail import CloudTrail
-from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.costexplorer import CostExplorer, Period, json_targets, plan_use
 from testing.aws.ec2 import Ec2, Ec2World
 from testing.aws.errors import ApiError
 from testing.aws.pricing import Pricing
@@ -195,24 +195,12 @@ class AwsGaps:
             days = (date.fromisoformat(period["End"]) - date.fromisoformat(period["Start"])).days
         except (KeyError, ValueError):
             days = 1
-        details = []
+        details: list[dict[str, Any]] = []
         for p in self.savings_plans:
             percent = self.utilization.get(p["savingsPlanArn"], 0)
             total = float(p.get("commitment") or 0) * 24 * max(days, 1)
             used = total * percent / 100
-            on_demand = used / PLAN_RATE  # what the covered hours would have cost on demand
-            details.append(
-                {
-                    "SavingsPlanArn": p["savingsPlanArn"],
-                    "Utilization": {
-                        "UtilizationPercentage": f"{percent:.1f}",
-                        "TotalCommitment": f"{total:.2f}",
-                        "UsedCommitment": f"{used:.2f}",
-                        "UnusedCommitment": f"{total - used:.2f}",
-                    },
-                    "Savings": {"OnDemandCostEquivalent": f"{on_demand:.2f}", "NetSavings": f"{on_demand - total:.2f}"},
-                }
-            )
+            details.append(plan_use(p["savingsPlanArn"], total, used, used / PLAN_RATE))  # worth: on demand
         return {"SavingsPlansUtilizationDetails": details, "TimePeriod": body["TimePeriod"]}
 
     def get_reservation_recommendation(self, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from testing.aws.cloudtrail import CloudTrail
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey, statistic
-from testing.aws.costexplorer import CostExplorer, Period
+from testing.aws.costexplorer import CostExplorer, Period, plan_use
 from testing.aws.dynamodb import DynamoDB
 from testing.aws.ec2 import Ec2, Ec2Instance, Ec2World
 from testing.aws.errors import ApiError
@@ -874,24 +874,7 @@ class WeekBill:
         bought = self.fleet.world.bought
         assert bought is not None
         arn = bought.savings_plans()[0]["savingsPlanArn"]
-        percent = 100 * used / fees if fees else 0.0
-        detail = {
-            "SavingsPlanArn": arn,
-            "Attributes": {},
-            "Utilization": {
-                "TotalCommitment": f"{fees:.2f}",
-                "UsedCommitment": f"{used:.2f}",
-                "UnusedCommitment": f"{fees - used:.2f}",
-                "UtilizationPercentage": f"{percent:.2f}",
-            },
-            # As Cost Explorer gives it: what the covered usage would have cost on demand, and the difference.
-            "Savings": {"NetSavings": f"{worth - fees:.2f}", "OnDemandCostEquivalent": f"{worth:.2f}"},
-            "AmortizedCommitment": {
-                "AmortizedRecurringCommitment": f"{fees:.2f}",
-                "AmortizedUpfrontCommitment": "0.00",
-                "TotalAmortizedCommitment": f"{fees:.2f}",
-            },
-        }
+        detail = plan_use(arn, fees, used, worth)
         return {"SavingsPlansUtilizationDetails": [detail], "TimePeriod": dict(params["TimePeriod"])}
 
     def _coverage(self, params: Mapping[str, Any]) -> dict[str, Any]:

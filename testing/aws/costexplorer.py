@@ -144,6 +144,28 @@ class CostExplorer:
         return answer
 
 
+def plan_use(arn: str, committed: float, used: float, worth: float) -> dict[str, Any]:
+    """One Savings Plan's utilization details as Cost Explorer gives them: its commitment over the period, the
+    part used, and what the usage it covered would have cost on demand (`worth`)."""
+    percent = 100 * used / committed if committed else 0.0
+    return {
+        "SavingsPlanArn": arn,
+        "Attributes": {},
+        "Utilization": {
+            "TotalCommitment": f"{committed:.2f}",
+            "UsedCommitment": f"{used:.2f}",
+            "UnusedCommitment": f"{committed - used:.2f}",
+            "UtilizationPercentage": f"{percent:.2f}",
+        },
+        "Savings": {"NetSavings": f"{worth - committed:.2f}", "OnDemandCostEquivalent": f"{worth:.2f}"},
+        "AmortizedCommitment": {
+            "AmortizedRecurringCommitment": f"{committed:.2f}",
+            "AmortizedUpfrontCommitment": "0.00",
+            "TotalAmortizedCommitment": f"{committed:.2f}",
+        },
+    }
+
+
 def _amount(usd: float) -> dict[str, str]:
     return {"Amount": f"{usd:.10f}", "Unit": "USD"}
 

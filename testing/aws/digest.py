@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from testing.aws.cloudwatch import CloudWatch, Listed, Points, SeriesKey
-from testing.aws.costexplorer import CostExplorer, Period, json_targets
+from testing.aws.costexplorer import CostExplorer, Period, json_targets, plan_use
 from testing.aws.ec2 import Ec2, Ec2Instance, Ec2World
 from testing.aws.errors import ApiError, unsupported
 from testing.aws.savingsplans import SavingsPlans
@@ -328,15 +328,4 @@ def _plan_used_up(period: Mapping[str, str]) -> dict[str, Any]:
     gives them: the commitment, its use, and what the usage it covered would have cost on demand)."""
     hours = 24 * (date.fromisoformat(period["End"]) - date.fromisoformat(period["Start"])).days
     committed = 40.0 * hours
-    worth = committed / 0.72
-    return {
-        "SavingsPlanArn": SAVINGS_PLAN_ARN,
-        "Attributes": {},
-        "Utilization": {
-            "TotalCommitment": f"{committed:.2f}",
-            "UsedCommitment": f"{committed:.2f}",
-            "UnusedCommitment": "0.00",
-            "UtilizationPercentage": "100.0",
-        },
-        "Savings": {"NetSavings": f"{worth - committed:.2f}", "OnDemandCostEquivalent": f"{worth:.2f}"},
-    }
+    return plan_use(SAVINGS_PLAN_ARN, committed, committed, committed / 0.72)
