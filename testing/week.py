@@ -769,6 +769,8 @@ def run_costguard(
     finally:
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
+    if os.environ.get("BENCH_DUMP"):  # the week's raw record, for looking into a figure
+        Path(os.environ["BENCH_DUMP"]).write_text(json.dumps(dump(aws, fleet), default=str))
     if world.bought is not None:
         figures["money"] = money(world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days)
         figures["money"]["claimed_usd"] = claimed(aws, fleet, days)
@@ -792,6 +794,23 @@ def run_costguard(
             "attempts_raised_not_for_an_unreadable_region": failed_on_writes,
         }
     return figures
+
+
+def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:
+    """Which machine ran when, each stop and restart, and the ledger's actions: to look into a week's figure."""
+    ledger = [
+        {k: next(iter(v.values())) for k, v in item.items()}
+        for item in aws.dynamodb.items()
+        if item["pk"]["S"].startswith("action#")
+    ]
+    return {
+        "running": fleet.running,
+        "stops": fleet.stops,
+        "owner_restarts": fleet.owner_restarts,
+        "costguard_starts": fleet.costguard_starts,
+        "exempted": fleet.exempted,
+        "ledger": ledger,
+    }
 
 
 def claimed(aws: FakeAws, fleet: Fleet, days: int) -> float:
