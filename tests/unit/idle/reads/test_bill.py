@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from costguard.aws.pricing import PriceBook
 from costguard.core.money import Billing, Plan, Reserved
 from costguard.core.records import Instance
@@ -115,3 +118,65 @@ def test_a_savings_plan_is_priced_on_the_list_prices_of_the_machines_that_run_no
     assert night.action is not Action.STOP
     assert night.bill is not None
     assert night.bill.usd_per_hour == 0
+
+
+class SpillReader:
+    """A bill reader over a Compute Savings Plan whose commitment leaves `spill` USD/h of what runs on demand."""
+
+    def __init__(self, spill: float) -> None:
+        self.spill = spill
+
+    def read(self, running: Sequence[Instance], now: datetime) -> Billing:
+        worth = sum(PriceBook(None).hourly(i.instance_type, i.region).usd_per_hour or 0 for i in running)
+        plan = Plan(
+            "sp-1", "Compute", now + timedelta(days=90), used_percent=100.0,
+            commitment_usd_per_hour=(worth - self.spill) * 0.72, rate=0.72,
+        )  # fmt: skip
+        return Billing("us-east-1", running=tuple(running), plans=(plan,))
+
+
+def machine(n: int, instance_type: str) -> Instance:
+    return Instance(f"i-{n:08x}", "us-east-1", instance_type, "running", NOW - timedelta(days=2), zone="us-east-1a")
+
+
+def test_the_stops_of_a_sweep_that_overshoot_a_plans_spill_leave_no_stop_that_saved_nothing() -> None:
+    # $25/h of what runs spills past the plan. Stopped smallest first, the g5 and the p4d would save their
+    # price and the p5 the $25 left: but with the p5 stopped the plan has room for both others again, so
+    # their stops saved nothing. The largest first: the p5 alone takes the spill and the others run on.
+    small, middle, large = machine(1, "g5.12xlarge"), machine(2, "p4d.24xlarge"), machine(3, "p5.48xlarge")
+    fleet = [small, middle, large, *(machine(10 + n, "p4d.24xlarge") for n in range(6))]
+    bill = SweepBill(SpillReader(25.0), PriceBook(None), lambda: fleet, NOW, "us-east-1")  # type: ignore[arg-type]
+    decided = bill.priced([(m, Decision(m.instance_id, Action.STOP, "idle")) for m in (small, middle, large)])
+    stopped = {i.instance_id for i, d in decided if d.action is Action.STOP}
+    assert stopped == {large.instance_id}
+    [(_, big)] = [(i, d) for i, d in decided if i is large]
+    assert big.bill is not None
+    assert big.bill.usd_per_hour == 25.0
+
+
+TYPES = ("g5.xlarge", "g5.12xlarge", "g5.48xlarge", "p4d.24xlarge", "p5.48xlarge")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    idle=st.lists(st.sampled_from(TYPES), min_size=1, max_size=8),
+    busy=st.lists(st.sampled_from(TYPES), max_size=6),
+    spill=st.floats(min_value=0.5, max_value=150.0),
+)
+def test_every_stop_a_sweep_makes_on_a_plan_saves_something_with_the_others_made(
+    idle: list[str], busy: list[str], spill: float
+) -> None:
+    # The bill after the sweep's stops, each one undone alone: the plan's room left must not hold it.
+    candidates = [machine(n, t) for n, t in enumerate(idle)]
+    fleet = candidates + [machine(100 + n, t) for n, t in enumerate(busy)]
+    worth = sum(PriceBook(None).hourly(i.instance_type, i.region).usd_per_hour or 0 for i in fleet)
+    if spill >= worth:
+        return
+    bill = SweepBill(SpillReader(spill), PriceBook(None), lambda: fleet, NOW, "us-east-1")  # type: ignore[arg-type]
+    decided = bill.priced([(m, Decision(m.instance_id, Action.STOP, "idle")) for m in candidates])
+    stopped = [i for i, d in decided if d.action is Action.STOP]
+    price = {i.instance_id: PriceBook(None).hourly(i.instance_type, i.region).usd_per_hour or 0 for i in fleet}
+    room = worth - spill
+    running = sum(price[i.instance_id] for i in fleet if i not in stopped)
+    for m in stopped:
+        assert running + price[m.instance_id] > room + 1e-6, f"{m.instance_type} stopped for nothing"

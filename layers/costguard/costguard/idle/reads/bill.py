@@ -3,7 +3,11 @@ the sweep's warnings and stops priced on it together (`rules/money.py` decides w
 
 They are priced in the order the machines will go: the machines already warned whose grace is running
 first (their stops are coming), then this sweep's stops, then the warnings that will stop; each priced
-as if the ones before it were gone. A warning that stops nothing by itself takes no saving from others."""
+as if the ones before it were gone. A warning that stops nothing by itself takes no saving from others.
+Within each of these, the dearest machine comes first: where stops overshoot what a Savings Plan leaves on
+demand, the last one made is then the cheapest, and the room it frees cannot make an earlier one pointless
+(stopped cheapest first, a $55/h p5 taking the last $25/h of spill would free room for the g5 stopped
+before it, and that stop would have saved nothing)."""
 
 from __future__ import annotations
 
@@ -46,10 +50,10 @@ class SweepBill:
         if not pricing:
             return list(decided)
         bill = Bill(self._read(), self.now, list_price=self._list)
-        for instance in self._waiting:
+        for instance in sorted(self._waiting, key=self._dearest_first):
             bill.stopped(instance, bill.price(instance, self._list(instance)))
         out: dict[str, Decision] = {}
-        for instance, decision in sorted(pricing, key=_going_first):
+        for instance, decision in sorted(pricing, key=lambda item: (_going_first(item), self._dearest_first(item[0]))):
             marginal = bill.price(instance, self._list(instance))
             if self.reader is None and marginal.saves:
                 continue  # nothing read: a saving is not claimed, the decision stands as it was
@@ -69,6 +73,9 @@ class SweepBill:
         if billing.unread:
             logger.warning("bill partly unread: priced on demand", region=billing.region, unread=billing.unread)
         return billing
+
+    def _dearest_first(self, instance: Instance) -> float:
+        return -(self._list(instance) or 0.0)
 
     def _list(self, instance: Instance) -> float | None:
         return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
