@@ -220,6 +220,30 @@ def test_a_warning_that_stops_nothing_is_left_as_it_is(nightly: object) -> None:
     assert with_pattern(blind, nightly, POLICY, NOW) == blind  # type: ignore[arg-type]
 
 
+def weekdays(starts: list[datetime]) -> list[datetime]:
+    return [s for s in starts if s.weekday() < 5]
+
+
+def test_a_machine_with_a_morning_start_every_weekday_and_an_afternoon_one_on_some_learns_both() -> None:
+    # A notebook: its person starts at 09:30 every weekday; after a long meeting, on 3 of them, again at 16:00.
+    # The afternoon start is the latest seen, but the morning one recurs on more days: both are learned.
+    afternoons = [datetime(2026, 11, d, 16, 0, tzinfo=UTC) for d in (17, 18, 20)]
+    found = learn(fortnight(weekdays(daily(9, 30)) + afternoons, hours=2.0), NOW)
+    assert found.pattern is not None
+    assert found.reason.startswith("starts work at about 09:30 UTC on weekdays (5 of the last 7 days)")
+    assert [p.minute for p in found.patterns] == [9 * 60 + 30, 16 * 60]
+    # Stopped at 14:45 on a Tuesday: the next run is the afternoon's, too soon after the stop to pay.
+    tuesday = datetime(2026, 11, 24, 14, 45, tzinfo=UTC)
+    held = with_pattern(Decision("i-1", Action.STOP, "idle", stop_after=tuesday), found, POLICY, tuesday)
+    assert held.action is Action.NONE
+    assert "16:00 UTC" in held.reason
+    # Stopped on Friday evening: started again before Monday's 09:30, not before Saturday's afternoon.
+    friday = datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
+    stop = with_pattern(Decision("i-1", Action.STOP, "idle", stop_after=friday), found, POLICY, friday)
+    assert stop.action is Action.STOP
+    assert stop.start_at == datetime(2026, 11, 23, 9, 15, tzinfo=UTC)
+
+
 # ------------------------------------------------------------------ the reads
 
 

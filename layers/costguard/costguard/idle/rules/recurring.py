@@ -7,6 +7,9 @@ the system's few minutes of apt are not work) and its starts (EC2's `running`), 
 starts at about the same time of day: on at least 3 of the last 7 days, within 30 minutes of the most
 recent start, from idle or from a stop. It looks on UTC's clock (a cron on a UTC box) and on the team's
 (a pipeline that follows the office across a change of clocks), and keeps the clock that explains more.
+A machine may start work at more than one time a day (a person's notebook at 09:30 every weekday, and
+again after a long meeting on some): each time that recurs is learned, the one on most days first, and a
+stop is judged against the nearest of them.
 
 The pattern's days are every weekday except those seen without the work both times in two weeks
 (running through its time and idle) and never with work near its time: a weekday-only pipeline is not
@@ -105,10 +108,15 @@ class Pattern:
 
 @dataclass(frozen=True)
 class Learned:
-    pattern: Pattern | None
+    pattern: Pattern | None  # the time work starts on most days
     reason: str  # why there is no pattern, or what it is
     outcomes: tuple[tuple[datetime, bool], ...] = ()  # learned starts now judged: (expected, found work)
     broken: str = ""  # the key of a pattern found broken now
+    more: tuple[Pattern, ...] = ()  # other times of day work starts on the same machine, on fewer days
+
+    @property
+    def patterns(self) -> tuple[Pattern, ...]:
+        return () if self.pattern is None else (self.pattern, *self.more)
 
 
 def quarters_of(
@@ -167,26 +175,32 @@ def learn(
         (m.expected, _found(recent, m.expected)) for m in made if not m.outcome and m.expected + LATE <= now
     )
     wasted = [m.expected for m in made if m.outcome == "wasted"] + [e for e, found in outcomes if not found]
-    best: Pattern | None = None
+    found: list[Pattern] = []
     for zone in dict.fromkeys(zones):
-        found = _pattern(recent, starts, now, zone)
-        if found is not None and (best is None or found.days > best.days):
-            best = found
-    if best is None:
+        these = _patterns(recent, starts, now, zone)
+        if these and (not found or these[0].days > found[0].days):
+            found = these
+    if not found:
         return Learned(None, "no work starts at the same time on 3 of the last 7 days", outcomes)
-    misses = [e for e in wasted if _near(best, e)]
-    if best.key in broken or len(misses) >= BROKEN_AFTER:
-        why = f"it {best.describe()}, but costguard's starts for it found no work twice: not used"
-        return Learned(None, why, outcomes, broken=best.key if best.key not in broken else "")
-    return Learned(best, best.describe(), outcomes)
+    kept = [p for p in found if p.key not in broken and sum(1 for e in wasted if _near(p, e)) < BROKEN_AFTER]
+    newly = next((p.key for p in found if p not in kept and p.key not in broken), "")
+    if not kept:
+        why = f"it {found[0].describe()}, but costguard's starts for it found no work twice: not used"
+        return Learned(None, why, outcomes, broken=newly)
+    return Learned(kept[0], kept[0].describe(), outcomes, broken=newly, more=tuple(kept[1:]))
 
 
-def _pattern(quarters: Sequence[Quarter], starts: Sequence[datetime], now: datetime, zone_name: str) -> Pattern | None:
+def _patterns(quarters: Sequence[Quarter], starts: Sequence[datetime], now: datetime, zone_name: str) -> list[Pattern]:
+    """Each time of day work starts at on 3 of the last 7 days, on this clock, taken from the most recent start
+    back (a time within twice the tolerance of one taken is the same work): the one on most days first."""
     zone = ZoneInfo(zone_name)
     week = now - timedelta(days=DAYS)
     local = sorted((s.astimezone(zone) for s in starts), reverse=True)
-    for anchor in (s for s in local if s >= week.astimezone(zone)):
+    out: list[Pattern] = []
+    for anchor in (s for s in local if s >= week.astimezone(zone)):  # the most recent first: a drift is followed
         minute = anchor.hour * 60 + anchor.minute
+        if any(_gap(minute, p.minute) <= 2 * TOLERANCE for p in out):
+            continue
         near = [s for s in local if _gap(s.hour * 60 + s.minute, minute) <= TOLERANCE]
         days = {s.date() for s in near if s >= week.astimezone(zone)}
         if len(days) < MIN_DAYS:
@@ -196,8 +210,8 @@ def _pattern(quarters: Sequence[Quarter], starts: Sequence[datetime], now: datet
         start_minute = earliest.hour * 60 + earliest.minute
         weekdays = _weekdays(quarters, starts, zone, start_minute, now)
         key = f"{zone_name} {start_minute // 60:02d}:{start_minute % 60:02d}"
-        return Pattern(zone_name, start_minute, weekdays, len(days), key)
-    return None
+        out.append(Pattern(zone_name, start_minute, weekdays, len(days), key))
+    return sorted(out, key=lambda p: -p.days)  # stable: the most recent of equals first
 
 
 def _weekdays(
@@ -258,12 +272,14 @@ def with_pattern(decision: Decision, learned: Learned, policy: IdlePolicy, now: 
     """A warning or a stop, in the light of the machine's recurring work: not now when its next run (or a
     run due and late) is nearer than ShortestStopMinutes after the stop; else, with when costguard starts
     it again, ScheduleLeadMinutes before that run."""
-    pattern = learned.pattern
-    if pattern is None or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
+    if not learned.patterns or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
     stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
-    late = pattern.pending(now)
-    upcoming = pattern.next_start(stop_at)
+    due = [(p, at) for p in learned.patterns if (at := p.pending(now)) is not None]
+    pattern, upcoming = min(((p, p.next_start(stop_at)) for p in learned.patterns), key=lambda item: item[1])
+    late = due[0][1] if due else None
+    if due:
+        pattern = due[0][0]
     if late is not None or upcoming - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
         if late is not None:
             why = f"a run due at {late:%H:%M} UTC has not come yet"
