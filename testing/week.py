@@ -815,12 +815,19 @@ def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:
 
 def claimed(aws: FakeAws, fleet: Fleet, days: int) -> float:
     """What costguard's ledger says its stops saved (the weekly digest's reckoning, digest/weekly/savings.py):
-    each stop's hourly saving as recorded, for the hours the machine truly stayed stopped in the week."""
+    each stop's hourly saving as recorded, then each later sweep's price of the machine (`worth#` items, where
+    the tree measured keeps them), for the hours the machine truly stayed stopped in the week."""
     world = fleet.world
     first = world.index(world.start)
     last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
     bought = world.bought
     usd = 0.0
+    later: dict[str, list[tuple[int, float]]] = defaultdict(list)  # the sweeps' prices of the stopped (worth#)
+    for item in aws.dynamodb.items():
+        if item["pk"]["S"].startswith("worth#"):
+            at_text = item["sk"]["S"].partition("#")[0]
+            for iid, value in item["m"]["M"].items():
+                later[iid].append((world.index(datetime.fromisoformat(at_text)), float(value["N"])))
     for item in aws.dynamodb.items():
         if not item["pk"]["S"].startswith("action#") or item["kind"]["S"] not in ("stop", "stop-from-slack"):
             continue
@@ -831,13 +838,16 @@ def claimed(aws: FakeAws, fleet: Fleet, days: int) -> float:
             continue
         at = next((s for s in range(at, min(at + SWEEP_EVERY + 1, world.slots)) if not fleet.running[iid][s]), at)
         on: list[bool] = fleet.running[iid]
-        hours = sum(1 for _ in itertools.takewhile(lambda s, on=on: not on[s], range(at, last))) / 12  # type: ignore[misc]
+        off = sum(1 for _ in itertools.takewhile(lambda s, on=on: not on[s], range(at, last)))  # type: ignore[misc]
         saving, listed = (float(item.get(k, {}).get("N", 0)) for k in ("hourly_saving", "list_hourly"))
         if listed <= 0 and bought is not None and iid in bought.reservation:
             saving = 0.0  # stopped from Slack in paid capacity: the digest says nothing saved
         elif listed <= 0 and not saving:
             saving = ON_DEMAND.get(fleet.by_id[iid].instance_type, 0.0)
-        usd += saving * hours
+        prices = {s: price for s, price in sorted(later[iid]) if at < s < at + off}  # each from its sweep on
+        for s in range(at, at + off):
+            saving = prices.get(s, saving)
+            usd += saving / SLOTS_PER_HOUR
     return round(usd, 2)
 
 

@@ -21,6 +21,7 @@ from costguard.runtime import Runtime
 from costguard.sagemaker.week import SageMakerRegion, WeekCollector
 from costguard.sagemaker.words.messages import digest_section
 from costguard.state.weeks import WeekRecords
+from costguard.state.worth import WorthLog
 
 WEEKLY_INPUT = {"costguard": "digest"}
 
@@ -61,6 +62,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
             policy=policy,
             owner_tag_key=settings.owner_tag_key,
             team_tag_key=options.team_tag_key,
+            worth=WorthLog(runtime.client("dynamodb"), settings.state_table),
         ),
         records=WeekRecords(runtime.client("dynamodb"), settings.state_table),
         mailbox=Mailbox(runtime.client("sqs", sqs_queue_region(queue)), queue) if queue else None,

@@ -179,7 +179,13 @@ def test_sweep_sends_the_exact_requests_aws_needs(
 
     # First the stopped machines with working hours, or a learned start, to start before their work (a
     # failure anywhere after never keeps one stopped): one call, a small answer. Then the running fleet.
-    [mornings, describe] = [p for op, p in calls if op == "DescribeInstances"]
+    # Last, the machines costguard keeps stopped, to price what each saves now (for the digest).
+    [mornings, describe, kept] = [p for op, p in calls if op == "DescribeInstances"]
+    assert kept["Filters"] == [
+        {"Name": "instance-state-name", "Values": ["stopped"]},
+        {"Name": "tag-key", "Values": [tags.STOPPED_AT]},
+        {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
+    ]
     assert describe["Filters"] == [
         {"Name": "instance-state-name", "Values": ["running"]},
         {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},

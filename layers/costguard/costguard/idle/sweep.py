@@ -32,6 +32,7 @@ from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_cou
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
+from costguard.core import tags
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.regions import each_region
@@ -69,8 +70,10 @@ from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
 from costguard.state.startlog import StartLog
+from costguard.state.worth import Worth, WorthLog
 
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
+REPRICE_SECONDS = 30  # time left a sweep needs to price the machines it keeps stopped again
 Decided = tuple[Instance, Decision]
 
 
@@ -112,6 +115,7 @@ class State:
     history: MachineHistory
     starts: StartLog
     capacity: CapacityLog | None = None  # the starts EC2 refused for capacity (None: no scarcity is known)
+    worth: WorthLog | None = None  # what the machines costguard keeps stopped save, sweep by sweep (None: not kept)
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class IdleStopper:
         self.region, self.ec2, self.autoscaling, self.history = aws.region, ec2, autoscaling, state.history
         self.settings, self.policy, self.bill_reader, self.prices = settings, policy, aws.bill, aws.prices
         self.capacity = capacity_of(aws, state, terms)  # the region's scarcity evidence, for one sweep
+        self.worth, self.time_left = (state.worth if mode.mutates else None), terms.time_left
         # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
         self.manage_alarms = aws.region == settings.home_region and policy.idle_alarms and mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
@@ -153,15 +158,7 @@ class IdleStopper:
             time_left=terms.time_left,
             hours_for=hours_offer(state.history),
         )
-        self.writer = SweepWriter(
-            ec2=ec2,
-            outbox=outbox,
-            ledger=state.ledger,
-            prices=aws.prices,
-            policy=policy,
-            mode=mode,
-            starts=state.starts,
-        )
+        self.writer = sweep_writer(aws, state, terms)
         self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
         self.mornings = morning_starts(ec2, state, terms, self.effects, self.notices)
         self.recovery = Recovery(
@@ -181,7 +178,7 @@ class IdleStopper:
             self.mornings.settle_running(candidates, report, capacity)  # 3. learned starts not yet recorded
             recovered = self._recover(now)  # 4.
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
-        if self.manage_alarms:  # 15.
+        if self.manage_alarms:  # 16.
             self.alarms.reconcile(candidates, gpu, report)
         return report
 
@@ -272,7 +269,23 @@ class IdleStopper:
         )
         report.outcomes += outcomes
         report.retryable_errors += [f"{o.instance_id}: {o.detail}" for o in outcomes if o.status is Status.RETRY]
+        if not one_instance and self.worth is not None and self.time_left() > REPRICE_SECONDS:  # 15.
+            reprice_stopped(self.ec2, self.policy, self.worth, bill, now)
         return plan.gpu_series
+
+
+def reprice_stopped(ec2: Ec2, policy: IdlePolicy, log: WorthLog, bill: SweepBill, now: datetime) -> None:
+    """15. What the machines costguard keeps stopped save now, on the bill the sweep read (or reads now), for
+    the digest: kept once per sweep; a failed read or write is logged and the stops' own prices stand."""
+    try:
+        stopped = [
+            i
+            for i in ec2.iter_instances(stopped_filters(policy))
+            if i.state == "stopped" and tags.STOPPED_AT in i.tags and policy.is_accelerated(i.instance_type)
+        ]
+        log.record(Worth(now, ec2.region, bill.worth(stopped)))
+    except (ClientError, BotoCoreError) as exc:
+        logger.warning("stopped machines not priced again", region=ec2.region, error=str(exc)[:200])
 
 
 def spare_the_scarce(
@@ -311,6 +324,18 @@ def capacity_of(aws: Aws, state: State, terms: Terms) -> Callable[..., SweepCapa
     """A sweep's scarcity evidence (`now=`), read when first asked."""
     return partial(
         SweepCapacity, log=state.capacity, trail=aws.trail, ec2=aws.ec2, region=aws.region, time_left=terms.time_left
+    )
+
+
+def sweep_writer(aws: Aws, state: State, terms: Terms) -> SweepWriter:
+    return SweepWriter(
+        ec2=aws.ec2,
+        outbox=state.outbox,
+        ledger=state.ledger,
+        prices=aws.prices,
+        policy=terms.policy,
+        mode=terms.settings.mode,
+        starts=state.starts,
     )
 
 
@@ -356,6 +381,15 @@ def remember(history: MachineHistory, instance_id: str, state: str, at: datetime
 def accelerated(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
     """The region's running accelerated machines (server-side filters, then the check decisions rely on)."""
     return [i for i in ec2.iter_instances(candidate_filters(policy)) if policy.is_accelerated(i.instance_type)]
+
+
+def stopped_filters(policy: IdlePolicy) -> list[Any]:
+    """The region's stopped accelerated machines that costguard stopped."""
+    return [
+        {"Name": "instance-state-name", "Values": ["stopped"]},
+        {"Name": "tag-key", "Values": [tags.STOPPED_AT]},
+        {"Name": "instance-type", "Values": list(policy.accelerator_families)},
+    ]
 
 
 def candidate_filters(policy: IdlePolicy) -> list[Any]:
@@ -464,6 +498,7 @@ def idle_stopper(runtime: Wiring, policy: IdlePolicy, region: str) -> IdleStoppe
         history=MachineHistory(dynamodb, settings.state_table),
         starts=StartLog(dynamodb, settings.state_table),
         capacity=CapacityLog(dynamodb, settings.state_table),
+        worth=WorthLog(dynamodb, settings.state_table),
     )
     terms = Terms(settings=settings, policy=policy, time_left=runtime.time_left)
     return IdleStopper(aws=aws, state=state, notifier=lambda: runtime.notifier, terms=terms)

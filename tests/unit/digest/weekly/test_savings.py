@@ -69,3 +69,24 @@ def test_the_on_demand_figure_beside_the_saving_is_the_stops_list_price_and_an_o
     slack = stop(END - timedelta(hours=5), saving=0.0, kind=EntryKind.STOP_FROM_SLACK)
     block = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START, lifecycle="capacity-block")
     assert saved_by_stops([slack], {"i-p": block}, END, PriceBook(None)) == (5.0, 0.0, 5 * 21.96)
+
+
+def test_a_stopped_hour_is_counted_at_the_price_the_sweeps_last_found_for_it() -> None:
+    # Stopped at night while a Savings Plan had room for most of it ($4.50/h saved); the day's work fills
+    # the plan at 09:00 and the sweeps find it saves its whole price; at 19:00 room again.
+    from costguard.state.worth import Worth
+
+    at = START + timedelta(hours=1)
+    night = stop(at, saving=4.5, list_hourly=21.96)
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", at + timedelta(hours=20))
+    worth = [
+        Worth(at - timedelta(hours=1), "us-east-1", {"i-p": 99.0}),  # before the stop: not this stop's
+        Worth(at + timedelta(hours=8), "us-east-1", {"i-p": 21.96, "i-other": 5.0}),
+        Worth(at + timedelta(hours=18), "us-east-1", {"i-p": 3.0}),
+        Worth(at + timedelta(hours=21), "us-east-1", {"i-p": 50.0}),  # after it was started again
+    ]
+    hours, usd, list_usd = saved_by_stops([night], {"i-p": machine}, END, PriceBook(None), worth)
+    assert hours == 20
+    assert round(usd, 2) == round(8 * 4.5 + 10 * 21.96 + 2 * 3.0, 2)
+    assert round(list_usd, 2) == round(20 * 21.96, 2)
+    assert saved_by_stops([night], {"i-p": machine}, END, PriceBook(None)).usd == 20 * 4.5  # without: the stop's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -180,3 +181,26 @@ def test_every_stop_a_sweep_makes_on_a_plan_saves_something_with_the_others_made
     running = sum(price[i.instance_id] for i in fleet if i not in stopped)
     for m in stopped:
         assert running + price[m.instance_id] > room + 1e-6, f"{m.instance_type} stopped for nothing"
+
+
+def test_the_machines_kept_stopped_are_priced_on_what_runs_now_dearest_first() -> None:
+    # 4 p4d run, 2 more are kept stopped, and 3 RIs: back, 6 would run on 3 RIs, so each stop saves its price.
+    # With 5 RIs, one would: the first priced saves its price, the second nothing.
+    kept = [replace(p4d(10 + n), state="stopped") for n in range(2)]
+    bill = sweep_bill(Reader(3))
+    assert bill.worth(kept) == {kept[0].instance_id: 21.96, kept[1].instance_id: 21.96}
+    assert sweep_bill(Reader(5)).worth(kept) == {kept[0].instance_id: 21.96, kept[1].instance_id: 0.0}
+    # This sweep's own stop is gone first: a p5 stopped for $25/h of a plan's spill leaves it room for a g5.
+    fleet = [machine(1, "p5.48xlarge"), *(machine(10 + n, "p4d.24xlarge") for n in range(6))]
+    g5 = replace(machine(2, "g5.12xlarge"), state="stopped")
+    before = SweepBill(SpillReader(25.0), PriceBook(None), lambda: fleet, NOW, "us-east-1")  # type: ignore[arg-type]
+    assert before.worth([g5]) == {g5.instance_id: 5.672}
+    after = SweepBill(SpillReader(25.0), PriceBook(None), lambda: fleet, NOW, "us-east-1")  # type: ignore[arg-type]
+    after.priced([(fleet[0], Decision(fleet[0].instance_id, Action.STOP, "idle"))])
+    assert after.worth([g5]) == {g5.instance_id: 0.0}
+
+
+def test_the_machines_kept_stopped_are_not_priced_on_a_bill_not_read_whole() -> None:
+    kept = [replace(p4d(10), state="stopped")]
+    assert sweep_bill(Reader(3, fails=True)).worth(kept) == {}
+    assert SweepBill(None, PriceBook(None), lambda: FLEET, NOW, "us-east-1").worth(kept) == {}

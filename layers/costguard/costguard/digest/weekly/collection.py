@@ -38,6 +38,7 @@ from costguard.digest.weekly.rules.starts import failed_starts
 from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger
+from costguard.state.worth import Worth, WorthLog
 
 
 @dataclass
@@ -78,6 +79,7 @@ class DigestCollector:
     policy: IdlePolicy
     owner_tag_key: str
     team_tag_key: str
+    worth: WorthLog | None = None  # what the sweeps found the stopped machines save (None: the stops' prices)
 
     def collect(self, now: datetime) -> DigestData:
         # The seven full days before today, and today so far; compared with the seven days before them.
@@ -132,7 +134,7 @@ class DigestCollector:
         # A machine on paid capacity saves nothing on a cheaper size or Spot until the commitment ends.
         advice = [a for a in advice if not a.instance.paid_by]
         entries = list(self.ledger.entries_between(start, end))
-        saved = saved_by_stops(entries, raw, end, self.prices)
+        saved = saved_by_stops(entries, raw, end, self.prices, self._worth(start, end))
         commitments = commitment_use(self.ce, self.reader, start, end, now=now, errors=errors)
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
         errors += self.reader.errors
@@ -167,6 +169,17 @@ class DigestCollector:
         data.failed_starts = failed_starts(entries, raw, end)
         data.no_activity_check = self._without_activity_check(raw.values(), errors)
         return data
+
+    def _worth(self, start: datetime, end: datetime) -> list[Worth]:
+        """The sweeps' prices of the stopped machines this week; none where they cannot be read (the stops'
+        own prices then stand, and the log says so)."""
+        if self.worth is None:
+            return []
+        try:
+            return list(self.worth.between(start, end))
+        except READ_ERRORS as exc:
+            logger.warning("stopped machines' prices not read: each stop counted at its own price", error=str(exc))
+            return []
 
     def _list(self, instance: Instance) -> float | None:
         return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.state.entries import Entry
+from costguard.state.worth import Worth
 
 
 class Saved(NamedTuple):
@@ -18,11 +19,18 @@ class Saved(NamedTuple):
     list_usd: float  # the same hours at the on-demand price, beside it
 
 
-def saved_by_stops(entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, prices: PriceBook) -> Saved:
-    """Hours each stopped machine stayed stopped this week, and what that saved: the saving on the bill the
-    stop recorded (`list_hourly` says it was priced on the bill, $0 included); for older records and stops
-    pressed in Slack, which record none, the price book's. The on-demand figure beside it: the list price
-    the stop recorded, else the price book's.
+def saved_by_stops(
+    entries: Sequence[Entry],
+    raw: Mapping[str, Instance],
+    end: datetime,
+    prices: PriceBook,
+    worth: Sequence[Worth] = (),
+) -> Saved:
+    """Hours each stopped machine stayed stopped this week, and what that saved: from the stop, the saving on
+    the bill the stop recorded (`list_hourly` says it was priced on the bill, $0 included; for older records
+    and stops pressed in Slack, which record none, the price book's); from each later sweep that priced the
+    machines costguard keeps stopped (`worth`), the price it found, until the next. The on-demand figure
+    beside it: the list price the stop recorded, else the price book's.
 
     A machine stopped several times in the week is off from each stop until the next one at the latest
     (someone started it in between), and from its last stop until it was launched again or the week ends."""
@@ -30,6 +38,10 @@ def saved_by_stops(entries: Sequence[Entry], raw: Mapping[str, Instance], end: d
     for entry in entries:
         if entry.kind.stopped and entry.applied:
             stops[entry.instance_id].append(entry)
+    found: dict[str, list[tuple[datetime, float]]] = defaultdict(list)  # instance -> (when, USD/h), in order
+    for record in sorted(worth, key=lambda w: w.at):
+        for instance_id, price in record.usd_per_hour.items():
+            found[instance_id].append((record.at, price))
     hours = usd = list_usd = 0.0
     for instance_id, made in stops.items():
         instance = raw.get(instance_id)
@@ -44,9 +56,22 @@ def saved_by_stops(entries: Sequence[Entry], raw: Mapping[str, Instance], end: d
                 continue
             stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
             hours += stopped
-            usd += stopped * _hourly(entry, instance, prices)
+            usd += _priced(entry.at, until, _hourly(entry, instance, prices), found.get(instance_id, []))
             list_usd += stopped * _list_hourly(entry, prices)
     return Saved(hours, usd, list_usd)
+
+
+def _priced(start: datetime, until: datetime, first: float, later: Sequence[tuple[datetime, float]]) -> float:
+    """USD from `start` to `until`: `first` an hour, then each later price from its time on."""
+    total, at, price = 0.0, start, first
+    for when, then in later:
+        if when <= start:
+            continue
+        if when >= until:
+            break
+        total += price * (when - at).total_seconds() / 3600
+        at, price = when, then
+    return total + price * max(0.0, (until - at).total_seconds() / 3600)
 
 
 def _back_on(entry: Entry, instance: Instance, end: datetime) -> datetime | None:

@@ -7,11 +7,17 @@ as if the ones before it were gone. A warning that stops nothing by itself takes
 Within each of these, the dearest machine comes first: where stops overshoot what a Savings Plan leaves on
 demand, the last one made is then the cheapest, and the room it frees cannot make an earlier one pointless
 (stopped cheapest first, a $55/h p5 taking the last $25/h of spill would free room for the g5 stopped
-before it, and that stop would have saved nothing)."""
+before it, and that stop would have saved nothing).
+
+The machines costguard keeps stopped are priced on the same bill (`worth`): what each saves now, as if it
+were stopped again from a fleet where it runs. A stop priced at night, while a Savings Plan had room for
+most of it, saves its whole price once the day's work fills the plan; the digest counts each stopped hour
+at the price the sweeps last found for it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from costguard.aws.billing import BillingReader
@@ -37,6 +43,8 @@ class SweepBill:
         """`running`: the region's running accelerated machines, asked only when a bill is read."""
         self.reader, self.prices, self.running, self.now, self.region = reader, prices, running, now, region
         self._waiting: list[Instance] = []
+        self._billing: Billing | None = None  # read for this sweep's pricing
+        self._stopping: list[Instance] = []  # this sweep's stops
 
     def note(self, instance: Instance, decision: Decision) -> None:
         """A machine warned whose grace period runs: its stop is coming, and counts before new ones."""
@@ -49,7 +57,8 @@ class SweepBill:
         pricing = [(i, d) for i, d in decided if d.action in PRICED]
         if not pricing:
             return list(decided)
-        bill = Bill(self._read(), self.now, list_price=self._list)
+        self._billing = self._read()
+        bill = Bill(self._billing, self.now, list_price=self._list)
         for instance in sorted(self._waiting, key=self._dearest_first):
             bill.stopped(instance, bill.price(instance, self._list(instance)))
         out: dict[str, Decision] = {}
@@ -60,7 +69,31 @@ class SweepBill:
             out[instance.instance_id] = verdict = priced(decision, marginal)
             if verdict.action in PRICED and verdict.will_stop:
                 bill.stopped(instance, marginal)
+            if verdict.action is Action.STOP:
+                self._stopping.append(instance)
         return [(i, out.get(i.instance_id, d)) for i, d in decided]
+
+    def worth(self, stopped: Sequence[Instance]) -> dict[str, float]:
+        """What each of the machines costguard keeps `stopped` saves the bill now (USD an hour): priced in turn,
+        dearest first, as if stopped again from a fleet where they run, this sweep's own stops gone first. On
+        the bill read for this sweep's pricing, else read now. Nothing where no reader is given or the bill
+        could not be read whole (the stops' own prices stand), nor for a machine whose price is unknown."""
+        if not stopped or self.reader is None:
+            return {}
+        billing = self._billing if self._billing is not None else self._read()
+        if billing.unread:
+            return {}
+        back = [replace(i, state="running") for i in stopped]
+        bill = Bill(replace(billing, running=(*billing.running, *back)), self.now, list_price=self._list)
+        for instance in self._stopping:
+            bill.stopped(instance, bill.price(instance, self._list(instance)))
+        out: dict[str, float] = {}
+        for instance in sorted(back, key=self._dearest_first):
+            marginal = bill.price(instance, self._list(instance))
+            if marginal.usd_per_hour is not None:
+                out[instance.instance_id] = marginal.usd_per_hour
+            bill.stopped(instance, marginal)
+        return out
 
     def _read(self) -> Billing:
         if self.reader is None:  # only the instances' own fields: a hold they name counts as paid
