@@ -1,0 +1,1 @@
+"""The operator's scripts, run through make: `make uninstall` (scripts/uninstall)."""
