@@ -12,13 +12,14 @@ export SAM_CLI_TELEMETRY := 0
 # Never talk to a real AWS account from tests or the demo by accident.
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build deploy-all uninstall clean
+.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build deploy-all first-deploy uninstall clean
 
 help:
 	@echo "make demo       the whole governance cycle against a local emulated AWS account"
 	@echo "make test       lint, typecheck, sam validate --lint, checkov, and every test"
 	@echo "make bench      the benchmarks under bench/"
 	@echo "make build      sam build (needs python3.13 on PATH)"
+	@echo "make first-deploy  ask the few parameters a first deploy sets, then build and deploy"
 	@echo "make uninstall  list (ARGS=--yes: remove) the stack and what costguard made at run time"
 
 $(BIN)/.installed: requirements-dev.txt layers/costguard/requirements.txt
@@ -117,6 +118,13 @@ build: $(SAM_VENV)/.installed
 deploy-all: build
 	@test -n "$(ENVS)" || { echo 'ENVS="env1 env2 ..." names the samconfig.toml environments to deploy'; exit 2; }
 	@for env in $(ENVS); do echo "== $$env"; $(SAM) deploy --config-env $$env --profile $$env || exit 1; done
+
+# The first deploy of an account: asks only the parameters samconfig.toml's default environment lists (the few a
+# first deploy sets; `sam deploy --guided` would ask all of the template's), writes them there, builds, deploys.
+first-deploy: $(BIN)/.installed $(SAM_VENV)/.installed
+	$(BIN)/python -m scripts.first_deploy
+	$(MAKE) --no-print-directory build
+	$(SAM) deploy
 
 # What `sam delete` leaves and what costguard made at run time (docs/deploying.md#uninstall). A dry run that lists
 # what it would remove and keep; ARGS="--yes" removes it, "--delete-data" also the retained table, bucket and the

@@ -1,1 +1,1 @@
-"""The operator's scripts, run through make: `make uninstall` (scripts/uninstall)."""
+"""The operator's scripts, run through make: `make first-deploy` (first_deploy.py), `make uninstall` (uninstall/)."""
