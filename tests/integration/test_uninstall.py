@@ -21,7 +21,8 @@ from moto.sagemaker.responses import SageMakerResponse
 from costguard.core import tags
 from costguard.digest.weekly.dashboards import update_dashboards
 from costguard.digest.weekly.rules.figures import InstanceWeek
-from scripts.uninstall.__main__ import main
+from scripts.uninstall import leftovers
+from scripts.uninstall.__main__ import Clients, main
 from scripts.uninstall.deployment import Deployment, read_deployment, samconfig_defaults
 from scripts.uninstall.leftovers import is_costguard_dashboard
 from scripts.uninstall.retained import data, log_groups, notebook_config, notebook_users
@@ -388,3 +389,66 @@ def test_every_dashboard_the_weekly_digest_writes_is_one_the_uninstall_knows_and
         assert all(is_costguard_dashboard(name, region) for name in client.names), client.names
     assert not is_costguard_dashboard("costguard-vision-us-east-1", "eu-west-1")
     assert not is_costguard_dashboard("gpu-fleet-us-east-1", "us-east-1")
+
+
+def test_ec2_tags_are_found_in_one_filtered_walk_and_removed_a_key_at_a_time_people_s_kept() -> None:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    walk = {"Filters": [{"Name": "key", "Values": ["costguard:*"]}], "MaxResults": 1000}
+    first = {
+        "Tags": [
+            {
+                "Key": "costguard:stopped-at",
+                "ResourceId": "i-0aaaaaaaaaaaaaaa1",
+                "ResourceType": "instance",
+                "Value": "x",
+            },
+            {
+                "Key": "costguard:exempt",
+                "ResourceId": "i-0aaaaaaaaaaaaaaa1",
+                "ResourceType": "instance",
+                "Value": "true",
+            },
+        ],
+        "NextToken": "page-2",
+    }
+    second = {
+        "Tags": [
+            {
+                "Key": "costguard:stopped-at",
+                "ResourceId": "i-0aaaaaaaaaaaaaaa2",
+                "ResourceType": "instance",
+                "Value": "y",
+            },
+            {
+                "Key": "costguard:owner-source",
+                "ResourceId": "vol-0aaaaaaaaaaaaaaa3",
+                "ResourceType": "volume",
+                "Value": "z",
+            },
+        ]
+    }
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_tags", first, walk)
+        stub.add_response("describe_tags", second, {**walk, "NextToken": "page-2"})
+        stub.add_response(
+            "delete_tags", {}, {"Resources": ["vol-0aaaaaaaaaaaaaaa3"], "Tags": [{"Key": "costguard:owner-source"}]}
+        )
+        stub.add_response(
+            "delete_tags",
+            {},
+            {"Resources": ["i-0aaaaaaaaaaaaaaa1", "i-0aaaaaaaaaaaaaaa2"], "Tags": [{"Key": "costguard:stopped-at"}]},
+        )
+        steps, kept = leftovers.ec2_tags(ec2, REGION, delete_people=False)
+        for step in steps:
+            step.run()
+        stub.assert_no_pending_responses()
+    assert [k.what for k in kept] == [f"{REGION}: EC2 tag costguard:exempt on i-0aaaaaaaaaaaaaaa1"]
+
+
+def test_every_client_of_the_uninstall_retries_throttling_adaptively() -> None:
+    clients = Clients(boto3.Session(region_name=REGION))
+    client = clients("ec2", REGION)
+
+    assert client.meta.config.retries["mode"] == "adaptive"
+    assert client.meta.config.retries["total_max_attempts"] == 11, "10 retries after the first try"
+    assert clients("ec2", REGION) is client, "one client per service and region"
