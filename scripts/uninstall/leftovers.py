@@ -69,10 +69,15 @@ def _removed(key: str, delete_people: bool) -> bool:
 
 
 def ec2_tags(ec2: Any, region: str, *, delete_people: bool) -> Finding:
-    """Every `costguard:` tag on any EC2 resource of the region (instances, volumes...): one DescribeTags walk."""
+    """Every `costguard:` tag on the region's instances and volumes, which costguard tags: one DescribeTags walk.
+    The same keys on a launch template or an image were put there by people (every launch from it exempt, say)."""
     holders: dict[str, set[str]] = defaultdict(set)  # key -> resource ids
     pages = ec2.get_paginator("describe_tags").paginate(
-        Filters=[{"Name": "key", "Values": [f"{tags.PREFIX}*"]}], PaginationConfig={"PageSize": 1000}
+        Filters=[
+            {"Name": "key", "Values": [f"{tags.PREFIX}*"]},
+            {"Name": "resource-type", "Values": ["instance", "volume"]},
+        ],
+        PaginationConfig={"PageSize": 1000},
     )
     for page in pages:
         for tag in page.get("Tags", []):

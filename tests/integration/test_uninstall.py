@@ -393,7 +393,13 @@ def test_every_dashboard_the_weekly_digest_writes_is_one_the_uninstall_knows_and
 
 def test_ec2_tags_are_found_in_one_filtered_walk_and_removed_a_key_at_a_time_people_s_kept() -> None:
     ec2 = boto3.client("ec2", region_name=REGION)
-    walk = {"Filters": [{"Name": "key", "Values": ["costguard:*"]}], "MaxResults": 1000}
+    walk = {
+        "Filters": [
+            {"Name": "key", "Values": ["costguard:*"]},
+            {"Name": "resource-type", "Values": ["instance", "volume"]},
+        ],
+        "MaxResults": 1000,
+    }
     first = {
         "Tags": [
             {
