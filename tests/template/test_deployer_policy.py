@@ -21,9 +21,15 @@ from testing.handlers import ROOT
 POLICY = ROOT / "docs" / "deployer-policy.json"
 SCHEMAS = Path(cfnlint.__file__).parent / "data" / "schemas"
 
+KMS_WHY = "only with KmsKeyArn, on that key: docs/deploying.md names what the person deploying needs on it"
 # Actions a resource type's handlers may call for a property costguard's template does not set: not granted.
 UNUSED: dict[str, dict[str, str]] = {
     "AWS::DynamoDB::Table": {
+        "kms:*": KMS_WHY,
+        "kinesis:*": "no KinesisStreamSpecification",
+        "iam:CreateServiceLinkedRole": "no replicas",
+        "logs:*": "an import's logs: no ImportSourceSpecification",
+        "s3:GetObjectMetadata": "an import's source: no ImportSourceSpecification",
         "dynamodb:*TableReplica": "no global table replicas",
         "dynamodb:ImportTable": "no ImportSourceSpecification",
         "dynamodb:DescribeImport": "no ImportSourceSpecification",
@@ -33,10 +39,16 @@ UNUSED: dict[str, dict[str, str]] = {
         "dynamodb:Query": "the handler reads items only to import or replicate",
     },
     "AWS::Lambda::Function": {
+        "ec2:Describe*": "no VpcConfig",
+        "elasticfilesystem:*": "no FileSystemConfigs",
+        "s3files:*": "no FileSystemConfigs",
+        "kms:*": "no KmsKeyArn on the functions: their environment is under Lambda's own key",
         "lambda:AssociateRuntimeAlias": "no runtime alias",
         "lambda:PassCapacityProvider": "no capacity provider",
     },
     "AWS::Logs::LogGroup": {
+        "firehose:*": "no log delivery",
+        "s3:REST.PUT.OBJECT": "no log delivery (and no IAM action of that name)",
         "logs:CreateLogDelivery": "no log delivery",
         "logs:*DataProtectionPolicy": "no DataProtectionPolicy",
         "logs:*IndexPolicy": "no FieldIndexPolicies (reading them stays allowed)",
@@ -45,6 +57,7 @@ UNUSED: dict[str, dict[str, str]] = {
         "logs:PutBearerTokenAuthentication": "no bearer token authentication",
     },
     "AWS::S3::Bucket": {
+        "s3tables:*": "no MetadataTableConfiguration",
         "s3:*BucketMetadata*": "no MetadataTableConfiguration",
         "s3:*BucketAbac": "no attribute-based access control",
         "s3:PutBucketWebsite": "no website (the bucket is private)",
@@ -57,18 +70,18 @@ UNUSED: dict[str, dict[str, str]] = {
         "s3:PutBucketObjectLockConfiguration": "no object lock",
         "s3:PutObjectLockConfiguration": "no object lock",
     },
+    "AWS::CloudTrail::Trail": {
+        "iam:CreateServiceLinkedRole": "not an organization trail",
+        "organizations:*": "not an organization trail",
+    },
+    "AWS::Budgets::Budget": {"billing:GetBillingViewData": "no BillingViewArn"},
+    "AWS::Lambda::EventSourceMapping": {"kms:*": KMS_WHY},
+    "AWS::SSM::Association": {"resource-groups:*": "targets a tag, not a resource group"},
     "AWS::IAM::ManagedPolicy": {
         "iam:*GroupPolicy": "attached to roles only",
         "iam:*UserPolicy": "attached to roles only",
     },
 }
-# Handler permissions of another service than the resource's own, which costguard's resources do need.
-ACROSS_SERVICES = {
-    "AWS::Lambda::Function": ["iam:PassRole", "s3:GetObject", "lambda:GetLayerVersion"],
-    "AWS::Scheduler::Schedule": ["iam:PassRole"],
-    "AWS::Lambda::LayerVersion": ["s3:GetObject"],
-}
-
 # What `make uninstall` calls, as boto3 names them, by IAM action where the names differ (S3's).
 UNINSTALL_CALLS = [
     "cloudformation:DescribeStacks",
@@ -130,16 +143,9 @@ def handler_permissions(resource_type: str) -> Iterator[str]:
 
 
 def needed(resource_type: str) -> list[str]:
-    """The permissions its handlers need for what costguard's template sets: its own service's, less the unused,
-    and those of other services it needs."""
-    service = resource_type.split("::")[1].lower()
+    """The permissions its handlers list, of every service, but those for what costguard's template does not set."""
     unused = UNUSED.get(resource_type, {})
-    own = {
-        p
-        for p in handler_permissions(resource_type)
-        if p.split(":")[0].lower() == service and not any(fnmatch.fnmatchcase(p, u) for u in unused)
-    }
-    return sorted(own | set(ACROSS_SERVICES.get(resource_type, [])))
+    return sorted({p for p in handler_permissions(resource_type) if not any(fnmatch.fnmatchcase(p, u) for u in unused)})
 
 
 def resource_types(cfn: dict[str, Any]) -> list[str]:
