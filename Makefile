@@ -12,13 +12,15 @@ export SAM_CLI_TELEMETRY := 0
 # Never talk to a real AWS account from tests or the demo by accident.
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build deploy-all clean
+.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build deploy-all first-deploy uninstall clean
 
 help:
 	@echo "make demo       the whole governance cycle against a local emulated AWS account"
 	@echo "make test       lint, typecheck, sam validate --lint, checkov, and every test"
 	@echo "make bench      the benchmarks under bench/"
 	@echo "make build      sam build (needs python3.13 on PATH)"
+	@echo "make first-deploy  ask the few parameters a first deploy sets, then build and deploy"
+	@echo "make uninstall  list (ARGS=--yes: remove) the stack and what costguard made at run time"
 
 $(BIN)/.installed: requirements-dev.txt layers/costguard/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -93,7 +95,7 @@ format: $(BIN)/.installed
 	$(BIN)/ruff check --fix .
 
 typecheck: $(BIN)/.installed
-	$(BIN)/mypy layers/costguard/costguard functions testing demo tests bench
+	$(BIN)/mypy layers/costguard/costguard functions testing demo tests bench scripts
 
 # sam validate --lint runs cfn-lint's errors and warnings; the informational findings are checked too.
 validate: $(SAM_VENV)/.installed
@@ -116,6 +118,20 @@ build: $(SAM_VENV)/.installed
 deploy-all: build
 	@test -n "$(ENVS)" || { echo 'ENVS="env1 env2 ..." names the samconfig.toml environments to deploy'; exit 2; }
 	@for env in $(ENVS); do echo "== $$env"; $(SAM) deploy --config-env $$env --profile $$env || exit 1; done
+
+# The first deploy of an account: asks only the parameters samconfig.toml's default environment lists (the few a
+# first deploy sets; `sam deploy --guided` would ask all of the template's), writes them there, builds, deploys.
+first-deploy: $(BIN)/.installed $(SAM_VENV)/.installed
+	$(BIN)/python -m scripts.first_deploy
+	$(MAKE) --no-print-directory build
+	$(SAM) deploy
+
+# What `sam delete` leaves and what costguard made at run time (docs/deploying.md#uninstall). A dry run that lists
+# what it would remove and keep; ARGS="--yes" removes it, "--delete-data" also the retained table, bucket and the
+# tags people set. The stack, region and profile come from samconfig.toml (ARGS="--config-env hub" picks another
+# environment) or ARGS="--stack-name ... --region ... --profile ...".
+uninstall: $(BIN)/.installed
+	PYTHONPATH=layers/costguard $(BIN)/python -m scripts.uninstall $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(VENV313) $(SAM_VENV) $(C7N_VENV) $(CHECKOV_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output

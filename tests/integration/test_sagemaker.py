@@ -519,6 +519,29 @@ def test_a_notebook_instance_created_through_the_console_is_tagged_with_its_crea
     )
 
 
+def test_the_backfill_corrects_an_owner_sagemaker_that_costguard_wrote_from_a_notebooks_session(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any
+) -> None:
+    runtime = make_runtime(slack)
+    wrong = notebook("nlp-sandbox", now, owner="SageMaker")
+    session = "arn:aws:sts::123456789012:assumed-role/nlp-notebooks/SageMaker"
+    sagemaker().add_tags(
+        ResourceArn=wrong,
+        Tags=[{"Key": tags.OWNER_SOURCE, "Value": "assumed-role"}, {"Key": tags.CREATED_BY, "Value": session}],
+    )
+    by_hand = notebook("sagemaker-team", now, owner="SageMaker")  # someone's own tag: theirs, never touched
+    tagger = load_handler("owner_tagger")
+    tagger._settings.cache_clear()
+    with Stubber(runtime.client("cloudtrail", REGION)) as stub:  # no look-up: the create call's ARN is on it
+        result = tagger.lambda_handler(load_event("owner_tagger/backfill.json"), lambda_context, runtime=runtime)
+        stub.assert_no_pending_responses()
+    assert "notebook/nlp-sandbox" in json.dumps(result)
+    assert tags_on(wrong)["Owner"] == "nlp-notebooks"
+    assert tags_on(wrong)[tags.OWNER_SOURCE] == "execution-role"
+    assert tags_on(wrong)[tags.CREATED_BY] == session
+    assert tags_on(by_hand) == {"Owner": "SageMaker"}
+
+
 def product(usage: str, usd: str) -> str:
     return json.dumps(
         {

@@ -96,6 +96,21 @@ def test_launch_from_an_instance_profile_is_owned_by_its_role() -> None:
     assert (decision.owner, decision.source) == ("airflow-worker", OwnerSource.INSTANCE_ROLE)
 
 
+def test_an_instance_launched_from_a_sagemaker_notebook_is_owned_by_its_execution_role() -> None:
+    role = Identity(
+        type="AssumedRole",
+        arn="arn:aws:sts::1:assumed-role/ml-notebooks/SageMaker",
+        session_issuer_arn="arn:aws:iam::1:role/service-role/ml-notebooks",
+        session_issuer_name="ml-notebooks",
+    )
+    decision = decide_owner(role, existing_tags={}, owner_tag_key=KEY)
+    assert (decision.owner, decision.source) == ("ml-notebooks", OwnerSource.EXECUTION_ROLE)
+    # With no role to name (an ARN cut short), nobody: never "SageMaker".
+    cut = Identity(type="AssumedRole", arn="arn:aws:sts::1:assumed-role//SageMaker")
+    nameless = decide_owner(cut, existing_tags={}, owner_tag_key=KEY)
+    assert (nameless.owner, nameless.source) == (None, OwnerSource.UNKNOWN)
+
+
 def test_no_launch_event_means_unknown_owner() -> None:
     decision = decide_owner(None, existing_tags={}, owner_tag_key=KEY)
     assert decision.owner is None

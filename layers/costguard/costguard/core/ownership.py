@@ -6,7 +6,8 @@ The owner is what a person would call the launcher: an IAM user's name, the sess
 assumed role or IAM Identity Center login (usually an email), `root` for the root user. Launches
 by AWS services (Auto Scaling, Spot Fleet, EC2 Fleet, SageMaker, Batch...) have no person in the
 event: the owner then comes from the tag the service propagated, else from the group's own tags,
-else it is left unset and the source is marked `service`.
+else it is left unset and the source is marked `service`. Code that SageMaker runs (notebooks, Studio, jobs)
+calls with its execution role under SageMaker's own session name, `SageMaker`: the role owns what it creates.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class OwnerSource(StrEnum):
     FEDERATED_USER = "federated-user"
     ROOT = "root"
     INSTANCE_ROLE = "instance-role"
+    # Code running in SageMaker (a notebook instance, Studio, a job) under its execution role: SageMaker names
+    # the role's session `SageMaker`, which is no person.
+    EXECUTION_ROLE = "execution-role"
     AUTOMATION_ROLE = "automation-role"  # a deployment or CI session (CloudFormation, CDK, GitHub Actions)
     SERVICE_PROPAGATED = "service-propagated"
     GROUP_TAG = "group-tag"
@@ -70,6 +74,12 @@ class Identity:
         if ":assumed-role/" in self.arn:
             return self.arn.split(":assumed-role/", 1)[1].split("/", 1)[0]
         return ""
+
+    @property
+    def sagemaker_session(self) -> bool:
+        """The session SageMaker opens with an execution role for the code it runs (notebooks, Studio, jobs): its
+        name is SageMaker's own, the same for every person, so it names nobody."""
+        return self.session_name.casefold() == _SAGEMAKER_SESSION
 
     @property
     def automation(self) -> bool:
@@ -126,6 +136,8 @@ class OwnerDecision:
 _SERVICE_LINKED_ROLE = re.compile(r":role/aws-service-role/([^/]+)/")
 # Session names that SDKs and tools make up: they name no person, so the role is the better owner.
 _GENERATED_SESSION = re.compile(r"^(botocore-session-\d+|aws-go-sdk-\d+|\d{10,}|[0-9a-f-]{32,})$")
+# What SageMaker calls the session of an execution role it assumes (CloudTrail's assumed-role ARN ends in it).
+_SAGEMAKER_SESSION = "sagemaker"
 _IDENTITY_CENTER_ROLE = "AWSReservedSSO_"
 _IDENTITY_CENTER_PATH = ":role/aws-reserved/sso.amazonaws.com/"
 # Session names that deployment and CI tools set: CloudFormation and the CDK ("AWSCloudFormation"),
@@ -206,6 +218,11 @@ def _person_or_role(identity: Identity, created_by: str) -> OwnerDecision:
     if identity.automation and role:
         reason = f"deployment or CI session {session!r} of role {role}"
         return OwnerDecision(role, OwnerSource.AUTOMATION_ROLE, created_by, reason)
+    if identity.sagemaker_session:
+        if not role:
+            return OwnerDecision(None, OwnerSource.UNKNOWN, created_by, "SageMaker's session names no role")
+        reason = f"created from SageMaker with its execution role {role}"
+        return OwnerDecision(role, OwnerSource.EXECUTION_ROLE, created_by, reason)
     if shapes.INSTANCE_ID.match(session) and role:
         reason = f"launched from instance {session} with role {role}"
         return OwnerDecision(role, OwnerSource.INSTANCE_ROLE, created_by, reason)
@@ -217,18 +234,24 @@ def _person_or_role(identity: Identity, created_by: str) -> OwnerDecision:
 
 
 def owner_needs_correction(existing: Mapping[str, str], owner_tag_key: str) -> bool:
-    """costguard wrote this instance's owner from an automation session's name: the backfill corrects it."""
+    """costguard wrote this resource's owner from the name of a session that names no person (a deployment's,
+    SageMaker's): the backfill corrects it."""
     return _written_automation_owner(existing, owner_tag_key) is not None
 
 
 def _written_automation_owner(existing: Mapping[str, str], owner_tag_key: str) -> OwnerDecision | None:
-    """An owner costguard wrote from an automation session's name (before it knew better): the role
-    from the launch's own ARN (the created-by tag) instead. A person's own tag is never touched."""
+    """An owner costguard wrote from an automation session's name, or SageMaker's (before it knew better): the
+    role from the launch's own ARN (the created-by tag) instead. A person's own tag is never touched."""
     present = existing.get(owner_tag_key, "")
-    if existing.get(tags.OWNER_SOURCE) != OwnerSource.ASSUMED_ROLE.value or not _AUTOMATION_SESSION.match(present):
+    if existing.get(tags.OWNER_SOURCE) != OwnerSource.ASSUMED_ROLE.value:
         return None
     launcher = Identity(type="AssumedRole", arn=existing.get(tags.CREATED_BY, ""))
-    if launcher.session_name != present or not launcher.role_name:
+    if not present or launcher.session_name != present or not launcher.role_name:
+        return None
+    if launcher.sagemaker_session:
+        reason = f"{present!r} was SageMaker's session of execution role {launcher.role_name}"
+        return OwnerDecision(launcher.role_name, OwnerSource.EXECUTION_ROLE, launcher.arn, reason)
+    if not _AUTOMATION_SESSION.match(present):
         return None
     reason = f"{present!r} was a deployment session of role {launcher.role_name}"
     return OwnerDecision(launcher.role_name, OwnerSource.AUTOMATION_ROLE, launcher.arn, reason)

@@ -28,6 +28,10 @@ LEARNED_START = "costguard:learned-start"
 EARLY_WARNING = "costguard:early-warning"
 OFF = "off"
 
+# What people told costguard, through a tag or a button: an uninstall keeps these unless told to delete its data
+# (scripts/uninstall), so that a keep, an exemption or a schedule survives a reinstall.
+SET_BY_PEOPLE = (EXEMPT, KEEP_UNTIL, SCHEDULE, KEPT_BY, KEEP_WHILE_BUSY, LEARNED_START, EARLY_WARNING)
+
 # The idle stopper's state, on the instance itself, visible in the console.
 IDLE_WARNED_AT = "costguard:idle-warned-at"
 STOP_AFTER = "costguard:stop-after"

@@ -19,7 +19,7 @@ from costguard.aws.sagemaker import SageMaker
 from costguard.core import tags
 from costguard.core.errors import EventValidationError
 from costguard.core.observability import ignored, logger
-from costguard.core.ownership import OwnerDecision, OwnerSource, decide_owner
+from costguard.core.ownership import OwnerDecision, OwnerSource, decide_owner, owner_needs_correction
 from costguard.core.records import Skipped
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode
@@ -117,6 +117,7 @@ class SageMakerOwners:
         all are found, the pages run out, or the run nears its end: the rest waits for tomorrow)."""
         report = OwnerReport()
         pending: list[Resource] = []
+        stale: list[Resource] = []
         for read in (self.api.notebooks, self.api.endpoints, self.api.apps):
             try:
                 listed = read(accelerated)
@@ -124,6 +125,11 @@ class SageMakerOwners:
                 report.errors.append(f"{read.__name__}: {error_code(exc)}")
                 continue
             pending += [r for r in listed if self.owner_tag_key not in r.tags and tags.OWNER_SOURCE not in r.tags]
+            stale += [r for r in listed if owner_needs_correction(r.tags, self.owner_tag_key)]
+        # Owners costguard once wrote from a session that names no person (SageMaker's own), corrected from the
+        # create call's ARN on the resource itself: no CloudTrail look-up.
+        for resource in stale:
+            self.tag(resource, None, now, report)
         if not pending:
             return report
         found = self._walk(trail, pending, now, time_left=time_left, max_pages=max_pages, report=report)
