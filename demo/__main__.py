@@ -508,6 +508,10 @@ def main() -> int:
         )
         if raw or not carrying:
             return 1
+        if demo.slack.refused:  # testing/blockkit.py: what Slack would have refused, and why
+            print("\n== Slack would refuse:\n" + "\n".join(f"   {r}" for r in demo.slack.refused))
+            return 1
+        print(f"== Block Kit: every message valid and within Slack's limits ({len(demo.slack.messages)} kept)")
 
         sections = [
             render.Section("The story, scene by scene", render.story(transcript.text())),
