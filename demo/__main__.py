@@ -511,7 +511,9 @@ def main() -> int:
         if demo.slack.refused:  # testing/blockkit.py: what Slack would have refused, and why
             print("\n== Slack would refuse:\n" + "\n".join(f"   {r}" for r in demo.slack.refused))
             return 1
-        print(f"== Block Kit: every message valid and within Slack's limits ({len(demo.slack.messages)} kept)")
+        print(
+            f"== Block Kit: none of the {len(demo.slack.messages)} messages (and their edits) refused by Slack's rules"
+        )
 
         sections = [
             render.Section("The story, scene by scene", render.story(transcript.text())),
