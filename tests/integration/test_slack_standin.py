@@ -43,7 +43,7 @@ def refused_post(slack: SlackStandIn, **args: Any) -> dict[str, Any]:
         warnings.simplefilter("ignore", UserWarning)  # slack-sdk's own warning of a missing `text`
         with pytest.raises(SlackApiError) as refused:
             web(slack).chat_postMessage(channel="C0ALERTS", **args)
-    return dict(refused.value.response.data)  # type: ignore[arg-type]
+    return dict(refused.value.response.data)
 
 
 @pytest.mark.parametrize(
