@@ -14,6 +14,8 @@ Each refusal is kept in `refused`, so that a test fails even where the product c
 An edit replaces as Slack's does. chat.update: the text is the new `text`; the blocks are the new
 `blocks`, and an update with `text` but no `blocks` removes the old blocks ("If the `text` argument is
 provided and `blocks` are not provided, the `blocks` will be removed", docs.slack.dev chat.update).
+What becomes of the old text when an update gives blocks and no `text`, Slack's docs do not say; the
+stand-in refuses that update (the missing fallback above), so no test can lean on the old text staying.
 A response_url's `replace_original` replaces the whole message with the one it carries.
 """
 
