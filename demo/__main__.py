@@ -508,6 +508,12 @@ def main() -> int:
         )
         if raw or not carrying:
             return 1
+        if demo.slack.refused:  # testing/blockkit.py: what Slack would have refused, and why
+            print("\n== Slack would refuse:\n" + "\n".join(f"   {r}" for r in demo.slack.refused))
+            return 1
+        print(
+            f"== Block Kit: none of the {len(demo.slack.messages)} messages (and their edits) refused by Slack's rules"
+        )
 
         sections = [
             render.Section("The story, scene by scene", render.story(transcript.text())),

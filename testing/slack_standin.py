@@ -3,6 +3,20 @@
 It answers the methods costguard calls, the way Slack answers them (same JSON shapes, same error
 codes), records every message, and can be told to fail (rate limits with Retry-After, outages) so
 the real slack-sdk client's retries and costguard's fallbacks are exercised over HTTP.
+
+Every message that reaches it (chat.postMessage, chat.update, the incoming webhook, a response_url) is
+checked against Block Kit and Slack's limits (testing/blockkit.py) and refused as Slack refuses it:
+`{"ok": false, "error": "invalid_blocks", "errors": [...], "response_metadata": {"messages": [...]}}`
+from the Web API, HTTP 400 with the error's name from a webhook or a response_url. A message with blocks
+and no `text` fallback is refused too (`no_text`): Slack would post it, costguard's rule is stricter.
+Each refusal is kept in `refused`, so that a test fails even where the product carries on after one.
+
+An edit replaces as Slack's does. chat.update: the text is the new `text`; the blocks are the new
+`blocks`, and an update with `text` but no `blocks` removes the old blocks ("If the `text` argument is
+provided and `blocks` are not provided, the `blocks` will be removed", docs.slack.dev chat.update).
+What becomes of the old text when an update gives blocks and no `text`, Slack's docs do not say; the
+stand-in refuses that update (the missing fallback above), so no test can lean on the old text staying.
+A response_url's `replace_original` replaces the whole message with the one it carries.
 """
 
 from __future__ import annotations
@@ -17,7 +31,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from testing import local_http
+from testing import blockkit, local_http
 
 BOT_TOKEN = "xoxb-costguard-demo-token"
 
@@ -31,6 +45,19 @@ class Posted:
     ts: str
     direct: bool = False
     updated: bool = False
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A message the stand-in refused, as Slack would: where it was sent, and what Slack would say."""
+
+    method: str  # "chat.postMessage", "chat.update", "webhook", "response_url"
+    problems: tuple[blockkit.Problem, ...]
+    payload: Mapping[str, Any]
+
+    def __str__(self) -> str:
+        said = "; ".join(str(p) for p in self.problems)
+        return f"{self.method} refused ({self.problems[0].error}): {said}"
 
 
 @dataclass
@@ -94,6 +121,7 @@ class SlackStandIn(local_http.Served):
     ephemeral: list[dict[str, Any]] = field(default_factory=list)  # replies only the clicker sees
     groups: dict[str, list[str]] = field(default_factory=dict)  # user group id -> member ids
     calls: list[str] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)  # messages Slack would refuse, in order
     faults: dict[str, list[Fault]] = field(default_factory=dict)
     latency_s: float = 0.0  # slept before each answer (the benchmark's injected round trip)
     limits: RateLimits | None = None  # Slack's rate limits, enforced (None: none)
@@ -123,6 +151,18 @@ class SlackStandIn(local_http.Served):
     def messages_to(self, channel: str) -> list[Posted]:
         return [m for m in self.messages if m.channel == channel]
 
+    def assert_all_accepted(self) -> None:
+        """Fail (AssertionError) naming every message Slack would have refused, if any was."""
+        assert not self.refused, "Slack would refuse:\n" + "\n".join(str(r) for r in self.refused)
+
+    def _refuse(self, method: str, payload: Mapping[str, Any]) -> list[blockkit.Problem]:
+        """What Slack would refuse in this message (nothing: an empty list), kept in `refused` if anything."""
+        found = blockkit.problems(payload)
+        if found:
+            with self._lock:
+                self.refused.append(Refused(method, tuple(found), payload))
+        return found
+
     # ------------------------------------------------------------------ HTTP
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         parsed = urlparse(request.path)
@@ -148,11 +188,20 @@ class SlackStandIn(local_http.Served):
             return
         if method == "webhook":
             payload = json.loads(raw or b"{}")
+            refused = self._refuse("webhook", payload)
+            if refused:  # a webhook answers a refusal as HTTP 400, the error's name its body
+                self._reply(request, 400, refused[0].error)
+                return
             self._record("webhook", "webhook", payload)
             self._reply(request, 200, "ok")
             return
         if method == "response_url":
-            self._respond(parsed.path.rsplit("/", 1)[-1], json.loads(raw or b"{}"))
+            body = json.loads(raw or b"{}")
+            refused = [] if body.get("delete_original") else self._refuse("response_url", body)
+            if refused:
+                self._reply(request, 400, refused[0].error)
+                return
+            self._respond(parsed.path.rsplit("/", 1)[-1], body)
             self._reply(request, 200, "ok")
             return
         if method == "upload":
@@ -177,9 +226,9 @@ class SlackStandIn(local_http.Served):
         with self._lock:
             if body.get("replace_original"):
                 for message in self.messages:
-                    if message.ts == message_ts:
-                        message.text = str(body.get("text", message.text))
-                        message.blocks = list(body.get("blocks") or message.blocks)
+                    if message.ts == message_ts:  # the whole message, replaced by the one the body carries
+                        message.text = str(body.get("text", ""))
+                        message.blocks = list(body.get("blocks") or [])
                         message.updated = True
                         return
             self.ephemeral.append({"message_ts": message_ts, **body})
@@ -227,15 +276,22 @@ class SlackStandIn(local_http.Served):
             direct = channel in self.users.values()
             if not direct and self.channels and channel not in self.channels:
                 return {"ok": False, "error": "channel_not_found"}
+            refused = self._refuse(method, args)
+            if refused:
+                return blockkit.refusal(refused)
             posted = self._record("bot", channel, args, direct=direct)
             return {"ok": True, "channel": channel, "ts": posted.ts, "message": {"text": posted.text}}
         if method == "chat.update":
+            refused = self._refuse(method, args)
+            if refused:
+                return blockkit.refusal(refused)
             for message in self.messages:
                 if message.ts == args.get("ts") and message.channel == args.get("channel"):
-                    message.text = str(args.get("text", message.text))
-                    message.blocks = list(args.get("blocks") or message.blocks)
+                    # The text is replaced; the blocks too, and without `blocks` (the text given) removed.
+                    message.text = str(args.get("text", ""))
+                    message.blocks = list(args.get("blocks") or [])
                     message.updated = True
-                    return {"ok": True, "channel": message.channel, "ts": message.ts}
+                    return {"ok": True, "channel": message.channel, "ts": message.ts, "text": message.text}
             return {"ok": False, "error": "message_not_found"}
         if method == "files.getUploadURLExternal":
             file_id = f"F{len(self.files) + 1:06d}"

@@ -787,6 +787,7 @@ def run_costguard(
     unmanaged = [m.instance_id for m in world.machines if m.instance_id not in fleet.ssm]
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
     figures["network_attempts"] = sorted(set(network))
+    figures["slack_refused"] = [str(r) for r in slack.refused]  # messages Slack would refuse (testing/blockkit.py)
     if faults is not None:
         figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {
             "dead_lettered_sweeps": dead_lettered,

@@ -83,6 +83,7 @@ def run_deep_dive(latency: float, *, code: Path | None = None, profile: str = ""
     try:
         env = lambda_env("deep_dive", aws.url, slack, world.now.isoformat(), world.governed)
         wall, child = run_handler("deep_dive", "deep-dive", env, code=code, profile=profile)
+        slack.assert_all_accepted()
         answer = child["answer"]
         return {
             "lines": answer["lines"],
@@ -107,6 +108,7 @@ def run_organization(latency: float, *, code: Path | None = None, profile: str =
         now = world.now.isoformat()
         env = lambda_env("organization_digest", aws.url, slack, now, ("us-east-1",), hub, {"FiguresQueue": QUEUE_URL})
         wall, child = run_handler("organization_digest", "organization", env, code=code, profile=profile)
+        slack.assert_all_accepted()
         answer = child["answer"]
         if len(answer["accounts"]) != world.members or answer["refused"] != 2 or len(aws.sqs.messages) != 2:
             raise RuntimeError(f"the organization digest read the queue wrong: {answer}, {len(aws.sqs.messages)} left")

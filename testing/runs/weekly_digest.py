@@ -110,6 +110,7 @@ def run_weekly(
     try:
         env = digest_env(aws.url, slack, world)
         wall, child = run_handler("weekly_digest", f"weekly-{n}", env, profile=profile, keep=keep, code=code)
+        slack.assert_all_accepted()
         answer = child["answer"]
         limit = floor(world, len(answer["owners_told"]), len(aws.priced), len(aws.spot_asked))
         return {

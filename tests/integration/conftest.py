@@ -71,9 +71,14 @@ def aws() -> Iterator[None]:
 
 @pytest.fixture
 def slack() -> Iterator[SlackStandIn]:
+    """The Slack stand-in. A test fails if Slack would have refused any message costguard sent it, even where
+    costguard carried on after the refusal (a test that means to be refused empties `refused`)."""
     standin = SlackStandIn(users={"alice@example.com": "U0ALICE", "carol@example.com": "U0CAROL"}).start()
-    yield standin
-    standin.stop()
+    try:
+        yield standin
+        standin.assert_all_accepted()
+    finally:
+        standin.stop()
 
 
 def make_runtime(slack: SlackStandIn | None, mode: Mode = Mode.ENFORCE, **overrides: Any) -> Runtime:

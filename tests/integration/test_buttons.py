@@ -16,7 +16,8 @@ import pytest
 from costguard.core import tags
 from costguard.core.settings import Mode
 from costguard.runtime import Runtime
-from costguard.slack.blocks import Message, section
+from costguard.slack.blocks import Block, Message, actions, section
+from costguard.slack.buttons import warning_buttons
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.slack.signature import sign
 from testing.handlers import load_event, load_handler
@@ -68,12 +69,15 @@ def warned_instance(owner: str = "alice@example.com") -> str:
     )
 
 
+def warning_blocks(iid: str) -> list[Block]:
+    """A warning's blocks, its buttons as costguard makes them."""
+    return [section(f"`{iid}` is idle"), actions(f"warn:{iid}", warning_buttons(iid, REGION, will_stop=True))]
+
+
 def post_warning(slack: SlackStandIn, iid: str) -> str:
     """The warning as costguard posted it, so the click can update it."""
     notifier = SlackNotifier(SlackCredentials(bot_token=slack.token), base_url=slack.api_url)
-    return notifier.post(
-        "U0ALICE", Message("idle", (section(f"`{iid}` is idle"), {"type": "actions", "elements": []}))
-    ).ts
+    return notifier.post("U0ALICE", Message("idle", tuple(warning_blocks(iid)))).ts
 
 
 def click_payload(
@@ -84,7 +88,7 @@ def click_payload(
     payload["actions"][0].update(action_id=button, value=value)
     payload["user"].update(id=user, username=user.lower())
     payload["message"]["ts"] = payload["container"]["message_ts"] = ts
-    payload["message"]["blocks"] = [section(f"`{iid}` is idle"), {"type": "actions", "elements": []}]
+    payload["message"]["blocks"] = warning_blocks(iid)
     payload["response_url"] = slack.response_url(ts)
     return payload
 

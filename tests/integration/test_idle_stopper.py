@@ -763,6 +763,7 @@ def test_many_owners_are_found_with_one_users_list_walk_and_kept_for_every_later
         fresh = Runtime(runtime.settings, ClientFactory(default_region=REGION))
         assert fresh.notifier.user_id_for("owner7@example.com") == "U00007"
         assert slack.calls == []
+        slack.assert_all_accepted()
     finally:
         slack.stop()
 

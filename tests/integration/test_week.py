@@ -16,3 +16,4 @@ def test_a_simulated_week_interrupts_no_real_work_and_reclaims_most_idle_gpu_hou
     assert figures["warnings_about_busy_machines"] == 0
     assert figures["reclaimed_percent"] >= 85
     assert figures["network_attempts"] == [], "every AWS call of the week is answered in process"
+    assert figures["slack_refused"] == [], "every message of the week is one Slack accepts"

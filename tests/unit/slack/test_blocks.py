@@ -1,14 +1,17 @@
 from __future__ import annotations
 
 from costguard.slack.blocks import (
+    EMPTY,
     MAX_BLOCKS,
     MAX_SECTION,
     MAX_VALUE,
     Message,
+    actions,
     bullet_list,
     button,
     context,
     escape,
+    fields_section,
     header,
     here,
     link,
@@ -16,6 +19,7 @@ from costguard.slack.blocks import (
     mrkdwn,
     section,
 )
+from testing.blockkit import problems
 
 
 def test_user_text_is_escaped_for_mrkdwn() -> None:
@@ -77,3 +81,18 @@ def test_a_long_user_value_is_cut_and_no_entity_is_cut_in_half() -> None:
     assert len(mrkdwn("{}", "x" * 1000)) == MAX_VALUE
     cut = section("&" * 2000)["text"]["text"]
     assert cut.endswith("&amp;…")
+
+
+def test_an_empty_value_never_makes_an_empty_text_slack_would_refuse() -> None:
+    # A value AWS or a user left blank (a tag, an id): Slack refuses a text object with no character.
+    blocks = [
+        header(""),
+        section(""),
+        section("x", fields=["", "y"]),
+        fields_section([""]),
+        context(""),
+        actions("b", [button("", "keep", "i-1")]),
+    ]
+    assert problems({"text": "fallback", "blocks": blocks}) == []
+    assert context("")["elements"][0]["text"] == EMPTY
+    assert header("")["text"]["text"] == EMPTY

@@ -7,7 +7,8 @@ costguard's own templates make with `mrkdwn()`, `mention()`, `here()` and `link(
 Forgetting to mark costguard's own markup shows it escaped: a visible slip, never an injection.
 
 Limits (Slack's): 50 blocks a message, 3,000 characters in a section's text, 10 fields of 2,000
-characters, 150 characters in a header, 75 in a button's label; a user value is cut at 300.
+characters, 150 characters in a header, 75 in a button's label; a user value is cut at 300. Slack refuses
+a text with no character at all ("must be more than 0 characters"): an empty one shows as EMPTY.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ MAX_BUTTON = 75
 MAX_VALUE = 300  # one user value (a tag is at most 256)
 MAX_TEXT = 3000  # a message's top-level text: the notification, kept short
 MAX_BLOCK_ID = 255
+EMPTY = "–"  # what an empty text shows (a value AWS or a user left blank): Slack refuses an empty text
 
 
 class Mrkdwn(str):
@@ -137,7 +139,10 @@ def _clip(text: str, limit: int) -> Mrkdwn:
 
 def header(text: str) -> Block:
     """Plain text (Slack parses no mention or link in it), so nothing is escaped; only cut."""
-    return {"type": "header", "text": {"type": "plain_text", "text": _cut(str(text), MAX_HEADER), "emoji": True}}
+    return {
+        "type": "header",
+        "text": {"type": "plain_text", "text": _cut(str(text) or EMPTY, MAX_HEADER), "emoji": True},
+    }
 
 
 def section(text: str, *, fields: Sequence[str] = (), accessory: Block | None = None) -> Block:
@@ -158,7 +163,7 @@ def context(*texts: str) -> Block:
 
 
 def _md(text: str, limit: int) -> dict[str, str]:
-    return {"type": "mrkdwn", "text": _clip(safe(text), limit)}
+    return {"type": "mrkdwn", "text": _clip(safe(text), limit) or EMPTY}
 
 
 def divider() -> Block:
@@ -168,7 +173,7 @@ def divider() -> Block:
 def button(text: str, action_id: str, value: str, *, style: str = "") -> Block:
     element: dict[str, Any] = {
         "type": "button",
-        "text": {"type": "plain_text", "text": _cut(str(text), MAX_BUTTON), "emoji": True},
+        "text": {"type": "plain_text", "text": _cut(str(text) or EMPTY, MAX_BUTTON), "emoji": True},
         "action_id": action_id,
         "value": value,
     }
