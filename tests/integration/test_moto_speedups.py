@@ -108,16 +108,17 @@ def test_metric_data_answered_a_few_periods_at_a_time_is_moto_s_own_answer() -> 
     ]  # fmt: skip
     backend = cloudwatch_backends[ACCOUNT][REGION]
     slow = [own(backend, queries, naive, naive + timedelta(hours=hours, minutes=7), by) for queries, hours, by in asked]
+    saved = {name: CloudWatchBackend.__dict__[name] for name in ("get_metric_data", "get_filtered_metrics")}
     moto_fixes.index_metric_queries()
     try:
         fast = [
             CloudWatchBackend.get_metric_data(backend, queries, naive, naive + timedelta(hours=hours, minutes=7), by)
             for queries, hours, by in asked
         ]
-    finally:
-        CloudWatchBackend.get_metric_data = own  # type: ignore[method-assign]
-        del CloudWatchBackend.get_filtered_metrics
-        del CloudWatchBackend._costguard_at_scale  # type: ignore[attr-defined]
+    finally:  # moto's own again, for the tests after this one
+        for name, original in saved.items():
+            setattr(CloudWatchBackend, name, original)
+        delattr(CloudWatchBackend, "_costguard_at_scale")
     assert fast == slow
     assert len(slow[0][0]["values"]) == 12 * 40  # every period of 40 hours has its point
     assert slow[1][0]["timestamps"][0] > slow[1][0]["timestamps"][-1]  # descending, as asked
