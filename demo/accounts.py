@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
+import botocore.session
 from botocore.exceptions import ClientError
 
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION, ClientFactory
@@ -67,8 +68,9 @@ class Member:
         return self.session.client(service, region_name=region, endpoint_url=self.endpoint)  # type: ignore[call-overload]
 
 
-def join(account: LocalAccount, hub: Runtime, now: datetime) -> Member:
-    """The member account, its costguard, its idle machine and a week of its metrics."""
+def join(account: LocalAccount, hub: Runtime, now: datetime, core: botocore.session.Session | None = None) -> Member:
+    """The member account, its costguard, its idle machine and a week of its metrics; `core`: the botocore
+    session its clients are made from (the demo's, with the service models it already loaded)."""
     creds = account.client("sts").assume_role(
         RoleArn=f"arn:aws:iam::{MEMBER}:role/costguard-deploy", RoleSessionName="demo"
     )["Credentials"]
@@ -77,6 +79,7 @@ def join(account: LocalAccount, hub: Runtime, now: datetime) -> Member:
         aws_secret_access_key=creds["SecretAccessKey"],
         aws_session_token=creds["SessionToken"],
         region_name=REGION,
+        botocore_session=core,
     )
     url = account.proxy.url
 

@@ -1,7 +1,7 @@
 """The demo's Cost Anomaly Detection scene: AWS finds the fleet's EC2 spend jumping over the last three
 days (two p5.48xlarge boxes started three days ago), sends the anomaly by EventBridge and by SNS (one
-message), then again later the same day with a bigger impact, as the day's billing data arrives (the
-message is edited in place, not posted again).
+message) in the night, then again in the morning with a bigger impact, as the last day's billing data
+arrives (the message is edited in place, not posted again).
 
 The anomaly is events/budget_alerts/*anomaly*.json moved to the demo's dates. Cost Explorer's answer
 for who drives it (spend by Owner tag over the anomaly's days and the three days before) is served by
@@ -25,14 +25,14 @@ DURING = {"Owner$carol@example.com": 3962.9, "Owner$henry@example.com": 3302.4, 
 BEFORE = {"Owner$carol@example.com": 0.0, "Owner$henry@example.com": 0.0, "Owner$alice": 1575.4, "Owner$": 208.3}
 EXPECTED = 1790.0  # what Cost Anomaly Detection expected EC2 to cost over the three days
 CAUSES = [("us-east-1", "BoxUsage:p5.48xlarge", 0.93), ("us-east-1", "BoxUsage:p4d.24xlarge", 0.07)]  # share
-# The impact AWS reports in the morning, and in the afternoon once the last day is billed in full.
-MORNING, AFTERNOON = 4391.2, 7268.4
+# The impact AWS reports in the night, and in the morning once the last day is billed in full.
+NIGHT, MORNING = 4391.2, 7268.4
 
 Invoke = Callable[[str, Any, str], Any]
 
 
-def scene(gaps: AwsGaps, invoke: Invoke, now: datetime) -> list[str]:
-    """Runs the scene; what happened, a line each, for the demo's story."""
+def scene(gaps: AwsGaps, invoke: Invoke, now: datetime) -> list[tuple[str, str]]:
+    """Runs the scene; each delivery and what costguard did with it (posted, unchanged, updated)."""
     start, end = now.date() - timedelta(days=3), now.date() - timedelta(days=1)
     keys = [("Owner", start.isoformat()), ("Owner", (start - timedelta(days=3)).isoformat())]
     kept = {key: gaps.costs.get(key) for key in keys}
@@ -40,14 +40,14 @@ def scene(gaps: AwsGaps, invoke: Invoke, now: datetime) -> list[str]:
     lines = []
     try:
         dated = {"anomalyStartDate": f"{start}T00:00:00Z", "anomalyEndDate": f"{end}T00:00:00Z"}
-        morning, afternoon = ({**dated, **_impact(total)} for total in (MORNING, AFTERNOON))
+        night, morning = ({**dated, **_impact(total)} for total in (NIGHT, MORNING))
         for label, payload in (
-            ("EventBridge 'Anomaly Detected', this morning", _by_eventbridge(morning, now - timedelta(hours=7))),
-            ("SNS, the same copy, this morning", _by_sns(morning, now - timedelta(hours=7), "morning")),
-            ("SNS, sent again this afternoon, bigger", _by_sns(afternoon, now - timedelta(minutes=10), "afternoon")),
+            ("EventBridge 'Anomaly Detected', in the night", _by_eventbridge(night, now - timedelta(hours=7))),
+            ("SNS, the same copy, in the night", _by_sns(night, now - timedelta(hours=7), "night")),
+            ("SNS, sent again this morning, bigger", _by_sns(morning, now - timedelta(minutes=10), "morning")),
         ):
             [result] = invoke("budget_alerts", payload, label)["notifications"]
-            lines.append(f"{label:<42} → {result['status']}")
+            lines.append((label, str(result["status"])))
     finally:
         for key, value in kept.items():
             if value is None:

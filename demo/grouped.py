@@ -54,7 +54,7 @@ def seed(clients: Callable[..., Any], users: dict[str, str], now: datetime) -> l
     return ids
 
 
-def keep_the_second(press: Callable[..., None], ids: list[str]) -> None:
+def keep_the_second(press: Callable[..., object], ids: list[str]) -> None:
     """Quinn keeps the second machine from the grouped warning: only its part of the message changes."""
     press(ids[1], "costguard.keep_2h", USER, "quinn")
 

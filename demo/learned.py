@@ -1,9 +1,9 @@
 """The demo's scenes of issue 22: recurring work learned and honoured, and certain idleness acted on sooner.
 
-- carol-batch runs a job at the same time every day (two weeks of it in CloudWatch). Warned, and idle
-  since yesterday's run, the sweep stops it with `costguard:start-at`, a quarter of an hour before its next
-  run; the sweep after that starts it again, before the job. (The demo's 45 minutes are short: its
-  ShortestStopMinutes is 20 here, instead of the 90 a real deployment would keep.)
+- carol-batch runs a job at the same time every day (two weeks of it in CloudWatch; 08:15 UTC in the
+  story). Warned, and idle since yesterday's run, the sweep stops it with `costguard:start-at`, a quarter
+  of an hour before its next run; the sweep after that starts it again, before the job. (The demo's
+  45 minutes are short: its ShortestStopMinutes is 20 here, instead of the 90 a real deployment keeps.)
 - dave-eval finished an evaluation 50 minutes before the first sweep. Its metrics are idle for the shorter
   window, not the full two hours, and its activity check sees nothing alive (no input for hours, no
   kernel, no busy process, no GPU memory held): it is warned at once, and stopped after the grace.
@@ -56,7 +56,7 @@ def seed(clients: Callable[..., Any], gaps: AwsGaps, seeded: fleet.SeededFleet, 
         "carol-batch",
         fleet.HOME,
         "g5.xlarge",
-        f"a nightly job at {run:%H:%M} UTC every day: stopped after it, started again a quarter before the next",
+        f"a job at {run:%H:%M} UTC every day: stopped after it, started again a quarter before the next",
         launch_tags={"Owner": "carol@example.com"},
         gpu_pattern="idle",
         hours_running=20 * 24,
@@ -117,9 +117,10 @@ def publish(cloudwatch: Any, machine: fleet.Machine, points: list[tuple[datetime
             cloudwatch.put_metric_data(Namespace=namespace, MetricData=metrics[start : start + 1000])
 
 
-def start_scene(demo: Any, sweep: Callable[[], None], run: datetime) -> None:
+def start_scene(demo: Any, sweep: Callable[[], dict[str, str]], run: datetime) -> tuple[str, dict[str, str]]:
     """The sweep at carol-batch's start-at (15 minutes before its run) starts it again; the demo's clock
-    then goes back to where the other scenes left it (their metrics end at the demo's present)."""
+    then goes back to where the other scenes left it (their metrics end at the demo's present). The scene's
+    title, and what its sweep decided."""
     before = demo.clock
     start_at = run - timedelta(minutes=15)
     demo.clock = max(before, start_at)
@@ -128,6 +129,8 @@ def start_scene(demo: Any, sweep: Callable[[], None], run: datetime) -> None:
         if demo.clock == start_at
         else f"the next sweep (carol-batch's start-at, {start_at:%H:%M}, came with the sweep before)"
     )
-    print(f"\n== {demo.clock:%H:%M} idle_stopper: {what} (sweep.json)")
-    sweep()
+    title = f"{demo.clock:%H:%M} idle_stopper: {what} (sweep.json)"
+    print(f"\n== {title}")
+    actions = sweep()
     demo.clock = before
+    return title, actions

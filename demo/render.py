@@ -1,4 +1,8 @@
-"""Renders what the demo posted to Slack as Slack would show it, plus the fleet tables, in one HTML page."""
+"""Renders what the demo posted to Slack as Slack would show it, plus the fleet tables, in one HTML page.
+
+The page opens with the messages (a reader of the demo wants what costguard says in Slack first), emoji
+codes drawn as Slack draws them; the story, the fleet and every decision are folded below.
+"""
 
 from __future__ import annotations
 
@@ -34,13 +38,30 @@ def mrkdwn(text: str, users: dict[str, str] | None = None) -> str:
     return "".join(out)
 
 
-EMOJI = {":warning:": "⚠️", ":rotating_light:": "🚨", ":information_source:": "ℹ️", ":large_blue_circle:": "🔵"}
+# Slack's emoji codes that costguard's messages use, as Slack draws them (tests/demo checks that every code
+# in costguard's text is here).
+EMOJI = {
+    ":warning:": "\u26a0\ufe0f",
+    ":rotating_light:": "\U0001f6a8",
+    ":information_source:": "\u2139\ufe0f",
+    ":large_blue_circle:": "\U0001f535",
+    ":white_check_mark:": "\u2705",
+    ":grey_question:": "\u2754",
+    ":chart_with_upwards_trend:": "\U0001f4c8",
+    ":bell:": "\U0001f514",
+    ":arrows_counterclockwise:": "\U0001f504",
+}
+
+
+def emoji(text: str) -> str:
+    """Slack's emoji codes in `text` as the characters Slack shows; an unknown code stays as written."""
+    for code, character in EMOJI.items():
+        text = text.replace(code, character)
+    return text
 
 
 def _inline(text: str) -> str:
-    text = html.escape(html.unescape(text), quote=False)
-    for code, character in EMOJI.items():
-        text = text.replace(code, character)
+    text = emoji(html.escape(html.unescape(text), quote=False))
     text = re.sub(r"```(.+?)```", r"<pre>\1</pre>", text, flags=re.S)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
     text = re.sub(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])", r"<b>\1</b>", text)
@@ -52,8 +73,9 @@ def _inline(text: str) -> str:
 def _text(obj: dict[str, Any] | None, users: dict[str, str]) -> str:
     if not obj:
         return ""
-    if obj.get("type") == "plain_text":
-        return html.escape(obj.get("text", ""))
+    if obj.get("type") == "plain_text":  # Slack draws its emoji codes too, where "emoji" is not false
+        plain = html.escape(obj.get("text", ""))
+        return emoji(plain) if obj.get("emoji", True) else plain
     return mrkdwn(obj.get("text", ""), users)
 
 
@@ -113,8 +135,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 STORY_INTRO = (
     "Each scene runs one costguard function's handler, in this process, on a real-shaped event from events/, "
     "against an emulated AWS account (moto, and testing/aws_gaps.py for what moto lacks) and a local Slack, on "
-    "the demo's clock (UTC). Below the scenes: the fleet at the end, every idle decision with its reason, every "
-    "invocation, then every Slack message as Slack would show it (the charts and the deep dive's CSV last)."
+    "the demo's clock (UTC, pinned: the same story whenever it runs). Below the scenes: the fleet at the end, "
+    "every idle decision with its reason, every invocation."
 )
 
 
@@ -139,7 +161,10 @@ def page(
     users: dict[str, str],
     files: dict[str, str] | None = None,
     uploads: Sequence[dict[str, Any]] = (),
+    intro: str = "",
 ) -> str:
+    """The messages first (Slack's view, emoji drawn), then each section folded: the page's first screen is
+    what costguard said in Slack."""
     names = {v: k for k, v in users.items()}
     files = files or {}
     rendered = []
@@ -154,7 +179,7 @@ def page(
         rendered.append(
             f'<div class="message"><div class="avatar">cg</div><div class="content">'
             f'<div class="meta"><b>costguard</b> <span class="app">APP</span> <span class="where">{html.escape(where)}</span>{edited}</div>'
-            f'<div class="notification">Notification: {html.escape(m.text)}</div>{blocks}</div></div>'
+            f'<div class="notification">Notification: {emoji(html.escape(m.text))}</div>{blocks}</div></div>'
         )
     for upload in uploads:
         content: bytes = upload.get("bytes", b"")
@@ -174,7 +199,9 @@ def page(
             f"{html.escape(str(upload.get('channel', '')))}: uploaded a file</span></div>"
             f'<div class="header">{html.escape(str(upload.get("title", "")))}</div>{shown}</div></div>'
         )
-    body = "".join(f"<h2>{html.escape(s.title)}</h2>{s.body_html}" for s in sections)
+    folded = "".join(
+        f'<details class="folded"><summary>{html.escape(s.title)}</summary>{s.body_html}</details>' for s in sections
+    )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
 body {{ font-family: -apple-system, "Segoe UI", Lato, Helvetica, Arial, sans-serif; margin: 0; color: #1d1c1d; background: #f8f8f8; }}
@@ -204,6 +231,9 @@ pre {{ background: #f6f6f6; border: 1px solid #e0e0e0; padding: 8px; font-size: 
 .image img {{ max-width: 100%; border: 1px solid #ddd; border-radius: 4px; }}
 pre.file {{ font-size: 11px; background: #fff; border: 1px solid #ddd; padding: 6px; overflow-x: auto; }}
 hr {{ border: 0; border-top: 1px solid #ddd; }}
-</style></head><body><main><h1>{html.escape(title)}</h1>{body}
+.intro {{ color: #616061; font-size: 14px; margin: 0 0 8px; }}
+details.folded {{ margin: 12px 0; }} details.folded > summary {{ font-size: 18px; font-weight: bold; cursor: pointer; padding: 6px 0; }}
+</style></head><body><main><h1>{html.escape(title)}</h1><p class="intro">{html.escape(intro)}</p>
 <h2>Slack, as costguard's messages would appear ({len(messages)})</h2><div class="slack">{"".join(rendered)}</div>
+<h2>The story behind the messages</h2>{folded}
 </main></body></html>"""

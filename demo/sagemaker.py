@@ -101,13 +101,18 @@ def seed(client: Callable[..., Any], gaps: AwsGaps, t0: datetime) -> None:
 
 def scene(demo: Any, t0: datetime, step: Callable[[str], Any]) -> None:
     """Two sweeps: the warnings at t0-30 min, the notebook's stop after the 30-minute grace; the demo's clock
-    is given back as it was."""
+    is given back as it was. Each sweep's decisions go to the demo's scene log."""
     seed(demo.client, demo.account.gaps, t0)
     was = demo.clock
     first = "SageMaker's own sweep, back at the same morning (a function and schedule of its own)"
-    for clock, note in ((t0 - timedelta(minutes=30), first), (t0 + timedelta(minutes=3), "after the grace")):
+    notebook, endpoint = f"notebook/{NOTEBOOK}", f"endpoint/{ENDPOINT}"
+    for clock, note, expected in (
+        (t0 - timedelta(minutes=30), first, {notebook: "warn", endpoint: "warn", "Studio settings told": True}),
+        (t0 + timedelta(minutes=3), "after the grace", {notebook: "act"}),
+    ):
         demo.clock = clock
-        with step(f"{clock:%H:%M} sagemaker_stopper: {note} (events/sagemaker_stopper/sweep.json)"):
+        title = f"{clock:%H:%M} sagemaker_stopper: {note} (events/sagemaker_stopper/sweep.json)"
+        with step(title):
             result = demo.invoke("sagemaker_stopper", SWEEP, "sweep")["regions"][REGION]
             for decision in result["decisions"]:
                 print(f"   {decision['key']}: {decision['action']} - {decision['reason'][:110]}")
@@ -116,6 +121,9 @@ def scene(demo: Any, t0: datetime, step: Callable[[str], Any]) -> None:
                 print(f"   {told} Studio setting(s) without idle shutdown, told to the alerts channel")
             for key in result["acted"]:
                 demo.timeline.append([f"{clock:%H:%M}", key, REGION, "stop", "idle after the warning"])
+        got = {d["key"]: d["action"] for d in result["decisions"]}
+        demo.scenes.expect(title, expected, {**got, "Studio settings told": bool(result["idle_settings_reported"])})
     demo.clock = was
     state = demo.client("sagemaker").describe_notebook_instance(NotebookInstanceName=NOTEBOOK)["NotebookInstanceStatus"]
     print(f"   {NOTEBOOK} is now {state}; {ENDPOINT} stays (EndpointsDelete is off), its owner told what it costs")
+    demo.scenes.expect(f"{NOTEBOOK} stopped", {"stopped": True}, {"stopped": state in ("Stopping", "Stopped")})

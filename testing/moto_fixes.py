@@ -8,6 +8,8 @@
   been running for hours. `set_launch_time` moves one back (`set_sagemaker_time`, a notebook
   instance or an endpoint). AWS also sets LaunchTime again at each start; moto keeps the first one:
   `launch_time_at_start` (the demo's) makes StartInstances set it, from the caller's clock.
+- ListMetrics' "last two weeks" are the wall clock's; `list_metrics_as_of` (the demo's) makes them a
+  caller's clock's, for a story pinned to another moment.
 - SageMaker Studio apps: moto has none, and answers DescribeApp with NotImplementedError; AWS answers
   an app that does not exist with ResourceNotFound. Patched to answer like AWS (every app is absent).
 - DynamoDB transactions: moto backs a TransactWriteItems up by deep-copying the whole table, which
@@ -79,12 +81,25 @@ def _serialize_dynamodb_writes() -> None:
         setattr(DynamoDBBackend, name, serialized(getattr(DynamoDBBackend, name)))
 
 
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+_LISTING_CLOCK: list[Callable[[], datetime]] = [_wall_clock]
+
+
+def list_metrics_as_of(clock: Callable[[], datetime]) -> None:
+    """ListMetrics lists the series with data in the two weeks (or three hours) before `clock()`, not before
+    the wall clock's now: for a story pinned to its own moment (the demo's), whenever it runs."""
+    _LISTING_CLOCK[0] = clock
+
+
 def _list_only_series_with_recent_data() -> None:
     original_list = CloudWatchResponse.list_metrics
 
     def list_metrics(self: Any) -> Any:
         recently = self._get_param("RecentlyActive")
-        horizon = datetime.now(UTC).replace(tzinfo=None) - (
+        horizon = _LISTING_CLOCK[0]().astimezone(UTC).replace(tzinfo=None) - (
             timedelta(hours=3) if recently == "PT3H" else timedelta(days=14)
         )
         backend = self.cloudwatch_backend
@@ -126,12 +141,18 @@ def set_sagemaker_time(kind: str, name: str, region: str, when: datetime, accoun
     found.creation_time = found.last_modified_time = when.astimezone(UTC).replace(tzinfo=None)
 
 
+# Periods of a query answered by one pass of moto's own code (see `index_metric_queries`).
+PERIODS_A_PASS = 16
+
+
 def index_metric_queries() -> None:
     """moto's GetMetricData rescans every datapoint for every period of every query (quadratic in fleet
-    size). Each query is answered here by moto's own code over just the datapoints of its namespace,
-    metric and InstanceId, indexed once per call: the same answers, since every costguard query names
-    its InstanceId. Also makes ListMetrics list each series once, as AWS does (the tests do not use
-    this, so costguard's own de-duplication stays exercised). Used by the demo and the benchmarks."""
+    size and in the periods asked for). Each query is answered here by moto's own code over just the
+    datapoints of its metric (and InstanceId, when it names one: every costguard query of an instance
+    does), indexed once per call, and over a few periods at a time (`PERIODS_A_PASS`), each pass given the
+    datapoints of its periods: the same answers. Also makes ListMetrics list each series once, as AWS does
+    (the tests do not use this, so costguard's own de-duplication stays exercised). Used by the demo and
+    the benchmarks."""
     if getattr(CloudWatchBackend, "_costguard_at_scale", False):
         return
     original_get = CloudWatchBackend.get_metric_data
@@ -141,22 +162,23 @@ def index_metric_queries() -> None:
     ) -> Any:
         if any("MetricStat" not in q for q in queries):
             return original_get(self, queries, start_time, end_time, scan_by)
-        index: dict[tuple[str, str, Any], list[Any]] = defaultdict(list)
-        everything = CloudWatchBackend.get_all_metrics(self)
-        for datum in everything:
+        by_instance: dict[tuple[str, str, Any], list[Any]] = defaultdict(list)
+        by_name: dict[str, list[Any]] = defaultdict(list)  # moto matches a query's name in every case
+        for datum in CloudWatchBackend.get_all_metrics(self):
             if start_time <= datum.timestamp < end_time:
                 instance = next((d.value for d in datum.dimensions if d.name == "InstanceId"), "")
-                index[(datum.namespace, datum.name, instance)].append(datum)
+                by_instance[(datum.namespace, datum.name, instance)].append(datum)
+                by_name[datum.name].append(datum)
         results: list[Any] = []
         try:
             for query in queries:
                 metric = query["MetricStat"]["Metric"]
                 instance = next((d["Value"] for d in metric.get("Dimensions", []) if d["Name"] == "InstanceId"), None)
-                subset = (
-                    index.get((metric["Namespace"], metric["MetricName"], instance), []) if instance else everything
-                )
-                self.get_all_metrics = lambda subset=subset: subset
-                results += original_get(self, [query], start_time, end_time, scan_by)
+                if instance:
+                    subset = by_instance.get((metric["Namespace"], metric["MetricName"], instance), [])
+                else:
+                    subset = by_name.get(metric["MetricName"], [])
+                results += _in_passes(self, original_get, query, subset, start_time, end_time, scan_by)
         finally:
             self.__dict__.pop("get_all_metrics", None)
         return results
@@ -164,6 +186,38 @@ def index_metric_queries() -> None:
     CloudWatchBackend.get_metric_data = get_metric_data  # type: ignore[method-assign]
     CloudWatchBackend.get_filtered_metrics = each_series_once  # type: ignore[method-assign]
     CloudWatchBackend._costguard_at_scale = True  # type: ignore[attr-defined]
+
+
+def _in_passes(
+    backend: Any, original_get: Any, query: dict[str, Any], subset: list[Any], start: Any, end: Any, scan_by: str
+) -> list[Any]:
+    """One query's answer from moto's own code, `PERIODS_A_PASS` periods at a time: each pass starts on a
+    period of the query's own (so its periods and their timestamps are the query's) and sees only the
+    datapoints of its periods. moto's loop also opens a period at a pass's end, which holds no datapoint of
+    the pass: it adds nothing. The passes' values and timestamps, joined, in the order asked for."""
+    period = timedelta(seconds=int(query["MetricStat"]["Period"]))
+    span = period * PERIODS_A_PASS
+    passes: dict[int, list[Any]] = defaultdict(list)
+    for datum in subset:
+        passes[(datum.timestamp - start) // span].append(datum)
+    answer: dict[str, Any] | None = None
+    for number in sorted(passes):
+        backend.get_all_metrics = lambda points=passes[number]: points
+        first = start + span * number
+        found = original_get(backend, [query], first, first + span, "TimestampAscending")
+        if not found:  # ReturnData false: moto returns nothing for it
+            return []
+        if answer is None:
+            answer = {**found[0], "values": [], "timestamps": []}
+        answer["values"] += found[0]["values"]
+        answer["timestamps"] += found[0]["timestamps"]
+    if answer is None:  # no datapoint: moto's own answer (every period empty, so cheap)
+        backend.get_all_metrics = list
+        return list(original_get(backend, [query], start, end, scan_by))
+    if scan_by == "TimestampDescending":
+        answer["values"].reverse()
+        answer["timestamps"].reverse()
+    return [answer]
 
 
 def each_series_once(self: Any, metric_name: str, namespace: str, dimensions: list[dict[str, str]]) -> Any:

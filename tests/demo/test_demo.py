@@ -1,0 +1,210 @@
+"""`make demo` tells the same story whatever the time, and its page opens with what costguard said in Slack.
+
+The story is run as `make demo` runs it (`python -m demo`, a process of its own), with the wall clock moved
+by time-machine to a weekday afternoon (the Thursday 14:55 UTC at which bob's Start it again once found no
+stop notice), morning and night, and a weekend; each run's scene log (demo-output/scenes.json) must say
+that every scene happened. A run costs what `make demo` costs (~15-20 s here), four of them in all; the page
+tests read the first run's page.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from demo import render
+from demo.clock import PRESENT
+from demo.story import read
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The wall clock the story is told at: (why, when).
+WALL_CLOCKS = [
+    ("Thursday afternoon, when bob's click found no stop notice", datetime(2026, 11, 26, 14, 55, tzinfo=UTC)),
+    ("Tuesday morning, another season", datetime(2027, 3, 2, 7, 40, tzinfo=UTC)),
+    ("Wednesday night, Paris on summer time", datetime(2026, 6, 10, 23, 30, tzinfo=UTC)),
+    ("Sunday, years on", datetime(2031, 1, 12, 11, 0, tzinfo=UTC)),
+]
+RUN_DEMO = """
+import sys
+from datetime import datetime
+
+import time_machine
+
+with time_machine.travel(datetime.fromisoformat(sys.argv[1]), tick=True):
+    from demo.__main__ import main
+
+    sys.exit(main())
+"""
+
+
+@dataclass
+class Run:
+    code: int
+    output: str
+    out: Path  # its demo-output/
+
+
+_RUNS: dict[datetime, Run] = {}
+
+
+def demo_at(wall_clock: datetime, temporary: pytest.TempPathFactory) -> Run:
+    """`python -m demo` in a folder of its own, the wall clock at `wall_clock` when it starts (once per moment)."""
+    if wall_clock not in _RUNS:
+        where = temporary.mktemp("demo")
+        paths = [str(ROOT), str(ROOT / "layers" / "costguard"), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+        done = subprocess.run(
+            [sys.executable, "-c", RUN_DEMO, wall_clock.isoformat()],
+            cwd=where,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        _RUNS[wall_clock] = Run(done.returncode, done.stdout + done.stderr, where / "demo-output")
+    return _RUNS[wall_clock]
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return demo_at(WALL_CLOCKS[0][1], tmp_path_factory)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("why", "wall_clock"), WALL_CLOCKS, ids=[w for w, _ in WALL_CLOCKS])
+def test_every_scene_of_the_story_happens_whatever_the_wall_clock(
+    why: str, wall_clock: datetime, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    run = demo_at(wall_clock, tmp_path_factory)
+    assert (run.out / "scenes.json").exists(), run.output[-3000:]
+    scenes = read(run.out / "scenes.json")
+    missing = [f"{s['title']}: {s['expected']} != {s['got']}" for s in scenes if not s["happened"]]
+    assert not missing, f"at {wall_clock:%A %H:%M} UTC ({why}):\n" + "\n".join(missing)
+    assert run.code == 0, run.output[-3000:]
+    assert len(scenes) >= 25  # the whole story, not the scenes before a crash
+    reference = read(demo_at(WALL_CLOCKS[0][1], tmp_path_factory).out / "scenes.json")
+    assert [s["title"] for s in scenes] == [s["title"] for s in reference]  # the same story, scene by scene
+    # Nothing it shows is the wall clock's day: every date derives from the story's.
+    shown = (run.out / "messages.json").read_text() + (run.out / "index.html").read_text()
+    assert f"{wall_clock:%Y-%m-%d}" not in shown
+    assert f"{PRESENT:%Y-%m-%d}" in shown
+
+
+def slack_part(page: str) -> str:
+    """The page's Slack messages, before the story that is folded below them."""
+    start = page.index('<div class="slack">')
+    return page[start : page.index("<h2>The story behind the messages</h2>", start)]
+
+
+@pytest.mark.slow
+def test_the_page_opens_with_the_messages_and_folds_the_story_below(first_run: Run) -> None:
+    page = (first_run.out / "index.html").read_text()
+    first_message = page.index('<div class="message">')
+    assert first_message < page.index("<details")  # no log, no table, before the first message
+    assert page.count("<table") == page[page.index("<h2>The story behind the messages</h2>") :].count("<table")
+    assert page.count("<details") >= 4  # the story, the fleet, the decisions, the invocations, each folded
+
+
+@pytest.mark.slow
+def test_the_first_message_is_the_first_deploy_s_dry_run_report(first_run: Run) -> None:
+    messages = json.loads((first_run.out / "messages.json").read_text())
+    dry_run = [m for m in messages if m["text"].startswith("[dry-run]")]
+    assert dry_run
+    assert messages[0] == dry_run[0]
+    assert {m["channel"] for m in dry_run} == {"#ml-costs"}  # the alerts channel only, no owner
+    assert not any(m["direct"] for m in dry_run)
+
+
+@pytest.mark.slow
+def test_the_page_draws_every_emoji_code_its_messages_carry(first_run: Run) -> None:
+    messages = (first_run.out / "messages.json").read_text()
+    slack = slack_part((first_run.out / "index.html").read_text())
+    used = [code for code in render.EMOJI if code in messages]
+    assert used  # the story's messages do carry some
+    for code in used:
+        assert code not in slack
+        assert render.EMOJI[code] in slack
+
+
+def product_emoji_codes() -> set[str]:
+    """The Slack emoji codes in costguard's own strings (layers/costguard)."""
+    codes: set[str] = set()
+    for path in (ROOT / "layers" / "costguard" / "costguard").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                codes |= set(re.findall(r"(?:^|(?<=[\s(>*_]))(:[a-z0-9_+]+:)(?=[\s.,;)!?*_]|$)", node.value))
+    return codes
+
+
+def test_every_emoji_code_costguard_writes_is_drawn_by_the_page() -> None:
+    codes = product_emoji_codes()
+    assert ":warning:" in codes  # the scan finds them
+    assert codes <= set(render.EMOJI), f"add to demo/render.py's EMOJI: {sorted(codes - set(render.EMOJI))}"
+    assert render.mrkdwn(":white_check_mark: *kept*") == "\u2705 <b>kept</b>"
+    header = {"type": "header", "text": {"type": "plain_text", "text": ":rotating_light: Budget", "emoji": True}}
+    assert "\U0001f6a8 Budget" in render.block(header, {}, {})
+
+
+CHROMIUM = next((p for p in ("chromium", "chromium-browser", "google-chrome") if shutil.which(p)), None)
+# As the machine's notes advise: headless, no sandbox (root), and no background calls to Google's hosts.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+SCREEN = (1280, 900)
+MEASURE = """<script>
+window.addEventListener("load", () => {
+  const first = document.querySelector(".message");
+  const shown = first.querySelector(".header, .section, .text");
+  document.body.dataset.measured = JSON.stringify({
+    message_top: first.getBoundingClientRect().top,
+    first_block_bottom: shown.getBoundingClientRect().bottom,
+    viewport: [window.innerWidth, window.innerHeight],
+  });
+});
+</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get install chromium)")
+def test_a_screenshot_of_the_page_in_headless_chromium_shows_the_first_message(first_run: Run, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    measured_page = tmp_path / "index.html"
+    measured_page.write_text((first_run.out / "index.html").read_text().replace("</body>", MEASURE + "</body>"))
+    browser = [
+        CHROMIUM,
+        *CHROMIUM_FLAGS,
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--window-size={SCREEN[0]},{SCREEN[1]}",
+    ]
+    shot = tmp_path / "first-screen.png"
+    subprocess.run(
+        [*browser, f"--screenshot={shot}", measured_page.as_uri()], capture_output=True, timeout=120, check=True
+    )
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    dom = subprocess.run(
+        [*browser, "--dump-dom", measured_page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    found = re.search(r'data-measured="([^"]+)"', dom)
+    assert found, dom[:500]
+    measured = json.loads(found.group(1).replace("&quot;", '"'))
+    assert 0 <= measured["message_top"] < measured["first_block_bottom"] <= SCREEN[1], measured
