@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -20,7 +20,8 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.reads.checks import ActivityChecker
-from costguard.idle.rules.activity import CheckState
+from costguard.idle.rules.activity import ActivityCheck, CheckState
+from costguard.idle.rules.jobs import JobKind, next_job
 from costguard.runtime import Runtime
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
@@ -149,6 +150,77 @@ def test_machines_that_do_not_answer_in_time_are_no_answer_and_the_wait_is_bound
     assert checks[ids[1]].state is CheckState.NO_ANSWER
     assert checks[ids[1]].detail == "no answer in 10 s"
     assert clock.t == 10.0
+
+
+def checked(output: str) -> ActivityCheck:
+    """One machine's answer, through DescribeInstanceInformation, SendCommand and ListCommandInvocations."""
+    client = ssm_client()
+    stub = Stubber(client)
+    iid = "i-0000000000000000a"
+    stub.add_response(
+        "describe_instance_information", {"InstanceInformationList": [{"InstanceId": iid, "PingStatus": "Online"}]}
+    )
+    stub.add_response("send_command", {"Command": {"CommandId": CMD_C1}})
+    stub.add_response("list_command_invocations", {"CommandInvocations": [invocation(iid, output=output)]})
+    clock = Clock()
+    checker = ActivityChecker(
+        ssm=Ssm(client),
+        ec2=Ec2(ec2(), REGION, Mode.DRY_RUN),
+        document=DOCUMENT,
+        wait_seconds=10,
+        time_left=lambda: 250.0,
+        sleep=clock.sleep,
+        clock=clock,
+    )
+    now = datetime(2026, 11, 21, 3, 0).astimezone()
+    with stub:
+        return checker.check([Instance(iid, REGION, "g5.xlarge", "running", now)], now)[iid]
+
+
+def test_the_machines_scheduled_jobs_in_an_answer_are_read_with_the_rest_of_it(aws: None) -> None:
+    jobs = {
+        "tz": "Europe/Berlin",
+        "found": 3,
+        "sys": 12,
+        "list": [
+            {"k": "cron", "s": "30 2 * * *", "c": "python3", "u": "ana"},
+            {"k": "timer", "s": "Mon..Fri 22:00", "n": 1795471200, "c": "nightly-train.service"},
+            {"k": "anacron", "s": "1 5 cron.daily"},  # not a kind the check reports: skipped, counted
+        ],
+    }
+    check = checked(report(sessions=[{"tty": "pts/0", "idle_s": 50}], jobs=jobs))
+    assert check.state is CheckState.ANSWERED
+    assert check.report is not None
+    assert check.report.sessions[0].tty == "pts/0"
+    read = check.report.jobs
+    assert read is not None
+    assert [(j.kind, j.command) for j in read.jobs] == [
+        (JobKind.CRON, "python3"),
+        (JobKind.TIMER, "nightly-train.service"),
+    ]
+    assert (read.found, read.system, read.skipped, read.zone) == (3, 12, 1, "Europe/Berlin")
+    upcoming = next_job(read, datetime(2026, 11, 21, 0, 0, tzinfo=UTC))
+    assert upcoming is not None
+    assert upcoming.when == datetime(2026, 11, 21, 1, 30, tzinfo=UTC)  # 02:30 in Berlin
+    assert upcoming.job.command == "python3"
+
+
+@pytest.mark.parametrize("jobs", ["every night", [1, 2], {"list": {"k": "cron"}}, {"list": [None, 7, "x"]}])
+def test_an_answer_whose_jobs_cannot_be_read_is_still_an_answer(aws: None, jobs: Any) -> None:
+    check = checked(report(gpu=[{"name": "python train.py", "mib": 40_000, "notebook": False}], jobs=jobs))
+    assert check.state is CheckState.ANSWERED  # what decides a stop is all there
+    assert check.report is not None
+    assert check.report.gpu[0].gpu_mib == 40_000
+    assert check.report.jobs is not None
+    assert check.report.jobs.jobs == ()
+    assert check.report.jobs.skipped >= 1
+
+
+def test_an_answer_of_an_older_check_has_no_jobs(aws: None) -> None:
+    check = checked(report())
+    assert check.state is CheckState.ANSWERED
+    assert check.report is not None
+    assert check.report.jobs is None
 
 
 def test_the_wait_never_eats_the_time_the_rest_of_the_sweep_needs(aws: None) -> None:

@@ -4,6 +4,7 @@ busy processes it leaves out because a system service runs them."""
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -18,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from costguard.idle.rules.activity import CpuAccount, parse_report
+from costguard.idle.rules.activity import BLINDING, CpuAccount, parse_report
+from costguard.idle.rules.jobs import next_job
 from testing.template import activity_check_script, template
 
 RESOURCES = "MESSAGE_ID=ae8f7b866b0347b9af31fe1c80b127c0"  # systemd's "unit consumed resources" message
@@ -107,21 +110,36 @@ def machine(tmp_path: Path) -> dict[str, Any]:
     fake.chmod(0o755)
     boot = tmp_path / "boot_id"
     boot.write_text("8d2c1f0e-boot\n")
-    return {"tmp": tmp_path, "root": root, "bin": bin_dir, "boot": boot}
+    etc, spool = tmp_path / "etc", tmp_path / "spool"  # no crontab, no cron.d, no spool: filled by `schedules`
+    etc.mkdir()
+    spool.mkdir()
+    # Not booted with systemd (no /run/systemd/system) until a test says so; and no at, whatever this machine has.
+    systemd = tmp_path / "run-systemd-system"
+    return {"tmp": tmp_path, "root": root, "bin": bin_dir, "boot": boot, "etc": etc, "spool": spool, "systemd": systemd}
 
 
 def run_check(
-    machine: dict[str, Any], *, proc_cgroup: Path | None = None, replace: dict[str, str] | None = None
+    machine: dict[str, Any],
+    *,
+    proc_cgroup: Path | None = None,
+    replace: dict[str, str] | None = None,
+    services: str | None = None,
+    tz: str = "UTC",
 ) -> str:
-    script = activity_check_script()
+    script = activity_check_script(services)
     for old, new in (replace or {}).items():
         assert old in script
         script = script.replace(old, new)
     script = script.replace('root = "/sys/fs/cgroup/"', f'root = "{machine["root"]}/"')
     script = script.replace("/proc/sys/kernel/random/boot_id", str(machine["boot"]))
+    script = script.replace('ETC = "/etc/"', f'ETC = "{machine["etc"]}/"')
+    script = script.replace('SPOOL = "/var/spool/cron/"', f'SPOOL = "{machine["spool"]}/"')
+    script = script.replace('SYSTEMD = "/run/systemd/system"', f'SYSTEMD = "{machine["systemd"]}"')
+    if not (machine["bin"] / "atq").exists():
+        script = script.replace('run(["atq"]', 'run(["atq-is-not-installed-here"]')
     if proc_cgroup is not None:
         script = script.replace('"/proc/%s/cgroup" % pid', f'"{proc_cgroup}/%s" % pid')
-    env = {"PATH": f"{machine['bin']}:/usr/bin:/bin"}
+    env = {"PATH": f"{machine['bin']}:/usr/bin:/bin", "TZ": tz}  # the machine's clock, for atq's and systemctl's dates
     ran = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=True, env=env)
     return ran.stdout
 
@@ -336,12 +354,15 @@ RUN_COMMAND_OUTPUT = 2500  # ListCommandInvocations returns the first 2,500 char
 
 
 def test_the_report_of_a_crowded_8_gpu_box_fits_what_run_command_returns(
-    machine: dict[str, Any], tmp_path: Path
+    schedules: dict[str, Any], tmp_path: Path
 ) -> None:
     # 12 terminals, 3 Jupyter servers of 10 kernels, 16 processes holding GPU memory, 10 of them with long
-    # names in other alphabets (JSON escapes each such character in 6), a hook's long line, 8 GPUs. (Busy
-    # processes are this shared machine's own: up to 8 more entries.)
+    # names in other alphabets (JSON escapes each such character in 6), a hook's long line, 8 GPUs, 40 cron
+    # jobs of such names and the schedules of the fixture. (Busy processes are this shared machine's own: up
+    # to 8 more entries.)
+    machine = schedules
     long = "предобработка_данных_模型训练_données"
+    (machine["spool"] / "crontabs" / "eve").write_text("".join(f"{m} 4 * * * /opt/{long}.sh\n" for m in range(40)))
     runner = tmp_path / f"{long}"
     runner.symlink_to(sys.executable)
     busy = [subprocess.Popen([str(runner), "-c", "import time; time.sleep(60)", long, long]) for _ in range(10)]
@@ -383,6 +404,9 @@ def test_the_report_of_a_crowded_8_gpu_box_fits_what_run_command_returns(
     assert report.gpu[0].gpu_mib == 30000
     assert [g.index for g in report.gpus or ()] == list(range(8))  # every GPU
     assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 10.9)
+    assert report.jobs is not None
+    assert report.jobs.found == 50
+    assert len(report.jobs.jobs) >= 1  # the soonest, and how many there were
 
 
 def test_a_hung_nvidia_smi_and_a_hung_hook_leave_the_check_time_to_answer(
@@ -416,8 +440,9 @@ OLD_PYTHONS = sorted(
 
 @pytest.mark.parametrize("python", OLD_PYTHONS or [pytest.param("", marks=pytest.mark.skip("no Python 3.6/3.7 here"))])
 def test_the_check_runs_on_the_python_3_of_amazon_linux_2_and_ubuntu_18_04(
-    machine: dict[str, Any], python: str
+    schedules: dict[str, Any], python: str
 ) -> None:
+    machine = schedules  # every kind of scheduled job too
     (machine["bin"] / "python3").symlink_to(python)  # first on the check's PATH
     kernel = subprocess.Popen([python, "-c", "import time; time.sleep(30)", "ipykernel_launcher"])
     try:
@@ -427,3 +452,335 @@ def test_the_check_runs_on_the_python_3_of_amazon_linux_2_and_ubuntu_18_04(
         kernel.wait()
     assert report.cpu_account == CpuAccount("8d2c1f0e-boot", 32.4, 10.9)
     assert report.kernel_processes >= 1
+    assert report.jobs is not None
+    assert (report.jobs.found, report.jobs.system, report.jobs.skipped) == (10, 8, 0)
+
+
+# ------------------------------------------------------------------ the machine's scheduled jobs
+# /etc/crontab and /etc/cron.d as a stock Ubuntu 22.04 ships them (cron 3.0pl1, e2fsprogs, popularity-contest).
+UBUNTU_CRONTAB = """SHELL=/bin/sh
+# You can also override PATH, but by default, newer versions inherit it from the environment
+#PATH=/usr/local/sbin:/usr/local/bin:/sbin:/bin:/usr/sbin:/usr/bin
+
+# Example of job definition:
+# .---------------- minute (0 - 59)
+# m h dom mon dow user  command
+17 *    * * *   root    cd / && run-parts --report /etc/cron.hourly
+25 6    * * *   root    test -x /usr/sbin/anacron || ( cd / && run-parts --report /etc/cron.daily )
+47 6    * * 7   root    test -x /usr/sbin/anacron || ( cd / && run-parts --report /etc/cron.weekly )
+52 6    1 * *   root    test -x /usr/sbin/anacron || ( cd / && run-parts --report /etc/cron.monthly )
+#
+"""
+E2SCRUB_ALL = (
+    "30 3 * * 0 root test -e /run/systemd/system || "
+    "SERVICE_MODE=1 /usr/lib/x86_64-linux-gnu/e2fsprogs/e2scrub_all_cron\n"
+    "10 3 * * * root test -e /run/systemd/system || SERVICE_MODE=1 /sbin/e2scrub_all -A -r\n"
+)
+POPULARITY_CONTEST = """SHELL=/bin/sh
+PATH=/usr/bin:/bin
+45 12 * * * root test -x /etc/cron.daily/popularity-contest && /etc/cron.daily/popularity-contest --crond
+"""
+SECRETS = ("hunter2", "s3cr3t", "AKIAEXAMPLE", "xyz-at-secret", "/home/ana/train.py", "--dataset")
+AT_JOB = """#!/bin/sh
+# atrun uid=1000 gid=1000
+# mail ana 0
+umask 22
+PATH=/usr/bin:/bin; export PATH
+cd /home/ana || {
+\t echo 'Execution directory inaccessible' >&2
+\t exit 1
+}
+${SHELL:-/bin/sh} << 'marcinDELIMITER2f4a1b3c'
+# evaluate the checkpoint
+cd /home/ana/eval
+python3 eval.py --token=xyz-at-secret
+marcinDELIMITER2f4a1b3c
+"""
+
+
+def fake(machine: dict[str, Any], name: str, body: str) -> None:
+    path = machine["bin"] / name
+    path.write_text(f'#!/bin/sh\necho "$@" >> {machine["tmp"]}/{name}-args\n{body}')
+    path.chmod(0o755)
+
+
+def timers_json(now: float) -> str:
+    return json.dumps(
+        [
+            {
+                "next": int((now + 3600) * 1e6),
+                "left": 1,
+                "last": None,
+                "passed": None,
+                "unit": "apt-daily.timer",
+                "activates": "apt-daily.service",
+            },
+            # systemd 256 and later list the units a timer starts; older ones name the one
+            {
+                "next": int((now + 7200) * 1e6),
+                "left": 1,
+                "last": None,
+                "passed": None,
+                "unit": "nightly-train.timer",
+                "activates": ["nightly-train.service"],
+            },
+            {
+                "next": None,
+                "left": None,
+                "last": None,
+                "passed": None,
+                "unit": "model-sync.timer",
+                "activates": "model-sync.service",
+            },
+        ]
+    )
+
+
+SHOW = """TimersCalendar={ OnCalendar=*-*-* 06,18:00:00 ; next_elapse=Sun 2026-11-22 06:00:00 UTC }
+Id=apt-daily.timer
+
+TimersCalendar={ OnCalendar=Mon..Fri *-*-* 22:00:00 ; next_elapse=Mon 2026-11-23 22:00:00 UTC }
+TimersCalendar={ OnCalendar=Sat,Sun *-*-* 10:00:00 ; next_elapse=Sun 2026-11-22 10:00:00 UTC }
+Id=nightly-train.timer
+
+TimersMonotonic={ OnUnitActiveUSec=1d ; next_elapse=n/a }
+Id=model-sync.timer
+"""
+
+
+@pytest.fixture
+def schedules(machine: dict[str, Any]) -> dict[str, Any]:
+    """A machine's scheduled jobs: Ubuntu's own, a team's in /etc/crontab and /etc/cron.d, users' crontabs in
+    Debian's spool and in RHEL's, systemd's timers, the at queue."""
+    etc, spool, tmp = machine["etc"], machine["spool"], machine["tmp"]
+    (etc / "cron.d").mkdir()
+    (etc / "crontab").write_text(UBUNTU_CRONTAB + "0 5 * * 1-5 ml /opt/etl/run.sh --password=hunter2\n")
+    (etc / "cron.d" / "e2scrub_all").write_text(E2SCRUB_ALL)
+    (etc / "cron.d" / "popularity-contest").write_text(POPULARITY_CONTEST)
+    (etc / "cron.d" / "feature-store").write_text(
+        "CRON_TZ=America/New_York\n*/15 9-17 * * mon-fri ml nice -n 10 python3 /srv/features.py --token=s3cr3t\n"
+    )
+    (etc / "cron.d" / "feature-store.dpkg-old").write_text("0 0 * * * root python3 /srv/old.py\n")  # cron skips it
+    (spool / "crontabs").mkdir()
+    (spool / "crontabs" / "ana").write_text(
+        "# m h dom mon dow command\nMAILTO=ana@example.com\n"
+        "30 2 * * * cd /home/ana && python3 /home/ana/train.py --dataset s3://b --key=AKIAEXAMPLE\n"
+        "@reboot /home/ana/start-notebook.sh\n"
+        "@daily flock -n /tmp/sync.lock /home/ana/sync.sh > /dev/null 2>&1\n"
+    )
+    (spool / "bob").write_text("0 */6 1-15/2 jan-jun * /usr/bin/env LANG=C bash -c 'date'\n")  # RHEL's spool
+    machine["systemd"].mkdir()
+    (tmp / "timers.json").write_text(timers_json(time.time()))
+    (tmp / "show.txt").write_text(SHOW)
+    fake(
+        machine,
+        "systemctl",
+        f'case "$*" in\n  *list-timers*--output=json*) cat {tmp}/timers.json;;\n'
+        f"  *list-timers*) cat {tmp}/timers.txt;;\n  show*) cat {tmp}/show.txt;;\nesac\n",
+    )
+    (tmp / "at-3").write_text(AT_JOB)
+    # atq's two ways of printing a time (the check runs with TZ=UTC here), and a job running now ("=").
+    machine["at"] = [int(time.time()) // 60 * 60 + 86400, int(time.time()) // 60 * 60 + 2 * 86400]
+    first, second = (datetime.fromtimestamp(t, UTC) for t in machine["at"])
+    ctime, iso = f"{first:%a %b %d %H:%M:%S %Y}", f"{second:%Y-%m-%d %H:%M}"
+    (tmp / "atq.txt").write_text(f"3\t{ctime} a ana\n4\t{iso} b root\n5\t{ctime} = ana\n")
+    fake(machine, "atq", f"cat {tmp}/atq.txt\n")
+    fake(machine, "at", f'[ "$2" = 3 ] && cat {tmp}/at-3\n[ "$2" = 4 ] && echo "no such job"\nexit 0\n')
+    return machine
+
+
+def job_errors(output: str) -> list[str]:
+    return [e for e in parse_report(output).errors if e.startswith(("cron", "timers", "at"))]
+
+
+def jobs_of(output: str) -> dict[str, Any]:
+    jobs: dict[str, Any] = json.loads(output.strip().splitlines()[-1])["jobs"]
+    return jobs
+
+
+def listed(jobs: dict[str, Any]) -> set[tuple[str, ...]]:
+    return {(j["k"], j.get("s", ""), j["c"], j.get("u", ""), j.get("z", "")) for j in jobs["list"]}
+
+
+def test_each_kind_of_scheduled_job_is_reported_by_its_programs_name_and_never_its_arguments(
+    schedules: dict[str, Any],
+) -> None:
+    output = run_check(schedules)
+    jobs = jobs_of(output)
+    assert listed(jobs) == {
+        ("cron", "0 5 * * 1-5", "run.sh", "ml", ""),  # the team's line in /etc/crontab
+        ("cron", "*/15 9-17 * * mon-fri", "python3", "ml", ""),  # past `nice -n 10`; CRON_TZ: see below
+        ("cron", "30 2 * * *", "python3", "ana", ""),  # past `cd /home/ana &&`
+        ("cron", "@reboot", "start-notebook.sh", "ana", ""),
+        ("cron", "@daily", "sync.sh", "ana", ""),  # past flock and its lock file
+        ("cron", "0 */6 1-15/2 jan-jun *", "bash", "bob", ""),  # RHEL's spool; past env and its settings
+        ("timer", "Mon..Fri *-*-* 22:00:00; Sat,Sun *-*-* 10:00:00", "nightly-train.service", "", ""),
+        ("timer", "OnUnitActiveUSec=1d", "model-sync.service", "", ""),
+        ("at", "", "python3", "ana", ""),  # its script's first program, past at's preamble and `cd`
+        ("at", "", "", "root", ""),  # its script could not be read: its time still counts
+    }
+    assert not [s for s in SECRETS if s in output]
+    by_program = {j["c"]: j for j in jobs["list"]}
+    assert by_program["nightly-train.service"]["n"] == pytest.approx(time.time() + 7200, abs=60)  # systemd's own
+    assert "n" not in by_program["model-sync.service"]  # systemd has no next elapse for it now
+    assert sorted(j["n"] for j in jobs["list"] if j["k"] == "at") == schedules["at"]
+    assert jobs["found"] == 10
+    assert jobs["tz"] == "UTC"  # no /etc/localtime: glibc's UTC
+    assert job_errors(output) == []
+    assert "--output=json" in (schedules["tmp"] / "systemctl-args").read_text()
+
+
+def test_the_systems_own_jobs_are_counted_and_left_out_as_the_parameter_lists_them(schedules: dict[str, Any]) -> None:
+    jobs = jobs_of(run_check(schedules))
+    # Ubuntu's four run-parts lines, e2scrub_all's two, popularity-contest's, apt-daily.timer.
+    assert jobs["sys"] == 8
+    assert not [j for j in jobs["list"] if j["c"] in ("run-parts", "cron.daily", "e2scrub_all", "apt-daily.service")]
+    everything = jobs_of(run_check(schedules, services="amazon-ssm-agent.service"))  # a list without them
+    assert everything["sys"] == 0
+    assert {j["c"] for j in everything["list"]} >= {
+        "cron.hourly",
+        "cron.daily",
+        "cron.weekly",
+        "cron.monthly",
+        "e2scrub_all",
+        "e2scrub_all_cron",
+        "popularity-contest",
+        "apt-daily.service",
+    }
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        "cron:cron.daily",  # run-parts of /etc/cron.daily, named by its folder
+        "cron:e2scrub_all",  # a line of /etc/cron.d by its program
+        "cron:popularity-contest",  # and by its file
+        "cron:sessionclean",
+        "cron:php",
+        "cron:certbot",
+        "cron:0hourly",  # RHEL's /etc/cron.d/0hourly
+        "cron:raid-check",
+        "cron:sa1",
+        "apt-daily.service",  # the units timers start
+        "dpkg-db-backup.service",
+        "ua-timer.service",
+        "update-notifier-download.service",
+        "snapd.snap-repair.service",
+        "fstrim.service",
+        "e2scrub_all.service",
+        "man-db.service",
+        "logrotate.service",
+        "plocate-updatedb.service",
+        "systemd-tmpfiles-clean.service",
+        "motd-news.service",
+        "sysstat-collect.service",
+        "dnf-makecache.service",
+        "unbound-anchor.service",
+        "phpsessionclean.service",
+    ],
+)
+def test_the_default_list_names_the_systems_own_scheduled_jobs(job: str) -> None:
+    assert any(fnmatchcase(job, p) for p in services())
+
+
+@pytest.mark.parametrize(
+    "job", ["cron:python3", "cron:run-parts", "cron:bash", "cron:train.sh", "nightly-train.service"]
+)
+def test_the_default_list_names_no_teams_scheduled_job(job: str) -> None:
+    assert not any(fnmatchcase(job, p) for p in services())
+
+
+def test_cron_tz_is_reported_only_where_the_cron_daemon_honours_it(schedules: dict[str, Any]) -> None:
+    # cronie (RHEL, Amazon Linux) reads a crontab's times in CRON_TZ; Debian's cron runs every job on the
+    # machine's clock, CRON_TZ or not.
+    cronie = 'CRONIE = os.path.exists("/usr/sbin/crond") or os.path.exists("/sbin/crond")'
+    honoured = jobs_of(run_check(schedules, replace={cronie: "CRONIE = True"}))
+    assert {j["c"]: j.get("z") for j in honoured["list"] if j["k"] == "cron"}["python3"] in (None, "America/New_York")
+    assert [j["z"] for j in honoured["list"] if "z" in j] == ["America/New_York"]
+    ignored = jobs_of(run_check(schedules, replace={cronie: "CRONIE = False"}))
+    assert [j for j in ignored["list"] if "z" in j] == []
+
+
+@pytest.mark.parametrize(
+    ("localtime", "timezone", "zone"),
+    [
+        ("../usr/share/zoneinfo/Europe/Berlin", "Etc/UTC", "Europe/Berlin"),  # the link is what glibc reads
+        ("/usr/share/zoneinfo/posix/America/New_York", None, "America/New_York"),
+        (None, "Asia/Kolkata\n", "Asia/Kolkata"),
+        ("a copied file", None, ""),  # a file, not a link, and no /etc/timezone: the check cannot tell
+        (None, None, "UTC"),  # no /etc/localtime at all: glibc's UTC
+    ],
+)
+def test_the_machines_zone_is_its_localtime_link_else_its_timezone_file(
+    machine: dict[str, Any], localtime: str | None, timezone: str | None, zone: str
+) -> None:
+    if localtime == "a copied file":
+        (machine["etc"] / "localtime").write_bytes(b"TZif2")
+    elif localtime:
+        (machine["etc"] / "localtime").symlink_to(localtime)
+    if timezone:
+        (machine["etc"] / "timezone").write_text(timezone)
+    assert jobs_of(run_check(machine))["tz"] == zone
+
+
+def test_timers_are_read_from_systemctls_table_where_it_has_no_json_output(schedules: dict[str, Any]) -> None:
+    (schedules["tmp"] / "timers.json").write_text("")  # systemd 249 (Ubuntu 22.04) and older: a table
+    fake(
+        schedules,
+        "systemctl",
+        f'case "$*" in\n  *--output=json*) echo "systemctl: unrecognized option" >&2; exit 1;;\n'
+        f"  *list-timers*) cat {schedules['tmp']}/timers.txt;;\n  show*) cat {schedules['tmp']}/show.txt;;\nesac\n",
+    )
+    rows = [  # NEXT, LEFT, LAST, PASSED, UNIT, ACTIVATES
+        ("Sat 2026-11-21 18:00:00 CET", "4h 3min left", "Sat 2026-11-21 06:00:00 CET", "7h ago", "apt-daily.timer"),
+        ("Mon 2026-11-23 22:00:00 CET", "2 days left", "n/a", "n/a", "nightly-train.timer"),
+        ("n/a", "n/a", "n/a", "n/a", "model-sync.timer"),
+    ]
+    table = "".join("  ".join((*row, row[-1].replace(".timer", ".service"))) + "\n" for row in rows)
+    (schedules["tmp"] / "timers.txt").write_text(table)
+    jobs = jobs_of(run_check(schedules, tz="Europe/Berlin"))
+    timers = {j["c"]: j for j in jobs["list"] if j["k"] == "timer"}
+    assert timers["nightly-train.service"]["n"] == calendar.timegm((2026, 11, 23, 21, 0, 0))  # 22:00 CET
+    assert timers["nightly-train.service"]["s"] == "Mon..Fri *-*-* 22:00:00; Sat,Sun *-*-* 10:00:00"
+    assert "n" not in timers["model-sync.service"]
+    assert jobs["sys"] == 8  # apt-daily.timer still the system's
+
+
+def test_a_source_that_fails_is_an_error_and_the_others_are_still_read_in_the_checks_time(
+    schedules: dict[str, Any],
+) -> None:
+    fake(schedules, "systemctl", "echo 'Failed to connect to bus: Connection refused' >&2\nexit 1\n")
+    fake(schedules, "atq", "sleep 100\n")  # atd stuck on a hung NFS home
+    (schedules["spool"] / "crontabs" / "carol").symlink_to("/proc/self/mem")  # a file no one can read (EIO)
+    started = time.monotonic()
+    output = run_check(schedules)
+    assert time.monotonic() - started < 20  # atq's 5 seconds, within the check's 30
+    assert sorted(job_errors(output)) == ["at: TimeoutExpired", "cron: OSError", "timers: OSError"]
+    assert ("cron", "30 2 * * *", "python3", "ana", "") in listed(jobs_of(output))  # the rest still read
+    assert not [e for e in job_errors(output) if e.startswith(BLINDING)]  # jobs unread hide no work going on now
+
+
+def test_a_machine_without_systemd_cron_or_at_reports_no_jobs_and_no_error(machine: dict[str, Any]) -> None:
+    output = run_check(machine)
+    assert jobs_of(output) == {"tz": "UTC", "found": 0, "sys": 0, "list": []}
+    assert job_errors(output) == []
+
+
+def test_a_crowded_machines_jobs_are_cut_to_the_soonest_and_say_how_many_there_were(schedules: dict[str, Any]) -> None:
+    long = "etl_предобработка_данных_模型训练_données"
+    lines = "".join(f"{m} 3 * * * /opt/{long}{m}.sh --secret=s3cr3t\n" for m in range(40))
+    (schedules["spool"] / "crontabs" / "dave").write_text(lines + "* * * * * /opt/heartbeat.sh\n")
+    output = run_check(schedules)
+    line = output.strip().splitlines()[-1]
+    assert len(line) <= RUN_COMMAND_OUTPUT - 100, len(line)
+    jobs = jobs_of(output)
+    assert jobs["found"] == 51
+    assert 1 <= len(jobs["list"]) < 51
+    assert jobs["list"][0]["c"] == "heartbeat.sh"  # the soonest first: every minute
+    read = parse_report(line).jobs
+    assert read is not None
+    assert read.cut == 51 - len(jobs["list"])
+    upcoming = next_job(read, datetime.fromtimestamp(time.time(), UTC))
+    assert upcoming is not None
+    assert upcoming.job.command == "heartbeat.sh"
+    assert upcoming.when - datetime.now(UTC) < timedelta(minutes=2)

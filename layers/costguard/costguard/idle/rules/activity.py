@@ -11,7 +11,8 @@ snapd, the agents: the document's list) are not work: the check leaves them out 
 
 Two additive fields, which older readers ignore: `gpus`, each GPU's utilization and memory as
 nvidia-smi sees them; and `cg`, cgroup v2's CPU accounting since boot (the whole machine's, and the
-system's own services'), from which costguard attributes the CPU between two answers.
+system's own services'), from which costguard attributes the CPU between two answers. And `jobs`: the
+machine's own scheduled jobs (crontabs, systemd timers, the at queue), read by `jobs.py`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from costguard.core.formatting import duration
+from costguard.idle.rules.jobs import MachineJobs, parse_jobs
 from costguard.idle.rules.judgement import Verdict
 
 SCHEMA_VERSION = 1
@@ -88,6 +90,7 @@ class ActivityReport:
     cpu_account: CpuAccount | None = None  # None: not reported, or not cgroup v2
     at: int = 0  # the machine's clock when it answered (epoch seconds)
     kernel_processes: int = 0  # notebook kernels' processes, whether or not a Jupyter server lists them
+    jobs: MachineJobs | None = None  # the machine's scheduled jobs; None: not reported (an older check)
 
     def blind(self) -> str:
         """What the check could not look at that certain idleness needs, or "": a Jupyter server it could
@@ -144,6 +147,7 @@ def parse_report(output: str) -> ActivityReport:
         cpu_account=_cpu_account(raw.get("cg")),
         at=_int(raw.get("at")),
         kernel_processes=_int(raw.get("kp")),
+        jobs=parse_jobs(raw.get("jobs")),
     )
 
 
