@@ -529,3 +529,48 @@ def test_without_its_check_a_machine_waits_the_full_window(
     iid = finished_an_hour_ago(now)  # not managed by SSM: metrics alone never shorten the window
     assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == []
     assert tags.IDLE_WARNED_AT not in tags_of(iid)
+
+
+def test_a_machine_with_a_crontab_job_at_2_is_started_before_it_on_its_first_night_under_costguard(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No history of the job in its metrics (its first night): only its crontab says it runs at 02:00.
+    job = (now + timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
+    iid = warned_machine(now)
+    crontab = {"tz": "UTC", "found": 2, "sys": 3, "list": [
+        {"k": "cron", "s": f"0 {job:%H} * * *", "c": "nightly.sh", "u": "ana"},
+        {"k": "cron", "s": "*/5 * * * *", "c": "sync", "u": "ana"},  # ran all through the idle window
+    ]}  # fmt: skip
+    answers[iid] = report(jobs=crontab)
+
+    assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == [iid]
+    start_at = job - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
+    notice = json.dumps(slack.messages[-1].blocks)
+    assert f"runs `nightly.sh` at {job:%H:%M} UTC (its crontab)" in notice
+    assert "Don't start it" in notice
+
+    assert sweep(runtime, start_at - timedelta(minutes=15), lambda_context, monkeypatch)["started"] == []
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]
+    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+
+
+def test_a_machine_whose_crontab_job_is_too_near_is_not_stopped(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    job = now + timedelta(minutes=50)
+    iid = warned_machine(now)
+    answers[iid] = report(jobs={"tz": "UTC", "list": [{"k": "cron", "s": f"{job:%M %H} * * *", "c": "train.sh"}]})
+
+    assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == []
+    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"

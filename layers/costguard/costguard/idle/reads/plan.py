@@ -33,7 +33,10 @@ from costguard.idle.report import RegionReport
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.decision import Action, Decision, decide, early_warnings
 from costguard.idle.rules.evidence import Answer, answer_of, excused, excuses, kept
+from costguard.idle.rules.jobs import MachineJobs
 from costguard.idle.rules.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
+from costguard.idle.rules.machine_jobs import with_jobs
+from costguard.idle.rules.recurring import learns
 from costguard.idle.rules.review import reviewed
 from costguard.state.checklog import CheckLog
 
@@ -232,4 +235,15 @@ class Consultation:
         no_agent = {i for i, c in checked.items() if c.state is CheckState.NO_AGENT}
         report.no_activity_check += [i.instance_id for i, _ in to_check if i.instance_id in no_agent]
         final = reviewed(to_check, checked, self.policy, now=now, answers=sorted_out.answers)
-        return self.learner.adjust(final, gpu_series, now) if self.learner is not None else final
+        final = self.learner.adjust(final, gpu_series, now) if self.learner is not None else final
+        jobs = {iid: c.report.jobs for iid, c in checked.items() if c.report is not None}
+        return [(i, self._scheduled(i, d, jobs.get(i.instance_id), now)) for i, d in final]
+
+    def _scheduled(self, instance: Instance, decision: Decision, jobs: MachineJobs | None, now: datetime) -> Decision:
+        """A warning or a stop in the light of the machine's own scheduled jobs; a start for one promised as a
+        learned start is (a start-at costguard did not promise, it does not honour)."""
+        may_start = self.learner is not None and learns(instance, self.policy)
+        changed = with_jobs(decision, jobs, self.policy, now, may_start=may_start)
+        if self.learner is not None and changed.start_at != decision.start_at:
+            return self.learner.promised(instance, changed, now)
+        return changed

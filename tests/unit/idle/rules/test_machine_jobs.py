@@ -1,0 +1,81 @@
+"""What the machine's own scheduled jobs do to a warning or a stop: not stopped before a job too near to
+pay, else started again before it; frequent jobs are not work; no start where costguard may not start."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
+from costguard.idle.rules.machine_jobs import with_jobs
+
+POLICY = IdlePolicy()  # window 120 min, shortest stop 90 min, lead 15 min
+EVENING = datetime(2026, 11, 23, 20, 0, tzinfo=UTC)  # a Monday
+
+
+def crontab(*lines: tuple[str, str], zone: str | None = "UTC") -> MachineJobs:
+    return MachineJobs(tuple(Job(JobKind.CRON, s, c, "ana") for s, c in lines), zone=zone, found=len(lines))
+
+
+def stop(at: datetime = EVENING) -> Decision:
+    return Decision("i-1", Action.STOP, "idle for 120 min", stop_after=at)
+
+
+def test_a_nightly_cron_box_is_stopped_and_started_before_its_job_on_the_first_night() -> None:
+    decided = with_jobs(stop(), crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=True)
+    assert decided.action is Action.STOP
+    assert decided.start_at == datetime(2026, 11, 24, 1, 45, tzinfo=UTC)
+    assert decided.learned == "runs `nightly.sh` at 02:00 UTC (its crontab)"
+
+
+def test_a_job_too_near_to_pay_for_a_stop_keeps_the_machine_up_and_says_why() -> None:
+    at = datetime(2026, 11, 24, 1, 0, tzinfo=UTC)
+    decided = with_jobs(stop(at), crontab(("0 2 * * *", "nightly.sh")), POLICY, at, may_start=True)
+    assert decided.action is Action.NONE
+    assert (
+        decided.reason == "it runs `nightly.sh` at 02:00 UTC (its crontab), too soon after a stop at 01:00 UTC to pay"
+    )
+
+
+def test_a_warning_is_judged_at_the_time_it_would_stop() -> None:
+    warn = Decision("i-1", Action.WARN, "idle", stop_after=datetime(2026, 11, 24, 0, 45, tzinfo=UTC))
+    decided = with_jobs(warn, crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=True)
+    assert decided.action is Action.NONE  # 75 minutes from the stop to the job
+
+
+def test_the_job_runs_on_the_machines_clock_and_a_pipeline_that_starts_by_waiting_is_started_before_it() -> None:
+    # The pipeline's cron fires at 22:00 Paris time and its job waits for data: the start that matters.
+    jobs = crontab(("0 22 * * 1-5", "pipeline"), zone="Europe/Paris")
+    at = datetime(2026, 11, 23, 18, 0, tzinfo=UTC)
+    decided = with_jobs(stop(at), jobs, POLICY, at, may_start=True)
+    assert decided.start_at == datetime(2026, 11, 23, 20, 45, tzinfo=UTC)  # 21:45 in Paris
+
+
+def test_a_job_more_frequent_than_the_idle_window_is_not_work_a_stop_interrupts() -> None:
+    jobs = crontab(("*/5 * * * *", "sync"), ("@hourly", "report"), ("0 2 * * *", "nightly.sh"))
+    decided = with_jobs(stop(), jobs, POLICY, EVENING, may_start=True)
+    assert decided.action is Action.STOP
+    assert decided.start_at == datetime(2026, 11, 24, 1, 45, tzinfo=UTC)  # the nightly job, not the sync
+
+
+def test_a_learned_start_that_comes_first_is_kept() -> None:
+    learned = Decision(
+        "i-1", Action.STOP, "idle", stop_after=EVENING, start_at=datetime(2026, 11, 24, 0, 45, tzinfo=UTC),
+        learned="starts work at about 01:00 UTC (5 of the last 7 days)",
+    )  # fmt: skip
+    assert with_jobs(learned, crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=True) == learned
+
+
+def test_where_costguard_may_not_start_the_machine_it_is_not_stopped_before_its_job() -> None:
+    decided = with_jobs(stop(), crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=False)
+    assert decided.action is Action.NONE
+    assert "learned starts are off" in decided.reason
+
+
+def test_no_jobs_reported_or_none_with_a_known_next_run_change_nothing() -> None:
+    assert with_jobs(stop(), None, POLICY, EVENING, may_start=True) == stop()
+    unknown = MachineJobs((Job(JobKind.TIMER, "weird~calendar", "x.service"), Job(JobKind.CRON, "@reboot", "up")))
+    assert with_jobs(stop(), unknown, POLICY, EVENING, may_start=True) == stop()
+    blind = Decision("i-1", Action.WARN, "idle", will_stop=False)
+    assert with_jobs(blind, crontab(("0 2 * * *", "x")), POLICY, EVENING, may_start=True) == blind
