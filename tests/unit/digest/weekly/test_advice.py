@@ -12,9 +12,10 @@ from botocore.stub import Stubber
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.settings import IdlePolicy, Mode
+from costguard.digest.owners import SPOT_WARNING
 from costguard.digest.weekly.rules.advice import Advice, advise, observe, spot_advice, spot_candidates
 from costguard.digest.weekly.rules.figures import Hour, InstanceWeek
-from costguard.digest.weekly.rules.messages import SPOT_WARNING, advice_line
+from costguard.digest.weekly.rules.messages import advice_line
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -147,12 +148,18 @@ def test_the_spot_price_is_asked_once_per_type_at_the_digests_time_and_read_for_
 
 
 def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> None:
-    from costguard.digest.weekly.rules.messages import _advice_blocks  # noqa: PLC0415
+    from costguard.digest.weekly.rules.messages import digest_thread  # noqa: PLC0415
+    from tests.unit.digest.organization.test_rules import member_data  # noqa: PLC0415
 
     box = machine("p4d.24xlarge", 8, [], zone="us-east-1a")
     spot = Advice(box, "spot", "", 21.96, 8.7838, 72.0, "72 h of work in runs")
-    text = json.dumps(_advice_blocks([spot], "*Right-sizing and Spot*"))
-    assert "*Spot* instead, $8.78/h rather than $21.96/h, *$949 less* this week. 72 h of work in runs" in text
+    data = member_data()
+    data.advice = [spot]
+    [advice] = [r.message for r in digest_thread(data) if r.name == "advice"]  # in the thread, not the post
+    text = json.dumps(advice.slack_blocks())
+    assert (
+        "`i-0a` p4d.24xlarge (ana): *Spot* instead, $8.78/h rather than $21.96/h, *$949 less* this week. 72 h" in text
+    )
     assert json.dumps(SPOT_WARNING)[1:-1] in text
 
 

@@ -1,6 +1,7 @@
 """The weekly digest's run, its steps in order: collect the week (collection.py), add the other features'
 parts (SageMaker's, built by the handler: a feature does not import another), keep the week and hand it
-to the hub, send the channel's post and each owner's (sending.py); a summary for the handler to return."""
+to the hub (with the owners' weeks, which the hub tells each person once), send the channel's post, its
+thread and, without a hub, each owner's message (sending.py); a summary for the handler to return."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from costguard.aws.queues import Mailbox
 from costguard.core.observability import metrics
 from costguard.digest.posting import DigestIncomplete
 from costguard.digest.weekly.collection import DigestCollector
-from costguard.digest.weekly.sending import record_week, send_digest
+from costguard.digest.weekly.sending import Owners, record_week, send_digest
 from costguard.slack.blocks import Block
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import Claims
@@ -37,12 +38,18 @@ class Account:
 
 @dataclass(frozen=True)
 class Recipients:
-    """Where the digest goes: the channel, and each owner unless the deployment turned that off."""
+    """Where the digest goes: the channel, each owner with something to act on (every owner, or none, as the
+    deployment says), and the alerts channel, for the permissions a read was refused."""
 
     channel: str
     email_domain: str
     owner_digests: bool
     owner_digests_always: bool = False
+    alerts_channel: str = ""
+
+    @property
+    def owners(self) -> Owners:
+        return Owners(self.owner_digests, self.owner_digests_always, self.email_domain)
 
 
 @dataclass
@@ -67,15 +74,16 @@ class WeeklyDigest:
             account=self.account.account,
             label=self.account.label,
             regions=self.account.regions,
+            owners=self.recipients.owners,
         )
         report = send_digest(
             data,
             notifier=self.notifier,
             claims=self.claims,
             channel=self.recipients.channel,
-            email_domain=self.recipients.email_domain,
-            owner_digests=self.recipients.owner_digests,
-            owner_digests_always=self.recipients.owner_digests_always,
+            owners=self.recipients.owners,
+            alerts_channel=self.recipients.alerts_channel,
+            hub=self.mailbox is not None,  # the hub tells each person once, with every account's part
             now=now,
             time_left=self.time_left,
         )
