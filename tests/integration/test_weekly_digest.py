@@ -354,3 +354,25 @@ def deny(client: Any, event: str) -> None:
         return http, {"Error": {"Code": code, "Message": "denied"}, "ResponseMetadata": {"HTTPStatusCode": 403}}
 
     client.meta.events.register(f"before-call.{event}", refuse)
+
+
+def test_a_person_whose_machines_carry_two_owner_tags_gets_one_message_with_all_of_them(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    # "carol" and "carol@example.com" are one person to Slack (the deployment's email domain is example.com)
+    short = launch("g5.xlarge", "carol", "nlp", now)
+    full = launch("g5.xlarge", "carol@example.com", "nlp", now)
+    publish_hours(short, 1, now - timedelta(days=2), 11, cpu=1, gpu=0)  # $11.07
+    publish_hours(full, 1, now - timedelta(days=1), 12, cpu=1, gpu=0)  # $12.07
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    [dm] = [m for m in slack.messages if m.direct]
+    assert dm.channel == "U0CAROL"
+    text = json.dumps(dm.blocks)
+    assert f"`{short}`" in text
+    assert f"`{full}`" in text
+    assert "*Your GPU week*: idle machines cost *$23.14* at on-demand list prices (23 idle GPU-hours)" in text
+    assert "accounts" not in text  # one account, one part
+    assert result["owners_told"] == ["carol", "carol@example.com"]

@@ -13,7 +13,7 @@ more on the bill, or a keep, a refused start or a suggestion about one of their 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from costguard.core.formatting import usd
@@ -108,6 +108,7 @@ def _plural(count: int, what: str) -> str:
 def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str]) -> Message:
     """One person's week: every account's part of it (one, in an account's own digest), money first.
     `basis` is each account's price-basis line, by account id ("" for an account's own digest)."""
+    weeks = merged(weeks)
     waste = sum(w.waste_usd for w in weeks)
     several = len(weeks) > 1
     blocks: list[Block] = []
@@ -132,6 +133,35 @@ def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str]) -> Messa
         blocks.append(context(*lines[:3]))
     where = {priced(basis.get(w.account, "")) for w in weeks}
     return Message(f"Your GPU week: {usd(waste)} idle {where.pop() if len(where) == 1 else ''}".strip(), tuple(blocks))
+
+
+def merged(weeks: Sequence[OwnerWeek]) -> list[OwnerWeek]:
+    """One week an account: a person's machines under two owner tags of one account ("carol" and
+    "carol@example.com") are one part of their message. In the order the accounts came."""
+    by_account: dict[str, list[OwnerWeek]] = {}
+    for week in weeks:
+        by_account.setdefault(week.account, []).append(week)
+    return [theirs[0] if len(theirs) == 1 else _together(theirs) for theirs in by_account.values()]
+
+
+def _together(weeks: Sequence[OwnerWeek]) -> OwnerWeek:
+    hours = sum(w.gpu_hours for w in weeks if w.avg_gpu_util is not None)
+    util = sum((w.avg_gpu_util or 0.0) * w.gpu_hours for w in weeks) / hours if hours else None
+    return replace(
+        weeks[0],
+        owner=", ".join(w.owner for w in weeks),
+        machines=sum(w.machines for w in weeks),
+        gpu_hours=sum(w.gpu_hours for w in weeks),
+        avg_gpu_util=util,
+        idle_gpu_hours=sum(w.idle_gpu_hours for w in weeks),
+        waste_usd=sum(w.waste_usd for w in weeks),
+        paid_idle_hours=sum(w.paid_idle_hours for w in weeks),
+        warned=sum(w.warned for w in weeks),
+        idle=tuple(sorted((m for w in weeks for m in w.idle), key=lambda m: -m.idle_hours * m.usd_per_day)),
+        keeps=tuple(k for w in weeks for k in w.keeps),
+        refused=tuple(r for w in weeks for r in w.refused),
+        advice=tuple(sorted((a for w in weeks for a in w.advice), key=lambda a: -a.saving_usd)),
+    )
 
 
 def priced(basis: str) -> str:
