@@ -172,9 +172,12 @@ class SlackNotifier:
         if self.web is not None:
             try:
                 self.pace.wait(channel)
-                response = self.web.chat_postMessage(
-                    channel=channel, text=message.text, blocks=message.slack_blocks(), thread_ts=thread_ts or None
-                )
+                try:
+                    response = self.web.chat_postMessage(
+                        channel=channel, text=message.text, blocks=message.slack_blocks(), thread_ts=thread_ts or None
+                    )
+                finally:
+                    self.pace.answered(channel)
                 return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ""))
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
                 maybe = _maybe_delivered(exc)

@@ -67,7 +67,7 @@ class WeeklyDigest:
     def run(self, now: datetime) -> dict[str, Any]:
         data = self.collector.collect(now)
         data.sections = [block for section in self.sections for block in section(data.entries, data.start, now)]
-        unsent = record_week(
+        kept = record_week(
             data,
             self.records,
             self.mailbox,
@@ -87,8 +87,8 @@ class WeeklyDigest:
             now=now,
             time_left=self.time_left,
         )
-        if unsent:
-            raise DigestIncomplete(f"{unsent}")  # the digest went out; the retry keeps and hands the week over again
+        if kept.unsent:
+            raise DigestIncomplete(f"{kept.unsent}")  # the digest went out; the retry keeps and hands it over again
         fleet = data.this_week.fleet
         metrics.add_metric(name="DigestIdleGpuHours", unit=MetricUnit.Count, value=fleet.idle_gpu_hours)
         return {
@@ -100,6 +100,9 @@ class WeeklyDigest:
             "owners_told": report.owners_told,
             "owners_quiet": report.owners_quiet,
             "owners_unreachable": report.owners_unreachable,
+            "owners_handed": kept.owners_handed,  # to the hub, which tells each person once
+            "owner_parts": kept.owner_parts,
+            "replies": report.replies,
             "dashboards": data.dashboards,
             "handed_over": self.mailbox is not None,
             "errors": data.errors,

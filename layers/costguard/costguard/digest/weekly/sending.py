@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -72,6 +73,7 @@ def send_digest(
         now=now,
     )
     report.posted, report.chart_file, missing = posted.posted, (posted.files or [""])[0], posted.missing
+    report.replies = posted.replies
     chosen, report.owners_quiet = owners.chosen(data)
     if not hub and chosen:
         told = tell_owners(
@@ -109,11 +111,12 @@ def record_week(
     label: str,
     regions: tuple[str, ...],
     owners: Owners = Owners(tell=False),
-) -> list[str]:
+) -> Kept:
     """The week kept in the state table (for the quarterly deep dive) and handed to the hub's figures queue
     when there is a hub, with the owners' weeks the hub is to tell each person once; what did not go (the run
     fails and is retried: both are idempotent)."""
     parts: list[str] = []
+    chosen: list[OwnerWeek] = []
     if mailbox is not None:
         chosen, _ = owners.chosen(data, account=account, name=f"{label} ({account})" if label else account)
         parts = encode_owners(account, label, data.start, data.end, chosen)
@@ -137,7 +140,13 @@ def record_week(
         except (ClientError, BotoCoreError) as exc:
             logger.warning("week not kept or handed over", what=what, error=str(exc)[:300])
             unsent.append(f"{what}: {error_code(exc)}")
-    return unsent
+    return Kept(unsent, len(parts), len(chosen))
+
+
+class Kept(NamedTuple):
+    unsent: list[str]  # what did not go, for the retry
+    owner_parts: int  # the owners' weeks handed to the hub, in this many parts
+    owners_handed: int
 
 
 def _sender(mailbox: Mailbox, body: str) -> Callable[[], None]:

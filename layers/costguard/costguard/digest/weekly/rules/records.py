@@ -62,4 +62,5 @@ class DigestReport:
     chart_file: str = ""
     owners_told: list[str] = field(default_factory=list)
     owners_unreachable: list[str] = field(default_factory=list)
-    owners_quiet: list[str] = field(default_factory=list)  # nothing idle, nothing to say: no message
+    owners_quiet: list[str] = field(default_factory=list)  # nothing to act on: no message
+    replies: int = 0  # the replies in the post's thread posted in this run
