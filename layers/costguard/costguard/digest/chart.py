@@ -149,7 +149,9 @@ def bar_chart(
         drawn, title, series, share=share_of_second, note=note, source=source
     )
     out = io.BytesIO()
-    image.save(out, format="PNG", dpi=(72 * scale, 72 * scale))
+    # zlib level 3, not Pillow's 6: at 1,600 by 800 pixels the encoding is most of the time (28 ms of CPU at 6,
+    # 19 at 3, for a file of 108 KB rather than 96)
+    image.save(out, format="PNG", dpi=(72 * scale, 72 * scale), compress_level=3)
     return out.getvalue()
 
 
