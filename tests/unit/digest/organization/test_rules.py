@@ -276,3 +276,20 @@ def test_a_hand_off_keeps_the_paid_idle_hours_and_the_basis_and_one_from_before_
     before = {k: v for k, v in valid().items() if k not in ("paid_idle_hours", "saved_list_usd", "basis")}
     old = decode(json.dumps(before))
     assert (old.paid_idle_hours, old.saved_list_usd, old.basis) == (0.0, None, "")
+
+
+def test_what_a_member_could_not_read_is_said_at_the_hub_without_an_aws_error_code() -> None:
+    # a member from before issue 34 handed "Call: Code"; one since hands what it could not say
+    old = replace(
+        week_of(MEMBER, label="training", end=END - timedelta(hours=1), waste=1.0, idle=1.0, gpu=2.0, util=None),
+        gaps=("GetReservationUtilization: AccessDeniedException", "listing Reserved Instances: Throttling"),
+    )
+    new = replace(
+        week_of(HUB, label="research", end=END - timedelta(hours=1), waste=1.0, idle=1.0, gpu=2.0, util=None),
+        gaps=("the week's spend: not read",),
+    )
+    text = json.dumps(organization_message(OrganizationWeek(END, [HUB, MEMBER], {HUB: new, MEMBER: old})).blocks)
+    assert "training (111122223333): Reserved Instance use: not read; listing Reserved Instances: not read" in text
+    assert "research (123456789012): the week's spend: not read" in text
+    assert "AccessDenied" not in text
+    assert "Throttling" not in text
