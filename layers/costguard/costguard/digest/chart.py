@@ -91,7 +91,7 @@ IDLE = Series("Idle", ORANGE)
 class Bar:
     """One bar: its label (a second line after a newline), its two stacked values, what to write over it
     (`note`, in the chart's note unit; None: the bar's total), and `partial`, what part of the period it
-    covers when not all of it ("to 09:17 UTC"): drawn lighter, said under the label."""
+    covers when not all of it ("to 09:17", in UTC as the days are): drawn lighter, said under the label."""
 
     label: str
     low: float
