@@ -13,25 +13,31 @@ from datetime import date, timedelta
 from typing import Any
 
 from bench.common import ROOT, save
-from costguard.digest.chart import BLUE, DOLLARS, GREY, Series, bar_chart, day_label, month_label, week_chart
+from costguard.digest.chart import BLUE, DOLLARS, GREY, Bar, Series, bar_chart, day_label, month_label, week_chart
 
 TODAY = date(2026, 11, 23)
+# As the digests draw them: each day's idle cost over its bar, today so far marked, a source line.
 WEEK = [
-    (day_label(TODAY - timedelta(days=6 - n), TODAY), used, idle)
+    Bar(day_label(TODAY - timedelta(days=6 - n), TODAY), used, idle, idle * 2.4, "to 09:00" if n == 6 else "")
     for n, (used, idle) in enumerate([(310, 120), (402, 95), (388, 140), (295, 210), (180, 260), (60, 300), (240, 110)])
 ]
-ORGANIZATION = [(day_label(TODAY - timedelta(days=7 - n), TODAY), 1_200.0 * (n + 2), 300.0 * (8 - n)) for n in range(8)]
+ORGANIZATION = [
+    Bar(day_label(TODAY - timedelta(days=7 - n), TODAY), 1_200.0 * (n + 2), 300.0 * (8 - n), 720.0 * (8 - n),
+        "to 09:00" if n == 7 else "")
+    for n in range(8)
+]  # fmt: skip
+SOURCE = "Source: CloudWatch, each machine's GPU and CPU use hour by hour; idle hours priced on the bill. Days in UTC."
 QUARTER = [
     (month_label(date(2026, m, 1)), a, o) for m, a, o in ((8, 14_000, 1_000), (9, 15_000, 1_200), (10, 24_500, 900))
 ]
 
 
 def weekly() -> bytes:
-    return week_chart(WEEK)
+    return week_chart(WEEK, source=SOURCE)
 
 
 def organization() -> bytes:
-    return week_chart(ORGANIZATION, "GPU-hours a day across the organization, used and idle")
+    return week_chart(ORGANIZATION, "GPU-hours a day across the organization, used and idle", source=SOURCE)
 
 
 def deep_dive() -> bytes:
@@ -40,6 +46,7 @@ def deep_dive() -> bytes:
         title="EC2 compute cost a month, 2026 Q3",
         series=(Series("Accelerated types", BLUE), Series("Other EC2", GREY)),
         unit=DOLLARS,
+        source="Source: Cost Explorer, EC2 compute cost by month and instance type.",
     )
 
 

@@ -70,7 +70,11 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         claims=runtime.claims,
         account=Account(runtime.account, options.account_label, settings.governed_regions),
         recipients=Recipients(
-            settings.digest_channel, settings.email_domain, options.owner_digests, options.owner_digests_always
+            settings.digest_channel,
+            settings.email_domain,
+            options.owner_digests,
+            options.owner_digests_always,
+            alerts_channel=settings.alerts_channel,
         ),
         sections=[_sagemaker_section(runtime, sagemaker)] if sagemaker.governed else [],
         time_left=runtime.time_left,

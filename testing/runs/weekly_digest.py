@@ -23,12 +23,14 @@ SSM_PAGE, BATCH_GET, BATCH_WRITE, SLACK_USERS_PAGE = 50, 100, 25, 200
 
 def digest_env(endpoint: str, slack: SlackStandIn, world: DigestWorld) -> dict[str, str]:
     """The weekly digest's Lambda environment with the template's defaults (activity check on, owner
-    digests on), handing its week to a hub."""
+    digests on), handing its week to a hub (which tells the owners: this account does not)."""
     hub = {"HubFiguresQueueArn": HUB_QUEUE, "AccountLabel": "training"}
     return lambda_env("weekly_digest", endpoint, slack, world.now.isoformat(), (REGION,), hub)
 
 
-def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) -> dict[str, int]:
+def floor(
+    world: DigestWorld, owners_told: int, priced: int, spot_types: int, *, replies: int = 0, owner_parts: int = 0
+) -> dict[str, int]:
     """The calls any weekly digest of this account needs, by operation (one region):
 
     - one GetSecretValue; DescribeInstances pages of 1,000 live machines;
@@ -48,19 +50,22 @@ def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) ->
       the plans' recent use (GetSavingsPlansUtilizationDetails) and spill (a second GetSavingsPlansCoverage:
       the last two days, day by day, not the week's);
     - one PutDashboard per team per region;
-    - the week kept (one PutItem) and handed over (one SendMessage);
+    - the week kept (one PutItem) and handed over (one SendMessage), and the owners' weeks before it (one
+      SendMessage a part of 64 KB);
     - each Slack delivery claimed and marked done (a PutItem and an UpdateItem each: the channel post,
-      its chart, each owner told), so that a retry sends nothing twice;
-    - owners' Slack ids: BatchGetItem 100 a call, and (the first week) BatchWriteItem 25 a call;
-    - Slack: users.list pages of 200 (the first week), one post per message, three calls per upload.
+      its chart, each reply in its thread, each owner told), so that a retry sends nothing twice;
+    - owners' Slack ids, where this account tells its owners itself (no hub): BatchGetItem 100 a call, and
+      (the first week) BatchWriteItem 25 a call; with a hub, the hub asks;
+    - Slack: users.list pages of 200 (the first week, without a hub), one post per message, three calls per
+      upload.
     """
     live = len(world.machines)
     running = [m for m in world.machines if m.state == "running"]
     managed = [m for m in running if m.managed]
     series = sum(2 + 2 * m.gpus * m.telemetry for m in world.machines)
     per_call = min(MAX_QUERIES, MAX_DATAPOINTS // world.slots)
-    owners = len(world.owners_with_machines())
-    deliveries = 2 + owners_told
+    owners = len(world.owners_with_machines()) if owners_told else 0  # looked up only to tell them here
+    deliveries = 2 + replies + owners_told
     return {
         "secretsmanager:GetSecretValue": 1,
         "ec2:DescribeInstances": math.ceil(live / DESCRIBE_PAGE),
@@ -84,14 +89,14 @@ def floor(world: DigestWorld, owners_told: int, priced: int, spot_types: int) ->
         "dynamodb:UpdateItem": deliveries,
         "dynamodb:BatchGetItem": math.ceil(owners / BATCH_GET),
         "dynamodb:BatchWriteItem": math.ceil(owners / BATCH_WRITE),
-        "sqs:SendMessage": 1,
+        "sqs:SendMessage": 1 + owner_parts,
         # the SageMaker part of the digest, in an account without SageMaker: one empty list of each kind
         "sagemaker:ListNotebookInstances": 1,
         "sagemaker:ListEndpoints": 1,
         "sagemaker:ListDomains": 1,
         "sagemaker:ListApps": 1,
-        "slack:users.list": math.ceil(len(world.slack_users) / SLACK_USERS_PAGE),
-        "slack:chat.postMessage": 1 + owners_told,
+        "slack:users.list": math.ceil(len(world.slack_users) / SLACK_USERS_PAGE) if owners_told else 0,
+        "slack:chat.postMessage": 1 + replies + owners_told,
         "slack:files.getUploadURLExternal": 1,
         "slack:upload": 1,
         "slack:files.completeUploadExternal": 1,
@@ -112,11 +117,20 @@ def run_weekly(
         wall, child = run_handler("weekly_digest", f"weekly-{n}", env, profile=profile, keep=keep, code=code)
         slack.assert_all_accepted()
         answer = child["answer"]
-        limit = floor(world, len(answer["owners_told"]), len(aws.priced), len(aws.spot_asked))
+        limit = floor(
+            world,
+            len(answer["owners_told"]),
+            len(aws.priced),
+            len(aws.spot_asked),
+            replies=answer["replies"],
+            owner_parts=answer["owner_parts"],
+        )
         return {
             "instances": n,
             **measured(wall, child, aws, slack, limit),
             "owners_told": len(answer["owners_told"]),
+            "owners_handed": answer["owners_handed"],
+            "replies": answer["replies"],
             "owners_quiet": len(answer["owners_quiet"]),
             "owners_unreachable": len(answer["owners_unreachable"]),
             "idle_gpu_hours": answer["idle_gpu_hours"],

@@ -4,7 +4,8 @@ same machine in every run, so a capture from one code tree can be compared with 
 
 Each machine does one kind of thing, hour by hour (UTC), over the fortnight the digest reads:
 
-- trainer: 14-hour runs from 06:00 on three days in four, idle in between (Spot candidates)
+- trainer: 14-hour runs from 06:00 on three days in four, idle in between (no Spot advice: a run of 14 hours
+  is more than an interruption may cost, docs/rules.md)
 - office: works 09:00-18:00 on weekdays, idle nights and weekends (working-hours advice)
 - idle: nobody has used it for weeks (the waste)
 - one_gpu: a multi-GPU machine whose first GPU works 08:00-20:00 and the others never (fewer GPUs)

@@ -445,10 +445,20 @@ def test_the_commitment_tracker_killed_at_every_point_reminds_once(slack: SlackS
 DIGEST_NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 
 
-def digest_world(_: SlackStandIn) -> dict[str, Any]:
+def digest_world(slack: SlackStandIn) -> dict[str, Any]:
+    parents: dict[str, str] = {}  # a post's ts -> its thread's: the stand-in keeps no threads
+    record = SlackStandIn._record.__get__(slack)  # the stand-in's own, whatever an earlier run put over it
+
+    def recording(route: str, channel: str, payload: Any, *, direct: bool = False) -> Any:
+        posted = record(route, channel, payload, direct=direct)
+        if payload.get("thread_ts"):
+            parents[posted.ts] = str(payload["thread_ts"])
+        return posted
+
+    slack._record = recording  # type: ignore[method-assign]
     iid = launch_for_digest("g5.xlarge", "alice@example.com", "nlp", DIGEST_NOW)
-    publish_hours(iid, 1, DIGEST_NOW - timedelta(days=1), 3, cpu=2, gpu=1)  # idle hours: alice gets her week
-    return {}
+    publish_hours(iid, 1, DIGEST_NOW - timedelta(days=1), 12, cpu=2, gpu=1)  # $12.07 idle: alice gets her week
+    return {"parents": parents}
 
 
 def digest_once(runtime: Runtime, at: datetime, _: dict[str, Any]) -> Any:
@@ -456,10 +466,20 @@ def digest_once(runtime: Runtime, at: datetime, _: dict[str, Any]) -> Any:
     return handler("weekly_digest")(load_event("weekly_digest/weekly.json"), LambdaContext(), runtime=runtime)
 
 
-def digest_check(slack: SlackStandIn, _: dict[str, Any]) -> list[str]:
+def digest_check(slack: SlackStandIn, w: dict[str, Any]) -> list[str]:
     problems = []
-    if "C0DIGEST" not in {m.channel for m in slack.messages}:
+    channel = [m for m in slack.messages if m.channel == "C0DIGEST"]
+    posts = [m for m in channel if m.ts not in w["parents"]]
+    if not posts:
         problems.append("the channel's digest never posted")
+    if len(posts) > 1:  # its history is readable here: a retry finds the post that went out, and goes on under it
+        problems.append(f"the channel's post went out {len(posts)} times")
+    replies = [m for m in channel if m.ts in w["parents"]]
+    for reply in ("GPU week: idle cost by owner", "GPU week: what costguard did, hygiene, commitments and spend"):
+        if reply not in {m.text for m in replies}:
+            problems.append(f"the thread's reply {reply!r} never posted")
+    if posts and any(w["parents"][m.ts] != posts[0].ts for m in replies):
+        problems.append("a reply went to another thread than the post's")
     if "U0ALICE" not in {m.channel for m in slack.messages}:
         problems.append("alice's week never sent")
     if not slack.files:

@@ -168,7 +168,7 @@ def test_the_quarterly_deep_dive_posts_the_report_with_its_chart_and_csv_once(
     assert "*p4d.24xlarge* in us-east-1: $21.96/h; cheapest: ap-south-1 $19.22, us-east-1 $21.96; *$4,117 less*" in text
     chart, table = slack.files
     assert chart["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
-    assert Image.open(io.BytesIO(chart["bytes"])).size == (800, 400)
+    assert Image.open(io.BytesIO(chart["bytes"])).size == (1600, 800)  # 800 by 400 points, at twice that
     rows = table["bytes"].decode().splitlines()
     assert rows[0] == "dimension,line,2026-08,2026-09,2026-10,total,change,change %"
     assert "owner,(no owner tag),1000.00,1000.00,1000.00,3000.00,0.00,0.0" in rows

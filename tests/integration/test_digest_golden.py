@@ -8,7 +8,9 @@ judging hours by the stopper's rule, busiest core included (issue 31: fewer idle
 `--commit 452a20b` when it priced idle hours on the bill (issue 32: Spot machines' waste at the Spot price,
 the price basis said in the post and each owner's message, "on the bill" where it said "of on-demand time"),
 and by `--commit 1099a77` when a Savings Plan's room was judged on what runs now (the basis line's words
-alone changed).
+alone changed), and by `--commit HEAD` when the channel's post became a headline with a thread, and the
+hub (not the account) began telling each owner, once across accounts, only with something to act on (issue
+34: the post's figures moved to the thread's replies; the owners' messages are the hub's, by email).
 Sections added to a message since are allowed (each
 block the old code posted must still be there, the same, in the same order); a change to what an old
 block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
@@ -44,10 +46,14 @@ def in_order(old: Sequence[Any], new: Sequence[Any]) -> list[Any]:
     return [block for block in old if not any(block == candidate for candidate in rest)]
 
 
-def test_the_channel_post_says_the_same_figures_and_advice(golden: dict[str, Any], now_said: dict[str, Any]) -> None:
-    [old], [new] = golden["channel"], now_said["channel"]
-    assert new["text"] == old["text"]
-    assert in_order(old["blocks"], new["blocks"]) == []
+def test_the_channel_post_and_its_thread_say_the_same_figures_and_advice(
+    golden: dict[str, Any], now_said: dict[str, Any]
+) -> None:
+    old, new = golden["channel"], now_said["channel"]
+    assert [m["text"] for m in new] == [m["text"] for m in old]  # the post, then each reply in its thread
+    for before, now in zip(old, new, strict=True):
+        assert in_order(before["blocks"], now["blocks"]) == [], now["text"]
+    assert len(new[0]["blocks"]) <= 12  # the post: a headline read to the end
 
 
 def test_every_owner_is_told_the_same_week_and_no_one_else_is_told(
@@ -66,6 +72,7 @@ def test_the_week_kept_and_handed_over_and_the_dashboards_are_the_same(
     for key, value in golden["week_record"].items():
         assert now_said["week_record"][key] == value, key
     assert now_said["handed_over"] == [now_said["week_record"]]
+    assert now_said["owners_handed"] == golden["owners_handed"] == now_said["answer"]["owners_handed"]
     assert now_said["dashboards"] == golden["dashboards"]
     for key, value in golden["answer"].items():
         assert now_said["answer"][key] == value, key

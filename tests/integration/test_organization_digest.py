@@ -1,6 +1,7 @@
 """The organization's weekly digest across two moto accounts: the member's weekly digest hands its week
 to the hub's figures queue; the hub's digest shows both accounts and the totals, names the account
-that did not report, and refuses a hand-off from an account it does not expect.
+that did not report, and refuses a hand-off from an account it does not expect; and a person with
+machines in both accounts gets one message about their week, from the hub.
 
 moto keeps each account's queues apart and evaluates no queue policy across accounts, so the member's
 hand-off is sent with the hub's credentials here (as the click test does the other way);
@@ -151,7 +152,7 @@ def test_a_member_whose_hand_off_fails_posts_its_own_digest_and_fails_so_the_ret
     with pytest.raises(DigestIncomplete, match="hand-off to the hub"):
         weekly(org["member"], MemberContext(), monkeypatch, "training")
     posted = len(slack.messages)
-    assert posted == 1  # the member's own digest went out
+    assert posted == 3  # the member's own digest went out: its post and the two replies in its thread
     monkeypatch.setenv("HANDOFF_QUEUE_ARN", f"arn:aws:sqs:{REGION}:{HUB}:costguard-figures")
     retry = weekly(org["member"], MemberContext(), monkeypatch, "training")
     assert retry["status"] == "already-posted"
@@ -204,3 +205,36 @@ def test_the_hub_reads_hundreds_of_mutated_hand_offs_without_an_unhandled_error_
     kept = {i["pk"]["S"] for i in items if i["pk"]["S"].startswith("handoff#")}
     assert kept == {f"handoff#{MEMBER}"}
     assert sent > 250
+
+
+def test_a_person_with_machines_in_two_accounts_gets_one_message_from_the_hub_with_both(
+    org: dict[str, Any], slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.integration.conftest import ec2, run_instance  # noqa: PLC0415
+
+    monkeypatch.setenv("OWNER_DIGESTS", "true")
+    now = org["hub"].now()
+    # alice's idle g5.xlarge in the member account (10 h, $10.06), and one in the hub's (12 h, $12.07)
+    hubs = run_instance(ec2(), "g5.xlarge", {"Owner": "alice@example.com"})
+    publish_idle_hours(boto3.Session(region_name=REGION), hubs, now, 12)
+    member_week = weekly(org["member"], MemberContext(), monkeypatch, "training")
+    hub_week = weekly(org["hub"], LambdaContext(), monkeypatch, "research")
+    # neither account messages her itself: the hub does, once
+    assert [m for m in slack.messages if m.direct] == []
+    assert member_week["owners_told"] == hub_week["owners_told"] == []
+
+    result = organization_digest(org)
+
+    [dm] = [m for m in slack.messages if m.direct]
+    assert dm.channel == "U0ALICE"
+    text = json.dumps(dm.blocks)
+    assert "idle machines cost you *$22.13* across 2 accounts" in text
+    # moto has no bill: each account's dollars are the on-demand list's, and each part says so
+    assert "*training (111122223333)*: idle machines cost *$10.06* at on-demand list prices" in text
+    assert "*research (123456789012)*: idle machines cost *$12.07* at on-demand list prices" in text
+    assert dm.text == "Your GPU week: $22.13 idle at on-demand list prices"
+    assert result["owners_told"] == ["alice@example.com", "alice@example.com"]
+    assert result["owners_incomplete"] == []
+    # the hub's retry: nothing twice
+    organization_digest(org)
+    assert len([m for m in slack.messages if m.direct]) == 1

@@ -1,4 +1,5 @@
-"""weekly_digest end to end against moto: hourly metrics in, the digest's figures, blocks, chart and DMs out."""
+"""weekly_digest end to end against moto: hourly metrics in, the digest's headline, its thread, its chart, the
+owners' messages and the permissions to grant out."""
 
 from __future__ import annotations
 
@@ -26,6 +27,30 @@ A10G = [{"Name": "name", "Value": "NVIDIA A10G"}, {"Name": "arch", "Value": "Amp
 @pytest.fixture
 def now() -> datetime:
     return datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+@pytest.fixture
+def threads(slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The thread each message went to (its ts -> its parent's ts): the stand-in records no threads, so each
+    post's `thread_ts` is noted as the stand-in records the post."""
+    parents: dict[str, str] = {}
+    record = slack._record
+
+    def recording(route: str, channel: str, payload: Any, *, direct: bool = False) -> Any:
+        posted = record(route, channel, payload, direct=direct)
+        if payload.get("thread_ts"):
+            parents[posted.ts] = str(payload["thread_ts"])
+        return posted
+
+    monkeypatch.setattr(slack, "_record", recording)
+    return parents
+
+
+def everything(messages: list[Any]) -> str:
+    return json.dumps([[m.text, m.blocks] for m in messages])
+
+
+AWS_CODES = ("NotImplementedError", "AccessDenied", "UnauthorizedOperation", "Exception")
 
 
 def launch(instance_type: str, owner: str, team: str, now: datetime) -> str:
@@ -60,8 +85,13 @@ def publish_hours(iid: str, gpus: int, start: datetime, count: int, *, cpu: floa
         )
 
 
-def test_a_digest_run_reports_the_week_with_its_chart_and_tells_each_owner(
-    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+def test_a_digest_run_posts_a_headline_its_chart_and_a_thread_and_tells_each_owner_with_something_to_act_on(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    threads: dict[str, str],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    now: datetime,
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
     alice = launch("g5.12xlarge", "alice@example.com", "nlp", now)  # 4 GPUs, $5.672/h (bundled price)
@@ -92,25 +122,38 @@ def test_a_digest_run_reports_the_week_with_its_chart_and_tells_each_owner(
         20.0,
         20.12,
     )
-    digest, *dms = slack.messages
+    digest, *replies = slack.messages
     assert digest.channel == "C0DIGEST"
-    body = json.dumps(digest.blocks)
-    assert "*2* GPU machines ran *60 GPU-hours* at 31% average GPU use" in body  # (10*90 + 20*1) / 30 running hours
-    assert "*20 GPU-hours were idle*: *$20.12* on the bill that stops would have saved (+300% vs last week)" in body
-    assert "*bob@example.com*: 1 machine, 20 GPU-h at 1%, idle 20 GPU-h, waste $20.12" in body
+    # The post: a headline of five numbers at most, money first; moto has no bill, so on the on-demand list.
+    assert len(digest.blocks) <= 12
+    headline = digest.blocks[1]["text"]["text"]
+    assert headline == (
+        "Idle GPU machines cost *$20.12* at on-demand list prices this week (+300% on last week): what stopping "
+        "them while idle would have saved. The most: *bob@example.com*, *$20.12*. The stops costguard made saved "
+        "*$5.03* at on-demand list prices. Commitments' use: not read this week."
+    )
+    assert digest.text == "GPU week: $20.12 idle at on-demand list prices (+300% on last week)"
+    # The rest in the post's thread, a reply a topic.
+    assert [r.channel for r in replies] == ["C0DIGEST", "C0DIGEST"]
+    assert [threads.get(r.ts) for r in replies] == [digest.ts, digest.ts]
+    owners, housekeeping = (json.dumps(r.blocks) for r in replies)
+    # (10 x 90 + 20 x 1) / 30 running hours: 31 %; bob's 20 hours at 1 %
+    assert "*bob@example.com*: *$20.12* idle (20 of 20 GPU-h), 1 machine at 1% GPU use" in owners
+    assert "*nlp*" in owners
+    assert "*vision*" in owners
     did = "*What costguard did*: 0 warnings, 1 stop, 0 machines kept from Slack. Stopped machines stayed off 5 h"
-    assert f"{did}: *$5.03 saved*." in body
-    assert "*nlp*" in body
-    assert "*vision*" in body
-    assert "Not available this week: GetReservationUtilization: NotImplementedError" in body  # moto has no CE reports
-    # The chart: a real PNG, uploaded to the digest channel.
+    assert f"{did}: *$5.03 saved*." in housekeeping
+    # moto has no Cost Explorer reports: said as not read, neutrally, and not as a permission to grant
+    assert "Not read this week: Reserved Instance use, Reserved Instance coverage" in housekeeping
+    assert not any(code in everything(slack.messages) for code in AWS_CODES)
+    # The chart: a real PNG at twice the preview's size, uploaded to the digest channel.
     [chart] = slack.files
     assert chart["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
-    assert struct.unpack(">II", chart["bytes"][16:24]) == (800, 400)
+    assert struct.unpack(">II", chart["bytes"][16:24]) == (1600, 800)
     assert chart["channel"] == "C0DIGEST"
-    # Each owner with something to read gets their own week: alice's machine worked all week, so she gets
-    # nothing; bob had 20 idle hours, but Slack does not know him.
-    assert dms == []
+    # Each owner with something to act on gets their own week: alice's machine worked all week, so she gets
+    # nothing; bob had $20.12 idle, but Slack does not know him.
+    assert [m for m in slack.messages if m.direct] == []
     assert result["owners_quiet"] == ["alice@example.com"]
     assert result["owners_unreachable"] == ["bob@example.com"]  # not in the stand-in's workspace
     assert set(result["dashboards"]) == {"nlp", "vision"}
@@ -125,22 +168,23 @@ def test_a_retried_digest_run_posts_nothing_twice(
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
     iid = launch("g5.xlarge", "alice@example.com", "nlp", now)
-    publish_hours(iid, 1, now - timedelta(days=1), 3, cpu=2, gpu=1)  # idle hours: alice has something to read
+    publish_hours(iid, 1, now - timedelta(days=1), 12, cpu=2, gpu=1)  # $12.07 idle: alice has something to act on
     first = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
     again = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
     assert (first["status"], again["status"]) == ("posted", "already-posted")
-    assert len(slack.messages) == 2  # the digest and alice's DM, once each
+    assert len(slack.messages) == 4  # the post, its two replies and alice's DM, once each
     assert len(slack.files) == 1
 
 
-def test_only_owners_with_idle_time_get_a_direct_message_unless_everyone_should(
+def test_only_owners_whose_idle_time_cost_something_get_a_direct_message_unless_everyone_should(
     runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
     busy = launch("g5.xlarge", "alice@example.com", "nlp", now)
     idle = launch("g5.xlarge", "carol@example.com", "nlp", now)
     publish_hours(busy, 1, now - timedelta(days=2), 10, cpu=60, gpu=95)
-    publish_hours(idle, 1, now - timedelta(days=2), 10, cpu=1, gpu=0)
+    publish_hours(busy, 1, now - timedelta(days=1), 3, cpu=1, gpu=0)  # 3 idle hours, $3.02: nothing to act on
+    publish_hours(idle, 1, now - timedelta(days=2), 10, cpu=1, gpu=0)  # 10 idle hours, $10.06
 
     result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
     assert [m.channel for m in slack.messages if m.direct] == ["U0CAROL"]
@@ -176,10 +220,10 @@ def test_a_machine_that_used_one_of_its_four_gpus_all_week_gets_a_size_suggestio
 
     result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
 
-    digest, dm = slack.messages
+    _, _, advice, _, dm = slack.messages  # the post, its replies (owners, advice, housekeeping), alice's week
     # 1 GPU and 20 vCPUs needed: of the 1-GPU g5 sizes, g5.8xlarge (32 vCPUs, $2.448/h); 60 h at $3.224/h less.
     line = "*g5.8xlarge* instead, $2.45/h rather than $5.67/h, *$193 less* this week. At most 1 of its 4 GPUs"
-    assert line in json.dumps(digest.blocks)
+    assert line in json.dumps(advice.blocks)
     # alice had nothing idle, but something worth reading: her week comes to her
     assert dm.channel == "U0ALICE"
     assert line in json.dumps(dm.blocks)
@@ -236,15 +280,16 @@ def test_the_digest_prices_waste_and_savings_on_the_bill_keeps_paid_idle_hours_a
 
     # carol's 20 idle hours on demand ($1.006/h): dave's 10 and alice's 10 were on capacity already paid.
     assert (result["idle_gpu_hours"], result["waste_usd"]) == (20 + 10 + 40, 20.12)
-    digest = next(m for m in slack.messages if m.channel == "C0DIGEST")
-    body = json.dumps(digest.blocks)
+    digest, owners, housekeeping = (m for m in slack.messages if m.channel == "C0DIGEST")
     basis = (
         "Prices as your bill shows them: on demand less a Reserved Instance and a capacity reservation; Spot at its "
         "price. Idle hours priced on the bill as it stands now, not hour by hour."
     )
-    assert digest.blocks[1]["elements"][0]["text"] == basis
-    assert "*$20.12* on the bill that stops would have saved" in body
-    assert "20 idle machine-hours were on capacity already paid: see *Commitments*." in body
+    assert "Idle GPU machines cost *$20.12* on the bill this week" in json.dumps(digest.blocks)
+    assert "The stops costguard made saved *$2.50* on the bill." in json.dumps(digest.blocks)
+    assert owners.blocks[-1]["elements"][0]["text"] == basis  # under the idle cost by owner
+    body = json.dumps(owners.blocks) + json.dumps(housekeeping.blocks)
+    assert "20 idle machine-hours were on capacity already paid:" in body
     assert "Stopped machines stayed off 5 h: *$2.50 saved* on the bill ($5.03 at on-demand prices)." in body
     assert (
         "10 idle machine-hours on capacity reservation cr-0held ($56.72 on demand, already paid: "
@@ -252,24 +297,24 @@ def test_the_digest_prices_waste_and_savings_on_the_bill_keeps_paid_idle_hours_a
         f"Release or shrink it: it is billed while it is held. `{held}`"
     ) in body
     assert f"10 idle machine-hours on Reserved Instances (g5, {REGION}) ($10.06 on demand" in body
-    assert "*carol@example.com*: 1 machine, 20 GPU-h at 1%, idle 20 GPU-h, waste $20.12" in body
+    assert "*carol@example.com*: *$20.12* idle (20 of 20 GPU-h), 1 machine at 1% GPU use" in body
     assert (
-        "*dave@example.com*: 1 machine, 10 GPU-h at 1%, idle 10 GPU-h, waste $0.00 "
-        "(10 idle machine-hours on paid capacity)" in body
+        "*dave@example.com*: *$0.00* idle (10 of 10 GPU-h), 1 machine at 1% GPU use, "
+        "10 idle machine-hours on paid capacity" in body
     )
-    due = f"{now - timedelta(days=2):%a %d %b %H:%M} UTC"
-    gave_up = f"{now - timedelta(days=2) + timedelta(hours=3):%a %H:%M} UTC"
+    due, gave_up = now - timedelta(days=2), now - timedelta(days=2) + timedelta(hours=3)
     assert (
-        f"`{bob}` g5.xlarge (bob@example.com), due {due}: InsufficientInstanceCapacity in us-east-1a; "
-        f"not started: costguard gave up {gave_up}"
+        f"`{bob}` g5.xlarge (bob@example.com), due <!date^{int(due.timestamp())}^{{date_short_pretty}} {{time}}|"
+        f"{due:%a %d %b %H:%M} UTC>: InsufficientInstanceCapacity in us-east-1a; not started: costguard gave up "
+        f"<!date^{int(gave_up.timestamp())}^{{date_short_pretty}} {{time}}|{gave_up:%a %d %b %H:%M} UTC>"
     ) in body
     # carol's DM: her waste on the bill, and the basis it is priced on
     [carols] = [m for m in slack.messages if m.channel == "U0CAROL"]
-    assert "20 GPU-hours idle ($20.12 on the bill)." in json.dumps(carols.blocks)
+    assert "idle machines cost *$20.12* on the bill (20 idle GPU-hours)" in json.dumps(carols.blocks)
     assert carols.blocks[-1]["elements"][0]["text"] == basis
 
 
-def test_a_bill_the_digest_may_not_read_prices_on_the_on_demand_list_and_says_so(
+def test_a_bill_the_digest_may_not_read_prices_on_the_on_demand_list_and_the_alerts_channel_is_told_what_to_grant(
     runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
@@ -283,9 +328,21 @@ def test_a_bill_the_digest_may_not_read_prices_on_the_on_demand_list_and_says_so
     result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
 
     assert result["waste_usd"] == 10.06  # 10 h at the on-demand $1.006/h
-    digest = next(m for m in slack.messages if m.channel == "C0DIGEST")
-    line = "Prices: on-demand list (the bill could not be read: UnauthorizedOperation; AccessDeniedException)."
-    assert digest.blocks[1]["elements"][0]["text"] == line
+    channel = [m for m in slack.messages if m.channel == "C0DIGEST"]
+    assert channel[1].blocks[-1]["elements"][0]["text"] == "Prices: on-demand list (the bill was not read)."
+    assert not any(code in everything(channel) for code in AWS_CODES)  # no AWS error code in the digest
+    # Said once, to the alerts channel, with the exact actions to grant
+    [alert] = [m for m in slack.messages if m.channel == "C0ALERTS"]
+    said = json.dumps(alert.blocks)
+    for action in (
+        "ec2:DescribeReservedInstances",
+        "ec2:DescribeCapacityReservations",
+        "savingsplans:DescribeSavingsPlans",
+    ):
+        assert f"`{action}`" in said
+    assert "ce:" not in said.replace("For Cost Explorer (`ce:`)", "")  # moto's missing reports are no permission
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    assert len([m for m in slack.messages if m.channel == "C0ALERTS"]) == 1  # once a week
 
 
 def deny(client: Any, event: str) -> None:
@@ -297,3 +354,25 @@ def deny(client: Any, event: str) -> None:
         return http, {"Error": {"Code": code, "Message": "denied"}, "ResponseMetadata": {"HTTPStatusCode": 403}}
 
     client.meta.events.register(f"before-call.{event}", refuse)
+
+
+def test_a_person_whose_machines_carry_two_owner_tags_gets_one_message_with_all_of_them(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    # "carol" and "carol@example.com" are one person to Slack (the deployment's email domain is example.com)
+    short = launch("g5.xlarge", "carol", "nlp", now)
+    full = launch("g5.xlarge", "carol@example.com", "nlp", now)
+    publish_hours(short, 1, now - timedelta(days=2), 11, cpu=1, gpu=0)  # $11.07
+    publish_hours(full, 1, now - timedelta(days=1), 12, cpu=1, gpu=0)  # $12.07
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    [dm] = [m for m in slack.messages if m.direct]
+    assert dm.channel == "U0CAROL"
+    text = json.dumps(dm.blocks)
+    assert f"`{short}`" in text
+    assert f"`{full}`" in text
+    assert "*Your GPU week*: idle machines cost *$23.14* at on-demand list prices (23 idle GPU-hours)" in text
+    assert "accounts" not in text  # one account, one part
+    assert result["owners_told"] == ["carol", "carol@example.com"]

@@ -29,13 +29,15 @@ from costguard.core import tags
 from costguard.core.records import Commitment, Drivers, Instance, Mover, Price, SpendPicture
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.digest.commitments import CommitmentUse
+from costguard.digest.gaps import Gap, permission_alert
 from costguard.digest.handoff import OwnerWaste, decode, encode
 from costguard.digest.organization.rules import OrganizationWeek, organization_message
+from costguard.digest.owners import owner_message
 from costguard.digest.weekly.rules.advice import Advice
 from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, OutlivedKeep, summarize
-from costguard.digest.weekly.rules.messages import digest_message, owner_message
+from costguard.digest.weekly.rules.messages import digest_message, digest_thread
 from costguard.digest.weekly.rules.records import DigestData
-from costguard.digest.weekly.rules.summary import account_week
+from costguard.digest.weekly.rules.summary import account_week, owner_weeks
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.judgement import Judgement, Verdict
 from costguard.idle.words import messages as idle
@@ -75,6 +77,7 @@ hostile = st.lists(
 OWN_MARKUP = re.compile(
     rf"<@{CLICKER}>|<!here>|<{re.escape(DASHBOARD)}\|[^<>]*>"
     r"|<https://console\.aws\.amazon\.com/[^\s<>|]*\|Open the anomaly in AWS Cost Anomaly Detection>"
+    r"|<!date\^\d+\^\{date_short_pretty\}( \{time\})?\|[A-Za-z0-9 :]+>"  # a time, in each reader's zone
 )
 
 
@@ -228,6 +231,7 @@ def week_of(value: str) -> DigestData:
         spend_last_week=8.0,
         dashboards={value: DASHBOARD},
         errors=[value],
+        gaps=[Gap(value, value), Gap("GetCostAndUsage", value)],
         owner_tag_key="Owner",
         outlived_keeps=[OutlivedKeep("i-0123456789abcdef0", value, NOW, 8.0, 7.0, 30.0)],
         no_activity_check=[value],
@@ -242,8 +246,13 @@ def week_of(value: str) -> DigestData:
 @given(value=hostile)
 def test_the_digest_and_the_owner_digest_escape_names_teams_and_errors(value: str) -> None:
     data = week_of(value)
+    data.basis = value
     assert_harmless(digest_message(data), value)
-    assert_harmless(owner_message(data, value, data.instances), value)
+    for reply in digest_thread(data):
+        assert_harmless(reply.message, value)
+    assert_harmless(owner_message(owner_weeks(data, email_domain="example.com"), {"": value}), value)
+    alert = permission_alert([Gap("GetCostAndUsage", "AccessDeniedException"), *data.gaps], who=value, week=value)
+    assert_harmless(alert, value)
 
 
 @SETTINGS

@@ -1,6 +1,7 @@
-"""The charts (digest/chart.py): valid PNGs of the size Slack's preview is drawn for, the same bytes for the
-same figures, drawn in well under 100 ms, bars in proportion, anti-aliased text, and Pillow imported by no
-handler before it draws."""
+"""The charts (digest/chart.py): valid PNGs at twice the size Slack's preview is laid out for, the same bytes for
+the same figures, drawn in well under 100 ms, bars in proportion, anti-aliased text, the idle cost over each
+day's bar, a part of a day drawn lighter, a source line at the foot, and Pillow imported by no handler before
+it draws."""
 
 from __future__ import annotations
 
@@ -23,12 +24,15 @@ from costguard.digest.chart import (
     GREY,
     HEIGHT,
     IDLE,
+    SCALE,
     USED,
     WIDTH,
+    Bar,
     Series,
     Unit,
     bar_chart,
     day_label,
+    lighter,
     month_label,
     ticks,
     week_chart,
@@ -64,10 +68,14 @@ def opened(png: bytes) -> Image.Image:
 
 
 @pytest.mark.parametrize("draw", [lambda: week_chart(WEEK), quarter_chart, lambda: week_chart([])])
-def test_a_chart_is_a_valid_png_of_the_preview_size_and_the_same_bytes_each_time(draw: Callable[[], bytes]) -> None:
+def test_a_chart_is_a_valid_png_at_twice_the_preview_size_and_the_same_bytes_each_time(
+    draw: Callable[[], bytes],
+) -> None:
     png = draw()
     image = opened(png)
-    assert image.size == (WIDTH, HEIGHT) == (800, 400)
+    # laid out on 800 by 400 points, drawn 2 pixels a point: sharp on a high-density screen or a slide
+    assert image.size == (WIDTH * SCALE, HEIGHT * SCALE) == (1600, 800)
+    assert Image.open(io.BytesIO(png)).info["dpi"] == pytest.approx((144, 144), abs=0.1)
     assert draw() == png
 
 
@@ -130,7 +138,46 @@ def test_bars_are_labelled_by_date_in_sentence_case() -> None:
 
 def test_a_credit_or_a_sliver_draws_no_bar_and_breaks_nothing() -> None:
     image = opened(week_chart([("Mon\n16 Nov", -5.0, 0.2), ("Today\n17 Nov", 1_000_000.0, 0.001)]))
-    assert image.size == (WIDTH, HEIGHT)
+    assert image.size == (WIDTH * SCALE, HEIGHT * SCALE)
+
+
+def colours(image: Image.Image) -> set[tuple[int, int, int]]:
+    return {image.getpixel((x, y)) for x in range(image.width) for y in range(image.height)}  # type: ignore[misc]
+
+
+def column(image: Image.Image, x: float) -> list[tuple[int, int, int]]:
+    return [image.getpixel((round(x), y)) for y in range(image.height)]  # type: ignore[misc]
+
+
+def test_the_days_idle_cost_is_written_over_its_bar_and_a_part_of_a_day_is_drawn_lighter() -> None:
+    whole, part = Bar("Sun\n22 Nov", 300.0, 100.0, note=420.0), Bar("Today\n23 Nov", 100.0, 50.0, 80.0, "to 09:17")
+    image = opened(week_chart([whole, part]))
+    first, second = column(image, image.width * 0.32), column(image, image.width * 0.77)
+    # the whole day in the palette's colours; the part of a day in the same hues, half-way to white
+    assert USED.color in first
+    assert IDLE.color in first
+    assert lighter(USED.color) in second
+    assert lighter(IDLE.color) in second
+    drawn = [y for y, c in enumerate(second) if c in (lighter(USED.color), lighter(IDLE.color))]
+    assert set(second[min(drawn) : max(drawn)]) <= {lighter(USED.color), lighter(IDLE.color)}
+    # over each bar its idle cost, in the idle colour (the GPU-hours' total over a bar is written in ink)
+    top = min(y for y, c in enumerate(first) if c == IDLE.color)
+    band = image.crop((round(image.width * 0.25), top - 40 * SCALE, round(image.width * 0.40), top - 2))
+    assert IDLE.color in colours(band)
+    plain = opened(week_chart([("Sun\n22 Nov", 300.0, 100.0)]))  # no cost given: the total, in ink
+    top = min(y for y, c in enumerate(column(plain, plain.width * 0.57)) if c == IDLE.color)
+    band = plain.crop((round(plain.width * 0.5), top - 40 * SCALE, round(plain.width * 0.64), top - 2))
+    assert IDLE.color not in colours(band)
+
+
+def test_a_source_line_is_written_at_the_foot_when_given() -> None:
+    def foot(png: bytes) -> set[tuple[int, int, int]]:
+        image = opened(png)
+        # under the y-axis, left of the first bar's label: the source line's start, or nothing
+        return colours(image.crop((0, image.height - 16 * SCALE, 90 * SCALE, image.height)))
+
+    assert foot(week_chart(WEEK)) == {(255, 255, 255)}
+    assert len(foot(week_chart(WEEK, source="Source: CloudWatch, hour by hour. Days in UTC."))) > 10
 
 
 @pytest.mark.parametrize(

@@ -262,3 +262,51 @@ def test_posts_to_one_channel_go_a_second_apart_and_other_channels_do_not_wait()
     clock[0] += 5
     shared.post("C0ALERTS", MESSAGE)  # a second has long passed: no wait
     assert slept == [1.0, 1.0]
+
+
+def test_the_next_post_to_a_channel_waits_a_second_from_the_last_ones_answer_not_from_its_slot() -> None:
+    clock = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    class Slow(FakeWebClient):
+        def chat_postMessage(self, **kwargs: Any) -> dict[str, Any]:
+            clock[0] += 0.4  # Slack answered 0.4 s after the post left (or after a 429's wait)
+            return super().chat_postMessage(**kwargs)
+
+    shared = notifier(Slow())
+    shared.pace = ChannelPace(clock=lambda: clock[0], sleep=sleep)
+    shared.post("C0DIGEST", MESSAGE)  # sent at 100.0, answered at 100.4
+    shared.post("C0DIGEST", MESSAGE, thread_ts="1.1")  # a reply: not before 101.4
+    assert slept == [pytest.approx(1.0)]
+    assert clock[0] == pytest.approx(101.8)
+
+
+class Threads(FakeWebClient):
+    """A channel's history and one thread's replies, as Slack keeps them apart: the history holds no reply."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    def conversations_history(self, **kwargs: Any) -> dict[str, Any]:
+        self.read.append("history")
+        return {"messages": [{"ts": "1.1", "blocks": [{"block_id": "cg-post"}]}]}
+
+    def conversations_replies(self, **kwargs: Any) -> dict[str, Any]:
+        self.read.append(f"replies of {kwargs['ts']}")
+        return {"messages": [{"ts": "1.2", "blocks": [{"block_id": "cg-reply"}]}]}
+
+
+def test_a_reply_goes_to_its_thread_and_is_looked_for_among_the_threads_replies() -> None:
+    web = Threads()
+    notifier = SlackNotifier(SlackCredentials(bot_token="xoxb-t"), web_client=web)  # type: ignore[arg-type]
+    notifier.post("C1", MESSAGE, thread_ts="1.1")
+    notifier.post("C1", MESSAGE)
+    assert [p.get("thread_ts") for p in web.posts] == ["1.1", None]  # no thread: not a reply
+    assert set(notifier.find("C1", 0.0, ["cg-post", "cg-reply"])) == {"cg-post"}
+    assert set(notifier.find("C1", 0.0, ["cg-post", "cg-reply"], thread_ts="1.1")) == {"cg-reply"}
+    assert web.read == ["history", "replies of 1.1"]

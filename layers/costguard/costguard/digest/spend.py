@@ -54,7 +54,8 @@ def commitment_use(
     try:
         listed = reader.commitments()
     except READ_ERRORS as exc:  # one section of the digest, not a reason to send none
-        errors.append(f"listing Reserved Instances and Savings Plans: {error_code(exc)}")
+        # DescribeReservedInstances or DescribeSavingsPlans: the call that failed, to grant if it was refused
+        errors.append(f"{getattr(exc, 'operation_name', '') or 'DescribeReservedInstances'}: {error_code(exc)}")
         return out
     out.expiring = sorted((c for c in listed if now <= c.end <= soon), key=lambda c: c.end)
     return out

@@ -164,14 +164,20 @@ class SlackNotifier:
         self.pace = ChannelPace(channel_pace, clock=clock, sleep=sleep)
         self._groups: dict[str, set[str]] = {}
 
-    def post(self, channel: str, message: Message) -> Delivery:
-        """Post to a channel by the bot, else by the webhook; raise if neither delivered."""
+    def post(self, channel: str, message: Message, *, thread_ts: str = "") -> Delivery:
+        """Post to a channel by the bot, else by the webhook; raise if neither delivered. With `thread_ts` (the
+        ts of a message the bot posted there), as a reply in that message's thread."""
         failures: list[str] = []
         maybe = False
         if self.web is not None:
             try:
                 self.pace.wait(channel)
-                response = self.web.chat_postMessage(channel=channel, text=message.text, blocks=message.slack_blocks())
+                try:
+                    response = self.web.chat_postMessage(
+                        channel=channel, text=message.text, blocks=message.slack_blocks(), thread_ts=thread_ts or None
+                    )
+                finally:
+                    self.pace.answered(channel)
                 return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ""))
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
                 maybe = _maybe_delivered(exc)
@@ -222,11 +228,12 @@ class SlackNotifier:
         fallback = Message(message.text, (*message.blocks, context(why)))
         return self.post(fallback_channel, fallback)
 
-    def find(self, to: str, since: float, markers: Iterable[str]) -> dict[str, Delivery]:
-        """Which of these block ids a message posted to `to` since `since` carries (see `posted`)."""
+    def find(self, to: str, since: float, markers: Iterable[str], *, thread_ts: str = "") -> dict[str, Delivery]:
+        """Which of these block ids a message posted to `to` since `since` carries (see `posted`); with
+        `thread_ts`, among the replies in that message's thread."""
         if self.web is None:
             raise SlackDeliveryError("no bot token: Slack's history cannot be read")
-        return posted(self.web, to, since, set(markers))
+        return posted(self.web, to, since, set(markers), thread_ts=thread_ts)
 
     def upload_file(self, channel: str, content: bytes, *, filename: str, title: str, comment: str = "") -> str:
         """Upload a file to a channel with files_upload_v2 (needs files:write and a channel ID); its file id."""
@@ -292,11 +299,12 @@ def post_response(url: str, body: Mapping[str, Any]) -> None:
         raise SlackDeliveryError(f"response_url answered HTTP {response.status_code}: {response.body[:200]}")
 
 
-def posted(web: WebClient, to: str, since: float, wanted: set[str]) -> dict[str, Delivery]:
+def posted(web: WebClient, to: str, since: float, wanted: set[str], *, thread_ts: str = "") -> dict[str, Delivery]:
     """Which of these block ids a message posted to `to` (a user id: their direct messages with the bot;
     or a channel id) since `since` (epoch seconds) carries, with the message's ts: proof that a post whose
     answer was lost did go out. Reads conversations.history (channels:history, groups:history or
-    im:history, as the conversation is; conversations.open, im:write, finds a user's DM channel).
+    im:history, as the conversation is; conversations.open, im:write, finds a user's DM channel), or, with
+    `thread_ts`, conversations.replies (the same scopes): the history holds no thread's replies.
     SlackDeliveryError when it cannot be read: the caller cannot know, and posts again."""
     found: dict[str, Delivery] = {}
     try:
@@ -304,9 +312,14 @@ def posted(web: WebClient, to: str, since: float, wanted: set[str]) -> dict[str,
         channel = str(web.conversations_open(users=to)["channel"]["id"]) if direct else to
         cursor = ""
         for _ in range(HISTORY_PAGES):
-            page: Any = web.conversations_history(
-                channel=channel, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
-            )
+            if thread_ts:
+                page: Any = web.conversations_replies(
+                    channel=channel, ts=thread_ts, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
+                )
+            else:
+                page = web.conversations_history(
+                    channel=channel, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
+                )
             for message in page.get("messages") or []:
                 for block in message.get("blocks") or []:
                     if block.get("block_id") in wanted:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from costguard.core.errors import ConfigError, EventValidationError
 from costguard.core.settings import IdlePolicy, OrganizationSettings
 from costguard.digest.commitments import CommitmentUse
+from costguard.digest.gaps import gaps_of
 from costguard.digest.handoff import AccountWeek, OwnerWaste, decode, encode
 from costguard.digest.organization.rules import OrganizationWeek, chart_days, organization_message
 from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, summarize
@@ -53,6 +54,7 @@ def member_data() -> DigestData:
         entries=[warn, stop, keep, replace(stop, applied=False)], saved_hours=10.0, saved_usd=10.06,
         commitments=CommitmentUse(), spend_this_week=812.4, spend_last_week=700.0, dashboards={},
         errors=["GetCostAndUsage: AccessDeniedException"], owner_tag_key="Owner",
+        gaps=gaps_of(["GetCostAndUsage: AccessDeniedException"]),
     )  # fmt: skip
 
 
@@ -68,12 +70,16 @@ def test_a_members_week_is_handed_over_with_its_figures_and_read_back_unchanged(
     assert week.days[0] == (date(2026, 11, 16), 40.0, 4.0)
     assert week.days[1] == (date(2026, 11, 17), 0.0, 24.0)
     assert week.spend_usd == 812.4
-    assert week.gaps == ("GetCostAndUsage: AccessDeniedException",)
+    assert week.gaps == ("the week's spend: not read",)  # what it could not read, never AWS's error code
+    # each day's idle cost: Monday bob's 4 h at $1.006, Tuesday alice's 6 h at $5.672
+    assert [d for d, _ in week.days_usd] == [date(2026, 11, 16), date(2026, 11, 17)]
+    assert [usd for _, usd in week.days_usd] == pytest.approx([4.024, 34.032])
     body = encode(week)
     assert len(body) < 2_000  # a few hundred bytes, whatever the fleet's size
     back = decode(body)
     assert back.name == "training (111122223333)"
-    assert back == replace(week, waste_usd=38.06, avg_gpu_util=40.4, top_owners=back.top_owners)
+    assert back.days_usd == ((date(2026, 11, 16), 4.02), (date(2026, 11, 17), 34.03))
+    assert back == replace(week, waste_usd=38.06, avg_gpu_util=40.4, top_owners=back.top_owners, days_usd=back.days_usd)
     assert back.top_owners == (OwnerWaste("alice", 24.0, 34.03), OwnerWaste("bob", 4.0, 4.02))
 
 
@@ -163,14 +169,16 @@ def test_the_organization_digest_adds_up_the_accounts_that_reported_and_names_th
     assert "&lt;!channel&gt; in training (111122223333): idle 40 GPU-h, $90.00" in text
     assert "<!channel>" not in text
     assert "No figures this week from 2 account(s)" in text
-    assert "`444455556666`: last figures Mon 16 Nov" in text
+    last = int((END - timedelta(days=7, hours=1)).timestamp())
+    assert f"`444455556666`: last figures <!date^{last}^{{date_short_pretty}}|Mon 16 Nov 2026>" in text
+    assert "GPU fleet across the organization, this week" in text  # no date in a header: plain text, one zone
     assert "`777788889999`: never reported" in text
     assert "1 hand-off(s) could not be read" in text
     assert message.text == "GPU week, 2 accounts: 120 idle GPU-hours, $350 wasted, 2 account(s) without figures"
     # the chart: each day's GPU-hours summed over the two accounts (100 + 42.86 used, 7.14 + 10 idle)
     days = chart_days(org)
     assert len(days) == 7
-    assert [d[0] for d in days] == [
+    assert [d.label for d in days] == [
         "Mon\n16 Nov",
         "Tue\n17 Nov",
         "Wed\n18 Nov",
@@ -179,8 +187,11 @@ def test_the_organization_digest_adds_up_the_accounts_that_reported_and_names_th
         "Sat\n21 Nov",
         "Sun\n22 Nov",
     ]  # the weekday over the date
-    assert days[0][1] == pytest.approx((700 - 50) / 7 + (300 - 70) / 7)
-    assert days[0][2] == pytest.approx(120 / 7)
+    assert days[0].low == pytest.approx((700 - 50) / 7 + (300 - 70) / 7)
+    assert days[0].high == pytest.approx(120 / 7)
+    # both weeks began on Monday morning (the member's at 08:00): that bar is part of a day, and says so
+    assert [d.partial for d in days] == ["from 08:00"] + [""] * 6
+    assert {d.note for d in days} == {None}  # these accounts said no day's idle cost: no dollars drawn
 
 
 def test_with_no_account_reporting_the_digest_still_goes_out_and_names_them_all() -> None:
@@ -265,3 +276,20 @@ def test_a_hand_off_keeps_the_paid_idle_hours_and_the_basis_and_one_from_before_
     before = {k: v for k, v in valid().items() if k not in ("paid_idle_hours", "saved_list_usd", "basis")}
     old = decode(json.dumps(before))
     assert (old.paid_idle_hours, old.saved_list_usd, old.basis) == (0.0, None, "")
+
+
+def test_what_a_member_could_not_read_is_said_at_the_hub_without_an_aws_error_code() -> None:
+    # a member from before issue 34 handed "Call: Code"; one since hands what it could not say
+    old = replace(
+        week_of(MEMBER, label="training", end=END - timedelta(hours=1), waste=1.0, idle=1.0, gpu=2.0, util=None),
+        gaps=("GetReservationUtilization: AccessDeniedException", "listing Reserved Instances: Throttling"),
+    )
+    new = replace(
+        week_of(HUB, label="research", end=END - timedelta(hours=1), waste=1.0, idle=1.0, gpu=2.0, util=None),
+        gaps=("the week's spend: not read",),
+    )
+    text = json.dumps(organization_message(OrganizationWeek(END, [HUB, MEMBER], {HUB: new, MEMBER: old})).blocks)
+    assert "training (111122223333): Reserved Instance use: not read; listing Reserved Instances: not read" in text
+    assert "research (123456789012): the week's spend: not read" in text
+    assert "AccessDenied" not in text
+    assert "Throttling" not in text

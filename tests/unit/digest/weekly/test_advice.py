@@ -12,9 +12,10 @@ from botocore.stub import Stubber
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.settings import IdlePolicy, Mode
+from costguard.digest.owners import SPOT_WARNING
 from costguard.digest.weekly.rules.advice import Advice, advise, observe, spot_advice, spot_candidates
 from costguard.digest.weekly.rules.figures import Hour, InstanceWeek
-from costguard.digest.weekly.rules.messages import SPOT_WARNING, advice_line
+from costguard.digest.weekly.rules.messages import advice_line
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -76,32 +77,47 @@ def test_no_advice_without_a_week_of_data_or_when_the_count_of_busy_gpus_is_unkn
     assert advise(observe([four_days, unknown, every_gpu, half_seen], START, END), POLICY, price) == []
 
 
-def test_long_on_demand_training_stretches_are_priced_on_spot_in_their_zone() -> None:
-    # p4d.24xlarge on demand, $21.96/h. 12 working hours a day (08-20) for 6 days: six stretches of 12 h;
-    # on the 7th day 3 h (too short to count). 72 h at a Spot price of $8.7838/h: (21.96 - 8.7838) x 72.
-    hours = days(6, 8, 12, cpu=60.0, gpu_max=95.0, gpu_avg=90.0, busy=8)
-    hours += [Hour(START + timedelta(days=6, hours=8 + k), 60.0, 95.0, 90.0, 8) for k in range(3)]
+def test_on_demand_work_in_runs_of_a_few_hours_is_priced_on_spot_in_its_zone() -> None:
+    # p4d.24xlarge on demand, $21.96/h. Two 4-hour runs a day (08-12, 14-18) for 6 days: twelve runs of 4 h;
+    # on the 7th day 1 h (too short to count). 48 h at a Spot price of $8.7838/h: (21.96 - 8.7838) x 48.
+    hours = days(6, 8, 4, cpu=60.0, gpu_max=95.0, gpu_avg=90.0, busy=8) + days(6, 14, 4, cpu=60.0, gpu_max=95.0,
+                                                                              gpu_avg=90.0, busy=8)  # fmt: skip
+    hours += [Hour(START + timedelta(days=6, hours=8), 60.0, 95.0, 90.0, 8)]
     box = machine("p4d.24xlarge", 8, hours, zone="us-east-1a")
     spot_box = machine("p4d.24xlarge", 8, hours, lifecycle="spot", zone="us-east-1a")
-    [(candidate, stretch_hours, longest)] = spot_candidates(observe([box, spot_box], START, END), POLICY)
-    assert (candidate, stretch_hours, longest) == (box, 72, 12)
-    [advice] = spot_advice([(box, 72, 12)], price, {("p4d.24xlarge", "us-east-1a"): 8.7838})
-    assert advice.saving_usd == pytest.approx((21.96 - 8.7838) * 72)  # $948.69
+    [(candidate, run_hours, longest)] = spot_candidates(observe([box, spot_box], START, END), POLICY)
+    assert (candidate, run_hours, longest) == (box, 48, 4)
+    [advice] = spot_advice([(box, 48, 4)], price, {("p4d.24xlarge", "us-east-1a"): 8.7838})
+    assert advice.saving_usd == pytest.approx((21.96 - 8.7838) * 48)  # $632.46
     assert advice.basis == (
-        "72 h of work in stretches of 6 h or more this week (the longest 12 h), on demand at $21.96/h; "
-        "Spot in us-east-1a now $8.78/h"
+        "48 h of work in runs of 2 to 6 h this week, none longer (the longest 4 h: what an interruption could "
+        "cost), on demand at $21.96/h; Spot in us-east-1a now $8.78/h"
     )
-    assert spot_advice([(box, 72, 12)], price, {("p4d.24xlarge", "us-east-1a"): 25.0}) == []  # dearer: nothing
-    assert spot_advice([(box, 72, 12)], price, {("p4d.24xlarge", "us-east-1b"): 5.0}) == []  # not its zone
+    assert spot_advice([(box, 48, 4)], price, {("p4d.24xlarge", "us-east-1a"): 25.0}) == []  # dearer: nothing
+    assert spot_advice([(box, 48, 4)], price, {("p4d.24xlarge", "us-east-1b"): 5.0}) == []  # not its zone
 
 
-def test_idle_hours_break_a_stretch() -> None:
+def test_a_run_of_days_without_a_break_gets_no_spot_advice_however_much_spot_would_save() -> None:
+    # The p4d: 181 hours of training without an idle hour. Spot would take it back mid-run, and
+    # costguard cannot see whether the job saves checkpoints: no advice that could cost days of work.
+    week = [Hour(START + timedelta(hours=k), 60.0, 95.0, 90.0, 8) for k in range(181)]
+    assert spot_candidates(observe([machine("p4d.24xlarge", 8, week, zone="us-east-1a")], START, END), POLICY) == []
+    # Short runs all week but one of 12 hours: that one run is what an interruption would cost. None.
+    hours = days(6, 8, 4, cpu=60.0, gpu_max=95.0, gpu_avg=90.0, busy=8)
+    hours += [Hour(START + timedelta(days=6, hours=k), 60.0, 95.0, 90.0, 8) for k in range(12)]
+    assert spot_candidates(observe([machine("p4d.24xlarge", 8, hours, zone="us-east-1a")], START, END), POLICY) == []
+
+
+def test_idle_hours_break_a_run_into_runs_spot_can_take_back() -> None:
     working = [Hour(START + timedelta(days=d, hours=k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(4)]
     # idle: CPU 1 % of 96 vCPUs with no core over 4 % (the agent's busiest core), its GPUs quiet
     idle = [Hour(START + timedelta(days=d, hours=4), 1.0, 0.5, 0.5, 0, core_max=4.0) for d in range(6)]
     more = [Hour(START + timedelta(days=d, hours=5 + k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(4)]
     box = machine("p4d.24xlarge", 8, working + idle + more, zone="us-east-1a")
-    assert spot_candidates(observe([box], START, END), POLICY) == []  # 4 h, idle, 4 h: never 6 in a row
+    assert spot_candidates(observe([box], START, END), POLICY) == [(box, 48, 4)]  # 4 h, idle, 4 h: never 9 in a row
+    # without the idle hour, nine hours in a row each day: longer than a run Spot is advised for
+    whole = [Hour(START + timedelta(days=d, hours=k), 60.0, 95.0, 90.0, 8) for d in range(6) for k in range(9)]
+    assert spot_candidates(observe([machine("p4d.24xlarge", 8, whole, zone="us-east-1a")], START, END), POLICY) == []
 
 
 def test_the_spot_price_is_asked_once_per_type_at_the_digests_time_and_read_for_the_machines_zone() -> None:
@@ -132,12 +148,18 @@ def test_the_spot_price_is_asked_once_per_type_at_the_digests_time_and_read_for_
 
 
 def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> None:
-    from costguard.digest.weekly.rules.messages import _advice_blocks  # noqa: PLC0415
+    from costguard.digest.weekly.rules.messages import digest_thread  # noqa: PLC0415
+    from tests.unit.digest.organization.test_rules import member_data  # noqa: PLC0415
 
     box = machine("p4d.24xlarge", 8, [], zone="us-east-1a")
-    spot = Advice(box, "spot", "", 21.96, 8.7838, 72.0, "72 h of work in stretches")
-    text = json.dumps(_advice_blocks([spot], "*Right-sizing and Spot*"))
-    assert "*Spot* instead, $8.78/h rather than $21.96/h, *$949 less* this week. 72 h of work in stretches" in text
+    spot = Advice(box, "spot", "", 21.96, 8.7838, 72.0, "72 h of work in runs")
+    data = member_data()
+    data.advice = [spot]
+    [advice] = [r.message for r in digest_thread(data) if r.name == "advice"]  # in the thread, not the post
+    text = json.dumps(advice.slack_blocks())
+    assert (
+        "`i-0a` p4d.24xlarge (ana): *Spot* instead, $8.78/h rather than $21.96/h, *$949 less* this week. 72 h" in text
+    )
     assert json.dumps(SPOT_WARNING)[1:-1] in text
 
 

@@ -14,6 +14,8 @@ from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
+from costguard.digest.commitments import CommitmentUse
+from costguard.digest.owners import owner_message
 from costguard.digest.weekly.hours import iter_hours
 from costguard.digest.weekly.rules.figures import (
     Hour,
@@ -25,7 +27,9 @@ from costguard.digest.weekly.rules.figures import (
     summarize,
     worst_idle,
 )
-from costguard.digest.weekly.rules.messages import digest_message
+from costguard.digest.weekly.rules.messages import digest_message, digest_thread
+from costguard.digest.weekly.rules.records import DigestData
+from costguard.digest.weekly.rules.summary import owner_weeks
 from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
 from testing.aws.cloudwatch import CloudWatchClient
@@ -35,6 +39,12 @@ from tests.unit.digest.organization.test_rules import member_data
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
 POLICY = IdlePolicy()
+
+
+def said(data: DigestData) -> str:
+    """Everything the channel reads of the week: the post and its thread."""
+    messages = [digest_message(data), *(r.message for r in digest_thread(data))]
+    return json.dumps([m.text for m in messages] + [m.slack_blocks() for m in messages])
 
 
 def hours(
@@ -222,33 +232,20 @@ def test_the_fortnight_is_read_in_full_calls_and_an_instance_split_between_two_i
 
 
 def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() -> None:
-    from costguard.digest.weekly.rules.messages import owner_message  # noqa: PLC0415
-
     bob = machine("i-b", "bob", 4, 5.672, hours(0, 19, 14, cpu=1, gpu_max=0.5, gpu_avg=0.5))
     carol = machine("i-c", "carol", 1, 1.006, hours(0, 19, 3, cpu=1, gpu_max=0.5, gpu_avg=0.5))
     week = summarize([bob, carol], START, END, POLICY)
     until = START + timedelta(days=1, hours=9)
-    keeps = [
+    data = DigestData(START, END, [bob, carol], {}, week, week, [], 0.0, 0.0, CommitmentUse(), None, None, {}, [], "O")
+    data.outlived_keeps = [
         OutlivedKeep("i-b", "bob", until, kept_hours=15.0, idle_hours=14.0, waste_usd=79.41),
         OutlivedKeep("i-c", "carol", until, kept_hours=4.0, idle_hours=3.0, waste_usd=3.02),
     ]
-    data = cast(
-        Any,
-        type(
-            "D",
-            (),
-            {
-                "this_week": week,
-                "outlived_keeps": keeps,
-                "advice": [],
-                "failed_starts": [],
-                "basis": "",
-                "warnings_to": staticmethod(lambda _o: 0),
-            },
-        ),
-    )
-    text = json.dumps(owner_message(data, "bob", [bob]).slack_blocks())
-    assert "`i-b` kept until Tue 09:00 UTC sat idle 14 h of its 15 ($79.41)" in text
+    theirs = {w.owner: w for w in owner_weeks(data, email_domain="example.com")}
+    assert theirs["bob"].email == "bob@example.com"
+    text = json.dumps(owner_message([theirs["bob"]], {}).slack_blocks())
+    keep = f"<!date^{int(until.timestamp())}^{{date_short_pretty}} {{time}}|Tue 17 Nov 09:00 UTC>"
+    assert f"`i-b` kept until {keep} sat idle 14 h of its 15 ($79.41)" in text  # in the reader's zone
     assert "i-c" not in text
 
 
@@ -263,16 +260,12 @@ def test_the_digest_says_how_many_learned_starts_were_made_wasted_and_the_gpu_ho
         replace(start, at=start.at + timedelta(days=2), gpu_hours=9.0, applied=False),  # dry-run: not made
         replace(start, kind=EntryKind.LEARNED_START_WASTED, at=start.at + timedelta(days=1, minutes=15)),
     ]
-    text = digest_message(data).text + json.dumps(digest_message(data).blocks)
+    text = said(data)
     assert "2 learned starts before recurring work (1 found no work), after 44 GPU-hours stopped between runs." in text
-    assert "learned start" not in json.dumps(digest_message(member_data()).blocks)  # none: nothing said
+    assert "learned start" not in said(member_data())  # none: nothing said
 
 
 def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_received() -> None:
-    from costguard.digest.commitments import CommitmentUse  # noqa: PLC0415
-    from costguard.digest.weekly.rules.messages import digest_message, owner_message  # noqa: PLC0415
-    from costguard.digest.weekly.rules.records import DigestData  # noqa: PLC0415
-
     bob = machine("i-b", "bob", 4, 5.672, hours(0, 19, 14, cpu=1, gpu_max=0.5, gpu_avg=0.5))
     carol = machine("i-c", "carol", 1, 1.006, hours(0, 19, 3, cpu=1, gpu_max=0.5, gpu_avg=0.5))
     week = summarize([bob, carol], START, END, POLICY)
@@ -287,14 +280,16 @@ def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_receive
         START, END, [bob, carol], {}, week, week, entries, 0.0, 0.0, CommitmentUse(), None, None, {}, [], "Owner"
     )
 
-    channel = json.dumps(digest_message(data).slack_blocks())
-    assert "*bob*: 1 machine" in channel
-    assert ", 3 idle warnings" in channel
-    assert ", 1 idle warning" in channel
+    channel = said(data)
+    assert "*bob*: *$79.41* idle (56 of 56 GPU-h), 1 machine at 0% GPU use, 3 idle warnings" in channel
+    assert "*carol*: *$3.02* idle (3 of 3 GPU-h), 1 machine at 0% GPU use, 1 idle warning" in channel
+    theirs = {w.owner: w for w in owner_weeks(data, email_domain="")}
     assert "costguard warned you about 3 idle machines this week" in json.dumps(
-        owner_message(data, "bob", [bob]).slack_blocks()
+        owner_message([theirs["bob"]], {}).slack_blocks()
     )
-    assert "warned you" not in json.dumps(owner_message(data, "dan", []).slack_blocks())
+    assert "costguard warned you about 1 idle machine this week" in json.dumps(
+        owner_message([theirs["carol"]], {}).slack_blocks()
+    )  # her dry-run warning was none
 
 
 def test_an_hour_is_idle_by_the_stoppers_rule_so_one_busy_core_under_a_low_average_is_work() -> None:

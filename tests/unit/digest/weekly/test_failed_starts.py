@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from costguard.core.records import Instance
-from costguard.digest.weekly.rules.messages import failed_starts_text
+from costguard.digest.owners import refused_starts_text
 from costguard.digest.weekly.rules.starts import failed_starts
 from costguard.state.entries import Entry, EntryKind
 
@@ -47,19 +47,28 @@ def test_each_failed_start_says_how_it_ended_started_later_given_up_or_still_try
         "i-c": machine("i-c", "running", START + timedelta(days=2, hours=10)),
     }
     found = failed_starts([pending, by_hand, gave_up, next_day, later, retried], raw, END)
-    assert [(f.instance_id, f.ended) for f in found] == [
-        ("i-a", "started by costguard on a later try"),
-        ("i-b", "not started: costguard gave up Tue 09:00 UTC"),
-        ("i-c", "running since Wed 10:00 UTC"),
-        ("i-d", "not started yet: costguard tries until Tue 07:00 UTC"),
+    # each end with its time, which every reader sees in their own zone
+    assert [(f.instance_id, f.ended, f.ended_at) for f in found] == [
+        ("i-a", "started by costguard on a later try", None),
+        ("i-b", "not started: costguard gave up", START + timedelta(days=1, hours=9)),
+        ("i-c", "running since", START + timedelta(days=2, hours=10)),
+        ("i-d", "not started yet: costguard tries until", START + timedelta(days=8, hours=7)),
     ]
     assert {(f.owner, f.why, f.instance_type) for f in found} == {("alice@example.com", REFUSED, "p5.48xlarge")}
 
 
-def test_the_failed_starts_section_names_machine_owner_when_why_and_end() -> None:
-    text = failed_starts_text(failed_starts([failed("i-b", 1, 2)], {}, END))
+def test_the_failed_starts_section_names_machine_owner_when_why_and_end_each_time_in_the_readers_zone() -> None:
+    text = refused_starts_text(failed_starts([failed("i-b", 1, 2)], {}, END))
+    due, gave_up = (
+        int((START + timedelta(days=1, hours=7)).timestamp()),
+        int((START + timedelta(days=1, hours=9)).timestamp()),
+    )
     assert json.dumps(text) == json.dumps(
         "*Failed starts* (1 start EC2 refused)\n"
-        "• `i-b` p5.48xlarge (alice@example.com), due Tue 17 Nov 07:00 UTC: InsufficientInstanceCapacity in "
-        "us-east-1a; not started: costguard gave up Tue 09:00 UTC"
+        "• `i-b` p5.48xlarge (alice@example.com), "
+        f"due <!date^{due}^{{date_short_pretty}} {{time}}|Tue 17 Nov 07:00 UTC>: "
+        "InsufficientInstanceCapacity in us-east-1a; not started: costguard gave up "
+        f"<!date^{gave_up}^{{date_short_pretty}} {{time}}|Tue 17 Nov 09:00 UTC>"
     )
+    # an owner's own message does not name them
+    assert "alice@example.com" not in refused_starts_text(failed_starts([failed("i-b", 1, 2)], {}, END), owners=False)

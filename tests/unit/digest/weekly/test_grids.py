@@ -165,7 +165,7 @@ def test_weighing_each_machine_in_turn_gives_every_kind_of_advice_in_the_same_or
     for n, (gpu, load) in enumerate([(80.0, 10.0), (12.0, 30.0), (90.0, 50.0), (1.0, 1.0)] * 3):
         hours = [
             Hour(start + timedelta(days=d, hours=h), load, gpu, gpu * 0.8, 1 if gpu > 5 else 0)
-            if 8 <= h < 20
+            if 8 <= h < 20 and h != 14  # a break at 14:00: runs of 6 and 5 hours, as Spot advice wants them
             else Hour(start + timedelta(days=d, hours=h), 1.0, 1.0, 0.5, 0)
             for d in range(7)
             for h in range(24)

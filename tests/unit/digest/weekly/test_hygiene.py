@@ -10,7 +10,7 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.commitments import CommitmentUse
 from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
-from costguard.digest.weekly.rules.messages import digest_message
+from costguard.digest.weekly.rules.messages import digest_thread
 from costguard.digest.weekly.rules.records import DigestData
 
 NOW = datetime(2026, 11, 23, 9, tzinfo=UTC)
@@ -55,8 +55,9 @@ def week(raw: list[Instance], silent: int, unchecked: int) -> DigestData:
 
 
 def hygiene(data: DigestData) -> str:
-    text = "\n".join(str(block) for block in digest_message(data).blocks)
-    return text[text.index("Hygiene") :]
+    [housekeeping] = [r.message for r in digest_thread(data) if r.name == "housekeeping"]  # in the thread
+    text = "\n".join(str(block) for block in housekeeping.blocks)
+    return text[text.index("Hygiene") : text.index("Commitments")]
 
 
 def test_each_hygiene_list_says_how_many_it_does_not_name() -> None:
@@ -73,3 +74,12 @@ def test_a_short_list_names_them_all() -> None:
     raw = [machine(n) for n in range(3)]
     text = hygiene(week(raw, silent=3, unchecked=3))
     assert "more" not in text
+
+
+def test_a_keep_until_tag_is_said_in_each_readers_zone_and_a_tag_that_is_no_time_as_written() -> None:
+    kept = machine(1, Owner="ana", **{tags.KEEP_UNTIL: "2026-11-25T09:17:00Z", tags.KEPT_BY: "ana"})
+    odd = machine(2, Owner="ana", **{tags.KEEP_UNTIL: "<!here> soon"})
+    text = hygiene(week([kept, odd], silent=0, unchecked=0))
+    assert f"kept until <!date^{int(datetime(2026, 11, 25, 9, 17, tzinfo=UTC).timestamp())}^" in text
+    assert "|Wed 25 Nov 09:17 UTC> by ana" in text
+    assert "kept until &lt;!here&gt; soon" in text  # not a time: the tag as written, escaped

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
 
 from costguard.core.formatting import usd
-from costguard.digest.chart import day_label
+from costguard.digest.chart import Bar, day_label
+from costguard.digest.dates import day, when
+from costguard.digest.gaps import gaps_of
 from costguard.digest.handoff import AccountWeek
 from costguard.slack.blocks import (
     Message,
@@ -60,15 +62,43 @@ def _average_util(weeks: Sequence[AccountWeek]) -> float | None:
     return sum(u * h for u, h in weighted) / hours if hours else None
 
 
-def chart_days(org: OrganizationWeek) -> list[tuple[str, float, float]]:
-    """Used and idle GPU-hours day by day, summed over the accounts that reported."""
+def chart_days(org: OrganizationWeek) -> list[Bar]:
+    """Used and idle GPU-hours day by day, summed over the accounts that reported, with what the idle hours
+    cost (where every account said it); a day some account's week covers only part of, or not at all, is
+    marked as part of a day."""
     days: dict[date, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    usd: dict[date, float] = defaultdict(float)
+    priced = bool(org.fresh) and all(w.days_usd or not w.idle_gpu_hours for w in org.fresh)
     for week in org.fresh:
-        for day, used, idle in week.days:
-            days[day][0] += used
-            days[day][1] += idle
+        for d, used, idle in week.days:
+            days[d][0] += used
+            days[d][1] += idle
+        for d, cost in week.days_usd:
+            usd[d] += cost
     today = org.now.date()
-    return [(day_label(day, today), used, idle) for day, (used, idle) in sorted(days.items())][-8:]
+    return [
+        Bar(day_label(d, today), used, idle, usd.get(d, 0.0) if priced else None, _part(org.fresh, d))
+        for d, (used, idle) in sorted(days.items())
+    ][-8:]
+
+
+def _part(weeks: Sequence[AccountWeek], d: date) -> str:
+    """What part of day `d` every account's week covers: "" for all of it."""
+    midnight = datetime.combine(d, datetime.min.time(), UTC)
+    began = max(*(w.start for w in weeks), midnight)
+    ended = min(*(w.end for w in weeks), midnight + timedelta(days=1))
+    if began >= ended:
+        return "part"  # some account's week does not reach this day at all
+    if began > midnight:
+        return f"from {began.astimezone(UTC):%H:%M}"
+    return f"to {ended.astimezone(UTC):%H:%M}" if ended < midnight + timedelta(days=1) else ""
+
+
+def chart_source(org: OrganizationWeek) -> str:
+    return (
+        f"Source: the weekly digest of each of {len(org.fresh)} accounts (CloudWatch, hour by hour), idle hours "
+        "priced on each account's bill. Days in UTC; lighter: part of a day."
+    )
 
 
 def organization_message(org: OrganizationWeek) -> Message:
@@ -82,7 +112,8 @@ def organization_message(org: OrganizationWeek) -> Message:
     saved_hours = sum(w.saved_hours for w in weeks)
     expected = len(org.expected)
     blocks = [
-        header(f"GPU fleet across the organization, week to {org.now:%a %d %b}"),
+        header("GPU fleet across the organization, this week"),
+        context(mrkdwn("The week to {0}.", when(org.now))),
         section(
             f"*{len(weeks)} of {expected} accounts* reported: *{machines}* GPU machines ran *{gpu_hours:,.0f} "
             f"GPU-hours* at {_pct(_average_util(weeks))} average GPU use. *{idle:,.0f} GPU-hours were idle*: "
@@ -114,7 +145,7 @@ def organization_message(org: OrganizationWeek) -> Message:
             blocks.append(section(mrkdwn("*Most idle, across accounts*\n") + bullet_list(owners)))
     if org.missing:
         blocks += [divider(), section(_missing(org))]
-    notes = [mrkdwn("{0}: {1}", w.name, "; ".join(w.gaps)) for w in weeks if w.gaps]
+    notes = [mrkdwn("{0}: {1}", w.name, "; ".join(_said(w.gaps))) for w in weeks if w.gaps]
     if org.refused:
         notes.append(
             Mrkdwn(
@@ -127,6 +158,12 @@ def organization_message(org: OrganizationWeek) -> Message:
     missing = f", {len(org.missing)} account(s) without figures" if org.missing else ""
     text = f"GPU week, {len(weeks)} accounts: {idle:,.0f} idle GPU-hours, {usd(waste)} wasted{missing}"
     return Message(text, tuple(blocks))
+
+
+def _said(gaps: Sequence[str]) -> list[str]:
+    """What an account could not read, as the channel may read it: a member from before issue 34 handed
+    over "Call: Code", which is said as what the call reads, never with its code."""
+    return list(dict.fromkeys(g if g.endswith(": not read") else f"{gaps_of([g])[0].what}: not read" for g in gaps))
 
 
 def _paid(weeks: Sequence[AccountWeek]) -> str:
@@ -167,7 +204,7 @@ def _top_owners(weeks: Sequence[AccountWeek], limit: int = 5) -> list[str]:
 
 def _missing(org: OrganizationWeek) -> str:
     lines = [
-        mrkdwn("`{0}`: last figures {1}", account, f"{last.end:%a %d %b}")
+        mrkdwn("`{0}`: last figures {1}", account, day(last.end))
         if last is not None
         else mrkdwn("`{0}`: never reported", account)
         for account, last in org.missing

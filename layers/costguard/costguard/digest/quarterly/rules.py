@@ -192,6 +192,7 @@ def chart_png(quarter: Quarter) -> bytes:
         title=f"EC2 compute cost a month, {quarter.label}",
         series=(Series("Accelerated types", BLUE), Series("Other EC2", GREY)),
         unit=DOLLARS,
+        source="Source: Cost Explorer, EC2 compute cost by month and instance type; accelerated: the governed types.",
     )
 
 

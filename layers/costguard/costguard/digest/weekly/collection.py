@@ -20,6 +20,7 @@ from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Billing
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
+from costguard.digest.gaps import gaps_of
 from costguard.digest.spend import commitment_use, weekly_spend
 from costguard.digest.weekly.dashboards import update_dashboards
 from costguard.digest.weekly.hours import iter_hours
@@ -164,10 +165,12 @@ class DigestCollector:
         data.outlived_keeps = outlived_keeps(keeps, weeks, end, self.policy)
         data.advice = advice
         data.saved_list_usd = saved.list_usd
-        data.basis = basis_line(billings, bill_errors, now)
+        data.basis = basis_line(billings, now)
         data.paid_idle = paid_idle(priced, this_week.idle_hours_by_instance, list_prices)
         data.failed_starts = failed_starts(entries, raw, end)
         data.no_activity_check = self._without_activity_check(raw.values(), errors)
+        data.gaps = gaps_of(errors)
+        data.bill_gaps = gaps_of(bill_errors)
         return data
 
     def _worth(self, start: datetime, end: datetime) -> list[Worth]:

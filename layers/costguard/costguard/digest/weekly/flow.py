@@ -1,6 +1,7 @@
 """The weekly digest's run, its steps in order: collect the week (collection.py), add the other features'
 parts (SageMaker's, built by the handler: a feature does not import another), keep the week and hand it
-to the hub, send the channel's post and each owner's (sending.py); a summary for the handler to return."""
+to the hub (with the owners' weeks, which the hub tells each person once), send the channel's post, its
+thread and, without a hub, each owner's message (sending.py); a summary for the handler to return."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from costguard.aws.queues import Mailbox
 from costguard.core.observability import metrics
 from costguard.digest.posting import DigestIncomplete
 from costguard.digest.weekly.collection import DigestCollector
-from costguard.digest.weekly.sending import record_week, send_digest
+from costguard.digest.weekly.sending import Owners, record_week, send_digest
 from costguard.slack.blocks import Block
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import Claims
@@ -37,12 +38,18 @@ class Account:
 
 @dataclass(frozen=True)
 class Recipients:
-    """Where the digest goes: the channel, and each owner unless the deployment turned that off."""
+    """Where the digest goes: the channel, each owner with something to act on (every owner, or none, as the
+    deployment says), and the alerts channel, for the permissions a read was refused."""
 
     channel: str
     email_domain: str
     owner_digests: bool
     owner_digests_always: bool = False
+    alerts_channel: str = ""
+
+    @property
+    def owners(self) -> Owners:
+        return Owners(self.owner_digests, self.owner_digests_always, self.email_domain)
 
 
 @dataclass
@@ -60,27 +67,28 @@ class WeeklyDigest:
     def run(self, now: datetime) -> dict[str, Any]:
         data = self.collector.collect(now)
         data.sections = [block for section in self.sections for block in section(data.entries, data.start, now)]
-        unsent = record_week(
+        kept = record_week(
             data,
             self.records,
             self.mailbox,
             account=self.account.account,
             label=self.account.label,
             regions=self.account.regions,
+            owners=self.recipients.owners,
         )
         report = send_digest(
             data,
             notifier=self.notifier,
             claims=self.claims,
             channel=self.recipients.channel,
-            email_domain=self.recipients.email_domain,
-            owner_digests=self.recipients.owner_digests,
-            owner_digests_always=self.recipients.owner_digests_always,
+            owners=self.recipients.owners,
+            alerts_channel=self.recipients.alerts_channel,
+            hub=self.mailbox is not None,  # the hub tells each person once, with every account's part
             now=now,
             time_left=self.time_left,
         )
-        if unsent:
-            raise DigestIncomplete(f"{unsent}")  # the digest went out; the retry keeps and hands the week over again
+        if kept.unsent:
+            raise DigestIncomplete(f"{kept.unsent}")  # the digest went out; the retry keeps and hands it over again
         fleet = data.this_week.fleet
         metrics.add_metric(name="DigestIdleGpuHours", unit=MetricUnit.Count, value=fleet.idle_gpu_hours)
         return {
@@ -92,6 +100,9 @@ class WeeklyDigest:
             "owners_told": report.owners_told,
             "owners_quiet": report.owners_quiet,
             "owners_unreachable": report.owners_unreachable,
+            "owners_handed": kept.owners_handed,  # to the hub, which tells each person once
+            "owner_parts": kept.owner_parts,
+            "replies": report.replies,
             "dashboards": data.dashboards,
             "handed_over": self.mailbox is not None,
             "errors": data.errors,

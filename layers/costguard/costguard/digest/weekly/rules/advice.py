@@ -8,9 +8,14 @@ Three suggestions, each resting on figures it states, each only for a machine a 
   (Cost grows with the GPUs; training speed does not: about 5x for 8x the GPUs.)
 - **A cheaper GPU.** A machine whose GPUs averaged under 20 % while it worked (its hours that were not
   idle): the cheapest type with as many GPUs, at least as much GPU memory, and the vCPUs it needed.
-- **Spot.** An on-demand machine that worked stretches of 6 hours or more without a break: the Spot
-  price of its type in its zone, and what those hours would have cost there, with the plain warning
-  that Spot capacity can be taken back with two minutes' notice, so the job must checkpoint.
+- **Spot.** An on-demand machine whose work this week came in runs of 2 to 6 hours, and never in a longer
+  one: the Spot price of its type in its zone, and what those hours would have cost there, with the plain
+  warning that Spot capacity can be taken back with two minutes' notice. Spot takes a machine back in the
+  middle of a run; a job that saves no checkpoints starts that run again. costguard sees no checkpoints
+  (no metric or tag says a job saves them), so it advises Spot only where the longest run it would lose
+  is a few hours: a machine that worked a run of more than 6 hours without a break (a training run of
+  days) gets no Spot advice, however much Spot would save, and runs under 2 hours (a session, not a job)
+  do not count towards it.
 
 A machine gets at most one size suggestion (the larger saving) and possibly the Spot one.
 
@@ -35,7 +40,7 @@ from costguard.digest.weekly.rules.figures import Hour, HourGrid, InstanceWeek, 
 MIN_HOURS = 24
 MIN_DAYS = 5
 LOW_GPU_PERCENT = 20.0
-STRETCH_HOURS = 6
+SPOT_RUN_HOURS = (2, 6)  # the runs of work Spot is advised for: a run Spot takes back is redone, at most 6 h
 SCHEDULE_IDLE_HOURS = 10
 
 # type -> (GPUs, the GPU, its memory in GB). The accelerated sizes costguard can suggest.
@@ -139,16 +144,20 @@ def advise(observed: Iterable[Observed], policy: IdlePolicy, price: Price) -> li
 
 
 def spot_candidates(observed: Iterable[Observed], policy: IdlePolicy) -> list[tuple[InstanceWeek, int, int]]:
-    """On-demand machines a week of data supports that worked long stretches: (machine, hours in stretches
-    of STRETCH_HOURS or more, the longest stretch)."""
+    """On-demand machines a week of data supports whose work came in runs Spot suits: (machine, hours in runs
+    of SPOT_RUN_HOURS, the longest of them). None that worked a longer run without a break: costguard cannot
+    see whether its job saves checkpoints, and a run of days that does not would lose days to one interruption."""
+    shortest, longest = SPOT_RUN_HOURS
     out = []
     for instance, hours in observed:
         if instance.lifecycle or not instance.zone:
             continue
         stretches = _working_stretches(hours, instance, policy)
-        long = [s for s in stretches if s >= STRETCH_HOURS]
-        if long:
-            out.append((instance, sum(long), max(long)))
+        if not stretches or max(stretches) > longest:
+            continue
+        runs = [s for s in stretches if s >= shortest]
+        if runs:
+            out.append((instance, sum(runs), max(runs)))
     return out
 
 
@@ -163,8 +172,9 @@ def spot_advice(
         if not on_demand or price is None or price >= on_demand:
             continue
         basis = (
-            f"{hours} h of work in stretches of {STRETCH_HOURS} h or more this week (the longest {longest} h), "
-            f"on demand at ${on_demand:.2f}/h; Spot in {instance.zone} now ${price:.2f}/h"
+            f"{hours} h of work in runs of {SPOT_RUN_HOURS[0]} to {SPOT_RUN_HOURS[1]} h this week, none longer "
+            f"(the longest {longest} h: what an interruption could cost), on demand at ${on_demand:.2f}/h; "
+            f"Spot in {instance.zone} now ${price:.2f}/h"
         )
         out.append(Advice(instance, "spot", "", on_demand, price, float(hours), basis))
     return sorted(out, key=lambda a: -a.saving_usd)

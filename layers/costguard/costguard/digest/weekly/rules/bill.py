@@ -137,11 +137,12 @@ def paid_idle(
     return sorted(out, key=lambda p: (-p.idle_hours, p.paid_by))
 
 
-def basis_line(billings: Sequence[Billing], errors: Sequence[str], now: datetime) -> str:
-    """The one line that names what the digest's dollars are: the bill as it stands, or the on-demand list."""
+def basis_line(billings: Sequence[Billing], now: datetime) -> str:
+    """The one line that names what the digest's dollars are: the bill as it stands, or the on-demand list.
+    What was not read is named, never why (an AWS error code is no sentence for the channel: a refused
+    permission goes to the alerts channel, digest/gaps.py)."""
     if not billings or all(_unread_whole(b) for b in billings):
-        why = "; ".join(dict.fromkeys(e.rpartition(": ")[2] for e in errors)) or "not read"
-        return f"Prices: on-demand list (the bill could not be read: {why})."
+        return "Prices: on-demand list (the bill was not read)."
     ris = sum(r.count for b in billings for r in b.reserved if r.in_force(now))
     holds = [h for b in billings for h in b.holds if h.active(now)]
     blocks = sum(1 for h in holds if h.block)
@@ -162,7 +163,7 @@ def basis_line(billings: Sequence[Billing], errors: Sequence[str], now: datetime
     line += "; Spot at its price. Idle hours priced on the bill as it stands now, not hour by hour"
     unread = sorted({u for b in billings for u in b.unread})
     if unread:
-        line += f". Not read: {', '.join(unread)} ({'; '.join(dict.fromkeys(errors)) or 'not asked'}): on demand there"
+        line += f". Not read: {', '.join(unread)}: on demand there"
     return line + "."
 
 

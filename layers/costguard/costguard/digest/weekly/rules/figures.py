@@ -112,6 +112,9 @@ class Week:
     per_team: dict[str, Figures] = field(default_factory=dict)
     per_day: dict[date, tuple[float, float]] = field(default_factory=dict)  # used, idle GPU-hours
     idle_hours_by_instance: dict[str, float] = field(default_factory=dict)
+    # each machine's idle hours day by day (the days it had some), to price the days once the bill is read
+    idle_days_by_instance: dict[str, tuple[tuple[date, int], ...]] = field(default_factory=dict)
+    per_day_usd: dict[date, float] = field(default_factory=dict)  # what the idle hours of each day cost
 
 
 def is_idle(hour: Hour, instance: InstanceWeek, policy: IdlePolicy) -> bool:
@@ -166,10 +169,14 @@ def tally_into(week: Week, instance: InstanceWeek, policy: IdlePolicy) -> None:
         figures._util_sum = reduce(add, averages, figures._util_sum)
         figures._util_hours += len(averages)
     week.idle_hours_by_instance[instance.instance_id] = float(idle)
+    if idle:
+        week.idle_days_by_instance[instance.instance_id] = tuple((d, n) for d, (_, n) in sorted(days.items()) if n)
     for day, (used_hours, idle_hours) in days.items():
         used, wasted = week.per_day.get(day, (0.0, 0.0))
         # GPU counts are whole numbers: adding them an hour at a time or at once is the same float
         week.per_day[day] = (used + used_hours * instance.gpus, wasted + idle_hours * instance.gpus)
+        if idle_hours:
+            week.per_day_usd[day] = week.per_day_usd.get(day, 0.0) + idle_hours * instance.idle_usd_per_hour
 
 
 def settle(week: Week, instances: Iterable[InstanceWeek]) -> None:
@@ -178,6 +185,11 @@ def settle(week: Week, instances: Iterable[InstanceWeek]) -> None:
     by_id = {i.instance_id: i for i in instances}
     for figures in (week.fleet, *week.per_owner.values(), *week.per_team.values()):
         figures.waste_usd = figures.paid_idle_hours = 0.0
+    week.per_day_usd = {}
+    for instance_id, days in week.idle_days_by_instance.items():
+        if (priced := by_id.get(instance_id)) is not None:
+            for day, hours in days:
+                week.per_day_usd[day] = week.per_day_usd.get(day, 0.0) + hours * priced.idle_usd_per_hour
     for instance_id, idle in week.idle_hours_by_instance.items():
         instance = by_id.get(instance_id)
         if instance is None:

@@ -1,25 +1,35 @@
-"""The weekly digest in Slack: the fleet's week for the channel, each owner's week for them. Pure."""
+"""The weekly digest in Slack. Pure.
+
+The channel gets a post people read to the end: a headline of at most five numbers, money first and on the
+bill (what the idle machines cost, against last week; who drives it; what costguard's stops saved; how much
+of the commitments is used), then the chart. Everything else is in the post's thread, a reply a topic:
+the idle cost by owner and team and the worst machines, the advice, other features' parts (SageMaker's),
+and what costguard did, hygiene, commitments, spend and what could not be read. Each time is written for
+each reader's zone (digest/dates.py); no AWS error code reaches a message (digest/gaps.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from costguard.core import tags
-from costguard.core.formatting import usd
-from costguard.digest.chart import day_label
+from costguard.core.formatting import parse_time, usd
+from costguard.digest.chart import Bar, day_label
+from costguard.digest.dates import day, when
+from costguard.digest.gaps import not_read
+from costguard.digest.owners import SPOT_WARNING, Suggestion, priced, refused_starts_text, suggestion_line
 from costguard.digest.weekly.rules.advice import Advice
 from costguard.digest.weekly.rules.bill import PaidIdle
-from costguard.digest.weekly.rules.figures import Figures, InstanceWeek, worst_idle
+from costguard.digest.weekly.rules.figures import Figures, worst_idle
 from costguard.digest.weekly.rules.records import DigestData
-from costguard.digest.weekly.rules.starts import FailedStart
 from costguard.slack.blocks import (
     Block,
     Message,
     Mrkdwn,
     bullet_list,
     context,
-    divider,
-    fields_section,
     header,
     join,
     link,
@@ -28,145 +38,205 @@ from costguard.slack.blocks import (
 )
 from costguard.state.entries import EntryKind
 
+OWNERS_SHOWN = 15  # rows of the by-owner table; each owner has the rest by direct message
+NO_OWNER = "(no owner)"
+
+
+class Reply(NamedTuple):
+    """One reply in the digest's thread: its name (its part of the claim's key) and its message."""
+
+    name: str
+    message: Message
+
 
 def _pct(value: float | None) -> str:
-    return f"{value:.0f}%" if value is not None else "n/a"
+    return f"{value:.0f}%" if value is not None else "not measured"
 
 
-def _change(now: float, before: float) -> str:
+def _plural(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
+def _against(now: float, before: float) -> str:
     if before == 0:
-        return "new" if now else "same"
+        return "none last week" if now else "none last week either"
     delta = (now - before) / before * 100
-    return f"{'+' if delta >= 0 else '−'}{abs(delta):.0f}% vs last week"
+    return f"{'+' if delta >= 0 else '−'}{abs(delta):.0f}% on last week"
 
 
-def _row(name: str, figures: Figures) -> str:
-    return (
-        f"*{name}*: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
-        f"{figures.gpu_hours:,.0f} GPU-h at {_pct(figures.avg_gpu_util)}, idle {figures.idle_gpu_hours:,.0f} GPU-h, "
-        f"waste {usd(figures.waste_usd)}" + _paid_hours(figures)
-    )
+def _on_the_bill(data: DigestData) -> str:
+    """Where the dollars come from, in three words: the bill, or the list when the bill was not read."""
+    return priced(data.basis)
 
 
-def _paid_hours(figures: Figures) -> str:
-    """Idle hours on capacity already paid: not waste a stop avoids, said apart."""
-    paid = figures.paid_idle_hours
-    return f" ({paid:,.0f} idle machine-hours on paid capacity)" if paid else ""
-
-
-def _warned(count: int) -> str:
-    return f", {count} idle warning{'s' if count != 1 else ''}" if count else ""
-
-
-def chart_days(data: DigestData) -> list[tuple[str, float, float]]:
-    today = data.end.date()
-    return [(day_label(day, today), used, idle) for day, (used, idle) in sorted(data.this_week.per_day.items())]
-
-
+# ---------------------------------------------------------------------------------------------- the post
 def digest_message(data: DigestData) -> Message:
+    """The channel's post: the headline (at most five numbers) and where the week is; the rest in the thread."""
     week, before = data.this_week.fleet, data.last_week.fleet
-    title = f"GPU fleet, {data.start:%a %d %b} to today"
-    summary = (
-        f"*{week.instances}* GPU machines ran *{week.gpu_hours:,.0f} GPU-hours* "
-        f"at {_pct(week.avg_gpu_util)} average GPU use. "
-        f"*{week.idle_gpu_hours:,.0f} GPU-hours were idle*: *{usd(week.waste_usd)}* on the bill that stops "
-        f"would have saved ({_change(week.waste_usd, before.waste_usd)})."
-    )
-    if week.paid_idle_hours:
-        summary += f" {week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid: see *Commitments*."
-    blocks = [
-        header(title),
-        *([context(data.basis)] if data.basis else []),
-        section(summary),
-        fields_section(
-            [
-                f"*GPU-hours*\n{week.gpu_hours:,.0f} ({_change(week.gpu_hours, before.gpu_hours)})",
-                f"*Idle GPU-hours*\n{week.idle_gpu_hours:,.0f} ({_change(week.idle_gpu_hours, before.idle_gpu_hours)})",
-                f"*Waste*\n{usd(week.waste_usd)} (last week {usd(before.waste_usd)})",
-                f"*Average GPU use*\n{_pct(week.avg_gpu_util)} (last week {_pct(before.avg_gpu_util)})",
-            ]
+    priced = _on_the_bill(data)
+    if week.waste_usd > 0:
+        lines = [
+            f"Idle GPU machines cost *{usd(week.waste_usd)}* {priced} this week "
+            f"({_against(week.waste_usd, before.waste_usd)}): what stopping them while idle would have saved."
+        ]
+        lines.append(_who_drives_it(data))
+    elif week.idle_gpu_hours:
+        lines = ["No idle GPU time cost anything this week: what sat idle ran on capacity already paid."]
+    else:
+        lines = ["No GPU machine sat idle this week."]
+    stops = data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
+    if stops:
+        lines.append(f"The stops costguard made saved *{usd(data.saved_usd)}* {priced}.")
+    else:
+        lines.append("costguard stopped no machine this week.")
+    lines.append(_commitments_headline(data))
+    blocks: list[Block] = [
+        header("GPU fleet this week"),
+        section(join(" ", (line for line in lines if line))),
+        context(
+            mrkdwn(
+                "{0} to {1}. By owner, advice, hygiene, commitments and spend: in the thread.",
+                day(data.start),
+                when(data.end),
+            )
         ),
     ]
-    owners = sorted(data.this_week.per_owner.items(), key=lambda kv: kv[1].waste_usd, reverse=True)
-    if owners:
-        rows = [_row(n, f) + _warned(data.warnings_to(n)) for n, f in owners]
-        blocks += [divider(), section("*By owner, most waste first*\n" + bullet_list(rows))]
-    teams = sorted(data.this_week.per_team.items(), key=lambda kv: kv[1].waste_usd, reverse=True)
+    if week.waste_usd > 0:
+        text = f"GPU week: {usd(week.waste_usd)} idle {priced} ({_against(week.waste_usd, before.waste_usd)})"
+    else:
+        text = "GPU week: nothing idle cost anything"
+    return Message(text, tuple(blocks))
+
+
+def _who_drives_it(data: DigestData) -> str:
+    owners = [(n, f) for n, f in data.this_week.per_owner.items() if f.waste_usd > 0]
+    if not owners:
+        return ""
+    name, figures = max(owners, key=lambda kv: (kv[1].waste_usd, kv[0]))
+    who = "machines without an owner" if name == NO_OWNER else mrkdwn("*{0}*", name)
+    return mrkdwn("The most: {0}, *{1}*.", who, usd(figures.waste_usd))
+
+
+def _commitments_headline(data: DigestData) -> str:
+    c = data.commitments
+    used = [(v, what) for v, what in ((c.ri_utilization, "Reserved Instances"), (c.sp_utilization, "Savings Plans"))]
+    read = [(v, what) for v, what in used if v is not None]
+    if read:
+        value, what = min(read)
+        return f"Least-used commitment: {what}, *{value:.0f}%* used."
+    if any(g.call in ("GetReservationUtilization", "GetSavingsPlansUtilization") for g in data.gaps):
+        return "Commitments' use: not read this week."
+    return ""
+
+
+# -------------------------------------------------------------------------------------------- the thread
+def digest_thread(data: DigestData) -> list[Reply]:
+    """The post's thread, a reply a topic, in the order they are read."""
+    replies = [Reply("owners", _owners(data))]
+    if data.advice:
+        replies.append(Reply("advice", _advice(data.advice)))
+    if data.sections:
+        replies.append(Reply("sections", Message("GPU week: other resources", tuple(data.sections))))
+    replies.append(Reply("housekeeping", _housekeeping(data)))
+    return replies
+
+
+def _row(name: str, figures: Figures, warned: int = 0) -> Mrkdwn:
+    line = mrkdwn(
+        "*{0}*: *{1}* idle ({2} of {3} GPU-h), {4} at {5} GPU use",
+        name,
+        usd(figures.waste_usd),
+        f"{figures.idle_gpu_hours:,.0f}",
+        f"{figures.gpu_hours:,.0f}",
+        _plural(figures.instances, "machine"),
+        _pct(figures.avg_gpu_util),
+    )
+    if figures.paid_idle_hours:
+        line += f", {figures.paid_idle_hours:,.0f} idle machine-hours on paid capacity"
+    if warned:
+        line += f", {_plural(warned, 'idle warning')}"
+    return line
+
+
+def _owners(data: DigestData) -> Message:
+    week = data.this_week
+    owners = sorted(week.per_owner.items(), key=lambda kv: (-kv[1].waste_usd, -kv[1].paid_idle_hours, kv[0]))
+    costly = [(n, f) for n, f in owners if f.waste_usd > 0 or f.paid_idle_hours]
+    rows = [_row(n, f, data.warnings_to(n)) for n, f in costly[:OWNERS_SHOWN]]
+    if len(costly) > OWNERS_SHOWN:
+        rows.append(Mrkdwn(f"and {len(costly) - OWNERS_SHOWN} more: each owner has their week by direct message"))
+    quiet = len(owners) - len(costly)
+    title = Mrkdwn(f"*Idle cost by owner*, the most first ({_on_the_bill(data)})")
+    if quiet:
+        title += f"; {_plural(quiet, 'owner')} had none"
+    blocks: list[Block] = [section(title + "\n" + bullet_list(rows) if rows else title)]
+    teams = sorted(week.per_team.items(), key=lambda kv: (-kv[1].waste_usd, kv[0]))
     if teams:
-        blocks.append(section("*By team*\n" + bullet_list([_row(n, f) for n, f in teams])))
-    worst = worst_idle(data.instances, data.this_week)
+        blocks.append(section(Mrkdwn("*By team*\n") + bullet_list([_row(n, f) for n, f in teams])))
+    worst = worst_idle(data.instances, week)
     if worst:
         lines = [
-            f"`{i.instance_id}` {i.instance_type} ({i.owner or 'no owner'}): "
-            f"idle {hours:.0f} h this week, {usd(per_day)}/day"
+            mrkdwn(
+                "`{0}` {1} ({2}): idle {3} h this week, {4}/day",
+                i.instance_id,
+                i.instance_type,
+                i.owner or "no owner",
+                f"{hours:.0f}",
+                usd(per_day),
+            )
             for i, hours, per_day in worst
         ]
-        blocks.append(section("*Worst idle machines still running*\n" + bullet_list(lines)))
-    if data.advice:
-        blocks += _advice_blocks(
-            data.advice, "*Right-sizing, Spot and working hours* (each from a week of this machine's data)"
-        )
-    if data.sections:
-        blocks += [divider(), *data.sections]
-    blocks += [divider(), section(_costguard_did(data))]
+        blocks.append(section(Mrkdwn("*Worst idle machines still running*\n") + bullet_list(lines)))
+    if data.basis:
+        blocks.append(context(data.basis))
+    return Message("GPU week: idle cost by owner", tuple(blocks))
+
+
+def suggestion(advice: Advice) -> Suggestion:
+    machine = advice.instance
+    return Suggestion(
+        machine.instance_id,
+        machine.instance_type,
+        advice.kind,
+        advice.suggested,
+        advice.now_usd,
+        advice.then_usd,
+        advice.saving_usd,
+        advice.basis,
+    )
+
+
+def advice_line(advice: Advice) -> Mrkdwn:
+    return suggestion_line(suggestion(advice), advice.instance.owner)
+
+
+def _advice(advice: Sequence[Advice], limit: int = 5) -> Message:
+    title = "*Right-sizing, Spot and working hours*, the largest savings first (each from a week of its data)\n"
+    blocks: list[Block] = [section(Mrkdwn(title) + bullet_list([advice_line(a) for a in advice[:limit]]))]
+    if any(a.kind == "spot" for a in advice[:limit]):
+        blocks.append(context(SPOT_WARNING))
+    return Message("GPU week: the same work for less", tuple(blocks))
+
+
+def _housekeeping(data: DigestData) -> Message:
+    blocks: list[Block] = [section(_costguard_did(data))]
     if data.failed_starts:
-        blocks.append(section(failed_starts_text(data.failed_starts)))
+        blocks.append(section(refused_starts_text(data.failed_starts)))
     blocks += [section(_hygiene(data)), section(_commitments(data))]
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(
             section(
                 f"*Spend*: {usd(data.spend_this_week)} this week, {usd(data.spend_last_week)} the week before "
-                f"({_change(data.spend_this_week, data.spend_last_week)})."
+                f"({_against(data.spend_this_week, data.spend_last_week)})."
             )
         )
     if data.dashboards:
         links = join(" · ", (link(url, team) for team, url in sorted(data.dashboards.items())))
         blocks.append(context("Dashboards: " + links))
-    if data.errors:
-        blocks.append(context("Not available this week: " + "; ".join(e for e in data.errors)))
-    text = f"GPU week: {week.idle_gpu_hours:,.0f} idle GPU-hours, {usd(week.waste_usd)} wasted"
-    return Message(text, tuple(blocks))
-
-
-SPOT_WARNING = (
-    ":warning: Spot capacity can be taken back with two minutes' notice: move only jobs that save checkpoints "
-    "and resume from them."
-)
-
-
-def advice_line(advice: Advice) -> Mrkdwn:
-    machine = advice.instance
-    if advice.kind == "schedule":
-        return mrkdwn(
-            "`{0}` {1} ({2}): tag it `costguard:schedule` = `{3}`: costguard starts it before those hours and "
-            "never warns about it in them; outside them a stop saves {4}/h, *{5}* this week. {6}",
-            machine.instance_id,
-            machine.instance_type,
-            machine.owner or "no owner",
-            advice.suggested,
-            usd(advice.now_usd),
-            usd(advice.saving_usd),
-            advice.basis[:1].upper() + advice.basis[1:],
-        )
-    what = "Spot" if advice.kind == "spot" else advice.suggested
-    return mrkdwn(
-        "`{0}` {1} ({2}): *{3}* instead, {4}/h rather than {5}/h, *{6} less* this week. {7}",
-        machine.instance_id,
-        machine.instance_type,
-        machine.owner or "no owner",
-        what,
-        usd(advice.then_usd),
-        usd(advice.now_usd),
-        usd(advice.saving_usd),
-        advice.basis[:1].upper() + advice.basis[1:],
-    )
-
-
-def _advice_blocks(advice: Sequence[Advice], title: str, limit: int = 5) -> list[Block]:
-    blocks: list[Block] = [section(Mrkdwn(title + "\n") + bullet_list([advice_line(a) for a in advice[:limit]]))]
-    if any(a.kind == "spot" for a in advice[:limit]):
-        blocks.append(context(SPOT_WARNING))
-    return blocks
+    gaps = not_read(data.gaps)
+    if gaps:
+        blocks.append(context(gaps))
+    return Message("GPU week: what costguard did, hygiene, commitments and spend", tuple(blocks))
 
 
 def _costguard_did(data: DigestData) -> str:
@@ -174,9 +244,8 @@ def _costguard_did(data: DigestData) -> str:
     stopped = data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
     kept = data.count(EntryKind.KEEP)
     return (
-        f"*What costguard did*: {warned} warning{'s' if warned != 1 else ''}, "
-        f"{stopped} stop{'s' if stopped != 1 else ''}, {kept} machine{'s' if kept != 1 else ''} kept from Slack. "
-        "Stopped machines stayed off "
+        f"*What costguard did*: {_plural(warned, 'warning')}, {_plural(stopped, 'stop')}, "
+        f"{_plural(kept, 'machine')} kept from Slack. Stopped machines stayed off "
         f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*{_beside(data.saved_usd, data.saved_list_usd)}."
         + learned_starts_line(data)
     )
@@ -185,26 +254,6 @@ def _costguard_did(data: DigestData) -> str:
 def _beside(bill: float, on_demand: float) -> str:
     """The on-demand figure beside a figure on the bill, where they differ."""
     return f" on the bill ({usd(on_demand)} at on-demand prices)" if abs(on_demand - bill) >= 0.005 else ""
-
-
-def failed_starts_text(starts: Sequence[FailedStart], shown: int = 10) -> Mrkdwn:
-    """Every start EC2 refused this week: machine, owner, when, why, how it ended."""
-    lines = [
-        mrkdwn(
-            "`{0}` {1} ({2}), due {3}: {4}; {5}",
-            f.instance_id,
-            f.instance_type,
-            f.owner or "no owner",
-            f"{f.due:%a %d %b %H:%M} UTC",
-            f.why,
-            f.ended,
-        )
-        for f in starts[:shown]
-    ]
-    if len(starts) > shown:
-        lines.append(Mrkdwn(f"and {len(starts) - shown} more"))
-    count = len(starts)
-    return Mrkdwn(f"*Failed starts* ({count} start{'s' if count != 1 else ''} EC2 refused)\n") + bullet_list(lines)
 
 
 def learned_starts_line(data: DigestData) -> str:
@@ -216,7 +265,7 @@ def learned_starts_line(data: DigestData) -> str:
     wasted = data.count(EntryKind.LEARNED_START_WASTED)
     hours = sum(e.gpu_hours for e in data.entries if e.kind is EntryKind.LEARNED_START and e.applied)
     return (
-        f" {made} learned start{'s' if made != 1 else ''} before recurring work ({wasted} found no work), "
+        f" {_plural(made, 'learned start')} before recurring work ({wasted} found no work), "
         f"after {hours:,.0f} GPU-hours stopped between runs."
     )
 
@@ -227,11 +276,11 @@ def _some(ids: Sequence[str], shown: int = 5) -> str:
     return named + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
-def _hygiene(data: DigestData) -> str:
+def _hygiene(data: DigestData) -> Mrkdwn:
     no_owner = [i.instance_id for i in data.no_owner]
     silent = [i.instance_id for i in data.instances if not i.telemetry]
     exempt = [i for i in data.raw.values() if tags.EXEMPT in i.tags or tags.KEEP_UNTIL in i.tags]
-    lines = [
+    lines: list[str] = [
         f"{len(no_owner)} without an owner" + (": " + _some(no_owner) if no_owner else ""),
         f"{len(silent)} without GPU telemetry" + (": " + _some(silent) if silent else ""),
     ]
@@ -244,28 +293,49 @@ def _hygiene(data: DigestData) -> str:
     for instance in exempt[:5]:
         reason = instance.tags.get(tags.EXEMPT)
         who = instance.tags.get(tags.KEPT_BY, "")
-        what = f"exempt ({reason})" if reason is not None else f"kept until {instance.tags[tags.KEEP_UNTIL]}"
-        lines.append(f"`{instance.instance_id}` {what}" + (f" by {who}" if who else ""))
+        if reason is not None:
+            what = mrkdwn("exempt ({0})", reason)
+        else:
+            until = parse_time(instance.tags[tags.KEEP_UNTIL])
+            what = mrkdwn("kept until {0}", when(until) if until else instance.tags[tags.KEEP_UNTIL])
+        lines.append(mrkdwn("`{0}` {1}", instance.instance_id, what) + (mrkdwn(" by {0}", who) if who else ""))
     if len(exempt) > 5:
         lines.append(f"and {len(exempt) - 5} more exempt or kept")
     for keep in data.outlived_keeps[:5]:
         lines.append(
-            f"`{keep.instance_id}` kept by {keep.kept_by} until {keep.until:%a %H:%M} UTC sat idle "
-            f"{keep.idle_hours:.0f} of its {keep.kept_hours:.0f} kept hours ({usd(keep.waste_usd)}): "
-            "*Keep while it works* ends a keep with the work"
+            mrkdwn(
+                "`{0}` kept by {1} until {2} sat idle {3} of its {4} kept hours ({5}): *Keep while it works* ends "
+                "a keep with the work",
+                keep.instance_id,
+                keep.kept_by,
+                when(keep.until),
+                f"{keep.idle_hours:.0f}",
+                f"{keep.kept_hours:.0f}",
+                usd(keep.waste_usd),
+            )
         )
-    return "*Hygiene*\n" + bullet_list(lines)
+    return Mrkdwn("*Hygiene*\n") + bullet_list(lines)
 
 
-def _commitments(data: DigestData) -> str:
+def _commitments(data: DigestData) -> Mrkdwn:
     c = data.commitments
-    lines = [
-        f"Reserved Instances: {_pct(c.ri_utilization)} used, {_pct(c.ri_coverage)} of eligible hours covered",
-        f"Savings Plans: {_pct(c.sp_utilization)} used, {_pct(c.sp_coverage)} of eligible spend covered",
+    gaps = {g.call for g in data.gaps}
+
+    def use(value: float | None, call: str) -> str:
+        return f"{value:.0f}%" if value is not None else ("not read" if call in gaps else "none in force")
+
+    lines: list[str] = [
+        f"Reserved Instances: {use(c.ri_utilization, 'GetReservationUtilization')} used, "
+        f"{use(c.ri_coverage, 'GetReservationCoverage')} of eligible hours covered",
+        f"Savings Plans: {use(c.sp_utilization, 'GetSavingsPlansUtilization')} used, "
+        f"{use(c.sp_coverage, 'GetSavingsPlansCoverage')} of eligible spend covered",
     ]
-    lines += [f"{x.label} ends {x.end:%a %d %b}" for x in c.expiring]
+    lines += [mrkdwn("{0} ends {1}", x.label, day(x.end)) for x in c.expiring]
+    week = data.this_week.fleet
+    if week.paid_idle_hours:
+        lines.append(f"{week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid:")
     lines += [paid_idle_line(p) for p in data.paid_idle[:5]]
-    return "*Commitments*\n" + bullet_list(lines)
+    return Mrkdwn("*Commitments*\n") + bullet_list(lines)
 
 
 def paid_idle_line(paid: PaidIdle) -> Mrkdwn:
@@ -280,46 +350,32 @@ def paid_idle_line(paid: PaidIdle) -> Mrkdwn:
     )
 
 
-def owner_message(data: DigestData, owner: str, machines: Sequence[InstanceWeek]) -> Message:
-    figures = data.this_week.per_owner.get(owner, Figures())
-    worst = worst_idle(machines, data.this_week, limit=3)
-    lines = [
-        f"`{i.instance_id}` {i.instance_type}: idle {hours:.0f} h this week, {usd(per_day)}/day while it runs"
-        for i, hours, per_day in worst
-    ]
-    body = (
-        f"Your GPU week: {figures.instances} machine{'s' if figures.instances != 1 else ''}, "
-        f"{figures.gpu_hours:,.0f} GPU-hours at {_pct(figures.avg_gpu_util)} average use; "
-        f"{figures.idle_gpu_hours:,.0f} GPU-hours idle ({usd(figures.waste_usd)} on the bill)."
+# --------------------------------------------------------------------------------------------- the chart
+def chart_days(data: DigestData) -> list[Bar]:
+    """A bar a day: GPU-hours used and idle, the idle hours' cost over it; a day the week covers only part
+    of, marked (today so far, a first day the week began inside)."""
+    today = data.end.date()
+    bars = []
+    for date, (used, idle) in sorted(data.this_week.per_day.items()):
+        midnight = datetime.combine(date, datetime.min.time(), data.start.tzinfo)
+        began, ended = max(midnight, data.start), min(midnight + timedelta(days=1), data.end)
+        part = ""
+        if began > midnight:
+            part = f"from {began:%H:%M}"
+        elif ended < midnight + timedelta(days=1):
+            part = f"to {ended:%H:%M}"
+        bars.append(Bar(day_label(date, today), used, idle, data.this_week.per_day_usd.get(date, 0.0), part))
+    return bars
+
+
+def chart_source(data: DigestData) -> str:
+    """The chart's foot: where its figures come from and what its dollars are."""
+    priced = (
+        "idle hours at on-demand list prices"
+        if _on_the_bill(data) != "on the bill"
+        else f"idle hours priced on the bill as it stood {data.end:%a %d %b %H:%M} UTC"
     )
-    if figures.paid_idle_hours:
-        body += (
-            f" {figures.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid: not stopped for money."
-        )
-    warned = data.warnings_to(owner)
-    if warned:
-        body += f" costguard warned you about {warned} idle machine{'s' if warned != 1 else ''} this week."
-    blocks = [section(body)]
-    if lines:
-        blocks.append(section("*Idle the longest, still running*\n" + bullet_list(lines)))
-    mine = {i.instance_id for i in machines}
-    keeps = [
-        f"`{k.instance_id}` kept until {k.until:%a %H:%M} UTC sat idle {k.idle_hours:.0f} h of its {k.kept_hours:.0f} "
-        f"({usd(k.waste_usd)})"
-        for k in data.outlived_keeps
-        if k.instance_id in mine
-    ]
-    if keeps:
-        blocks.append(
-            section("*Kept, then idle*: a shorter keep, or *Keep while it works*, next time\n" + bullet_list(keeps))
-        )
-    refused = [f for f in data.failed_starts if f.instance_id in mine or (f.owner and f.owner == owner)]
-    if refused:
-        blocks.append(section(failed_starts_text(refused)))
-    theirs = [a for a in data.advice if a.instance.instance_id in mine]
-    if theirs:
-        blocks += _advice_blocks(theirs, "*Worth a look*: the same work for less")
-    blocks.append(context("Stop what you are not using; tag `costguard:keep-until` what you are. — costguard"))
-    if data.basis:
-        blocks.append(context(data.basis))
-    return Message(f"Your GPU week: {usd(figures.waste_usd)} idle", tuple(blocks))
+    return (
+        f"Source: CloudWatch, each machine's GPU and CPU use hour by hour; {priced}. "
+        "Days in UTC; lighter: part of a day."
+    )

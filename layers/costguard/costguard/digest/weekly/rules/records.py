@@ -7,10 +7,11 @@ from datetime import datetime
 
 from costguard.core.records import Instance
 from costguard.digest.commitments import CommitmentUse
+from costguard.digest.gaps import Gap
+from costguard.digest.owners import RefusedStart
 from costguard.digest.weekly.rules.advice import Advice
 from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.figures import InstanceWeek, OutlivedKeep, Week
-from costguard.digest.weekly.rules.starts import FailedStart
 from costguard.slack.blocks import Block
 from costguard.state.entries import Entry, EntryKind
 
@@ -39,7 +40,9 @@ class DigestData:
     saved_list_usd: float = 0.0  # the stops' hours at the on-demand price, beside saved_usd (on the bill)
     basis: str = ""  # the one line that names the price basis (rules/bill.py)
     paid_idle: list[PaidIdle] = field(default_factory=list)  # idle hours already paid, by what pays them
-    failed_starts: list[FailedStart] = field(default_factory=list)
+    failed_starts: list[RefusedStart] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)  # the reads that failed (errors, as the digest says them)
+    bill_gaps: list[Gap] = field(default_factory=list)  # the bill's reads that failed (the basis line says them)
 
     @property
     def no_owner(self) -> list[Instance]:
@@ -59,4 +62,5 @@ class DigestReport:
     chart_file: str = ""
     owners_told: list[str] = field(default_factory=list)
     owners_unreachable: list[str] = field(default_factory=list)
-    owners_quiet: list[str] = field(default_factory=list)  # nothing idle, nothing to say: no message
+    owners_quiet: list[str] = field(default_factory=list)  # nothing to act on: no message
+    replies: int = 0  # the replies in the post's thread posted in this run

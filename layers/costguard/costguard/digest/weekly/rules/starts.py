@@ -4,11 +4,11 @@ with how it ended. Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from costguard.core.formatting import parse_time
 from costguard.core.records import Instance
+from costguard.digest.owners import RefusedStart
 from costguard.state.entries import Entry, EntryKind
 
 # The starts that end a failed start: costguard's own (it tried again and EC2 said yes), or a person's.
@@ -16,30 +16,22 @@ STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.START_FROM
 EARLY = timedelta(hours=2)  # a start is tried this long before it is due, at the most
 
 
-@dataclass(frozen=True)
-class FailedStart:
-    instance_id: str
-    instance_type: str
-    owner: str
-    due: datetime  # when the start was due
-    why: str  # EC2's last refusal
-    ended: str  # "started Tue 07:40 UTC", "costguard gave up Tue 09:00 UTC", "still trying until ..."
-
-
-def failed_starts(entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime) -> list[FailedStart]:
+def failed_starts(entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime) -> list[RefusedStart]:
     """Each start-failed entry of the week, oldest first, with how it ended as far as the week can tell."""
     started = sorted((e for e in entries if e.kind in STARTS and e.applied), key=lambda e: e.at)
     out = []
     for entry in sorted((e for e in entries if e.kind is EntryKind.START_FAILED), key=lambda e: e.at):
         later = next((s for s in started if s.instance_id == entry.instance_id and _ends(entry, s)), None)
+        ended, at = _ended(entry, later, raw.get(entry.instance_id), end)
         out.append(
-            FailedStart(
+            RefusedStart(
                 entry.instance_id,
                 entry.instance_type,
                 entry.owner,
                 entry.at,
                 entry.reason or "refused by EC2",
-                _ended(entry, later, raw.get(entry.instance_id), end),
+                ended,
+                at,
             )
         )
     return out
@@ -54,16 +46,17 @@ def _ends(failed: Entry, start: Entry) -> bool:
     return failed.at - EARLY <= start.at and (until is None or start.at <= until)
 
 
-def _ended(entry: Entry, later: Entry | None, instance: Instance | None, end: datetime) -> str:
+def _ended(entry: Entry, later: Entry | None, instance: Instance | None, end: datetime) -> tuple[str, datetime | None]:
+    """How it ended, and when (shown in each reader's zone), where a time belongs to it."""
     if later is not None and later.kind is not EntryKind.START_FROM_SLACK:
-        return "started by costguard on a later try"
+        return "started by costguard on a later try", None
     if later is not None:
-        return f"started from Slack {later.at:%a %H:%M} UTC"
+        return "started from Slack", later.at
     if instance is not None and instance.state in ("pending", "running") and instance.launch_time > entry.at:
-        return f"running since {instance.launch_time:%a %H:%M} UTC"
+        return "running since", instance.launch_time
     until = parse_time(entry.until)
     if until is None:
-        return "not started"
+        return "not started", None
     if until <= end:
-        return f"not started: costguard gave up {until:%a %H:%M} UTC"
-    return f"not started yet: costguard tries until {until:%a %H:%M} UTC"
+        return "not started: costguard gave up", until
+    return "not started yet: costguard tries until", until
