@@ -8,6 +8,7 @@ from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
+from costguard.state.worth import Worth
 
 START = datetime(2026, 11, 16, tzinfo=UTC)
 END = START + timedelta(days=7)
@@ -74,8 +75,6 @@ def test_the_on_demand_figure_beside_the_saving_is_the_stops_list_price_and_an_o
 def test_a_stopped_hour_is_counted_at_the_price_the_sweeps_last_found_for_it() -> None:
     # Stopped at night while a Savings Plan had room for most of it ($4.50/h saved); the day's work fills
     # the plan at 09:00 and the sweeps find it saves its whole price; at 19:00 room again.
-    from costguard.state.worth import Worth
-
     at = START + timedelta(hours=1)
     night = stop(at, saving=4.5, list_hourly=21.96)
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", at + timedelta(hours=20))
