@@ -680,9 +680,15 @@ def run_costguard(
         except ImportError:
             continue
 
-    # copies: the calls at scale; BENCH_WORLD=commitments: the commitments world
-    commitments = os.environ.get("BENCH_WORLD") == "commitments"
-    world = World(seed, copies=int(os.environ.get("BENCH_COPIES", "1")), commitments=commitments)
+    # copies: the calls at scale; BENCH_WORLD=commitments: the commitments world; =schedules: with the boxes
+    # whose job begins by waiting
+    kind = os.environ.get("BENCH_WORLD", "")
+    world = World(
+        seed,
+        copies=int(os.environ.get("BENCH_COPIES", "1")),
+        commitments=kind == "commitments",
+        schedules=kind == "schedules",
+    )
     if os.environ.get("BENCH_BILL") == "off":  # costguard as before its bill: no reader, every stop on demand
         setattr(importlib.import_module("costguard.idle.sweep"), "BillingReader", lambda **_: None)  # noqa: B010
     fleet = Fleet(world, seed, no_ssm_share)

@@ -51,7 +51,15 @@ TYPES = {  # GPUs, vCPUs
     "p3.16xlarge": (8, 64),
 }
 ZONES = ("Europe/Paris", "America/New_York", "Asia/Kolkata")
-AUTOMATION = ("pipeline", "nightly_utc", "nightly_local", "evening_pipeline")
+AUTOMATION = ("pipeline", "nightly_utc", "nightly_local", "evening_pipeline", "waiting_pipeline")
+# The schedules world (issue 33): boxes whose cron fires at 22:00 on their owner's weekdays, and whose job
+# then waits, GPU memory held and nothing moving, for an upstream export that lands between 00:30 and 05:00.
+# Their GPU work starts at a different hour every night; the start that matters is only in their crontab.
+WAITING = [
+    ("waiting_pipeline", "g5.12xlarge"),
+    ("waiting_pipeline", "p4d.24xlarge"),
+    ("waiting_pipeline", "g5.2xlarge"),
+]
 # The system's own services that take a core for a few minutes, as the check's 3-second sample names them.
 SYSTEM_BUSY = ("unattended-upgr", "apt-get update", "snapd", "amazon-ssm-agent", "man-db", "packagekitd")
 SSM_UPDATE = "amazon-ssm-agent"  # ... its update, run by its updater in the agent's cgroup: not the system's
@@ -101,6 +109,11 @@ MORE = [
 ]
 
 
+def cron(schedule: str, command: str) -> dict[str, object]:
+    """A crontab line as the activity check reports it: its schedule and its program's name."""
+    return {"k": "cron", "s": schedule, "c": command, "u": "ml"}
+
+
 @dataclass
 class Slot:
     """One machine's 5 minutes."""
@@ -131,6 +144,8 @@ class Machine:
     gpu_agent: bool = True  # the CloudWatch agent's GPU plugin is installed
     slots: list[Slot] = field(default_factory=list)
     az: str = ""  # its Availability Zone, in the commitments world
+    jobs: list[dict[str, object]] = field(default_factory=list)  # its crontab, as the activity check reports it
+    clock: str = ""  # the zone its clock is set to ("": its owner's)
 
     @property
     def gpus(self) -> int:
@@ -148,11 +163,18 @@ class Machine:
 
 class World:
     def __init__(
-        self, seed: int = 7, start: datetime | None = None, copies: int = 1, *, commitments: bool = False
+        self,
+        seed: int = 7,
+        start: datetime | None = None,
+        copies: int = 1,
+        *,
+        commitments: bool = False,
+        schedules: bool = False,
     ) -> None:
         """`copies`: that many teams of the same kinds of work (and of 16 people each), for the calls at scale.
         `commitments`: the same team and weeks, with six machines more, in Availability Zones, on the bill's
-        commitments and short capacity of testing/worlds/commitments.py (`bought`)."""
+        commitments and short capacity of testing/worlds/commitments.py (`bought`). `schedules`: the same team
+        and weeks, with the boxes whose job begins by waiting (`WAITING`)."""
         self.rng = random.Random(seed)
         self.start = start or datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
         self.begin = self.start - HISTORY
@@ -170,21 +192,28 @@ class World:
             self._idle_floor(machine)
             self.machines.append(machine)
         self.bought: Bought | None = None
+        if schedules:
+            for persona, instance_type in WAITING:  # after the others, so theirs are the same
+                self._add(people, persona, instance_type)
         if commitments:
             self._commitments(seed, people)
+
+    def _add(self, people: list[tuple[str, str]], persona: str, instance_type: str) -> Machine:
+        k = len(self.machines)
+        owner, zone = people[k % len(people)]
+        machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona)
+        machine.slots = [Slot(gpu=(0.0,) * machine.gpus) for _ in range(self.slots)]
+        getattr(self, f"_{persona}")(machine)
+        self._system_services(machine)
+        self._idle_floor(machine)
+        self.machines.append(machine)
+        return machine
 
     def _commitments(self, seed: int, people: list[tuple[str, str]]) -> None:
         """The commitments world: its machines more (after the others, so theirs are the same), then what the
         team bought and where its machines run."""
         for persona, instance_type in EXTRA:
-            k = len(self.machines)
-            owner, zone = people[k % len(people)]
-            machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona)
-            machine.slots = [Slot(gpu=(0.0,) * machine.gpus) for _ in range(self.slots)]
-            getattr(self, f"_{persona}")(machine)
-            self._system_services(machine)
-            self._idle_floor(machine)
-            self.machines.append(machine)
+            self._add(people, persona, instance_type)
         self.bought = buy(seed, self.begin, self.start, self.start + WEEK + timedelta(hours=2), self.machines)
         for machine in self.machines:
             machine.az = self.bought.zone[machine.instance_id]
@@ -343,6 +372,7 @@ class World:
 
     def _pipeline(self, m: Machine) -> None:
         m.hook = "nightly feature pipeline box: kept for its 01:00 run"
+        m.jobs = [cron("0 1 * * *", "pipeline.py")]
         for day in self._days(m):
             self._span(
                 m,
@@ -377,6 +407,7 @@ class World:
         """A cron job at a fixed UTC time every night (the box's clock is UTC): batch scoring, an index."""
         at = self.rng.randrange(0, 6) * SLOTS_PER_HOUR + self.rng.choice((0, 3, 6))  # 00:00-05:30 UTC
         length = int(self.rng.uniform(0.6, 1.6) * SLOTS_PER_HOUR)
+        m.clock, m.jobs = "UTC", [cron(f"{at % SLOTS_PER_HOUR * 5} {at // SLOTS_PER_HOUR} * * *", "nightly.py")]
         for day in self._utc_days():
             jitter = self.rng.choice((0, 0, 0, 1))  # the job's own start-up: a few minutes some nights
             self._job(m, day + at + jitter, length + self.rng.randrange(-1, 3), "nightly cron job", "python nightly.py")
@@ -385,6 +416,7 @@ class World:
         """A cron job at a fixed hour of its owner's clock (the box follows the team's zone), every night."""
         at = self.rng.choice((22, 23, 1, 2, 3)) * SLOTS_PER_HOUR + self.rng.choice((0, 6))
         length = int(self.rng.uniform(0.7, 2.0) * SLOTS_PER_HOUR)
+        m.jobs = [cron(f"{at % SLOTS_PER_HOUR * 5} {at // SLOTS_PER_HOUR} * * *", "refresh.py")]
         for day in self._days(m):
             self._job(m, day + at, length + self.rng.randrange(-2, 3), "nightly cron job", "python refresh.py")
 
@@ -397,6 +429,18 @@ class World:
             start = day + at + self.rng.randrange(-4, 5)
             length = int(self.rng.uniform(1.0, 2.5) * SLOTS_PER_HOUR)
             self._job(m, start, length, "evening pipeline", "python features.py")
+
+    def _waiting_pipeline(self, m: Machine) -> None:
+        """Cron at 22:00 on weekdays (its owner's clock); the job loads its model and waits for the upstream
+        export (GPU memory held, nothing moving) that lands between 00:30 and 05:00, then works 1 to 2 hours."""
+        m.jobs = [cron("0 22 * * 1-5", "run_pipeline.sh")]
+        for day in self._days(m):
+            if self.local(m, day).weekday() >= 5:
+                continue
+            fires = day + 22 * SLOTS_PER_HOUR
+            lands = day + 24 * SLOTS_PER_HOUR + int(self.rng.uniform(0.5, 5) * SLOTS_PER_HOUR)
+            self._span(m, fires, lands - fires, "waiting for upstream data", gpu_holder="run_pipeline.sh", cpu=0.3)
+            self._job(m, lands, int(self.rng.uniform(1, 2) * SLOTS_PER_HOUR), "pipeline", "run_pipeline.sh")
 
     def _system_services(self, m: Machine) -> None:
         """The system's own work on idle machines: apt's and snapd's timers at random times, and the daily
@@ -459,7 +503,9 @@ class World:
             out["gpu"] = [*held, {"name": slot.gpu_holder, "mib": 30000, "notebook": False}]
         if machine.hook:
             out["hook"] = {"exit": 0, "line": machine.hook}
-        if cgroups:
+        if cgroups:  # ... and the check of today reports the machine's crontab (older readers ignore it)
+            listed = len(machine.jobs)
+            out["jobs"] = {"tz": machine.clock or machine.zone, "found": listed, "sys": 4, "list": machine.jobs}
             held_mib = 30000 if slot.gpu_holder else 6000 if slot.kernel else 0
             out["gpus"] = [{"i": g, "u": round(u), "m": held_mib + 3} for g, u in enumerate(slot.gpu)]
             user, system = self._cpu_since(machine, boot, index)
