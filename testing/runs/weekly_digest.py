@@ -43,7 +43,8 @@ def floor(
       per type priced (the fleet's, and those advice compares them with): each asked once;
     - DescribeInstanceInformation: 50 a page, over the managed machines (one unfiltered walk) or the
       running ones (filtered by id), whichever is fewer;
-    - the ledger's week: one Query per day partition (8: seven days and today);
+    - the ledger's week: one Query per day partition (8: seven days and today); the sweeps' prices of the
+      machines costguard kept stopped (`worth#<day>`): one Query per day partition (8);
     - Cost Explorer: the four commitment reports and one daily cost; one DescribeReservedInstances per
       region, one DescribeSavingsPlans;
     - the bill the idle hours are priced on (aws/billing.py): one DescribeCapacityReservations per region,
@@ -74,7 +75,7 @@ def floor(
         "ec2:DescribeSpotPriceHistory": spot_types,
         "pricing:GetProducts": priced,
         "ssm:DescribeInstanceInformation": math.ceil(min(len(managed), len(running)) / SSM_PAGE),
-        "dynamodb:Query": 8,
+        "dynamodb:Query": 8 + 8,
         "ce:GetReservationUtilization": 1,
         "ce:GetReservationCoverage": 1,
         "ce:GetSavingsPlansUtilization": 1,

@@ -134,7 +134,19 @@ def test_machines_that_do_not_answer_in_time_are_no_answer_and_the_wait_is_bound
             {"CommandInvocations": [invocation(ids[0], output=report()), invocation(ids[1], "InProgress")]},
         )
     clock = Clock()
-    checker = ActivityChecker(
+    checker = checker_of(client, clock)
+    now = datetime(2026, 11, 21, 3, 0).astimezone()
+    with stub:
+        checks = checker.check([Instance(i, REGION, "g5.xlarge", "running", now) for i in ids], now)
+    assert checks[ids[0]].state is CheckState.ANSWERED
+    assert checks[ids[1]].state is CheckState.NO_ANSWER
+    assert checks[ids[1]].detail == "no answer in 10 s"
+    assert clock.t == 10.0
+
+
+def checker_of(client: Any, clock: Clock) -> ActivityChecker:
+    """The sweep's checker over `client`, waiting 10 s on `clock`."""
+    return ActivityChecker(
         ssm=Ssm(client),
         ec2=Ec2(ec2(), REGION, Mode.DRY_RUN),
         document=DOCUMENT,
@@ -143,13 +155,6 @@ def test_machines_that_do_not_answer_in_time_are_no_answer_and_the_wait_is_bound
         sleep=clock.sleep,
         clock=clock,
     )
-    now = datetime(2026, 11, 21, 3, 0).astimezone()
-    with stub:
-        checks = checker.check([Instance(i, REGION, "g5.xlarge", "running", now) for i in ids], now)
-    assert checks[ids[0]].state is CheckState.ANSWERED
-    assert checks[ids[1]].state is CheckState.NO_ANSWER
-    assert checks[ids[1]].detail == "no answer in 10 s"
-    assert clock.t == 10.0
 
 
 def checked(output: str) -> ActivityCheck:
@@ -163,15 +168,7 @@ def checked(output: str) -> ActivityCheck:
     stub.add_response("send_command", {"Command": {"CommandId": CMD_C1}})
     stub.add_response("list_command_invocations", {"CommandInvocations": [invocation(iid, output=output)]})
     clock = Clock()
-    checker = ActivityChecker(
-        ssm=Ssm(client),
-        ec2=Ec2(ec2(), REGION, Mode.DRY_RUN),
-        document=DOCUMENT,
-        wait_seconds=10,
-        time_left=lambda: 250.0,
-        sleep=clock.sleep,
-        clock=clock,
-    )
+    checker = checker_of(client, clock)
     now = datetime(2026, 11, 21, 3, 0).astimezone()
     with stub:
         return checker.check([Instance(iid, REGION, "g5.xlarge", "running", now)], now)[iid]

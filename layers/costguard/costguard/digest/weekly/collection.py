@@ -135,7 +135,7 @@ class DigestCollector:
         # A machine on paid capacity saves nothing on a cheaper size or Spot until the commitment ends.
         advice = [a for a in advice if not a.instance.paid_by]
         entries = list(self.ledger.entries_between(start, end))
-        saved = saved_by_stops(entries, raw, end, self.prices, self._worth(start, end))
+        saved = saved_by_stops(entries, raw, end, self.prices, week_worth(self.worth, start, end))
         commitments = commitment_use(self.ce, self.reader, start, end, now=now, errors=errors)
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
         errors += self.reader.errors
@@ -172,17 +172,6 @@ class DigestCollector:
         data.gaps = gaps_of(errors)
         data.bill_gaps = gaps_of(bill_errors)
         return data
-
-    def _worth(self, start: datetime, end: datetime) -> list[Worth]:
-        """The sweeps' prices of the stopped machines this week; none where they cannot be read (the stops'
-        own prices then stand, and the log says so)."""
-        if self.worth is None:
-            return []
-        try:
-            return list(self.worth.between(start, end))
-        except READ_ERRORS as exc:
-            logger.warning("stopped machines' prices not read: each stop counted at its own price", error=str(exc))
-            return []
 
     def _list(self, instance: Instance) -> float | None:
         return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
@@ -245,3 +234,15 @@ def read_bills(
             billings.append(Billing(region.name, unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS)))
             errors.append(f"{region.name}: {error_code(exc)}")
     return billings, errors
+
+
+def week_worth(log: WorthLog | None, start: datetime, end: datetime) -> list[Worth]:
+    """The sweeps' prices of the stopped machines this week; none where they cannot be read (the stops' own
+    prices then stand, and the log says so)."""
+    if log is None:
+        return []
+    try:
+        return list(log.between(start, end))
+    except READ_ERRORS as exc:
+        logger.warning("stopped machines' prices not read: each stop counted at its own price", error=str(exc))
+        return []
