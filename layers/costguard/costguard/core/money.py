@@ -345,6 +345,11 @@ class Bill:
         }
         self._hours = PlanHours.build(billing.plans, list(self._pool.values()), self._reserved, list_price, now)
 
+    @property
+    def judges_plans_hourly(self) -> bool:
+        """Whether every Savings Plan in force is judged on what runs now (its commitment and rate known)."""
+        return self._hours is not None and self._hours.judges([p for p in self.billing.plans if p.in_force(self.now)])
+
     def stopped(self, instance: Instance, marginal: Marginal) -> None:
         """This machine is priced as gone from now on (a stop decided in this sweep, at `marginal`): the
         RIs it used are free for the others, and the Savings Plan spill it took is gone."""

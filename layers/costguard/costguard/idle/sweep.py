@@ -32,7 +32,7 @@ from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_cou
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
-from costguard.core import tags
+from costguard.core import formatting, tags
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.regions import each_region
@@ -281,10 +281,10 @@ def reprice_stopped(ec2: Ec2, policy: IdlePolicy, log: WorthLog, bill: SweepBill
         stopped = [
             i
             for i in ec2.iter_instances(stopped_filters(policy))
-            if i.state == "stopped" and tags.STOPPED_AT in i.tags and policy.is_accelerated(i.instance_type)
+            if i.state == "stopped" and policy.is_accelerated(i.instance_type) and stopped_by_costguard(i)
         ]
         log.record(Worth(now, ec2.region, bill.worth(stopped)))
-    except (ClientError, BotoCoreError) as exc:
+    except Exception as exc:  # for the digest alone: it must never cost the region its sweep
         logger.warning("stopped machines not priced again", region=ec2.region, error=str(exc)[:200])
 
 
@@ -381,6 +381,13 @@ def remember(history: MachineHistory, instance_id: str, state: str, at: datetime
 def accelerated(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
     """The region's running accelerated machines (server-side filters, then the check decisions rely on)."""
     return [i for i in ec2.iter_instances(candidate_filters(policy)) if policy.is_accelerated(i.instance_type)]
+
+
+def stopped_by_costguard(instance: Instance) -> bool:
+    """costguard made this machine's last stop: its stopped-at is after its last start (a machine someone
+    started and stopped again since carries costguard's old stopped-at)."""
+    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    return stopped_at is not None and stopped_at >= instance.launch_time
 
 
 def stopped_filters(policy: IdlePolicy) -> list[Any]:

@@ -93,15 +93,16 @@ def test_without_a_reader_a_capacity_block_machine_is_still_not_stopped() -> Non
 
 
 class PlanReader:
-    """A bill reader over a Compute Savings Plan whose commitment pays for `room` p4d an hour, used up lately."""
+    """A bill reader over a Compute Savings Plan whose commitment pays for `room` p4d an hour, used up lately
+    (`hourly` False: its commitment and rate not known, used 80 % lately)."""
 
-    def __init__(self, room: float) -> None:
-        self.room = room
+    def __init__(self, room: float, *, hourly: bool = True) -> None:
+        self.room, self.hourly = room, hourly
 
     def read(self, running: Sequence[Instance], now: datetime) -> Billing:
         plan = Plan(
-            "sp-1", "Compute", now + timedelta(days=90), used_percent=100.0,
-            commitment_usd_per_hour=self.room * 21.96 * 0.72, rate=0.72,
+            "sp-1", "Compute", now + timedelta(days=90), used_percent=100.0 if self.hourly else 80.0,
+            commitment_usd_per_hour=self.room * 21.96 * 0.72 if self.hourly else None, rate=0.72,
         )  # fmt: skip
         return Billing("us-east-1", running=tuple(running), plans=(plan,), plan_spill_usd_per_hour=500.0)
 
@@ -190,14 +191,21 @@ def test_the_machines_kept_stopped_are_priced_on_what_runs_now_dearest_first() -
     bill = sweep_bill(Reader(3))
     assert bill.worth(kept) == {kept[0].instance_id: 21.96, kept[1].instance_id: 21.96}
     assert sweep_bill(Reader(5)).worth(kept) == {kept[0].instance_id: 21.96, kept[1].instance_id: 0.0}
-    # This sweep's own stop is gone first: a p5 stopped for $25/h of a plan's spill leaves it room for a g5.
+    # The kept machines go first, this sweep's stops still running: a p5 stopped for the $25/h of spill
+    # the plan leaves while the g5 is kept stopped, and the g5's $5.67, add up to the $30.67 both save.
     fleet = [machine(1, "p5.48xlarge"), *(machine(10 + n, "p4d.24xlarge") for n in range(6))]
     g5 = replace(machine(2, "g5.12xlarge"), state="stopped")
-    before = SweepBill(SpillReader(25.0), PriceBook(None), lambda: fleet, NOW, "us-east-1")  # type: ignore[arg-type]
-    assert before.worth([g5]) == {g5.instance_id: 5.672}
-    after = SweepBill(SpillReader(25.0), PriceBook(None), lambda: fleet, NOW, "us-east-1")  # type: ignore[arg-type]
-    after.priced([(fleet[0], Decision(fleet[0].instance_id, Action.STOP, "idle"))])
-    assert after.worth([g5]) == {g5.instance_id: 0.0}
+    bill = SweepBill(SpillReader(25.0), PriceBook(None), lambda: fleet, NOW, "us-east-1")  # type: ignore[arg-type]
+    [(_, p5)] = bill.priced([(fleet[0], Decision(fleet[0].instance_id, Action.STOP, "idle"))])
+    assert p5.bill is not None
+    assert p5.bill.usd_per_hour == 25.0
+    assert bill.worth([g5]) == {g5.instance_id: 5.672}
+
+
+def test_the_machines_kept_stopped_are_not_priced_on_a_plans_recent_use() -> None:
+    # Used 80 % lately: room measured while they were stopped. Their stops' own prices stand.
+    kept = [replace(p4d(10), state="stopped")]
+    assert sweep_bill(PlanReader(3, hourly=False)).worth(kept) == {}
 
 
 def test_the_machines_kept_stopped_are_not_priced_on_a_bill_not_read_whole() -> None:

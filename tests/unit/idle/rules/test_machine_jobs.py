@@ -3,7 +3,7 @@ pay, else started again before it; frequent jobs are not work; no start where co
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
@@ -67,10 +67,43 @@ def test_a_learned_start_that_comes_first_is_kept() -> None:
     assert with_jobs(learned, crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=True) == learned
 
 
-def test_where_costguard_may_not_start_the_machine_it_is_not_stopped_before_its_job() -> None:
+def test_where_costguard_may_not_start_machines_it_is_not_stopped_within_a_day_before_a_job() -> None:
     decided = with_jobs(stop(), crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=False)
     assert decided.action is Action.NONE
-    assert "learned starts are off" in decided.reason
+    assert "LearnedStarts is off" in decided.reason
+    weekly = with_jobs(stop(), crontab(("0 3 * * 0", "weekly.sh")), POLICY, EVENING, may_start=False)
+    assert weekly == stop()  # Sunday's job is days away: it does not hold the stop all week
+
+
+def test_an_owner_who_turned_costguards_starts_off_for_the_machine_has_it_stopped_as_any_other() -> None:
+    jobs = crontab(("0 2 * * *", "nightly.sh"))
+    assert with_jobs(stop(), jobs, POLICY, EVENING, may_start=False, declined=True) == stop()
+
+
+def test_jobs_in_bursts_or_at_two_close_times_still_start_the_machine_before_the_first() -> None:
+    # Their next two runs are close together, but they did not run while the machine was judged idle.
+    for jobs, first in (
+        (crontab(("0 2,3 * * *", "burst.sh")), 2),
+        (crontab(("*/10 1-3 * * *", "burst.sh")), 1),
+        (MachineJobs((Job(JobKind.TIMER, "*-*-* 02:00:00; *-*-* 02:30:00", "etl.service"),), zone="UTC"), 2),
+    ):
+        decided = with_jobs(stop(), jobs, POLICY, EVENING, may_start=True)
+        assert decided.start_at == datetime(2026, 11, 24, first - 1, 45, tzinfo=UTC), jobs
+
+
+def test_a_job_every_two_hours_ran_in_a_two_hour_idle_window_and_does_not_hold_the_stop() -> None:
+    decided = with_jobs(stop(), crontab(("0 */2 * * *", "poll.sh")), POLICY, EVENING, may_start=True)
+    assert decided == stop()
+
+
+def test_a_monotonic_timer_that_repeats_within_the_window_is_not_work() -> None:
+    soon = EVENING + timedelta(minutes=3)
+    timer = Job(JobKind.TIMER, "OnUnitActiveUSec=5min", "sync.service", elapse=soon)
+    decided = with_jobs(stop(), MachineJobs((timer,), zone="UTC"), POLICY, EVENING, may_start=True)
+    assert decided == stop()
+    daily = Job(JobKind.TIMER, "OnUnitActiveUSec=1d", "backup.service", elapse=EVENING + timedelta(hours=6))
+    kept = with_jobs(stop(), MachineJobs((daily,), zone="UTC"), POLICY, EVENING, may_start=True)
+    assert kept.start_at == EVENING + timedelta(hours=5, minutes=45)
 
 
 def test_no_jobs_reported_or_none_with_a_known_next_run_change_nothing() -> None:

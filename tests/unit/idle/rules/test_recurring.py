@@ -244,6 +244,16 @@ def test_a_machine_with_a_morning_start_every_weekday_and_an_afternoon_one_on_so
     assert stop.start_at == datetime(2026, 11, 23, 9, 15, tzinfo=UTC)
 
 
+def test_a_start_is_one_patterns_work_never_two() -> None:
+    # Starts at 10:00, 09:30, 10:15 and twice 10:40: the 10:15 start is one time of day's work, never the
+    # work of a pattern at 10:15 and of another at 09:30 as well.
+    for days in (((16, 10, 0), (17, 9, 30), (18, 10, 15), (19, 10, 40), (20, 10, 40)),
+                 ((16, 9, 30), (17, 10, 0), (18, 10, 15), (19, 10, 40), (20, 10, 40))):  # fmt: skip
+        found = learn(fortnight([datetime(2026, 11, d, h, m, tzinfo=UTC) for d, h, m in days]), NOW)
+        shared = [p.key for p in found.patterns]
+        assert len(shared) == 1, shared
+
+
 # ------------------------------------------------------------------ the reads
 
 

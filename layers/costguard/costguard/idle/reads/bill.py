@@ -10,7 +10,7 @@ demand, the last one made is then the cheapest, and the room it frees cannot mak
 before it, and that stop would have saved nothing).
 
 The machines costguard keeps stopped are priced on the same bill (`worth`): what each saves now, as if it
-were stopped again from a fleet where it runs. A stop priced at night, while a Savings Plan had room for
+were stopped first from a fleet where it runs. A stop priced at night, while a Savings Plan had room for
 most of it, saves its whole price once the day's work fills the plan; the digest counts each stopped hour
 at the price the sweeps last found for it."""
 
@@ -44,7 +44,6 @@ class SweepBill:
         self.reader, self.prices, self.running, self.now, self.region = reader, prices, running, now, region
         self._waiting: list[Instance] = []
         self._billing: Billing | None = None  # read for this sweep's pricing
-        self._stopping: list[Instance] = []  # this sweep's stops
 
     def note(self, instance: Instance, decision: Decision) -> None:
         """A machine warned whose grace period runs: its stop is coming, and counts before new ones."""
@@ -69,15 +68,16 @@ class SweepBill:
             out[instance.instance_id] = verdict = priced(decision, marginal)
             if verdict.action in PRICED and verdict.will_stop:
                 bill.stopped(instance, marginal)
-            if verdict.action is Action.STOP:
-                self._stopping.append(instance)
         return [(i, out.get(i.instance_id, d)) for i, d in decided]
 
     def worth(self, stopped: Sequence[Instance]) -> dict[str, float]:
         """What each of the machines costguard keeps `stopped` saves the bill now (USD an hour): priced in turn,
-        dearest first, as if stopped again from a fleet where they run, this sweep's own stops gone first. On
-        the bill read for this sweep's pricing, else read now. Nothing where no reader is given or the bill
-        could not be read whole (the stops' own prices stand), nor for a machine whose price is unknown."""
+        dearest first, as if stopped first from a fleet where they run (with this sweep's own stops, whose
+        prices were taken without them: the two add up to what all the stops save together). On the bill read
+        for this sweep's pricing, else read now. Nothing where no reader is given, the bill could not be read
+        whole, or a Savings Plan is judged on its recent use (a use measured while these machines were
+        stopped: their own absence made its room): the stops' own prices stand. Nor for a machine whose
+        price is unknown."""
         if not stopped or self.reader is None:
             return {}
         billing = self._billing if self._billing is not None else self._read()
@@ -85,8 +85,8 @@ class SweepBill:
             return {}
         back = [replace(i, state="running") for i in stopped]
         bill = Bill(replace(billing, running=(*billing.running, *back)), self.now, list_price=self._list)
-        for instance in self._stopping:
-            bill.stopped(instance, bill.price(instance, self._list(instance)))
+        if billing.plans and not bill.judges_plans_hourly:
+            return {}
         out: dict[str, float] = {}
         for instance in sorted(back, key=self._dearest_first):
             marginal = bill.price(instance, self._list(instance))

@@ -242,8 +242,9 @@ class Consultation:
     def _scheduled(self, instance: Instance, decision: Decision, jobs: MachineJobs | None, now: datetime) -> Decision:
         """A warning or a stop in the light of the machine's own scheduled jobs; a start for one promised as a
         learned start is (a start-at costguard did not promise, it does not honour)."""
+        declined = instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF
         may_start = self.learner is not None and learns(instance, self.policy)
-        changed = with_jobs(decision, jobs, self.policy, now, may_start=may_start)
+        changed = with_jobs(decision, jobs, self.policy, now, may_start=may_start, declined=declined)
         if self.learner is not None and changed.start_at != decision.start_at:
             return self.learner.promised(instance, changed, now)
         return changed

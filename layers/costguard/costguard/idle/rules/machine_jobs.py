@@ -2,20 +2,24 @@
 a stop. Pure: the decision, the jobs its check reported, the policy and `now` in; a decision out.
 
 The machine knows its schedule from the first day, where learning it from metrics takes three runs (and
-never sees a job that begins by waiting for data). A job that runs more often than the idle window ran
-while the machine was being judged idle: its runs are not work a stop interrupts (a sync every five
-minutes, an hourly report). Of the others, the nearest run after the stop decides:
+never sees a job that begins by waiting for data). A job that ran inside the idle window just judged ran
+while the machine was idle: its runs are not work a stop interrupts (a sync every five minutes, an hourly
+report; a systemd timer that repeats within the window, `OnUnitActiveSec=5min`). Of the others, the
+nearest run after the stop decides:
 
 - nearer than ShortestStopMinutes after the stop: not stopped ("it runs `train.sh` at 02:00 UTC (its
   crontab), too soon after a stop at 01:00 UTC to pay");
 - else stopped and started again ScheduleLeadMinutes before it, as a learned start (the `costguard:start-at`
   promise, the Don't start it button), unless a learned pattern already starts it sooner;
-- where costguard may not start the machine (learned starts off for it, or for the deployment): not stopped
-  before a job that would find it stopped.
+- where costguard may not start machines (`LearnedStarts=false`): not stopped within a day before a job
+  that would find it stopped; a job further off than a day does not hold the stop;
+- where its owner turned costguard's starts off for this machine (Don't start it, `learned-start=off`): the
+  owner's word stands, stopped as any other and not started.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -24,16 +28,29 @@ from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.jobs import Job, MachineJobs, Upcoming, next_run
 
 WHERE = {"cron": "crontab", "timer": "systemd timer", "at": "at queue"}
+HELD_FOR = timedelta(days=1)  # where costguard may not start machines: how far ahead a job holds a stop
+# A monotonic timer's repetition as systemd normalises it: "OnUnitActiveUSec=5min", "OnBootUSec=1h 30min".
+_MONOTONIC = re.compile(r"On(?:Unit(?:Active|Inactive)|Boot|Startup|Active)USec=([0-9a-z ]+)")
+_SPAN = re.compile(r"([0-9]+)\s*(us|ms|s|min|h|d|w)")
+_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def with_jobs(
-    decision: Decision, jobs: MachineJobs | None, policy: IdlePolicy, now: datetime, *, may_start: bool
+    decision: Decision,
+    jobs: MachineJobs | None,
+    policy: IdlePolicy,
+    now: datetime,
+    *,
+    may_start: bool,
+    declined: bool = False,
 ) -> Decision:
-    """A warning or a stop in the light of the machine's own scheduled jobs (None: not reported)."""
-    if jobs is None or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
+    """A warning or a stop in the light of the machine's own scheduled jobs (None: not reported). `may_start`:
+    costguard may start machines (learned starts on for the deployment); `declined`: its owner turned
+    costguard's starts off for this machine."""
+    if jobs is None or declined or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
     stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
-    due = next_due(jobs, stop_at, timedelta(minutes=policy.window_minutes))
+    due = next_due(jobs, stop_at, now, timedelta(minutes=policy.window_minutes))
     if due is None:
         return decision
     said = describe(due)
@@ -41,7 +58,9 @@ def with_jobs(
         why = f"it {said}, too soon after a stop at {stop_at:%H:%M} UTC to pay"
         return replace(decision, action=Action.NONE, reason=why, learned=said)
     if not may_start:
-        why = f"it {said}, and costguard does not start it again (learned starts are off for it)"
+        if due.when - stop_at > HELD_FOR:
+            return decision
+        why = f"it {said}, and costguard does not start machines again here (LearnedStarts is off)"
         return replace(decision, action=Action.NONE, reason=why, learned=said)
     start_at = due.when - timedelta(minutes=policy.schedule_lead_minutes)
     if decision.start_at is not None and decision.start_at <= start_at:
@@ -49,18 +68,29 @@ def with_jobs(
     return replace(decision, learned=said, start_at=start_at)
 
 
-def next_due(jobs: MachineJobs, after: datetime, window: timedelta) -> Upcoming | None:
-    """The nearest run after `after` of a job that is work: not one that runs more often than `window`."""
+def next_due(jobs: MachineJobs, after: datetime, now: datetime, window: timedelta) -> Upcoming | None:
+    """The nearest run after `after` of a job that is work: not one that ran inside the idle window that
+    ends `now` (the machine stayed idle through it), nor a monotonic timer that repeats within it."""
     upcoming = []
     for job in jobs.jobs:
-        first = next_run(job, after, jobs.zone)
-        if first is None:
+        if _repeats_within(job, window):
             continue
-        second = next_run(job, first, jobs.zone)
-        if second is not None and second - first < window:
+        ran = next_run(job, now - window, jobs.zone)
+        if ran is not None and ran <= now:
             continue  # it ran while the machine was judged idle: not work a stop interrupts
-        upcoming.append(Upcoming(first, job))
+        first = next_run(job, after, jobs.zone)
+        if first is not None:
+            upcoming.append(Upcoming(first, job))
     return min(upcoming, key=lambda u: u.when, default=None)
+
+
+def _repeats_within(job: Job, window: timedelta) -> bool:
+    """A systemd timer whose monotonic repetition is shorter than `window` (its next elapse alone is known)."""
+    for found in _MONOTONIC.finditer(job.schedule):
+        seconds = sum(int(n) * _UNIT[unit] for n, unit in _SPAN.findall(found.group(1)))
+        if 0 < seconds < window.total_seconds():
+            return True
+    return False
 
 
 def describe(due: Upcoming) -> str:

@@ -192,20 +192,23 @@ def learn(
 
 def _patterns(quarters: Sequence[Quarter], starts: Sequence[datetime], now: datetime, zone_name: str) -> list[Pattern]:
     """Each time of day work starts at on 3 of the last 7 days, on this clock, taken from the most recent start
-    back (a time within twice the tolerance of one taken is the same work): the one on most days first."""
+    back (a start within the tolerance of a pattern taken is that pattern's work): the one on most days
+    first."""
     zone = ZoneInfo(zone_name)
     week = now - timedelta(days=DAYS)
     local = sorted((s.astimezone(zone) for s in starts), reverse=True)
     out: list[Pattern] = []
+    covered: list[datetime] = []  # the starts of the patterns taken: a start is one work's, never two
     for anchor in (s for s in local if s >= week.astimezone(zone)):  # the most recent first: a drift is followed
         minute = anchor.hour * 60 + anchor.minute
-        if any(_gap(minute, p.minute) <= 2 * TOLERANCE for p in out):
+        if anchor in covered or any(_gap(minute, p.minute) <= 2 * TOLERANCE for p in out):
             continue
-        near = [s for s in local if _gap(s.hour * 60 + s.minute, minute) <= TOLERANCE]
+        near = [s for s in local if s not in covered and _gap(s.hour * 60 + s.minute, minute) <= TOLERANCE]
         days = {s.date() for s in near if s >= week.astimezone(zone)}
         if len(days) < MIN_DAYS:
             continue
         this_week = [s for s in near if s >= week.astimezone(zone)]
+        covered += near
         earliest = min(this_week, key=lambda s: _offset(s.hour * 60 + s.minute, minute))
         start_minute = earliest.hour * 60 + earliest.minute
         weekdays = _weekdays(quarters, starts, zone, start_minute, now)

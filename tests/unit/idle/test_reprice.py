@@ -1,0 +1,71 @@
+"""Step 15: the machines costguard keeps stopped, priced again for the digest; never at the sweep's cost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from costguard.core import formatting, tags
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.sweep import reprice_stopped, stopped_by_costguard
+from costguard.state.worth import Worth
+
+NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
+
+
+def stopped(iid: str, *, stopped_at: datetime | None, launched: datetime) -> Instance:
+    kept = {tags.STOPPED_AT: formatting.format_time(stopped_at)} if stopped_at else {}
+    return Instance(iid, "us-east-1", "p4d.24xlarge", "stopped", launched, tags=kept)
+
+
+OURS = stopped("i-ours", stopped_at=NOW - timedelta(hours=3), launched=NOW - timedelta(hours=9))
+# costguard stopped it once; its owner started it since and stopped it by hand: the stop is not costguard's
+THEIRS = stopped("i-theirs", stopped_at=NOW - timedelta(days=2), launched=NOW - timedelta(hours=5))
+
+
+def test_only_a_machine_whose_last_stop_costguard_made_is_costguards() -> None:
+    assert stopped_by_costguard(OURS)
+    assert not stopped_by_costguard(THEIRS)
+    assert not stopped_by_costguard(stopped("i-none", stopped_at=None, launched=NOW))
+
+
+class Fleet:
+    region = "us-east-1"
+
+    def iter_instances(self, filters: Sequence[Any] = ()) -> Iterator[Instance]:
+        yield from (OURS, THEIRS)
+
+
+class Log:
+    def __init__(self) -> None:
+        self.kept: list[Worth] = []
+
+    def record(self, worth: Worth) -> None:
+        self.kept.append(worth)
+
+
+class Bill:
+    def __init__(self, fails: bool = False) -> None:
+        self.fails = fails
+        self.asked: list[str] = []
+
+    def worth(self, machines: Sequence[Instance]) -> dict[str, float]:
+        self.asked = [i.instance_id for i in machines]
+        if self.fails:
+            raise ValueError("a price costguard could not read")
+        return {i.instance_id: 21.96 for i in machines}
+
+
+def test_the_sweep_prices_only_the_machines_costguard_keeps_stopped() -> None:
+    log, bill = Log(), Bill()
+    reprice_stopped(Fleet(), IdlePolicy(), log, bill, NOW)  # type: ignore[arg-type]
+    assert bill.asked == ["i-ours"]
+    assert log.kept == [Worth(NOW, "us-east-1", {"i-ours": 21.96})]
+
+
+def test_a_failure_of_any_kind_is_logged_and_never_fails_the_sweep() -> None:
+    log = Log()
+    reprice_stopped(Fleet(), IdlePolicy(), log, Bill(fails=True), NOW)  # type: ignore[arg-type]
+    assert log.kept == []
