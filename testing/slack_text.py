@@ -20,3 +20,14 @@ def dates_in(said: Any) -> list[int]:
     """The times (epoch seconds) of the Slack dates in a message, in order."""
     text = said if isinstance(said, str) else json.dumps(said, default=str)
     return [int(found[1]) for found in _DATE.finditer(text)]
+
+
+def marked(message: Any, kind: str) -> list[str]:
+    """The block ids of a message's parts that tell of `kind` ("warn", "stop", "cancel"): `cg-<kind>-<machine>-…`,
+    the marker that proves a notice's delivery (idle/acts/delivery.py)."""
+    return [str(b["block_id"]) for b in message.blocks if str(b.get("block_id", "")).startswith(f"cg-{kind}-")]
+
+
+def notices(messages: Any, kind: str) -> list[Any]:
+    """The messages posted that carry notices of `kind` (a warning changed in place since still carries its own)."""
+    return [m for m in messages if marked(m, kind)]

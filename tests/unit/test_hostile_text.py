@@ -44,9 +44,9 @@ from costguard.owners.report import Tagging
 from costguard.owners.rules import OwnerDecision, OwnerSource
 from costguard.slack import live
 from costguard.slack.blocks import Message, person
-from costguard.slack.live import Live
 from costguard.slack.buttons import Button
 from costguard.slack.interactions import Click
+from costguard.slack.live import Live
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.state.claims import Claim, ClaimState
 
@@ -147,7 +147,7 @@ def test_idle_warnings_and_notices_escape_every_user_string(value: str) -> None:
         idle.idle_warning(box, decision(value, Action.WARN), price, who, NOW),
         warning,
         idle.stopped_part(box, decision(value, Action.STOP), price, who, NOW, zone="UTC"),
-        idle.cancelled_part(box, decision(value, Action.CANCEL_STOP), who, NOW),
+        idle.cancelled_part(box, decision(value, Action.CANCEL_STOP), price, who, NOW),
         live.settled(idle.cleared(box, NOW - timedelta(days=9), "UTC"), warning),
         idle.told_above(warning),
     ):

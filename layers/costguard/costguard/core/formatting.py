@@ -33,11 +33,12 @@ def zone_of(name: str | tzinfo | None, default: str = "UTC") -> ZoneInfo:
     return ZoneInfo("UTC")  # pragma: no cover (UTC always exists with tzdata)
 
 
-def local_text(value: datetime, zone: str | tzinfo | None = "UTC") -> str:
-    """A time as a person in `zone` reads it, naming the zone: "Sat 21 Nov 17:08 CET". Slack shows it where
-    it cannot show the reader's own time (a notification, an old client)."""
+def local_text(value: datetime, zone: str | tzinfo | None = "UTC", *, clock: bool = False) -> str:
+    """A time as a person in `zone` reads it, naming the zone: "Sat 21 Nov 17:08 CET" (`clock`: "17:08 CET").
+    Slack shows it where it cannot show the reader's own time (a notification, an old client)."""
     local = value.astimezone(zone_of(zone))
-    return f"{local:%a %d %b %H:%M} {local.tzname() or zone_of(zone).key}"
+    said = f"{local:%H:%M}" if clock else f"{local:%a %d %b %H:%M}"
+    return f"{said} {local.tzname() or zone_of(zone).key}"
 
 
 def place(zone: str | tzinfo | None) -> str:

@@ -111,7 +111,7 @@ CLOCK = "{time}"
 def when(moment: datetime, zone: str | tzinfo | None = "UTC", *, style: str = DAY_AND_TIME) -> Mrkdwn:
     """The one way a time reaches a message: Slack shows `moment` in each reader's own zone. Where it cannot
     (a notification, an old client) it shows the fallback, `moment` in `zone`, naming the zone."""
-    fallback = escape(local_text(moment, zone)).replace("|", "/")
+    fallback = escape(local_text(moment, zone, clock=style == CLOCK)).replace("|", "/")
     return Mrkdwn(f"<!date^{int(moment.timestamp())}^{style}|{fallback}>")
 
 

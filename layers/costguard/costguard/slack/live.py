@@ -205,10 +205,9 @@ def _line(part: Part) -> Block:
 
 
 def _text(parts: Sequence[Part]) -> Mrkdwn:
-    """The notification: the header, then the first parts' status (in their own words, escaped there)."""
-    said = Mrkdwn(" ".join(p.status for p in parts[:1])) if len(parts) == 1 else Mrkdwn("")
+    """The notification: the header, and alone, who and what (in its own words, escaped there)."""
     head = safe(title(parts))
-    return head + Mrkdwn(": ") + said if said else head
+    return head + Mrkdwn(". ") + Mrkdwn(parts[0].sentence) if len(parts) == 1 and parts[0].sentence else head
 
 
 # What a part says once something happened to it: one voice for the sweep's events and the clicks alike. `by`:

@@ -108,7 +108,8 @@ def test_one_machine_is_told_in_its_own_message_cost_first_with_the_stop_in_the_
         "Stop now",
     ]
     assert words(message.blocks) < 80
-    assert gathered.live is not None and gathered.live.parts[0].marker == part.marker  # what is kept, to change
+    assert gathered.live is not None
+    assert gathered.live.parts[0].marker == part.marker
 
 
 def test_five_idle_machines_of_an_owner_are_one_warning_a_line_each_the_owner_greeted_once() -> None:

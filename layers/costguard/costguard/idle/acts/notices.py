@@ -325,7 +325,7 @@ def cancel_telling(
     a message of its own; its delivery clears the warning."""
     notice = notice_for(notices.mode, CANCEL, instance, instance.tags.get(tags.IDLE_WARNED_AT, ""), outcome, now=now)
     who = notices.person(outcome.owner)
-    part = cancelled_part(instance, decision, who, now)
+    part = cancelled_part(instance, decision, price_of(notices.prices, instance, decision), who, now)
     return Telling(notice, live.Live((part,)).message(), clear, part=part, who=who, change=cancelled(decision, now))
 
 

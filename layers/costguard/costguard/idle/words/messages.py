@@ -123,7 +123,8 @@ def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) 
         said.append(Mrkdwn("No GPU metrics: its GPUs were judged by its own activity check."))
     elif decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
         said.append(Mrkdwn("No GPU metrics: install the CloudWatch agent with `docs/cloudwatch-agent.json`."))
-    if decision.activity.startswith("activity check did not answer"):
+    if decision.certain or decision.activity.startswith("activity check did not answer"):
+        # Why it is warned sooner than the window (or why a stop may wait): the machine's own word.
         said.append(times_in(decision.activity[:1].upper() + decision.activity[1:] + ".", now))
     if hours:
         said.append(
@@ -153,13 +154,11 @@ def stopped_part(
 
 
 def stopped(instance: Instance, decision: Decision, now: datetime, zone: str) -> live.Change:
-    """The change a stop makes to a machine's part: stopped by costguard, what is kept, the start it promised,
-    and the buttons that undo it."""
+    """The change a stop makes to a machine's part: stopped by costguard, what is kept, the start it promised
+    for the work it learned recurs, and the buttons that undo it."""
     word = "Hibernated" if decision.hibernate else "Stopped"
     kept = "Its memory is kept: it resumes where it was." if decision.hibernate else "Its disks are kept."
-    note = Mrkdwn(kept)
-    if decision.start_at is not None:
-        note += Mrkdwn(" costguard starts it again *") + when(decision.start_at, zone) + Mrkdwn("* for its work.")
+    note = Mrkdwn(kept) + _restart(decision, now, zone)
     buttons = start_buttons(
         instance.instance_id, instance.region, instance.account, learned_start=decision.start_at is not None
     )
@@ -176,17 +175,17 @@ def cancelled(decision: Decision, now: datetime) -> live.Change:
     return live.at_work(times_in(decision.activity or decision.reason, now))
 
 
-def cancelled_part(instance: Instance, decision: Decision, who: Mrkdwn, now: datetime) -> Part:
+def cancelled_part(instance: Instance, decision: Decision, price: Price, who: Mrkdwn, now: datetime) -> Part:
     """The same, told as a message of its own where the warning cannot be changed in place."""
     base = Part(
         key=instance.instance_id,
         marker="",
         noun=NOUN,
-        daily=None,
+        daily=daily(decision, price),
         sentence=mrkdwn("{}, your {} is not stopped after all.", who, machine(instance))
         if who
         else mrkdwn("{} is not stopped after all.", machine(instance)),
-        line=line(who, instance, idle_for(decision, now), None),
+        line=line(who, instance, idle_for(decision, now), daily(decision, price)),
         status="",
     )
     return live.settled(cancelled(decision, now), base)
@@ -214,7 +213,7 @@ def not_stopped_notice(instance: Instance, decision: Decision, mode: str, owner:
         f"[{mode}] {instance.instance_type} {iid} is still idle after the grace period; not stopped",
         (
             section(
-                mrkdwn("*[{}]* {}, owner {}, is still idle after its grace period. ", mode, machine(instance), who)
+                mrkdwn("*[{}]* {}, owner {}, is still idle after the grace period. ", mode, machine(instance), who)
                 + f"In {mode} mode costguard does not stop it. "
                 + times_in(decision.reason, decision.stop_after or instance.launch_time)
             ),
