@@ -158,7 +158,9 @@ def title(parts: Sequence[Part]) -> str:
         return f"{part.word}: {part.noun} · {saves}{cost_a_day(part.daily)}"
     noun = parts[0].noun
     idle = [p for p in parts if not p.word]
-    others = Counter(p.word.lower() for p in parts if p.word)
+    order = list(Phase)
+    said_in_order = sorted((p for p in parts if p.word), key=lambda p: order.index(p.phase))
+    others = Counter(p.word.lower() for p in said_in_order)  # kept, then stopped, then running, then gone
     total = _sum(idle)
     if not idle and len(others) == 1:
         [(word, count)] = others.items()
