@@ -78,7 +78,7 @@ def press(
     payload["container"].update(message_ts=message.ts, channel_id=message.channel)
     payload["response_url"] = slack.response_url(message.ts)
     assert click_call(http_event(payload, at=at), runtime, context, monkeypatch, at=at)["statusCode"] == 200
-    return click_call({"Records": queued(queue)}, runtime, context, monkeypatch, at=at)  # type: ignore[no-any-return]
+    return click_call({"Records": queued(queue)}, runtime, context, monkeypatch, at=at)
 
 
 def header(message: Posted) -> str:
