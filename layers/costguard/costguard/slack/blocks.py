@@ -106,12 +106,14 @@ def link(url: str, label: str) -> Mrkdwn:
 # surfaces"). CLOCK: the time alone, for a time near the message's own ("a GPU was in use at 12:50").
 DAY_AND_TIME = "{date_short_pretty} at {time}"
 CLOCK = "{time}"
+DAY = "{date_short_pretty}"  # a day alone ("yesterday", "Nov 13, 2026"): an endpoint's last invocation
 
 
 def when(moment: datetime, zone: str | tzinfo | None = "UTC", *, style: str = DAY_AND_TIME) -> Mrkdwn:
     """The one way a time reaches a message: Slack shows `moment` in each reader's own zone. Where it cannot
     (a notification, an old client) it shows the fallback, `moment` in `zone`, naming the zone."""
-    fallback = escape(local_text(moment, zone, clock=style == CLOCK)).replace("|", "/")
+    said = local_text(moment, zone, clock=style == CLOCK)
+    fallback = escape(said.rsplit(" ", 2)[0] if style == DAY else said).replace("|", "/")  # a day: no clock
     return Mrkdwn(f"<!date^{int(moment.timestamp())}^{style}|{fallback}>")
 
 

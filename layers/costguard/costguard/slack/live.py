@@ -22,7 +22,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from costguard.core.formatting import usd
 from costguard.slack.blocks import (
     NOTHING,
     Block,
@@ -143,7 +142,10 @@ def _part(data: Mapping[str, Any]) -> Part:
 
 
 def cost_a_day(daily: float | None) -> str:
-    return f"{usd(daily)}/day" if daily is not None else "cost unknown"
+    """ "$136/day" (cents only under $10: "$4.80/day"), or "cost unknown"."""
+    if daily is None:
+        return "cost unknown"
+    return f"${daily:,.0f}/day" if abs(daily) >= 10 else f"${daily:,.2f}/day"
 
 
 def title(parts: Sequence[Part]) -> str:
