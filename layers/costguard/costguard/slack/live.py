@@ -84,13 +84,16 @@ class Live:
         return next((p for p in self.parts if p.key == key), None)
 
     def changed(self, key: str, change: Change) -> Live | None:
-        """The message with one part changed; None when the part is not in it or the change leaves it be."""
+        """The message with one part changed; itself when the part says it already (a retry); None when the part
+        is not in it, or the change does not apply to it."""
         found = self.part(key)
         if found is None:
             return None
         new = change(found)
-        if new is None or new == found:
+        if new is None:
             return None
+        if new == found:
+            return self
         return replace(self, parts=tuple(new if p.key == key else p for p in self.parts))
 
     def message(self) -> Message:

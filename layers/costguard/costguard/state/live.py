@@ -127,6 +127,8 @@ class LiveMessages:
             new = live.changed(key, change)
             if new is None:
                 return False
+            if new is live:
+                return True  # it says so already (a retry of the same change): nothing to write or show
             try:
                 self.client.put_item(
                     TableName=self.table,
