@@ -25,7 +25,7 @@ from costguard.slack.live import Part as LivePart
 WOULD_WARN, NOT_STOPPED = "would-warn", "not-stopped"
 REPORTS = (WOULD_WARN, NOT_STOPPED)
 JUDGED_AND_TAGS = (
-    "Idle: no work on any GPU, the busiest CPU core or the network. Keep one from its menu, or tag it "
+    "Judged on every GPU, the busiest core and the network. Keep one from its menu, or tag it "
     "`costguard:keep-until` (a UTC time) or `costguard:exempt`."
 )
 LEADS = {  # what the owner is told above their machines' lines

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from costguard.core import formatting, tags
 from costguard.core.formatting import duration
+from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance, Price
 from costguard.idle.rules.capacity import READY
 from costguard.idle.rules.decision import Decision
@@ -23,8 +24,8 @@ from costguard.slack.buttons import start_buttons, warning_buttons
 from costguard.slack.live import Part, Phase, cost_a_day
 
 NOUN = "GPU machine"
-TAGS = f"Or tag it `{tags.KEEP_UNTIL}` (a UTC time) or `{tags.EXEMPT}`."
-JUDGED = "Judged on every GPU, the busiest CPU core and the network."
+TAGS = f"Or tag `{tags.KEEP_UNTIL}` (a UTC time) or `{tags.EXEMPT}`."
+JUDGED = "Judged on every GPU, the busiest core and the network."
 
 
 def machine(instance: Instance) -> Mrkdwn:
@@ -115,7 +116,7 @@ def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
 def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) -> Mrkdwn:
     """The one context line: what idle was judged on, the tags, and what the price or the judgement lacks."""
     said = [Mrkdwn(JUDGED), Mrkdwn(TAGS)]
-    if decision.bill is not None:
+    if decision.bill is not None and _priced_apart(decision.bill):
         said.append(safe(saving_line(decision.bill) + "."))
     elif price.source == "bundled":
         said.append(Mrkdwn("Cost is a list price: the Pricing API could not be reached."))
@@ -131,6 +132,13 @@ def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) 
             mrkdwn("Keeps regular hours? Tag it `{0}={1}`: costguard starts it before them.", tags.SCHEDULE, hours)
         )
     return Mrkdwn(" ".join(said))
+
+
+def _priced_apart(bill: Marginal) -> bool:
+    """A saving worth its words: not simply the list price on demand (a Reserved Instance, a plan, Spot, a
+    hold), or one the bill could not be fully read for (said, never hidden)."""
+    plain = bill.basis is Basis.ON_DEMAND and not bill.caveat
+    return not (plain and bill.on_demand is not None and bill.usd_per_hour == bill.on_demand)
 
 
 def stopped_part(
