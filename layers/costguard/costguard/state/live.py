@@ -84,7 +84,9 @@ class LiveMessages:
         found: dict[str, Where] = {}
         try:
             if len(wanted) == 1:
-                item = self.client.get_item(TableName=self.table, Key=_pointer_key(wanted[0])).get("Item")
+                item = self.client.get_item(TableName=self.table, Key=_pointer_key(wanted[0]), ConsistentRead=True).get(
+                    "Item"
+                )
                 items: Iterable[Any] = [item] if item else []
             else:
                 items = read_batch(self.client, self.table, [_pointer_key(k) for k in wanted]) if wanted else []
