@@ -168,3 +168,18 @@ def test_a_change_made_already_is_not_made_or_shown_again() -> None:
     messages.change("i-1", keep)
     assert messages.change("i-1", keep) == ("D0ALICE", "1.1")  # a retry of the same click: done, nothing to show
     assert len(slack.shown) == 1
+
+
+def test_a_sweeps_changes_to_one_message_are_one_write_and_one_edit() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1", "i-2", "i-3")
+    at = ("D0ALICE", "1.1")
+    stop = live.stopped(NOW, Mrkdwn(""), "UTC")
+
+    done = messages.change_many([(at, "i-1", stop), (at, "i-3", stop), (at, "i-9", stop)])
+
+    assert done == {"i-1", "i-3"}  # i-9 is not in it
+    [shown] = slack.shown
+    assert shown.blocks[0]["text"]["text"] == "1 idle GPU machine · $136/day · 2 stopped"
+    assert table.items["live#D0ALICE#1.1"]["version"]["N"] == "2"

@@ -20,6 +20,7 @@ it through the click's own response_url.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -109,28 +110,42 @@ class LiveMessages:
 
     def change_at(self, at: Where, key: str, change: Change) -> bool:
         """One part of the message at `at` changed, and the message edited. False (logged, counted) when it
-        could not be; False, silently, when the message is not kept or the change changes nothing."""
-        try:
-            shown = self._change(at, key, change)
-        except ERRORS as exc:
-            logger.warning("message not changed in place", key=key, ts=at[1], error=str(exc)[:200])
-            metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
-            return False
-        if shown:
-            metrics.add_metric(name="MessagesUpdated", unit=MetricUnit.Count, value=1)
-        return shown
+        could not be; False, silently, when the message is not kept or the change does not apply."""
+        return key in self.change_many([(at, key, change)])
 
-    def _change(self, at: Where, key: str, change: Change) -> bool:
+    def change_many(self, changes: Sequence[tuple[Where, str, Change]]) -> set[str]:
+        """Parts of several messages changed, each message written and edited once for all its parts (a sweep
+        that stops ten of an owner's machines edits their warning once, not ten times). The keys whose parts
+        now say so; a message that could not be changed is logged and counted, and its keys left out."""
+        by_message: dict[Where, list[tuple[str, Change]]] = defaultdict(list)
+        for at, key, change in changes:
+            by_message[at].append((key, change))
+        done: set[str] = set()
+        for at, parts in by_message.items():
+            try:
+                shown = self._change(at, parts)
+            except ERRORS as exc:
+                keys = [k for k, _ in parts]
+                logger.warning("message not changed in place", keys=keys[:10], ts=at[1], error=str(exc)[:200])
+                metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
+                continue
+            done |= shown
+        return done
+
+    def _change(self, at: Where, changes: Sequence[tuple[str, Change]]) -> set[str]:
+        """The keys whose parts say the change now (changed, or already so)."""
         for _ in range(TRIES):
             read = self._read(at)
             if read is None:
-                return False
+                return set()
             live, version, expires = read
-            new = live.changed(key, change)
-            if new is None:
-                return False
+            new, said = live, set[str]()
+            for key, change in changes:
+                changed = new.changed(key, change)
+                if changed is not None:
+                    new, said = changed, said | {key}
             if new is live:
-                return True  # it says so already (a retry of the same change): nothing to write or show
+                return said  # nothing to change, or it says so already (a retry): nothing to write or show
             try:
                 self.client.put_item(
                     TableName=self.table,
@@ -144,10 +159,11 @@ class LiveMessages:
         else:
             raise StateTableBusy(f"message {at[1]} kept changing under {TRIES} tries")
         self._show(at, new)
+        metrics.add_metric(name="MessagesUpdated", unit=MetricUnit.Count, value=1)
         latest = self._read(at)
         if latest is not None and latest[1] > version + 1:  # a later change may have reached Slack before ours
             self._show(at, latest[0])
-        return True
+        return said
 
     def _show(self, at: Where, live: Live) -> None:
         self.notifier().update(at[0], at[1], live.message())

@@ -243,12 +243,17 @@ def changed_in_place(
     """The notices told by changing their machines' parts of earlier messages (as delivered), and the tellings
     whose messages could not be changed."""
     where = live.where(t.notice.instance_id for t in tellings) if live is not None and tellings else {}
+    asked = [
+        (where[t.notice.instance_id], t.notice.instance_id, t.change)
+        for t in tellings
+        if t.change is not None and t.notice.instance_id in where
+    ]
+    changed = live.change_many(asked) if live is not None else set()
     done, left = [], []
     for telling in tellings:
-        at, iid = where.get(telling.notice.instance_id), telling.notice.instance_id
-        if live is not None and telling.change is not None and at and live.change_at(at, iid, telling.change):
+        if telling.notice.instance_id in changed:
             telling.then()
-            done.append(delivered(telling.notice, Delivery("bot", *at), now))
+            done.append(delivered(telling.notice, Delivery("bot", *where[telling.notice.instance_id]), now))
         else:
             left.append(telling)
     return done, left

@@ -161,7 +161,7 @@ class SweepNotices(OwnerMessages):
     def __post_init__(self) -> None:
         super().__post_init__()
         live_messages = LiveMessages(self.outbox.client, self.outbox.table, self.notifier)
-        self.shown = Shown(live_messages, zone=self.zone, mode=self.mode)  # messages changed in place
+        self.shown = Shown(live_messages, zone=self.zone, mode=self.mode, time_left=self.time_left)
         self.dispatch = Dispatch(
             outbox=self.outbox,
             notifier=self.notifier,

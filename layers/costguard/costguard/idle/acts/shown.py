@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from costguard.core.settings import Mode
-from costguard.idle.acts.delivery import Telling
+from costguard.idle.acts.delivery import SLACK_RESERVE_SECONDS, Telling
 from costguard.idle.acts.writes import Stopped
 from costguard.idle.words.messages import told_above
 from costguard.slack import live
@@ -24,11 +24,22 @@ from costguard.slack.blocks import NOTHING, Mrkdwn
 from costguard.slack.live import Phase
 from costguard.state.live import LiveMessages
 
+# Warnings changed for a stop only with this much of the invocation left: the stop notices must not wait for
+# edits (Slack's chat.update is Tier 3) and go out with the next sweep instead.
+TIME_TO_CHANGE = 2 * SLACK_RESERVE_SECONDS
+
+
+def _forever() -> float:
+    return float("inf")
+
 
 class Shown:
-    def __init__(self, live_messages: LiveMessages, *, zone: str, mode: Mode) -> None:
+    def __init__(
+        self, live_messages: LiveMessages, *, zone: str, mode: Mode, time_left: Callable[[], float] = _forever
+    ) -> None:
         self.live = live_messages
         self.zone, self.mode = zone, mode  # the team's zone: a time's fallback text
+        self.time_left = time_left
         self._later: list[tuple[str, live.Change]] = []
         self._lock = threading.Lock()
 
@@ -44,9 +55,7 @@ class Shown:
         if not shown or self.mode is Mode.DRY_RUN:
             return
         where = self.live.where(iid for iid, _ in shown)
-        for iid, change in shown:
-            if iid in where:
-                self.live.change_at(where[iid], iid, change)
+        self.live.change_many([(where[iid], iid, change) for iid, change in shown if iid in where])
 
     def state_changed(self, instance_id: str, state: str, at: datetime) -> None:
         """What EC2 says happened to a machine: started again after a stop, stopped by someone, terminated. A
@@ -66,12 +75,16 @@ class Shown:
         """Each stop's telling: its warning changed to say it is stopped (with the button that starts it again),
         and the notice a reply under it; a warning that cannot be changed leaves the notice to say it all."""
         where = self.live.where(n.instance_id for _, _, n in stopped if n.live_part is not None) if stopped else {}
+        if self.time_left() < TIME_TO_CHANGE:
+            where = {}  # little time left: the notices first, each saying it all (the warnings stay as they were)
+        parts = {n.instance_id: n.live_part for _, _, n in stopped if n.live_part is not None}
+        changed = self.live.change_many([(where[i], i, _as(p)) for i, p in parts.items() if i in where])
         tellings = []
         for _, _, notice in stopped:
             part, at = notice.live_part, where.get(notice.instance_id)
             if part is None:  # a notice kept before live messages: told as it was written
                 tellings.append(Telling(notice, notice.message))
-            elif at is not None and self.live.change_at(at, notice.instance_id, _as(part)):
+            elif at is not None and notice.instance_id in changed:
                 owner = who(notice.owner)
                 tellings.append(Telling(notice, notice.message, part=told_above(part), who=owner, reply_to=at))
             else:
