@@ -45,7 +45,7 @@ def main() -> dict[str, Any]:
                     failed = ""
                 except RuntimeError as exc:  # the sweep failed: the scheduler would retry it
                     wall, failed = float("nan"), str(exc)[:200]
-                warnings = [m for m in slack.messages if m.direct and "has been idle for" in m.text]
+                warnings = [m for m in slack.messages if m.direct and is_warning(m)]
                 warned_owners = {by_user[m.channel] for m in warnings}
                 sweeps.append(
                     {
@@ -62,7 +62,7 @@ def main() -> dict[str, Any]:
                     f"{sweeps[-1]['idle_owners_warned']}/{len(idle_owners)}, warnings {len(warnings)}"
                     + (f", FAILED: {failed}" if failed else "")
                 )
-        warnings = [m for m in slack.messages if m.direct and "has been idle for" in m.text]
+        warnings = [m for m in slack.messages if m.direct and is_warning(m)]
         per_machine = Counter(iid for m in warnings for iid in told(m, idle_machines))
         recorded = {iid for iid, tags in server.tags.items() if WARNED_AT in tags}
         warned_machines = {iid for iid in per_machine if iid}
@@ -82,6 +82,12 @@ def main() -> dict[str, Any]:
     finally:
         slack.stop()
         server.stop()
+
+
+def is_warning(message: Any) -> bool:
+    """A warning: a message whose parts carry warnings' block ids (or, from before, says so in its words)."""
+    marked = any(str(b.get("block_id", "")).startswith("cg-warn-") for b in message.blocks)
+    return marked or "has been idle for" in message.text
 
 
 def told(message: Any, machines: set[str]) -> list[str]:

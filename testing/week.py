@@ -1034,6 +1034,21 @@ def fault_counts(
     }
 
 
+def controls(blocks: Any, instance_id: str) -> dict[str, dict[str, Any]]:
+    """What a message offers for one machine, by action: the value each button (or each choice of its line's
+    menu) carries."""
+    offered: dict[str, dict[str, Any]] = {}
+    for block in blocks:
+        for element in [*block.get("elements", []), *([block["accessory"]] if "accessory" in block else [])]:
+            if element.get("type") == "button" and instance_id in str(element.get("value", "")):
+                offered.setdefault(str(element["action_id"]), json.loads(element["value"]))
+            for option in element.get("options", []):
+                chosen = json.loads(option["value"])
+                if chosen.get("i") == instance_id:
+                    offered.setdefault(str(chosen["b"]), chosen)
+    return offered
+
+
 def _markers(message: Any) -> set[str]:
     return {str(b.get("block_id", "")) for b in message.blocks} - {""}
 
@@ -1070,23 +1085,18 @@ def answer(
     if not fleet.world.office_hours(machine, fleet.index) or rng.random() >= ANSWER_RATE:
         return
     working = bool(machine.slots[fleet.index].work)
-    mine = [b for b in message.blocks if b.get("type") == "actions" and instance_id in json.dumps(b)]
-    offered = [e["action_id"] for b in mine for e in b["elements"]]
+    offers = controls(message.blocks, instance_id)  # its buttons, or the choices of its line's menu
     if working:
-        pressed = "costguard.keep_while_busy" if "costguard.keep_while_busy" in offered else "costguard.keep_tomorrow"
-    elif stop_now and rng.random() < 0.3 and "costguard.stop_now" in offered:
+        pressed = "costguard.keep_while_busy" if "costguard.keep_while_busy" in offers else "costguard.keep_tomorrow"
+    elif stop_now and rng.random() < 0.3 and "costguard.stop_now" in offers:
         pressed = "costguard.stop_now"
     else:
         return
+    if pressed not in offers:
+        return  # nothing to keep it with here (a message about something else)
     user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
     # What the button carries, as Slack hands it over (a stop that keeps a learned start says when).
-    value = next(
-        json.loads(e["value"])
-        for b in message.blocks
-        if b.get("type") == "actions"
-        for e in b["elements"]
-        if e["action_id"] == pressed
-    )
+    value = offers[pressed]
     extra = {"start_at": value["s"]} if "s" in value and "start_at" in click.__dataclass_fields__ else {}
     payload = click(
         button=_button(pressed),

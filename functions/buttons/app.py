@@ -22,6 +22,7 @@ from costguard.core.settings import ButtonSettings
 from costguard.runtime import Runtime
 from costguard.slack.interactions import Click
 from costguard.slack.notifier import post_response
+from costguard.state.live import LiveMessages
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -54,6 +55,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         zone=ZoneInfo(actions.timezone),
         account=live.account,
         sagemaker=sagemaker_clicks(actions.sagemaker_governed, sagemaker_for, actions.is_accelerated_ml),
+        live=LiveMessages(live.client("dynamodb"), settings.state_table, lambda: live.notifier),
     )
     return handle_clicks(worker, clicks, live.now)
 

@@ -46,7 +46,7 @@ def test_a_post_killed_mid_way_is_made_by_the_retry_after_the_lease(runtime: Run
     message = Message("budget at 80 %")
 
     class Dying(SlackNotifier):
-        def post(self, channel: str, message: Message, *, thread_ts: str = "") -> Any:
+        def post(self, channel: str, message: Message, *, thread_ts: str = "", broadcast: bool = False) -> Any:
             raise Killed("during the post")
 
     with pytest.raises(Killed):

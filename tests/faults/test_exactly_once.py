@@ -17,6 +17,7 @@ from costguard.runtime import Runtime
 from testing.handlers import load_handler
 from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import notices
 from tests.faults.conftest import armed_on, refuse, switch
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
 from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
@@ -47,7 +48,7 @@ def ledger(kind: str) -> list[dict[str, Any]]:
 
 
 def stop_notices(slack: SlackStandIn) -> list[Any]:
-    return [m for m in slack.messages if m.text.startswith(("Stopped idle", "Hibernated idle"))]
+    return notices(slack.messages, "stop")  # by the stop's marker: its warning, changed in place, is not one
 
 
 def test_a_stop_whose_first_attempt_died_before_stopinstances_is_told_and_recorded_once(
@@ -115,7 +116,7 @@ def test_a_kill_while_eight_warnings_are_being_posted_costs_at_most_one_duplicat
     for later in (1, 3, 15):  # Lambda's two retries, then the next scheduled sweep
         sweep(runtime, first + timedelta(minutes=later), lambda_context, monkeypatch)
 
-    warned = Counter(m.channel for m in slack.messages if "has been idle" in m.text)
+    warned = Counter(m.channel for m in notices(slack.messages, "warn"))
     assert set(warned) == {f"U0OWNER{k}" for k in range(10)}, "everyone warned"
     assert sum(warned.values()) - len(warned) <= 1, warned
     assert sorted(i["instance_id"]["S"] for i in ledger("warn")) == sorted(ids)
@@ -176,10 +177,10 @@ def test_a_post_found_in_slack_whose_record_a_storm_refuses_is_not_told_again(
     # The next sweep finds the warning in Slack, but DynamoDB refuses to record it (throttled once).
     refuse(runtime.client("dynamodb"), "TransactWriteItems", "ThrottlingException", times=1)
     sweep(runtime, first + timedelta(minutes=15), lambda_context, monkeypatch)
-    assert len([m for m in slack.messages if "has been idle" in m.text]) == 1
+    assert len(notices(slack.messages, "warn")) == 1
     monkeypatch.setattr(runtime, "clients", type(runtime.clients)(default_region=REGION))  # the storm is over
     sweep(runtime, first + timedelta(minutes=30), lambda_context, monkeypatch)
 
-    assert len([m for m in slack.messages if "has been idle" in m.text]) == 1
+    assert len(notices(slack.messages, "warn")) == 1
     assert [i["instance_id"]["S"] for i in ledger("warn")] == [iid]
     assert tags_of(iid)[tags.IDLE_WARNED_AT] == formatting.format_time(first)

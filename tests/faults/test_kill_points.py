@@ -101,7 +101,7 @@ def duplicate_messages(slack: SlackStandIn) -> list[str]:
 
 def told_about(slack: SlackStandIn, kind: str, iid: str) -> int:
     """Messages that told this machine's notice: by its block id (or, unmarked, by its words)."""
-    words = {"warn": ("has been idle",), "stop": ("Stopped idle", "Hibernated idle")}[kind]
+    words = {"warn": ("has done no work",), "stop": ("Stopped:", "Hibernated:")}[kind]
     return sum(
         1
         for m in slack.messages

@@ -16,6 +16,7 @@ from costguard.runtime import Runtime
 from testing import moto_fixes
 from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import notices
 from tests.faults.conftest import Killed, armed_on, kill_at, refuse, switch
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
 from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
@@ -80,7 +81,7 @@ def test_a_sweep_killed_right_after_aws_took_its_stops_loses_neither_record_nor_
 
     assert stop_entries() == [iid]
     assert tags.STOPPED_AT in tags_of(iid)
-    told = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    told = notices(slack.messages, "stop")
     assert len(told) == 1
 
 
@@ -94,7 +95,7 @@ def test_a_stop_whose_sweep_died_and_whose_owner_started_the_machine_again_is_st
     sweep(runtime, now, lambda_context, monkeypatch)
 
     assert stop_entries() == [iid]  # costguard's stop is in the ledger
-    told = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    told = notices(slack.messages, "stop")
     assert len(told) == 1  # and its owner learns why it stopped
     assert tags.STOPPED_AT not in tags_of(iid)  # it runs: no stopped-at tag on it
 
@@ -111,7 +112,7 @@ def test_a_pending_stop_of_a_machine_that_never_stopped_is_dropped(
     slack.messages.clear()
     idle_stopper(runtime, app._policy(), REGION).recovery.run(now)  # the next sweep's first step
     assert stop_entries() == []
-    assert not [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    assert not notices(slack.messages, "stop")
 
 
 def test_no_stop_notice_goes_out_for_a_stop_aws_refused(
@@ -124,7 +125,7 @@ def test_no_stop_notice_goes_out_for_a_stop_aws_refused(
     sweep(runtime, now, lambda_context, monkeypatch)
 
     assert state(iid) == "running"
-    assert not [m for m in slack.messages if m.text.startswith(("Stopped", "Stopping"))]
+    assert not notices(slack.messages, "stop")
     assert [m.text for m in slack.messages] == [f"Could not stop idle g5.12xlarge {iid}: OperationNotPermitted"]
     assert stop_entries() == []
 
@@ -142,11 +143,11 @@ def test_a_stop_notice_killed_after_it_was_posted_is_found_in_slack_not_sent_aga
     first = now - timedelta(minutes=20)
     with armed_on(switch, "slack:chat.postMessage", after=True):  # posted; its record never written
         sweep(runtime, first, lambda_context, monkeypatch)
-    assert len([m for m in slack.messages if m.text.startswith("Stopped idle")]) == 1
+    assert len(notices(slack.messages, "stop")) == 1
     for later in (1, 3, 15):  # Lambda's two retries, then the next scheduled sweep
         sweep(runtime, first + timedelta(minutes=later), lambda_context, monkeypatch)
 
-    told = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    told = notices(slack.messages, "stop")
     assert len(told) == 1  # its lease ran out, and Slack's history showed it had gone: not sent again
     assert stop_entries() == [iid]
     assert "conversations.history" in slack.calls
@@ -165,5 +166,5 @@ def test_throttled_writes_are_retried_by_the_next_sweep_and_nothing_is_lost(
     assert not slack.messages, "no notice for a stop that did not happen"
     sweep(runtime, now, lambda_context, monkeypatch)
     assert state(iid) in ("stopping", "stopped")
-    assert len([m for m in slack.messages if m.text.startswith("Stopped idle")]) == 1
+    assert len(notices(slack.messages, "stop")) == 1
     assert stop_entries() == [iid]

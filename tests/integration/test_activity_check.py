@@ -24,6 +24,7 @@ from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.jobs import JobKind, next_job
 from costguard.runtime import Runtime
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import marked
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
 from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
 
@@ -323,9 +324,11 @@ def test_a_person_who_logged_in_a_minute_before_the_stop_saves_the_machine_and_i
     assert tags.IDLE_WARNED_AT not in tags_of(iid)  # the warning is withdrawn
     assert tags_of(iid)[tags.ACTIVITY_CHECK_AT] == formatting.format_time(now)
     assert result["stopped"] == []
-    [message] = slack.messages
-    assert message.text == f"Not stopping g5.12xlarge {iid}: someone typed in pts/1 50 s ago"
-    assert "someone typed in pts/1 50 s ago" in json.dumps(message.blocks)
+    [message] = slack.messages  # warned before this test: no warning message to change, so a message of its own
+    assert marked(message, "cancel")
+    assert message.blocks[0]["text"]["text"] == "At work: GPU machine · $136/day"
+    assert f"`{iid}` (alice-box) is not stopped after all." in message.text
+    assert "Not stopped: at work after all (someone typed in pts/1 50 s ago)." in json.dumps(message.blocks)
 
 
 def test_an_idle_notebook_holding_gpu_memory_is_stopped_and_the_notice_says_what_was_seen(
@@ -465,8 +468,8 @@ def test_a_machine_whose_check_sees_nothing_alive_is_warned_after_the_shorter_wi
     result = sweep(runtime, now, lambda_context, monkeypatch)
     assert result["warned"] == [iid]
     [warning] = slack.messages
-    assert "has been idle for 50 min" in warning.text
-    assert "the activity check saw nothing running: no input for 4 h" in json.dumps(warning.blocks)
+    assert "has done no work for *50 min*" in warning.text
+    assert "The activity check saw nothing running: no input for 4 h" in json.dumps(warning.blocks)
     assert tags_of(iid)[tags.STOP_AFTER] == formatting.format_time(now + timedelta(minutes=30))
 
 

@@ -22,6 +22,7 @@ from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.slack.signature import sign
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read, dates_in
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
 
 app = load_handler("buttons")
@@ -200,7 +201,10 @@ def test_keep_2h_tags_the_instance_clears_the_warning_and_updates_the_message(
     assert message.updated
     assert [b["type"] for b in message.blocks] == ["section", "context"], "buttons replaced by who did what"
     assert "<@U0ALICE> kept" in message.blocks[-1]["elements"][0]["text"]
-    assert "Sat 21 Nov 17:08 (Europe/Paris)" in message.text
+    # Slack shows each reader the time in their own zone; the fallback is the owner's clock (here the team's:
+    # the stand-in has no users.info), and names it.
+    assert "until Sat 21 Nov 17:08 CET" in as_read(message.text)
+    assert dates_in(message.text) == [int((NOW + timedelta(hours=2)).timestamp())]
 
 
 def test_keep_until_monday_uses_the_team_timezone(

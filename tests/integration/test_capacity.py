@@ -19,6 +19,7 @@ from costguard.idle.rules.schedule import parse_schedule
 from costguard.runtime import Runtime
 from costguard.state.capacity import CapacityLog
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read, notices
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
 from tests.integration.test_idle_stopper import (
     SWEEP,
@@ -146,5 +147,7 @@ def test_a_scarce_machine_stopped_after_hours_is_promised_a_start_before_the_nex
     start_at = formatting.parse_time(tags_of(iid).get(tags.START_AT))
     opens = parse_schedule("weekdays 08:00-19:00 UTC").next_start(now)
     assert start_at == opens - timedelta(minutes=15)  # its lead before the team's day; made 45 min sooner still
-    [notice] = [m for m in slack.messages if m.text.startswith("Stopped idle")]
-    assert "Hard to get back" in json.dumps(notice.blocks)
+    [notice] = notices(slack.messages, "stop")
+    said = as_read(notice.blocks)
+    assert "It might not start again when its owner's day begins" in said
+    assert f"costguard starts it again *{start_at:%a %d %b %H:%M} UTC*, before the working day." in said

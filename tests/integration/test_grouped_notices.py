@@ -19,6 +19,7 @@ from costguard.slack.blocks import MAX_BLOCKS
 from testing.handlers import load_event
 from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read
 from tests.faults.conftest import armed_on, switch
 from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_buttons import call as click_call
@@ -60,11 +61,12 @@ def test_five_idle_machines_of_one_owner_are_one_warning_with_a_part_each(
 
     [message] = slack.messages
     assert (message.channel, message.direct) == ("U0ALICE", True)
-    assert message.blocks[0]["text"]["text"].startswith("5 idle GPU machines")
+    assert message.blocks[0]["text"]["text"].startswith("5 idle GPU machines · $")
     assert sorted(p.split("-")[3] for p in parts(message)) == sorted(i.split("-")[1] for i in ids)
-    assert sorted(a["block_id"] for a in message.blocks if a["type"] == "actions") == sorted(
-        f"costguard:{iid}" for iid in ids
-    )
+    menus = [
+        json.loads(o["value"])["i"] for b in message.blocks if "accessory" in b for o in b["accessory"]["options"][:1]
+    ]
+    assert sorted(menus) == sorted(ids)  # each machine its own keeps
     assert sorted(result["regions"][REGION]["warned"]) == sorted(ids)
     assert sorted(warn_entries()) == sorted(ids)  # each machine its own record
     for iid in ids:
@@ -78,27 +80,35 @@ def test_keep_on_the_third_machine_updates_only_its_part(
     idle_machines(now, 5)
     sweep(runtime, now, lambda_context, monkeypatch)
     [message] = slack.messages
-    third = [a for a in message.blocks if a["type"] == "actions"][2]
-    iid = third["block_id"].removeprefix("costguard:")
+    lines = [b for b in message.blocks if str(b.get("block_id", "")).startswith("cg-warn-")]
+    third = lines[2]
+    keep = next(o for o in third["accessory"]["options"] if json.loads(o["value"])["b"] == "costguard.keep_2h")
+    iid = json.loads(keep["value"])["i"]
     before = [dict(b) for b in message.blocks]
 
     payload: dict[str, Any] = load_event("slack_receiver/block-actions-keep-2h.json")
-    keep = next(e for e in third["elements"] if e["action_id"] == "costguard.keep_2h")
-    payload["actions"][0].update(action_id=keep["action_id"], value=keep["value"], block_id=third["block_id"])
+    payload["actions"] = [
+        {"type": "static_select", "action_id": "costguard.menu", "block_id": third["block_id"], "selected_option": keep}
+    ]
+    payload["actions"][0]["action_ts"] = message.ts
     payload["message"].update(ts=message.ts, blocks=before)
-    payload["container"]["message_ts"] = message.ts
+    payload["container"].update(message_ts=message.ts, channel_id=message.channel)
     payload["response_url"] = slack.response_url(message.ts)
     at = datetime.fromtimestamp(float(message.ts), now.tzinfo)
     assert click_call(http_event(payload, at=at), runtime, lambda_context, monkeypatch, at=at)["statusCode"] == 200
     click_call({"Records": queued(env)}, runtime, lambda_context, monkeypatch, at=at)
 
     assert message.updated
+    assert len(slack.messages) == 1, "changed in place, nothing new posted"
     changed = [k for k, (a, b) in enumerate(zip(before, message.blocks, strict=True)) if a != b]
-    assert len(changed) == 1
-    assert message.blocks[changed[0]]["block_id"] == f"costguard:{iid}"
-    assert "kept" in message.blocks[changed[0]]["elements"][0]["text"]
+    assert changed == [0, before.index(third)], "the header that counts them, and the kept machine's line"
+    assert message.blocks[0]["text"]["text"].endswith(" · 1 kept")
+    line = message.blocks[before.index(third)]
+    assert "Kept until " in as_read(line)
+    assert "by <@U0ALICE>." in as_read(line)
+    assert "accessory" not in line, "no keep left to press"
     assert tags.KEEP_UNTIL in tags_of(iid)
-    others = [a["block_id"].removeprefix("costguard:") for a in message.blocks if a["type"] == "actions"]
+    others = [json.loads(b["accessory"]["options"][0]["value"])["i"] for b in message.blocks if "accessory" in b]
     assert len(others) == 4
     assert all(tags.KEEP_UNTIL not in tags_of(o) for o in others)
 
@@ -154,14 +164,14 @@ def test_the_machines_whose_owners_slack_cannot_reach_are_one_roll_up_in_the_ale
     sweep(runtime, now, lambda_context, monkeypatch)
 
     [roll_up] = slack.messages_to("C0ALERTS")
-    assert roll_up.blocks[0]["text"]["text"] == "5 idle GPU machines whose owners Slack cannot reach"
+    assert roll_up.blocks[0]["text"]["text"].startswith("5 idle GPU machines · $")
     lines = [b for b in roll_up.blocks if str(b.get("block_id", "")).startswith("cg-warn-")]
     assert len(lines) == 5
-    assert all(b["accessory"]["type"] == "overflow" for b in lines)
+    assert all(b["accessory"]["type"] == "static_select" for b in lines)
+    assert sum("owner bob" in b["text"]["text"] for b in lines) == 2  # each line names its owner, not an address
     why = roll_up.blocks[-1]["elements"][0]["text"]
-    assert "bob@example.com" in why
-    assert "dan@example.com" in why
-    assert "1 machine with no owner tag" in why
+    assert why == "Here because Slack cannot reach their owners: bob, dan, 1 machine with no owner costguard can name."
+    assert "@example.com" not in json.dumps(roll_up.blocks)
     assert [m.channel for m in slack.messages if m.channel != "C0ALERTS"] == ["U0ALICE"]
     assert sorted(warn_entries()) == sorted([*strangers, *unowned, *mine])
     assert json.dumps(roll_up.blocks).count("costguard.stop_now") == 0

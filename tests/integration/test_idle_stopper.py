@@ -21,6 +21,7 @@ from costguard.runtime import Runtime
 from testing import moto_fixes
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read, dates_in, marked
 from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of
 
 app = load_handler("idle_stopper")
@@ -158,8 +159,9 @@ def test_sweep_warns_the_owner_of_an_idle_gpu_instance_and_records_the_warning(
     assert (dm.channel, dm.direct) == ("U0ALICE", True)
     text = json.dumps(dm.blocks)
     assert iid in text
-    assert "$5.67/h" in text, "the hourly price of a g5.12xlarge"
-    assert f"{now + timedelta(minutes=30):%H:%M} UTC" in dm.text
+    assert dm.blocks[0]["text"]["text"] == "Idle GPU machine · $136/day", "cost first: $5.67/h, a g5.12xlarge"
+    assert "$5.67/h" in text, "the hourly price, in the detail"
+    assert dates_in(dm.blocks[1]) == [int((now + timedelta(minutes=30)).timestamp())], "the stop, in the reader's time"
     assert "costguard:keep-until" in text
     assert result["regions"][REGION]["warned"] == [iid]
     assert ledger_kinds() == [("warn", iid)]
@@ -280,10 +282,14 @@ def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
         "the rule: the same for every stop of a sweep"
     )
     assert t[tags.IDLE_WARNED_AT] == formatting.format_time(now - timedelta(minutes=35)), "kept as the record"
-    [dm] = slack.messages
+    [dm] = slack.messages  # no warning message to change (warned before this test): the stop says it all
     assert dm.channel == "U0ALICE"
-    assert dm.text.startswith(f"Stopped idle g5.12xlarge {iid} after")
-    assert f"aws ec2 start-instances --region {REGION} --instance-ids {iid}" in json.dumps(dm.blocks)
+    assert dm.blocks[0]["text"]["text"] == "Stopped: GPU machine · saves $136/day"
+    assert marked(dm, "stop") == [dm.blocks[0]["block_id"]]
+    assert "Stopped " in as_read(dm.blocks[1])
+    assert "by costguard. Its disks are kept." in as_read(dm.blocks[1])
+    [start] = dm.blocks[2]["elements"]
+    assert (start["action_id"], json.loads(start["value"])["i"]) == ("costguard.start", iid)
     [stop] = [p for op, p in calls if op == "StopInstances"]
     assert stop == {"InstanceIds": [iid], "Hibernate": False}
     assert result["regions"][REGION]["stopped"] == [iid]
@@ -305,7 +311,8 @@ def test_instance_configured_for_hibernation_is_hibernated(
     publish(iid, now, gpus=[idle(48)], cpu=idle(48))
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert [p for op, p in calls if op == "StopInstances"] == [{"InstanceIds": [iid], "Hibernate": True}]
-    assert slack.messages[0].text.startswith("Hibernated idle")
+    assert slack.messages[0].text.startswith("Hibernated: GPU machine")
+    assert "Its memory is kept" in json.dumps(slack.messages[0].blocks)
 
 
 def test_a_sweep_writes_to_ec2_once_per_kind_of_write_not_once_per_instance(
@@ -494,7 +501,8 @@ def test_dry_run_makes_no_mutating_call_and_reports_once_to_the_alerts_channel(
     assert f"`{warned_one}`" in text
     assert "is still idle after the grace period" in text
     assert f"`{idle_one}`" in text
-    assert "Would warn alice@example.com" in text
+    assert "would warn alice and stop it" in text
+    assert "@example.com" not in text  # owners by name, never by address
     ids = [str(b.get("block_id", "")) for b in report.blocks]
     marked = sorted(i[:14] for i in ids if i.startswith("cg-"))
     assert marked == ["cg-not-stopped", "cg-would-warn-"]
@@ -674,7 +682,7 @@ def test_warning_older_than_the_data_read_is_given_again_not_acted_on(
     assert state_of(iid) == "running"
     assert tags_of(iid)[tags.IDLE_WARNED_AT] == formatting.format_time(now)
     assert [m.channel for m in slack.messages] == ["U0ALICE"]
-    assert "stops it at" in slack.messages[0].text
+    assert "costguard stops it *" in json.dumps(slack.messages[0].blocks)
 
 
 def test_one_region_failing_does_not_stop_the_others_and_fails_the_run(
@@ -875,7 +883,7 @@ def test_a_machine_started_and_stopped_at_the_same_hours_is_offered_working_hour
     assert result["regions"][REGION]["warned"] == [iid]
     [warning] = slack.messages
     text = json.dumps(warning.blocks)
-    assert "*Keeps regular hours?* Tag it `costguard:schedule` = `" in text
+    assert "Keeps regular hours? Tag it `costguard:schedule=" in text
     assert "08:00-20:00 UTC`" in text
 
 

@@ -23,6 +23,7 @@ from costguard.state.ledger import LedgerWriteError
 from testing import moto_fixes
 from testing.handlers import load_handler
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read, dates_in
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
 from tests.integration.test_idle_stopper import A10G, launch, publish, state_of, warn_tags
 
@@ -107,9 +108,10 @@ def test_a_nightly_box_is_stopped_with_its_start_time_and_started_again_before_i
     assert state_of(iid) == "stopped"
     assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
     [notice] = slack.messages
-    text = json.dumps(notice.blocks)
+    text = as_read(notice.blocks)
     assert f"starts work at about {next_run:%H:%M} UTC" in text
-    assert f"starts it again at *{start_at:%a %H:%M} UTC*" in text
+    assert f"costguard starts it again *{start_at:%a %d %b %H:%M} UTC*, before its next run." in text
+    assert int(start_at.timestamp()) in dates_in(notice.blocks)  # in each reader's own time
     assert Button.DONT_START.value in text
 
     # Not before its time: the sweep a quarter of an hour earlier leaves it stopped.
@@ -156,8 +158,10 @@ def test_a_learned_start_cancelled_from_slack_is_not_made(
 
     assert tags_of(iid)[tags.LEARNED_START] == "off"
     assert tags.START_AT not in tags_of(iid)
-    assert notice.updated  # the notice now says who turned it off
-    assert "turned learned starts off" in notice.text
+    assert notice.updated  # the notice now says who turned it off, and its button is gone
+    assert "Planned start skipped by <@U0ALICE>." in json.dumps(notice.blocks)
+    assert Button.DONT_START.value not in json.dumps(notice.blocks)
+    assert Button.START.value in json.dumps(notice.blocks)  # it can still be started by hand
     assert_not_started(iid, next_run, runtime, lambda_context, monkeypatch)
 
 
@@ -237,7 +241,7 @@ def test_stop_now_on_a_warning_that_promised_a_learned_start_keeps_the_promise(
     assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == [iid]
     [warning] = slack.messages
     start_at = run + timedelta(days=1) - timedelta(minutes=POLICY.schedule_lead_minutes)
-    assert f"starts it again at *{start_at:%a %H:%M} UTC*" in json.dumps(warning.blocks)
+    assert f"starts it again *{start_at:%a %d %b %H:%M} UTC*" in as_read(warning.blocks)
     [stop_now] = [e for b in warning.blocks if b["type"] == "actions" for e in b["elements"] if "Stop" in str(e)]
     payload = {
         "type": "block_actions",
@@ -256,7 +260,10 @@ def test_stop_now_on_a_warning_that_promised_a_learned_start_keeps_the_promise(
 
     assert state_of(iid) == "stopped"
     assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
-    assert "costguard starts it again at" in warning.text
+    assert warning.blocks[0]["text"]["text"].startswith("Stopped: GPU machine")  # the warning, changed in place
+    assert f"costguard starts it again *{start_at:%a %d %b %H:%M} UTC* for its recurring work." in as_read(
+        warning.blocks
+    )
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]
 
 

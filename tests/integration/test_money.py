@@ -15,6 +15,7 @@ from costguard.core import formatting, tags
 from costguard.runtime import Runtime
 from testing.billing import answer_the_bill
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import notices
 from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_idle_stopper import SWEEP, idle, launch, publish, run, state_of, warn_tags
 
@@ -107,7 +108,7 @@ def test_an_idle_p4d_beyond_its_reserved_instances_is_stopped_and_the_saving_sai
     [stop] = stops_recorded()
     assert float(stop["hourly_saving"]["N"]) == pytest.approx(P4D)
     assert float(stop["list_hourly"]["N"]) == pytest.approx(P4D)
-    [notice] = [m for m in slack.messages if m.text.startswith("Stopped idle")]
+    [notice] = notices(slack.messages, "stop")
     assert "Saves $21.96/h on the bill (on demand: 3 p4d run, 2 Reserved Instances)" in json.dumps(notice.blocks)
 
 

@@ -31,6 +31,7 @@ from costguard.sagemaker.sweep import SageMakerSweep
 from testing.handlers import load_event, load_handler
 from testing.moto_fixes import set_sagemaker_time
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import dates_in
 from tests.integration.conftest import REGION, make_runtime
 from tests.integration.test_buttons import call, http_event, queued, runtime_for
 
@@ -153,7 +154,10 @@ def press(
     monkeypatch: Any,
 ) -> dict[str, Any]:
     """A click on a button of a message costguard posted, through the receiver and the worker."""
-    [element] = [e for b in posted.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == button]
+    offered = [
+        e for b in posted.blocks for e in [*b.get("elements", []), *([b["accessory"]] if "accessory" in b else [])]
+    ]
+    [element] = [e for e in offered if e.get("action_id") == button]
     payload: dict[str, Any] = load_event("slack_receiver/block-actions-keep-2h.json")
     payload["actions"][0].update(action_id=button, value=element["value"])
     payload["user"].update(id="U0ALICE", username="alice")
@@ -195,8 +199,10 @@ def test_an_idle_gpu_notebook_is_warned_then_stopped_and_started_again_from_slac
     assert first["warned"] == ["notebook/alice-research"]
     [warning] = slack.messages
     assert warning.channel == "U0ALICE"
-    assert "Idle SageMaker notebook instance: costguard will stop it" in json.dumps(warning.blocks)
-    assert "$3.83/h" in warning.text, "ml.p3.2xlarge, the bundled price: moto has no Pricing API"
+    assert warning.blocks[0]["text"]["text"] == "Idle SageMaker notebook instance · $92/day"  # cost first
+    assert "costguard will stop it *" in json.dumps(warning.blocks)
+    assert dates_in(warning.blocks[1]) == [int((now + timedelta(minutes=30)).timestamp())]
+    assert "$3.83/h" in json.dumps(warning.blocks), "ml.p3.2xlarge, the bundled price: moto has no Pricing API"
     state = tags_on(arn)
     assert state[tags.STOP_AFTER] == f"{now + timedelta(minutes=30):%Y-%m-%dT%H:%M:%SZ}"
 
@@ -208,14 +214,18 @@ def test_an_idle_gpu_notebook_is_warned_then_stopped_and_started_again_from_slac
         sagemaker().describe_notebook_instance(NotebookInstanceName="alice-research")["NotebookInstanceStatus"]
         == "Stopped"
     )
-    notice = slack.messages[-1]
-    assert notice.text == "costguard stopped idle notebook instance alice-research"
+    warning, notice = slack.messages  # the warning, changed in place; the stop told as a reply under it
+    assert notice.text.startswith("Stopped: SageMaker notebook instance · saves $92/day.")
+    assert warning.blocks[0]["text"]["text"] == "Stopped: SageMaker notebook instance · saves $92/day"
     assert tags.STOPPED_AT in tags_on(arn)
 
     done = press(
-        slack, notice, "costguard.start", runtime, queue, now + timedelta(minutes=40), lambda_context, monkeypatch
+        slack, warning, "costguard.start", runtime, queue, now + timedelta(minutes=40), lambda_context, monkeypatch
     )
     assert done["clicks"] == [{"instance_id": "alice-research", "button": "costguard.start", "status": "done"}]
+    assert warning.blocks[0]["text"]["text"] == "Started again: SageMaker notebook instance · $92/day"
+    assert "by <@U0ALICE>." in warning.blocks[1]["text"]["text"]
+    assert len(slack.messages) == 2
     assert (
         sagemaker().describe_notebook_instance(NotebookInstanceName="alice-research")["NotebookInstanceStatus"]
         == "InService"
@@ -292,12 +302,14 @@ def test_a_zombie_endpoint_is_warned_with_its_cost_deleted_and_recreated_from_it
     assert tags_on(config["EndpointConfigArn"])[f"{tags.DELETED_ENDPOINT}:churn-v2"] == "bob@example.com", (
         "kept, and says which endpoint costguard deleted from it, and whose it was"
     )
-    notice = slack.messages[-1]
+    assert warning.blocks[0]["text"]["text"] == "Deleted: SageMaker endpoint · saves $18/day"
 
     done = press(
-        slack, notice, "costguard.recreate", runtime, queue, later + timedelta(minutes=5), lambda_context, monkeypatch
+        slack, warning, "costguard.recreate", runtime, queue, later + timedelta(minutes=5), lambda_context, monkeypatch
     )
     assert done["clicks"][0]["status"] == "done"
+    assert warning.blocks[0]["text"]["text"] == "Recreated: SageMaker endpoint · $18/day"
+    assert "from `churn-v2-config`: in service in a few minutes." in warning.blocks[1]["text"]["text"]
     [again] = sagemaker().list_endpoints()["Endpoints"]
     assert again["EndpointName"] == "churn-v2"
     restored = tags_on(again["EndpointArn"])
@@ -323,9 +335,10 @@ def test_two_zombie_endpoints_of_one_configuration_are_both_recreated_from_their
         endpoint_metrics(name, later, days=1)
     after = sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
     assert sorted(after["acted"]) == ["endpoint/demo-a", "endpoint/demo-b"]
-    notices = {m.text: m for m in slack.messages if m.text.startswith("costguard deleted")}
+    offering = [m for m in slack.messages if "costguard.recreate" in json.dumps(m.blocks)]
+    warnings = {name: m for m in offering for name in ("demo-a", "demo-b") if f"endpoint {name} " in m.text}
     for name, owner in (("demo-a", "bob@example.com"), ("demo-b", "carol@example.com")):
-        notice = notices[f"costguard deleted idle endpoint {name}"]
+        notice = warnings[name]  # each warning, changed in place, offers its endpoint's Recreate
         at = later + timedelta(minutes=5)
         done = press(slack, notice, "costguard.recreate", runtime, queue, at, lambda_context, monkeypatch)
         assert done["clicks"][0]["status"] == "done", name
@@ -347,7 +360,7 @@ def test_a_recreate_aws_refuses_is_answered_not_retried_for_ever(
     later = now + timedelta(hours=25)
     endpoint_metrics("churn-v3", later, days=1)
     sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
-    notice = slack.messages[-1]
+    notice = slack.messages[0]  # the warning, which now offers Recreate
 
     def model_gone(*_: Any, **__: Any) -> bool:
         error = {"Error": {"Code": "ValidationException", "Message": "Could not find model churn-v3-model."}}
@@ -371,7 +384,9 @@ def test_without_deletion_a_zombie_endpoint_is_warned_once_and_kept(
     sweep(runtime, now, monkeypatch, lambda_context)
     again = sweep(runtime, now + timedelta(days=2), monkeypatch, lambda_context)
     assert len(slack.messages) == 1
-    assert "never automatically: endpoint deletion is off (EndpointsDelete)" in json.dumps(slack.messages[0].blocks)
+    assert "costguard will not delete it: endpoint deletion is off (EndpointsDelete)." in json.dumps(
+        slack.messages[0].blocks
+    )
     assert tags.STOP_AFTER not in tags_on(arn)
     assert again["acted"] == []
     assert len(sagemaker().list_endpoints()["Endpoints"]) == 1
@@ -489,7 +504,9 @@ def test_studio_settings_without_idle_shutdown_are_reported_and_a_gpu_app_sagema
     # off), and bob's Code Editor (8 h, longer than the team's 2-h window).
     assert summary["idle_settings_reported"] == 4
     warning, settings = slack.messages
-    assert "never automatically: SageMaker does not report whether anyone works in it" in json.dumps(warning.blocks)
+    assert "costguard will not delete it: SageMaker does not report whether anyone works in it" in json.dumps(
+        warning.blocks
+    )
     assert settings.channel == "C0ALERTS"
     body = json.dumps(settings.blocks)
     assert "domain `research` (domain d-abc123def456), JupyterLab: idle shutdown off" in body

@@ -44,9 +44,11 @@ from costguard.idle.words import messages as idle
 from costguard.owners.messages import unattributed_message
 from costguard.owners.report import Tagging
 from costguard.owners.rules import OwnerDecision, OwnerSource
-from costguard.slack.blocks import Message
+from costguard.slack import live
+from costguard.slack.blocks import Message, person
 from costguard.slack.buttons import Button
 from costguard.slack.interactions import Click
+from costguard.slack.live import Live
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.state.claims import Claim, ClaimState
 
@@ -75,7 +77,7 @@ hostile = st.lists(
 
 # The only markup costguard itself writes (and a link to an anomaly's page on the AWS console).
 OWN_MARKUP = re.compile(
-    rf"<@{CLICKER}>|<!here>|<{re.escape(DASHBOARD)}\|[^<>]*>"
+    rf"<@{CLICKER}>|<!here>|<{re.escape(DASHBOARD)}\|[^<>]*>|<!date\^\d+\^[a-z_{{}} ]+\|[^<>|]*>"
     r"|<https://console\.aws\.amazon\.com/[^\s<>|]*\|Open the anomaly in AWS Cost Anomaly Detection>"
     r"|<!date\^\d+\^\{date_short_pretty\}( \{time\})?\|[A-Za-z0-9 :]+>"  # a time, in each reader's zone
 )
@@ -141,17 +143,25 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 @SETTINGS
 @given(value=hostile)
 def test_idle_warnings_and_notices_escape_every_user_string(value: str) -> None:
-    box, price = instance(value), Price(4.1, value)
-    assert_harmless(idle.idle_warning(box, decision(value, Action.WARN), price, value, NOW), value)
-    assert_harmless(idle.idle_warning(box, decision(value, Action.WARN), price, value, NOW, hours=value), value)
-    assert_harmless(idle.stop_notice(box, decision(value, Action.STOP), price, value, NOW), value)
-    assert_harmless(idle.stop_cancelled_notice(box, decision(value, Action.CANCEL_STOP), value), value)
+    box, price, who = instance(value), Price(4.1, value), person(value)
+    learned = replace(decision(value, Action.WARN), learned=value, start_at=NOW + timedelta(hours=9))
+    warning = idle.idle_warning(box, learned, price, who, NOW, hours=value, whose=value, zone=value)
+    for part in (
+        idle.idle_warning(box, decision(value, Action.WARN), price, who, NOW),
+        warning,
+        idle.stopped_part(box, decision(value, Action.STOP), price, who, NOW, zone="UTC"),
+        idle.cancelled_part(box, decision(value, Action.CANCEL_STOP), price, who, NOW),
+        live.settled(idle.cleared(box, NOW - timedelta(days=9), "UTC"), warning),
+        idle.told_above(warning),
+    ):
+        assert_harmless(Live((part,)).message(), value)
+        assert_harmless(Live((part, replace(part, key="i-2"))).message(), value)  # among others: its line
     assert_harmless(idle.not_stopped_notice(box, decision(value, Action.STOP), "notify-only", value), value)
     assert_harmless(idle.dry_run_notice(box, decision(value, Action.WARN), price, value), value)
     assert_harmless(idle.stop_failed_notice(box, value, value), value)
     scheduled = replace(box, tags={**box.tags, tags.SCHEDULE: value})
-    assert_harmless(idle.morning_start_note(scheduled, NOW, value), value)
-    assert_harmless(idle.schedule_unreadable_notice(scheduled, value, value), value)
+    assert_harmless(idle.morning_start_note(scheduled, NOW, who), value)
+    assert_harmless(idle.schedule_unreadable_notice(scheduled, value, who), value)
 
 
 @SETTINGS
@@ -299,7 +309,7 @@ def test_the_note_of_a_message_sent_to_the_channel_instead_escapes_the_owner(val
     box = instance(value)
     notifier.send_to_owner(
         f"{value}@example.com",
-        idle.idle_warning(box, decision(value, Action.WARN), Price(1.0, "x"), value, NOW),
+        Live((idle.idle_warning(box, decision(value, Action.WARN), Price(1.0, "x"), person(value), NOW),)).message(),
         fallback_channel="C0ALERTS",
         owner=value,
     )

@@ -15,6 +15,8 @@ from costguard.sagemaker.rules.decision import Action, decide
 from costguard.sagemaker.words.messages import (
     warning,
 )
+from costguard.slack.blocks import person
+from costguard.slack.live import Live
 from tests.unit.sagemaker.resources import (
     NOW,
     POLICY,
@@ -141,9 +143,10 @@ def test_a_studio_app_sagemaker_cannot_see_is_warned_once_and_never_deleted_even
     first = decide(app, activity, policy, NOW)
     assert (first.action, first.will_act, first.act_after) == (Action.WARN, False, None)
     assert "cannot tell" in first.why_not
-    message = warning(app, first, Price(1.5, "pricing-api"), "bob@example.com", NOW)
+    message = Live((warning(app, first, Price(1.5, "pricing-api"), person("bob@example.com"), NOW),)).message()
     body = json.dumps(message.blocks)
-    assert "never automatically" in body
+    assert "costguard will not delete it" in body
+    assert message.blocks[0]["text"]["text"].startswith("Long-running: Studio app · $")
     assert "has done no work" not in body, "it is not known to be idle"
     warned = studio_app(
         last_health_check=NOW + timedelta(minutes=57),

@@ -23,6 +23,9 @@ from costguard.sagemaker.words.messages import (
     unattributed,
     warning,
 )
+from costguard.slack.blocks import person
+from costguard.slack.live import Live
+from testing.slack_text import as_read
 from tests.unit.sagemaker.resources import (
     NOW,
     daily,
@@ -41,12 +44,16 @@ def test_the_warning_says_what_a_zombie_cost_since_its_last_invocation_and_a_day
         now=NOW,
     )
     decision = decide(endpoint_resource(), activity, SageMakerPolicy(), NOW)
-    message = warning(endpoint_resource(), decision, Price(1.5, "pricing-api"), "bob@example.com", NOW)
-    body = json.dumps(message.blocks, ensure_ascii=False)
-    assert "never automatically: endpoint deletion is off (EndpointsDelete)" in body
+    part = warning(endpoint_resource(), decision, Price(1.5, "pricing-api"), person("bob@example.com"), NOW)
+    message = Live((part,)).message()
+    body = as_read(message.blocks)
+    assert message.blocks[0]["text"]["text"] == "Idle SageMaker endpoint · $72/day"  # cost first
+    assert "costguard will not delete it: endpoint deletion is off (EndpointsDelete)." in body
     assert "$3.00/h × 2 instances · $72/day" in body
     # Invoked on Fri 13 Nov: from the end of that day to now, 10 days and 12 h at $3/h.
-    assert "*Cost since its last invocation (Fri 13 Nov)*\\n$756" in body
+    assert "Cost since its last invocation (Fri 13 Nov): *$756*." in body
+    assert "bob, your endpoint" in body  # by name where Slack does not know him: never by address
+    assert "@example.com" not in body
 
 
 def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() -> None:
@@ -55,8 +62,8 @@ def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() 
     decision = decide(resource, idle(resource), SageMakerPolicy(endpoints_delete=True), NOW)  # type: ignore[arg-type]
     week = SageMakerWeek(endpoints=1, zombies=[Zombie("churn-v2", hostile, 36.0, hostile)], idle_shutdown_off=[hostile])
     for message in (
-        warning(resource, decision, Price(1.5, "pricing-api"), hostile, NOW),
-        act_notice(resource, decision, Price(1.5, "pricing-api"), hostile),
+        Live((warning(resource, decision, Price(1.5, "pricing-api"), person(hostile), NOW),)).message(),
+        Live((act_notice(resource, decision, Price(1.5, "pricing-api"), person(hostile), NOW),)).message(),
         unattributed([("endpoint/churn-v2", "us-east-1", hostile)], "Owner"),
     ):
         assert "<!channel>" not in json.dumps(message.blocks) + message.text
@@ -83,9 +90,9 @@ def test_every_sagemaker_message_escapes_what_it_did_not_write(value: str) -> No
         errors=[value],
     )
     for message in (
-        warning(resource, decision, Price(1.5, "pricing-api"), value, NOW),
-        warning(app, unseen, Price(None, "unknown"), value, NOW),
-        act_notice(resource, decision, Price(1.5, "bundled"), value),
+        Live((warning(resource, decision, Price(1.5, "pricing-api"), person(value), NOW, whose=value),)).message(),
+        Live((warning(app, unseen, Price(None, "unknown"), person(value), NOW),)).message(),
+        Live((act_notice(resource, decision, Price(1.5, "bundled"), person(value), NOW),)).message(),
         dry_run_notice(resource, decision, Price(1.5, "pricing-api"), value),
         act_failed_notice(resource, value, value),
         idle_settings_report([IdleSetting("space", "d-1", value, "JupyterLab", False, None)], 120),

@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+
 from costguard.slack.blocks import (
+    CLOCK,
+    DAY,
     EMPTY,
     MAX_BLOCKS,
     MAX_SECTION,
@@ -17,7 +22,10 @@ from costguard.slack.blocks import (
     link,
     mention,
     mrkdwn,
+    person,
     section,
+    times_in,
+    when,
 )
 from testing.blockkit import problems
 
@@ -96,3 +104,38 @@ def test_an_empty_value_never_makes_an_empty_text_slack_would_refuse() -> None:
     assert problems({"text": "fallback", "blocks": blocks}) == []
     assert context("")["elements"][0]["text"] == EMPTY
     assert header("")["text"]["text"] == EMPTY
+
+
+# ------------------------------------------------------------------ times, and people
+
+
+def test_a_time_is_slacks_own_date_each_reader_sees_in_their_zone_its_fallback_naming_one() -> None:
+    moment = datetime(2026, 11, 21, 16, 8, tzinfo=UTC)
+    assert when(moment, "Europe/Paris") == "<!date^1795277280^{date_short_pretty} at {time}|Sat 21 Nov 17:08 CET>"
+    assert when(moment) == "<!date^1795277280^{date_short_pretty} at {time}|Sat 21 Nov 16:08 UTC>"
+    assert when(moment, "America/New_York", style=CLOCK) == "<!date^1795277280^{time}|11:08 EST>"
+    assert when(moment, "Nowhere/Atlantis", style=DAY) == "<!date^1795277280^{date_short_pretty}|Sat 21 Nov>"
+    assert section(mrkdwn("Stops {}.", when(moment)))["text"]["text"].startswith("Stops <!date^")  # never escaped
+
+
+def test_clock_times_in_what_the_rules_wrote_become_slack_dates_near_now_and_the_rest_is_escaped() -> None:
+    now = datetime(2026, 11, 21, 0, 10, tzinfo=UTC)
+    said = times_in("a GPU was in use at 23:55 UTC & <x>; no check between 23:50 and 00:05 UTC", now)
+    assert said.count("<!date^") == 3
+    assert [int(t) for t in re.findall(r"<!date\^(\d+)", said)] == [
+        int(datetime(2026, 11, 20, 23, 55, tzinfo=UTC).timestamp()),  # yesterday's 23:55: the nearest to now
+        int(datetime(2026, 11, 20, 23, 50, tzinfo=UTC).timestamp()),
+        int(datetime(2026, 11, 21, 0, 5, tzinfo=UTC).timestamp()),
+    ]
+    assert "&amp; &lt;x&gt;" in said
+    learned = times_in("starts work at about 09:00 Europe/Paris on weekdays", now)
+    assert "|09:00 CET>" in learned
+    assert times_in("at 25:00 UTC, on Mars/Olympus 09:00", now) == "at 25:00 UTC, on Mars/Olympus 09:00"
+
+
+def test_an_owner_is_named_by_mention_else_by_name_never_by_address_nor_as_root() -> None:
+    assert person("quinn@example.com", "U0QUINN") == "<@U0QUINN>"
+    assert person("quinn@example.com") == "quinn"
+    assert person("root") == ""
+    assert person("") == ""
+    assert person("<!here>@evil.example") == "&lt;!here&gt;"

@@ -78,11 +78,55 @@ def test_owner_found_by_email_gets_a_direct_message() -> None:
 
 def test_owner_slack_does_not_know_is_named_in_the_alerts_channel() -> None:
     web = FakeWebClient()
-    delivery = notifier(web).send_to_owner("zed@example.com", MESSAGE, fallback_channel="C0ALERTS", owner="zed")
+    owner = "zed@example.com"
+    delivery = notifier(web).send_to_owner(owner, MESSAGE, fallback_channel="C0ALERTS", owner=owner)
     assert (delivery.channel, delivery.direct) == ("C0ALERTS", False)
     last = web.posts[0]["blocks"][-1]["elements"][0]["text"]
-    assert "zed could not be reached" in last
-    assert "no Slack user for zed@example.com" in last
+    assert last == "zed has no Slack account costguard can find, so this is here."
+    assert "@" not in last  # a person is named, never by address
+
+
+def test_a_reply_goes_under_its_message_and_into_the_conversation_too() -> None:
+    web = FakeWebClient()
+    notifier(web).post("D0ALICE", MESSAGE, thread_ts="1795270000.000100")
+    notifier(web).post("D0ALICE", MESSAGE)
+    assert (web.posts[0]["thread_ts"], web.posts[0]["reply_broadcast"]) == ("1795270000.000100", True)
+    assert "thread_ts" not in web.posts[1]
+
+
+def test_a_persons_time_zone_comes_with_their_lookup_or_from_users_info_once() -> None:
+    web = ZonedWorkspace(users={"a@x.io": "U1", "b@x.io": "U2"}, zones={"U1": "Europe/Paris", "U2": "America/New_York"})
+    slack = notifier(web)
+    assert slack.user_id_for("a@x.io") == "U1"
+    assert slack.zone_of("U1") == "Europe/Paris"  # said by users.lookupByEmail: no call more
+    assert (slack.zone_of("U2"), slack.zone_of("U2")) == ("America/New_York", "America/New_York")
+    assert web.infos == ["U2"]  # asked once, then kept
+
+
+def test_a_time_zone_slack_will_not_give_is_none_and_said_so() -> None:
+    web = ZonedWorkspace(users={}, zones={}, info_error="missing_scope")
+    assert notifier(web).zone_of("U9") == ""  # the caller reads the team's clock
+
+
+class ZonedWorkspace(FakeWebClient):
+    """Users with the time zones their Slack profiles set (users.lookupByEmail and users.info answer them)."""
+
+    def __init__(self, *, zones: dict[str, str], info_error: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.zones = zones
+        self.info_error = info_error
+        self.infos: list[str] = []
+
+    def users_lookupByEmail(self, email: str) -> dict[str, Any]:
+        found = super().users_lookupByEmail(email)
+        found["user"]["tz"] = self.zones.get(found["user"]["id"], "")
+        return found
+
+    def users_info(self, user: str) -> dict[str, Any]:
+        self.infos.append(user)
+        if self.info_error:
+            raise slack_error(self.info_error)
+        return {"ok": True, "user": {"id": user, "tz": self.zones.get(user, "")}}
 
 
 def test_user_lookups_are_cached_per_container() -> None:

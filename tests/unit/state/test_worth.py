@@ -31,6 +31,4 @@ def test_an_item_that_does_not_read_as_a_record_is_skipped() -> None:
     log = WorthLog(client, "costguard-state")  # type: ignore[arg-type]
     log.record(Worth(NOW, "us-east-1", {"i-p4d": 4.5}))
     client.put_item(TableName="costguard-state", Item={"pk": {"S": "worth#2026-11-24"}, "sk": {"S": "garbage"}})
-    assert [w.usd_per_hour for w in log.between(NOW - timedelta(hours=1), NOW + timedelta(hours=1))] == [
-        {"i-p4d": 4.5}
-    ]
+    assert [w.usd_per_hour for w in log.between(NOW - timedelta(hours=1), NOW + timedelta(hours=1))] == [{"i-p4d": 4.5}]

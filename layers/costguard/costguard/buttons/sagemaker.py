@@ -12,13 +12,14 @@ from botocore.exceptions import ClientError
 
 from costguard.aws.clients import error_code
 from costguard.aws.sagemaker import SageMaker
+from costguard.buttons import words
 from costguard.buttons.rules import keep_until
 from costguard.buttons.worker import ClickWorker, Reply, click_time
 from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode
-from costguard.slack.blocks import mention, mrkdwn
+from costguard.slack.blocks import mrkdwn
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
 from costguard.state.claims import ClaimHeld, ClaimState
@@ -38,6 +39,9 @@ class SageMakerClicks:
         found = api.resource(kind, click.instance_id)
         if found is None or not self.accelerated(found.instance_type):
             text = f"The {kind.value} `{click.instance_id}` is gone, or not on a GPU type costguard governs."
+            worker.show(
+                click, click.key, words.gone(f"the {kind.value} is gone, or not on a GPU type costguard governs")
+            )
             return worker._tell(click, Reply("gone", text))
         owner = found.owner(worker.owner_tag_key)
         if not worker._may_act(click.user_id, owner):
@@ -80,30 +84,29 @@ class SageMakerClicks:
                     owner=owner,
                     instance_type=resource.instance_type if resource else "",
                     reason=f"{click.button.value} by {click.user_name}",
-                    until=formatting.format_time(keep_until(click.button, now, worker.zone))
+                    until=formatting.format_time(keep_until(click.button, now, worker.owner_zone(owner)))
                     if click.button in KEEPS
                     else "",
                 )
             )
         worker.claims.done(claim)
-        if reply.status == "done":
-            worker._update_original(click, reply.text)
+        if reply.done is not None:
+            worker._update_original(click, reply.done)
         else:
             worker._tell(click, reply)
         return reply
 
     def _apply(self, worker: ClickWorker, api: SageMaker, resource: Resource, click: Click, now: datetime) -> Reply:
-        who, what = mention(click.user_id), f"`{resource.name}`"
+        zone = worker.owner_zone(resource.owner(worker.owner_tag_key))
         if click.button in KEEPS:
-            until = keep_until(click.button, now, worker.zone)
+            until = keep_until(click.button, now, zone)
             applied = api.add_tags(
                 resource.arn,
                 {tags.KEEP_UNTIL: formatting.format_time(until), tags.KEPT_BY: click.user_name},
             )
             if applied:
                 api.delete_tags(resource.arn, [k for k in tags.WARNING_TAGS if k in resource.tags])
-            local = until.astimezone(worker.zone)
-            text = mrkdwn("{} kept {} until {} ({}).", who, what, f"{local:%a %d %b %H:%M}", worker.zone.key)
+            done = words.kept(click, until, zone.key)
         elif click.button is Button.START and resource.kind is Kind.NOTEBOOK:
             if resource.status not in ("Stopped", "Failed"):
                 return Reply(
@@ -113,13 +116,13 @@ class SageMakerClicks:
                 applied = api.start_notebook(resource.name)
             except ClientError as exc:
                 return Reply("refused", f"AWS would not start it: {error_code(exc)}.")
-            text = mrkdwn("{} started {} again.", who, what)
+            done = words.started(click, now, zone.key)
         else:
             return Reply("refused", "That button does nothing for this resource.")
         if not applied:
-            return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + text)
+            return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + done.text)
         logger.info("sagemaker click done", resource=resource.key, button=click.button.value, user=click.user_id)
-        return Reply("done", text)
+        return Reply("done", done.text, done)
 
     def _recreate(self, worker: ClickWorker, api: SageMaker, click: Click, now: datetime) -> Reply:
         """The endpoint again, from the configuration kept when costguard deleted it, with its owner."""
@@ -154,12 +157,10 @@ class SageMakerClicks:
                 # delivery (as the EC2 Start answers). The person may press again once it is fixed.
                 said = exc.response.get("Error", {}).get("Message", "")
                 return Reply("refused", mrkdwn("AWS refused to create it ({0}: {1}).", error_code(exc), said[:300]))
-            text = mrkdwn(
-                "{} recreated {} from `{}`: it is InService in a few minutes.",
-                mention(click.user_id),
-                f"`{name}`",
-                config,
-            )
-            return Reply("done", text) if applied else Reply("dry-run", "dry-run: costguard changed nothing. " + text)
+            said = mrkdwn("from `{}`: in service in a few minutes.", config)
+            done = words.started(click, now, worker.zone.key, word="Recreated", what=said)
+            if not applied:
+                return Reply("dry-run", "dry-run: costguard changed nothing. " + done.text)
+            return Reply("done", done.text, done)
 
         return self._once(worker, click, now, act, resource=None, owner=owner)

@@ -1,8 +1,11 @@
 """What a click on a costguard button does: keep, snooze or stop a machine from the warning itself.
 
 The HTTP side (verify the signature, queue the click, answer Slack within 3 s) is in the handler; this
-is the work done from the queue: who may act, what the button does, once, and the reply that updates
-the original message to show who did what.
+is the work done from the queue: who may act, what the button does, once, and the message it came from
+changed in place to say what is true now (its header, its status, the buttons that still mean something).
+The change comes after the effect and its record: a message that cannot be changed never undoes a keep or
+a stop. A keep until "tomorrow 09:00" or "Monday" is read on the owner's own clock (their Slack time zone,
+else the team's).
 """
 
 from __future__ import annotations
@@ -18,26 +21,31 @@ from botocore.exceptions import ClientError
 
 from costguard.aws.clients import error_code
 from costguard.aws.ec2 import Ec2
+from costguard.buttons import words
 from costguard.buttons.rules import keep_until
+from costguard.buttons.words import Done
 from costguard.core import formatting, tags
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.settings import Mode
-from costguard.slack.blocks import Message, Mrkdwn, context, mention, mrkdwn, safe, section
+from costguard.slack.blocks import Message, Mrkdwn, context, safe, section
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
+from costguard.slack.live import Change
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, ClaimState
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
+from costguard.state.live import LiveMessages
 
 
 @dataclass(frozen=True)
 class Reply:
-    """What became of a click, as the person who pressed it is told."""
+    """What became of a click, as the person who pressed it is told; a done one, what its message now says."""
 
     status: str  # "done", "refused", "duplicate", "gone", "dry-run"
     text: str
+    done: Done | None = None
 
 
 Responder = Callable[[str, Mapping[str, Any]], None]
@@ -62,25 +70,12 @@ def stop_record(click: Click, now: datetime) -> dict[str, str]:
     return record | ({tags.START_AT: click.start_at} if start_at is not None and start_at > now else {})
 
 
-def start_again(click: Click, now: datetime) -> str:
-    start_at = formatting.parse_time(click.start_at)
-    if start_at is None or start_at <= now:
-        return ""
-    return f" costguard starts it again at {start_at:%a %H:%M} UTC for its recurring work."
-
-
-def dont_start(ec2: Ec2, click: Click) -> tuple[bool, Mrkdwn]:
-    """ "Don't start it": learned starts off for the machine (the tag its owner could set too), and a
+def dont_start(ec2: Ec2, click: Click) -> tuple[bool, Done]:
+    """ "Skip the planned start": learned starts off for the machine (the tag its owner could set too), and a
     pending start-at gone. Applied, and what the message says."""
     applied = ec2.create_tags([click.instance_id], {tags.LEARNED_START: tags.OFF})
     ec2.delete_tags([click.instance_id], [tags.START_AT])
-    text = mrkdwn(
-        "{} turned learned starts off for {}: costguard will not start it for its recurring work (`{}`).",
-        mention(click.user_id),
-        f"`{click.instance_id}`",
-        f"{tags.LEARNED_START}={tags.OFF}",
-    )
-    return applied, text
+    return applied, words.no_learned_start(click)
 
 
 def click_time(click: Click, fallback: datetime) -> datetime:
@@ -107,9 +102,10 @@ class ClickWorker:
     owner_tag_key: str
     email_domain: str
     admins: Sequence[str]
-    zone: ZoneInfo
+    zone: ZoneInfo  # the team's (TeamTimezone): the clock of owners whose own Slack does not say
     account: str = ""  # this worker's account: a click for a machine elsewhere is never acted on here
     sagemaker: Callable[[ClickWorker, Click, datetime], Reply] = no_sagemaker  # clicks on SageMaker resources
+    live: LiveMessages | None = None  # the messages kept to change in place (None: the click's response_url)
 
     def handle(self, click: Click, now: datetime) -> Reply:
         if click.account and self.account and click.account != self.account:
@@ -121,6 +117,7 @@ class ClickWorker:
         ec2 = self.ec2_for(click.region)
         found = ec2.describe([click.instance_id])
         if not found or not self.accelerated(found[0].instance_type):
+            self.show(click, click.instance_id, words.gone("no longer a GPU machine costguard governs"))
             return self._tell(click, Reply("gone", f"`{click.instance_id}` is not a GPU instance costguard governs."))
         instance = found[0]
         owner = instance.owner(self.owner_tag_key)
@@ -131,8 +128,9 @@ class ClickWorker:
         claim = self.claims.claim(key, now, ttl=timedelta(days=7))
         if claim.state is ClaimState.DONE:
             if claim.detail:  # done, but the attempt may have died before the message showed it: shown again
-                self._update_original(click, claim.detail)
-                return Reply("duplicate", claim.detail)
+                done = Done.from_detail(claim.detail)
+                self._update_original(click, done)
+                return Reply("duplicate", done.text, done)
             return self._tell(click, Reply("duplicate", "That was done already."))
         if claim.state is ClaimState.HELD:
             raise ClaimHeld(f"{key} is being done by another delivery of the click")  # back to the queue
@@ -142,18 +140,25 @@ class ClickWorker:
         # The effect is dated now (a keep runs from when it is applied); its record by the click itself.
         if instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
             click = replace(click, start_at="")  # learned starts turned off since the warning
-        reply = self._apply(ec2, click, instance.hibernation_configured, now)
+        zone = self.owner_zone(owner)
+        reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode)
         if reply.status == "done":
             at = click_time(click, now)
             self.ledger.record(
-                click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=self.zone)
+                click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=zone)
             )
-        self.claims.done(claim, detail=reply.text if reply.status == "done" else "")
-        if reply.status == "done":
-            self._update_original(click, reply.text)
+        self.claims.done(claim, detail=reply.done.detail() if reply.done is not None else "")
+        if reply.done is not None:
+            self._update_original(click, reply.done)
         else:
             self._tell(click, reply)
         return reply
+
+    def owner_zone(self, owner: str) -> ZoneInfo:
+        """The clock an owner reads "tomorrow 09:00" on: their own Slack time zone, else the team's."""
+        email = owner_email(owner, self.email_domain) if owner else None
+        user = self.notifier.user_id_for(email) if email else None
+        return formatting.zone_of(self.notifier.zone_of(user) if user else "", default=self.zone.key)
 
     def _may_act(self, user_id: str, owner: str) -> bool:
         if user_id in self.admins:
@@ -166,64 +171,29 @@ class ClickWorker:
         # is never told "only the owner can do that" because Slack did not answer.
         return bool(email) and self.notifier.user_id_for(email or "", strict=True) == user_id
 
-    def _apply(self, ec2: Ec2, click: Click, hibernate: bool, now: datetime) -> Reply:
-        who = mention(click.user_id)
-        iid = f"`{click.instance_id}`"
-        if click.button is Button.KEEP_WHILE_BUSY:
-            applied = ec2.create_tags(
-                [click.instance_id],
-                {tags.KEEP_WHILE_BUSY: formatting.format_time(now), tags.KEPT_BY: tags.clip(click.user_name)},
-            )
-            ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
-            text = mrkdwn(
-                "{} kept {} while it works: costguard looks again once it has been idle for a whole window.", who, iid
-            )
-        elif click.button is Button.DONT_START:
-            applied, text = dont_start(ec2, click)
-        elif click.button in KEEPS:
-            until = keep_until(click.button, now, self.zone)
-            local = until.astimezone(self.zone)
-            applied = ec2.create_tags(
-                [click.instance_id],
-                {tags.KEEP_UNTIL: formatting.format_time(until), tags.KEPT_BY: tags.clip(click.user_name)},
-            )
-            ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
-            text = mrkdwn("{} kept {} until {} ({}).", who, iid, f"{local:%a %d %b %H:%M}", self.zone.key)
-        elif click.button is Button.STOP_NOW:
-            if self.mode is Mode.NOTIFY_ONLY:
-                return Reply(
-                    "refused", "costguard is in notify-only mode and stops nothing; stop it from the console or CLI."
-                )
-            try:
-                applied = ec2.stop([click.instance_id], hibernate=hibernate)
-            except ClientError as exc:
-                if error_code(exc) not in REFUSED:
-                    raise
-                return Reply(
-                    "refused",
-                    f"AWS refused to stop {iid} ({error_code(exc)}): it is exempt (`{tags.EXEMPT}`) or of a "
-                    "type costguard may not stop.",
-                )
-            if applied:
-                ec2.create_tags([click.instance_id], stop_record(click, now))
-            text = mrkdwn("{} {} {}.", who, "hibernated" if hibernate else "stopped", iid) + start_again(click, now)
-        else:
-            try:
-                applied = ec2.start(click.instance_id)
-            except ClientError as exc:
-                code = error_code(exc)
-                return Reply("refused", f"AWS would not start it: {code}.")
-            text = mrkdwn("{} started {} again.", who, iid)
-        if not applied:
-            return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + text)
-        return Reply("done", text)
+    def _update_original(self, click: Click, done: Done) -> None:
+        """The message the click came from, changed in place: the pressed machine's part says what is true now
+        (its status, its buttons), the header follows, every other part stays as it was. A message costguard
+        keeps no record of (posted before, or its record lost) is answered through the click's response_url:
+        the pressed machine's buttons give way to who did what."""
+        key = click.key
+        if (
+            self.live is not None
+            and done.change is not None
+            and self.live.change(key, done.change, ts=click.message_ts)
+        ):
+            logger.info("button click done", instance_id=key, button=click.button.value, user=click.user_id)
+            return
+        shown = Message(
+            done.text, tuple(answered(click.blocks, click.instance_id, ":white_check_mark: " + safe(done.text)))
+        )
+        self.respond(click.response_url, shown.response(replace_original=True))
+        logger.info("button click done", instance_id=key, button=click.button.value, user=click.user_id)
 
-    def _update_original(self, click: Click, text: str) -> None:
-        """The original message, the pressed machine's buttons replaced by who did what; in a message about
-        several machines, the others' parts stay as they are."""
-        done = Message(text, tuple(answered(click.blocks, click.instance_id, ":white_check_mark: " + safe(text))))
-        self.respond(click.response_url, done.response(replace_original=True))
-        logger.info("button click done", instance_id=click.instance_id, button=click.button.value, user=click.user_id)
+    def show(self, click: Click, key: str, change: Change) -> None:
+        """A machine's part of the message a click came from changed (best effort): gone, for one."""
+        if self.live is not None:
+            self.live.change(key, change, ts=click.message_ts)
 
     def _tell(self, click: Click, reply: Reply) -> Reply:
         """An ephemeral answer to the person who clicked; the message stays as it was."""
@@ -231,6 +201,57 @@ class ClickWorker:
         self.respond(click.response_url, answer)
         logger.info("button click not done", instance_id=click.instance_id, status=reply.status, user=click.user_id)
         return reply
+
+
+def act(ec2: Ec2, click: Click, hibernate: bool, now: datetime, zone: ZoneInfo, mode: Mode) -> Reply:  # noqa: PLR0917
+    """What the button does to the machine, and what its message then says (`zone`: the owner's clock)."""
+    iid = f"`{click.instance_id}`"
+    if click.button is Button.KEEP_WHILE_BUSY:
+        applied = ec2.create_tags(
+            [click.instance_id],
+            {tags.KEEP_WHILE_BUSY: formatting.format_time(now), tags.KEPT_BY: tags.clip(click.user_name)},
+        )
+        ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
+        done = words.kept_while_busy(click, zone.key)
+    elif click.button is Button.DONT_START:
+        applied, done = dont_start(ec2, click)
+    elif click.button in KEEPS:
+        until = keep_until(click.button, now, zone)
+        applied = ec2.create_tags(
+            [click.instance_id],
+            {tags.KEEP_UNTIL: formatting.format_time(until), tags.KEPT_BY: tags.clip(click.user_name)},
+        )
+        ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
+        done = words.kept(click, until, zone.key)
+    elif click.button is Button.STOP_NOW:
+        if mode is Mode.NOTIFY_ONLY:
+            return Reply(
+                "refused", "costguard is in notify-only mode and stops nothing; stop it from the console or CLI."
+            )
+        try:
+            applied = ec2.stop([click.instance_id], hibernate=hibernate)
+        except ClientError as exc:
+            if error_code(exc) not in REFUSED:
+                raise
+            return Reply(
+                "refused",
+                f"AWS refused to stop {iid} ({error_code(exc)}): it is exempt (`{tags.EXEMPT}`) or of a "
+                "type costguard may not stop.",
+            )
+        if applied:
+            ec2.create_tags([click.instance_id], stop_record(click, now))
+        start_at = words.start_again_at(click, now)
+        done = words.stopped(click, now, zone.key, hibernate=hibernate, start_at=start_at)
+    else:
+        try:
+            applied = ec2.start(click.instance_id)
+        except ClientError as exc:
+            code = error_code(exc)
+            return Reply("refused", f"AWS would not start it: {code}.")
+        done = words.started(click, now, zone.key)
+    if not applied:
+        return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + done.text)
+    return Reply("done", done.text, done)
 
 
 def answered(blocks: Sequence[Mapping[str, Any]], instance_id: str, done: Mrkdwn) -> list[Mapping[str, Any]]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -18,6 +19,32 @@ def parse_time(value: str | None) -> datetime | None:
 
 def format_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def zone_of(name: str | tzinfo | None, default: str = "UTC") -> ZoneInfo:
+    """An IANA zone by name (a person's Slack zone, the TeamTimezone setting); `default` when empty or unknown."""
+    if isinstance(name, ZoneInfo):
+        return name
+    for candidate in (str(name or "").strip(), default, "UTC"):
+        try:
+            return ZoneInfo(candidate)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue
+    return ZoneInfo("UTC")  # pragma: no cover (UTC always exists with tzdata)
+
+
+def local_text(value: datetime, zone: str | tzinfo | None = "UTC", *, clock: bool = False) -> str:
+    """A time as a person in `zone` reads it, naming the zone: "Sat 21 Nov 17:08 CET" (`clock`: "17:08 CET").
+    Slack shows it where it cannot show the reader's own time (a notification, an old client)."""
+    local = value.astimezone(zone_of(zone))
+    said = f"{local:%H:%M}" if clock else f"{local:%a %d %b %H:%M}"
+    return f"{said} {local.tzname() or zone_of(zone).key}"
+
+
+def place(zone: str | tzinfo | None) -> str:
+    """What a zone is called in a sentence: its city ("Paris", "New York"), or UTC."""
+    key = zone_of(zone).key
+    return "UTC" if key in ("UTC", "Etc/UTC") else key.rsplit("/", 1)[-1].replace("_", " ")
 
 
 def usd(amount: float | None) -> str:

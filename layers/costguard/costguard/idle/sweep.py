@@ -149,15 +149,7 @@ class IdleStopper:
             policy=policy,
             checklog=kept,  # the answers kept: evidence for the judgement
         )
-        self.notices = SweepNotices(
-            claims=state.claims,
-            outbox=outbox,
-            notifier=notifier,
-            prices=aws.prices,
-            settings=settings,
-            time_left=terms.time_left,
-            hours_for=hours_offer(state.history),
-        )
+        self.notices = sweep_notices(aws, state, notifier, terms)
         self.writer = sweep_writer(aws, state, terms)
         self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
         self.mornings = morning_starts(ec2, state, terms, self.effects, self.notices)
@@ -206,6 +198,7 @@ class IdleStopper:
             self.mornings.started(instance_id, self.capacity(now=at))
         if state in ("running", "stopped"):
             remember(self.history, instance_id, state, at)
+        self.notices.shown.state_changed(instance_id, state, at)  # its latest message says so (best effort)
         return report
 
     def _act_on(
@@ -253,6 +246,7 @@ class IdleStopper:
         # took (and each a dead attempt left) is told to its owner.
         told = self.notices.send(now)  # 9.
         written = self.writer.apply(writes, now)  # 10.
+        self.notices.shown.now()  # the warnings of machines kept or at work again say so, in place
         reported = self.notices.report_refused(written.refused, now)  # 11.
         stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)  # 12.
         outcomes = [  # 13. each outcome as the steps that carried it out left it
@@ -339,6 +333,20 @@ def sweep_writer(aws: Aws, state: State, terms: Terms) -> SweepWriter:
     )
 
 
+def sweep_notices(aws: Aws, state: State, notifier: Callable[[], SlackNotifier], terms: Terms) -> SweepNotices:
+    """What the sweep tells, and how: warnings and stops, on the team's clock, the hours a warning offers."""
+    return SweepNotices(
+        claims=state.claims,
+        outbox=state.outbox,
+        notifier=notifier,
+        prices=aws.prices,
+        settings=terms.settings,
+        zone=terms.policy.team_timezone,
+        time_left=terms.time_left,
+        hours_for=hours_offer(state.history),
+    )
+
+
 def morning_starts(ec2: Ec2, state: State, terms: Terms, effects: Effects, notices: SweepNotices) -> MorningStarts:
     """The starts for working hours and learned work, the refused ones told (the morning note optional)."""
     settings, policy = terms.settings, terms.policy
@@ -348,9 +356,17 @@ def morning_starts(ec2: Ec2, state: State, terms: Terms, effects: Effects, notic
         effects=effects,
         policy=policy,
         settings=settings,
-        refusals=RefusedStarts(ledger=state.ledger, claims=state.claims, tell=notices.tell, settings=settings),
+        refusals=RefusedStarts(
+            ledger=state.ledger,
+            claims=state.claims,
+            tell=notices.tell,
+            settings=settings,
+            who=notices.person,
+            zone=policy.team_timezone,
+        ),
         starts=state.starts,
         tell=notices.tell if policy.morning_note else None,
+        who=notices.person,
     )
 
 

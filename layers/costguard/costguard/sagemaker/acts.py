@@ -6,6 +6,7 @@ effect goes to the ledger; dry-run tags nothing, stops nothing, and tells the al
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -22,12 +23,22 @@ from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode, SageMakerPolicy, Settings
 from costguard.sagemaker.rules.decision import Action, Decision
 from costguard.sagemaker.rules.report import Outcome
-from costguard.sagemaker.words.messages import act_failed_notice, act_notice, dry_run_notice, hourly_cost, warning
-from costguard.slack.blocks import Message
-from costguard.slack.notifier import SlackNotifier
+from costguard.sagemaker.words.messages import (
+    act_failed_notice,
+    act_notice,
+    acted,
+    dry_run_notice,
+    hourly_cost,
+    told_above,
+    warning,
+)
+from costguard.slack.blocks import Message, Mrkdwn, person
+from costguard.slack.live import Live
+from costguard.slack.notifier import Delivery, SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
+from costguard.state.live import LiveMessages, Where
 
 REFUSED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}
 ACT_TTL = timedelta(days=30)
@@ -55,6 +66,7 @@ class SageMakerActs:
         self.notifier = notifier
         self.settings, self.mode, self.policy = settings, settings.mode, policy
         self.time_left = time_left or (lambda: float("inf"))
+        self.said = Said(notifier, settings, LiveMessages(claims.client, claims.table, notifier))
 
     def price(self, resource: Resource) -> Price:
         return self.prices.sagemaker_hourly(resource.instance_type, resource.region, resource.kind.value)
@@ -93,7 +105,7 @@ class SageMakerActs:
             return
         # Delivered first; only a delivered warning is recorded on the resource, so that nothing is ever
         # stopped or deleted on a warning nobody received (a crash between the two costs one duplicate).
-        self.tell(owner, warning(resource, decision, price, owner, now))
+        self.said.warn(resource, decision, price, now)
         state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
         if decision.will_act and decision.act_after is not None:
             state[tags.STOP_AFTER] = formatting.format_time(decision.act_after)
@@ -113,7 +125,7 @@ class SageMakerActs:
             raise ClaimHeld(f"{resource.key} is being acted on by another sweep")
         price = self.price(resource)
         try:
-            self.tell(owner, act_notice(resource, decision, price, owner))
+            warned_in = self.said.act(resource, decision, price, now)
         except SlackDeliveryError:
             self.claims.release(claim)  # not told, not done: the next sweep tries both again
             raise
@@ -128,6 +140,8 @@ class SageMakerActs:
             self.claims.release(claim)
             raise
         self.claims.done(claim)
+        if warned_in is not None and outcome.applied:  # done: its warning says so, with what undoes it
+            self.said.live.change_at(warned_in, resource.key, acted(resource, now, "UTC"))
         kind = EntryKind.SAGEMAKER_STOP if resource.kind is Kind.NOTEBOOK else EntryKind.SAGEMAKER_DELETE
         self._record(resource, kind, outcome, now, saving=hourly_cost(resource, price) or 0.0)
 
@@ -175,7 +189,53 @@ class SageMakerActs:
     def post_alert(self, message: Message) -> None:
         self.notifier().post(self.settings.alerts_channel, message)
 
-    def tell(self, owner: str, message: Message) -> None:
+    def tell(self, owner: str, message: Message) -> Delivery:
+        return self.said.tell(owner, message)
+
+
+class Said:
+    """What the SageMaker sweep tells owners: the warning (kept, to change in place), and the stop or deletion,
+    a reply under its warning where there is one, else a message of its own with what undoes it."""
+
+    def __init__(self, notifier: Callable[[], SlackNotifier], settings: Settings, live: LiveMessages) -> None:
+        self.notifier, self.settings, self.live = notifier, settings, live
+
+    def warn(self, resource: Resource, decision: Decision, price: Price, now: datetime) -> None:
+        owner = resource.owner(self.settings.owner_tag_key)
+        who = self.person(owner)
+        part = warning(resource, decision, price, who, now, whose=whose(who))
+        message = Live((replace(part, marker=_marker(resource, now)),))
+        self.live.record([(self.tell(owner, message.message()), message)], now)
+
+    def act(self, resource: Resource, decision: Decision, price: Price, now: datetime) -> Where | None:
+        """Told before it is done; where its warning is (changed once it is done), if it is kept."""
+        owner = resource.owner(self.settings.owner_tag_key)
+        part = replace(act_notice(resource, decision, price, self.person(owner), now), marker=_marker(resource, now))
+        warned_in = self.live.where([resource.key]).get(resource.key)
+        if warned_in is not None:  # a reply under the warning, which offers its undo once done
+            self.notifier().post(
+                warned_in[0], Live((told_above(part),)).message(), thread_ts=warned_in[1], broadcast=True
+            )
+        else:
+            self.live.record([(self.tell(owner, Live((part,)).message()), Live((part,)))], now)
+        return warned_in
+
+    def tell(self, owner: str, message: Message) -> Delivery:
         """To the resource's owner, or the alerts channel when Slack cannot reach them (or there is none)."""
         email = owner_email(owner, self.settings.email_domain) if owner else None
-        self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
+        return self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
+
+    def person(self, owner: str) -> Mrkdwn:
+        """An owner as a message names them: by mention where Slack knows them, else by name."""
+        email = owner_email(owner, self.settings.email_domain) if owner else None
+        return person(owner, self.notifier().user_id_for(email) if email else None)
+
+
+def whose(who: Mrkdwn) -> str:
+    """Whose clock a keep "until tomorrow 09:00" reads: the owner's (their Slack zone), else the team's."""
+    return "your time" if who.startswith("<@") else "team time"
+
+
+def _marker(resource: Resource, now: datetime) -> str:
+    """The block id of a resource's part of a message: which resource, and when it was told."""
+    return f"cg-sm-{resource.key}-{now:%Y%m%dT%H%M%S}"[:255]

@@ -16,7 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
+
+from costguard.core.formatting import local_text, zone_of
 
 Block = Mapping[str, Any]
 
@@ -30,6 +33,7 @@ MAX_VALUE = 300  # one user value (a tag is at most 256)
 MAX_TEXT = 3000  # a message's top-level text: the notification, kept short
 MAX_BLOCK_ID = 255
 EMPTY = "–"  # what an empty text shows (a value AWS or a user left blank): Slack refuses an empty text
+UTC_ZONE = zone_of("UTC")
 
 
 class Mrkdwn(str):
@@ -42,6 +46,9 @@ class Mrkdwn(str):
 
     def __radd__(self, other: str) -> Mrkdwn:
         return Mrkdwn(str.__add__(safe(other), self))
+
+
+NOTHING = Mrkdwn("")  # no markup: a default for an optional part of a sentence
 
 
 def escape(text: str) -> str:
@@ -73,6 +80,18 @@ def mention(user_id: str) -> Mrkdwn:
     return Mrkdwn(f"<@{user_id}>") if _USER_ID.match(user_id) else safe(user_id)
 
 
+ROOT = "root"  # the owner of a machine the account's root user launched: nobody's Slack identity
+
+
+def person(owner: str, user_id: str | None = None) -> Mrkdwn:
+    """Who an owner is in a message: their Slack mention when Slack knows them; else their name (an email's
+    part before the @, never the address); "" for nobody, and for the account's root user."""
+    if user_id and _USER_ID.match(user_id):
+        return mention(user_id)
+    name = owner.strip().split("@", 1)[0]
+    return Mrkdwn("") if name in ("", ROOT) else safe(_cut(name, 64))
+
+
 def here() -> Mrkdwn:
     return Mrkdwn("<!here>")
 
@@ -82,6 +101,48 @@ def link(url: str, label: str) -> Mrkdwn:
     if not _URL.match(url):
         return safe(f"{label} ({url})")
     return Mrkdwn(f"<{url}|{safe(_cut(label, MAX_VALUE))}>")
+
+
+# How costguard shows a time: "today at 12:50", "tomorrow at 09:00", "Nov 23, 2026 at 09:00", each reader in their
+# own zone and their own 12/24-hour clock (Slack's date formatting, docs.slack.dev "Formatting text for app
+# surfaces"). CLOCK: the time alone, for a time near the message's own ("a GPU was in use at 12:50").
+DAY_AND_TIME = "{date_short_pretty} at {time}"
+CLOCK = "{time}"
+DAY = "{date_short_pretty}"  # a day alone ("yesterday", "Nov 13, 2026"): an endpoint's last invocation
+
+
+def when(moment: datetime, zone: str | tzinfo | None = "UTC", *, style: str = DAY_AND_TIME) -> Mrkdwn:
+    """The one way a time reaches a message: Slack shows `moment` in each reader's own zone. Where it cannot
+    (a notification, an old client) it shows the fallback, `moment` in `zone`, naming the zone."""
+    said = local_text(moment, zone, clock=style == CLOCK)
+    fallback = escape(said.rsplit(" ", 2)[0] if style == DAY else said).replace("|", "/")  # a day: no clock
+    return Mrkdwn(f"<!date^{int(moment.timestamp())}^{style}|{fallback}>")
+
+
+_CLOCK_TIMES = re.compile(
+    r"\b(\d{2}):(\d{2})(?: and (\d{2}):(\d{2}))? (UTC|[A-Z][A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?)(?![\w/])"
+)
+
+
+def times_in(text: str, now: datetime) -> Mrkdwn:
+    """Text costguard's rules wrote (a reason, what the machine said, a learned pattern), escaped, each of its
+    clock times ("12:50 UTC", "12:00 and 12:50 UTC", "09:00 Europe/Paris") shown in the reader's own time.
+    Such a time is about now: the nearest 12:50 to `now`, on the clock of the zone it names."""
+    escaped = escape(text)
+
+    def nearest(hour: str, minute: str, zone: tzinfo) -> Mrkdwn:
+        base = now.astimezone(zone).replace(hour=int(hour), minute=int(minute), second=0, microsecond=0)
+        moment = min((base + timedelta(days=d) for d in (-1, 0, 1)), key=lambda t: abs(t - now))
+        return when(moment, zone, style=CLOCK)
+
+    def shown(found: re.Match[str]) -> str:
+        zone = zone_of(found[5], default="")
+        hours = [(found[1], found[2]), *([(found[3], found[4])] if found[3] else [])]
+        if (zone.key != found[5] and found[5] != "UTC") or any(int(h) > 23 or int(m) > 59 for h, m in hours):
+            return found[0]  # not a zone, or not a clock: left as written
+        return " and ".join(nearest(h, m, zone) for h, m in hours)
+
+    return Mrkdwn(_CLOCK_TIMES.sub(shown, escaped))
 
 
 def _value(value: object) -> Mrkdwn:

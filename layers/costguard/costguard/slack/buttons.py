@@ -21,8 +21,8 @@ class Button(StrEnum):
 
 
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
-MENU = "costguard.menu"  # one machine's buttons as an overflow menu (a line among many)
-OVERFLOW_OPTIONS = 5  # Slack's most options in an overflow menu
+MENU = "costguard.menu"  # one machine's buttons as a menu (a line among many)
+MENU_OPTIONS = 5  # a machine has at most five things to choose from
 OPTION_VALUE = 150  # an option's value, at most
 
 
@@ -38,32 +38,41 @@ def button_value(instance_id: str, region: str, account: str = "", start_at: str
     return json.dumps(target, separators=(",", ":"))
 
 
-def warning_buttons(
-    instance_id: str, region: str, will_stop: bool, account: str = "", *, start_at: str = ""
-) -> list[Block]:
-    """`start_at`: the learned start the warning promised (ISO 8601): "Stop now" keeps it, "Don't start it"
-    is offered."""
-    value = button_value(instance_id, region, account)
-    elements = [
-        button("Keep while it works", Button.KEEP_WHILE_BUSY, value, style="primary"),
-        button("Keep 2 h", Button.KEEP_2H, value),
-        button("Keep until tomorrow 09:00", Button.KEEP_TOMORROW, value),
-        button("Keep until Monday", Button.KEEP_MONDAY, value),
+def keep_buttons(value: str, whose: str = "your time") -> list[Block]:
+    """The keeps, in the order people reach for them. `whose`: the clock "tomorrow 09:00" and "Monday" are read
+    on, said on the button ("your time": the owner's Slack time zone; else the team's, "Paris time")."""
+    return [
+        button("Keep 2 h", Button.KEEP_2H, value, style="primary"),
+        button(f"Keep until 09:00 tomorrow ({whose})", Button.KEEP_TOMORROW, value),
+        button(f"Keep until Monday 09:00 ({whose})", Button.KEEP_MONDAY, value),
+        button("Keep while it works", Button.KEEP_WHILE_BUSY, value),
     ]
+
+
+def warning_buttons(
+    instance_id: str, region: str, will_stop: bool, account: str = "", *, start_at: str = "", whose: str = "your time"
+) -> list[Block]:
+    """`start_at`: the learned start the warning promised (ISO 8601): "Stop now" keeps it, and "Skip the planned
+    start" is offered."""
+    value = button_value(instance_id, region, account)
+    elements = keep_buttons(value, whose)
     if will_stop:
         stop = dict(
             button("Stop now", Button.STOP_NOW, button_value(instance_id, region, account, start_at), style="danger")
         )
         stop["confirm"] = {
             "title": {"type": "plain_text", "text": "Stop this machine?"},
-            "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now. Its EBS volumes are kept."},
+            "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now. Its disks are kept."},
             "confirm": {"type": "plain_text", "text": "Stop it"},
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
         elements.append(stop)
     if start_at:
-        elements.append(button("Don't start it", Button.DONT_START, value))
+        elements.append(button(SKIP_START, Button.DONT_START, value))
     return elements
+
+
+SKIP_START = "Skip the planned start"  # "Don't start it": learned starts off for the machine
 
 
 def stop_anyway_buttons(
@@ -88,7 +97,7 @@ def stop_anyway_buttons(
 def start_buttons(instance_id: str, region: str, account: str = "", *, learned_start: bool = False) -> list[Block]:
     value = button_value(instance_id, region, account)
     again = [button("Start it again", Button.START, value, style="primary")]
-    return [*again, button("Don't start it", Button.DONT_START, value)] if learned_start else again
+    return [*again, button(SKIP_START, Button.DONT_START, value)] if learned_start else again
 
 
 def sagemaker_value(kind: str, name: str, region: str, account: str = "", config: str = "") -> str:
@@ -104,13 +113,10 @@ def sagemaker_value(kind: str, name: str, region: str, account: str = "", config
     return json.dumps(target, separators=(",", ":"))
 
 
-def sagemaker_keep_buttons(kind: str, name: str, region: str, account: str = "") -> list[Block]:
-    value = sagemaker_value(kind, name, region, account)
-    return [
-        button("Keep 2 h", Button.KEEP_2H, value),
-        button("Keep until tomorrow 09:00", Button.KEEP_TOMORROW, value, style="primary"),
-        button("Keep until Monday", Button.KEEP_MONDAY, value),
-    ]
+def sagemaker_keep_buttons(
+    kind: str, name: str, region: str, account: str = "", whose: str = "your time"
+) -> list[Block]:
+    return keep_buttons(sagemaker_value(kind, name, region, account), whose)[:3]  # no "while it works": no check
 
 
 def sagemaker_act_buttons(kind: str, name: str, region: str, account: str = "", config: str = "") -> list[Block]:
@@ -125,11 +131,14 @@ def sagemaker_act_buttons(kind: str, name: str, region: str, account: str = "", 
 
 
 def as_menu(buttons: Sequence[Block]) -> Block:
-    """Buttons as one overflow menu: each option carries its button's action and its machine."""
+    """Buttons as one menu (a select, placeholder first: "Keep it…"): each option carries its button's action
+    and its machine."""
     options = []
-    for element in buttons[:OVERFLOW_OPTIONS]:
+    for element in buttons[:MENU_OPTIONS]:
         target = json.loads(str(element.get("value") or "{}"))
         value = json.dumps({"b": element["action_id"], **target}, separators=(",", ":"))
         if len(value) <= OPTION_VALUE:
             options.append({"text": dict(element["text"]), "value": value})
-    return {"type": "overflow", "action_id": MENU, "options": options}
+    keeps = all(str(e.get("action_id")) in (*KEEPS, Button.KEEP_WHILE_BUSY) for e in buttons)
+    placeholder = {"type": "plain_text", "text": "Keep it…" if keeps else "Choose…"}
+    return {"type": "static_select", "action_id": MENU, "placeholder": placeholder, "options": options}

@@ -38,6 +38,11 @@ class Click:
     def sagemaker(self) -> bool:
         return self.kind != "instance"
 
+    @property
+    def key(self) -> str:
+        """What the click is about, as costguard's messages key it: an instance id, or a SageMaker kind/name."""
+        return f"{self.kind}/{self.instance_id}" if self.sagemaker else self.instance_id
+
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "button": self.button.value})
 

@@ -29,7 +29,7 @@ from slack_sdk.webhook import WebhookClient, WebhookResponse
 
 from costguard.core.errors import ConfigError, SlackDeliveryError
 from costguard.core.observability import logger, traced
-from costguard.slack.blocks import Message, context
+from costguard.slack.blocks import Message, Mrkdwn, context, person
 from costguard.slack.pace import PER_CHANNEL_SECONDS, ChannelPace
 from costguard.slack.people import GONE_USER, KnownUsers, SlackPeople
 
@@ -164,17 +164,21 @@ class SlackNotifier:
         self.pace = ChannelPace(channel_pace, clock=clock, sleep=sleep)
         self._groups: dict[str, set[str]] = {}
 
-    def post(self, channel: str, message: Message, *, thread_ts: str = "") -> Delivery:
+    def post(self, channel: str, message: Message, *, thread_ts: str = "", broadcast: bool = False) -> Delivery:
         """Post to a channel by the bot, else by the webhook; raise if neither delivered. With `thread_ts` (the
-        ts of a message the bot posted there), as a reply in that message's thread."""
+        ts of a message the bot posted there), as a reply in that message's thread; `broadcast`: shown in the
+        conversation too (a stop notice under its warning), not only in the thread (a digest's replies)."""
         failures: list[str] = []
         maybe = False
         if self.web is not None:
             try:
                 self.pace.wait(channel)
+                thread: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
+                if thread_ts and broadcast:
+                    thread["reply_broadcast"] = True
                 try:
                     response = self.web.chat_postMessage(
-                        channel=channel, text=message.text, blocks=message.slack_blocks(), thread_ts=thread_ts or None
+                        channel=channel, text=message.text, blocks=message.slack_blocks(), **thread
                     )
                 finally:
                     self.pace.answered(channel)
@@ -223,9 +227,7 @@ class SlackNotifier:
                     raise SlackDeliveryError(
                         f"direct message to {owner} may not have gone: {_describe(exc)}", maybe_delivered=True
                     ) from exc
-        why = f"Sent here because {owner or 'the owner'} could not be reached by direct message"
-        why += f" (no Slack user for {email})." if email and user_id is None else "."
-        fallback = Message(message.text, (*message.blocks, context(why)))
+        fallback = Message(message.text, (*message.blocks, context(not_reached(owner, known=user_id is not None))))
         return self.post(fallback_channel, fallback)
 
     def find(self, to: str, since: float, markers: Iterable[str], *, thread_ts: str = "") -> dict[str, Delivery]:
@@ -254,6 +256,10 @@ class SlackNotifier:
         instead of reading as "no such user"."""
         return self.people.user_id(email, strict=strict)
 
+    def zone_of(self, user_id: str) -> str:
+        """A person's own time zone in Slack (IANA), or "" when Slack does not say (see SlackPeople.zone)."""
+        return self.people.zone(user_id)
+
     def resolve(self, emails: Iterable[str]) -> None:
         """Learn the Slack ids of many owners before messaging them (in bulk when many are unknown)."""
         self.people.resolve(emails)
@@ -276,6 +282,13 @@ class SlackNotifier:
         if response.status_code != 200:
             raise SlackDeliveryError(f"webhook answered HTTP {response.status_code}: {response.body[:200]}")
         return Delivery("webhook", "webhook")
+
+
+def not_reached(owner: str, *, known: bool) -> Mrkdwn:
+    """Why an owner's message is in the channel: named as a person (never by address), and whether Slack knows them."""
+    who = person(owner) or Mrkdwn("its owner")
+    why = "could not be reached by direct message" if known else "has no Slack account costguard can find"
+    return who + Mrkdwn(f" {why}, so this is here.")
 
 
 def _maybe_delivered(exc: BaseException) -> bool:

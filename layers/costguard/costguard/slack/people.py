@@ -6,6 +6,10 @@ owners are unknown at once, resolved in bulk with `users.list` (Slack's Tier 2, 
 instead of one `users.lookupByEmail` each (Tier 3, about 50 a minute: 500 owners would take ten). One
 email is never looked up twice at once: threads asking for it wait for the first answer. An id Slack
 no longer knows (the person left) is forgotten, and asked again next time.
+
+A person's time zone (what "tomorrow 09:00" means to them) comes with their id at no cost where Slack
+answers with the whole user (users.lookupByEmail, users.list); otherwise one users.info (Tier 4) asks
+for it when a keep needs it. Zones are kept in the container's memory: only a click needs one.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class SlackPeople:
         self.web = web
         self.known = known
         self._ids: dict[str, str | None] = {}
+        self._zones: dict[str, str] = {}  # user id -> IANA zone ("" when Slack did not say)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -81,6 +86,25 @@ class SlackPeople:
         if self.known is not None:
             self.known.put_many(learned)
 
+    def zone(self, user_id: str) -> str:
+        """The time zone a person set in Slack (users.info `tz`), or "" when Slack does not say or cannot be
+        asked: the caller then reads the team's clock (logged)."""
+        if user_id in self._zones:
+            return self._zones[user_id]
+        if self.web is None:
+            return ""
+        try:
+            found = self.web.users_info(user=user_id)
+        except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+            logger.warning("slack user's time zone unreadable: the team's is used", user=user_id, error=str(exc)[:200])
+            return ""
+        self._learn_zone(found.get("user") or {})
+        return self._zones.get(user_id, "")
+
+    def _learn_zone(self, user: Any) -> None:
+        if user.get("id"):
+            self._zones[str(user["id"])] = str(user.get("tz") or "")
+
     def forget(self, email: str) -> None:
         self._ids.pop(email, None)
         if self.known is not None:
@@ -96,6 +120,8 @@ class SlackPeople:
                 email = str((member.get("profile") or {}).get("email") or "").lower()
                 if email and not member.get("deleted") and member.get("id"):
                     members[email] = str(member["id"])
+                    if member.get("tz"):
+                        self._learn_zone(member)
             cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
             if not cursor:
                 return members
@@ -116,7 +142,10 @@ class SlackPeople:
         except (SlackClientError, URLError, OSError) as exc:
             self._failed(email, f"{type(exc).__name__}: {exc}", strict, exc)
             return None
-        user_id = str((response.get("user") or {}).get("id") or "") or None
+        user = response.get("user") or {}
+        user_id = str(user.get("id") or "") or None
+        if user.get("tz"):
+            self._learn_zone(user)
         self._learn(email, user_id)
         return user_id
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from costguard.core import formatting
 from costguard.slack.blocks import Message
+from costguard.slack.live import Live, Part, part_from_json, part_json
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger, write_batch
 
@@ -74,6 +75,7 @@ class Notice:
     ts: str = ""  # the message's ts, once delivered
     entry: str = ""  # the ledger entry its delivery proves (JSON)
     group: str = ""  # a protection change: the Auto Scaling group
+    part: str = ""  # a stop: its machine's live part (slack/live.py, JSON), told once AWS took the stop
     stored_sk: str = ""  # the key it was read under (records from before keys by effect)
 
     @property
@@ -102,6 +104,14 @@ class Notice:
 
     def with_message(self, message: Message) -> Notice:
         return replace(self, text=message.text, blocks=json.dumps(message.slack_blocks()))
+
+    def with_part(self, part: Part) -> Notice:
+        """A stop's notice: its machine's live part, and the message it is alone (kept for records from before)."""
+        return replace(self.with_message(Live((part,)).message()), part=part_json(part))
+
+    @property
+    def live_part(self) -> Part | None:
+        return part_from_json(self.part) if self.part else None
 
     def leased(self, token: str, until: datetime, status: str = SENDING) -> Notice:
         return replace(self, status=status, token=token, lease_until=int(until.timestamp()))

@@ -18,6 +18,7 @@ from costguard.state.claims import Claims
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger
 from testing.aws.dynamodb import DynamoDBClient
+from testing.slack_text import as_read
 
 NOW = datetime(2026, 11, 24, 8, 50, tzinfo=UTC)
 DUE = NOW.replace(minute=45)
@@ -74,7 +75,8 @@ def test_a_start_refused_for_capacity_is_evidence_an_entry_and_told_to_its_owner
     assert entry.until == "2026-11-24T17:00:00Z"
     [(owner, message)] = told.messages
     assert owner == "ana"
-    assert "tries again every sweep until Tue 17:00 UTC" in str(message.blocks)
+    assert "tries again every sweep until Tue 24 Nov 17:00 UTC" in as_read(message.blocks)
+    assert "ana, your p4d.24xlarge `i-1`" in as_read(message.blocks)  # named, as Slack does not know her here
 
 
 def test_another_refusal_is_only_logged() -> None:

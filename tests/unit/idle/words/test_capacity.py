@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from costguard.core.records import Instance
 from costguard.idle.words.capacity import scarce_idle_notice, start_failed_notice
+from costguard.slack.blocks import mention
+from testing.slack_text import as_read, dates_in
 
 NOW = datetime(2026, 11, 24, 8, 50, tzinfo=UTC)
 P4D = Instance("i-1", "us-east-1", "p4d.24xlarge", "running", NOW - timedelta(days=1), zone="us-east-1a")
@@ -15,8 +17,10 @@ P4D = Instance("i-1", "us-east-1", "p4d.24xlarge", "running", NOW - timedelta(da
 
 def test_a_scarce_machine_left_running_says_why_with_the_evidence_and_offers_a_stop_that_names_the_risk() -> None:
     evidence = "6 p4d.24xlarge starts failed for capacity in us-east-1a this week"
-    message = scarce_idle_notice(P4D, evidence, "ana", "3 h", 21.96)
+    message = scarce_idle_notice(P4D, evidence, mention("U0ANA"), "3 h", 21.96)
     text = json.dumps(message.blocks)
+    assert "<@U0ANA>, your p4d.24xlarge `i-1` has done no work for 3 h" in text
+    assert message.blocks[0]["text"]["text"] == "Idle, and hard to get back: $527/day · p4d.24xlarge"  # cost first
     assert "6 p4d.24xlarge starts failed for capacity in us-east-1a this week" in text
     assert "$21.96 an idle hour" in text
     assert "capacity is scarce, and it might not start again" in text  # the Stop anyway button's confirmation
@@ -24,14 +28,14 @@ def test_a_scarce_machine_left_running_says_why_with_the_evidence_and_offers_a_s
 
 
 def test_a_refused_start_says_what_costguard_does_next_and_offers_a_start() -> None:
-    message = start_failed_notice(
-        P4D, NOW, "InsufficientInstanceCapacity in us-east-1a", NOW.replace(hour=17, minute=0), "ana"
-    )
-    text = json.dumps(message.blocks)
-    assert "running by 08:50 UTC" in text
-    assert "tries again every sweep until Tue 17:00 UTC" in text
+    until = NOW.replace(hour=17, minute=0)
+    message = start_failed_notice(P4D, NOW, "InsufficientInstanceCapacity in us-east-1a", until, mention("U0ANA"))
+    text = as_read(message.blocks)
+    assert "running by Tue 24 Nov 08:50 UTC" in text
+    assert "tries again every sweep until Tue 24 Nov 17:00 UTC" in text
     assert "Start it again" in text
-    assert (
-        message.text
-        == "costguard could not start p4d.24xlarge i-1 for 08:50 UTC: InsufficientInstanceCapacity in us-east-1a"
+    assert dates_in(message.blocks) == [int(NOW.timestamp()), int(until.timestamp())]  # each reader's own time
+    assert as_read(message.text) == (
+        "costguard could not start p4d.24xlarge i-1 for Tue 24 Nov 08:50 UTC: "
+        "InsufficientInstanceCapacity in us-east-1a"
     )

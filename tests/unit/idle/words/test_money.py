@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 from costguard.core.money import Basis, Hold, Marginal
 from costguard.core.records import Instance
 from costguard.idle.words.money import prepaid_idle_notice, saving_line
+from costguard.slack.blocks import mention
 from costguard.slack.buttons import Button
+from testing.slack_text import as_read, dates_in
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
 
@@ -30,9 +31,11 @@ def test_the_prepaid_notice_names_the_block_until_when_and_offers_stop_anyway() 
     block = Hold("cr-0abc", "p5.48xlarge", "us-east-1a", 2, 0, end, block=True)
     machine = Instance("i-0123456789abcdef0", "us-east-1", "p5.48xlarge", "running", NOW, zone="us-east-1a")
     marginal = Marginal(0.0, 55.04, Basis.CAPACITY_BLOCK, "in Capacity Block cr-0abc: prepaid", hold=block, until=end)
-    message = prepaid_idle_notice(machine, marginal, "<@U123>", "3 h")
-    text = json.dumps(message.slack_blocks())
+    message = prepaid_idle_notice(machine, marginal, mention("U123"), "3 h")
+    text = as_read(message.slack_blocks())
+    assert "<@U123>'s `i-0123456789abcdef0`" in text
     assert "Capacity Block cr-0abc (prepaid until Thu 26 Nov 14:00 UTC)" in text
+    assert dates_in(message.slack_blocks()) == [int(end.timestamp())]
     assert "stopping it saves nothing on the bill" in text
     assert "$55.04" in text
     [stop] = message.blocks[-1]["elements"]

@@ -5,6 +5,13 @@ The unit Slack delivers is one message to one recipient (an owner's direct messa
 channel for machines whose owner Slack cannot reach); the unit costguard records is one machine's
 notice: its own outbox record, lease and ledger entry. Messages to different recipients go out eight
 at a time; one recipient's in order.
+
+A warning, a stop or a withdrawn warning is live (slack/live.py): a message posted is kept (state/live.py)
+so that a click or a later event changes its machine's part in place. A withdrawn warning is told by
+changing the warning itself, where it can be (an edit, done again as often as asked, changes nothing
+more); a stop changes its warning to say so, and its notice then goes out as a reply under it, without
+the buttons the warning now shows. Where the warning cannot be changed (not kept, or Slack refused), each
+is told in a message of its own, as before.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.idle.report import Settled, Status
-from costguard.idle.words.grouping import Part, gather
-from costguard.slack.blocks import Message
-from costguard.slack.notifier import Delivery, SlackNotifier
+from costguard.idle.words.grouping import Gathered, Part, gather
+from costguard.slack.blocks import Message, Mrkdwn, context, join, person
+from costguard.slack.live import Change, Live
+from costguard.slack.live import Part as LivePart
+from costguard.slack.notifier import Delivery, SlackNotifier, not_reached
 from costguard.state.ledger import LedgerWriteError
+from costguard.state.live import LiveMessages, Where
 from costguard.state.outbox import DELIVERED, NOT_STOPPED, REPORTS, STOP, WOULD_WARN, Notice, Outbox
 
 # Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines may tell 200
@@ -49,11 +59,17 @@ AWS_ERRORS = (ClientError, BotoCoreError, LedgerWriteError)
 @dataclass
 class Telling:
     """One machine's notice to its owner: its record, its message, and what its delivery makes happen (a
-    warning's tags, a withdrawn warning's clear)."""
+    warning's tags, a withdrawn warning's clear). A live notice has its machine's part (`who`: its owner as
+    the message addresses them); one told by changing an earlier message has the `change`; a stop told
+    under its warning, which shows it already, is a reply to it (`reply_to`)."""
 
     notice: Notice
     message: Message
     then: Callable[[], None] = field(default=lambda: None)
+    part: LivePart | None = None
+    who: str = ""
+    change: Change | None = None
+    reply_to: Where | None = None
 
 
 Told = dict[str, Settled]  # by notice key: the tellings not delivered, and why (a delivered one is not in it)
@@ -81,8 +97,10 @@ class Dispatch:
         email_domain: str,
         time_left: Callable[[], float],
         token: str = "",
+        live: LiveMessages | None = None,
     ) -> None:
         self.token = token or uuid.uuid4().hex  # this attempt's: its leases, and its stops' pending records
+        self.live = live  # where live messages are kept (None: nothing changes in place)
         self.outbox = outbox
         self.notifier = notifier
         self.alerts_channel = alerts_channel
@@ -110,45 +128,37 @@ class Dispatch:
         user = self.notifier().user_id_for(email) if email else None
         return user or self.alerts_channel
 
-    def messages(self, to: str, tellings: Sequence[Telling]) -> list[tuple[Message, list[Telling]]]:
-        """The messages that carry these tellings to one recipient: one of each kind of notice (split only
-        by Block Kit's limits), a part per machine."""
-        kinds: dict[str, list[Telling]] = defaultdict(list)
-        for telling in tellings:  # the sweep's reports (dry-run, notify-only) are one message
-            kinds["report" if telling.notice.kind in REPORTS else telling.notice.kind].append(telling)
-        channel = to == self.alerts_channel
-        out = []
-        for kind, group in kinds.items():
-            parts = [Part(t.message, t.notice.marker, t.notice.kind) for t in group]
-            why = self._why(group) if channel and kind != "report" else ""
-            for message, carried in gather(parts, channel=channel, why=why):
-                out.append((message, [group[k] for k in carried]))
-        return out
-
-    def _why(self, tellings: Sequence[Telling]) -> str:
-        """Why machines are in the alerts channel: their owners, as Slack cannot reach them."""
-        owners = sorted({t.notice.owner for t in tellings} - {""})
-        unowned = sum(1 for t in tellings if not t.notice.owner)
-        who = [f"{o} (no Slack user for {owner_email(o, self.email_domain) or o})" for o in owners[:10]]
-        if len(owners) > 10:
-            who.append(f"{len(owners) - 10} more owners")
-        if unowned:
-            who.append(f"{unowned} machine{'s' if unowned != 1 else ''} with no owner tag")
-        return "Sent here because costguard cannot reach their owners by direct message: " + ", ".join(who) + "."
+    def messages(self, to: str, tellings: Sequence[Telling]) -> list[tuple[Gathered, list[Telling], Where | None]]:
+        return messages_for(tellings, channel=to == self.alerts_channel)
 
     def _send_to(self, to: str, tellings: list[Telling], now: datetime) -> Told:
         told: Told = {}
-        for message, carried in self.messages(to, tellings):
+        changes = [t for t in tellings if t.change is not None]
+        if changes and self.time_left() >= SLACK_RESERVE_SECONDS:
+            left = self._changed(self._lease(to, changes, now, told), now)
+            for gathered, carried, reply in self.messages(to, left):  # leased already: told as messages
+                told.update(self._deliver(to, gathered, carried, now, reply))
+        elif changes:
+            told.update(dict.fromkeys((t.notice.sk for t in changes), Settled(Status.DEFERRED, DEFERRED)))
+        for gathered, carried, reply in self.messages(to, [t for t in tellings if t.change is None]):
             if self.time_left() < SLACK_RESERVE_SECONDS:
                 told.update(dict.fromkeys((t.notice.sk for t in carried), Settled(Status.DEFERRED, DEFERRED)))
                 continue
             taken = self._lease(to, carried, now, told)
             if len(taken) == len(carried):
-                told.update(self._deliver(to, message, taken, now))
+                told.update(self._deliver(to, gathered, taken, now, reply))
                 continue
-            for fewer, part in self.messages(to, taken):  # some are another attempt's: the others, gathered again
-                told.update(self._deliver(to, fewer, part, now))
+            for fewer, part, again in self.messages(to, taken):  # some are another attempt's: the others, again
+                told.update(self._deliver(to, fewer, part, now, again))
         return told
+
+    def _changed(self, tellings: list[Telling], now: datetime) -> list[Telling]:
+        """Notices told by changing their machine's part of an earlier message, recorded; those whose message
+        could not be changed are returned, to be told as messages of their own."""
+        done, left = changed_in_place(self.live, tellings, now)
+        if done:
+            self._record(done)
+        return left
 
     def _lease(self, to: str, tellings: list[Telling], now: datetime, told: Told) -> list[Telling]:
         """The tellings whose records this attempt now holds (their notices as leased); the others are
@@ -163,20 +173,29 @@ class Dispatch:
         told.update({t.notice.sk: Settled(Status.IN_FLIGHT, IN_FLIGHT) for t in tellings if t.notice.sk not in held})
         return [replace(t, notice=held[t.notice.sk]) for t in tellings if t.notice.sk in held]
 
-    def _deliver(self, to: str, message: Message, tellings: list[Telling], now: datetime) -> Told:
+    def _deliver(
+        self, to: str, gathered: Gathered, tellings: list[Telling], now: datetime, reply: Where | None = None
+    ) -> Told:
         try:
-            delivery = self._post(to, message, tellings)
+            delivery = self._post(to, gathered.message, tellings, reply)
         except SlackDeliveryError as exc:
             if not exc.maybe_delivered:
                 self._release([t.notice for t in tellings if t.notice.kind != STOP])
             return dict.fromkeys((t.notice.sk for t in tellings), Settled.retry(f"Slack: {exc}"))
         for telling in tellings:
             telling.then()
+        if gathered.live is not None and self.live is not None and reply is None:
+            alone = to == self.alerts_channel and len(tellings) == 1
+            noted = alone or (to != self.alerts_channel and not delivery.direct)  # sent to the channel, said why
+            owner = tellings[0].notice.owner
+            self.live.record([(delivery, as_posted(gathered.live, owner, noted=noted, known=not alone))], now)
         self._record([delivered(t.notice, delivery, now) for t in tellings])
         return {}
 
-    def _post(self, to: str, message: Message, tellings: list[Telling]) -> Delivery:
+    def _post(self, to: str, message: Message, tellings: list[Telling], reply: Where | None = None) -> Delivery:
         notifier = self.notifier()
+        if reply is not None:  # under the message that shows it already
+            return notifier.post(reply[0], message, thread_ts=reply[1], broadcast=True)
         if to == self.alerts_channel and (len(tellings) > 1 or tellings[0].notice.kind in REPORTS):
             return notifier.post(to, message)  # a report, or a gathered message that says why it is here
         owner = tellings[0].notice.owner
@@ -216,6 +235,60 @@ class Dispatch:
             self.outbox.remove(notices)
         except AWS_ERRORS as exc:
             logger.warning("lease not released; the next sweep looks first", error=str(exc)[:200])
+
+
+def changed_in_place(
+    live: LiveMessages | None, tellings: list[Telling], now: datetime
+) -> tuple[list[Notice], list[Telling]]:
+    """The notices told by changing their machines' parts of earlier messages (as delivered), and the tellings
+    whose messages could not be changed."""
+    where = live.where(t.notice.instance_id for t in tellings) if live is not None and tellings else {}
+    asked = [
+        (where[t.notice.instance_id], t.notice.instance_id, t.change)
+        for t in tellings
+        if t.change is not None and t.notice.instance_id in where
+    ]
+    changed = live.change_many(asked) if live is not None else set()
+    done, left = [], []
+    for telling in tellings:
+        if telling.notice.instance_id in changed:
+            telling.then()
+            done.append(delivered(telling.notice, Delivery("bot", *where[telling.notice.instance_id]), now))
+        else:
+            left.append(telling)
+    return done, left
+
+
+def as_posted(message: Live, owner: str, *, noted: bool, known: bool) -> Live:
+    """A live message as it went out: sent to the channel instead, it carries the note saying why
+    (notifier.send_to_owner), and keeps it when it changes."""
+    return replace(message, extra=(context(not_reached(owner, known=known)),)) if noted else message
+
+
+def messages_for(tellings: Sequence[Telling], *, channel: bool) -> list[tuple[Gathered, list[Telling], Where | None]]:
+    """The messages that carry these tellings to one recipient: one of each kind of notice (split only
+    by Block Kit's limits), a part per machine; stops told under one warning are one reply to it."""
+    kinds: dict[tuple[str, Where | None], list[Telling]] = defaultdict(list)
+    for telling in tellings:  # the sweep's reports (dry-run, notify-only) are one message
+        kind = "report" if telling.notice.kind in REPORTS else telling.notice.kind
+        kinds[kind, telling.reply_to].append(telling)
+    out = []
+    for (kind, reply), group in kinds.items():
+        parts = [Part(t.message, t.notice.marker, t.notice.kind, t.part, t.who) for t in group]
+        why = why_here(group) if channel and kind != "report" else ""
+        for gathered in gather(parts, channel=channel, why=why):
+            out.append((gathered, [group[k] for k in gathered.carried], reply))
+    return out
+
+
+def why_here(tellings: Sequence[Telling]) -> Mrkdwn:
+    """Why machines are in the alerts channel: their owners, as Slack cannot reach them (by name only)."""
+    owners = sorted({person(t.notice.owner) for t in tellings} - {""})
+    unowned = sum(1 for t in tellings if not person(t.notice.owner))
+    who = owners[:10] + ([Mrkdwn(f"{len(owners) - 10} more")] if len(owners) > 10 else [])
+    if unowned:
+        who.append(Mrkdwn(f"{unowned} machine{'s' if unowned != 1 else ''} with no owner costguard can name"))
+    return Mrkdwn("Here because Slack cannot reach their owners: ") + join(", ", who) + Mrkdwn(".")
 
 
 def delivered(notice: Notice, delivery: Delivery, now: datetime) -> Notice:

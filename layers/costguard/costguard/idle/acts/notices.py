@@ -31,6 +31,7 @@ from costguard.idle.acts.delivery import (
     marker,
 )
 from costguard.idle.acts.outbox import Recovered
+from costguard.idle.acts.shown import Shown
 from costguard.idle.acts.starts import tell_unreadable_schedule
 from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
@@ -39,18 +40,22 @@ from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
 from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.messages import (
+    cancelled,
+    cancelled_part,
+    cleared,
     dry_run_notice,
     idle_warning,
     not_stopped_notice,
-    stop_cancelled_notice,
     stop_failed_notice,
-    stop_notice,
+    stopped_part,
 )
 from costguard.idle.words.money import prepaid_idle_notice
-from costguard.slack.blocks import Message
+from costguard.slack import live
+from costguard.slack.blocks import Message, Mrkdwn, person
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
 from costguard.state.ledger import LedgerWriteError
+from costguard.state.live import LiveMessages
 from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
 
 REPORT_TTL = timedelta(days=2)
@@ -71,11 +76,23 @@ class OwnerMessages:
     notifier: Callable[[], SlackNotifier]
     prices: PriceBook
     settings: Settings
+    zone: str = "UTC"  # the team's (TeamTimezone): a time's fallback text, and the keeps of owners Slack lacks
     mode: Mode = field(init=False)
     _expected: Sequence[Instance] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.mode = self.settings.mode
+
+    def person(self, owner: str) -> Mrkdwn:
+        """An owner as a message names them: their mention where Slack knows them (never in dry-run, which pings
+        nobody), else their name."""
+        email = owner_email(owner, self.settings.email_domain) if owner and self.mode is not Mode.DRY_RUN else None
+        return person(owner, self.notifier().user_id_for(email) if email else None)
+
+    def whose(self, who: Mrkdwn) -> str:
+        """Whose clock "tomorrow 09:00" is on a keep button: the owner's own where Slack knows them, else the
+        team's (buttons/worker.py reads the same)."""
+        return "your time" if who.startswith("<@") else f"{formatting.place(self.zone)} time"
 
     def prepare(self, instance: Instance) -> None:
         """Made here, once, not by racing threads: the price lookup, the Slack client, the owners' ids."""
@@ -143,12 +160,15 @@ class SweepNotices(OwnerMessages):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        live_messages = LiveMessages(self.outbox.client, self.outbox.table, self.notifier)
+        self.shown = Shown(live_messages, zone=self.zone, mode=self.mode, time_left=self.time_left)
         self.dispatch = Dispatch(
             outbox=self.outbox,
             notifier=self.notifier,
             alerts_channel=self.settings.alerts_channel,
             email_domain=self.settings.email_domain,
             time_left=self.time_left,
+            live=live_messages,
         )
 
     def act(
@@ -200,18 +220,19 @@ class SweepNotices(OwnerMessages):
             tell = tell_prepaid if tells_prepaid(decision) else tell_scarce  # said once a day
             tell(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome))
         elif decision.action is Action.CLEAR_WARNING:
-            writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and nothing is said
+            writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and its message says so
+            self.shown.later(iid, cleared(instance, now, self.zone))
         elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
-            tell_unreadable_schedule(self.claims, self.tell, instance=instance, owner=outcome.owner, now=now)
+            tell_unreadable_schedule(
+                self.claims, self.tell, instance=instance, owner=outcome.owner, now=now, who=self.person
+            )
         elif decision.action is Action.CANCEL_STOP and iid in recovered.withdrawn:
             writes.clear(instance, outcome)  # told by an attempt that died before its clear
         elif decision.action is Action.CANCEL_STOP:
             # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
-            notice = notice_for(
-                self.mode, CANCEL, instance, instance.tags.get(tags.IDLE_WARNED_AT, ""), outcome, now=now
+            self._queue(
+                cancel_telling(self, instance, decision, outcome, now, clear=lambda: writes.clear(instance, outcome))
             )
-            message = stop_cancelled_notice(instance, decision, outcome.owner)
-            self._queue(Telling(notice, message, lambda: writes.clear(instance, outcome)))
         return outcome
 
     def send(self, now: datetime) -> dict[str, Settled]:
@@ -223,8 +244,9 @@ class SweepNotices(OwnerMessages):
 
     def tell_stops(self, stopped: Stopped, now: datetime, *, left: Stopped | None = None) -> dict[str, Settled]:
         """Each stop AWS took (and each a dead attempt `left`) told to its owner, its record then gone with its
-        ledger entry; a notice Slack did not take stays for the next sweep. Those not told, by machine, why."""
-        tellings = [Telling(notice, notice.message) for _, _, notice in [*(left or []), *stopped]]
+        ledger entry; a notice Slack did not take stays for the next sweep. Those not told, by machine, why.
+        Its warning says it first, in place (acts/shown.py), and the notice goes out as a reply under it."""
+        tellings = self.shown.stops([*(left or []), *stopped], self.person)
         told = self.dispatch.send(tellings, now)
         return by_machine([Telling(notice, notice.message) for _, _, notice in stopped], told)
 
@@ -244,9 +266,8 @@ class SweepNotices(OwnerMessages):
     def _warn(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
     ) -> None:
-        price = price_of(self.prices, instance, decision)
         # Delivered first; only a delivered warning is recorded on the instance: no stop on an unseen warning.
-        warning = idle_warning(instance, decision, price, outcome.owner, now, hours=self.hours_for(instance, now))
+        part, who = warning_of(self, instance, decision, now, self.hours_for(instance, now))
         state = {tags.IDLE_WARNED_AT: formatting.format_time(now)}
         if decision.stop_after is not None:
             state[tags.STOP_AFTER] = formatting.format_time(decision.stop_after)
@@ -254,7 +275,8 @@ class SweepNotices(OwnerMessages):
             notice_for(self.mode, WARN, instance, state[tags.IDLE_WARNED_AT], outcome, now=now),
             stop_after=state.get(tags.STOP_AFTER, ""),
         )
-        self._queue(Telling(notice, warning, lambda: writes.tag(instance, outcome, state)))
+        message = live.Live((part,)).message()
+        self._queue(Telling(notice, message, lambda: writes.tag(instance, outcome, state), part=part, who=who))
 
     def _stop(
         self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
@@ -272,11 +294,39 @@ class SweepNotices(OwnerMessages):
         )
         # Held by this attempt from before the stop until it is told (or its deadline passes).
         notice = notice.leased(self.dispatch.token, now + lease_length(self.time_left()), status=PENDING)
-        writes.stop(instance, outcome, notice.with_message(stop_notice(instance, decision, price, owner, now)))
+        part = stopped_part(instance, decision, price, self.person(owner), now, zone=self.zone)
+        writes.stop(instance, outcome, notice.with_part(part))
 
     def _queue(self, telling: Telling) -> None:
         with self._lock:
             self._tellings.append(telling)
+
+
+def warning_of(
+    notices: OwnerMessages, instance: Instance, decision: Decision, now: datetime, hours: str | None
+) -> tuple[live.Part, Mrkdwn]:
+    """A machine's warning (its live part), and its owner as it addresses them."""
+    price = price_of(notices.prices, instance, decision)
+    who = notices.person(instance.owner(notices.settings.owner_tag_key))
+    whose, zone = notices.whose(who), notices.zone
+    return idle_warning(instance, decision, price, who, now, hours=hours, whose=whose, zone=zone), who
+
+
+def cancel_telling(
+    notices: OwnerMessages,
+    instance: Instance,
+    decision: Decision,
+    outcome: Outcome,
+    now: datetime,
+    *,
+    clear: Callable[[], None],
+) -> Telling:
+    """A warning withdrawn (the machine is at work after all), said in the warning itself where it can be, else in
+    a message of its own; its delivery clears the warning."""
+    notice = notice_for(notices.mode, CANCEL, instance, instance.tags.get(tags.IDLE_WARNED_AT, ""), outcome, now=now)
+    who = notices.person(outcome.owner)
+    part = cancelled_part(instance, decision, price_of(notices.prices, instance, decision), who, now)
+    return Telling(notice, live.Live((part,)).message(), clear, part=part, who=who, change=cancelled(decision, now))
 
 
 def price_of(prices: PriceBook, instance: Instance, decision: Decision) -> Price:
@@ -297,7 +347,9 @@ def tell_prepaid(
     if decision.bill is None:
         return
     idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
-    message = prepaid_idle_notice(instance, decision.bill, owner, idle, account=instance.account)
+    message = prepaid_idle_notice(
+        instance, decision.bill, notices.person(owner), idle, account=instance.account, zone=notices.zone
+    )
     day = f"{instance.instance_id}:{now:%Y-%m-%d}"
     notices.report_once(f"prepaid:{day}", message, now)
     if owner:
@@ -329,7 +381,7 @@ def tell_scarce(
     owner = instance.owner(notices.settings.owner_tag_key)
     idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
     hourly = notices.prices.hourly(instance.instance_type, instance.region).usd_per_hour
-    message = scarce_idle_notice(instance, decision.scarce, owner, idle, hourly)
+    message = scarce_idle_notice(instance, decision.scarce, notices.person(owner), idle, hourly)
     day = f"{instance.instance_id}:{now:%Y-%m-%d}"
     if notices.mode is Mode.DRY_RUN:
         notices.report_once(f"scarce:{day}", message, now)

@@ -22,7 +22,7 @@ from costguard.core.settings import Settings
 from costguard.idle.reads.capacity import Capacity
 from costguard.idle.report import machine_entry
 from costguard.idle.words.capacity import start_failed_notice
-from costguard.slack.blocks import Message
+from costguard.slack.blocks import Message, Mrkdwn, person
 from costguard.state.claims import Claims, ClaimState
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger, LedgerWriteError, StateTableBusy
@@ -36,10 +36,18 @@ WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
 
 class RefusedStarts:
     def __init__(
-        self, *, ledger: Ledger, claims: Claims, tell: Callable[[str, Message], None], settings: Settings
+        self,
+        *,
+        ledger: Ledger,
+        claims: Claims,
+        tell: Callable[[str, Message], None],
+        settings: Settings,
+        who: Callable[[str], Mrkdwn] = person,
+        zone: str = "UTC",
     ) -> None:
         self.ledger, self.claims, self.tell = ledger, claims, tell
         self.mode, self.owner_tag_key = settings.mode, settings.owner_tag_key
+        self.who, self.zone = who, zone  # an owner as a message names them; the team's clock, for fallbacks
 
     def refused(  # noqa: PLR0917 (a refusal is all of these)
         self, instance: Instance, due: datetime, until: datetime, now: datetime, exc: Exception, capacity: Capacity
@@ -94,7 +102,7 @@ class RefusedStarts:
             return
         owner = instance.owner(self.owner_tag_key)
         try:
-            self.tell(owner, start_failed_notice(instance, due, why, until, owner))
+            self.tell(owner, start_failed_notice(instance, due, why, until, self.who(owner), zone=self.zone))
         except SlackDeliveryError as exc:
             self.claims.release(claim)  # the next sweep's refusal tells it
             logger.warning("refused start not told", instance_id=iid, error=str(exc)[:200])

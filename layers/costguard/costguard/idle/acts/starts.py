@@ -56,7 +56,7 @@ from costguard.idle.rules.restarts import (
 )
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 from costguard.idle.words.messages import morning_start_note, schedule_unreadable_notice
-from costguard.slack.blocks import Message
+from costguard.slack.blocks import Message, Mrkdwn, person
 from costguard.state.claims import Claims, ClaimState
 from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
@@ -80,10 +80,12 @@ class MorningStarts:
         refusals: RefusedStarts,
         starts: StartLog | None = None,
         tell: Callable[[str, Message], None] | None = None,
+        who: Callable[[str], Mrkdwn] = person,
     ) -> None:
         self.ec2, self.ledger, self.effects, self.refusals = ec2, ledger, effects, refusals
         self.policy, self.mode, self.owner_tag_key = policy, settings.mode, settings.owner_tag_key
         self.tell = tell  # the morning note, with MorningNote
+        self.who = who  # an owner as a message names them
         self.learned = LearnedStarts(
             ec2=ec2, ledger=ledger, policy=policy, settings=settings, refusals=refusals, starts=starts
         )
@@ -179,7 +181,7 @@ class MorningStarts:
             return
         owner = instance.owner(self.owner_tag_key)
         try:
-            self.tell(owner, morning_start_note(instance, opens, owner))
+            self.tell(owner, morning_start_note(instance, opens, self.who(owner), self.policy.team_timezone))
         except SlackDeliveryError as exc:
             logger.warning("morning note not delivered", instance_id=instance.instance_id, error=str(exc)[:200])
             metrics.add_metric(name="MorningNotesUndelivered", unit=MetricUnit.Count, value=1)
@@ -360,6 +362,7 @@ def tell_unreadable_schedule(
     instance: Instance,
     owner: str,
     now: datetime,
+    who: Callable[[str], Mrkdwn] = person,
 ) -> None:
     """An unreadable schedule, told to the owner once a day (as long as it lasts); the machine is kept."""
     value = instance.tags.get(tags.SCHEDULE, "")
@@ -372,7 +375,7 @@ def tell_unreadable_schedule(
     if claim.state is not ClaimState.TAKEN:
         return
     try:
-        send(owner, schedule_unreadable_notice(instance, why, owner))
+        send(owner, schedule_unreadable_notice(instance, why, who(owner)))
     except SlackDeliveryError:
         claims.release(claim)
         raise

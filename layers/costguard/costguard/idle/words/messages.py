@@ -1,272 +1,304 @@
-"""Slack messages of the idle stopper. Pure functions of records: they say what, why, what it costs,
-and how to keep the machine."""
+"""Slack messages of the idle stopper, in one voice. Pure functions of records.
+
+A warning is a live part (slack/live.py): what it costs a day first, one idle time, its owner named by
+mention (by name where Slack does not know them, never by address, never `root`), and what is true now in
+one status line, which a stop, a keep or a start later changes in place. The detail a person rarely needs
+(what idle was judged on, the tags, the price's caveats) is one context line. Every time is Slack's own
+(`when`): each reader sees it in their own zone, and `zone` (the team's) is the fallback's.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from costguard.core import formatting, tags
 from costguard.core.formatting import duration
+from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance, Price
 from costguard.idle.rules.capacity import READY
 from costguard.idle.rules.decision import Decision
 from costguard.idle.words.money import saving_line
-from costguard.slack.blocks import Block, Message, actions, context, fields_section, header, mrkdwn, section
+from costguard.slack import live
+from costguard.slack.blocks import NOTHING, Message, Mrkdwn, context, mrkdwn, person, safe, section, times_in, when
 from costguard.slack.buttons import start_buttons, warning_buttons
+from costguard.slack.live import Part, Phase, cost_a_day
 
-# Blocks a message gathering several machines' notices leaves out: each one's title (the gathered message
-# has its own) and the warning's how-to (said once, for all, at its end).
-TITLE, HOW_TO_KEEP = "cg-title", "cg-howto"
-
-
-def titled(block: Block) -> Block:
-    return {**block, "block_id": TITLE}
+NOUN = "GPU machine"
+TAGS = f"Or tag `{tags.KEEP_UNTIL}` (a UTC time) or `{tags.EXEMPT}`."
+JUDGED = "Judged on every GPU, the busiest core and the network."
 
 
-def _name(instance: Instance) -> str:
+def machine(instance: Instance) -> Mrkdwn:
+    """ "g5.12xlarge `i-0abc…` (train-bert)": its type, its id, its Name tag."""
     name = instance.tags.get("Name", "")
-    return f" ({name})" if name else ""
+    return mrkdwn("{} `{}`", instance.instance_type, instance.instance_id) + (mrkdwn(" ({})", name) if name else "")
 
 
-def _cost(price: Price) -> str:
-    if price.usd_per_hour is None:
-        return "price unknown"
-    return f"{price.text()} · ${price.usd_per_hour * 24:,.0f}/day"
+def daily(decision: Decision, price: Price) -> float | None:
+    """What it costs a day to leave running: on the bill where the decision was priced on it, else listed."""
+    hourly = decision.bill.usd_per_hour if decision.bill is not None else price.usd_per_hour
+    return hourly * 24 if hourly is not None else None
 
 
-def _keep_cli(instance: Instance, until: datetime) -> str:
-    return (
-        f"aws ec2 create-tags --region {instance.region} --resources {instance.instance_id} "
-        f"--tags Key={tags.KEEP_UNTIL},Value={formatting.format_time(until)}"
-    )
+def idle_for(decision: Decision, now: datetime) -> str:
+    return duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
+
+
+def sentence(who: Mrkdwn, instance: Instance, idle: str) -> Mrkdwn:
+    if who:
+        return mrkdwn("{}, your {} has done no work for *{}*.", who, machine(instance), idle)
+    return mrkdwn("{} has done no work for *{}*. Its owner is unknown.", machine(instance), idle)
+
+
+def line(who: Mrkdwn, instance: Instance, idle: str, cost: float | None) -> Mrkdwn:
+    """A machine among others, cost first; its owner named only where the message is not theirs already."""
+    owner = "" if who.startswith("<@") else (f" · owner {who}" if who else " · owner unknown")
+    return mrkdwn("*{}* · {} · no work for {}", cost_a_day(cost), machine(instance), idle) + Mrkdwn(owner)
 
 
 def idle_warning(
-    instance: Instance, decision: Decision, price: Price, owner: str, now: datetime, *, hours: str | None = None
-) -> Message:
-    """The warning; `hours`: working hours its starts and stops of the last two weeks suggest, offered."""
-    judgement = decision.judgement
-    idle = duration(judgement.idle_minutes(now)) if judgement else "?"
-    why = judgement.reason if judgement else decision.reason
+    instance: Instance,
+    decision: Decision,
+    price: Price,
+    who: Mrkdwn,
+    now: datetime,
+    *,
+    hours: str | None = None,
+    whose: str = "your time",
+    zone: str = "UTC",
+) -> Part:
+    """The warning. `who`: the owner (slack.blocks.person); `hours`: working hours its starts and stops of the
+    last two weeks suggest, offered; `whose`: whose clock the keep buttons read ("your time", "Paris time")."""
+    idle = idle_for(decision, now)
     iid = instance.instance_id
-    if decision.will_stop and decision.stop_after is not None:
-        stop = decision.stop_after
-        minutes = int((stop - now).total_seconds() // 60)
-        title = f"Idle GPU machine: stopping it at {stop:%H:%M} UTC"
-        text = (
-            f"{instance.instance_type} {iid} has been idle for {idle}; "
-            f"costguard stops it at {stop:%H:%M} UTC unless you keep it"
-        )
-        when = f"*Stops at*\n{stop:%H:%M} UTC (in {duration(minutes)})" + (
-            "; hibernates, so memory is kept" if instance.hibernation_configured else ""
-        )
-    else:
-        title = "Idle GPU machine"
-        text = f"{instance.instance_type} {iid} has been idle for {idle}"
-        when = "*Stops at*\nnever automatically: it publishes no GPU metrics"
-    keep_until = now + timedelta(hours=4)
-    blocks = [
-        titled(header(title)),
-        section(f"{_subject(owner, instance)} has done no work for *{idle}*."),
-        fields_section(
-            [
-                f"*Type*\n{instance.instance_type} in {instance.region}",
-                f"*Saves*\n{saving_line(decision.bill)}" if decision.bill else f"*Cost*\n{_cost(price)}",
-                f"*Why*\n{why}",
-                when,
-            ]
-        ),
-        {
-            **section(
-                "*To keep it*, press a button below, or tag it before then:\n"
-                f"• `{tags.KEEP_UNTIL}=<time>` keeps it until that time (ISO 8601, UTC)\n"
-                f"• `{tags.EXEMPT}=<reason>` keeps it for good\n"
-                f"```{_keep_cli(instance, keep_until)}```"
-            ),
-            "block_id": HOW_TO_KEEP,
-        },
-    ]
-    if decision.activity:
-        blocks.insert(3, section(f"*On the machine*\n{decision.activity}"))
-    if decision.learned and decision.start_at is not None and decision.stop_after is not None:
-        blocks.append(learned_section(decision, decision.stop_after))
-    if hours:
-        blocks.append(
-            section(
-                mrkdwn("*Keeps regular hours?* Tag it `{0}` = `{1}`: ", tags.SCHEDULE, hours)
-                + "costguard then starts it shortly before they open and never warns about it inside them "
-                "(started and stopped at about those hours on several days of the last two weeks)."
-            )
-        )
     start_at = formatting.format_time(decision.start_at) if decision.start_at else ""
-    buttons = warning_buttons(iid, instance.region, decision.will_stop, instance.account, start_at=start_at)
-    blocks.append(actions(f"costguard:{iid}", buttons))
-    notes = []
-    if decision.gpus_from_check and decision.will_stop:
-        notes.append(
-            "No GPU metrics: its GPUs were judged from the machine's own activity check (every GPU at 0 % and no "
-            "process on them, check after check). The CloudWatch agent's nvidia_gpu plugin would show them."
-        )
-    elif decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
-        notes.append(
-            "No GPU telemetry: judged on CPU, so costguard will not stop it. Install the CloudWatch agent "
-            "with costguard's configuration, docs/cloudwatch-agent.json, to have idle GPUs seen."
-        )
-    if price.source == "bundled":
-        notes.append("Cost is an approximate list price: the Pricing API could not be reached.")
-    if notes:
-        blocks.append(context(" ".join(notes)))
-    return Message(text, tuple(blocks))
-
-
-def stop_notice(instance: Instance, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
-    judgement = decision.judgement
-    idle = duration(judgement.idle_minutes(now)) if judgement else "?"
-    verb = "Hibernated" if decision.hibernate else "Stopped"
-    iid = instance.instance_id
-    saving = f"${price.usd_per_hour:,.2f}/h" if price.usd_per_hour is not None else "its hourly cost"
-    start = f"aws ec2 start-instances --region {instance.region} --instance-ids {iid}"
-    kept = "Memory is kept: it resumes where it was." if decision.hibernate else "Its EBS volumes are kept."
-    return Message(
-        f"{verb} idle {instance.instance_type} {iid} after {idle} without work",
-        (
-            titled(header(f"{verb} idle GPU machine {iid}")),
-            section(
-                f"{_subject(owner, instance)} was still idle after the warning, so costguard {verb.lower()} it. {kept}"
-            ),
-            fields_section(
-                [
-                    f"*Type*\n{instance.instance_type} in {instance.region}",
-                    f"*Saves*\n{saving_line(decision.bill) if decision.bill else saving}",
-                    f"*Idle for*\n{idle}",
-                    f"*Why*\n{judgement.reason if judgement else decision.reason}",
-                ]
-            ),
-            *([learned_section(decision, now)] if decision.learned and decision.start_at is not None else []),
-            section(f"*To start it again*, press the button or run\n```{start}```"),
-            actions(
-                f"costguard:{iid}",
-                start_buttons(iid, instance.region, instance.account, learned_start=decision.start_at is not None),
-            ),
-        ),
+    buttons = warning_buttons(
+        iid, instance.region, decision.will_stop, instance.account, start_at=start_at, whose=whose
+    )
+    return Part(
+        key=iid,
+        marker="",
+        noun=NOUN,
+        daily=daily(decision, price),
+        sentence=sentence(who, instance, idle),
+        line=line(who, instance, idle, daily(decision, price)),
+        status=warned(instance, decision, now, zone),
+        buttons=tuple(buttons),
+        detail=_detail(decision, price, hours, now),
     )
 
 
-def learned_section(decision: Decision, stop: datetime) -> Block:
-    """What costguard learned recurs on the machine, and when it starts it again for it (and how not to)."""
-    start_at = decision.start_at or stop
+def warned(instance: Instance, decision: Decision, now: datetime, zone: str) -> Mrkdwn:
+    """What a warning says is coming: the stop and its time, or that there will be none."""
+    if decision.will_stop and decision.stop_after is not None:
+        status = Mrkdwn("costguard stops it *") + when(decision.stop_after, zone) + Mrkdwn("* unless you keep it.")
+        if instance.hibernation_configured:
+            status += Mrkdwn(" It hibernates: its memory is kept.")
+    else:
+        status = Mrkdwn("costguard will not stop it: it reports no GPU use to judge by.")
+    return status + _restart(decision, now, zone)
+
+
+def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
+    """The start costguard promises after its stop, for the work it learned recurs (or the working day)."""
+    if not decision.learned or decision.start_at is None:
+        return Mrkdwn("")
     before = "the working day" if decision.learned.startswith(READY) else "its next run"
-    return section(
-        mrkdwn(
-            "*{0}* It {1}: ", "Hard to get back" if before == "the working day" else "Recurring work", decision.learned
+    return (
+        Mrkdwn(" It ")
+        + times_in(decision.learned, now)
+        + Mrkdwn(": costguard starts it again *")
+        + when(decision.start_at, zone)
+        + Mrkdwn(f"*, before {before}.")
+    )
+
+
+def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) -> Mrkdwn:
+    """The one context line: what idle was judged on, the tags, and what the price or the judgement lacks."""
+    said = [Mrkdwn(JUDGED), Mrkdwn(TAGS)]
+    if decision.bill is not None and _priced_apart(decision.bill):
+        said.append(safe(saving_line(decision.bill) + "."))
+    elif price.source == "bundled":
+        said.append(Mrkdwn("Cost is a list price: the Pricing API could not be reached."))
+    if decision.gpus_from_check and decision.will_stop:
+        said.append(Mrkdwn("No GPU metrics: its GPUs were judged by its own activity check."))
+    elif decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
+        said.append(Mrkdwn("No GPU metrics: install the CloudWatch agent with `docs/cloudwatch-agent.json`."))
+    if decision.certain or decision.activity.startswith("activity check did not answer"):
+        # Why it is warned sooner than the window (or why a stop may wait): the machine's own word.
+        said.append(times_in(decision.activity[:1].upper() + decision.activity[1:] + ".", now))
+    if hours:
+        said.append(
+            mrkdwn("Keeps regular hours? Tag it `{0}={1}`: costguard starts it before them.", tags.SCHEDULE, hours)
         )
-        + f"costguard stops it at {stop:%H:%M} UTC and starts it again at *{start_at:%a %H:%M} UTC*, before {before}. "
-        f"To keep it stopped, press *Don't start it* or tag it `{tags.LEARNED_START}={tags.OFF}`."
-    )
+    return Mrkdwn(" ".join(said))
 
 
-def stop_cancelled_notice(instance: Instance, decision: Decision, owner: str) -> Message:
-    """A warned machine that the activity check found at work: it stays up, and the owner learns why."""
-    iid = instance.instance_id
-    found = decision.activity or decision.reason
-    return Message(
-        f"Not stopping {instance.instance_type} {iid}: {found}",
-        (
-            section(
-                f":white_check_mark: {_subject(owner, instance)} is not stopped after all: its metrics looked "
-                f"idle, but on the machine {found}. The warning is withdrawn; costguard will warn again "
-                "only after a whole idle window."
-            ),
-        ),
+def _priced_apart(bill: Marginal) -> bool:
+    """A saving worth its words: not simply the list price on demand (a Reserved Instance, a plan, Spot, a
+    hold), or one the bill could not be fully read for (said, never hidden)."""
+    plain = bill.basis is Basis.ON_DEMAND and not bill.caveat
+    return not (plain and bill.on_demand is not None and bill.usd_per_hour == bill.on_demand)
+
+
+def stopped_part(
+    instance: Instance, decision: Decision, price: Price, who: Mrkdwn, now: datetime, *, zone: str
+) -> Part:
+    """A machine costguard stopped: what it was, and what is true now (stopped, its disks or memory kept, the
+    start promised), with what undoes it."""
+    idle = idle_for(decision, now)
+    cost = daily(decision, price)
+    base = Part(
+        key=instance.instance_id,
+        marker="",
+        noun=NOUN,
+        daily=cost,
+        sentence=sentence(who, instance, idle),
+        line=line(who, instance, idle, cost),
+        status="",
+        detail=safe(saving_line(decision.bill) + ".") if decision.bill is not None else "",
     )
+    return live.settled(stopped(instance, decision, now, zone), base)
+
+
+def stopped(instance: Instance, decision: Decision, now: datetime, zone: str) -> live.Change:
+    """The change a stop makes to a machine's part: stopped by costguard, what is kept, the start it promised
+    for the work it learned recurs, and the buttons that undo it."""
+    word = "Hibernated" if decision.hibernate else "Stopped"
+    kept = "Its memory is kept: it resumes where it was." if decision.hibernate else "Its disks are kept."
+    note = Mrkdwn(kept) + _restart(decision, now, zone)
+    buttons = start_buttons(
+        instance.instance_id, instance.region, instance.account, learned_start=decision.start_at is not None
+    )
+    return live.stopped(now, NOTHING, zone, word=word, note=note, buttons=buttons)
+
+
+def told_above(part: Part) -> Part:
+    """A stop told again as a reply under its warning, which now shows it (and its buttons): no buttons here."""
+    return part.now(Mrkdwn(part.status) + Mrkdwn(" Start it again from the warning."), part.phase, part.word)
+
+
+def cancelled(decision: Decision, now: datetime) -> live.Change:
+    """A warned machine the activity check found at work: not stopped, and why."""
+    return live.at_work(times_in(decision.activity or decision.reason, now))
+
+
+def cancelled_part(instance: Instance, decision: Decision, price: Price, who: Mrkdwn, now: datetime) -> Part:
+    """The same, told as a message of its own where the warning cannot be changed in place."""
+    base = Part(
+        key=instance.instance_id,
+        marker="",
+        noun=NOUN,
+        daily=daily(decision, price),
+        sentence=mrkdwn("{}, your {} is not stopped after all.", who, machine(instance))
+        if who
+        else mrkdwn("{} is not stopped after all.", machine(instance)),
+        line=line(who, instance, idle_for(decision, now), daily(decision, price)),
+        status="",
+    )
+    return live.settled(cancelled(decision, now), base)
+
+
+def cleared(instance: Instance, now: datetime, zone: str) -> live.Change:
+    """A warned machine no longer to be stopped, without a click: kept by a tag, exempt, or at work again."""
+    by = person(instance.tags.get(tags.KEPT_BY, ""))
+    if tags.EXEMPT in instance.tags:
+        return live.exempt(instance.tags[tags.EXEMPT] or "tagged")
+    until = formatting.parse_time(instance.tags.get(tags.KEEP_UNTIL))
+    if until is not None and until > now:
+        return live.kept(until, by, zone, how=f"tag `{tags.KEEP_UNTIL}`")
+    if tags.KEEP_WHILE_BUSY in instance.tags:
+        return live.kept(None, by, zone)
+    status = Mrkdwn("At work again: costguard does not stop it.")
+    return lambda part: part.now(status, Phase.RUNNING, "At work")
 
 
 def not_stopped_notice(instance: Instance, decision: Decision, mode: str, owner: str) -> Message:
+    """notify-only or dry-run: a machine still idle after its grace period, not stopped (to the alerts channel)."""
     iid = instance.instance_id
+    who = person(owner) or Mrkdwn("nobody")
     return Message(
         f"[{mode}] {instance.instance_type} {iid} is still idle after the grace period; not stopped",
         (
             section(
-                f"*[{mode}]* `{iid}`{_name(instance)} ({instance.instance_type}, "
-                f"owner {owner or 'unknown'}) is still idle after the grace period. "
-                f"In {mode} mode costguard does not stop it.\n"
-                f"{decision.reason}"
+                mrkdwn("*[{}]* {}, owner {}, is still idle after the grace period. ", mode, machine(instance), who)
+                + f"In {mode} mode costguard does not stop it. "
+                + times_in(decision.reason, decision.stop_after or instance.launch_time)
             ),
         ),
     )
 
 
-def dry_run_notice(instance: Instance, decision: Decision, price: Price, owner: str) -> Message:
+def dry_run_notice(instance: Instance, decision: Decision, price: Price, owner: str, zone: str = "UTC") -> Message:
+    """dry-run: the warning costguard would send, and the stop it would make (to the alerts channel)."""
     iid = instance.instance_id
-    plan = (
-        f"warn {owner or 'the alerts channel'} and stop it {decision.stop_after:%H:%M} UTC if still idle"
+    who = person(owner) or Mrkdwn("the alerts channel")
+    plan = mrkdwn("warn {}", who)
+    plan += (
+        Mrkdwn(" and stop it ") + when(decision.stop_after, zone) + Mrkdwn(" if still idle")
         if decision.stop_after
-        else f"warn {owner or 'the alerts channel'} (it would not be stopped: no GPU metrics)"
+        else Mrkdwn(" (it would not be stopped: no GPU metrics)")
     )
+    cost = daily(decision, price)
     return Message(
-        f"[dry-run] would {plan.split(' and ', maxsplit=1)[0]} about idle {instance.instance_type} {iid}",
-        (
-            section(
-                f"*[dry-run]* Would {plan}: `{iid}`{_name(instance)} {instance.instance_type} in "
-                f"{instance.region}, {_cost(price)}.\n{decision.reason}"
-            ),
-        ),
+        mrkdwn("[dry-run] would warn {} about idle {} {}", who, instance.instance_type, iid),
+        (section(mrkdwn("*[dry-run]* *{}* · would {}: {}.", cost_a_day(cost), plan, machine(instance))),),
     )
 
 
 def stop_failed_notice(instance: Instance, error: str, owner: str) -> Message:
-    iid = instance.instance_id
+    who = person(owner) or Mrkdwn("unknown")
     return Message(
-        f"Could not stop idle {instance.instance_type} {iid}: {error}",
+        f"Could not stop idle {instance.instance_type} {instance.instance_id}: {error}",
         (
             section(
-                f":warning: costguard could not stop idle `{iid}`{_name(instance)} "
-                f"({instance.instance_type}, owner {owner or 'unknown'}): `{error}`. "
-                "It keeps running and costing; someone should look."
+                mrkdwn(
+                    ":warning: costguard could not stop idle {} (owner {}): `{}`. It keeps running and costing; "
+                    "someone should look.",
+                    machine(instance),
+                    who,
+                    error,
+                )
             ),
         ),
     )
 
 
-def _subject(owner: str, instance: Instance) -> str:
-    """Who and what the message is about: "alice, your `i-…` (name)" or "`i-…` (name), whose owner is unknown,"."""
-    machine = f"`{instance.instance_id}`{_name(instance)}"
-    return f"{owner}, your {machine}" if owner else f"{machine}, whose owner is unknown,"
-
-
-def schedule_unreadable_notice(instance: Instance, reason: str, owner: str) -> Message:
+def schedule_unreadable_notice(instance: Instance, reason: str, who: Mrkdwn) -> Message:
     """The owner's working hours could not be read: the machine is kept (never stopped) until they can."""
     iid = instance.instance_id
     value = instance.tags.get(tags.SCHEDULE, "")
-    text = f"costguard cannot read the working hours of {iid}{_name(instance)}: it keeps the machine until it can"
+    text = f"costguard cannot read the working hours of {iid}: it keeps the machine until it can"
+    subject = mrkdwn("{}, your {}", who, machine(instance)) if who else machine(instance)
     return Message(
         text,
         (
             section(
-                f"{_subject(owner, instance)} has `{tags.SCHEDULE}={value}`, which costguard cannot read: {reason}. "
-                "It is never stopped while this lasts."
+                subject
+                + mrkdwn(" has `{}={}`, which costguard cannot read: {}. ", tags.SCHEDULE, value, reason)
+                + "It is never stopped while this lasts."
             ),
             context(
-                "Write it as `<days> HH:MM-HH:MM <time zone>`, e.g. `weekdays 08:30-19:00 Europe/Berlin` or "
-                "`daily 01:00-05:00 UTC`; several windows with `;`."
+                "Write it as `<days> HH:MM-HH:MM <time zone>`, e.g. `weekdays 08:30-19:00 Europe/Berlin`; "
+                "several windows with `;`."
             ),
         ),
     )
 
 
-def morning_start_note(instance: Instance, opens: datetime, owner: str) -> Message:
+def morning_start_note(instance: Instance, opens: datetime, who: Mrkdwn, zone: str = "UTC") -> Message:
     """The owner's machine was started for their working hours (MorningNote)."""
-    iid = instance.instance_id
     hours = instance.tags.get(tags.SCHEDULE, "")
+    subject = mrkdwn("{}, your {}", who, machine(instance)) if who else machine(instance)
     return Message(
-        f"costguard started {iid}{_name(instance)} for your working hours, which open at {opens:%H:%M} UTC",
+        Mrkdwn("Started ") + safe(f"{instance.instance_id} for working hours that open ") + when(opens, zone),
         (
             section(
-                mrkdwn(
-                    "Good morning: {0} is starting for its working hours (`{1}`), ", _subject(owner, instance), hours
-                )
-                + f"which open at {opens:%H:%M} UTC. It is never warned about or stopped inside them; outside "
-                "them costguard stops it when it sits idle."
+                Mrkdwn("Good morning: ")
+                + subject
+                + mrkdwn(" is starting for its working hours (`{}`), which open ", hours)
+                + when(opens, zone)
+                + Mrkdwn(". Never warned or stopped inside them.")
             ),
         ),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from costguard.core.money import Marginal
 from costguard.core.records import Instance
-from costguard.slack.blocks import Message, actions, context, header, mrkdwn, section
+from costguard.slack.blocks import Message, Mrkdwn, actions, context, header, mrkdwn, section, when
 from costguard.slack.buttons import stop_anyway_buttons
 
 
@@ -23,7 +23,7 @@ def saving_line(marginal: Marginal) -> str:
 
 
 def prepaid_idle_notice(
-    instance: Instance, marginal: Marginal, owner: str, idle_for: str, *, account: str = ""
+    instance: Instance, marginal: Marginal, who: Mrkdwn, idle_for: str, *, account: str = "", zone: str = "UTC"
 ) -> Message:
     """Once a day, to the owner and the alerts channel: a machine idles on capacity paid whether it runs or
     not, so costguard leaves it running; a person may still stop it to free the slot."""
@@ -31,9 +31,9 @@ def prepaid_idle_notice(
     hold = marginal.hold
     where = hold.label if hold is not None else marginal.basis.value
     until = (
-        f" until {marginal.until:%a %d %b %H:%M} UTC"
+        Mrkdwn(" until ") + when(marginal.until, zone)
         if marginal.until is not None
-        else (" until it is cancelled" if hold is not None and not hold.block else "")
+        else Mrkdwn(" until it is cancelled" if hold is not None and not hold.block else "")
     )
     paid = "prepaid" if marginal.basis.value == "Capacity Block" else "billed whether it runs or not"
     idle_hour = (
@@ -41,7 +41,7 @@ def prepaid_idle_notice(
         if marginal.on_demand
         else "Its idle hours are paid for and unused"
     )
-    who = f"{owner}'s" if owner else "An unowned"
+    whose = mrkdwn("{}'s", who) if who else Mrkdwn("An unowned")
     return Message(
         f"{kind} {iid} idles on {where}: a stop saves nothing, so it keeps running",
         (
@@ -50,7 +50,7 @@ def prepaid_idle_notice(
                 mrkdwn(
                     "{} `{}` ({}) has done no work for {}. It runs in {} ({}{}), so stopping it saves nothing "
                     "on the bill, and costguard leaves it running.",
-                    who,
+                    whose,
                     iid,
                     kind,
                     idle_for,

@@ -4,27 +4,33 @@ in, messages out. Each says what, why, what it costs an hour and a day, and how 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from costguard.core import tags
-from costguard.core.formatting import duration, usd
+from costguard.core.formatting import usd
 from costguard.core.records import Price
 from costguard.core.sagemaker import IdleSetting, Kind, Resource
 from costguard.sagemaker.rules.activity import Verdict
 from costguard.sagemaker.rules.decision import Decision
 from costguard.sagemaker.rules.figures import SageMakerWeek, endpoint_cost_since
+from costguard.slack import live
 from costguard.slack.blocks import (
+    DAY,
+    NOTHING,
     Block,
     Message,
-    actions,
+    Mrkdwn,
     bullet_list,
     context,
-    fields_section,
     header,
     mrkdwn,
+    person,
     section,
+    times_in,
+    when,
 )
 from costguard.slack.buttons import sagemaker_act_buttons, sagemaker_keep_buttons
+from costguard.slack.live import Part, cost_a_day
 
 VERB = {Kind.NOTEBOOK: "stop", Kind.ENDPOINT: "delete", Kind.APP: "delete"}
 DONE = {Kind.NOTEBOOK: "stopped", Kind.ENDPOINT: "deleted", Kind.APP: "deleted"}
@@ -44,15 +50,8 @@ def cost_text(resource: Resource, price: Price) -> str:
     return f"${hourly:,.2f}/h{many} · ${hourly * 24:,.0f}/day{approx}"
 
 
-def _subject(owner: str, resource: Resource) -> str:
-    return f"{owner}, your {resource.label}" if owner else f"the {resource.label}, whose owner is unknown,"
-
-
-def _keep_cli(resource: Resource, until: datetime) -> str:
-    return (
-        f"aws sagemaker add-tags --region {resource.region} --resource-arn {resource.arn} "
-        f"--tags Key={tags.KEEP_UNTIL},Value={until:%Y-%m-%dT%H:%M:%SZ}"
-    )
+NOUN = {Kind.NOTEBOOK: "SageMaker notebook instance", Kind.ENDPOINT: "SageMaker endpoint", Kind.APP: "Studio app"}
+TAGS = f"Or tag it `{tags.KEEP_UNTIL}` (a UTC time) or `{tags.EXEMPT}`."
 
 
 def _what_then(resource: Resource) -> str:
@@ -66,100 +65,109 @@ def _what_then(resource: Resource) -> str:
     return "Deleting keeps the space's storage: reopening the app from Studio starts a new one (kernels restart)."
 
 
-def warning(resource: Resource, decision: Decision, price: Price, owner: str, now: datetime) -> Message:
-    """The warning: idle for how long, what it costs, when costguard acts (or that it will not), how to keep.
-    A resource SageMaker gives nothing to judge by (a Studio app's health checks only) is not called idle."""
-    why = decision.activity.reason if decision.activity else decision.reason
+def _daily(resource: Resource, price: Price) -> float | None:
+    hourly = hourly_cost(resource, price)
+    return hourly * 24 if hourly is not None else None
+
+
+def _yours(who: Mrkdwn, resource: Resource) -> Mrkdwn:
+    """ "<@U…>, your notebook instance research-nb", or "The notebook instance research-nb (owner unknown)"."""
+    if who:
+        return mrkdwn("{}, your {}", who, resource.label)
+    return mrkdwn("The {} (owner unknown)", resource.label)
+
+
+def warning(
+    resource: Resource,
+    decision: Decision,
+    price: Price,
+    who: Mrkdwn,
+    now: datetime,
+    *,
+    whose: str = "your time",
+    zone: str = "UTC",
+) -> Part:
+    """The warning: what it costs, idle for how long (or that it cannot be seen), when costguard acts (or that it
+    will not), with the keeps. A resource SageMaker gives nothing to judge by (a Studio app's health checks
+    only) is not called idle."""
+    why = times_in(decision.activity.reason if decision.activity else decision.reason, now)
     unseen = decision.activity is not None and decision.activity.verdict is Verdict.UNSEEN
-    adjective = "Long-running" if unseen else "Idle"
-    kind = {Kind.NOTEBOOK: "notebook instance", Kind.ENDPOINT: "zombie endpoint", Kind.APP: "Studio app"}[resource.kind]
+    said = " runs, and costguard cannot see its work: {}." if unseen else " has done no work: {}."
+    sentence = _yours(who, resource) + mrkdwn(said, why)
+    if resource.kind is Kind.ENDPOINT:
+        sentence += Mrkdwn(" ") + _since(resource, decision, price, now, zone)
     if decision.will_act and decision.act_after is not None:
-        at = decision.act_after
-        minutes = int((at - now).total_seconds() // 60)
-        title = f"Idle SageMaker {kind}: costguard will {VERB[resource.kind]} it at {at:%a %H:%M} UTC"
-        when = f"*{VERB[resource.kind].title()}s at*\n{at:%a %d %b %H:%M} UTC (in {duration(minutes)})"
+        status = mrkdwn("costguard will {} it *", VERB[resource.kind]) + when(decision.act_after, zone)
+        status += Mrkdwn("* unless you keep it.")
     else:
-        title = f"{adjective} SageMaker {kind}"
-        when = f"*{VERB[resource.kind].title()}s at*\nnever automatically: {decision.why_not or 'not allowed'}"
-    said = "{0} runs, and costguard cannot see its work: {1}." if unseen else "{0} has done no work: {1}."
-    blocks: list[Block] = [
-        header(title),
-        section(mrkdwn(said, _subject(owner, resource), why)),
-        fields_section(
-            [
-                mrkdwn("*Type*\n{0} in {1}", resource.instance_type, resource.region),
-                f"*Cost*\n{cost_text(resource, price)}",
-                *([_since_line(resource, decision, price, now)] if resource.kind is Kind.ENDPOINT else []),
-                when,
-            ]
-        ),
-        section(
-            "*To keep it*, press a button below, or tag it:\n"
-            f"• `{tags.KEEP_UNTIL}=<time>` keeps it until then (ISO 8601, UTC)\n"
-            f"• `{tags.EXEMPT}=<reason>` keeps it for good\n"
-            + mrkdwn("```{0}```", _keep_cli(resource, now + timedelta(days=1)))
-        ),
-        context(_what_then(resource)),
-        actions(
-            f"costguard:{resource.key}"[:255],
-            sagemaker_keep_buttons(resource.kind, resource.name, resource.region, resource.account),
-        ),
-    ]
+        status = mrkdwn("costguard will not {} it: {}.", VERB[resource.kind], decision.why_not or "not allowed")
+    cost = _daily(resource, price)
+    said_more = [mrkdwn("{}.", cost_text(resource, price)), Mrkdwn(_what_then(resource)), Mrkdwn(TAGS)]
     if price.source != "pricing-api":
-        blocks.append(context("Cost is an approximate list price: the Pricing API had no exact answer."))
-    text = f"{adjective} {resource.label} ({resource.instance_type}): {cost_text(resource, price)}"
-    return Message(text, tuple(blocks))
+        said_more.append(Mrkdwn("Cost is an approximate list price: the Pricing API had no exact answer."))
+    owner = "" if who.startswith("<@") else (f" · owner {who}" if who else " · owner unknown")
+    return Part(
+        key=resource.key,
+        marker="",
+        noun=NOUN[resource.kind],
+        daily=cost,
+        sentence=sentence,
+        line=mrkdwn("*{}* · {}", cost_a_day(cost), resource.label) + Mrkdwn(owner),
+        status=status,
+        word="Long-running" if unseen else "",
+        buttons=tuple(sagemaker_keep_buttons(resource.kind, resource.name, resource.region, resource.account, whose)),
+        detail=Mrkdwn(" ".join(said_more)),
+    )
 
 
-def _since_line(resource: Resource, decision: Decision, price: Price, now: datetime) -> str:
+def _since(resource: Resource, decision: Decision, price: Price, now: datetime, zone: str) -> Mrkdwn:
+    """What an endpoint cost since its last invocation (or since it was seen, with none)."""
     last = decision.activity.last_invoked if decision.activity else None
     cost, since = endpoint_cost_since(resource, last, hourly_cost(resource, price), now)
-    what = f"since its last invocation ({last:%a %d %b})" if last else f"since {since:%a %d %b} (no invocation seen)"
-    return f"*Cost {what}*\n{usd(cost)}"
+    if last is not None:
+        return Mrkdwn("Cost since its last invocation (") + when(last, zone, style=DAY) + mrkdwn("): *{}*.", usd(cost))
+    return Mrkdwn("Cost since ") + when(since, zone, style=DAY) + mrkdwn(" (no invocation seen): *{}*.", usd(cost))
 
 
-def act_notice(resource: Resource, decision: Decision, price: Price, owner: str) -> Message:
-    """Told before the stop or the deletion is made: what is done, why, and the button that undoes it."""
-    verb = DONE[resource.kind]
-    hourly = hourly_cost(resource, price)
-    saving = f"${hourly:,.2f}/h" if hourly is not None else "its hourly cost"
+def acted(resource: Resource, now: datetime, zone: str) -> live.Change:
+    """The change a stop or a deletion makes to its warning: done by costguard, and what undoes it."""
     undo = sagemaker_act_buttons(resource.kind, resource.name, resource.region, resource.account, resource.config_name)
-    blocks: list[Block] = [
-        header(f"SageMaker {resource.label} {verb}"[:150]),
-        section(
-            mrkdwn("{0} was still idle after the warning, so costguard {1} it. ", _subject(owner, resource), verb)
-            + _what_then(resource)
-        ),
-        fields_section(
-            [
-                mrkdwn("*Type*\n{0} in {1}", resource.instance_type, resource.region),
-                f"*Saves*\n{saving}",
-                mrkdwn("*Why*\n{0}", decision.activity.reason if decision.activity else decision.reason),
-            ]
-        ),
-    ]
-    if undo:
-        blocks.append(actions(f"costguard:{resource.key}"[:255], undo))
-    return Message(f"costguard {verb} idle {resource.label}", tuple(blocks))
+    word = DONE[resource.kind].title()
+    return live.stopped(now, NOTHING, zone, word=word, note=Mrkdwn(_what_then(resource)), buttons=undo)
 
 
-def dry_run_notice(resource: Resource, decision: Decision, price: Price, owner: str) -> Message:
-    plan = f"warn {owner or 'the alerts channel'}"
+def act_notice(  # noqa: PLR0917 (a stop or a deletion is all of these)
+    resource: Resource, decision: Decision, price: Price, who: Mrkdwn, now: datetime, zone: str = "UTC"
+) -> Part:
+    """Told before the stop or the deletion is made: what is done, why, and the button that undoes it."""
+    why = times_in(decision.activity.reason if decision.activity else decision.reason, now)
+    cost = _daily(resource, price)
+    base = Part(
+        key=resource.key,
+        marker="",
+        noun=NOUN[resource.kind],
+        daily=cost,
+        sentence=_yours(who, resource) + mrkdwn(" was still idle after the warning: {}.", why),
+        line=mrkdwn("*{}* · {}", cost_a_day(cost), resource.label),
+        status="",
+    )
+    return live.settled(acted(resource, now, zone), base)
+
+
+def told_above(part: Part) -> Part:
+    """The stop or deletion told as a reply under its warning, which shows it (and its undo) once done."""
+    return part.now(Mrkdwn(part.status) + Mrkdwn(" The warning above offers what undoes it."), part.phase, part.word)
+
+
+def dry_run_notice(resource: Resource, decision: Decision, price: Price, owner: str, zone: str = "UTC") -> Message:
+    who = person(owner) or Mrkdwn("the alerts channel")
+    plan = mrkdwn("warn {}", who)
     if decision.will_act and decision.act_after is not None:
-        plan += f" and {VERB[resource.kind]} it at {decision.act_after:%a %H:%M} UTC if still idle"
+        plan += mrkdwn(" and {} it ", VERB[resource.kind]) + when(decision.act_after, zone) + Mrkdwn(" if still idle")
+    cost = cost_a_day(_daily(resource, price))
     return Message(
-        f"[dry-run] would {plan.split(' and ', maxsplit=1)[0]} about idle {resource.label}",
-        (
-            section(
-                mrkdwn(
-                    "*[dry-run]* Would {0}: {1}, {2}.\n{3}",
-                    plan,
-                    resource.label,
-                    cost_text(resource, price),
-                    decision.reason,
-                )
-            ),
-        ),
+        mrkdwn("[dry-run] would warn {} about idle {}", who, resource.label),
+        (section(mrkdwn("*[dry-run]* *{}* · would {}: {}.", cost, plan, resource.label)),),
     )
 
 
@@ -174,7 +182,7 @@ def act_failed_notice(resource: Resource, error: str, owner: str) -> Message:
                     VERB[resource.kind],
                     resource.label,
                     resource.instance_type,
-                    owner or "unknown",
+                    person(owner) or "unknown",
                     error,
                 )
             ),

@@ -1,0 +1,115 @@
+"""What a click did, as the message it came from says it now. Pure: the click, what was done, and the clock.
+
+Each done click is two things: a sentence for the person who pressed (a reply only they see when nothing could
+change in place) and the change of the machine's part of the message (slack/live.py): its status, its phase
+and the buttons that still mean something. Every time is Slack's own: each reader sees their own zone; `zone`
+(the owner's, else the team's) is the fallback's, and the clock a keep until "tomorrow 09:00" was read on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from costguard.core import formatting, tags
+from costguard.slack import live
+from costguard.slack.blocks import NOTHING, Block, Mrkdwn, mention, mrkdwn, when
+from costguard.slack.buttons import Button, start_buttons
+from costguard.slack.interactions import Click
+from costguard.slack.live import Part, Phase
+
+
+@dataclass(frozen=True)
+class Done:
+    """A click done: what the person is told, and the change of its machine's part (None: nothing to show)."""
+
+    text: Mrkdwn
+    change: live.Change | None = None
+    after: Part | None = None  # the change as a part's new state (kept with the claim, for a retry to show)
+
+    def detail(self) -> str:
+        """What a later delivery of the click needs to show it again: its text, and the part as it became."""
+        if self.after is None:
+            return str(self.text)
+        state = {k: getattr(self.after, k) for k in ("status", "phase", "word", "buttons")}
+        return json.dumps({"text": str(self.text), "now": state}, separators=(",", ":"))
+
+    @classmethod
+    def from_detail(cls, detail: str) -> Done:
+        """A done click read back from its claim (plain text from before: its text alone)."""
+        try:
+            data = json.loads(detail)
+        except ValueError:
+            return cls(Mrkdwn(detail))
+        if not isinstance(data, dict) or "now" not in data:
+            return cls(Mrkdwn(detail))
+        now = data["now"]
+        buttons = tuple(now.get("buttons") or ())
+        change = _to(Mrkdwn(now["status"]), Phase(now["phase"]), str(now["word"]), buttons)
+        return cls(Mrkdwn(str(data.get("text", ""))), change)
+
+
+def _to(status: Mrkdwn, phase: Phase, word: str, buttons: tuple[Block, ...]) -> live.Change:
+    return lambda part: part.now(status, phase, word, buttons)
+
+
+def with_after(text: Mrkdwn, change: live.Change) -> Done:
+    """A done click, its change also kept as the state it leaves (applied to an empty part)."""
+    return Done(text, change, change(Part("", "", "", None, "", "", "")))
+
+
+def kept(click: Click, until: datetime, zone: str) -> Done:
+    who = mention(click.user_id)
+    text = mrkdwn("{} kept `{}` until ", who, click.instance_id) + when(until, zone) + Mrkdwn(".")
+    return with_after(text, live.kept(until, who, zone))
+
+
+def kept_while_busy(click: Click, zone: str) -> Done:
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} kept `{}` while it works: costguard looks again after a whole idle window.", who, click.instance_id
+    )
+    return with_after(text, live.kept(None, who, zone))
+
+
+def stopped(click: Click, now: datetime, zone: str, *, hibernate: bool, start_at: datetime | None) -> Done:
+    """Stopped from Slack: its disks (or memory) kept, the start costguard promised, and Start it again."""
+    who = mention(click.user_id)
+    word = "Hibernated" if hibernate else "Stopped"
+    note = Mrkdwn("Its memory is kept." if hibernate else "Its disks are kept.")
+    if start_at is not None:
+        note += Mrkdwn(" costguard starts it again *") + when(start_at, zone) + Mrkdwn("* for its recurring work.")
+    buttons = start_buttons(click.instance_id, click.region, click.account, learned_start=start_at is not None)
+    text = mrkdwn("{} {} `{}`. ", who, word.lower(), click.instance_id) + note
+    return with_after(text, live.stopped(now, who, zone, word=word, note=note, buttons=buttons))
+
+
+def started(click: Click, now: datetime, zone: str, *, word: str = "Started again", what: Mrkdwn = NOTHING) -> Done:
+    who = mention(click.user_id)
+    text = mrkdwn("{} {} `{}`.", who, word[:1].lower() + word[1:], click.instance_id)
+    if what:
+        text += Mrkdwn(" ") + what
+    return with_after(text, live.running(now, who, zone, word=word, note=what))
+
+
+def no_learned_start(click: Click) -> Done:
+    """ "Skip the planned start": learned starts off for the machine; its button gone, and the status says so."""
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} turned learned starts off for `{}`: costguard will not start it for its recurring work (`{}`).",
+        who,
+        click.instance_id,
+        f"{tags.LEARNED_START}={tags.OFF}",
+    )
+    return Done(text, live.without(Button.DONT_START, mrkdwn("Planned start skipped by {}.", who)))
+
+
+def start_again_at(click: Click, now: datetime) -> datetime | None:
+    """The learned start a "Stop now" keeps (its warning promised it), if it is still ahead."""
+    start_at = formatting.parse_time(click.start_at)
+    return start_at if start_at is not None and start_at > now else None
+
+
+def gone(what: str) -> live.Change:
+    return live.gone(None, what, "UTC")

@@ -1,0 +1,192 @@
+"""Live messages kept, so that a click or a later event changes one machine's part of a message in place.
+
+Two kinds of item in the state table, kept two weeks:
+
+- `live#<channel>#<ts>` (sk `live`): the message's parts as last drawn (slack/live.py, JSON) and a version;
+- `live-of#<key>` (sk `live-of`): where the latest live message about a machine (or a SageMaker resource)
+  is: its channel and ts.
+
+A change reads the message, changes one part, and writes it back only if nobody changed it meanwhile (its
+version); then it edits the message in Slack (chat.update). Two changes may reach Slack in either order:
+each, after its edit, reads the version again and, if another change came after its own, shows the newest,
+so Slack ends on the last one.
+
+An edit is presentation. It comes after the effect it tells of (a stop, a keep), never before, and never
+blocks or undoes it: a change that fails is logged and counted (`MessageUpdatesFailed`), and the next
+change of the message draws every part again. A message with no record here (posted before, or by the
+webhook, or whose record could not be written) is not edited by the sweep; a click on it still updates
+it through the click's own response_url.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.core.errors import SlackDeliveryError
+from costguard.core.observability import logger, metrics
+from costguard.slack.live import Live, Part
+from costguard.slack.notifier import Delivery, SlackNotifier
+from costguard.state.batches import read_batch
+from costguard.state.ledger import StateTableBusy, write_batch
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+KEEP_FOR = timedelta(days=14)  # a warning's story (kept until Monday, stopped, started again) ends within it
+TRIES = 3  # a change that keeps losing the race to others' changes of the same message gives up, said so
+ERRORS = (ClientError, BotoCoreError, StateTableBusy, SlackDeliveryError)
+Where = tuple[str, str]  # a message's channel and ts
+Change = Callable[[Part], Part | None]
+
+
+class LiveMessages:
+    def __init__(self, client: DynamoDBClient, table_name: str, notifier: Callable[[], SlackNotifier]) -> None:
+        self.client = client
+        self.table = table_name
+        self.notifier = notifier
+
+    def record(self, posted: Sequence[tuple[Delivery, Live]], now: datetime) -> None:
+        """Messages just posted, kept for their later changes, with where each of their parts now lives. A
+        message without a ts (the webhook's) cannot be edited and is not kept. Never raises: a message not
+        kept is only one that will not change in place."""
+        items: list[Any] = []
+        expires = {"N": str(int((now + KEEP_FOR).timestamp()))}
+        for delivery, live in posted:
+            if not delivery.ts or delivery.route != "bot":
+                continue
+            items.append(_message_item(delivery.channel, delivery.ts, live, 1, expires))
+            for part in live.parts:
+                items.append(
+                    {
+                        **_pointer_key(part.key),
+                        "channel": {"S": delivery.channel},
+                        "ts": {"S": delivery.ts},
+                        "expires_at": expires,
+                    }
+                )
+        if not items:
+            return
+        try:
+            write_batch(self.client, self.table, [{"PutRequest": {"Item": item}} for item in items])
+        except (ClientError, BotoCoreError, StateTableBusy) as exc:
+            logger.warning("live messages not kept: they will not change in place", error=str(exc)[:200])
+            metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
+
+    def where(self, keys: Iterable[str]) -> dict[str, Where]:
+        """Where the latest live message about each of these machines is (those that have one). A read that
+        fails finds nothing: the message is then not changed (logged)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Where] = {}
+        try:
+            if len(wanted) == 1:
+                item = self.client.get_item(TableName=self.table, Key=_pointer_key(wanted[0]), ConsistentRead=True).get(
+                    "Item"
+                )
+                items: Iterable[Any] = [item] if item else []
+            else:
+                items = read_batch(self.client, self.table, [_pointer_key(k) for k in wanted]) if wanted else []
+            for item in items:
+                key = str(item["pk"]["S"]).removeprefix("live-of#")
+                found[key] = (item["channel"]["S"], item["ts"]["S"])
+        except (ClientError, BotoCoreError, StateTableBusy) as exc:
+            logger.warning("live messages not found: not changed in place", error=str(exc)[:200])
+            metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
+        return found
+
+    def change(self, key: str, change: Change, *, ts: str = "") -> Where | None:
+        """The latest live message about `key`, its part changed in place (`ts`: only if that message is this
+        one, the one a click came from). Where it is, when it was changed; None when there is none, nothing
+        to change, or the change failed (logged and counted)."""
+        at = self.where([key]).get(key)
+        if at is None or (ts and at[1] != ts):
+            return None
+        return at if self.change_at(at, key, change) else None
+
+    def change_at(self, at: Where, key: str, change: Change) -> bool:
+        """One part of the message at `at` changed, and the message edited. False (logged, counted) when it
+        could not be; False, silently, when the message is not kept or the change does not apply."""
+        return key in self.change_many([(at, key, change)])
+
+    def change_many(self, changes: Sequence[tuple[Where, str, Change]]) -> set[str]:
+        """Parts of several messages changed, each message written and edited once for all its parts (a sweep
+        that stops ten of an owner's machines edits their warning once, not ten times). The keys whose parts
+        now say so; a message that could not be changed is logged and counted, and its keys left out."""
+        by_message: dict[Where, list[tuple[str, Change]]] = defaultdict(list)
+        for at, key, change in changes:
+            by_message[at].append((key, change))
+        done: set[str] = set()
+        for at, parts in by_message.items():
+            try:
+                shown = self._change(at, parts)
+            except ERRORS as exc:
+                keys = [k for k, _ in parts]
+                logger.warning("message not changed in place", keys=keys[:10], ts=at[1], error=str(exc)[:200])
+                metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
+                continue
+            done |= shown
+        return done
+
+    def _change(self, at: Where, changes: Sequence[tuple[str, Change]]) -> set[str]:
+        """The keys whose parts say the change now (changed, or already so)."""
+        for _ in range(TRIES):
+            read = self._read(at)
+            if read is None:
+                return set()
+            live, version, expires = read
+            new, said = live, set[str]()
+            for key, change in changes:
+                changed = new.changed(key, change)
+                if changed is not None:
+                    new, said = changed, said | {key}
+            if new is live:
+                return said  # nothing to change, or it says so already (a retry): nothing to write or show
+            try:
+                self.client.put_item(
+                    TableName=self.table,
+                    Item=_message_item(*at, new, version + 1, expires),
+                    ConditionExpression="version = :v",
+                    ExpressionAttributeValues={":v": {"N": str(version)}},
+                )
+            except self.client.exceptions.ConditionalCheckFailedException:
+                continue  # someone changed another part meanwhile: change the newest
+            break
+        else:
+            raise StateTableBusy(f"message {at[1]} kept changing under {TRIES} tries")
+        self._show(at, new)
+        metrics.add_metric(name="MessagesUpdated", unit=MetricUnit.Count, value=1)
+        latest = self._read(at)
+        if latest is not None and latest[1] > version + 1:  # a later change may have reached Slack before ours
+            self._show(at, latest[0])
+        return said
+
+    def _show(self, at: Where, live: Live) -> None:
+        self.notifier().update(at[0], at[1], live.message())
+
+    def _read(self, at: Where) -> tuple[Live, int, dict[str, str]] | None:
+        item = self.client.get_item(TableName=self.table, Key=_message_key(*at), ConsistentRead=True).get("Item")
+        if not item:
+            return None
+        return Live.from_json(item["body"]["S"]), int(item["version"]["N"]), {"N": str(item["expires_at"]["N"])}
+
+
+def _message_key(channel: str, ts: str) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": f"live#{channel}#{ts}"}, "sk": {"S": "live"}}
+
+
+def _pointer_key(key: str) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": f"live-of#{key}"}, "sk": {"S": "live-of"}}
+
+
+def _message_item(channel: str, ts: str, live: Live, version: int, expires: dict[str, str]) -> dict[str, Any]:
+    return {
+        **_message_key(channel, ts),
+        "body": {"S": live.to_json()},
+        "version": {"N": str(version)},
+        "expires_at": expires,
+    }

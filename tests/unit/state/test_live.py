@@ -1,0 +1,185 @@
+"""Live messages kept in the state table and changed in place: one part at a time, on the newest version,
+Slack ending on the last change whatever order the edits reach it in; a message that cannot be changed is
+said (False, logged), never raised at the stop or keep it tells of."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from costguard.core.errors import SlackDeliveryError
+from costguard.slack import live
+from costguard.slack.blocks import Message, Mrkdwn, mention
+from costguard.slack.live import Live, Part, Phase
+from costguard.slack.notifier import Delivery
+from costguard.state.live import LiveMessages
+
+NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
+ALICE = mention("U0ALICE")
+
+
+class Refused(Exception):
+    pass
+
+
+class Table:
+    """The state table's items in memory: GetItem, PutItem (with the version condition), BatchWriteItem. `meanwhile`
+    runs before each PutItem (another writer's change, at just the wrong moment)."""
+
+    class exceptions:
+        ConditionalCheckFailedException = Refused
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self.meanwhile: list[Callable[[], object]] = []
+
+    def get_item(self, Key: dict[str, Any], **_: Any) -> dict[str, Any]:
+        item = self.items.get(Key["pk"]["S"])
+        return {"Item": item} if item else {}
+
+    def put_item(self, Item: dict[str, Any], **params: Any) -> dict[str, Any]:
+        if self.meanwhile:
+            self.meanwhile.pop(0)()
+        kept = self.items.get(Item["pk"]["S"])
+        if "ConditionExpression" in params:
+            expected = params["ExpressionAttributeValues"][":v"]["N"]
+            if kept is None or kept["version"]["N"] != expected:
+                raise Refused
+        self.items[Item["pk"]["S"]] = Item
+        return {}
+
+    def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        for request in next(iter(RequestItems.values())):
+            item = request["PutRequest"]["Item"]
+            self.items[item["pk"]["S"]] = item
+        return {}
+
+
+class Slack:
+    """chat.update, recorded (or refused)."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.shown: list[Message] = []
+        self.refuse = refuse
+
+    def update(self, channel: str, ts: str, message: Message) -> Delivery:
+        if self.refuse:
+            raise SlackDeliveryError(f"could not edit {ts} in {channel}: 400 message_not_found")
+        self.shown.append(message)
+        return Delivery("bot", channel, ts)
+
+
+def part(key: str) -> Part:
+    return Part(key, f"cg-warn-{key}", "GPU machine", 136.0, f"`{key}` is idle.", f"`{key}`", "It stops at 14:30.")
+
+
+def kept_by(who: Mrkdwn) -> live.Change:
+    return live.kept(NOW, who, "UTC")
+
+
+def store(table: Table, slack: Slack) -> LiveMessages:
+    return LiveMessages(table, "costguard-state", lambda: slack)  # type: ignore[arg-type, return-value]
+
+
+def posted(messages: LiveMessages, *keys: str) -> None:
+    messages.record([(Delivery("bot", "D0ALICE", "1.1"), Live(tuple(part(k) for k in keys)))], NOW)
+
+
+def test_a_message_kept_then_changed_shows_the_change_and_every_other_part_as_it_was() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1", "i-2")
+
+    assert messages.change("i-2", kept_by(ALICE)) == ("D0ALICE", "1.1")
+
+    [shown] = slack.shown
+    assert shown.blocks[0]["text"]["text"] == "1 idle GPU machine · $136/day · 1 kept"
+    assert shown.blocks[1]["text"]["text"].endswith("It stops at 14:30.")  # i-1 as it was
+    assert "by <@U0ALICE>." in shown.blocks[2]["text"]["text"]
+    assert table.items["live#D0ALICE#1.1"]["version"]["N"] == "2"
+
+
+def test_a_message_the_webhook_posted_is_not_kept_and_nothing_changes() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    messages.record([(Delivery("webhook", "webhook"), Live((part("i-1"),)))], NOW)
+    assert table.items == {}
+    assert messages.change("i-1", kept_by(ALICE)) is None
+    assert slack.shown == []
+
+
+def test_a_click_on_an_older_message_does_not_change_the_newest() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1")
+    assert messages.change("i-1", kept_by(ALICE), ts="0.9") is None  # the click's message is not this one
+    assert slack.shown == []
+
+
+def test_a_change_that_loses_the_race_is_made_again_on_the_newest_so_neither_is_lost() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1", "i-2")
+    # The sweep stops i-1 between the click's read and its write.
+    table.meanwhile.append(lambda: store(table, Slack()).change("i-1", live.stopped(NOW, None, "UTC")))
+
+    messages.change("i-2", kept_by(ALICE))
+
+    final = Live.from_json(table.items["live#D0ALICE#1.1"]["body"]["S"])
+    assert [p.phase for p in final.parts] == [Phase.STOPPED, Phase.KEPT]
+    assert slack.shown[-1].blocks[0]["text"]["text"] == "2 GPU machines: 1 kept, 1 stopped"
+
+
+def test_a_later_change_that_reached_slack_first_is_shown_again_last() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1", "i-2")
+    original = messages._show
+    later = lambda: store(table, slack).change("i-1", live.stopped(NOW, None, "UTC"))  # noqa: E731
+
+    def slow_show(at: Any, message: Live) -> None:
+        later()  # another change is written and shown while this edit is on its way
+        original(at, message)
+
+    messages._show = slow_show  # type: ignore[method-assign, assignment]
+    messages.change("i-2", kept_by(ALICE))
+
+    headers = [m.blocks[0]["text"]["text"] for m in slack.shown]
+    assert headers == [
+        "2 GPU machines: 1 kept, 1 stopped",  # the other change, shown first
+        "1 idle GPU machine · $136/day · 1 kept",  # this one's edit, late, without it
+        "2 GPU machines: 1 kept, 1 stopped",  # and the newest again: Slack ends on the last change
+    ]
+
+
+def test_a_message_slack_will_not_change_is_said_and_left_to_the_next_change() -> None:
+    table = Table()
+    messages = store(table, Slack(refuse=True))
+    posted(messages, "i-1")
+    assert messages.change("i-1", kept_by(ALICE)) is None  # logged and counted, never raised
+
+
+def test_a_change_made_already_is_not_made_or_shown_again() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1")
+    keep = kept_by(ALICE)
+    messages.change("i-1", keep)
+    assert messages.change("i-1", keep) == ("D0ALICE", "1.1")  # a retry of the same click: done, nothing to show
+    assert len(slack.shown) == 1
+
+
+def test_a_sweeps_changes_to_one_message_are_one_write_and_one_edit() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1", "i-2", "i-3")
+    at = ("D0ALICE", "1.1")
+    stop = live.stopped(NOW, Mrkdwn(""), "UTC")
+
+    done = messages.change_many([(at, "i-1", stop), (at, "i-3", stop), (at, "i-9", stop)])
+
+    assert done == {"i-1", "i-3"}  # i-9 is not in it
+    [shown] = slack.shown
+    assert shown.blocks[0]["text"]["text"] == "1 idle GPU machine · $136/day · 2 stopped"
+    assert table.items["live#D0ALICE#1.1"]["version"]["N"] == "2"
