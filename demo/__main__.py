@@ -418,11 +418,11 @@ def press(
     hub's Function URL (the Slack app's one), then the queued click, acted on in the machine's account. The
     click's status ("done"...), or why the button could not be pressed; the scene log says which."""
     title = f"{demo.clock:%H:%M} {user_name} presses {button}"
-    message = next((m for m in reversed(demo.slack.messages) if instance_id in json.dumps(m.blocks)), None)
+    about = [m for m in reversed(demo.slack.messages) if instance_id in json.dumps(m.blocks)]
     try:
-        if message is None:
+        if not about:
             raise LookupError(f"no message about {instance_id} to press {button} on")
-        action, target = grouped.control(message.blocks, instance_id, button)  # its buttons, or its line's menu
+        message, (action, target) = pressable(about, instance_id, button)  # its buttons, or its line's menu
     except LookupError as missing:
         print(f"\n== {title}: it cannot, {missing}")
         demo.scenes.expect(title, {"click": "done"}, {"click": str(missing)})
@@ -454,6 +454,17 @@ def press(
         title, {"Slack's answer": 200, "click": "done"}, {"Slack's answer": answer["statusCode"], "click": status}
     )
     return status
+
+
+def pressable(about: list[Any], instance_id: str, button: str) -> tuple[Any, tuple[dict[str, Any], dict[str, Any]]]:
+    """The newest message about the machine that offers `button` for it (a stop notice is a reply under its
+    warning, and the warning, changed in place, offers what undoes the stop), and that control."""
+    for message in about:
+        try:
+            return message, grouped.control(message.blocks, instance_id, button)
+        except LookupError:
+            continue
+    raise LookupError(f"no {button} for {instance_id} in any message about it")
 
 
 def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:

@@ -64,15 +64,21 @@ def control(blocks: list[dict[str, Any]], instance_id: str, button: str) -> tupl
     actions block, or the option of its line's menu (a line among many in the alerts channel). The action
     and the machine it names."""
     for block in blocks:
-        if block.get("type") == "actions" and block.get("block_id") == f"costguard:{instance_id}":
-            element = next(e for e in block["elements"] if e["action_id"] == button)
-            action = {"type": "button", "action_id": button, "block_id": block["block_id"], "value": element["value"]}
-            return action, json.loads(element["value"])
+        if block.get("type") == "actions" and instance_id in json.dumps(block):
+            element = next((e for e in block["elements"] if e.get("action_id") == button), None)
+            if element is not None:
+                value = element["value"]
+                action = {"type": "button", "action_id": button, "block_id": block["block_id"], "value": value}
+                return action, json.loads(value)
         accessory = block.get("accessory") or {}
-        if instance_id in json.dumps(accessory) and accessory.get("type") == "overflow":
-            option = next(o for o in accessory["options"] if json.loads(o["value"])["b"] == button)
-            action = {"type": "overflow", "action_id": accessory["action_id"], "selected_option": option}
-            return action, json.loads(option["value"])
+        if instance_id in json.dumps(accessory) and accessory.get("type") in ("overflow", "static_select"):
+            option = next((o for o in accessory["options"] if json.loads(o["value"])["b"] == button), None)
+            if option is not None:
+                kind = accessory["type"]
+                action = {"type": kind, "action_id": accessory["action_id"], "selected_option": option}
+                if block.get("block_id"):
+                    action["block_id"] = block["block_id"]
+                return action, json.loads(option["value"])
         if instance_id in json.dumps(accessory) and accessory.get("action_id") == button:
             return {"type": "button", **accessory}, json.loads(accessory["value"])
     raise LookupError(f"no {button} for {instance_id} in the message")

@@ -88,6 +88,10 @@ def _element(element: dict[str, Any], users: dict[str, str]) -> str:
         return f'<img class="thumb" src="{html.escape(element.get("image_url", ""))}" alt="{html.escape(element.get("alt_text", ""))}">'
     if kind in ("mrkdwn", "plain_text"):
         return _text(element, users)
+    if kind == "static_select":  # a menu: Slack shows its placeholder and, opened, its options
+        options = " · ".join(html.escape(str(o["text"]["text"])) for o in element.get("options", []))
+        shown = _text(element.get("placeholder"), users) if element.get("placeholder") else "…"
+        return f'<span class="button" title="{options}">{shown} ▾</span> <small>{options}</small>'
     if kind == "overflow":  # a menu: Slack shows "⋯" and, pressed, its options
         options = " · ".join(html.escape(str(o["text"]["text"])) for o in element.get("options", []))
         return f'<span class="button" title="{options}">⋯</span> <small>{options}</small>'
