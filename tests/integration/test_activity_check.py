@@ -23,6 +23,7 @@ from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.jobs import JobKind, next_job
 from costguard.runtime import Runtime
+from costguard.slack.buttons import Button
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import marked
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
@@ -551,9 +552,10 @@ def test_a_machine_with_a_crontab_job_at_2_is_started_before_it_on_its_first_nig
     assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == [iid]
     start_at = job - timedelta(minutes=POLICY.schedule_lead_minutes)
     assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
-    notice = json.dumps(slack.messages[-1].blocks)
-    assert f"runs `nightly.sh` at {job:%H:%M} UTC (its crontab)" in notice
-    assert "Don't start it" in notice
+    notice = json.dumps([m.blocks for m in slack.messages])
+    assert "runs `nightly.sh` at <!date^" in notice  # the job's time in each reader's own zone
+    assert f"|{job:%H:%M} UTC> (its crontab)" in notice
+    assert Button.DONT_START.value in notice
 
     assert sweep(runtime, start_at - timedelta(minutes=15), lambda_context, monkeypatch)["started"] == []
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]

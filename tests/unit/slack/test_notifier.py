@@ -88,10 +88,13 @@ def test_owner_slack_does_not_know_is_named_in_the_alerts_channel() -> None:
 
 def test_a_reply_goes_under_its_message_and_into_the_conversation_too() -> None:
     web = FakeWebClient()
-    notifier(web).post("D0ALICE", MESSAGE, thread_ts="1795270000.000100")
+    notifier(web).post("D0ALICE", MESSAGE, thread_ts="1795270000.000100", broadcast=True)
     notifier(web).post("D0ALICE", MESSAGE)
+    notifier(web).post("C0DIGEST", MESSAGE, thread_ts="1795270000.000200")  # a digest's reply: its thread only
     assert (web.posts[0]["thread_ts"], web.posts[0]["reply_broadcast"]) == ("1795270000.000100", True)
     assert "thread_ts" not in web.posts[1]
+    assert web.posts[2]["thread_ts"] == "1795270000.000200"
+    assert "reply_broadcast" not in web.posts[2]
 
 
 def test_a_persons_time_zone_comes_with_their_lookup_or_from_users_info_once() -> None:

@@ -190,7 +190,7 @@ def _plural(noun: str, count: int) -> str:
 
 def _alone(part: Part) -> list[Block]:
     blocks: list[Block] = [
-        {**header(title([part])), "block_id": part.marker},
+        {**header(title([part])), **_marked(part)},
         section(Mrkdwn(part.sentence) + Mrkdwn("\n") + Mrkdwn(part.status)),
     ]
     if part.buttons:
@@ -200,9 +200,14 @@ def _alone(part: Part) -> list[Block]:
     return blocks
 
 
+def _marked(part: Part) -> dict[str, str]:
+    """The part's marker as its first block's id; none where it has none (Slack refuses an empty block id)."""
+    return {"block_id": part.marker[:255]} if part.marker else {}
+
+
 def _line(part: Part) -> Block:
     """A part among others: its line, its status under it, its buttons as one button or a menu."""
-    block: dict[str, Any] = {**section(Mrkdwn(part.line) + Mrkdwn("\n") + Mrkdwn(part.status)), "block_id": part.marker}
+    block: dict[str, Any] = {**section(Mrkdwn(part.line) + Mrkdwn("\n") + Mrkdwn(part.status)), **_marked(part)}
     buttons = [b for b in part.buttons if not b.get("confirm")]
     if len(part.buttons) == 1:
         block["accessory"] = dict(part.buttons[0])

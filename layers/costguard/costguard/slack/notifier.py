@@ -173,9 +173,7 @@ class SlackNotifier:
         if self.web is not None:
             try:
                 self.pace.wait(channel)
-                thread: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
-                if thread_ts and broadcast:
-                    thread["reply_broadcast"] = True
+                thread = _thread(thread_ts, broadcast=broadcast)
                 try:
                     response = self.web.chat_postMessage(
                         channel=channel, text=message.text, blocks=message.slack_blocks(), **thread
@@ -344,3 +342,10 @@ def posted(web: WebClient, to: str, since: float, wanted: set[str], *, thread_ts
         logger.warning("slack history unreadable", to=to, error=_describe(exc))
         raise SlackDeliveryError(f"could not read what was posted to {to}: {_describe(exc)}") from exc
     return found
+
+
+def _thread(thread_ts: str, *, broadcast: bool) -> dict[str, Any]:
+    """chat.postMessage's arguments for a reply: none for a message of its own."""
+    if not thread_ts:
+        return {}
+    return {"thread_ts": thread_ts, "reply_broadcast": True} if broadcast else {"thread_ts": thread_ts}
