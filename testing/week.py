@@ -776,7 +776,11 @@ def run_costguard(
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
     if os.environ.get("BENCH_DUMP"):  # the week's raw record, for looking into a figure
-        Path(os.environ["BENCH_DUMP"]).write_text(json.dumps(dump(aws, fleet), default=str))
+        told = [
+            {"ts": m.ts, "channel": m.channel, "text": m.text, "ids": [b.get("block_id") for b in m.blocks]}
+            for m in slack.messages
+        ]
+        Path(os.environ["BENCH_DUMP"]).write_text(json.dumps(dump(aws, fleet) | {"messages": told}, default=str))
     if world.bought is not None:
         figures["money"] = money(world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days)
         figures["money"]["claimed_usd"] = claimed(aws, fleet, days)
@@ -1016,6 +1020,7 @@ def fault_counts(
     return {
         "notices_posted_twice": posted_twice,
         "warnings_without_ledger_record": len(told - set(warn_entries)),
+        "warnings_without_ledger_record_ids": sorted(told - set(warn_entries)),
         "duplicate_ledger_records": sum(max(0, recorded[i] - n) for i, n in stops.items())
         + sum(n - 1 for n in warn_entries.values()),
         "faults": {

@@ -184,12 +184,14 @@ class Dispatch:
             return dict.fromkeys((t.notice.sk for t in tellings), Settled.retry(f"Slack: {exc}"))
         for telling in tellings:
             telling.then()
+        # Recorded first, the message kept for its later changes after: keeping it is presentation, and a
+        # kill between the post and the record must leave no more than it did before messages changed.
+        self._record([delivered(t.notice, delivery, now) for t in tellings])
         if gathered.live is not None and self.live is not None and reply is None:
             alone = to == self.alerts_channel and len(tellings) == 1
             noted = alone or (to != self.alerts_channel and not delivery.direct)  # sent to the channel, said why
             owner = tellings[0].notice.owner
             self.live.record([(delivery, as_posted(gathered.live, owner, noted=noted, known=not alone))], now)
-        self._record([delivered(t.notice, delivery, now) for t in tellings])
         return {}
 
     def _post(self, to: str, message: Message, tellings: list[Telling], reply: Where | None = None) -> Delivery:
