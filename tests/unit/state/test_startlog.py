@@ -8,6 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from costguard.idle.rules.recurring import LearnedStart, learn
 from costguard.state.startlog import StartLog, StartRecord
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
@@ -78,3 +79,24 @@ def test_promises_are_kept_with_the_record_the_last_ten() -> None:
     promised = log.read("i-1").promised or []
     assert promised == [f"2026-11-{d:02d}T01:45:00Z" for d in range(3, 13)]
     assert log.read("i-1").broken == ["UTC 02:00"]
+
+
+def test_a_start_promised_for_a_scheduled_job_is_kept_as_such_and_its_start_never_judged() -> None:
+    # A job that begins by waiting shows no work in its machine's metrics: its start is not a learned
+    # pattern's, to be judged "found no work" and break the pattern.
+    table = Table()
+    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
+    assert log.update("i-1", NOW, lambda kept: kept.promise("2026-11-21T21:45:00Z", job=True))
+    assert log.update("i-1", NOW, lambda kept: kept.promise("2026-11-22T01:45:00Z"))
+    record = log.read("i-1")
+    assert record.for_jobs == ["2026-11-21T21:45:00Z"]
+    log.made("i-1", "2026-11-21T22:00:00Z", "2026-11-21T21:45:00Z", record, NOW, job=True)
+    log.made("i-1", "2026-11-22T02:00:00Z", "2026-11-22T01:45:00Z", record, NOW)
+    starts = log.read("i-1").starts
+    assert [s.get("o", "") for s in starts[-2:]] == ["job", ""]
+
+
+def test_a_start_made_for_a_job_is_not_judged_against_a_pattern() -> None:
+    made = [LearnedStart(NOW - timedelta(days=1), "job"), LearnedStart(NOW - timedelta(days=2), "")]
+    found = learn([], NOW, made=made)
+    assert [expected for expected, _ in found.outcomes] == [NOW - timedelta(days=2)]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 KEEP = timedelta(days=30)
 MAX_STARTS = 40
 MAX_PROMISES = 10
+JOB = "job"  # the outcome of a start made for a scheduled job: never judged as a learned pattern's
 
 
 @dataclass
@@ -38,9 +39,12 @@ class StartRecord:
     stopped_at: str = ""  # costguard's stop before the pending start
     gpus: int = 0  # the GPUs that stop took off
     promised: list[str] | None = None  # start times announced (ISO 8601); None: a record from before they were kept
+    for_jobs: list[str] = field(default_factory=list)  # of those, the starts for a job the machine's schedule runs
 
-    def promise(self, start_at: str) -> None:
+    def promise(self, start_at: str, *, job: bool = False) -> None:
         self.promised = [*[p for p in self.promised or [] if p != start_at][-(MAX_PROMISES - 1) :], start_at]
+        if job:
+            self.for_jobs = [*[p for p in self.for_jobs if p != start_at][-(MAX_PROMISES - 1) :], start_at]
 
     def vouches(self, start_at: datetime, stopped_at: datetime | None) -> bool:
         """Whether costguard promised this start: one of its promised times, or, in a record from before
@@ -93,6 +97,8 @@ class StartLog:
         }
         if record.promised is not None:
             body["promised"] = record.promised[-MAX_PROMISES:]
+        if record.for_jobs:
+            body["for_jobs"] = record.for_jobs[-MAX_PROMISES:]
         self.client.put_item(
             TableName=self.table,
             Item={
@@ -102,12 +108,16 @@ class StartLog:
             },
         )
 
-    def made(self, instance_id: str, expected: str, started: str, record: StartRecord, now: datetime) -> None:
+    def made(
+        self, instance_id: str, expected: str, started: str, record: StartRecord, now: datetime, *, job: bool = False
+    ) -> None:
         """A learned start made for the run expected then, kept once however many times it is recorded
-        (`record`: as just read). Raises on a failed write."""
+        (`record`: as just read). `job`: made for a job the machine's own schedule runs, whose work its
+        metrics need not show (a job that begins by waiting): not judged against a learned pattern. Raises on
+        a failed write."""
         if any(s.get("e") == expected for s in record.starts):
             return
-        record.starts.append({"e": expected, "s": started})
+        record.starts.append({"e": expected, "s": started, **({"o": JOB} if job else {})})
         self.write(instance_id, record, now)
 
     def stopping(self, instance_id: str, stopped_at: str, gpus: int, now: datetime) -> None:
@@ -141,7 +151,9 @@ def _record(item: Mapping[str, Any]) -> StartRecord:
     broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
     promised = raw.get("promised")
     kept = [p for p in promised if isinstance(p, str)] if isinstance(promised, list) else None
-    return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0), kept)
+    jobs = raw.get("for_jobs")
+    for_jobs = [p for p in jobs if isinstance(p, str)] if isinstance(jobs, list) else []
+    return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0), kept, for_jobs)
 
 
 def _key(instance_id: str) -> dict[str, dict[str, str]]:

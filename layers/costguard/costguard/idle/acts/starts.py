@@ -313,7 +313,10 @@ class LearnedStarts:
             )
         )
         if self.starts is not None and record is not None:
-            self.starts.made(iid, formatting.format_time(expected), formatting.format_time(started), record, started)
+            job = formatting.format_time(start_at) in record.for_jobs
+            self.starts.made(
+                iid, formatting.format_time(expected), formatting.format_time(started), record, started, job=job
+            )
         self._let_go(instance, "started")
 
     def _unvouched(self, instance: Instance, start_at: datetime) -> str:

@@ -83,14 +83,14 @@ class Learner:
             out.append((instance, self.promised(instance, changed, now)))  # a stop held back promises nothing
         return out
 
-    def promised(self, instance: Instance, decision: Decision, now: datetime) -> Decision:
+    def promised(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> Decision:
         """A warning or a stop that announces a learned start, with that start kept first among the times
         costguard promised (a start-at it did not promise, it does not honour). Not kept: the stop waits
         for a sweep that can keep it; the warning goes out without the promise."""
         if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
             return decision
         at = formatting.format_time(decision.start_at)
-        if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at)):
+        if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at, job=job)):
             return decision
         return unpromised(decision)
 

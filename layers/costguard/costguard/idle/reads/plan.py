@@ -246,5 +246,5 @@ class Consultation:
         may_start = self.learner is not None and learns(instance, self.policy)
         changed = with_jobs(decision, jobs, self.policy, now, may_start=may_start, declined=declined)
         if self.learner is not None and changed.start_at != decision.start_at:
-            return self.learner.promised(instance, changed, now)
+            return self.learner.promised(instance, changed, now, job=True)
         return changed
