@@ -135,6 +135,12 @@ def endpoint_metrics(
         cloudwatch.put_metric_data(Namespace=INVOCATIONS_NAMESPACE, MetricData=cast(Any, calls))
 
 
+def days_since(first: datetime, later: datetime) -> int:
+    """The days whose metrics a later call must add after one at `first`: every day from `first`'s on, so that
+    no day between them is missing (25 hours after 23:20 is two days on, not one)."""
+    return (later.date() - first.date()).days
+
+
 def sweep(
     runtime: Runtime, at: datetime, monkeypatch: pytest.MonkeyPatch, lambda_context: Any, **policy: Any
 ) -> dict[str, Any]:
@@ -294,7 +300,7 @@ def test_a_zombie_endpoint_is_warned_with_its_cost_deleted_and_recreated_from_it
     assert tags_on(arn)[tags.STOP_AFTER] == f"{now + timedelta(hours=24):%Y-%m-%dT%H:%M:%SZ}"
 
     later = now + timedelta(hours=25)
-    endpoint_metrics("churn-v2", later, days=1)
+    endpoint_metrics("churn-v2", later, days=days_since(now, later))
     after = sweep(runtime, later, monkeypatch, lambda_context, **deleting)
     assert after["acted"] == ["endpoint/churn-v2"]
     assert sagemaker().list_endpoints()["Endpoints"] == []
@@ -332,7 +338,7 @@ def test_two_zombie_endpoints_of_one_configuration_are_both_recreated_from_their
     sweep(runtime, now, monkeypatch, lambda_context, endpoints_delete=True)
     later = now + timedelta(hours=25)
     for name in ("demo-a", "demo-b"):
-        endpoint_metrics(name, later, days=1)
+        endpoint_metrics(name, later, days=days_since(now, later))
     after = sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
     assert sorted(after["acted"]) == ["endpoint/demo-a", "endpoint/demo-b"]
     offering = [m for m in slack.messages if "costguard.recreate" in json.dumps(m.blocks)]
@@ -358,7 +364,7 @@ def test_a_recreate_aws_refuses_is_answered_not_retried_for_ever(
     endpoint_metrics("churn-v3", now)
     sweep(runtime, now, monkeypatch, lambda_context, endpoints_delete=True)
     later = now + timedelta(hours=25)
-    endpoint_metrics("churn-v3", later, days=1)
+    endpoint_metrics("churn-v3", later, days=days_since(now, later))
     sweep(runtime, later, monkeypatch, lambda_context, endpoints_delete=True)
     notice = slack.messages[0]  # the warning, which now offers Recreate
 
