@@ -9,7 +9,8 @@ from typing import Any
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.sweep import reprice_stopped, stopped_by_costguard
+from costguard.idle.rules.restarts import costguards_stop
+from costguard.idle.sweep import reprice_stopped
 from costguard.state.worth import Worth
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
@@ -26,9 +27,9 @@ THEIRS = stopped("i-theirs", stopped_at=NOW - timedelta(days=2), launched=NOW - 
 
 
 def test_only_a_machine_whose_last_stop_costguard_made_is_costguards() -> None:
-    assert stopped_by_costguard(OURS)
-    assert not stopped_by_costguard(THEIRS)
-    assert not stopped_by_costguard(stopped("i-none", stopped_at=None, launched=NOW))
+    assert costguards_stop(OURS) == NOW - timedelta(hours=3)
+    assert costguards_stop(THEIRS) is None
+    assert costguards_stop(stopped("i-none", stopped_at=None, launched=NOW)) is None
 
 
 class Fleet:

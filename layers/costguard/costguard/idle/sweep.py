@@ -32,7 +32,7 @@ from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_cou
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
-from costguard.core import formatting, tags
+from costguard.core import tags
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.regions import each_region
@@ -62,6 +62,7 @@ from costguard.idle.rules.capacity import (
 )
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
+from costguard.idle.rules.restarts import costguards_stop
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.capacity import CapacityLog
 from costguard.state.checklog import CheckLog
@@ -275,7 +276,7 @@ def reprice_stopped(ec2: Ec2, policy: IdlePolicy, log: WorthLog, bill: SweepBill
         stopped = [
             i
             for i in ec2.iter_instances(stopped_filters(policy))
-            if i.state == "stopped" and policy.is_accelerated(i.instance_type) and stopped_by_costguard(i)
+            if i.state == "stopped" and policy.is_accelerated(i.instance_type) and costguards_stop(i) is not None
         ]
         log.record(Worth(now, ec2.region, bill.worth(stopped)))
     except Exception as exc:  # for the digest alone: it must never cost the region its sweep
@@ -397,13 +398,6 @@ def remember(history: MachineHistory, instance_id: str, state: str, at: datetime
 def accelerated(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
     """The region's running accelerated machines (server-side filters, then the check decisions rely on)."""
     return [i for i in ec2.iter_instances(candidate_filters(policy)) if policy.is_accelerated(i.instance_type)]
-
-
-def stopped_by_costguard(instance: Instance) -> bool:
-    """costguard made this machine's last stop: its stopped-at is after its last start (a machine someone
-    started and stopped again since carries costguard's old stopped-at)."""
-    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
-    return stopped_at is not None and stopped_at >= instance.launch_time
 
 
 def stopped_filters(policy: IdlePolicy) -> list[Any]:

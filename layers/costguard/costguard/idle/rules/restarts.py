@@ -63,6 +63,13 @@ def window_close(instance: Instance, opens: datetime) -> datetime:
         return opens + timedelta(hours=8)
 
 
+def costguards_stop(instance: Instance) -> datetime | None:
+    """When costguard stopped this stopped machine, if its last stop was costguard's: its stopped-at is after
+    its last start (a machine someone started and stopped again since carries costguard's old stopped-at)."""
+    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    return stopped_at if stopped_at is not None and stopped_at >= instance.launch_time else None
+
+
 def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy, *, sooner: timedelta = timedelta(0)) -> bool:
     """The machine's last start is the learned start its start-at promised: after costguard's stop, and
     from the start time on (`sooner` for a scarce machine) while the run could still be met."""
@@ -96,8 +103,8 @@ def learned_start_refused(instance: Instance, start_at: datetime | None, now: da
         return "learned starts are off for it"
     if tags.EXEMPT in instance.tags:
         return "exempt: costguard leaves it alone"
-    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
-    if stopped_at is None or stopped_at < instance.launch_time:
+    stopped_at = costguards_stop(instance)
+    if stopped_at is None:
         return "costguard did not make its last stop: someone started it since"
     if start_at <= stopped_at:
         return "the start time is from before its stop"
