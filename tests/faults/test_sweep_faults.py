@@ -153,6 +153,35 @@ def test_a_stop_notice_killed_after_it_was_posted_is_found_in_slack_not_sent_aga
     assert "conversations.history" in slack.calls
 
 
+def test_a_warning_posted_by_a_killed_sweep_waits_for_slacks_history_and_is_recorded_once(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    switch: KillSwitch,
+) -> None:
+    """Posted, then killed before its record; when the next sweeps cannot read Slack's history, the warning is
+    neither forgotten (warned again, the first with no ledger entry) nor taken as sent: its machine waits."""
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    first = now - timedelta(minutes=30)
+    with armed_on(switch, "slack:chat.postMessage", after=True):
+        sweep(runtime, first, lambda_context, monkeypatch)
+    assert len(notices(slack.messages, "warn")) == 1
+    slack.fail("conversations.history", 500, count=10)  # every lookup of the next sweep, with its retries
+    sweep(runtime, first + timedelta(minutes=15), lambda_context, monkeypatch)
+    assert len(notices(slack.messages, "warn")) == 1  # not warned again while it cannot be known
+    slack.faults.clear()
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    assert len(notices(slack.messages, "warn")) == 1
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    warns = [i for i in items if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == "warn"]
+    assert [(w["instance_id"]["S"], w["at"]["S"][:16]) for w in warns] == [(iid, first.isoformat()[:16])]
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == first.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def test_throttled_writes_are_retried_by_the_next_sweep_and_nothing_is_lost(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,7 +35,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.ec2 import Ec2
@@ -66,6 +66,10 @@ from costguard.state.outbox import (
     Outbox,
     entry_json,
 )
+
+# A post Slack's history cannot confirm (the read fails) holds its machine this long after its lease ran out,
+# each sweep looking again; then it is judged anew (a warning may be told again, an owner warned twice).
+UNCONFIRMED_FOR = timedelta(hours=2)
 
 
 def _forever() -> float:
@@ -201,9 +205,13 @@ class Recovery:
         open_ = [n for n in notices if n.status != DELIVERED]
         recovered.busy = {n.instance_id for n in open_ if n.live(now)}
         expired = [n for n in open_ if not n.live(now)]
-        found = self._look([n for n in expired if n.status == SENDING])
+        found, unread = self._look([n for n in expired if n.status == SENDING])
         settled = [n for n in expired if n.kind != STOP and n.sk in found]
-        dropped = [n for n in expired if n.kind != STOP and n.sk not in found]
+        # A post Slack's history could not confirm either way: its machine waits for the next sweep to look
+        # again (a warning forgotten would be told twice, the first with no record), until it is too old.
+        waiting = [n for n in expired if n.kind != STOP and n.sk in unread and not unconfirmed_too_long(n, now)]
+        recovered.busy |= {n.instance_id for n in waiting}
+        dropped = [n for n in expired if n.kind != STOP and n.sk not in found and n not in waiting]
         try:
             if settled:  # posted before the attempt died: recorded now, with their ledger entries
                 self.outbox.delivered([delivered(n, found[n.sk], now) for n in settled])
@@ -222,23 +230,26 @@ class Recovery:
         recovered.stops = self._stops([n for n in expired if n.kind == STOP], found)
         return recovered
 
-    def _look(self, notices: list[Notice]) -> dict[str, Delivery]:
-        """The notices Slack's history shows were posted, by their key (one read per recipient). Where the
-        history cannot be read, nothing is found: a warning is judged anew, a stop's notice posted again."""
+    def _look(self, notices: list[Notice]) -> tuple[dict[str, Delivery], set[str]]:
+        """The notices Slack's history shows were posted, by their key (one read per recipient), and those whose
+        recipient's history could not be read (their keys): a warning among them waits for the next sweep to
+        look again, a stop's notice is posted again."""
         by_recipient: dict[str, list[Notice]] = defaultdict(list)
         for notice in notices:
             if notice.to and notice.marker:
                 by_recipient[notice.to].append(notice)
         found: dict[str, Delivery] = {}
+        unread: set[str] = set()
         for to, group in by_recipient.items():
             since = min(n.decided_time for n in group) - SKEW
             try:
                 seen = self.notifier().find(to, since.timestamp(), {n.marker for n in group})
             except SlackDeliveryError as exc:
-                logger.warning("lost posts not confirmed; told again", to=to, count=len(group), error=str(exc)[:200])
+                logger.warning("lost posts not confirmed yet", to=to, count=len(group), error=str(exc)[:200])
+                unread |= {n.sk for n in group}
                 continue
             found.update({n.sk: seen[n.marker] for n in group if n.marker in seen})
-        return found
+        return found, unread
 
     def _stops(self, left: list[Notice], found: dict[str, Delivery]) -> list[tuple[Instance, Outcome, Notice]]:
         """Stops a dead attempt made: proven ones recorded (tag, ledger) and returned to be told, or, already
@@ -272,3 +283,8 @@ class Recovery:
             logger.warning("outbox left as it was for the next sweep", error=str(exc)[:200])
             return []
         return [s for s in to_tell if s[2].sk not in found]
+
+
+def unconfirmed_too_long(notice: Notice, now: datetime) -> bool:
+    """A post whose lease ran out this long ago and that Slack's history still cannot confirm is judged anew."""
+    return now - datetime.fromtimestamp(notice.lease_until, tz=UTC) > UNCONFIRMED_FOR
