@@ -41,6 +41,10 @@ class StartRecord:
     promised: list[str] | None = None  # start times announced (ISO 8601); None: a record from before they were kept
     for_jobs: list[str] = field(default_factory=list)  # of those, the starts for a job the machine's schedule runs
 
+    def started(self) -> list[datetime]:
+        """When costguard started the machine (its learned and job starts made)."""
+        return [t for s in self.starts if (t := formatting.parse_time(s.get("s"))) is not None]
+
     def promise(self, start_at: str, *, job: bool = False) -> None:
         self.promised = [*[p for p in self.promised or [] if p != start_at][-(MAX_PROMISES - 1) :], start_at]
         if job:

@@ -246,9 +246,16 @@ def test_restarted_instance_with_old_warning_tags_is_not_stopped_on_them() -> No
 
 
 def test_instance_running_less_than_the_window_is_not_idle_yet() -> None:
-    d = decide(instance(launch_time=NOW - timedelta(minutes=90)), judge(utilization(), POLICY, NOW), POLICY, NOW)
+    d = decide(instance(launch_time=NOW - timedelta(minutes=30)), judge(utilization(), POLICY, NOW), POLICY, NOW)
     assert d.action is Action.SKIP
+    assert d.reason == "running for 30 min, less than the 120-min window"
+    # Run as long as the shorter window, it is watched (its check asked) for certain idleness.
+    d = decide(instance(launch_time=NOW - timedelta(minutes=90)), judge(utilization(), POLICY, NOW), POLICY, NOW)
+    assert d.action is Action.NONE
     assert d.reason == "running for 90 min, less than the 120-min window"
+    off = IdlePolicy(certain_idle_minutes=0)
+    d = decide(instance(launch_time=NOW - timedelta(minutes=90)), judge(utilization(), off, NOW), off, NOW)
+    assert d.action is Action.SKIP
 
 
 @pytest.mark.parametrize(
@@ -485,3 +492,20 @@ def test_property_ineligible_instances_are_never_warned_or_stopped(inst, protect
         protected_from_scale_in=protected,
     )
     assert d.action not in (Action.STOP, Action.WARN)
+
+
+def test_a_machine_restarted_less_than_a_window_ago_and_seen_idle_by_its_check_is_warned_sooner() -> None:
+    """Started again an hour ago and nothing alive on it since (its check agrees, idle/rules/review.py): warned
+    on certain idleness, not after a whole window of its new run."""
+    u = utilization(gpu=[[0.5] * 12], cpu=[2.0] * 12, core=[4.0] * 12)
+    inst = instance(launch_time=NOW - timedelta(minutes=60))
+    certain = judge(u, POLICY, NOW, window_minutes=45)
+    assert certain.verdict is Verdict.IDLE
+    d = decide(inst, judge(u, POLICY, NOW), POLICY, NOW, certain=certain)
+    assert (d.action, d.certain) == (Action.WARN, True)
+    # Not before the shorter window itself has passed since the start, nor without the check's word.
+    young = instance(launch_time=NOW - timedelta(minutes=40))
+    assert decide(young, judge(u, POLICY, NOW), POLICY, NOW, certain=certain).action is Action.SKIP
+    assert decide(inst, judge(u, POLICY, NOW), POLICY, NOW).action is Action.NONE  # watched: its check asked
+    off = instance(launch_time=NOW - timedelta(minutes=60), tags={tags.EARLY_WARNING: "off"})
+    assert decide(off, judge(u, POLICY, NOW), POLICY, NOW, certain=certain).action is Action.SKIP

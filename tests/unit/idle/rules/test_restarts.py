@@ -9,8 +9,16 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.report import Outcome, Settled, Status
-from costguard.idle.rules.decision import Action
-from costguard.idle.rules.restarts import SKEW, proves_stop, started_after, working_hours_start
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.restarts import (
+    SKEW,
+    UNDONE_WITHIN,
+    held_after_undo,
+    proves_stop,
+    started_after,
+    undone_stop,
+    working_hours_start,
+)
 
 POLICY = IdlePolicy()
 OPENS = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)  # a Tuesday
@@ -78,3 +86,40 @@ def test_an_outcome_is_settled_by_the_last_step_that_had_something_to_say() -> N
     assert (failed.status, failed.applied, failed.detail) == (Status.RETRY, False, "Throttling")
     assert outcome.settled(None, None) == outcome
     assert (outcome.status, outcome.applied) == (Status.DONE, True)  # frozen: the first stays as it was
+
+
+# ------------------------------------------------------------------ a stop its person undid
+def undone_box(stopped: timedelta, **more: str) -> Instance:
+    """Running since NOW - 1 h, costguard's stop `stopped` before that start."""
+    launched = NOW - timedelta(hours=1)
+    return box("running", launched, {tags.STOPPED_AT: formatting.format_time(launched - stopped), **more})
+
+
+NOW = datetime(2026, 11, 24, 15, 0, tzinfo=UTC)
+
+
+def test_a_person_who_starts_a_machine_soon_after_costguards_stop_undid_it() -> None:
+    machine = undone_box(timedelta(minutes=40))
+    assert undone_stop(machine, [], POLICY) == machine.launch_time - timedelta(minutes=40)
+    assert undone_stop(undone_box(UNDONE_WITHIN + timedelta(minutes=1)), [], POLICY) is None  # the next day's work
+    assert undone_stop(box("running", NOW - timedelta(hours=1)), [], POLICY) is None  # costguard never stopped it
+    # costguard's own start (a learned or job start it logged, its working hours' opening) undoes nothing
+    assert undone_stop(machine, [machine.launch_time - timedelta(minutes=3)], POLICY) is None
+    hours = undone_box(timedelta(minutes=40), **{tags.SCHEDULE: "daily 14:15-18:00 UTC"})
+    assert undone_stop(hours, [], POLICY) is None
+
+
+def test_a_machine_whose_stop_was_undone_is_not_warned_again_until_it_has_run_twice_the_window() -> None:
+    machine = undone_box(timedelta(minutes=40))
+    warn = Decision(machine.instance_id, Action.WARN, "idle for 120 min", stop_after=NOW + timedelta(minutes=30))
+    stopped = machine.launch_time - timedelta(minutes=40)
+    held = held_after_undo(warn, machine, stopped, POLICY, NOW)
+    assert held.action is Action.NONE
+    assert held.reason == (
+        "its owner started it again 40 min after costguard stopped it: not warned in its first 4 h (until 18:00 UTC)"
+    )
+    later = NOW + timedelta(hours=3)
+    assert held_after_undo(warn, machine, stopped, POLICY, later) == warn
+    assert held_after_undo(warn, machine, None, POLICY, NOW) == warn
+    wait = Decision(machine.instance_id, Action.WAIT, "idle")
+    assert held_after_undo(wait, machine, stopped, POLICY, NOW) == wait

@@ -30,6 +30,7 @@ from costguard.idle.rules.recurring import (
     quarters_of,
     unpromised,
 )
+from costguard.idle.rules.restarts import held_after_undo, undone_stop
 from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger, LedgerWriteError
@@ -65,10 +66,14 @@ class Learner:
         targets = [
             i for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop and learns(i, self.policy)
         ]
-        if not targets:
+        # Started again soon after costguard's stop, by a person unless its start log says costguard did.
+        undone = [i for i, d in decided if d.action in (Action.WARN, Action.STOP) and undone_stop(i, [], self.policy)]
+        if not targets and not undone:
             return list(decided)
         ids = [i.instance_id for i in targets]
-        records, histories = self.starts.read_many(ids), self.history.changes_of(ids)
+        records = self.starts.read_many(list(dict.fromkeys(ids + [i.instance_id for i in undone])))
+        undid = {i.instance_id: undone_stop(i, records[i.instance_id].started(), self.policy) for i in undone}
+        histories = self.history.changes_of(ids) if ids else {}
         learned: dict[str, Learned] = {}
         unread: set[str] = set()
         for run, quarters, failed in self.fortnights.read(targets, gpu_series, now):
@@ -80,6 +85,7 @@ class Learner:
         for instance, decision in decided:
             iid = instance.instance_id
             changed = adjusted(decision, learned.get(iid), unread=iid in unread, policy=self.policy, now=now)
+            changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now)
             out.append((instance, self.promised(instance, changed, now)))  # a stop held back promises nothing
         return out
 
@@ -109,7 +115,7 @@ class Learner:
             if (e := formatting.parse_time(s.get("e"))) is not None
         ]
         # The starts people made (costguard's own learned starts say nothing new about the work).
-        ours = [t for s in record.starts if (t := formatting.parse_time(s.get("s"))) is not None]
+        ours = record.started()
         running = [
             at for at, state in history if state == "running" and all(abs((at - t).total_seconds()) > 600 for t in ours)
         ]

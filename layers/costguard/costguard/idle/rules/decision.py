@@ -3,8 +3,9 @@
 Never stopped: instances exempt or kept; outside the accelerator families; not running; with an
 instance-store root or one-time Spot (they cannot be stopped); managed by an orchestrator that would
 replace them; Auto Scaling group members (their scale-in protection is managed instead); running for
-less than the window. A stop needs a delivered warning (its tags), the grace period passed, and an
-idle judgement of fresh data covering at least the window and everything since the warning.
+less than the window (unless certainly idle since its start: a restart is not a new window of idleness).
+A stop needs a delivered warning (its tags), the grace period passed, and an idle judgement of fresh data
+covering at least the window and everything since the warning.
 
 Two decisions rest on the activity check as well (idle/rules/review.py confirms or drops them): a warning
 (and its stop) after the shorter window of certain idleness, when the metrics are idle for it but not
@@ -141,9 +142,14 @@ def decide(
         )
 
     running_for = now - instance.launch_time
-    if running_for < timedelta(minutes=policy.window_minutes):
+    if running_for < timedelta(minutes=policy.window_minutes) and not _certain_since_start(
+        instance, running_for, certain, policy
+    ):
         minutes = int(running_for.total_seconds() // 60)
-        return clear_or(Action.SKIP, f"running for {minutes} min, less than the {policy.window_minutes}-min window")
+        # Run as long as the shorter window: watched (its check asked), for certain idleness to cut the wait.
+        watched = early_warnings(instance, policy) and running_for >= timedelta(minutes=policy.certain_idle_minutes)
+        why = f"running for {minutes} min, less than the {policy.window_minutes}-min window"
+        return clear_or(Action.NONE if watched else Action.SKIP, why)
 
     early = False
     if judgement.verdict is not Verdict.IDLE:
@@ -198,6 +204,19 @@ def decide(
         judgement=judgement,
         certain=early,
         gpus_from_check=unseen,
+    )
+
+
+def _certain_since_start(
+    instance: Instance, running_for: timedelta, certain: Judgement | None, policy: IdlePolicy
+) -> bool:
+    """A machine (re)started less than a window ago is judged on certain idleness once it has run the shorter
+    window with nothing alive on it (its check confirms): a start is not a new full window of idleness."""
+    return (
+        certain is not None
+        and certain.verdict is Verdict.IDLE
+        and running_for >= timedelta(minutes=policy.certain_idle_minutes)
+        and early_warnings(instance, policy)
     )
 
 

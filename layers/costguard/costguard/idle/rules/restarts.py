@@ -9,16 +9,25 @@ attempt did (a stop, a start) is proven from EC2's record, with clocks that diff
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.recurring import LATE
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 
 # Clocks differ a little: AWS's time of a start or a stop is checked against costguard's time of its decision.
 SKEW = timedelta(minutes=2)
+# A person who starts a machine again this soon after costguard's stop undid it: they wanted it running (a
+# start the next working day, 6 h or more on, is the day's work). Such a machine waits UNDONE_WAIT windows.
+UNDONE_WITHIN = timedelta(hours=6)
+UNDONE_WAIT = 2
+# costguard's own start (its start log's time) against EC2's launch time.
+OWN_START = timedelta(minutes=10)
 # EC2's reason for a stop someone asked for: "User initiated (2026-11-21 14:00:05 GMT)".
 _STOPPED = re.compile(r"\((\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (?:GMT|UTC)\)")
 
@@ -153,3 +162,33 @@ def proves_stop(instance: Instance | None, *, warned: datetime, decided: datetim
     # Running again: started after the stop was decided (EC2 gives a machine a new launch time at each
     # start), so the stop happened and someone started it since.
     return instance.state in ("pending", "running") and instance.launch_time > decided
+
+
+def undone_stop(instance: Instance, ours: Iterable[datetime], policy: IdlePolicy) -> datetime | None:
+    """When costguard's stop was, if this running machine's person undid it: started again within UNDONE_WITHIN
+    of costguard's stop (its stopped-at), by someone else than costguard (not a start its start log holds,
+    `ours`, nor its working hours' opening)."""
+    stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    launched = instance.launch_time
+    if stopped_at is None or not stopped_at < launched <= stopped_at + UNDONE_WITHIN:
+        return None
+    if any(abs(launched - t) <= OWN_START for t in ours) or for_working_hours(instance, policy):
+        return None
+    return stopped_at
+
+
+def held_after_undo(
+    decision: Decision, instance: Instance, stopped_at: datetime | None, policy: IdlePolicy, now: datetime
+) -> Decision:
+    """A warning (or a stop on one) of a machine whose person undid costguard's stop waits until the machine has
+    run UNDONE_WAIT windows since: the person who keeps starting it again is not stopped again at once (each
+    boot a person waits for costs more than the machine's idle hour)."""
+    if stopped_at is None or decision.action not in (Action.WARN, Action.STOP):
+        return decision
+    until = instance.launch_time + UNDONE_WAIT * timedelta(minutes=policy.window_minutes)
+    if now >= until:
+        return decision
+    after = formatting.duration(int((instance.launch_time - stopped_at).total_seconds() // 60))
+    hours = formatting.duration(UNDONE_WAIT * policy.window_minutes)
+    why = f"its owner started it again {after} after costguard stopped it: not warned in its first {hours}"
+    return replace(decision, action=Action.NONE, reason=f"{why} (until {until:%H:%M} UTC)")
