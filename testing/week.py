@@ -17,6 +17,7 @@ stopped), GPU-hours of work lost, warnings per owner per day, warnings about mac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -707,6 +708,12 @@ def run_costguard(
     # A week of posts in a few minutes: the stand-in enforces no rate limit, and the pace would wait real seconds.
     runtime = Runtime(Settings.from_env(), ClientFactory(default_region=REGION), slack_pace=0.0)
     attempt.append(runtime)
+    # A deploy's recommended first week in dry-run before the measured week (BENCH_DRY_RUN_DAYS): costguard
+    # learns, stops nothing, and enforces from the week's start.
+    enforced, dry_days = runtime.settings, int(os.environ.get("BENCH_DRY_RUN_DAYS", "0"))
+    if dry_days:
+        fleet.now = world.start - timedelta(days=dry_days)
+        runtime.settings = dataclasses.replace(enforced, mode=type(enforced.mode)("dry-run"))
     for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
         runtime.clients._clients[(service, REGION)] = aws.client(service)
     runtime.clients._clients[("cloudtrail", REGION)] = aws.client("cloudtrail")
@@ -725,6 +732,8 @@ def run_costguard(
     slack_rng = random.Random(seed * 7)
     try:
         while fleet.now < end:
+            if fleet.now >= world.start:
+                runtime.settings = enforced
             sweeps += 1
             if plan is not None:
                 plan.sweep_started(sweeps)
@@ -758,12 +767,15 @@ def run_costguard(
                     dead_lettered += 1
                     by_costguard += raised
                 del runtime.now
-            this_sweep = Counter(m.channel for m in slack.messages[seen:] if warned_in(m, world))
+            this_sweep = Counter(
+                m.channel for m in slack.messages[seen:] if warned_in(m, world) and fleet.now >= world.start
+            )
             messages_per_owner.update(this_sweep)
             most_in_a_sweep = max(most_in_a_sweep, *this_sweep.values(), 0)
             for message in slack.messages[seen:]:
                 for instance_id in warned_in(message, world):  # each machine a warning tells about
-                    warnings.append((instance_id, fleet.index))
+                    if fleet.now >= world.start:  # the measured week's (not a dry-run week's reports)
+                        warnings.append((instance_id, fleet.index))
                     url = slack.response_url(message.ts)
                     # Under faults, owners only keep: every stop counted is the sweep's, with its notice.
                     kw = {"stop_now": faults is None}

@@ -20,12 +20,13 @@ from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
 from costguard.slack.interactions import Click, parse_interaction
 from costguard.state.ledger import LedgerWriteError
+from costguard.state.startlog import StartLog, StartRecord
 from testing import moto_fixes
 from testing.handlers import load_handler
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, dates_in
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
-from tests.integration.test_idle_stopper import A10G, launch, publish, state_of, warn_tags
+from tests.integration.test_idle_stopper import A10G, idle, launch, publish, run, state_of, warn_tags
 
 app = load_handler("idle_stopper")
 buttons = load_handler("buttons")
@@ -373,3 +374,27 @@ def test_the_start_time_a_stop_promises_is_kept_before_the_stop(
     monkeypatch.setattr(dynamodb, "put_item", put_item)
     assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == [iid]  # the scheduler's retry
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]
+
+
+def test_a_machine_its_person_started_again_soon_after_costguards_stop_is_not_warned_again_at_once(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped by costguard, started again by its person 40 minutes later, idle since: a whole window has
+    passed, but the person who undid the stop is not warned again before the machine has run two windows."""
+    launched = now - timedelta(hours=2, minutes=30)
+    stopped = formatting.format_time(launched - timedelta(minutes=40))
+    undone = launch(now, hours=2.5, tags={tags.STOPPED_AT: stopped})
+    ours = launch(now, hours=2.5, owner="carol@example.com", tags={tags.STOPPED_AT: stopped})
+    log = StartLog(boto3.client("dynamodb", region_name=REGION), TABLE)
+    at = formatting.format_time(launched)
+    log.made(ours, at, at, StartRecord(), launched)
+    for iid in (undone, ours):
+        publish(iid, now, gpus=[idle(), idle(), idle(), idle()])
+
+    result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
+
+    assert result["regions"][REGION]["warned"] == [ours]  # costguard's own start undid nothing
+    assert tags.IDLE_WARNED_AT not in tags_of(undone)
+    later = now + timedelta(hours=1, minutes=35)  # four hours after its start: warned
+    publish(undone, later, gpus=[idle(), idle(), idle(), idle()])
+    assert run(SWEEP, runtime, later, lambda_context, monkeypatch)["regions"][REGION]["warned"] == [undone]
