@@ -384,3 +384,23 @@ def test_a_wasted_start_judged_in_a_storm_leaves_the_sweep_running_and_is_judged
 
     # Its outcome is not kept without its ledger entry: the next sweep judges the start again.
     assert kept.record.starts == [{"e": "2026-11-20T02:00:00Z", "s": "2026-11-20T01:45:00Z"}]
+
+
+def test_a_persons_morning_start_is_learned_from_when_they_start_the_machine_in_their_zone() -> None:
+    """A person who starts their machine at about 09:00 Paris time on 3 of the last 5 working days (08:50, 09:05,
+    09:20: within 30 minutes) and begins work half an hour later: the pattern is their start, in their zone,
+    and the machine is started for the next one (a Monday, before the earliest)."""
+    paris = ZoneInfo("Europe/Paris")
+    ups = [
+        datetime(2026, 11, 16, 8, 50, tzinfo=paris),
+        datetime(2026, 11, 18, 9, 5, tzinfo=paris),
+        datetime(2026, 11, 20, 9, 20, tzinfo=paris),
+    ]
+    work = [u + timedelta(minutes=30) for u in ups]
+    found = learn(fortnight(work, hours=3), NOW, zones=("UTC", "Europe/Paris"), running_at=ups)
+    assert found.pattern is not None
+    assert found.pattern.next_start(NOW).astimezone(paris) == datetime(2026, 11, 23, 8, 50, tzinfo=paris)
+    # Without the starts, the work's own start (half an hour on) is all that is known.
+    alone = learn(fortnight(work, hours=3), NOW, zones=("UTC", "Europe/Paris"))
+    assert alone.pattern is not None
+    assert alone.pattern.next_start(NOW) > found.pattern.next_start(NOW)
