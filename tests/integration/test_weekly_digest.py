@@ -12,6 +12,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from costguard.core import tags
 from costguard.runtime import Runtime
 from costguard.state.entries import Entry, EntryKind
 from testing import moto_fixes
@@ -174,6 +175,37 @@ def test_a_retried_digest_run_posts_nothing_twice(
     assert (first["status"], again["status"]) == ("posted", "already-posted")
     assert len(slack.messages) == 4  # the post, its two replies and alice's DM, once each
     assert len(slack.files) == 1
+
+
+def test_the_digests_thread_lists_an_exempt_machine_with_what_it_idled_and_suggests_keeping_it_for_its_runs(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    threads: dict[str, str],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    now: datetime,
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    iid = launch("g5.xlarge", "alice@example.com", "nlp", now)  # 1 GPU, $1.006/h
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.EXEMPT, "Value": "nightly eval"}])
+    first = (now - timedelta(days=5)).replace(hour=0)
+    for day in range(4):  # a 2-hour job at 02:00 UTC each night, the rest of the day idle: 88 idle hours
+        midnight = first + timedelta(days=day)
+        publish_hours(iid, 1, midnight, 2, cpu=2, gpu=1)
+        publish_hours(iid, 1, midnight + timedelta(hours=2), 2, cpu=40, gpu=90)
+        publish_hours(iid, 1, midnight + timedelta(hours=4), 20, cpu=2, gpu=1)
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    digest, *replies = [m for m in slack.messages if not m.direct]
+    assert "exempt" not in everything([digest]).lower()  # the post stays a headline
+    [housekeeping] = [r for r in replies if "Exempt machines that sat idle" in everything([r])]
+    assert threads.get(housekeeping.ts) == digest.ts
+    [listed] = [b["text"]["text"] for b in housekeeping.blocks if "Exempt machines" in str(b)]
+    assert (
+        f"• `{iid}` g5.xlarge (alice@example.com, exempt: nightly eval): idle 88 GPU-h, *$88.53* · "
+        "work starts at about 02:00 UTC on 4 days: keep it for its runs"
+    ) in listed
 
 
 def test_only_owners_whose_idle_time_cost_something_get_a_direct_message_unless_everyone_should(

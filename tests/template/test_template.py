@@ -714,6 +714,15 @@ def test_only_costguards_own_roles_may_write_a_start_at(cfn: dict[str, Any]) -> 
     assert tags.LEARNED_START in keep["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
 
 
+def test_only_the_buttons_may_write_keep_for_runs_the_idle_stopper_reads_it(cfn: dict[str, Any]) -> None:
+    writers = [
+        (r, s.get("Sid"))
+        for r, s in statements(cfn)
+        if tags.KEEP_FOR_RUNS in s.get("Condition", {}).get("ForAllValues:StringEquals", {}).get("aws:TagKeys", [])
+    ]
+    assert writers == [("ButtonsFunctionRole", "TagKeepAndStopOnly")]  # "Keep it for its runs"
+
+
 def test_the_new_idle_parameters_reach_the_idle_stopper_with_the_codes_defaults(
     sam_template: dict[str, Any], cfn: dict[str, Any]
 ) -> None:

@@ -175,3 +175,57 @@ def test_stop_now_leaves_start_it_again_and_the_header_says_stopped() -> None:
     assert [e["action_id"] for e in shown.blocks[2]["elements"]] == [Button.START]
     part = Live.from_json(next(iter(worker.live.client.items.values()))["body"]["S"])  # type: ignore[union-attr]
     assert part.parts[0].phase is Phase.STOPPED
+
+
+def test_keep_it_for_its_runs_tags_the_machine_records_the_keep_and_says_so_in_place_with_the_stop_still_coming() -> (
+    None
+):
+    worker, people, machines, ledger, answers = world({})
+    warned = Part(IID, f"cg-warn-{IID}", "GPU machine", 24.0, "idle", "idle", "costguard stops it at 20:00.")
+    buttons = tuple(warning_buttons(IID, "us-east-1", True, start_at="2026-11-21T01:45:00Z", for_runs=True))
+    assert worker.live is not None
+    worker.live.record(
+        [(Delivery("bot", "D0ALICE", "1.1"), Live((Part(**{**warned.__dict__, "buttons": buttons}),)))], NOW
+    )
+    machines.tags[tags.STOP_AFTER] = "2026-11-20T20:00:00Z"
+
+    reply = worker.handle(click(Button.KEEP_FOR_RUNS), NOW)
+
+    assert reply.status == "done"
+    assert machines.tags[tags.KEEP_FOR_RUNS] == "on"
+    assert machines.tags[tags.STOP_AFTER] == "2026-11-20T20:00:00Z"  # not a keep from the stop: its warning stands
+    [entry] = ledger.entries
+    assert (entry.kind.value, entry.reason, entry.until) == ("keep", "costguard.keep_for_runs by u0alice", "")
+    [shown] = people.shown
+    assert shown.blocks[0]["text"]["text"] == "Idle GPU machine · $24/day"  # still idle: its stop still comes
+    said = as_read(shown.blocks[1])
+    assert "costguard stops it at 20:00. Kept for its runs by <@U0ALICE>: started before each." in said
+    left = [e["action_id"] for e in shown.blocks[2]["elements"]]
+    assert left == [Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_WHILE_BUSY, Button.STOP_NOW]
+    assert answers == []
+
+
+def test_skip_the_planned_start_on_a_machine_kept_for_its_runs_since_is_refused_and_changes_nothing() -> None:
+    worker, people, machines, ledger, answers = world({})
+    machines.tags[tags.KEEP_FOR_RUNS] = "on"
+
+    reply = worker.handle(click(Button.DONT_START), NOW)
+
+    assert reply.status == "refused"
+    assert tags.LEARNED_START not in machines.tags
+    assert ledger.entries == []
+    assert people.shown == []
+    assert "kept for its runs (`costguard:keep-for-runs`)" in answers[0]["text"]
+
+
+def test_stop_now_on_a_machine_kept_for_its_runs_keeps_the_start_its_warning_promised_despite_starts_off() -> None:
+    worker, _, machines, _, _ = world({})
+    machines.tags |= {tags.LEARNED_START: "off", tags.KEEP_FOR_RUNS: "on"}
+    pressed = Click(
+        Button.STOP_NOW, IID, "us-east-1", "U0ALICE", "alice", "https://hooks", "1.1", str(NOW.timestamp()),
+        start_at="2026-11-21T01:45:00Z",
+    )  # fmt: skip
+
+    worker.handle(pressed, NOW)
+
+    assert machines.tags[tags.START_AT] == "2026-11-21T01:45:00Z"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from costguard.core import tags
-from costguard.core.keeping import kept_by_people
+from costguard.core.keeping import kept_by_people, kept_for_runs, starts_declined
 from costguard.core.sagemaker import Kind, Resource
 from costguard.sagemaker.rules.decision import protection as sagemaker_protection
 
@@ -60,3 +62,20 @@ def test_a_sagemaker_notebook_is_kept_by_the_same_rule_as_an_instance() -> None:
         tags=kept,
     )
     assert sagemaker_protection(notebook, NOW) == "kept until 2026-11-21T09:00:00Z"
+
+
+@pytest.mark.parametrize("value", ["on", "On ", "nightly training", "yes", ""])
+def test_keep_for_runs_is_any_value_but_off_as_exempt_is_any_value(value: str) -> None:
+    assert kept_for_runs({tags.KEEP_FOR_RUNS: value})
+
+
+@pytest.mark.parametrize("given", [{}, {tags.KEEP_FOR_RUNS: "off"}, {tags.KEEP_FOR_RUNS: " OFF"}, {tags.EXEMPT: "x"}])
+def test_keep_for_runs_absent_or_off_is_not_kept_for_runs(given: dict[str, str]) -> None:
+    assert not kept_for_runs(given)
+
+
+def test_keep_for_runs_outranks_the_owners_switch_that_turned_costguards_starts_off() -> None:
+    assert starts_declined({tags.LEARNED_START: "off"})
+    assert starts_declined({tags.LEARNED_START: " Off", tags.KEEP_FOR_RUNS: "off"})
+    assert not starts_declined({tags.LEARNED_START: "off", tags.KEEP_FOR_RUNS: "on"})
+    assert not starts_declined({tags.LEARNED_START: "on"})

@@ -105,6 +105,29 @@ def no_learned_start(click: Click) -> Done:
     return Done(text, live.without(Button.DONT_START, mrkdwn("Planned start skipped by {}.", who)))
 
 
+def kept_for_runs(click: Click) -> Done:
+    """ "Keep it for its runs": its part keeps its state (a warning's stop still comes) and says who kept it so;
+    that button and "Skip the planned start" gone (the keep outranks it)."""
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} kept `{}` for its runs (`{}`): costguard stops it when idle, never just before a run it knows of, "
+        "and starts it before each.",
+        who,
+        click.instance_id,
+        f"{tags.KEEP_FOR_RUNS}={tags.ON}",
+    )
+    kept = live.without(Button.KEEP_FOR_RUNS, mrkdwn("Kept for its runs by {}: started before each.", who))
+    return Done(text, lambda part: live.without(Button.DONT_START)(live.settled(kept, part)))
+
+
+def still_kept_for_runs(click: Click) -> str:
+    """ "Skip the planned start" on a machine kept for its runs since: the keep stands until its tag is taken off."""
+    return (
+        f"`{click.instance_id}` is kept for its runs (`{tags.KEEP_FOR_RUNS}`): costguard starts it before them. "
+        "Take that tag off first to skip its starts."
+    )
+
+
 def start_again_at(click: Click, now: datetime) -> datetime | None:
     """The learned start a "Stop now" keeps (its warning promised it), if it is still ahead."""
     start_at = formatting.parse_time(click.start_at)

@@ -25,6 +25,7 @@ from costguard.buttons import words
 from costguard.buttons.rules import keep_until
 from costguard.buttons.words import Done
 from costguard.core import formatting, tags
+from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.settings import Mode
@@ -124,6 +125,8 @@ class ClickWorker:
         if not self._may_act(click.user_id, owner):
             text = f"Only the owner ({owner or 'unknown'}) or a costguard admin can do that."
             return self._tell(click, Reply("refused", text))
+        if click.button is Button.DONT_START and kept_for_runs(instance.tags):  # a message from before the keep
+            return self._tell(click, Reply("refused", words.still_kept_for_runs(click)))
         key = f"slack-action:{click.instance_id}:{click.message_ts}:{click.button.value}"
         claim = self.claims.claim(key, now, ttl=timedelta(days=7))
         if claim.state is ClaimState.DONE:
@@ -138,7 +141,7 @@ class ClickWorker:
         # same entry), then the done mark, then the answer. A failure anywhere before the done mark
         # leaves the claim to a retry after its lease, which applies the same keep again, harmlessly.
         # The effect is dated now (a keep runs from when it is applied); its record by the click itself.
-        if instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
+        if starts_declined(instance.tags):
             click = replace(click, start_at="")  # learned starts turned off since the warning
         zone = self.owner_zone(owner)
         reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode)
@@ -215,6 +218,10 @@ def act(ec2: Ec2, click: Click, hibernate: bool, now: datetime, zone: ZoneInfo, 
         done = words.kept_while_busy(click, zone.key)
     elif click.button is Button.DONT_START:
         applied, done = dont_start(ec2, click)
+    elif click.button is Button.KEEP_FOR_RUNS:
+        # Not a keep from the stop: stopped when idle as before, never just before a run, started before each.
+        applied = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.ON})
+        done = words.kept_for_runs(click)
     elif click.button in KEEPS:
         until = keep_until(click.button, now, zone)
         applied = ec2.create_tags(

@@ -1,5 +1,7 @@
 """The people's word on a machine: exempt, or kept until a time. One rule for every kind of machine costguard
-stops (EC2 instances, SageMaker notebook instances, endpoints and Studio apps). Pure: tags and `now` in.
+stops (EC2 instances, SageMaker notebook instances, endpoints and Studio apps). Pure: tags and `now` in. And
+for EC2 machines, kept for their runs (stopped when idle, started before their runs), and whether costguard's
+starts were turned off for one.
 
 A data scientist costs more than the machine: a keep-until costguard cannot read keeps the machine, it does
 not lift the keep.
@@ -26,3 +28,17 @@ def kept_by_people(resource_tags: Mapping[str, str], now: datetime) -> str | Non
         if until > now:
             return f"kept until {formatting.format_time(until)}"
     return None
+
+
+def kept_for_runs(resource_tags: Mapping[str, str]) -> bool:
+    """Whether its owner asked costguard to keep the machine for its runs (`costguard:keep-for-runs`): any value
+    but `off`, as `costguard:exempt` is any value (an empty one too: a key written without a value means it)."""
+    value = resource_tags.get(tags.KEEP_FOR_RUNS)
+    return value is not None and value.strip().lower() != tags.OFF
+
+
+def starts_declined(resource_tags: Mapping[str, str]) -> bool:
+    """Whether its owner turned costguard's starts off for this machine (`costguard:learned-start=off`, the
+    "Skip the planned start" button), and did not keep it for its runs, which outranks that switch."""
+    off = resource_tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF
+    return off and not kept_for_runs(resource_tags)

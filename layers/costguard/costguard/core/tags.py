@@ -27,10 +27,24 @@ KEEP_WHILE_BUSY = "costguard:keep-while-busy"
 LEARNED_START = "costguard:learned-start"
 EARLY_WARNING = "costguard:early-warning"
 OFF = "off"
+# Kept for its runs: stopped when idle, but never just before its known runs (its scheduled jobs, the recurring
+# work learned), and started before them even where learned starts are off (for the deployment, or by
+# LEARNED_START). Any value but `off` (`on` is what the "Keep it for its runs" button writes).
+KEEP_FOR_RUNS = "costguard:keep-for-runs"
+ON = "on"
 
 # What people told costguard, through a tag or a button: an uninstall keeps these unless told to delete its data
 # (scripts/uninstall), so that a keep, an exemption or a schedule survives a reinstall.
-SET_BY_PEOPLE = (EXEMPT, KEEP_UNTIL, SCHEDULE, KEPT_BY, KEEP_WHILE_BUSY, LEARNED_START, EARLY_WARNING)
+SET_BY_PEOPLE = (
+    EXEMPT,
+    KEEP_UNTIL,
+    SCHEDULE,
+    KEPT_BY,
+    KEEP_WHILE_BUSY,
+    LEARNED_START,
+    EARLY_WARNING,
+    KEEP_FOR_RUNS,
+)
 
 # The idle stopper's state, on the instance itself, visible in the console.
 IDLE_WARNED_AT = "costguard:idle-warned-at"

@@ -17,6 +17,8 @@ class Button(StrEnum):
     STOP_NOW = "costguard.stop_now"
     START = "costguard.start"
     DONT_START = "costguard.dont_start"  # not started again for its learned recurring work
+    # stopped when idle, never just before its known runs, and started before them (costguard:keep-for-runs)
+    KEEP_FOR_RUNS = "costguard.keep_for_runs"
     RECREATE = "costguard.recreate"  # a SageMaker endpoint costguard deleted, created again from its configuration
 
 
@@ -38,24 +40,43 @@ def button_value(instance_id: str, region: str, account: str = "", start_at: str
     return json.dumps(target, separators=(",", ":"))
 
 
-def keep_buttons(value: str, whose: str = "your time") -> list[Block]:
+def keep_buttons(value: str, whose: str = "your time", *, for_runs: bool = False) -> list[Block]:
     """The keeps, in the order people reach for them. `whose`: the clock "tomorrow 09:00" and "Monday" are read
-    on, said on the button ("your time": the owner's Slack time zone; else the team's, "Paris time")."""
+    on, said on the button ("your time": the owner's Slack time zone; else the team's, "Paris time").
+    `for_runs`: a machine with known runs is offered "Keep it for its runs" in place of "Monday", the keep
+    people reached for so that a weekend's runs would find it up (the buttons stay as few)."""
+    longer = (
+        button(FOR_RUNS, Button.KEEP_FOR_RUNS, value)
+        if for_runs
+        else button(f"Keep until Monday 09:00 ({whose})", Button.KEEP_MONDAY, value)
+    )
     return [
         button("Keep 2 h", Button.KEEP_2H, value, style="primary"),
         button(f"Keep until 09:00 tomorrow ({whose})", Button.KEEP_TOMORROW, value),
-        button(f"Keep until Monday 09:00 ({whose})", Button.KEEP_MONDAY, value),
+        longer,
         button("Keep while it works", Button.KEEP_WHILE_BUSY, value),
     ]
 
 
+FOR_RUNS = "Keep it for its runs"
+
+
 def warning_buttons(
-    instance_id: str, region: str, will_stop: bool, account: str = "", *, start_at: str = "", whose: str = "your time"
+    instance_id: str,
+    region: str,
+    will_stop: bool,
+    account: str = "",
+    *,
+    start_at: str = "",
+    whose: str = "your time",
+    for_runs: bool = False,
+    kept_for_runs: bool = False,
 ) -> list[Block]:
     """`start_at`: the learned start the warning promised (ISO 8601): "Stop now" keeps it, and "Skip the planned
-    start" is offered."""
+    start" is offered, unless the machine is `kept_for_runs` (its owner's word: started before its runs).
+    `for_runs`: its runs are known, and "Keep it for its runs" is offered."""
     value = button_value(instance_id, region, account)
-    elements = keep_buttons(value, whose)
+    elements = keep_buttons(value, whose, for_runs=for_runs and not kept_for_runs)
     if will_stop:
         stop = dict(
             button("Stop now", Button.STOP_NOW, button_value(instance_id, region, account, start_at), style="danger")
@@ -67,7 +88,7 @@ def warning_buttons(
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
         elements.append(stop)
-    if start_at:
+    if start_at and not kept_for_runs:
         elements.append(button(SKIP_START, Button.DONT_START, value))
     return elements
 
@@ -94,10 +115,18 @@ def stop_anyway_buttons(
     return [stop]
 
 
-def start_buttons(instance_id: str, region: str, account: str = "", *, learned_start: bool = False) -> list[Block]:
+def start_buttons(
+    instance_id: str, region: str, account: str = "", *, learned_start: bool = False, for_runs: bool = False
+) -> list[Block]:
+    """On a stopped machine: "Start it again"; where costguard promised to start it for its work, "Skip the
+    planned start"; `for_runs`: the start is for its runs, and "Keep it for its runs" is offered."""
     value = button_value(instance_id, region, account)
-    again = [button("Start it again", Button.START, value, style="primary")]
-    return [*again, button(SKIP_START, Button.DONT_START, value)] if learned_start else again
+    out = [button("Start it again", Button.START, value, style="primary")]
+    if learned_start:
+        out.append(button(SKIP_START, Button.DONT_START, value))
+    if for_runs:
+        out.append(button(FOR_RUNS, Button.KEEP_FOR_RUNS, value))
+    return out
 
 
 def sagemaker_value(kind: str, name: str, region: str, account: str = "", config: str = "") -> str:
@@ -139,6 +168,6 @@ def as_menu(buttons: Sequence[Block]) -> Block:
         value = json.dumps({"b": element["action_id"], **target}, separators=(",", ":"))
         if len(value) <= OPTION_VALUE:
             options.append({"text": dict(element["text"]), "value": value})
-    keeps = all(str(e.get("action_id")) in (*KEEPS, Button.KEEP_WHILE_BUSY) for e in buttons)
+    keeps = all(str(e.get("action_id")) in (*KEEPS, Button.KEEP_WHILE_BUSY, Button.KEEP_FOR_RUNS) for e in buttons)
     placeholder = {"type": "plain_text", "text": "Keep it…" if keeps else "Choose…"}
     return {"type": "static_select", "action_id": MENU, "placeholder": placeholder, "options": options}

@@ -26,6 +26,7 @@ from costguard.digest.weekly.dashboards import update_dashboards
 from costguard.digest.weekly.hours import iter_hours
 from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
 from costguard.digest.weekly.rules.bill import IdlePrice, basis_line, idle_prices, paid_idle
+from costguard.digest.weekly.rules.exempt import exempt_idle
 from costguard.digest.weekly.rules.figures import (
     InstanceWeek,
     empty_week,
@@ -163,6 +164,7 @@ class DigestCollector:
             self.owner_tag_key,
         )
         data.outlived_keeps = outlived_keeps(keeps, weeks, end, self.policy)
+        data.exempt_idle = exempt_idle(raw, weeks, this_week, self.policy)
         data.advice = advice
         data.saved_list_usd = saved.list_usd
         data.basis = basis_line(billings, now)

@@ -24,6 +24,7 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
+from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.series import Utilization
 from costguard.core.settings import IdlePolicy
@@ -242,7 +243,7 @@ class Consultation:
     def _scheduled(self, instance: Instance, decision: Decision, jobs: MachineJobs | None, now: datetime) -> Decision:
         """A warning or a stop in the light of the machine's own scheduled jobs; a start for one promised as a
         learned start is (a start-at costguard did not promise, it does not honour)."""
-        declined = instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF
+        declined = starts_declined(instance.tags)  # not where its owner keeps it for its runs
         may_start = self.learner is not None and learns(instance, self.policy)
         changed = with_jobs(decision, jobs, self.policy, now, may_start=may_start, declined=declined)
         if self.learner is not None and changed.start_at != decision.start_at:

@@ -66,6 +66,9 @@ class Decision:
     gpus_from_check: bool = False  # no GPU metrics: stops only if the check saw every GPU at 0 % throughout
     told: bool = False  # warned already (without a stop): nothing more to say unless it will now stop
     learned: str = ""  # the recurring work learned for this machine, as the messages say it
+    # its known runs (a scheduled job, recurring work learned), as the messages say them, whether or not costguard
+    # starts it for them: where "Keep it for its runs" means something
+    runs: str = ""
     start_at: datetime | None = None  # a stop: when costguard starts the machine again for that work
     bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
     scarce: str = ""  # not stopped while its owner works: the evidence that it might not start again

@@ -15,6 +15,10 @@ nearest run after the stop decides:
   that would find it stopped; a job further off than a day does not hold the stop;
 - where its owner turned costguard's starts off for this machine (Don't start it, `learned-start=off`): the
   owner's word stands, stopped as any other and not started.
+
+A machine its owner keeps for its runs (`costguard:keep-for-runs`, core/keeping.py) is one costguard may start
+and whose starts are not declined, whatever the deployment's LearnedStarts and its `learned-start` say
+(recurring.learns): held before a job too near, else stopped and started before it.
 """
 
 from __future__ import annotations
@@ -59,13 +63,13 @@ def with_jobs(
         return replace(decision, action=Action.NONE, reason=why, learned=said)
     if not may_start:
         if due.when - stop_at > HELD_FOR:
-            return decision
+            return replace(decision, runs=decision.runs or said)  # known: "Keep it for its runs" is offered
         why = f"it {said}, and costguard does not start machines again here (LearnedStarts is off)"
         return replace(decision, action=Action.NONE, reason=why, learned=said)
     start_at = due.when - timedelta(minutes=policy.schedule_lead_minutes)
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # a learned run comes first: started for it, and running for the job
-    return replace(decision, learned=said, start_at=start_at)
+    return replace(decision, learned=said, start_at=start_at, runs=said)
 
 
 def next_due(jobs: MachineJobs, after: datetime, now: datetime, window: timedelta) -> Upcoming | None:

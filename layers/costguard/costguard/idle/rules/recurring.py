@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from costguard.core import tags
+from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.records import Instance
 from costguard.core.series import Point
 from costguard.core.settings import IdlePolicy
@@ -290,12 +290,15 @@ def with_pattern(decision: Decision, learned: Learned, policy: IdlePolicy, now: 
             why = f"its next run, at about {upcoming:%H:%M} UTC, is too soon after a stop at {stop_at:%H:%M} to pay"
         return replace(decision, action=Action.NONE, reason=f"{pattern.describe()}; {why}", learned=pattern.describe())
     start_at = upcoming - timedelta(minutes=policy.schedule_lead_minutes)
-    return replace(decision, learned=pattern.describe(), start_at=start_at)
+    return replace(decision, learned=pattern.describe(), start_at=start_at, runs=pattern.describe())
 
 
 def learns(instance: Instance, policy: IdlePolicy) -> bool:
-    """Whether recurring work is looked for on this machine: on for the deployment, not off for it."""
-    return policy.learned_starts and instance.tags.get(tags.LEARNED_START, "").strip().lower() != tags.OFF
+    """Whether recurring work is looked for on this machine, and costguard may start it for its runs: on for the
+    deployment and not off for it, or kept for its runs by its owner (`costguard:keep-for-runs` outranks both)."""
+    if kept_for_runs(instance.tags):
+        return True
+    return policy.learned_starts and not starts_declined(instance.tags)
 
 
 def adjusted(

@@ -17,7 +17,7 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
-from costguard.idle.rules.recurring import LATE
+from costguard.idle.rules.recurring import LATE, learns
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
 
 # Clocks differ a little: AWS's time of a start or a stop is checked against costguard's time of its decision.
@@ -104,11 +104,11 @@ def for_working_hours(instance: Instance, policy: IdlePolicy, *, sooner: timedel
 
 def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
     """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
-    only while the run can be met, and not on a machine whose owner turned learned starts off or tagged it
-    exempt (costguard then leaves it alone, starts included)."""
+    only while the run can be met, and not on a machine whose owner turned learned starts off (unless they keep
+    it for its runs) or tagged it exempt (costguard then leaves it alone, starts included)."""
     if start_at is None:
         return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
-    if not policy.learned_starts or instance.tags.get(tags.LEARNED_START, "").strip().lower() == tags.OFF:
+    if not learns(instance, policy):
         return "learned starts are off for it"
     if tags.EXEMPT in instance.tags:
         return "exempt: costguard leaves it alone"

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from costguard.core import formatting, tags
 from costguard.core.formatting import duration
+from costguard.core.keeping import kept_for_runs
 from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance, Price
 from costguard.idle.rules.capacity import READY
@@ -73,7 +74,14 @@ def idle_warning(
     iid = instance.instance_id
     start_at = formatting.format_time(decision.start_at) if decision.start_at else ""
     buttons = warning_buttons(
-        iid, instance.region, decision.will_stop, instance.account, start_at=start_at, whose=whose
+        iid,
+        instance.region,
+        decision.will_stop,
+        instance.account,
+        start_at=start_at,
+        whose=whose,
+        for_runs=bool(decision.runs) and decision.will_stop,
+        kept_for_runs=kept_for_runs(instance.tags),
     )
     return Part(
         key=iid,
@@ -96,7 +104,17 @@ def warned(instance: Instance, decision: Decision, now: datetime, zone: str) -> 
             status += Mrkdwn(" It hibernates: its memory is kept.")
     else:
         status = Mrkdwn("costguard will not stop it: it reports no GPU use to judge by.")
-    return status + _restart(decision, now, zone)
+    return status + _restart(decision, now, zone) + _no_runs_known(instance, decision)
+
+
+def _no_runs_known(instance: Instance, decision: Decision) -> Mrkdwn:
+    """A machine its owner keeps for its runs, none of which costguard knows: stopped as any other, and said."""
+    if not decision.will_stop or decision.runs or not kept_for_runs(instance.tags):
+        return Mrkdwn("")
+    return Mrkdwn(
+        f" It is kept for its runs (`{tags.KEEP_FOR_RUNS}`), but costguard knows none: no scheduled job on it, no "
+        "recurring work learned, so nothing holds the stop."
+    )
 
 
 def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
@@ -167,8 +185,14 @@ def stopped(instance: Instance, decision: Decision, now: datetime, zone: str) ->
     word = "Hibernated" if decision.hibernate else "Stopped"
     kept = "Its memory is kept: it resumes where it was." if decision.hibernate else "Its disks are kept."
     note = Mrkdwn(kept) + _restart(decision, now, zone)
+    promised = decision.start_at is not None
+    for_runs = kept_for_runs(instance.tags)  # its owner's word: started before its runs, and no choice to offer
     buttons = start_buttons(
-        instance.instance_id, instance.region, instance.account, learned_start=decision.start_at is not None
+        instance.instance_id,
+        instance.region,
+        instance.account,
+        learned_start=promised and not for_runs,
+        for_runs=promised and bool(decision.runs) and not for_runs,
     )
     return live.stopped(now, NOTHING, zone, word=word, note=note, buttons=buttons)
 

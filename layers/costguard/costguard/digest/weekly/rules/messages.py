@@ -22,9 +22,11 @@ from costguard.digest.gaps import not_read
 from costguard.digest.owners import SPOT_WARNING, Suggestion, priced, refused_starts_text, suggestion_line
 from costguard.digest.weekly.rules.advice import Advice
 from costguard.digest.weekly.rules.bill import PaidIdle
+from costguard.digest.weekly.rules.exempt import SHOWN, ExemptIdle
 from costguard.digest.weekly.rules.figures import Figures, worst_idle
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.slack.blocks import (
+    MAX_SECTION,
     Block,
     Message,
     Mrkdwn,
@@ -39,6 +41,7 @@ from costguard.slack.blocks import (
 from costguard.state.entries import EntryKind
 
 OWNERS_SHOWN = 15  # rows of the by-owner table; each owner has the rest by direct message
+EXEMPT_REASON = 60  # characters of an exemption's reason a line shows
 NO_OWNER = "(no owner)"
 
 
@@ -222,7 +225,10 @@ def _housekeeping(data: DigestData) -> Message:
     blocks: list[Block] = [section(_costguard_did(data))]
     if data.failed_starts:
         blocks.append(section(refused_starts_text(data.failed_starts)))
-    blocks += [section(_hygiene(data)), section(_commitments(data))]
+    blocks.append(section(_hygiene(data)))
+    if data.exempt_idle:
+        blocks.append(section(exempt_text(data)))
+    blocks.append(section(_commitments(data)))
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(
             section(
@@ -315,6 +321,34 @@ def _hygiene(data: DigestData) -> Mrkdwn:
             )
         )
     return Mrkdwn("*Hygiene*\n") + bullet_list(lines)
+
+
+def exempt_text(data: DigestData) -> Mrkdwn:
+    """The exempt machines that sat idle this week (at most SHOWN lines, the costliest first), and where their week
+    shows runs, that keeping them for their runs would stop them between those instead."""
+    found = data.exempt_idle
+    which = f"the {SHOWN} costliest of {len(found)}" if len(found) > SHOWN else "the costliest first"
+    title = Mrkdwn(f"*Exempt machines that sat idle* (`{tags.EXEMPT}`: never stopped), {which}, {_on_the_bill(data)}")
+    if any(e.runs for e in found[:SHOWN]):
+        title += Mrkdwn(
+            f". Where work recurs, *Keep it for its runs* (`{tags.KEEP_FOR_RUNS}=on`, in place of the exemption) "
+            "stops it between runs and starts it before each"
+        )
+    title += Mrkdwn("\n")
+    return title + bullet_list([_exempt_line(e) for e in found[:SHOWN]], limit=MAX_SECTION - len(title))
+
+
+def _exempt_line(exempt: ExemptIdle) -> Mrkdwn:
+    line = mrkdwn(
+        "`{0}` {1} ({2}, exempt: {3}): idle {4} GPU-h, *{5}*",
+        exempt.instance_id,
+        exempt.instance_type,
+        exempt.owner or "no owner",
+        exempt.reason[:EXEMPT_REASON] or "no reason given",
+        f"{exempt.idle_gpu_hours:,.0f}",
+        usd(exempt.idle_usd),
+    )
+    return line + mrkdwn(" · {0}: keep it for its runs", exempt.runs) if exempt.runs else line
 
 
 def _commitments(data: DigestData) -> Mrkdwn:

@@ -11,6 +11,7 @@ from costguard.digest.gaps import Gap
 from costguard.digest.owners import RefusedStart
 from costguard.digest.weekly.rules.advice import Advice
 from costguard.digest.weekly.rules.bill import PaidIdle
+from costguard.digest.weekly.rules.exempt import ExemptIdle
 from costguard.digest.weekly.rules.figures import InstanceWeek, OutlivedKeep, Week
 from costguard.slack.blocks import Block
 from costguard.state.entries import Entry, EntryKind
@@ -43,6 +44,7 @@ class DigestData:
     failed_starts: list[RefusedStart] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)  # the reads that failed (errors, as the digest says them)
     bill_gaps: list[Gap] = field(default_factory=list)  # the bill's reads that failed (the basis line says them)
+    exempt_idle: list[ExemptIdle] = field(default_factory=list)  # exempt machines that idled, the costliest first
 
     @property
     def no_owner(self) -> list[Instance]:
