@@ -418,7 +418,9 @@ def test_protected_machines_are_never_warned_or_stopped(
         "spot": launch(
             now, InstanceMarketOptions={"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time"}}
         ),
-        "young": launch(now, hours=1.5),
+        "young": launch(now, hours=0.5),
+        # Less than a window: warned sooner only on certain idleness, which its check must confirm.
+        "started 90 min ago": launch(now, hours=1.5),
         "cpu": launch(now, instance_type="c6i.4xlarge"),
         "karpenter": launch(now, tags={"karpenter.sh/nodepool": "gpu"}),
     }
@@ -431,7 +433,7 @@ def test_protected_machines_are_never_warned_or_stopped(
     assert slack.messages == []
     skipped = result["regions"][REGION]["skipped"]
     assert skipped[cases["spot"]] == "one-time Spot instance: it cannot be stopped"
-    assert skipped[cases["young"]] == "running for 90 min, less than the 120-min window"
+    assert skipped[cases["young"]] == "running for 30 min, less than the 120-min window"
     assert cases["cpu"] not in skipped, "CPU instances are not candidates at all"
 
 
