@@ -35,8 +35,10 @@ def notices(messages: Any, kind: str) -> list[Any]:
 
 # A time or a day a person reads as written, in no one's zone but the writer's: a clock time ("12:50", "9:17 AM"),
 # a calendar date ("2026-11-16", "16 Nov", "Nov 16", "Mon 16"). In a costguard message each must be a Slack date
-# (its fallback, which names its zone, is where Slack cannot show the reader's own). A month ("November 2026",
-# "Nov") and a duration ("3 h 25 min") are not moments and stay as they are.
+# (its fallback, which names its zone, is where Slack cannot show the reader's own). Not looked at: a month
+# ("November 2026") and a duration ("3 h 25 min"), which are not moments; code (`...`, ```...```), which quotes a
+# value as it is written (a tag value to copy, AWS's own notification); a button's label, which Slack shows as
+# plain text only (the Keep buttons name the zone of their clock: "Keep until 09:00 tomorrow (your time)").
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _PLAIN_TIME = re.compile(
@@ -47,18 +49,20 @@ _PLAIN_TIME = re.compile(
     rf"|\b{_WEEKDAY} \d{{1,2}}\b"  # Mon 16
 )
 _SHOWN_LINK = re.compile(r"<(?:https?|mailto):[^|>]*\|([^>]*)>|<(?:https?|mailto):[^>]*>|<[@#!][^>]*>")
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+_NEVER_SHOWN = ("value", "action_id", "block_id", "url", "image_url")
 
 
 def shown_texts(payload: Any) -> list[str]:
-    """What a reader sees of a message (a post, an edit, a reply: a payload as sent to Slack): its text, and the
-    text of each of its blocks' parts (sections, fields, context lines, headers, buttons), without the ids and
-    values that are never shown."""
+    """What a reader sees of a message (a post, an edit, a reply: a payload as sent to Slack), but buttons'
+    labels: its text, and the text of each of its blocks' parts (sections, fields, context lines, headers)."""
     found: list[str] = []
     if isinstance(payload, dict):
         if isinstance(payload.get("text"), str) and payload.get("type") in (None, "mrkdwn", "plain_text"):
             found.append(payload["text"])
+        label = ("text",) if payload.get("type") == "button" else ()
         for key, value in payload.items():
-            if key not in ("text", "value", "action_id", "block_id", "url", "image_url") or isinstance(value, dict):
+            if key not in (*_NEVER_SHOWN, *label) and (key != "text" or isinstance(value, dict)):
                 found += shown_texts(value)
     elif isinstance(payload, list):
         for item in payload:
@@ -71,7 +75,7 @@ def plain_times(payload: Any) -> list[str]:
     one is a Slack date, shown in each reader's own zone). A Slack date's fallback is not looked at."""
     out = []
     for text in shown_texts(payload):
-        seen = _SHOWN_LINK.sub(lambda found: found[1] or "", _DATE.sub("", text))
+        seen = _SHOWN_LINK.sub(lambda found: found[1] or "", _CODE.sub("`…`", _DATE.sub("", text)))
         out += [repr(seen[max(0, f.start() - 40) : f.end() + 20]) for f in _PLAIN_TIME.finditer(seen)]
     return out
 
