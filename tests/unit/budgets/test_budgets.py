@@ -13,6 +13,7 @@ from costguard.budgets.notifications import BudgetParseError, Severity, parse_bu
 from costguard.core.errors import EventValidationError
 from costguard.core.records import Mover, SpendPicture
 from testing.handlers import load_event
+from testing.slack_text import as_read, dates_in, plain_times
 
 
 def message_of(fixture: str) -> str:
@@ -149,6 +150,10 @@ def test_raw_message_keeps_the_text_as_aws_sent_it() -> None:
     message = raw_budget_message(note, "no 'Budget Name:' line")
     assert "Amazon SageMaker spend is $412.55 above expected" in message.blocks[2]["text"]["text"]
     assert message.text == "AWS notification costguard could not read: AWS Cost Anomaly Detection Alert"
+    # When SNS sent it, in each reader's zone; AWS's own text, quoted as sent, is left as it is.
+    assert dates_in(message.blocks[-1]) == [int(note.timestamp.timestamp())]
+    assert as_read(message.blocks[-1]["elements"][0]["text"]).endswith(f" at {note.timestamp:%a %d %b %H:%M} UTC")
+    assert not plain_times(message.slack_blocks())
 
 
 @pytest.mark.parametrize(
