@@ -164,9 +164,9 @@ def test_the_days_and_windows_the_rules_write_become_slack_dates_near_now() -> N
     assert re.fullmatch(
         r"worked within <!date\^\d+\^\{time\}\|08:00 UTC>-<!date\^\d+\^\{time\}\|10:00 UTC> on 5 days", window
     )
-    assert (
-        times_in("Sat 31 Feb, Mon 1 Nov, 12:00", now) == "Sat 31 Feb, Mon 1 Nov, 12:00"
-    )  # no day, no zone: as written
+    as_written = "Sat 31 Feb, Mon 1 Nov, 12:00"  # no such day, no zone: as written
+    assert times_in(as_written, now) == as_written
+    assert times_in("tag it `daily 08:00-10:00 UTC`", now) == "tag it `daily 08:00-10:00 UTC`"  # a value to copy
 
 
 def test_an_owner_is_named_by_mention_else_by_name_never_by_address_nor_as_root() -> None:

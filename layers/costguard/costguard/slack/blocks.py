@@ -131,7 +131,8 @@ def on_day(day: date, zone: str | tzinfo | None = "UTC") -> Mrkdwn:
 _WEEKDAY = "Mon|Tue|Wed|Thu|Fri|Sat|Sun"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _CLOCK_TIMES = re.compile(
-    rf"\b(?:(?P<weekday>{_WEEKDAY}) (?:(?P<day>\d{{2}}) (?P<month>{'|'.join(_MONTHS)}) )?)?"
+    r"(?P<code>`[^`]*`)"  # code (a tag's value as written) is left as it is
+    rf"|\b(?:(?P<weekday>{_WEEKDAY}) (?:(?P<day>\d{{2}}) (?P<month>{'|'.join(_MONTHS)}) )?)?"
     r"(?P<h1>\d{2}):(?P<m1>\d{2})(?:(?P<joint> and |-)(?P<h2>\d{2}):(?P<m2>\d{2}))?"
     r" (?P<zone>UTC|[A-Z][A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?)(?![\w/])"
     rf"|\b(?:{_WEEKDAY}) (?P<alone>\d{{2}}) (?P<its_month>{'|'.join(_MONTHS)})\b(?! \d)"
@@ -143,7 +144,8 @@ def times_in(text: str, now: datetime) -> Mrkdwn:
     times shown in the reader's own: a clock time ("12:50 UTC", "12:00 and 12:50 UTC", "08:00-10:00 UTC",
     "09:00 Europe/Paris"), the nearest such time to `now` on the clock of the zone it names; with its day ("Wed
     12:50 UTC", "Wed 04 Nov 12:50 UTC"), the nearest such day's; a day alone ("Wed 04 Nov", a UTC day, as the
-    rules write one), the nearest such day."""
+    rules write one), the nearest such day. Code (`daily 08:00-10:00 UTC`, a value as it is written) is left as
+    it is."""
     escaped = escape(text)
 
     def nearest(found: re.Match[str], hour: str, minute: str, zone: tzinfo) -> Mrkdwn:
@@ -165,6 +167,8 @@ def times_in(text: str, now: datetime) -> Mrkdwn:
         return when(moment, zone, style=DAY_AND_TIME if found["weekday"] else CLOCK)
 
     def shown(found: re.Match[str]) -> str:
+        if found["code"]:
+            return found[0]
         if found["alone"]:
             return _day_alone(found, now) or found[0]
         zone = zone_of(found["zone"], default="")
