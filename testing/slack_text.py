@@ -37,8 +37,8 @@ def notices(messages: Any, kind: str) -> list[Any]:
 # a calendar date ("2026-11-16", "16 Nov", "Nov 16", "Mon 16"). In a costguard message each must be a Slack date
 # (its fallback, which names its zone, is where Slack cannot show the reader's own). Not looked at: a month
 # ("November 2026") and a duration ("3 h 25 min"), which are not moments; code (`...`, ```...```), which quotes a
-# value as it is written (a tag value to copy, AWS's own notification); a button's label, which Slack shows as
-# plain text only (the Keep buttons name the zone of their clock: "Keep until 09:00 tomorrow (your time)").
+# value as it is written (a tag value to copy, AWS's own notification); a button's or a menu option's label, which
+# Slack shows as plain text only (the Keeps name the zone of their clock: "Keep until 09:00 tomorrow (your time)").
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _PLAIN_TIME = re.compile(
@@ -54,13 +54,13 @@ _NEVER_SHOWN = ("value", "action_id", "block_id", "url", "image_url")
 
 
 def shown_texts(payload: Any) -> list[str]:
-    """What a reader sees of a message (a post, an edit, a reply: a payload as sent to Slack), but buttons'
-    labels: its text, and the text of each of its blocks' parts (sections, fields, context lines, headers)."""
+    """What a reader sees of a message (a post, an edit, a reply: a payload as sent to Slack), but the labels of
+    buttons and menu options: its text, and the text of its blocks' parts (sections, fields, context lines, headers)."""
     found: list[str] = []
     if isinstance(payload, dict):
         if isinstance(payload.get("text"), str) and payload.get("type") in (None, "mrkdwn", "plain_text"):
             found.append(payload["text"])
-        label = ("text",) if payload.get("type") == "button" else ()
+        label = ("text",) if "value" in payload else ()  # a button's, or a menu option's
         for key, value in payload.items():
             if key not in (*_NEVER_SHOWN, *label) and (key != "text" or isinstance(value, dict)):
                 found += shown_texts(value)

@@ -25,7 +25,7 @@ from costguard.sagemaker.words.messages import (
 )
 from costguard.slack.blocks import person
 from costguard.slack.live import Live
-from testing.slack_text import as_read, dates_in
+from testing.slack_text import as_read, dates_in, plain_times
 from tests.unit.sagemaker.resources import (
     NOW,
     daily,
@@ -69,8 +69,8 @@ def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() 
         unattributed([("endpoint/churn-v2", "us-east-1", hostile)], "Owner"),
     ):
         assert "<!channel>" not in json.dumps(message.blocks) + message.text
-    assert "<!channel>" not in json.dumps(digest_section(week))
-    assert "&lt;!channel&gt;" in json.dumps(digest_section(week))
+    assert "<!channel>" not in json.dumps(digest_section(week, NOW))
+    assert "&lt;!channel&gt;" in json.dumps(digest_section(week, NOW))
 
 
 @given(value=hostile)
@@ -101,4 +101,13 @@ def test_every_sagemaker_message_escapes_what_it_did_not_write(value: str) -> No
         unattributed([(value, value, value)], "Owner"),
     ):
         assert_harmless(message, value)
-    assert_harmless({"blocks": digest_section(week)}, value)
+    assert_harmless({"blocks": digest_section(week, NOW)}, value)
+
+
+def test_the_digest_s_zombie_endpoints_say_their_last_invocation_as_each_reader_s_day() -> None:
+    reason = "no invocation in 14 days while its instances ran; last invoked Fri 13 Nov"
+    week = SageMakerWeek(endpoints=1, zombies=[Zombie("churn-v2", "bob", 36.0, reason)])
+    blocks = digest_section(week, NOW)
+    assert "last invoked Fri 13 Nov 2026 UTC" in as_read(blocks)
+    assert dates_in(blocks) == [int(datetime(2026, 11, 13, 12, tzinfo=UTC).timestamp())]
+    assert not plain_times(blocks)

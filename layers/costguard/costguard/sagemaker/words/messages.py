@@ -248,9 +248,10 @@ def unattributed(resources: Sequence[tuple[str, str, str]], owner_tag_key: str) 
     )
 
 
-def digest_section(week: SageMakerWeek) -> list[Block]:
+def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
     """The weekly digest's SageMaker part: what runs on GPUs, what sat idle and cost what, what costguard
-    stopped or deleted, the zombies left, and the hygiene (no activity reporting, no idle shutdown)."""
+    stopped or deleted, the zombies left (the days in their reasons, each reader's: near `now`), and the
+    hygiene (no activity reporting, no idle shutdown)."""
     if week.empty:
         return []
     counts = (
@@ -268,7 +269,9 @@ def digest_section(week: SageMakerWeek) -> list[Block]:
     blocks: list[Block] = [section(counts + "\n" + idle + "\n" + did)]
     if week.zombies:
         lines = [
-            mrkdwn("`{0}` ({1}): {2}/day; {3}", z.name, z.owner or "no owner", usd(z.daily_usd), z.reason)
+            mrkdwn(
+                "`{0}` ({1}): {2}/day; {3}", z.name, z.owner or "no owner", usd(z.daily_usd), times_in(z.reason, now)
+            )
             for z in week.zombies
         ]
         blocks.append(section(mrkdwn("*Zombie endpoints left*\n") + bullet_list(lines)))
