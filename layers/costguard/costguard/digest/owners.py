@@ -229,7 +229,7 @@ def refused_starts_text(starts: Sequence[RefusedStart], *, owners: bool = True, 
             f.instance_type,
             f" ({f.owner or 'no owner'})" if owners else "",
             when(f.due),
-            f.why,
+            times_in(f.why, f.due),  # EC2's refusal, "last at 12:50 UTC": near the time it was due
             mrkdwn("{0} {1}", f.ended, when(f.ended_at)) if f.ended_at is not None else f.ended,
         )
         for f in starts[:shown]
