@@ -33,8 +33,8 @@ def notices(messages: Any, kind: str) -> list[Any]:
     return [m for m in messages if marked(m, kind)]
 
 
-# A time or a day a person reads as written, in no one's zone but the writer's: a clock time ("12:50", "9:17 AM"),
-# a calendar date ("2026-11-16", "16 Nov", "Nov 16", "Mon 16"). In a costguard message each must be a Slack date
+# A time or a day a person reads as written, in no one's zone but the writer's: a clock time ("12:50", "9:17 AM",
+# "03:05:00"), a calendar date ("2026-11-16", "23/11/26", "16 Nov", "Nov 16", "Mon 16"). In a costguard message each must be a Slack date
 # (its fallback, which names its zone, is where Slack cannot show the reader's own). Not looked at: a month
 # ("November 2026") and a duration ("3 h 25 min"), which are not moments; code (`...`, ```...```), which quotes a
 # value as it is written (a tag value to copy, AWS's own notification); a button's or a menu option's label, which
@@ -42,8 +42,9 @@ def notices(messages: Any, kind: str) -> list[Any]:
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _PLAIN_TIME = re.compile(
-    r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])"  # a clock time
+    r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\d:])"  # a clock time
     r"|(?<![\d-])\d{4}-\d{2}-\d{2}(?![\d])"  # an ISO date
+    r"|(?<![\d/])\d{1,2}/\d{1,2}/\d{2}(?:\d{2})?(?![\d/])"  # 23/11/26
     rf"|\b\d{{1,2}} {_MONTH}(?![a-z])"  # 16 Nov
     rf"|\b{_MONTH} \d{{1,2}}\b"  # Nov 16
     rf"|\b{_WEEKDAY} \d{{1,2}}\b"  # Mon 16
