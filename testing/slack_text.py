@@ -34,11 +34,12 @@ def notices(messages: Any, kind: str) -> list[Any]:
 
 
 # A time or a day a person reads as written, in no one's zone but the writer's: a clock time ("12:50", "9:17 AM",
-# "03:05:00"), a calendar date ("2026-11-16", "23/11/26", "16 Nov", "Nov 16", "Mon 16"). In a costguard message each must be a Slack date
-# (its fallback, which names its zone, is where Slack cannot show the reader's own). Not looked at: a month
-# ("November 2026") and a duration ("3 h 25 min"), which are not moments; code (`...`, ```...```), which quotes a
-# value as it is written (a tag value to copy, AWS's own notification); a button's or a menu option's label, which
-# Slack shows as plain text only (the Keeps name the zone of their clock: "Keep until 09:00 tomorrow (your time)").
+# "03:05:00"), a calendar date ("2026-11-16", "23/11/26", "16 Nov", "Nov 16", "Mon 16"). In a costguard message
+# each must be a Slack date (its fallback, which names its zone, is where Slack cannot show the reader's own).
+# Not looked at: a month ("November 2026") and a duration ("3 h 25 min"), which are not moments; code (`...`,
+# ```...```), which quotes a value as it is written (a tag value to copy, AWS's own notification); a button's or
+# a menu option's label, which Slack shows as plain text only (the Keeps name the zone of their clock: "Keep
+# until 09:00 tomorrow (your time)").
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _PLAIN_TIME = re.compile(
