@@ -829,6 +829,8 @@ def main() -> int:
         (OUT / "index.html").write_text(page(demo, transcript.text(), rows))
         # Every message as Slack received it, for comparing two runs of the demo (text and blocks).
         (OUT / "messages.json").write_text(json.dumps([asdict(m) for m in demo.slack.messages], indent=1))
+        # And every post, edit and reply as costguard sent it (an edit replaces a message in messages.json).
+        (OUT / "said.json").write_text(json.dumps([{"how": how, **said} for how, said in demo.slack.said], indent=1))
         print(f"\nHTML: {OUT / 'index.html'}   Lambda logs: {OUT / 'lambda-logs.jsonl'}")
         print(f"Calls answered by testing/aws_gaps.py instead of moto: {sorted(set(demo.account.gaps.answered))}")
         print(

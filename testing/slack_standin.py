@@ -122,6 +122,7 @@ class SlackStandIn(local_http.Served):
     groups: dict[str, list[str]] = field(default_factory=dict)  # user group id -> member ids
     calls: list[str] = field(default_factory=list)
     refused: list[Refused] = field(default_factory=list)  # messages Slack would refuse, in order
+    said: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)  # every message and edit, as sent
     faults: dict[str, list[Fault]] = field(default_factory=dict)
     latency_s: float = 0.0  # slept before each answer (the benchmark's injected round trip)
     limits: RateLimits | None = None  # Slack's rate limits, enforced (None: none)
@@ -156,7 +157,10 @@ class SlackStandIn(local_http.Served):
         assert not self.refused, "Slack would refuse:\n" + "\n".join(str(r) for r in self.refused)
 
     def _refuse(self, method: str, payload: Mapping[str, Any]) -> list[blockkit.Problem]:
-        """What Slack would refuse in this message (nothing: an empty list), kept in `refused` if anything."""
+        """What Slack would refuse in this message (nothing: an empty list), kept in `refused` if anything. Every
+        message, edit and reply passes here: each is kept in `said`, as sent (`messages` keeps only the last edit)."""
+        with self._lock:
+            self.said.append((method, payload))
         found = blockkit.problems(payload)
         if found:
             with self._lock:

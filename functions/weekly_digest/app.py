@@ -94,7 +94,7 @@ def _sagemaker_section(runtime: Runtime, policy: SageMakerPolicy) -> Section:
         for name in runtime.settings.governed_regions
     ]
     collector = WeekCollector(runtime.prices, policy, owner_tag_key)
-    return lambda entries, start, now: digest_section(collector.collect(regions, entries, start, now))
+    return lambda entries, start, now: digest_section(collector.collect(regions, entries, start, now), now)
 
 
 class _Settings(NamedTuple):

@@ -21,6 +21,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,8 @@ def _told_by_the_hub(sent: list[str]) -> dict[str, dict[str, Any]]:
         if kind_of(body) == OWNERS_KIND:
             for week in decode_owners(body).owners:
                 people.setdefault(week.email.lower() or week.owner, []).append(week)
-    told = {who: owner_message(theirs, basis) for who, theirs in people.items()}
+    now = max(datetime.fromisoformat(w["end"]) for w in weeks)  # the hub tells them when the weeks come in
+    told = {who: owner_message(theirs, basis, now=now) for who, theirs in people.items()}
     return {who: {"text": m.text, "blocks": m.slack_blocks()} for who, m in told.items()}
 
 

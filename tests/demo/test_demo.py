@@ -25,6 +25,7 @@ import pytest
 from demo import render
 from demo.clock import PRESENT
 from demo.story import read
+from testing.slack_text import plain_times_in
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,6 +126,15 @@ def test_the_first_message_is_the_first_deploy_s_dry_run_report(first_run: Run) 
     assert messages[0] == dry_run[0]
     assert {m["channel"] for m in dry_run} == {"#ml-costs"}  # the alerts channel only, no owner
     assert not any(m["direct"] for m in dry_run)
+
+
+@pytest.mark.slow
+def test_every_time_and_day_the_story_s_messages_show_is_in_each_reader_s_own_zone(first_run: Run) -> None:
+    said = json.loads((first_run.out / "said.json").read_text())
+    assert {s["how"] for s in said} >= {"chat.postMessage", "chat.update"}  # the edits too
+    assert len(said) > len(json.loads((first_run.out / "messages.json").read_text()))
+    plain = plain_times_in([(s["how"], s) for s in said])
+    assert not plain, f"{len(plain)} time(s) as plain text:\n" + "\n".join(plain)
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
 from testing.handlers import LambdaContext
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import plain_times_in
 from testing.template import install_costguard
 
 REGION = "us-east-1"
@@ -79,6 +80,15 @@ def slack() -> Iterator[SlackStandIn]:
         standin.assert_all_accepted()
     finally:
         standin.stop()
+
+
+@pytest.fixture
+def times_in_readers_zones(slack: SlackStandIn) -> Iterator[None]:
+    """A test fails if a message costguard sent (a post, an edit, a reply) shows a time or a day as plain text
+    rather than as a Slack date each reader sees in their own zone (testing/slack_text.py)."""
+    yield
+    plain = plain_times_in(slack.said)
+    assert not plain, f"{len(plain)} time(s) as plain text:\n" + "\n".join(plain)
 
 
 def make_runtime(slack: SlackStandIn | None, mode: Mode = Mode.ENFORCE, **overrides: Any) -> Runtime:

@@ -29,6 +29,8 @@ from testing.slack_text import marked
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
 from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 DOCUMENT = "costguard-ActivityCheckDocument-ABC123"
 CMD_C1 = "00000000-0000-4000-8000-000000000001"
 CMD_C2 = "00000000-0000-4000-8000-000000000002"

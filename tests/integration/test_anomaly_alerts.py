@@ -21,6 +21,9 @@ from costguard.state.claims import ClaimHeld
 from testing.aws_gaps import cost_and_usage
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read
+
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
 app = load_handler("budget_alerts")
 NOW = datetime(2026, 11, 21, 9, 13, tzinfo=UTC)
@@ -81,7 +84,7 @@ def test_the_documented_sns_alert_is_posted_with_its_root_causes_and_who_drives_
     ]
     [message] = slack.messages
     assert (message.channel, message.route) == ("C0ALERTS", "bot")
-    assert message.text == f"Cost anomaly: {EC2} +$2,413 (+210%) since Nov 18, 2026"
+    assert as_read(message.text) == f"Cost anomaly: {EC2} +$2,413 (+210%) since Wed 18 Nov 2026 UTC"
     body = json.dumps(message.blocks)
     assert "owner *alice* +$1,980" in body, "alice's EC2 spend over Nov 18-20 against Nov 15-17"
     assert "owner *(no owner tag)* +$440" in body
@@ -143,9 +146,9 @@ def test_the_anomaly_sent_again_with_a_bigger_impact_edits_its_message_in_place(
     assert (message.ts, message.updated) == (ts, True)
     assert slack.calls.count("chat.update") == 1
     assert slack.calls.count("chat.postMessage") == 1
-    assert message.text == f"Cost anomaly: {EC2} +$3,703 (+239%) since Nov 18, 2026"
+    assert as_read(message.text) == f"Cost anomaly: {EC2} +$3,703 (+239%) since Wed 18 Nov 2026 UTC"
     body = json.dumps(message.blocks)
-    assert "from Nov 18, 2026 to Nov 21, 2026" in body
+    assert "from Wed 18 Nov 2026 UTC to Sat 21 Nov 2026 UTC" in as_read(body)
     assert "the impact was +$2,413" in body
     # An older copy delivered late (Lambda's retry of the first SNS message) does not undo the edit.
     assert statuses(invoke(sns_event(totalImpact=2500.0), runtime, lambda_context, monkeypatch)) == ["stale"]
@@ -161,7 +164,7 @@ def test_a_deleted_message_is_followed_by_a_new_post_that_says_it_updates_the_ea
     slack.messages.clear()  # someone deleted the alert in Slack: chat.update answers message_not_found
     assert statuses(invoke(grown(first, "2026-11-22T08:01:00Z"), runtime, lambda_context, monkeypatch)) == ["reposted"]
     [message] = slack.messages
-    assert "This updates costguard's alert of Nov 21, 2026 about the same anomaly" in json.dumps(message.blocks)
+    assert "This updates costguard's alert of Sat 21 Nov 2026 UTC about the same anomaly" in as_read(message.blocks)
     assert "+$3,703" in message.text
     # The new post is the one the next change edits.
     again = grown(first, "2026-11-23T08:01:00Z")
@@ -183,7 +186,7 @@ def test_with_the_webhook_only_an_update_is_a_new_post_through_the_webhook(
     assert statuses(invoke(grown(first, "2026-11-22T08:01:00Z"), runtime, lambda_context, monkeypatch)) == ["reposted"]
     original, update = slack.messages
     assert (original.route, original.updated, update.route) == ("bot", False, "webhook")
-    assert "This updates costguard's alert of Nov 21, 2026" in json.dumps(update.blocks)
+    assert "This updates costguard's alert of Sat 21 Nov 2026 UTC" in as_read(update.blocks)
     assert "chat.update" not in slack.calls
 
 

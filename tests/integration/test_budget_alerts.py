@@ -16,6 +16,8 @@ from testing.aws_gaps import cost_and_usage
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("budget_alerts")
 NOW = datetime(2026, 11, 21, 9, 13, tzinfo=UTC)
 EC2 = "Amazon Elastic Compute Cloud - Compute"

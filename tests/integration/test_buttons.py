@@ -25,6 +25,8 @@ from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, dates_in
 from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("buttons")
 receiver = load_handler("slack_receiver")
 NOW = datetime(2026, 11, 21, 14, 8, 20, tzinfo=UTC)

@@ -32,6 +32,8 @@ from tests.integration.test_idle_stopper import (
     warn_tags,
 )
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 
 def refused_first(times: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """EC2 refuses the first `times` starts for capacity, as it does in a GPU shortage; the starts asked."""

@@ -16,6 +16,8 @@ from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("commitment_tracker")
 NOW = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 RI_END = NOW + timedelta(days=30, hours=3)

@@ -28,6 +28,8 @@ from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, TABLE
 from tests.unit.digest.quarterly.test_rules import EVERY_REGION_P4D
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("deep_dive")
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday: the quarter is August to October
 PERIOD = {"Start": "2026-08-01", "End": "2026-11-01"}
@@ -158,7 +160,9 @@ def test_the_quarterly_deep_dive_posts_the_report_with_its_chart_and_csv_once(
     assert "accelerated instances *$33,000* (92%)" in text
     # Cost Anomaly Detection is off: October's jumps over 50 % and $100 instead
     assert "*Anomalies* (month over month: rises of more than 50% and $100; Cost Anomaly Detection is not on)" in text
-    assert "01 Oct, instance type p4d.24xlarge: $8,000 more, $8,500 to $16,500 (+94%)" in text
+    assert (
+        "Oct 2026, instance type p4d.24xlarge: $8,000 more, $8,500 to $16,500 (+94%)" in text
+    )  # a month's rise, dated by its month
     assert (
         "*costguard's quarter* (2 weekly records): 150 idle GPU-hours ($600 that stops would have saved, as each "
         "week's digest priced it); 3 idle machines" in text

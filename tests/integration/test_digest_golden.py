@@ -10,7 +10,9 @@ the price basis said in the post and each owner's message, "on the bill" where i
 and by `--commit 1099a77` when a Savings Plan's room was judged on what runs now (the basis line's words
 alone changed), and by `--commit HEAD` when the channel's post became a headline with a thread, and the
 hub (not the account) began telling each owner, once across accounts, only with something to act on (issue
-34: the post's figures moved to the thread's replies; the owners' messages are the hub's, by email).
+34: the post's figures moved to the thread's replies; the owners' messages are the hub's, by email), and
+when the working hours a schedule suggestion rests on became Slack dates, each reader's own time (issue 34:
+"within 02:00-18:00 UTC" now two Slack dates; nothing else changed).
 Sections added to a message since are allowed (each
 block the old code posted must still be there, the same, in the same order); a change to what an old
 block says is not. A deliberate change of wording is captured again with `--commit HEAD`.

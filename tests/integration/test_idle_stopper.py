@@ -24,6 +24,8 @@ from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, dates_in, marked
 from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("idle_stopper")
 POLICY = IdlePolicy()
 SWEEP = {"costguard": "sweep"}

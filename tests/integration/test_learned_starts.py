@@ -28,6 +28,8 @@ from testing.slack_text import as_read, dates_in
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
 from tests.integration.test_idle_stopper import A10G, idle, launch, publish, run, state_of, warn_tags
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("idle_stopper")
 buttons = load_handler("buttons")
 POLICY = IdlePolicy()

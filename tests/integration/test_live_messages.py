@@ -25,6 +25,8 @@ from tests.integration.test_buttons import call as click_call
 from tests.integration.test_buttons import env, http_event, queued, runtime_for
 from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 __all__ = ["answers", "env"]
 SWEEP = {"costguard": "sweep"}
 

@@ -19,6 +19,8 @@ from testing.slack_text import notices
 from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_idle_stopper import SWEEP, idle, launch, publish, run, state_of, warn_tags
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 P4D = 21.96  # the bundled list price, as the price book answers without the Pricing API
 
 

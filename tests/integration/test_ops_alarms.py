@@ -15,6 +15,8 @@ from costguard.runtime import Runtime
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("budget_alerts")
 NOW = datetime(2026, 11, 23, 3, 11, tzinfo=UTC)
 

@@ -36,6 +36,8 @@ from tests.integration.conftest import (
     member_with_machine,
 )
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 HUB, SILENT = "123456789012", "444455556666"
 digest = load_handler("weekly_digest")
 organization = load_handler("organization_digest")

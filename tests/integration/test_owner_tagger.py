@@ -17,6 +17,8 @@ from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, TABLE, ec2, gpu_group, make_runtime, tags_of
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 handler = load_handler("owner_tagger").lambda_handler
 
 

@@ -35,6 +35,8 @@ from testing.slack_text import dates_in
 from tests.integration.conftest import REGION, make_runtime
 from tests.integration.test_buttons import call, http_event, queued, runtime_for
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("sagemaker_stopper")
 SWEEP = load_event("sagemaker_stopper/sweep.json")
 ROLE = "arn:aws:iam::123456789012:role/sagemaker-execution"

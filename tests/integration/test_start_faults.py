@@ -23,6 +23,8 @@ from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, TABLE, ec2
 from tests.integration.test_idle_stopper import launch, schedule_around, state_of
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("idle_stopper")
 SWEEP = {"costguard": "sweep"}
 

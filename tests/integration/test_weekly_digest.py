@@ -21,6 +21,8 @@ from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from tests.integration.conftest import REGION, ec2, run_instance
 
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
 app = load_handler("weekly_digest")
 A10G = [{"Name": "name", "Value": "NVIDIA A10G"}, {"Name": "arch", "Value": "Ampere"}]
 

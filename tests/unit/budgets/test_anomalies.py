@@ -16,6 +16,7 @@ from costguard.budgets.notifications import SnsNotification, parse_sns_event
 from costguard.core.errors import EventValidationError
 from costguard.core.records import Drivers, Mover
 from testing.handlers import load_event
+from testing.slack_text import as_read, dates_in, plain_times
 
 EC2 = "Amazon Elastic Compute Cloud - Compute"
 ANOMALY_ID = "7f3e2d1c-4b5a-4c6d-8e9f-0a1b2c3d4e5f"
@@ -240,9 +241,18 @@ def body_of(message: Any) -> str:
 
 def test_the_alert_says_what_jumped_by_how_much_since_when_and_who_drives_it() -> None:
     message = anomaly_message(anomaly(), drivers())
-    assert message.text == f"Cost anomaly: {EC2} +$2,413 (+210%) since Nov 18, 2026"
-    summary = message.blocks[1]["text"]["text"]
-    assert f"*{EC2}* spent *$3,563* where $1,150 was expected, from Nov 18, 2026 to Nov 20, 2026" in summary
+    assert as_read(message.text) == f"Cost anomaly: {EC2} +$2,413 (+210%) since Wed 18 Nov 2026 UTC"
+    assert message.blocks[0]["text"]["text"] == f"Cost anomaly: {EC2} +$2,413 (+210%)"  # plain text: no day
+    summary = as_read(message.blocks[1]["text"]["text"])
+    assert (
+        f"*{EC2}* spent *$3,563* where $1,150 was expected, from Wed 18 Nov 2026 UTC to Fri 20 Nov 2026 UTC" in summary
+    )
+    # AWS's days (UTC), each the day a reader sees wherever they are: its noon.
+    noon = [int(datetime(2026, 11, d, 12, tzinfo=UTC).timestamp()) for d in (18, 20)]
+    assert dates_in(message.text) == noon[:1]
+    assert dates_in(message.blocks[1]) == noon
+    assert not plain_times(message.slack_blocks())
+    assert not plain_times(message.text)
     assert "Its worst day: +$1,104." in summary
     assert summary.endswith(
         f"Driving it on {EC2}, by owner tag, versus the 3 days before: owner *alice* +$1,800 · "
@@ -266,6 +276,10 @@ def test_no_rising_owner_and_a_failed_cost_explorer_are_said() -> None:
 
 def test_an_edit_says_what_the_impact_was_and_a_new_post_says_what_it_replaces() -> None:
     edited = anomaly_message(anomaly(), drivers(), was=1200.0, updated_at=datetime(2026, 11, 22, 8, 5, tzinfo=UTC))
-    assert "updated Nov 22 08:05 UTC, the impact was +$1,200" in body_of(edited)
+    assert "updated Sun 22 Nov 08:05 UTC, the impact was +$1,200" in as_read(body_of(edited))
+    assert int(datetime(2026, 11, 22, 8, 5, tzinfo=UTC).timestamp()) in dates_in(edited.blocks[-1])
     again = anomaly_message(anomaly(), drivers(), replaces=date(2026, 11, 21))
-    assert "This updates costguard's alert of Nov 21, 2026 about the same anomaly" in again.blocks[1]["text"]["text"]
+    said = again.blocks[1]["text"]["text"]
+    assert "This updates costguard's alert of Sat 21 Nov 2026 UTC about the same anomaly" in as_read(said)
+    assert not plain_times(edited.slack_blocks())
+    assert not plain_times(again.slack_blocks())

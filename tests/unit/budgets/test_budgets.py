@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime
 
 import pytest
 
 from costguard.aws.costexplorer import periods
+from costguard.budgets.alarms import AlarmChange, alarm_message
 from costguard.budgets.messages import budget_alert_message, drivers_line, raw_budget_message
 from costguard.budgets.notifications import BudgetParseError, Severity, parse_budget_message, parse_sns_event
 from costguard.core.errors import EventValidationError
 from costguard.core.records import Mover, SpendPicture
 from testing.handlers import load_event
+from testing.slack_text import as_read, dates_in, plain_times
 
 
 def message_of(fixture: str) -> str:
@@ -149,6 +152,10 @@ def test_raw_message_keeps_the_text_as_aws_sent_it() -> None:
     message = raw_budget_message(note, "no 'Budget Name:' line")
     assert "Amazon SageMaker spend is $412.55 above expected" in message.blocks[2]["text"]["text"]
     assert message.text == "AWS notification costguard could not read: AWS Cost Anomaly Detection Alert"
+    # When SNS sent it, in each reader's zone; AWS's own text, quoted as sent, is left as it is.
+    assert dates_in(message.blocks[-1]) == [int(note.timestamp.timestamp())]
+    assert as_read(message.blocks[-1]["elements"][0]["text"]).endswith(f" at {note.timestamp:%a %d %b %H:%M} UTC")
+    assert not plain_times(message.slack_blocks())
 
 
 @pytest.mark.parametrize(
@@ -174,3 +181,20 @@ def test_labels_are_read_whatever_their_case() -> None:
     assert (alert.alert_type, alert.amount, alert.tier) == ("ACTUAL", 1712.40, 80)
     lower = text.replace("Alert Type: Actual", "alert type: forecasted").replace("Actual Amount", "Forecasted amount")
     assert parse_budget_message(lower).forecast
+
+
+def test_an_alarm_s_datapoint_time_in_cloudwatch_s_reason_is_shown_in_each_reader_s_zone() -> None:
+    reason = (
+        "Threshold Crossed: 1 out of the last 1 datapoints [99.5 (02/10/19 16:59:00)] was greater than the "
+        "threshold (50.0) (minimum 1 datapoint for OK -> ALARM transition)."
+    )  # as CloudWatch wrote it for a change at 2019-10-02T17:04:40Z: day/month/year, UTC
+    alarm = AlarmChange("cpu-high", "ALARM", "OK", reason, "", "2019-10-02T17:04:40Z", "123456789012", "us-east-1")
+    context = alarm_message(alarm).blocks[-1]["elements"][0]["text"]
+    assert dates_in(context) == [int(datetime(2019, 10, 2, 16, 59, tzinfo=UTC).timestamp())]
+    assert as_read(context) == (
+        "CloudWatch: Threshold Crossed: 1 out of the last 1 datapoints [99.5 (Wed 02 Oct 16:59 UTC)] was greater "
+        "than the threshold (50.0) (minimum 1 datapoint for OK -&gt; ALARM transition). (123456789012, us-east-1)"
+    )
+    assert not plain_times(context)
+    odd = replace(alarm, reason="at (31/02/19 10:00:00) & <b>")  # no such day: as written, and escaped
+    assert alarm_message(odd).blocks[-1]["elements"][0]["text"].startswith("CloudWatch: at (31/02/19 10:00:00) &amp;")

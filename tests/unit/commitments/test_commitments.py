@@ -6,8 +6,10 @@ from typing import Any, cast
 import pytest
 
 from costguard.aws.commitments import CommitmentReader
+from costguard.commitments.messages import expiry_reminder, underused_alert
 from costguard.commitments.rules import advice, reminder_due, underused
 from costguard.core.records import Commitment
+from testing.slack_text import as_read, dates_in, plain_times
 
 TODAY = date(2026, 11, 21)
 LEADS = (60, 30, 14, 7, 1)
@@ -114,3 +116,15 @@ def test_a_zonal_reservation_is_read_from_its_zone(fields: dict[str, object], sc
     reader = CommitmentReader({"us-east-1": answers}, cast(Any, answers), cast(Any, None))
     [commitment] = reader.commitments()
     assert commitment.scope == scope
+
+
+def test_a_commitment_s_end_is_shown_in_each_reader_s_zone_its_fallback_in_utc() -> None:
+    commitment = ri(30)
+    now = datetime(2026, 11, 21, 12, tzinfo=UTC)
+    reminder = expiry_reminder(commitment, 30, 92.0, threshold=80.0, recommendation=None, now=now)
+    alert = underused_alert(commitment, 41.0, 80.0)
+    for message, fallback in ((reminder, "Mon 21 Dec 12:00 UTC"), (alert, "Mon 21 Dec 2026 UTC")):
+        assert dates_in(message.blocks) == [int(commitment.end.timestamp())]
+        shown = [as_read(f["text"]) for b in message.blocks for f in b.get("fields", ())]
+        assert f"*Ends*\n{fallback}" in shown
+        assert not plain_times(message.slack_blocks())

@@ -13,6 +13,7 @@ import pytest
 from costguard.core.errors import EventValidationError
 from costguard.digest.handoff import MAX_BODY, decode_owners, encode_owners
 from costguard.digest.owners import IdleMachine, KeptIdle, OwnerWeek, RefusedStart, Suggestion, owner_message
+from testing.slack_text import as_read, dates_in, plain_times
 
 START = datetime(2026, 11, 16, tzinfo=UTC)
 END = START + timedelta(days=7, hours=9)
@@ -39,7 +40,7 @@ def test_one_message_says_a_persons_week_in_every_account_money_first() -> None:
     training = replace(ALICE, account="111122223333", account_name="training (111122223333)")
     research = replace(ALICE, account="123456789012", account_name="research (123456789012)", waste_usd=20.0)
     basis = {"111122223333": "Prices as your bill shows them: on demand.", "123456789012": "Prices: on-demand list."}
-    message = owner_message([training, research], basis)
+    message = owner_message([training, research], basis, now=END)
     text = json.dumps(message.slack_blocks())
     assert "*Your GPU week*: idle machines cost you *$95.50* across 2 accounts" in text
     assert "*training (111122223333)*: idle machines cost *$75.50* on the bill (30 idle GPU-hours)" in text
@@ -47,7 +48,7 @@ def test_one_message_says_a_persons_week_in_every_account_money_first() -> None:
     assert text.count("Idle the longest, still running") == 2
     assert message.text == "Your GPU week: $95.50 idle"  # the two accounts' dollars are not of one kind
     assert message.blocks[-1]["elements"][0]["text"] == basis["111122223333"]
-    one = owner_message([ALICE], {"": "Prices as your bill shows them: on demand."})
+    one = owner_message([ALICE], {"": "Prices as your bill shows them: on demand."}, now=END)
     assert one.text == "Your GPU week: $75.50 idle on the bill"
     assert "*Your GPU week*: idle machines cost *$75.50* on the bill (30 idle GPU-hours): what stopping" in json.dumps(
         one.slack_blocks()
@@ -113,3 +114,17 @@ def owners_body() -> dict[str, Any]:
 def test_an_owners_part_that_is_not_as_it_must_be_is_refused_naming_the_field(change: Any, complaint: str) -> None:
     with pytest.raises(EventValidationError, match=complaint):
         decode_owners(json.dumps(change(owners_body())))
+
+
+def test_a_suggested_schedule_s_hours_are_on_the_reader_s_clock_and_its_tag_value_as_written() -> None:
+    basis = "worked within 08:00-10:00 UTC on 7 days (14 of its 14 working hours), and sat idle 20 h outside them"
+    schedule = Suggestion(
+        "i-0123456789abcdef0", "g5.xlarge", "schedule", "daily 08:00-10:00 UTC", 1.01, 0.0, 20.2, basis
+    )
+    message = owner_message([replace(ALICE, advice=(schedule,))], {}, now=END)
+    text = json.dumps(message.slack_blocks())
+    assert "tag it `costguard:schedule` = `daily 08:00-10:00 UTC`" in text
+    assert "Worked within 08:00 UTC-10:00 UTC on 7 days" in as_read(text)
+    # The nearest 08:00 and 10:00 to the week's end (Monday 09:00): that morning's.
+    assert dates_in(text) == [int((END - timedelta(hours=1)).timestamp()), int((END + timedelta(hours=1)).timestamp())]
+    assert not plain_times(message.slack_blocks())

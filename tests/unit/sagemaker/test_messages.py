@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import HealthCheck, given, settings
 
@@ -25,7 +25,7 @@ from costguard.sagemaker.words.messages import (
 )
 from costguard.slack.blocks import person
 from costguard.slack.live import Live
-from testing.slack_text import as_read
+from testing.slack_text import as_read, dates_in, plain_times
 from tests.unit.sagemaker.resources import (
     NOW,
     daily,
@@ -50,8 +50,10 @@ def test_the_warning_says_what_a_zombie_cost_since_its_last_invocation_and_a_day
     assert message.blocks[0]["text"]["text"] == "Idle SageMaker endpoint · $72/day"  # cost first
     assert "costguard will not delete it: endpoint deletion is off (EndpointsDelete)." in body
     assert "$3.00/h × 2 instances · $72/day" in body
-    # Invoked on Fri 13 Nov: from the end of that day to now, 10 days and 12 h at $3/h.
-    assert "Cost since its last invocation (Fri 13 Nov): *$756*." in body
+    # Invoked on Fri 13 Nov: from the end of that day to now, 10 days and 12 h at $3/h. That UTC day, in each
+    # reader's zone (its noon: the same day for a reader up to 12 hours away).
+    assert "Cost since its last invocation (Fri 13 Nov 2026 UTC): *$756*." in body
+    assert datetime(2026, 11, 13, 12, tzinfo=UTC).timestamp() in dates_in(message.blocks)
     assert "bob, your endpoint" in body  # by name where Slack does not know him: never by address
     assert "@example.com" not in body
 
@@ -67,8 +69,8 @@ def test_a_hostile_owner_tag_reaches_slack_escaped_in_every_sagemaker_message() 
         unattributed([("endpoint/churn-v2", "us-east-1", hostile)], "Owner"),
     ):
         assert "<!channel>" not in json.dumps(message.blocks) + message.text
-    assert "<!channel>" not in json.dumps(digest_section(week))
-    assert "&lt;!channel&gt;" in json.dumps(digest_section(week))
+    assert "<!channel>" not in json.dumps(digest_section(week, NOW))
+    assert "&lt;!channel&gt;" in json.dumps(digest_section(week, NOW))
 
 
 @given(value=hostile)
@@ -99,4 +101,13 @@ def test_every_sagemaker_message_escapes_what_it_did_not_write(value: str) -> No
         unattributed([(value, value, value)], "Owner"),
     ):
         assert_harmless(message, value)
-    assert_harmless({"blocks": digest_section(week)}, value)
+    assert_harmless({"blocks": digest_section(week, NOW)}, value)
+
+
+def test_the_digest_s_zombie_endpoints_say_their_last_invocation_as_each_reader_s_day() -> None:
+    reason = "no invocation in 14 days while its instances ran; last invoked Fri 13 Nov"
+    week = SageMakerWeek(endpoints=1, zombies=[Zombie("churn-v2", "bob", 36.0, reason)])
+    blocks = digest_section(week, NOW)
+    assert "last invoked Fri 13 Nov 2026 UTC" in as_read(blocks)
+    assert dates_in(blocks) == [int(datetime(2026, 11, 13, 12, tzinfo=UTC).timestamp())]
+    assert not plain_times(blocks)

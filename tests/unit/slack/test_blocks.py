@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from costguard.slack.blocks import (
     CLOCK,
@@ -22,6 +22,7 @@ from costguard.slack.blocks import (
     link,
     mention,
     mrkdwn,
+    on_day,
     person,
     section,
     times_in,
@@ -114,7 +115,9 @@ def test_a_time_is_slacks_own_date_each_reader_sees_in_their_zone_its_fallback_n
     assert when(moment, "Europe/Paris") == "<!date^1795277280^{date_short_pretty} at {time}|Sat 21 Nov 17:08 CET>"
     assert when(moment) == "<!date^1795277280^{date_short_pretty} at {time}|Sat 21 Nov 16:08 UTC>"
     assert when(moment, "America/New_York", style=CLOCK) == "<!date^1795277280^{time}|11:08 EST>"
-    assert when(moment, "Nowhere/Atlantis", style=DAY) == "<!date^1795277280^{date_short_pretty}|Sat 21 Nov>"
+    # A day alone: its fallback has the year and says the zone whose day it is, as a time's does.
+    assert when(moment, "Nowhere/Atlantis", style=DAY) == "<!date^1795277280^{date_short_pretty}|Sat 21 Nov 2026 UTC>"
+    assert when(moment, "Asia/Tokyo", style=DAY).endswith("|Sun 22 Nov 2026 JST>")
     assert section(mrkdwn("Stops {}.", when(moment)))["text"]["text"].startswith("Stops <!date^")  # never escaped
 
 
@@ -131,6 +134,39 @@ def test_clock_times_in_what_the_rules_wrote_become_slack_dates_near_now_and_the
     learned = times_in("starts work at about 09:00 Europe/Paris on weekdays", now)
     assert "|09:00 CET>" in learned
     assert times_in("at 25:00 UTC, on Mars/Olympus 09:00", now) == "at 25:00 UTC, on Mars/Olympus 09:00"
+
+
+def test_a_day_without_a_time_is_its_noon_the_same_day_for_a_reader_up_to_12_hours_away() -> None:
+    said = on_day(date(2027, 6, 4))
+    assert said == "<!date^1812110400^{date_short_pretty}|Fri 04 Jun 2027 UTC>"
+    assert datetime.fromtimestamp(1812110400, UTC) == datetime(2027, 6, 4, 12, tzinfo=UTC)
+    assert on_day(date(2027, 6, 4), "Europe/Paris").endswith("|Fri 04 Jun 2027 CEST>")
+
+
+def test_the_days_and_windows_the_rules_write_become_slack_dates_near_now() -> None:
+    now = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)  # a Saturday
+    epochs = lambda said: [datetime.fromtimestamp(int(t), UTC) for t in re.findall(r"<!date\^(\d+)", said)]  # noqa: E731
+    day_and_time = times_in("no health check since Wed 18 Nov 12:50 UTC (the last at Thu 12:55 UTC)", now)
+    assert epochs(day_and_time) == [
+        datetime(2026, 11, 18, 12, 50, tzinfo=UTC),
+        datetime(2026, 11, 19, 12, 55, tzinfo=UTC),
+    ]
+    assert "^{date_short_pretty} at {time}|Wed 18 Nov 12:50 UTC>" in day_and_time
+    assert "Thu" not in day_and_time.replace("|Thu 19 Nov 12:55 UTC>", "")  # the weekday became the date
+    alone = times_in("no invocation in 14 days; last invoked Wed 04 Nov", now)
+    assert alone == (
+        "no invocation in 14 days; last invoked <!date^1793793600^{date_short_pretty}|Wed 04 Nov 2026 UTC>"
+    )
+    assert epochs(times_in("invoked on Wed 30 Dec", datetime(2027, 1, 2, tzinfo=UTC))) == [
+        datetime(2026, 12, 30, 12, tzinfo=UTC)  # last year's, the nearer
+    ]
+    window = times_in("worked within 08:00-10:00 UTC on 5 days", now)
+    assert re.fullmatch(
+        r"worked within <!date\^\d+\^\{time\}\|08:00 UTC>-<!date\^\d+\^\{time\}\|10:00 UTC> on 5 days", window
+    )
+    as_written = "Sat 31 Feb, Mon 1 Nov, 12:00"  # no such day, no zone: as written
+    assert times_in(as_written, now) == as_written
+    assert times_in("tag it `daily 08:00-10:00 UTC`", now) == "tag it `daily 08:00-10:00 UTC`"  # a value to copy
 
 
 def test_an_owner_is_named_by_mention_else_by_name_never_by_address_nor_as_root() -> None:

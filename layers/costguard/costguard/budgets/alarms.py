@@ -8,11 +8,13 @@ CloudWatch publishes a JSON object with `AlarmName`, `NewStateValue`, `NewStateR
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from costguard.budgets.notifications import SnsNotification
 from costguard.core import shapes
-from costguard.slack.blocks import Message, context, header, mrkdwn, section
+from costguard.slack.blocks import Message, Mrkdwn, context, header, mrkdwn, safe, section, when
 
 STATES = {"ALARM": ":rotating_light:", "OK": ":white_check_mark:", "INSUFFICIENT_DATA": ":grey_question:"}
 
@@ -64,5 +66,25 @@ def alarm_message(alarm: AlarmChange) -> Message:
     ]
     if alarm.description:
         blocks.append(section(alarm.description))
-    blocks.append(context(f"CloudWatch: {alarm.reason or 'no reason given'}" + (f" ({where})" if where else "")))
+    said = _reason(alarm.reason) if alarm.reason else Mrkdwn("no reason given")
+    blocks.append(context(Mrkdwn("CloudWatch: ") + said + (f" ({where})" if where else "")))
     return Message(f"Alarm {alarm.name} is {alarm.state}", tuple(blocks))
+
+
+# A datapoint's time in CloudWatch's reason: "[2.0 (23/11/26 03:05:00)]", day/month/year, in UTC (a reason of
+# 2 Oct 2019 17:04 UTC names its datapoint "(02/10/19 16:59:00)").
+_DATAPOINT = re.compile(r"\((\d{2})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})\)")
+
+
+def _reason(reason: str) -> Mrkdwn:
+    """CloudWatch's reason as it wrote it, escaped, each datapoint's time shown in the reader's own zone."""
+    said, done = Mrkdwn(""), 0
+    for found in _DATAPOINT.finditer(reason):
+        day, month, year, hour, minute, second = (int(x) for x in found.groups())
+        try:
+            moment = datetime(2000 + year, month, day, hour, minute, second, tzinfo=UTC)
+        except ValueError:
+            continue  # not a date: left as written
+        said += safe(reason[done : found.start()]) + Mrkdwn("(") + when(moment) + Mrkdwn(")")
+        done = found.end()
+    return said + safe(reason[done:])

@@ -13,13 +13,18 @@ from costguard.slack.blocks import (
     MAX_FIELD,
     Block,
     Message,
+    Mrkdwn,
     bullet_list,
     context,
     divider,
     fields_section,
     header,
+    join,
     link,
+    mrkdwn,
+    on_day,
     section,
+    when,
 )
 
 ICON = ":chart_with_upwards_trend:"
@@ -32,8 +37,9 @@ def what_jumped(anomaly: Anomaly) -> str:
     return anomaly.dimension or next(iter(anomaly.services), "") or anomaly.monitor_name or "Spend"
 
 
-def _day(day: date) -> str:
-    return f"{day:%b} {day.day}, {day:%Y}"
+def _day(day: date) -> Mrkdwn:
+    """An anomaly's day (AWS's, in UTC), as each reader's."""
+    return on_day(day)
 
 
 def _percent(anomaly: Anomaly) -> str:
@@ -41,21 +47,24 @@ def _percent(anomaly: Anomaly) -> str:
 
 
 def anomaly_title(anomaly: Anomaly) -> str:
-    jump = f"{signed(anomaly.total_impact)}{_percent(anomaly)}"
-    return f"Cost anomaly: {what_jumped(anomaly)} {jump} since {_day(anomaly.start)}"
+    """The header's words: plain text, which cannot show a day in each reader's zone, so none (the text says
+    since when)."""
+    return f"Cost anomaly: {what_jumped(anomaly)} {signed(anomaly.total_impact)}{_percent(anomaly)}"
 
 
-def _summary(anomaly: Anomaly) -> str:
-    until = f"to {_day(anomaly.end)}" if anomaly.end else "and still going"
+def _summary(anomaly: Anomaly) -> Mrkdwn:
+    until = Mrkdwn("to ") + _day(anomaly.end) if anomaly.end else Mrkdwn("and still going")
     if anomaly.actual is not None and anomaly.expected is not None:
-        text = (
-            f"*{what_jumped(anomaly)}* spent *{usd(anomaly.actual)}* where {usd(anomaly.expected)} was expected, "
-            f"from {_day(anomaly.start)} {until}: *{signed(anomaly.total_impact)}*{_percent(anomaly)}."
-        )
+        text = mrkdwn(
+            "*{}* spent *{}* where {} was expected, ", what_jumped(anomaly), usd(anomaly.actual), usd(anomaly.expected)
+        ) + mrkdwn("from {} {}: *{}*{}.", _day(anomaly.start), until, signed(anomaly.total_impact), _percent(anomaly))
     else:
-        text = (
-            f"*{what_jumped(anomaly)}* spent *{signed(anomaly.total_impact)}* more than expected "
-            f"from {_day(anomaly.start)} {until}."
+        text = mrkdwn(
+            "*{}* spent *{}* more than expected from {} {}.",
+            what_jumped(anomaly),
+            signed(anomaly.total_impact),
+            _day(anomaly.start),
+            until,
         )
     if anomaly.max_impact is not None:
         text += f" Its worst day: {signed(anomaly.max_impact)}."
@@ -122,17 +131,20 @@ def anomaly_message(
     if replaces is not None:
         blocks.append(
             section(
-                f":arrows_counterclockwise: This updates costguard's alert of {_day(replaces)} about the same "
-                "anomaly: AWS sent it again with a new impact, and that message could not be edited."
+                mrkdwn(
+                    ":arrows_counterclockwise: This updates costguard's alert of {} about the same ", on_day(replaces)
+                )
+                + "anomaly: AWS sent it again with a new impact, and that message could not be edited."
             )
         )
     blocks += [
-        section(f"{ICON} {_summary(anomaly)}\n{drivers_line(drivers, anomaly.total_impact)}"),
+        section(Mrkdwn(f"{ICON} ") + _summary(anomaly) + "\n" + drivers_line(drivers, anomaly.total_impact)),
         fields_section(
             [
                 f"*Impact*\n{signed(anomaly.total_impact)}{_percent(anomaly)}",
                 f"*Actual / expected*\n{usd(anomaly.actual)} / {usd(anomaly.expected)}",
-                f"*Since*\n{_day(anomaly.start)}" + (f" (to {_day(anomaly.end)})" if anomaly.end else " (going on)"),
+                mrkdwn("*Since*\n{}", _day(anomaly.start))
+                + (mrkdwn(" (to {})", _day(anomaly.end)) if anomaly.end else " (going on)"),
                 f"*Score*\n{_score(anomaly)}",
                 f"*Monitor*\n{anomaly.monitor_name or 'unnamed'}"
                 + (f" ({anomaly.monitor_type})" if anomaly.monitor_type else ""),
@@ -152,11 +164,11 @@ def anomaly_message(
         + (f" ({anomaly.subscription})" if anomaly.subscription else "")
     ]
     if was is not None and updated_at is not None:
-        notes.append(f"updated {updated_at:%b %d %H:%M} UTC, the impact was {signed(was)}")
+        notes.append(mrkdwn("updated {}, the impact was {}", when(updated_at), signed(was)))
     if drivers.errors:
         notes.append("Cost Explorer could not answer " + "; ".join(drivers.errors))
-    blocks.append(context(" · ".join(notes)))
-    return Message(title, tuple(blocks))
+    blocks.append(context(join(" · ", notes)))
+    return Message(title + mrkdwn(" since {}", _day(anomaly.start)), tuple(blocks))
 
 
 def _account(anomaly: Anomaly) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from costguard.budgets.notifications import BudgetAlert, Severity, SnsNotification
 from costguard.core.formatting import signed, usd
 from costguard.core.records import Mover, SpendPicture
-from costguard.slack.blocks import Message, context, divider, fields_section, header, here, section
+from costguard.slack.blocks import Message, context, divider, fields_section, header, here, mrkdwn, section, when
 
 ICONS = {
     Severity.INFO: ":information_source:",
@@ -99,6 +99,6 @@ def raw_budget_message(notification: SnsNotification, reason: str) -> Message:
             header("A notification costguard could not read"),
             section(f":warning: {subject}\ncostguard could not read it ({reason}), so here it is as AWS sent it:"),
             section(f"```{raw}```"),
-            context(f"SNS message {notification.message_id} at {notification.timestamp:%Y-%m-%d %H:%M} UTC"),
+            context(mrkdwn("SNS message {} at ", notification.message_id) + when(notification.timestamp)),
         ),
     )

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from costguard.commitments.rules import advice
 from costguard.core.records import Commitment
-from costguard.slack.blocks import Message, context, fields_section, header, section
+from costguard.slack.blocks import DAY, Message, context, fields_section, header, section, when
 
 
 def _what(commitment: Commitment) -> list[str]:
@@ -39,14 +39,12 @@ def expiry_reminder(
     now: datetime,
 ) -> Message:
     days = commitment.days_left(now.date())
-    when = "tomorrow" if days == 1 else ("today" if days <= 0 else f"in {days} days")
-    title = f"{commitment.label} expire{'s' if commitment.kind == 'savings-plan' else ''} {when}"
+    due = "tomorrow" if days == 1 else ("today" if days <= 0 else f"in {days} days")
+    title = f"{commitment.label} expire{'s' if commitment.kind == 'savings-plan' else ''} {due}"
     usage = f"{used:.0f}%" if used is not None else "unknown"
     blocks = [
         header(title),
-        fields_section(
-            [*_what(commitment), f"*Ends*\n{commitment.end:%Y-%m-%d %H:%M} UTC", f"*Used, last 30 days*\n{usage}"]
-        ),
+        fields_section([*_what(commitment), "*Ends*\n" + when(commitment.end), f"*Used, last 30 days*\n{usage}"]),
         section(f"*What to do*\n{advice(commitment, used, threshold)}"),
     ]
     if recommendation:
@@ -71,7 +69,7 @@ def underused_alert(commitment: Commitment, used: float, threshold: float) -> Me
         (
             header(title),
             section(f"{fact}: {what}"),
-            fields_section([*_what(commitment), f"*Ends*\n{commitment.end:%Y-%m-%d}"]),
+            fields_section([*_what(commitment), "*Ends*\n" + when(commitment.end, style=DAY)]),
             context(commitment.commitment_id),
         ),
     )

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from costguard.core.formatting import usd
 from costguard.digest.dates import when
-from costguard.slack.blocks import Block, Message, Mrkdwn, bullet_list, context, mrkdwn, section
+from costguard.slack.blocks import Block, Message, Mrkdwn, bullet_list, context, mrkdwn, section, times_in
 
 OWNER_MESSAGE_MIN_USD = 10.0  # about ten idle hours of a one-GPU machine
 SHOWN = 3  # of each kind of line, in a message and in a hand-off
@@ -105,9 +105,10 @@ def _plural(count: int, what: str) -> str:
     return f"{count} {what}{'' if count == 1 else 's'}"
 
 
-def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str]) -> Message:
+def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str], *, now: datetime) -> Message:
     """One person's week: every account's part of it (one, in an account's own digest), money first.
-    `basis` is each account's price-basis line, by account id ("" for an account's own digest)."""
+    `basis` is each account's price-basis line, by account id ("" for an account's own digest); `now`, the
+    day whose clock a suggestion's working hours are shown on."""
     weeks = merged(weeks)
     waste = sum(w.waste_usd for w in weeks)
     several = len(weeks) > 1
@@ -124,7 +125,7 @@ def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str]) -> Messa
             )
         )
     for week in weeks:
-        blocks += _account_part(week, several, priced(basis.get(week.account, "")))
+        blocks += _account_part(week, several, priced(basis.get(week.account, "")), now)
     if any(w.advice and any(a.kind == "spot" for a in w.advice) for w in weeks):
         blocks.append(context(SPOT_WARNING))
     blocks.append(context("Stop what you are not using; tag `costguard:keep-until` what you are. — costguard"))
@@ -169,7 +170,7 @@ def priced(basis: str) -> str:
     return "at on-demand list prices" if basis.startswith("Prices: on-demand list") else "on the bill"
 
 
-def _account_part(week: OwnerWeek, named: bool, prices: str) -> list[Block]:
+def _account_part(week: OwnerWeek, named: bool, prices: str, now: datetime) -> list[Block]:
     title = mrkdwn("*{0}*: ", week.account_name or week.account) if named else Mrkdwn("")
     body = title + (
         f"idle machines cost *{usd(week.waste_usd)}* {prices} ({week.idle_gpu_hours:,.0f} idle GPU-hours)"
@@ -214,7 +215,7 @@ def _account_part(week: OwnerWeek, named: bool, prices: str) -> list[Block]:
     if week.refused:
         blocks.append(section(refused_starts_text(week.refused, owners=False)))
     if week.advice:
-        lines = [suggestion_line(a) for a in week.advice[:SHOWN]]
+        lines = [suggestion_line(a, now=now) for a in week.advice[:SHOWN]]
         blocks.append(section(Mrkdwn("*Worth a look*: the same work for less\n") + bullet_list(lines)))
     return blocks
 
@@ -228,7 +229,7 @@ def refused_starts_text(starts: Sequence[RefusedStart], *, owners: bool = True, 
             f.instance_type,
             f" ({f.owner or 'no owner'})" if owners else "",
             when(f.due),
-            f.why,
+            times_in(f.why, f.due),  # EC2's refusal, "last at 12:50 UTC": near the time it was due
             mrkdwn("{0} {1}", f.ended, when(f.ended_at)) if f.ended_at is not None else f.ended,
         )
         for f in starts[:shown]
@@ -238,10 +239,11 @@ def refused_starts_text(starts: Sequence[RefusedStart], *, owners: bool = True, 
     return Mrkdwn(f"*Failed starts* ({_plural(len(starts), 'start')} EC2 refused)\n") + bullet_list(lines)
 
 
-def suggestion_line(advice: Suggestion, owner: str | None = None) -> Mrkdwn:
-    """One suggestion, with the figures it rests on; `owner` named after the machine (in the channel)."""
+def suggestion_line(advice: Suggestion, owner: str | None = None, *, now: datetime) -> Mrkdwn:
+    """One suggestion, with the figures it rests on (the hours a machine worked within, on the reader's clock
+    as it is `now`); `owner` named after the machine (in the channel)."""
     who = f" ({owner or 'no owner'})" if owner is not None else ""
-    basis = advice.basis[:1].upper() + advice.basis[1:]
+    basis = times_in(advice.basis[:1].upper() + advice.basis[1:], now)
     if advice.kind == "schedule":
         return mrkdwn(
             "`{0}` {1}{2}: tag it `costguard:schedule` = `{3}`: costguard starts it before those hours and "

@@ -208,7 +208,7 @@ def tell_owners(
             told.missing.append(f"{user}: too little time left in this run; the retry sends it")
             continue
         try:
-            message = owner_message(theirs, basis)
+            message = owner_message(theirs, basis, now=now)
             sent = post_once(claims, notifier, user, key=f"{key}:{user}", message=message, now=now, ttl=TTL)
         except (SlackDeliveryError, ClaimHeld) as exc:
             logger.warning("owner digest not delivered", user=user, error=str(exc))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from costguard.owners.report import Tagging
-from costguard.slack.blocks import Message, bullet_list, context, header, section
+from costguard.slack.blocks import DAY, Message, bullet_list, context, header, mrkdwn, section, when
 
 
 def unattributed_message(results: Sequence[Tagging], owner_tag_key: str) -> Message:
@@ -14,7 +14,14 @@ def unattributed_message(results: Sequence[Tagging], owner_tag_key: str) -> Mess
     how = f"`{owner_tag_key}={'<name or email>'}`"
     noun = "instance has" if count == 1 else "instances have"
     lines = [
-        f"`{r.instance_id}` {r.instance_type} in {r.region}, launched {r.launch_time:%Y-%m-%d}: {r.decision.reason}"
+        mrkdwn(
+            "`{}` {} in {}, launched {}: {}",
+            r.instance_id,
+            r.instance_type,
+            r.region,
+            when(r.launch_time, style=DAY),
+            r.decision.reason,
+        )
         for r in sorted(results, key=lambda r: (r.region, r.launch_time))
     ]
     return Message(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from costguard.core.formatting import local_text, zone_of
@@ -108,41 +108,89 @@ def link(url: str, label: str) -> Mrkdwn:
 # surfaces"). CLOCK: the time alone, for a time near the message's own ("a GPU was in use at 12:50").
 DAY_AND_TIME = "{date_short_pretty} at {time}"
 CLOCK = "{time}"
-DAY = "{date_short_pretty}"  # a day alone ("yesterday", "Nov 13, 2026"): an endpoint's last invocation
+DAY = "{date_short_pretty}"  # a day alone ("yesterday", "Nov 13, 2026"): an endpoint's last invocation, a plan's end
 
 
 def when(moment: datetime, zone: str | tzinfo | None = "UTC", *, style: str = DAY_AND_TIME) -> Mrkdwn:
     """The one way a time reaches a message: Slack shows `moment` in each reader's own zone. Where it cannot
-    (a notification, an old client) it shows the fallback, `moment` in `zone`, naming the zone."""
+    (a notification, an old client) it shows the fallback, `moment` in `zone`, naming the zone: a day alone with
+    its year ("Sat 21 Nov 2026 UTC"), as Slack shows one."""
     said = local_text(moment, zone, clock=style == CLOCK)
-    fallback = escape(said.rsplit(" ", 2)[0] if style == DAY else said).replace("|", "/")  # a day: no clock
-    return Mrkdwn(f"<!date^{int(moment.timestamp())}^{style}|{fallback}>")
+    if style == DAY:
+        local = moment.astimezone(zone_of(zone))
+        said = f"{local:%a %d %b %Y} {local.tzname() or zone_of(zone).key}"
+    return Mrkdwn(f"<!date^{int(moment.timestamp())}^{style}|{escape(said).replace('|', '/')}>")
 
 
+def on_day(day: date, zone: str | tzinfo | None = "UTC") -> Mrkdwn:
+    """A day with no time of day (a bill's day, a plan's last day, in `zone`), shown as each reader's: the
+    day's noon stands for it, the same day wherever a reader is up to 12 hours away."""
+    return when(datetime.combine(day, time(12), zone_of(zone)), zone, style=DAY)
+
+
+_WEEKDAY = "Mon|Tue|Wed|Thu|Fri|Sat|Sun"
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _CLOCK_TIMES = re.compile(
-    r"\b(\d{2}):(\d{2})(?: and (\d{2}):(\d{2}))? (UTC|[A-Z][A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?)(?![\w/])"
+    r"(?P<code>`[^`]*`)"  # code (a tag's value as written) is left as it is
+    rf"|\b(?:(?P<weekday>{_WEEKDAY}) (?:(?P<day>\d{{2}}) (?P<month>{'|'.join(_MONTHS)}) )?)?"
+    r"(?P<h1>\d{2}):(?P<m1>\d{2})(?:(?P<joint> and |-)(?P<h2>\d{2}):(?P<m2>\d{2}))?"
+    r" (?P<zone>UTC|[A-Z][A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?)(?![\w/])"
+    rf"|\b(?:{_WEEKDAY}) (?P<alone>\d{{2}}) (?P<its_month>{'|'.join(_MONTHS)})\b(?! \d)"
 )
 
 
 def times_in(text: str, now: datetime) -> Mrkdwn:
     """Text costguard's rules wrote (a reason, what the machine said, a learned pattern), escaped, each of its
-    clock times ("12:50 UTC", "12:00 and 12:50 UTC", "09:00 Europe/Paris") shown in the reader's own time.
-    Such a time is about now: the nearest 12:50 to `now`, on the clock of the zone it names."""
+    times shown in the reader's own: a clock time ("12:50 UTC", "12:00 and 12:50 UTC", "08:00-10:00 UTC",
+    "09:00 Europe/Paris"), the nearest such time to `now` on the clock of the zone it names; with its day ("Wed
+    12:50 UTC", "Wed 04 Nov 12:50 UTC"), the nearest such day's; a day alone ("Wed 04 Nov", a UTC day, as the
+    rules write one), the nearest such day. Code (`daily 08:00-10:00 UTC`, a value as it is written) is left as
+    it is."""
     escaped = escape(text)
 
-    def nearest(hour: str, minute: str, zone: tzinfo) -> Mrkdwn:
+    def nearest(found: re.Match[str], hour: str, minute: str, zone: tzinfo) -> Mrkdwn:
         base = now.astimezone(zone).replace(hour=int(hour), minute=int(minute), second=0, microsecond=0)
-        moment = min((base + timedelta(days=d) for d in (-1, 0, 1)), key=lambda t: abs(t - now))
-        return when(moment, zone, style=CLOCK)
+        if found["month"]:
+            near = (
+                base.replace(year=base.year + y, month=_MONTHS.index(found["month"]) + 1, day=1) for y in (-1, 0, 1)
+            )
+            days = [b + timedelta(days=int(found["day"]) - 1) for b in near]
+        elif found["weekday"]:
+            days = [
+                base + timedelta(days=d)
+                for d in range(-7, 8)
+                if (base + timedelta(days=d)).strftime("%a") == found["weekday"]
+            ]
+        else:
+            days = [base + timedelta(days=d) for d in (-1, 0, 1)]
+        moment = min(days, key=lambda t: abs(t - now))
+        return when(moment, zone, style=DAY_AND_TIME if found["weekday"] else CLOCK)
 
     def shown(found: re.Match[str]) -> str:
-        zone = zone_of(found[5], default="")
-        hours = [(found[1], found[2]), *([(found[3], found[4])] if found[3] else [])]
-        if (zone.key != found[5] and found[5] != "UTC") or any(int(h) > 23 or int(m) > 59 for h, m in hours):
+        if found["code"]:
+            return found[0]
+        if found["alone"]:
+            return _day_alone(found, now) or found[0]
+        zone = zone_of(found["zone"], default="")
+        hours = [(found["h1"], found["m1"]), *([(found["h2"], found["m2"])] if found["h2"] else [])]
+        if (zone.key != found["zone"] and found["zone"] != "UTC") or any(int(h) > 23 or int(m) > 59 for h, m in hours):
             return found[0]  # not a zone, or not a clock: left as written
-        return " and ".join(nearest(h, m, zone) for h, m in hours)
+        return Mrkdwn(str(found["joint"] or "").join(nearest(found, h, m, zone) for h, m in hours))
 
     return Mrkdwn(_CLOCK_TIMES.sub(shown, escaped))
+
+
+def _day_alone(found: re.Match[str], now: datetime) -> Mrkdwn | None:
+    month = _MONTHS.index(found["its_month"]) + 1
+    days = []
+    for year in (now.year - 1, now.year, now.year + 1):
+        try:
+            days.append(date(year, month, int(found["alone"])))
+        except ValueError:  # 29 Feb of a year without one
+            continue
+    if not days:
+        return None
+    return on_day(min(days, key=lambda d: abs(d - now.date())))
 
 
 def _value(value: object) -> Mrkdwn:

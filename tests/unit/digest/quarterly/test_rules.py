@@ -17,6 +17,7 @@ from botocore.stub import Stubber
 from costguard.aws.costexplorer import EC2_COMPUTE, cost_anomalies, monthly_spend
 from costguard.aws.pricing import PriceBook
 from costguard.digest.quarterly.rules import (
+    Anomaly,
     Line,
     Quarter,
     RegionPrice,
@@ -27,6 +28,7 @@ from costguard.digest.quarterly.rules import (
     quarter_bounds,
     quarter_message,
 )
+from testing.slack_text import as_read, dates_in, plain_times
 from tests.unit.digest.organization.test_rules import END, MEMBER, week_of
 
 MONTHS = (date(2026, 8, 1), date(2026, 9, 1), date(2026, 10, 1))
@@ -222,3 +224,19 @@ def test_the_quarter_says_its_waste_as_each_week_priced_it_and_sends_paid_idle_h
         "70 idle GPU-hours ($150 that stops would have saved, as each week's digest priced it); 1 idle machine "
         "stopped, saving $20.00. 40 idle machine-hours were on capacity already paid: buy less at renewal."
     ) in text
+
+
+def test_the_report_s_days_are_each_reader_s_and_a_month_s_rise_is_dated_by_its_month() -> None:
+    rises = jumps(lines(), MONTHS, percent=50.0, at_least_usd=100.0)[:1]
+    spike = Anomaly(date(2026, 9, 14), 2_400.0, "Amazon EC2", "Cost Anomaly Detection")
+    quarter = Quarter("Aug 2026 to Oct 2026", MONTHS, lines(), anomalies=[spike, *rises])
+    message = quarter_message(quarter, datetime(2026, 11, 22, 9, tzinfo=UTC))
+    shown = as_read(message.slack_blocks())
+    assert "• Mon 14 Sep 2026 UTC, Amazon EC2: $2,400" in shown  # Cost Anomaly Detection's day, as a Slack date
+    assert "• Oct 2026, region us-east-1: $9,500 more" in shown  # a month, not a moment
+    assert "Generated Sun 22 Nov 2026 UTC." in shown
+    assert dates_in(message.slack_blocks()) == [
+        int(datetime(2026, 9, 14, 12, tzinfo=UTC).timestamp()),
+        int(datetime(2026, 11, 22, 9, tzinfo=UTC).timestamp()),
+    ]
+    assert not plain_times(message.slack_blocks())

@@ -16,6 +16,7 @@ from costguard.digest.owners import SPOT_WARNING
 from costguard.digest.weekly.rules.advice import Advice, advise, observe, spot_advice, spot_candidates
 from costguard.digest.weekly.rules.figures import Hour, InstanceWeek
 from costguard.digest.weekly.rules.messages import advice_line
+from testing.slack_text import as_read, plain_times
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -54,7 +55,7 @@ def test_a_four_gpu_machine_that_used_one_gpu_all_week_is_told_the_one_gpu_size_
     assert advice.saving_usd == pytest.approx((5.672 - 1.212) * 70)  # $312.20
     assert advice.basis.startswith("at most 1 of its 4 GPUs in use in any of its 70 hours this week")
     assert "kept 5 vCPUs busy" in advice.basis
-    line = advice_line(advice)
+    line = advice_line(advice, END)
     assert "*g5.2xlarge* instead, $1.21/h rather than $5.67/h, *$312 less* this week" in line
 
 
@@ -179,7 +180,11 @@ def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_w
         "worked within 09:00-17:00 UTC on 5 days (40 of its 40 working hours), and sat idle 35 h outside them"
     )
     parse_schedule(advice.suggested)  # the tag costguard itself reads
-    assert "tag it `costguard:schedule` = `weekdays 09:00-17:00 UTC`" in advice_line(advice)
+    line = advice_line(advice, END)
+    assert "tag it `costguard:schedule` = `weekdays 09:00-17:00 UTC`" in line  # the tag's value, as written
+    # The hours it worked within, on each reader's clock.
+    assert "Worked within 09:00 UTC-17:00 UTC on 5 days" in as_read(line)
+    assert not plain_times(line.replace("`weekdays 09:00-17:00 UTC`", ""))
     # already scheduled: nothing to suggest
     assert schedule_advice(observe([box], START, END), POLICY, exclude=frozenset({"i-0a"})) == []
 

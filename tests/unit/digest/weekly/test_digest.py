@@ -243,7 +243,7 @@ def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() ->
     ]
     theirs = {w.owner: w for w in owner_weeks(data, email_domain="example.com")}
     assert theirs["bob"].email == "bob@example.com"
-    text = json.dumps(owner_message([theirs["bob"]], {}).slack_blocks())
+    text = json.dumps(owner_message([theirs["bob"]], {}, now=END).slack_blocks())
     keep = f"<!date^{int(until.timestamp())}^{{date_short_pretty}} {{time}}|Tue 17 Nov 09:00 UTC>"
     assert f"`i-b` kept until {keep} sat idle 14 h of its 15 ($79.41)" in text  # in the reader's zone
     assert "i-c" not in text
@@ -285,10 +285,10 @@ def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_receive
     assert "*carol*: *$3.02* idle (3 of 3 GPU-h), 1 machine at 0% GPU use, 1 idle warning" in channel
     theirs = {w.owner: w for w in owner_weeks(data, email_domain="")}
     assert "costguard warned you about 3 idle machines this week" in json.dumps(
-        owner_message([theirs["bob"]], {}).slack_blocks()
+        owner_message([theirs["bob"]], {}, now=END).slack_blocks()
     )
     assert "costguard warned you about 1 idle machine this week" in json.dumps(
-        owner_message([theirs["carol"]], {}).slack_blocks()
+        owner_message([theirs["carol"]], {}, now=END).slack_blocks()
     )  # her dry-run warning was none
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from costguard.core.records import Instance
 from costguard.digest.owners import refused_starts_text
 from costguard.digest.weekly.rules.starts import failed_starts
 from costguard.state.entries import Entry, EntryKind
+from testing.slack_text import as_read, dates_in, plain_times
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -72,3 +74,11 @@ def test_the_failed_starts_section_names_machine_owner_when_why_and_end_each_tim
     )
     # an owner's own message does not name them
     assert "alice@example.com" not in refused_starts_text(failed_starts([failed("i-b", 1, 2)], {}, END), owners=False)
+
+
+def test_the_last_refusal_s_time_is_in_each_reader_s_zone_as_the_sweep_recorded_it() -> None:
+    entry = replace(failed("i-b", 1, 2), reason=f"{REFUSED}, last at 08:40 UTC")  # as idle/acts/refused.py writes it
+    text = refused_starts_text(failed_starts([entry], {}, END))
+    assert f"{REFUSED}, last at 08:40 UTC; not started" in as_read(text)
+    assert int((START + timedelta(days=1, hours=8, minutes=40)).timestamp()) in dates_in(text)  # near its due 07:00
+    assert not plain_times(text)

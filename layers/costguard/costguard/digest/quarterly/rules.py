@@ -21,6 +21,7 @@ from costguard.digest.chart import BLUE, DOLLARS, GREY, Series, bar_chart, month
 from costguard.digest.commitments import CommitmentUse
 from costguard.digest.handoff import AccountWeek
 from costguard.slack.blocks import (
+    DAY,
     Message,
     Mrkdwn,
     bullet_list,
@@ -29,7 +30,9 @@ from costguard.slack.blocks import (
     fields_section,
     header,
     mrkdwn,
+    on_day,
     section,
+    when,
 )
 
 DIMENSIONS = ("account", "region", "instance type", "owner", "team")
@@ -234,7 +237,7 @@ def quarter_message(quarter: Quarter, generated: datetime) -> Message:
     moves = [r for r in quarter.regions if r.saving_usd >= quarter.region_threshold_usd]
     if quarter.regions:
         blocks.append(section(_regions(quarter.regions, moves, quarter.region_threshold_usd)))
-    notes = [Mrkdwn(f"Every line month by month in the attached CSV. Generated {generated:%a %d %b %Y}.")]
+    notes = [Mrkdwn("Every line month by month in the attached CSV. Generated ") + when(generated, style=DAY) + "."]
     if quarter.errors:
         notes.append(mrkdwn("Not available: {0}", "; ".join(quarter.errors)))
     blocks.append(context(*notes))
@@ -246,10 +249,16 @@ def _anomalies(quarter: Quarter) -> Mrkdwn:
     if not quarter.anomalies:
         return title + "None found."
     rows = [
-        mrkdwn("{0}, {1}: ", f"{a.start:%d %b}", a.where) + mrkdwn("{0} {1}", usd(a.impact_usd), a.detail)
+        mrkdwn("{0}, {1}: ", _began(a), a.where) + mrkdwn("{0} {1}", usd(a.impact_usd), a.detail)
         for a in quarter.anomalies[:5]
     ]
     return title + bullet_list(rows)
+
+
+def _began(anomaly: Anomaly) -> str | Mrkdwn:
+    """When an anomaly began: a month's rise is its month ("Oct 2026"), not a moment; Cost Anomaly Detection's,
+    its day (UTC), as each reader's."""
+    return f"{anomaly.start:%b %Y}" if anomaly.source == "month over month" else on_day(anomaly.start)
 
 
 def _costguard_quarter(quarter: Quarter) -> Mrkdwn:

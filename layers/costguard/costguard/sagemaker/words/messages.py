@@ -4,7 +4,7 @@ in, messages out. Each says what, why, what it costs an hour and a day, and how 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from costguard.core import tags
 from costguard.core.formatting import usd
@@ -24,6 +24,7 @@ from costguard.slack.blocks import (
     context,
     header,
     mrkdwn,
+    on_day,
     person,
     section,
     times_in,
@@ -124,8 +125,9 @@ def _since(resource: Resource, decision: Decision, price: Price, now: datetime, 
     """What an endpoint cost since its last invocation (or since it was seen, with none)."""
     last = decision.activity.last_invoked if decision.activity else None
     cost, since = endpoint_cost_since(resource, last, hourly_cost(resource, price), now)
-    if last is not None:
-        return Mrkdwn("Cost since its last invocation (") + when(last, zone, style=DAY) + mrkdwn("): *{}*.", usd(cost))
+    if last is not None:  # the UTC day CloudWatch counted it in: that day, wherever its reader is
+        shown = on_day(last.astimezone(UTC).date())
+        return Mrkdwn("Cost since its last invocation (") + shown + mrkdwn("): *{}*.", usd(cost))
     return Mrkdwn("Cost since ") + when(since, zone, style=DAY) + mrkdwn(" (no invocation seen): *{}*.", usd(cost))
 
 
@@ -246,9 +248,10 @@ def unattributed(resources: Sequence[tuple[str, str, str]], owner_tag_key: str) 
     )
 
 
-def digest_section(week: SageMakerWeek) -> list[Block]:
+def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
     """The weekly digest's SageMaker part: what runs on GPUs, what sat idle and cost what, what costguard
-    stopped or deleted, the zombies left, and the hygiene (no activity reporting, no idle shutdown)."""
+    stopped or deleted, the zombies left (the days in their reasons, each reader's: near `now`), and the
+    hygiene (no activity reporting, no idle shutdown)."""
     if week.empty:
         return []
     counts = (
@@ -266,7 +269,9 @@ def digest_section(week: SageMakerWeek) -> list[Block]:
     blocks: list[Block] = [section(counts + "\n" + idle + "\n" + did)]
     if week.zombies:
         lines = [
-            mrkdwn("`{0}` ({1}): {2}/day; {3}", z.name, z.owner or "no owner", usd(z.daily_usd), z.reason)
+            mrkdwn(
+                "`{0}` ({1}): {2}/day; {3}", z.name, z.owner or "no owner", usd(z.daily_usd), times_in(z.reason, now)
+            )
             for z in week.zombies
         ]
         blocks.append(section(mrkdwn("*Zombie endpoints left*\n") + bullet_list(lines)))

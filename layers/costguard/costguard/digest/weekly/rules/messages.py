@@ -137,7 +137,7 @@ def digest_thread(data: DigestData) -> list[Reply]:
     """The post's thread, a reply a topic, in the order they are read."""
     replies = [Reply("owners", _owners(data))]
     if data.advice:
-        replies.append(Reply("advice", _advice(data.advice)))
+        replies.append(Reply("advice", _advice(data.advice, data.end)))
     if data.sections:
         replies.append(Reply("sections", Message("GPU week: other resources", tuple(data.sections))))
     replies.append(Reply("housekeeping", _housekeeping(data)))
@@ -209,13 +209,13 @@ def suggestion(advice: Advice) -> Suggestion:
     )
 
 
-def advice_line(advice: Advice) -> Mrkdwn:
-    return suggestion_line(suggestion(advice), advice.instance.owner)
+def advice_line(advice: Advice, now: datetime) -> Mrkdwn:
+    return suggestion_line(suggestion(advice), advice.instance.owner, now=now)
 
 
-def _advice(advice: Sequence[Advice], limit: int = 5) -> Message:
+def _advice(advice: Sequence[Advice], now: datetime, limit: int = 5) -> Message:
     title = "*Right-sizing, Spot and working hours*, the largest savings first (each from a week of its data)\n"
-    blocks: list[Block] = [section(Mrkdwn(title) + bullet_list([advice_line(a) for a in advice[:limit]]))]
+    blocks: list[Block] = [section(Mrkdwn(title) + bullet_list([advice_line(a, now) for a in advice[:limit]]))]
     if any(a.kind == "spot" for a in advice[:limit]):
         blocks.append(context(SPOT_WARNING))
     return Message("GPU week: the same work for less", tuple(blocks))
