@@ -19,6 +19,7 @@ from testing import moto_fixes
 from testing.billing import answer_the_bill
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read
 from tests.integration.conftest import REGION, ec2, run_instance
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
@@ -203,7 +204,7 @@ def test_the_digests_thread_lists_an_exempt_machine_with_what_it_idled_and_sugge
     assert "exempt" not in everything([digest]).lower()  # the post stays a headline
     [housekeeping] = [r for r in replies if "Exempt machines that sat idle" in everything([r])]
     assert threads.get(housekeeping.ts) == digest.ts
-    [listed] = [b["text"]["text"] for b in housekeeping.blocks if "Exempt machines" in str(b)]
+    [listed] = [as_read(b["text"]["text"]) for b in housekeeping.blocks if "Exempt machines" in str(b)]
     assert (
         f"• `{iid}` g5.xlarge (alice@example.com, exempt: nightly eval): idle 88 GPU-h, *$88.53* · "
         "work starts at about 02:00 UTC on 4 days: keep it for its runs"

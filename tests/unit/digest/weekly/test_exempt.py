@@ -15,6 +15,7 @@ from costguard.digest.weekly.rules.exempt import ExemptIdle, exempt_idle, recurr
 from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, summarize
 from costguard.digest.weekly.rules.messages import digest_message, digest_thread
 from costguard.digest.weekly.rules.records import DigestData
+from testing.slack_text import as_read
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
@@ -78,7 +79,7 @@ def test_an_exempt_machine_is_listed_with_its_idle_gpu_hours_and_dollars_and_its
         ExemptIdle(forgotten.instance_id, "g5.xlarge", "ana", "", 168.0, 168.0, ""),
     ]  # fmt: skip
     [housekeeping] = [r.message for r in digest_thread(found) if r.name == "housekeeping"]
-    text = "\n".join(b["text"]["text"] for b in housekeeping.slack_blocks() if b["type"] == "section")
+    text = as_read("\n".join(b["text"]["text"] for b in housekeeping.slack_blocks() if b["type"] == "section"))
     listed = text[text.index("*Exempt machines that sat idle*") :]
     assert "(`costguard:exempt`: never stopped), the costliest first" in listed
     assert (

@@ -37,6 +37,7 @@ from costguard.slack.blocks import (
     link,
     mrkdwn,
     section,
+    times_in,
 )
 from costguard.state.entries import EntryKind
 
@@ -335,10 +336,10 @@ def exempt_text(data: DigestData) -> Mrkdwn:
             "stops it between runs and starts it before each"
         )
     title += Mrkdwn("\n")
-    return title + bullet_list([_exempt_line(e) for e in found[:SHOWN]], limit=MAX_SECTION - len(title))
+    return title + bullet_list([_exempt_line(e, data.end) for e in found[:SHOWN]], limit=MAX_SECTION - len(title))
 
 
-def _exempt_line(exempt: ExemptIdle) -> Mrkdwn:
+def _exempt_line(exempt: ExemptIdle, now: datetime) -> Mrkdwn:
     line = mrkdwn(
         "`{0}` {1} ({2}, exempt: {3}): idle {4} GPU-h, *{5}*",
         exempt.instance_id,
@@ -348,7 +349,7 @@ def _exempt_line(exempt: ExemptIdle) -> Mrkdwn:
         f"{exempt.idle_gpu_hours:,.0f}",
         usd(exempt.idle_usd),
     )
-    return line + mrkdwn(" · {0}: keep it for its runs", exempt.runs) if exempt.runs else line
+    return line + Mrkdwn(" · ") + times_in(exempt.runs, now) + Mrkdwn(": keep it for its runs") if exempt.runs else line
 
 
 def _commitments(data: DigestData) -> Mrkdwn:
