@@ -62,7 +62,9 @@ class Learner:
     ) -> list[tuple[Instance, Decision]]:
         """Each warning or stop that would stop a machine, in the light of its recurring work. A stop whose
         machine's fortnight could not be read in full waits for a sweep that can (missing data is never
-        a reason to stop: the run it would miss is what is not known)."""
+        a reason to stop: the run it would miss is what is not known). A machine its person started again
+        soon after costguard's stop waits longer (idle/rules/restarts.py: its start log says which starts were
+        costguard's; unread, every start is taken for a person's)."""
         targets = [
             i for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop and learns(i, self.policy)
         ]
