@@ -115,6 +115,7 @@ KEPT = (
     "reclaimed_percent",
     "interruptions",
     "owner_restarts",
+    "owner_boot_wait_minutes",
     "exempted_by_owners",
     "costguard_starts",
     "costguard_starts_wasted",
@@ -143,7 +144,8 @@ def compare(before_root: Path, seeds: tuple[int, ...] = SEEDS + UNSEEN, after_ro
         print(
             f"  seed {seed}: reclaimed {before['reclaimed_percent']} % -> {after['reclaimed_percent']} % "
             f"(oracle {oracle['reclaimed_percent']} %), interruptions {before['interruptions']} -> "
-            f"{after['interruptions']}, owner restarts {before['owner_restarts']} -> {after['owner_restarts']}, "
+            f"{after['interruptions']}, owner restarts {before['owner_restarts']} -> {after['owner_restarts']} "
+            f"({before.get('owner_boot_wait_minutes', '?')} -> {after['owner_boot_wait_minutes']} boot-wait min), "
             f"learned starts {after['costguard_starts']} ({after['costguard_starts_wasted']} wasted)",
             flush=True,
         )

@@ -47,7 +47,7 @@ from testing.aws.secretsmanager import SecretsManager
 from testing.aws.ssm import SystemsManager
 from testing.measured import Judge, money
 from testing.template import lambda_environment
-from testing.worlds.commitments import ON_DEMAND, failed_start_record, restart_when
+from testing.worlds.commitments import BOOT_MINUTES, ON_DEMAND, failed_start_record, restart_when
 from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -972,9 +972,9 @@ def deliver_changes(fleet: Fleet, sweep: Any, context: Any, runtime: Any) -> Non
 
 
 def people_and_starts(world: World, fleet: Fleet, *, days: int = 7) -> dict[str, Any]:
-    """What the week asked of people, and costguard's own starts: restarts owners had to make, machines
-    they exempted for good, and the starts costguard made (a start is wasted when no work came within 90
-    minutes of it)."""
+    """What the week asked of people, and costguard's own starts: restarts owners had to make (and the boot
+    they waited for), machines they exempted for good, and the starts costguard made (a start is wasted when no
+    work came within 90 minutes of it)."""
     first = world.index(world.start)
     last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
     window = 90 // 5
@@ -983,8 +983,13 @@ def people_and_starts(world: World, fleet: Fleet, *, days: int = 7) -> dict[str,
         for iid, at in fleet.costguard_starts
         if not any(s.work for s in fleet.by_id[iid].slots[at : at + window])
     ]
+    restarts = [iid for iid, at in fleet.owner_restarts if first <= at < last]
     return {
-        "owner_restarts": sum(1 for _, at in fleet.owner_restarts if first <= at < last),
+        "owner_restarts": len(restarts),
+        # the minutes people waited for the machines they started again to boot (testing/worlds/commitments.py)
+        "owner_boot_wait_minutes": sum(
+            BOOT_MINUTES.get(fleet.by_id[iid].instance_type.partition(".")[0], 3) for iid in restarts
+        ),
         "exempted_by_owners": len(fleet.exempted),
         "costguard_starts": len(fleet.costguard_starts),
         "costguard_starts_wasted": len(wasted),
