@@ -53,6 +53,7 @@ from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
 from costguard.idle.rules.capacity import (
     READY,
+    for_its_run,
     ready_for_the_day,
     spared,
     tells_scarce,
@@ -299,7 +300,7 @@ def spare_the_scarce(
                 return decision
             scarcity = capacity.scarcity(instance)
             readied = ready_for_the_day(decision, scarcity, instance, policy, now)
-            return too_soon(readied, scarcity, shortest, now)
+            return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
         scarcity = capacity.scarcity(instance)
         if capacity.unread:
             return unread(decision)

@@ -10,8 +10,11 @@ from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.capacity import (
+    BEFORE_OWNER,
     EARLIER,
     SCARCE,
+    for_its_run,
+    held_for_run,
     ready_for_the_day,
     spared,
     tells_scarce,
@@ -171,3 +174,35 @@ def test_no_day_start_without_evidence_before_a_learned_run_or_where_its_owner_s
     assert forward.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD  # brought forward to the day
     declined = p4d(tagged={tags.LEARNED_START: tags.OFF})
     assert ready_for_the_day(stop, EVIDENCE, declined, POLICY, evening) == stop
+
+
+def test_a_scarce_machine_whose_automated_run_comes_before_its_owner_is_back_is_left_running_for_it() -> None:
+    """Stopped at 20:00 with its nightly run at 05:00 before the team's 08:00: a start EC2 refused then (a
+    shortage in the night) would leave the run without its machine, and nobody is there to start it again."""
+    evening = TUESDAY_2PM.replace(hour=20)
+    nightly = Decision(
+        "i-1", Action.STOP, "idle through grace", start_at=evening + timedelta(hours=9) - LEAD, learned="its crontab"
+    )
+    kept = for_its_run(nightly, EVIDENCE, p4d(), POLICY, evening)
+    assert (kept.action, kept.will_stop, kept.start_at) == (Action.CLEAR_WARNING, False, None)
+    assert (
+        kept.reason
+        == f"{BEFORE_OWNER}: its crontab (6 p4d.24xlarge starts failed for capacity in us-east-1a this week)"
+    )
+    assert held_for_run(kept) == "its crontab"
+    assert tells_scarce(kept)
+    warned = replace(nightly, action=Action.WARN, stop_after=evening + timedelta(minutes=30))
+    assert for_its_run(warned, EVIDENCE, p4d(), POLICY, evening).action is Action.NONE  # never warned: nothing to clear
+
+
+def test_a_run_after_its_owner_is_back_or_no_evidence_or_the_days_own_start_change_nothing() -> None:
+    evening = TUESDAY_2PM.replace(hour=20)
+    later = Decision("i-1", Action.STOP, "idle", start_at=datetime(2026, 11, 25, 14, 0, tzinfo=UTC), learned="x")
+    assert for_its_run(later, EVIDENCE, p4d(), POLICY, evening) == later  # the owner is back before it
+    nightly = replace(later, start_at=evening + timedelta(hours=8))
+    assert for_its_run(nightly, None, p4d(), POLICY, evening) == nightly
+    unpromised = replace(nightly, start_at=None)
+    assert for_its_run(unpromised, EVIDENCE, p4d(), POLICY, evening) == unpromised
+    day = ready_for_the_day(replace(nightly, start_at=None), EVIDENCE, p4d(), POLICY, evening)
+    assert for_its_run(day, EVIDENCE, p4d(), POLICY, evening) == day  # started for its owner's day: stopped
+    assert held_for_run(nightly) == ""

@@ -17,7 +17,7 @@ P4D = Instance("i-1", "us-east-1", "p4d.24xlarge", "running", NOW - timedelta(da
 
 def test_a_scarce_machine_left_running_says_why_with_the_evidence_and_offers_a_stop_that_names_the_risk() -> None:
     evidence = "6 p4d.24xlarge starts failed for capacity in us-east-1a this week"
-    message = scarce_idle_notice(P4D, evidence, mention("U0ANA"), "3 h", 21.96)
+    message = scarce_idle_notice(P4D, evidence, mention("U0ANA"), "3 h", 21.96, now=NOW)
     text = json.dumps(message.blocks)
     assert "<@U0ANA>, your p4d.24xlarge `i-1` has done no work for 3 h" in text
     assert message.blocks[0]["text"]["text"] == "Idle, and hard to get back: $527/day · p4d.24xlarge"  # cost first
@@ -25,6 +25,19 @@ def test_a_scarce_machine_left_running_says_why_with_the_evidence_and_offers_a_s
     assert "$21.96 an idle hour" in text
     assert "capacity is scarce, and it might not start again" in text  # the Stop anyway button's confirmation
     assert "stop_now" in text.lower() or "stop-now" in text.lower()
+
+
+def test_a_scarce_machine_left_running_for_its_nightly_run_says_which_run_in_the_readers_time() -> None:
+    evidence = "6 p4d.24xlarge starts failed for capacity in us-east-1a this week"
+    evening = NOW.replace(hour=20)
+    run = "runs `etl.sh` at 05:00 UTC (its crontab)"
+    message = scarce_idle_notice(P4D, evidence, mention("U0ANA"), "3 h", 21.96, run=run, now=evening)
+    text = as_read(message.blocks)
+    assert "leaves it running for its run before you are back (it runs `etl.sh` at 05:00 UTC (its crontab))" in text
+    assert "nobody would be there to start it again" in text
+    assert dates_in(message.blocks) == [int(datetime(2026, 11, 25, 5, 0, tzinfo=UTC).timestamp())]
+    assert "leaves it running for its next run" in message.text
+    assert "Stopped as usual when no run is due before your day" in text
 
 
 def test_a_refused_start_says_what_costguard_does_next_and_offers_a_start() -> None:

@@ -35,7 +35,7 @@ from costguard.idle.acts.shown import Shown
 from costguard.idle.acts.starts import tell_unreadable_schedule
 from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
-from costguard.idle.rules.capacity import tells_scarce
+from costguard.idle.rules.capacity import held_for_run, tells_scarce
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
 from costguard.idle.words.capacity import scarce_idle_notice
@@ -381,7 +381,8 @@ def tell_scarce(
     owner = instance.owner(notices.settings.owner_tag_key)
     idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
     hourly = notices.prices.hourly(instance.instance_type, instance.region).usd_per_hour
-    message = scarce_idle_notice(instance, decision.scarce, notices.person(owner), idle, hourly)
+    run = held_for_run(decision)
+    message = scarce_idle_notice(instance, decision.scarce, notices.person(owner), idle, hourly, run=run, now=now)
     day = f"{instance.instance_id}:{now:%Y-%m-%d}"
     if notices.mode is Mode.DRY_RUN:
         notices.report_once(f"scarce:{day}", message, now)

@@ -9,7 +9,9 @@ a start refused for capacity is tried again at each sweep until the machine runs
 has passed.
 
 An owner's working hours are the machine's `costguard:schedule` when it has one (inside it nothing is
-stopped anyway), else the team's: weekdays 08:00-19:00 in the team's time zone.
+stopped anyway), else the team's: weekdays 08:00-19:00 in the team's time zone. Nor is it stopped when its
+automated run (a crontab's, or learned work) comes before its owner's next working hours: nobody would be
+there to start it again if EC2 refused.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ SCARCE = "not stopped in working hours: capacity is scarce"
 UNREAD = "whether its type is short of capacity could not be read"
 TEAM_HOURS = "weekdays 08:00-19:00"
 READY = "might not start again when its owner's day begins"
+BEFORE_OWNER = "left running for its run before its owner is back"
 EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much sooner, to have retries in hand
 
 
@@ -66,6 +69,38 @@ def ready_for_the_day(
         return decision  # its learned run comes first: started for it, and kept through the day
     evidence = scarcity.evidence(now)
     return replace(decision, start_at=start_at, learned=f"{READY} ({evidence})", scarce=evidence)
+
+
+def for_its_run(
+    decision: Decision, scarcity: Scarcity | None, instance: Instance, policy: IdlePolicy, now: datetime
+) -> Decision:
+    """A scarce machine whose automated run (its crontab's, or its learned work) is due before its owner's next
+    working hours: not stopped. A start EC2 refused in the night would leave the run without its machine, with
+    nobody there to start it again; a run is what scarce capacity idles for. Its owner hears why once a day,
+    and may stop it. (The start costguard makes for its owner's day is not such a run.)"""
+    if scarcity is None or decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
+        return decision
+    if not decision.will_stop or decision.learned.startswith(READY):
+        return decision
+    opens = owners_hours(instance, policy.team_timezone).next_start(now)
+    if decision.start_at >= opens - timedelta(minutes=policy.schedule_lead_minutes):
+        return decision
+    evidence = scarcity.evidence(now)
+    warned = decision.action is not Action.WARN or decision.told
+    return replace(
+        decision,
+        action=Action.CLEAR_WARNING if warned else Action.NONE,
+        reason=f"{BEFORE_OWNER}: {decision.learned} ({evidence})",
+        scarce=evidence,
+        will_stop=False,
+        stop_after=None,
+        start_at=None,
+    )
+
+
+def held_for_run(decision: Decision) -> str:
+    """The run a scarce machine is left running for (as the messages say it), or "" when it is not."""
+    return decision.learned if decision.reason.startswith(BEFORE_OWNER) else ""
 
 
 def spared(decision: Decision, scarcity: Scarcity | None, *, working: bool, now: datetime) -> Decision:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from costguard.core.records import Instance
-from costguard.slack.blocks import Message, Mrkdwn, actions, context, header, mrkdwn, section, when
+from costguard.slack.blocks import Message, Mrkdwn, actions, context, header, mrkdwn, section, times_in, when
 from costguard.slack.buttons import start_buttons, stop_anyway_buttons
 
 
@@ -16,25 +16,44 @@ def _yours(who: Mrkdwn, instance: Instance) -> Mrkdwn:
     return mrkdwn("{}, your {}", who, said) if who else said
 
 
-def scarce_idle_notice(instance: Instance, evidence: str, who: Mrkdwn, idle_for: str, hourly: float | None) -> Message:
-    """Once a day, to the owner: an idle machine costguard does not stop in working hours, and why."""
+def scarce_idle_notice(
+    instance: Instance,
+    evidence: str,
+    who: Mrkdwn,
+    idle_for: str,
+    hourly: float | None,
+    *,
+    run: str = "",
+    now: datetime,
+) -> Message:
+    """Once a day, to the owner: an idle machine costguard does not stop in working hours, or before its
+    automated `run` (as the rules say it, after "it": "runs `etl.sh` at 05:00 UTC (its crontab)"), and why; its
+    times in each reader's own (the nearest to `now`)."""
     iid, kind = instance.instance_id, instance.instance_type
     cost = f"${hourly * 24:,.0f}/day · " if hourly else ""
+    where = "for its next run" if run else "in working hours"
+    because = (
+        Mrkdwn(" so costguard leaves it running for its run before you are back (it ")
+        + times_in(run, now)
+        + Mrkdwn("): if EC2 refused its start in the night, nobody would be there to start it again.")
+        if run
+        else Mrkdwn(" so costguard does not stop it while you work: a stopped one might not start again.")
+    )
     return Message(
-        f"{kind} {iid} idles, but might not start again if stopped: costguard leaves it running in working hours",
+        f"{kind} {iid} idles, but might not start again if stopped: costguard leaves it running {where}",
         (
             header(f"Idle, and hard to get back: {cost}{kind}"),
             section(
                 _yours(who, instance)
-                + mrkdwn(
-                    " has done no work for {}. {} lately, so costguard does not stop it while you work: a stopped "
-                    "one might not start again.",
-                    idle_for,
-                    evidence[:1].upper() + evidence[1:],
-                )
+                + mrkdwn(" has done no work for {}. {} lately,", idle_for, evidence[:1].upper() + evidence[1:])
+                + because
                 + (Mrkdwn(f" It costs about ${hourly:,.2f} an idle hour.") if hourly else Mrkdwn(""))
             ),
-            context("Outside working hours it is warned and stopped as usual. Said once a day."),
+            context(
+                "Stopped as usual when no run is due before your day. Said once a day."
+                if run
+                else "Outside working hours it is warned and stopped as usual. Said once a day."
+            ),
             actions(
                 f"cg-scarce-{iid}"[:255],
                 stop_anyway_buttons(
