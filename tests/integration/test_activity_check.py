@@ -18,15 +18,18 @@ from costguard.aws.ec2 import Ec2
 from costguard.aws.ssm import Ssm
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
+from costguard.core.scarcity import FailedStart
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.jobs import JobKind, next_job
+from costguard.idle.rules.schedule import parse_schedule
 from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
+from costguard.state.capacity import CapacityLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import marked
-from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
+from tests.integration.conftest import REGION, TABLE, ec2, make_runtime, tags_of
 from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
@@ -578,3 +581,32 @@ def test_a_machine_whose_crontab_job_is_too_near_is_not_stopped(
 
     assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == []
     assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+
+
+def test_a_scarce_machine_whose_crontab_job_comes_before_its_owner_is_back_is_left_running_for_it(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """EC2 lately refused starts of its type: stopped tonight, the start for its job might be refused as well,
+    with nobody there to start it again. Left running for the job; its owner is told why, once a day."""
+    job = (now + timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
+    iid = warned_machine(now)
+    answers[iid] = report(jobs={"tz": "UTC", "list": [{"k": "cron", "s": f"0 {job:%H} * * *", "c": "nightly.sh"}]})
+    failures = [FailedStart("g5.12xlarge", "", now - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5)]
+    CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=now)
+    monkeypatch.setattr("costguard.idle.sweep.working_now", lambda *_: False)  # the evening
+    back = job + timedelta(hours=3)  # its owner's next working hours open after the job
+    hours = parse_schedule(f"daily {back:%H:%M}-{back + timedelta(hours=1):%H:%M} UTC")
+    monkeypatch.setattr("costguard.idle.rules.capacity.owners_hours", lambda *_: hours)
+
+    assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == []
+    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)  # its warning withdrawn: it is not to be stopped
+    [told] = [m for m in slack.messages if "hard to get back" in json.dumps(m.blocks)]
+    assert "leaves it running for its run before you are back (it runs `nightly.sh` at <!date^" in json.dumps(
+        told.blocks
+    )
