@@ -86,16 +86,7 @@ def for_its_run(
     if decision.start_at >= opens - timedelta(minutes=policy.schedule_lead_minutes):
         return decision
     evidence = scarcity.evidence(now)
-    warned = decision.action is not Action.WARN or decision.told
-    return replace(
-        decision,
-        action=Action.CLEAR_WARNING if warned else Action.NONE,
-        reason=f"{BEFORE_OWNER}: {decision.learned} ({evidence})",
-        scarce=evidence,
-        will_stop=False,
-        stop_after=None,
-        start_at=None,
-    )
+    return replace(left_running(decision, f"{BEFORE_OWNER}: {decision.learned} ({evidence})", evidence), start_at=None)
 
 
 def held_for_run(decision: Decision) -> str:
@@ -111,11 +102,17 @@ def spared(decision: Decision, scarcity: Scarcity | None, *, working: bool, now:
     if scarcity is None or not working:
         return decision
     evidence = scarcity.evidence(now)
+    return left_running(decision, f"{SCARCE} ({evidence})", evidence)
+
+
+def left_running(decision: Decision, why: str, evidence: str) -> Decision:
+    """A scarce machine not stopped after all: none, or, where it was warned, its warning cleared; with the
+    evidence to tell its owner."""
     warned = decision.action is not Action.WARN or decision.told
     return replace(
         decision,
         action=Action.CLEAR_WARNING if warned else Action.NONE,
-        reason=f"{SCARCE} ({evidence})",
+        reason=why,
         scarce=evidence,
         will_stop=False,
         stop_after=None,
