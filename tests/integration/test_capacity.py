@@ -72,6 +72,7 @@ def test_a_start_refused_for_capacity_is_told_at_once_tried_again_and_made_when_
     [told] = refusals_told(slack)
     assert told.channel == "U0ALICE"  # its owner, at once
     assert "tries again every sweep until" in json.dumps(told.blocks)
+    assert "Skip the planned start" not in json.dumps(told.blocks)  # a working-hours start: not one to skip
     [failed] = entries("start-failed")  # for the digest
     assert failed["instance_id"]["S"] == iid
     assert failed["reason"]["S"].startswith("InsufficientInstanceCapacity in ")

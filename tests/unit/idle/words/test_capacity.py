@@ -4,11 +4,14 @@ and a refused start, at once, with what costguard does next and a way to start i
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.idle.words.capacity import scarce_idle_notice, start_failed_notice
 from costguard.slack.blocks import mention
+from costguard.slack.buttons import Button
 from testing.slack_text import as_read, dates_in
 
 NOW = datetime(2026, 11, 24, 8, 50, tzinfo=UTC)
@@ -52,3 +55,16 @@ def test_a_refused_start_says_what_costguard_does_next_and_offers_a_start() -> N
         "costguard could not start p4d.24xlarge i-1 for Tue 24 Nov 08:50 UTC: "
         "InsufficientInstanceCapacity in us-east-1a"
     )
+
+
+def test_a_refused_learned_start_offers_to_skip_it_and_a_refused_working_hours_start_does_not() -> None:
+    """Its owner may not want the retries for a run (the run moved, or they will do without): "Skip the planned
+    start" stops them. A working-hours start is not a planned start that button turns off: not offered."""
+    until = NOW.replace(hour=17, minute=0)
+    why = "InsufficientInstanceCapacity in us-east-1a"
+    learned = replace(P4D, state="stopped", tags={tags.START_AT: "2026-11-24T08:50:00Z"})
+    buttons = json.dumps(start_failed_notice(learned, NOW, why, until, mention("U0ANA")).blocks)
+    assert "Skip the planned start" in buttons
+    assert Button.DONT_START.value in buttons
+    hours = json.dumps(start_failed_notice(replace(P4D, state="stopped"), NOW, why, until, mention("U0ANA")).blocks)
+    assert "Skip the planned start" not in hours

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.slack.blocks import Message, Mrkdwn, actions, context, header, mrkdwn, section, times_in, when
 from costguard.slack.buttons import start_buttons, stop_anyway_buttons
@@ -67,8 +68,10 @@ def scarce_idle_notice(
 def start_failed_notice(
     instance: Instance, due: datetime, why: str, until: datetime, who: Mrkdwn, *, zone: str = "UTC"
 ) -> Message:
-    """At once, to the owner: costguard's start for their work was refused, and what it does next."""
+    """At once, to the owner: costguard's start for their work was refused, and what it does next. A start it
+    planned for a run (its `costguard:start-at`) can be skipped from here; a working-hours start cannot."""
     iid, kind = instance.instance_id, instance.instance_type
+    planned = tags.START_AT in instance.tags
     return Message(
         mrkdwn("costguard could not start {} {} for ", kind, iid) + when(due, zone) + mrkdwn(": {}", why),
         (
@@ -79,8 +82,15 @@ def start_failed_notice(
                 + when(due, zone)
                 + mrkdwn(", but EC2 has no capacity for it ({}). costguard tries again every sweep until ", why)
                 + when(until, zone)
-                + Mrkdwn(". Start it yourself below, or launch in another zone.")
+                + Mrkdwn(
+                    ". Start it yourself below, launch in another zone, or skip this planned start."
+                    if planned
+                    else ". Start it yourself below, or launch in another zone."
+                )
             ),
-            actions(f"cg-start-failed-{iid}"[:255], start_buttons(iid, instance.region, instance.account)),
+            actions(
+                f"cg-start-failed-{iid}"[:255],
+                start_buttons(iid, instance.region, instance.account, learned_start=planned),
+            ),
         ),
     )
