@@ -400,3 +400,48 @@ def test_a_machine_its_person_started_again_soon_after_costguards_stop_is_not_wa
     later = now + timedelta(hours=1, minutes=35)  # four hours after its start: warned
     publish(undone, later, gpus=[idle(), idle(), idle(), idle()])
     assert run(SWEEP, runtime, later, lambda_context, monkeypatch)["regions"][REGION]["warned"] == [undone]
+
+
+def test_a_refused_learned_start_offers_to_skip_it_and_skipping_it_ends_the_retries(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    nightly_box: tuple[str, datetime],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, next_run = nightly_box
+    start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
+    sweep(runtime, now, lambda_context, monkeypatch)
+    asked: list[str] = []
+
+    def short_of_capacity(self: Ec2, instance_id: str) -> bool:
+        asked.append(instance_id)
+        error = {"Code": "InsufficientInstanceCapacity", "Message": "We currently do not have sufficient capacity"}
+        raise ClientError({"Error": error}, "StartInstances")
+
+    monkeypatch.setattr(Ec2, "start", short_of_capacity)
+    assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
+    [refused] = [m for m in slack.messages if "Start refused" in json.dumps(m.blocks)]
+    assert Button.DONT_START.value in json.dumps(refused.blocks)
+
+    monkeypatch.setenv("CLICK_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-clicks")
+    pressed = start_at + timedelta(minutes=5)
+    monkeypatch.setattr(runtime, "now", lambda: pressed)
+    click = Click(
+        button=Button.DONT_START,
+        instance_id=iid,
+        region=REGION,
+        user_id="U0ALICE",
+        user_name="alice",
+        response_url=slack.response_url(refused.ts),
+        message_ts=refused.ts,
+        action_ts=str(pressed.timestamp()),
+    )
+    buttons._settings.cache_clear()
+    buttons.lambda_handler({"Records": [{"body": click.to_json()}]}, lambda_context, runtime=runtime)
+    assert tags_of(iid)[tags.LEARNED_START] == "off"
+
+    sweep(runtime, start_at + timedelta(minutes=15), lambda_context, monkeypatch)
+    assert asked == [iid]  # not tried again: its owner skipped it
+    assert state_of(iid) == "stopped"
