@@ -417,8 +417,8 @@ def test_a_refused_learned_start_offers_to_skip_it_and_skipping_it_ends_the_retr
 
     def short_of_capacity(self: Ec2, instance_id: str) -> bool:
         asked.append(instance_id)
-        error = {"Code": "InsufficientInstanceCapacity", "Message": "We currently do not have sufficient capacity"}
-        raise ClientError({"Error": error}, "StartInstances")
+        message = "We currently do not have sufficient capacity"
+        raise ClientError({"Error": {"Code": "InsufficientInstanceCapacity", "Message": message}}, "StartInstances")
 
     monkeypatch.setattr(Ec2, "start", short_of_capacity)
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
