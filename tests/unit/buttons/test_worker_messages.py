@@ -229,3 +229,18 @@ def test_stop_now_on_a_machine_kept_for_its_runs_keeps_the_start_its_warning_pro
     worker.handle(pressed, NOW)
 
     assert machines.tags[tags.START_AT] == "2026-11-21T01:45:00Z"
+
+
+def test_stop_now_on_a_machine_kept_for_its_runs_does_not_offer_to_skip_the_start_its_owner_asked_for() -> None:
+    worker, people, machines, _, _ = world({})
+    machines.tags |= {tags.KEEP_FOR_RUNS: "on"}
+    pressed = Click(
+        Button.STOP_NOW, IID, "us-east-1", "U0ALICE", "alice", "https://hooks", "1.1", str(NOW.timestamp()),
+        start_at="2026-11-21T01:45:00Z",
+    )  # fmt: skip
+
+    worker.handle(pressed, NOW)
+
+    [shown] = people.shown
+    assert Button.START.value in str(shown.blocks)  # it can still be started by hand
+    assert Button.DONT_START.value not in str(shown.blocks)  # the keep for its runs is its owner's word

@@ -73,14 +73,18 @@ def kept_while_busy(click: Click, zone: str) -> Done:
     return with_after(text, live.kept(None, who, zone))
 
 
-def stopped(click: Click, now: datetime, zone: str, *, hibernate: bool, start_at: datetime | None) -> Done:
-    """Stopped from Slack: its disks (or memory) kept, the start costguard promised, and Start it again."""
+def stopped(
+    click: Click, now: datetime, zone: str, *, hibernate: bool, start_at: datetime | None, for_runs: bool = False
+) -> Done:
+    """Stopped from Slack: its disks (or memory) kept, the start costguard promised, and Start it again; "Skip
+    the planned start" too, unless its owner keeps it for its runs (`for_runs`: their word, a start they asked)."""
     who = mention(click.user_id)
     word = "Hibernated" if hibernate else "Stopped"
     note = Mrkdwn("Its memory is kept." if hibernate else "Its disks are kept.")
     if start_at is not None:
         note += Mrkdwn(" costguard starts it again *") + when(start_at, zone) + Mrkdwn("* for its recurring work.")
-    buttons = start_buttons(click.instance_id, click.region, click.account, learned_start=start_at is not None)
+    skippable = start_at is not None and not for_runs
+    buttons = start_buttons(click.instance_id, click.region, click.account, learned_start=skippable)
     text = mrkdwn("{} {} `{}`. ", who, word.lower(), click.instance_id) + note
     return with_after(text, live.stopped(now, who, zone, word=word, note=note, buttons=buttons))
 

@@ -144,7 +144,8 @@ class ClickWorker:
         if starts_declined(instance.tags):
             click = replace(click, start_at="")  # learned starts turned off since the warning
         zone = self.owner_zone(owner)
-        reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode)
+        for_runs = kept_for_runs(instance.tags)
+        reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode, for_runs=for_runs)
         if reply.status == "done":
             at = click_time(click, now)
             self.ledger.record(
@@ -206,8 +207,11 @@ class ClickWorker:
         return reply
 
 
-def act(ec2: Ec2, click: Click, hibernate: bool, now: datetime, zone: ZoneInfo, mode: Mode) -> Reply:  # noqa: PLR0917
-    """What the button does to the machine, and what its message then says (`zone`: the owner's clock)."""
+def act(  # noqa: PLR0917
+    ec2: Ec2, click: Click, hibernate: bool, now: datetime, zone: ZoneInfo, mode: Mode, *, for_runs: bool = False
+) -> Reply:
+    """What the button does to the machine, and what its message then says (`zone`: the owner's clock;
+    `for_runs`: the machine is kept for its runs)."""
     iid = f"`{click.instance_id}`"
     if click.button is Button.KEEP_WHILE_BUSY:
         applied = ec2.create_tags(
@@ -248,7 +252,7 @@ def act(ec2: Ec2, click: Click, hibernate: bool, now: datetime, zone: ZoneInfo, 
         if applied:
             ec2.create_tags([click.instance_id], stop_record(click, now))
         start_at = words.start_again_at(click, now)
-        done = words.stopped(click, now, zone.key, hibernate=hibernate, start_at=start_at)
+        done = words.stopped(click, now, zone.key, hibernate=hibernate, start_at=start_at, for_runs=for_runs)
     else:
         try:
             applied = ec2.start(click.instance_id)
