@@ -339,9 +339,9 @@ def test_the_digest_prices_waste_and_savings_on_the_bill_keeps_paid_idle_hours_a
     )
     due, gave_up = now - timedelta(days=2), now - timedelta(days=2) + timedelta(hours=3)
     assert (
-        f"`{bob}` g5.xlarge (bob@example.com), due <!date^{int(due.timestamp())}^{{date_short_pretty}} {{time}}|"
+        f"`{bob}` g5.xlarge (bob@example.com), due <!date^{int(due.timestamp())}^{{date_short_pretty}} at {{time}}|"
         f"{due:%a %d %b %H:%M} UTC>: InsufficientInstanceCapacity in us-east-1a; not started: costguard gave up "
-        f"<!date^{int(gave_up.timestamp())}^{{date_short_pretty}} {{time}}|{gave_up:%a %d %b %H:%M} UTC>"
+        f"<!date^{int(gave_up.timestamp())}^{{date_short_pretty}} at {{time}}|{gave_up:%a %d %b %H:%M} UTC>"
     ) in body
     # carol's DM: her waste on the bill, and the basis it is priced on
     [carols] = [m for m in slack.messages if m.channel == "U0CAROL"]

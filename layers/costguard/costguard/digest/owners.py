@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from costguard.core.formatting import usd
-from costguard.digest.dates import when
-from costguard.slack.blocks import Block, Message, Mrkdwn, bullet_list, context, mrkdwn, section, times_in
+from costguard.slack.blocks import Block, Message, Mrkdwn, bullet_list, context, mrkdwn, section, times_in, when
 
 OWNER_MESSAGE_MIN_USD = 10.0  # about ten idle hours of a one-GPU machine
 SHOWN = 3  # of each kind of line, in a message and in a hand-off

@@ -244,7 +244,7 @@ def test_an_owners_message_lists_their_keeps_that_sat_idle_and_nobody_elses() ->
     theirs = {w.owner: w for w in owner_weeks(data, email_domain="example.com")}
     assert theirs["bob"].email == "bob@example.com"
     text = json.dumps(owner_message([theirs["bob"]], {}, now=END).slack_blocks())
-    keep = f"<!date^{int(until.timestamp())}^{{date_short_pretty}} {{time}}|Tue 17 Nov 09:00 UTC>"
+    keep = f"<!date^{int(until.timestamp())}^{{date_short_pretty}} at {{time}}|Tue 17 Nov 09:00 UTC>"
     assert f"`i-b` kept until {keep} sat idle 14 h of its 15 ($79.41)" in text  # in the reader's zone
     assert "i-c" not in text
 

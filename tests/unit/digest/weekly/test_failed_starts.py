@@ -68,9 +68,9 @@ def test_the_failed_starts_section_names_machine_owner_when_why_and_end_each_tim
     assert json.dumps(text) == json.dumps(
         "*Failed starts* (1 start EC2 refused)\n"
         "• `i-b` p5.48xlarge (alice@example.com), "
-        f"due <!date^{due}^{{date_short_pretty}} {{time}}|Tue 17 Nov 07:00 UTC>: "
+        f"due <!date^{due}^{{date_short_pretty}} at {{time}}|Tue 17 Nov 07:00 UTC>: "
         "InsufficientInstanceCapacity in us-east-1a; not started: costguard gave up "
-        f"<!date^{gave_up}^{{date_short_pretty}} {{time}}|Tue 17 Nov 09:00 UTC>"
+        f"<!date^{gave_up}^{{date_short_pretty}} at {{time}}|Tue 17 Nov 09:00 UTC>"
     )
     # an owner's own message does not name them
     assert "alice@example.com" not in refused_starts_text(failed_starts([failed("i-b", 1, 2)], {}, END), owners=False)

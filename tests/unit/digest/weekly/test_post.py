@@ -81,8 +81,8 @@ def test_no_time_in_a_header_and_each_time_in_the_readers_zone() -> None:
         "text": {"type": "plain_text", "text": "GPU fleet this week", "emoji": True},
     }
     when = post.blocks[-1]["elements"][0]["text"]
-    assert when.startswith(f"<!date^{int(START.timestamp())}^{{date_short_pretty}}|Mon 16 Nov 2026> to ")
-    assert f"<!date^{int(END.timestamp())}^{{date_short_pretty}} {{time}}|Mon 23 Nov 09:00 UTC>" in when
+    assert when.startswith(f"<!date^{int(START.timestamp())}^{{date_short_pretty}}|Mon 16 Nov 2026 UTC> to ")
+    assert f"<!date^{int(END.timestamp())}^{{date_short_pretty}} at {{time}}|Mon 23 Nov 09:00 UTC>" in when
 
 
 def test_no_aws_error_code_reaches_the_post_or_its_thread_and_what_was_not_read_is_said_plainly() -> None:
@@ -102,7 +102,7 @@ def test_the_thread_has_the_owners_the_advice_and_the_housekeeping_in_that_order
     assert "*bob*: *$4.02* idle (4 of 4 GPU-h), 1 machine at 0% GPU use" in owners
     housekeeping = json.dumps(digest_thread(data)[1].message.slack_blocks(), ensure_ascii=False)
     ends = int((END + timedelta(days=20)).timestamp())
-    assert f"4 × g5.xlarge Reserved Instances ends <!date^{ends}^{{date_short_pretty}}|Sun 13 Dec 2026>" in housekeeping
+    assert f"4 × g5.xlarge Reserved Instances ends <!date^{ends}^{{date_short_pretty}}|Sun 13 Dec 2026 UTC>" in housekeeping
     assert "Reserved Instances: 92% used, 38% of eligible hours covered" in housekeeping
 
 

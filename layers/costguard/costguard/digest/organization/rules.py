@@ -11,10 +11,10 @@ from functools import cached_property
 
 from costguard.core.formatting import usd
 from costguard.digest.chart import Bar, day_label
-from costguard.digest.dates import day, when
 from costguard.digest.gaps import gaps_of
 from costguard.digest.handoff import AccountWeek
 from costguard.slack.blocks import (
+    DAY,
     Message,
     Mrkdwn,
     bullet_list,
@@ -25,6 +25,7 @@ from costguard.slack.blocks import (
     join,
     mrkdwn,
     section,
+    when,
 )
 
 # A hand-off older than this is last week's: its account has not reported this week.
@@ -204,7 +205,7 @@ def _top_owners(weeks: Sequence[AccountWeek], limit: int = 5) -> list[str]:
 
 def _missing(org: OrganizationWeek) -> str:
     lines = [
-        mrkdwn("`{0}`: last figures {1}", account, day(last.end))
+        mrkdwn("`{0}`: last figures {1}", account, when(last.end, style=DAY))
         if last is not None
         else mrkdwn("`{0}`: never reported", account)
         for account, last in org.missing

@@ -5,7 +5,7 @@ bill (what the idle machines cost, against last week; who drives it; what costgu
 of the commitments is used), then the chart. Everything else is in the post's thread, a reply a topic:
 the idle cost by owner and team and the worst machines, the advice, other features' parts (SageMaker's),
 and what costguard did, hygiene, commitments, spend and what could not be read. Each time is written for
-each reader's zone (digest/dates.py); no AWS error code reaches a message (digest/gaps.py).
+each reader's zone (slack/blocks.py `when`); no AWS error code reaches a message (digest/gaps.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import NamedTuple
 from costguard.core import tags
 from costguard.core.formatting import parse_time, usd
 from costguard.digest.chart import Bar, day_label
-from costguard.digest.dates import day, when
 from costguard.digest.gaps import not_read
 from costguard.digest.owners import SPOT_WARNING, Suggestion, priced, refused_starts_text, suggestion_line
 from costguard.digest.weekly.rules.advice import Advice
@@ -26,6 +25,7 @@ from costguard.digest.weekly.rules.exempt import SHOWN, ExemptIdle
 from costguard.digest.weekly.rules.figures import Figures, worst_idle
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.slack.blocks import (
+    DAY,
     MAX_SECTION,
     Block,
     Message,
@@ -38,6 +38,7 @@ from costguard.slack.blocks import (
     mrkdwn,
     section,
     times_in,
+    when,
 )
 from costguard.state.entries import EntryKind
 
@@ -100,7 +101,7 @@ def digest_message(data: DigestData) -> Message:
         context(
             mrkdwn(
                 "{0} to {1}. By owner, advice, hygiene, commitments and spend: in the thread.",
-                day(data.start),
+                when(data.start, style=DAY),
                 when(data.end),
             )
         ),
@@ -365,7 +366,7 @@ def _commitments(data: DigestData) -> Mrkdwn:
         f"Savings Plans: {use(c.sp_utilization, 'GetSavingsPlansUtilization')} used, "
         f"{use(c.sp_coverage, 'GetSavingsPlansCoverage')} of eligible spend covered",
     ]
-    lines += [mrkdwn("{0} ends {1}", x.label, day(x.end)) for x in c.expiring]
+    lines += [mrkdwn("{0} ends {1}", x.label, when(x.end, style=DAY)) for x in c.expiring]
     week = data.this_week.fleet
     if week.paid_idle_hours:
         lines.append(f"{week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid:")
