@@ -12,7 +12,8 @@ alone changed), and by `--commit HEAD` when the channel's post became a headline
 hub (not the account) began telling each owner, once across accounts, only with something to act on (issue
 34: the post's figures moved to the thread's replies; the owners' messages are the hub's, by email), and
 when the working hours a schedule suggestion rests on became Slack dates, each reader's own time (issue 34:
-"within 02:00-18:00 UTC" now two Slack dates; nothing else changed).
+"within 02:00-18:00 UTC" now two Slack dates; nothing else changed), and when the digest's times came from the
+one Slack date writer (a day's fallback names UTC, a day and time reads "Nov 23, 2026 at 9:00 AM").
 Sections added to a message since are allowed (each
 block the old code posted must still be there, the same, in the same order); a change to what an old
 block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
