@@ -118,3 +118,19 @@ def test_a_machine_kept_for_its_runs_none_of_which_costguard_knows_is_warned_tha
     ) in said
     untagged = idle.idle_warning(machine(), decided(Action.WARN), PRICE, ALICE, NOW)
     assert "kept for its runs" not in untagged.status
+
+
+def test_the_warnings_context_line_names_the_keep_for_runs_tag_beside_the_others_alone_and_gathered() -> None:
+    """A person who reads the tags a warning offers learns the one that keeps their runs too (the tag the
+    "Keep it for its runs" button writes), not only the two that keep the machine running."""
+    one = idle.idle_warning(machine(), decided(Action.WARN), PRICE, ALICE, NOW)
+    alone = as_read(live.Live((one,)).message().blocks)
+    parts = [
+        Part(live.Live((p,)).message(), f"cg-warn-{k}", "warn", p, ALICE)
+        for k, p in enumerate([one, replace(one, key="i-2")])
+    ]
+    [gathered] = gather(parts)
+    for said in (alone, as_read(gathered.message.blocks)):
+        assert f"`{tags.KEEP_UNTIL}`" in said
+        assert f"`{tags.EXEMPT}`" in said
+        assert f"`{tags.KEEP_FOR_RUNS}=on`" in said

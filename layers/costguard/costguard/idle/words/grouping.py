@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from costguard.idle.words.messages import JUDGED, TAGS
 from costguard.slack.blocks import MAX_BLOCKS, Block, Message, Mrkdwn, context, header, safe, section
 from costguard.slack.buttons import as_menu
 from costguard.slack.live import Live
@@ -24,10 +25,7 @@ from costguard.slack.live import Part as LivePart
 # The kinds of the sweep's reports to the alerts channel (state/outbox.py names them; this module stays pure).
 WOULD_WARN, NOT_STOPPED = "would-warn", "not-stopped"
 REPORTS = (WOULD_WARN, NOT_STOPPED)
-JUDGED_AND_TAGS = (
-    "Judged on every GPU, the busiest core and the network. Keep one from its menu, or tag it "
-    "`costguard:keep-until` (a UTC time) or `costguard:exempt`."
-)
+JUDGED_AND_TAGS = f"{JUDGED} Keep one from its menu. {TAGS}"
 LEADS = {  # what the owner is told above their machines' lines
     "warn": "costguard stops these at the times shown unless you keep them.",
     "stop": "costguard stopped these after their warning.",

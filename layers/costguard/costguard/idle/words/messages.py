@@ -25,7 +25,7 @@ from costguard.slack.buttons import start_buttons, warning_buttons
 from costguard.slack.live import Part, Phase, cost_a_day
 
 NOUN = "GPU machine"
-TAGS = f"Or tag `{tags.KEEP_UNTIL}` (a UTC time) or `{tags.EXEMPT}`."
+TAGS = f"Or tag `{tags.KEEP_UNTIL}` (a UTC time), `{tags.KEEP_FOR_RUNS}=on` or `{tags.EXEMPT}`."
 JUDGED = "Judged on every GPU, the busiest core and the network."
 
 
