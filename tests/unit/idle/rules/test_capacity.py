@@ -176,6 +176,21 @@ def test_no_day_start_without_evidence_before_a_learned_run_or_where_its_owner_s
     assert ready_for_the_day(stop, EVIDENCE, declined, POLICY, evening) == stop
 
 
+def test_a_machine_kept_for_its_runs_gets_no_day_start_where_the_deployment_turned_learned_starts_off() -> None:
+    """Keep it for its runs asks for starts before its runs, not for its owner's day: with learned starts off
+    for the deployment, a scarce machine kept for its runs is stopped without the day's start (with them on,
+    it gets the day's start like any scarce machine)."""
+    stop = Decision("i-1", Action.STOP, "idle through grace")
+    evening = TUESDAY_2PM.replace(hour=20)
+    kept = p4d(tagged={tags.KEEP_FOR_RUNS: "on"})
+    off = replace(POLICY, learned_starts=False)
+    assert ready_for_the_day(stop, EVIDENCE, kept, off, evening) == stop
+    assert (
+        ready_for_the_day(stop, EVIDENCE, kept, POLICY, evening).start_at
+        == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD
+    )
+
+
 def test_a_scarce_machine_whose_automated_run_comes_before_its_owner_is_back_is_left_running_for_it() -> None:
     """Stopped at 20:00 with its nightly run at 05:00 before the team's 08:00: a start EC2 refused then (a
     shortage in the night) would leave the run without its machine, and nobody is there to start it again."""

@@ -20,11 +20,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from costguard.core import tags
+from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
-from costguard.idle.rules.recurring import learns
 from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
 SCARCE = "not stopped in working hours: capacity is scarce"
@@ -58,10 +58,11 @@ def ready_for_the_day(
     """A scarce machine stopped outside its owner's hours: started again before its owner's next working hours
     open (its lead, and sooner), so that the day does not begin with a GPU EC2 has no room for; a learned
     start later than that is brought forward (the machine then runs through the day, and its run). Not where
-    its owner turned learned starts off ("Don't start it")."""
+    its owner turned learned starts off ("Don't start it"), nor where the deployment did: keeping a machine for
+    its runs asks for starts before its runs, not for its owner's day."""
     if scarcity is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
-    if not decision.will_stop or not learns(instance, policy):
+    if not decision.will_stop or not policy.learned_starts or starts_declined(instance.tags):
         return decision
     opens = owners_hours(instance, policy.team_timezone).next_start(now)
     start_at = opens - timedelta(minutes=policy.schedule_lead_minutes)
