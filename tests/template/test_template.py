@@ -730,7 +730,9 @@ def test_the_new_idle_parameters_reach_the_idle_stopper_with_the_codes_defaults(
     assert params["CertainIdleMinutes"]["Default"] == policy.certain_idle_minutes
     assert params["ShortestStopMinutes"]["Default"] == policy.shortest_stop_minutes
     assert params["LearnedStarts"]["Default"] == str(policy.learned_starts).lower()
+    assert params["PersonHourUsd"]["Default"] == policy.person_hour_usd
     env = functions(cfn)["IdleStopperFunction"]["Environment"]["Variables"]
+    assert env["PERSON_HOUR_USD"] == {"Ref": "PersonHourUsd"}  # what a start before a person's day is worth
     assert env["CERTAIN_IDLE_MINUTES"] == {"Ref": "CertainIdleMinutes"}
     assert env["SHORTEST_STOP_MINUTES"] == {"Ref": "ShortestStopMinutes"}
     assert env["LEARNED_STARTS"] == {"Ref": "LearnedStarts"}

@@ -104,3 +104,12 @@ def test_the_team_tag_key_defaults_to_team_for_both_digests(settings_class: Any)
 
 def test_the_ledger_keeps_its_records_four_hundred_days_whatever_the_environment_says() -> None:
     assert Settings.from_env({**BASE, "STATE_TTL_DAYS": "3"}).state_ttl_days == 400
+
+
+def test_a_persons_hour_is_read_and_a_negative_or_unreadable_one_is_refused_by_its_name() -> None:
+    assert IdlePolicy.from_env({}).person_hour_usd == 150.0
+    assert IdlePolicy.from_env({"PERSON_HOUR_USD": "0"}).person_hour_usd == 0.0  # no start for a person's day
+    for bad in ("-1", "lots"):
+        with pytest.raises(ConfigError) as raised:
+            IdlePolicy.from_env({"PERSON_HOUR_USD": bad})
+        assert "PERSON_HOUR_USD" in str(raised.value)

@@ -194,6 +194,9 @@ class IdlePolicy:
     learned_starts: bool = True
     shortest_stop_minutes: int = 90
     team_timezone: str = "UTC"  # the team's clock, in which recurring work is also looked for
+    # What an hour of a person's time is worth: a machine is started before its person's weekday when the cold
+    # starts it saves them are worth more than the idle hours it costs (idle/rules/arrival.py); 0: never.
+    person_hour_usd: float = 150.0
 
     def cpu_threshold(self, vcpus: int, *, busiest_core_known: bool) -> float:
         """The whole-instance CPUUtilization at which a machine is busy. Without the busiest-core metric a
@@ -236,6 +239,7 @@ class IdlePolicy:
             learned_starts=read.flag("LEARNED_STARTS", cls.learned_starts),
             shortest_stop_minutes=int(read.number("SHORTEST_STOP_MINUTES", cls.shortest_stop_minutes)),
             team_timezone=read.team_timezone(),
+            person_hour_usd=read.number("PERSON_HOUR_USD", cls.person_hour_usd),
         )
         if window > 1440:
             read.problems.append("IDLE_WINDOW_MINUTES must be at most 1440 (CloudWatch alarms look back one day)")

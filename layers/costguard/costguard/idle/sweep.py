@@ -383,6 +383,7 @@ def learner(aws: Aws, state: State, terms: Terms) -> Learner:
         policy=terms.policy,
         mode=settings.mode,
         owner_tag_key=settings.owner_tag_key,
+        list_price=lambda i: aws.prices.hourly(i.instance_type, i.region).usd_per_hour,
     )
 
 

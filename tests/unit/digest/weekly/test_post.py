@@ -102,7 +102,10 @@ def test_the_thread_has_the_owners_the_advice_and_the_housekeeping_in_that_order
     assert "*bob*: *$4.02* idle (4 of 4 GPU-h), 1 machine at 0% GPU use" in owners
     housekeeping = json.dumps(digest_thread(data)[1].message.slack_blocks(), ensure_ascii=False)
     ends = int((END + timedelta(days=20)).timestamp())
-    assert f"4 × g5.xlarge Reserved Instances ends <!date^{ends}^{{date_short_pretty}}|Sun 13 Dec 2026 UTC>" in housekeeping
+    assert (
+        f"4 × g5.xlarge Reserved Instances ends <!date^{ends}^{{date_short_pretty}}|Sun 13 Dec 2026 UTC>"
+        in housekeeping
+    )
     assert "Reserved Instances: 92% used, 38% of eligible hours covered" in housekeeping
 
 

@@ -5,7 +5,7 @@ back for a run that is near, or carries when costguard starts the machine again 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -13,11 +13,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
 from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
 from costguard.core import formatting
+from costguard.core.keeping import starts_declined
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.report import machine_entry
+from costguard.idle.rules.arrival import PUT_TO_WORK, Arrival, arrival, undone_share, with_arrival
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.recurring import (
     HISTORY_DAYS,
@@ -50,9 +52,13 @@ class Learner:
         policy: IdlePolicy,
         mode: Mode,
         owner_tag_key: str,
+        list_price: Callable[[Instance], float | None] | None = None,
     ) -> None:
+        """`list_price`: a machine's on-demand price an hour (what a start before its person's day is priced at:
+        the bill's price, read after, is never more), None where unknown."""
         self.fortnights, self.history, self.starts, self.ledger = Fortnights(metrics, policy), history, starts, ledger
         self.policy, self.mode, self.owner_tag_key = policy, mode, owner_tag_key
+        self.list_price = list_price
 
     def adjust(
         self,
@@ -77,18 +83,24 @@ class Learner:
         undid = {i.instance_id: undone_stop(i, records[i.instance_id].started(), self.policy) for i in undone}
         histories = self.history.changes_of(ids) if ids else {}
         learned: dict[str, Learned] = {}
+        arrivals: dict[str, Arrival | None] = {}
         unread: set[str] = set()
         for run, quarters, failed in self.fortnights.read(targets, gpu_series, now):
             unread |= failed
             for instance in run:
                 iid = instance.instance_id
                 learned[iid] = self._learn(instance, quarters[iid], records[iid], histories[iid], now)
+                arrivals[iid] = self._arrival(instance, quarters[iid], records[iid], histories[iid], now)
         out = []
         for instance, decision in decided:
             iid = instance.instance_id
             changed = adjusted(decision, learned.get(iid), unread=iid in unread, policy=self.policy, now=now)
+            if iid not in unread:
+                changed = with_arrival(changed, arrivals.get(iid), self.policy, now)
             changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now)
-            out.append((instance, self.promised(instance, changed, now)))  # a stop held back promises nothing
+            # A stop held back promises nothing; a start for its person's day is not judged as a learned run's.
+            person = changed.learned.startswith(PUT_TO_WORK)
+            out.append((instance, self.promised(instance, changed, now, job=person)))
         return out
 
     def promised(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> Decision:
@@ -101,6 +113,29 @@ class Learner:
         if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at, job=job)):
             return decision
         return unpromised(decision)
+
+    def _arrival(
+        self,
+        instance: Instance,
+        quarters: list[Quarter],
+        record: StartRecord,
+        history: Sequence[tuple[datetime, str]],
+        now: datetime,
+    ) -> Arrival | None:
+        """When starting the machine before its person's weekday pays (idle/rules/arrival.py), if it does: not
+        where its price is unknown or nothing, nor where learned starts are off for the deployment or for it
+        (keeping it for its runs asks for starts before its runs, not for its person's day)."""
+        usd_per_hour = self.list_price(instance) if self.list_price is not None else None
+        if not usd_per_hour or self.policy.person_hour_usd <= 0:
+            return None
+        if not self.policy.learned_starts or starts_declined(instance.tags):
+            return None
+        people = _people_starts(history, record)
+        undone = undone_share(history, people)
+        found = arrival(quarters, now, usd_per_hour=usd_per_hour, policy=self.policy, running_at=people, undone=undone)
+        if found is not None:
+            logger.info("person's weekday", learned=found.describe(), saves_usd=found.net_usd)
+        return found
 
     def _learn(
         self,
@@ -116,11 +151,7 @@ class Learner:
             for s in record.starts
             if (e := formatting.parse_time(s.get("e"))) is not None
         ]
-        # The starts people made (costguard's own learned starts say nothing new about the work).
-        ours = record.started()
-        running = [
-            at for at, state in history if state == "running" and all(abs((at - t).total_seconds()) > 600 for t in ours)
-        ]
+        running = _people_starts(history, record)
         zones = ("UTC", self.policy.team_timezone)
         found = learn(quarters, now, zones=zones, running_at=running, made=made, broken=record.broken)
         if found.outcomes or found.broken:
@@ -211,3 +242,11 @@ class Fortnights:
         refs.append(MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", ec2_dims, "Average"))
         refs.append(MetricRef(iid, Signal.BUSIEST_CORE, "core", GPU_NAMESPACE, CORE_METRIC, ec2_dims, "Average"))
         return refs
+
+
+def _people_starts(history: Sequence[tuple[datetime, str]], record: StartRecord) -> list[datetime]:
+    """The starts people made (costguard's own learned starts say nothing new about the work)."""
+    ours = record.started()
+    return [
+        at for at, state in history if state == "running" and all(abs((at - t).total_seconds()) > 600 for t in ours)
+    ]

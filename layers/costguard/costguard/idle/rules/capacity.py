@@ -24,6 +24,7 @@ from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.arrival import PUT_TO_WORK
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
@@ -78,10 +79,10 @@ def for_its_run(
     """A scarce machine whose automated run (its crontab's, or its learned work) is due before its owner's next
     working hours: not stopped. A start EC2 refused in the night would leave the run without its machine, with
     nobody there to start it again; a run is what scarce capacity idles for. Its owner hears why once a day,
-    and may stop it. (The start costguard makes for its owner's day is not such a run.)"""
+    and may stop it. (The starts costguard makes for its owner's day, or its person's, are not such runs.)"""
     if scarcity is None or decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
-    if not decision.will_stop or decision.learned.startswith(READY):
+    if not decision.will_stop or decision.learned.startswith((READY, PUT_TO_WORK)):
         return decision
     opens = owners_hours(instance, policy.team_timezone).next_start(now)
     if decision.start_at >= opens - timedelta(minutes=policy.schedule_lead_minutes):
