@@ -287,3 +287,33 @@ def test_keep_until_tomorrow_is_read_on_the_owners_own_clock(
     assert local.date() > now.astimezone(local.tzinfo).date()
     assert dates_in(warning.blocks[1]) == [int(until.timestamp())]
     assert "EST" in as_read(warning.blocks[1]) or "EDT" in as_read(warning.blocks[1])  # the fallback names her zone
+
+
+def test_an_edit_slack_did_not_take_is_shown_again_by_the_next_sweep_as_the_machine_stands_then(
+    aws: None, slack: SlackStandIn, env: str, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warning says the machine is stopped; its person starts it during a Slack outage, so the edit that
+    would say so is refused and nothing changes the message after. The next sweep shows it as it stands."""
+    runtime = runtime_for(slack)
+    earlier = now - timedelta(minutes=35)
+    iid = idle_machine(earlier)
+    sweep(runtime, earlier, lambda_context, monkeypatch)
+    [warning] = slack.messages
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    sweep(runtime, now, lambda_context, monkeypatch)
+    assert header(warning) == "Stopped: GPU machine · saves $136/day"
+
+    slack.fail("chat.update", 503, count=50)  # Slack takes no edit for a while
+    event(runtime, iid, "running", now + timedelta(hours=1), lambda_context, monkeypatch)
+    assert header(warning) == "Stopped: GPU machine · saves $136/day"  # behind: its edit was refused
+    assert buttons(warning) == ["costguard.start"]
+    sweep(runtime, now + timedelta(hours=1, minutes=15), lambda_context, monkeypatch)  # still refused: kept stale
+    assert header(warning) == "Stopped: GPU machine · saves $136/day"
+
+    slack.faults.clear()  # Slack is back; nothing happens to the machine
+    sweep(runtime, now + timedelta(hours=1, minutes=30), lambda_context, monkeypatch)
+    assert header(warning) == "Started again: GPU machine · $136/day"
+    assert buttons(warning) == []
+    edits = len([m for m, _ in slack.said if m == "chat.update"])
+    sweep(runtime, now + timedelta(hours=1, minutes=45), lambda_context, monkeypatch)
+    assert len([m for m, _ in slack.said if m == "chat.update"]) == edits  # shown once: no longer stale

@@ -13,7 +13,10 @@ so Slack ends on the last one.
 
 An edit is presentation. It comes after the effect it tells of (a stop, a keep), never before, and never
 blocks or undoes it: a change that fails is logged and counted (`MessageUpdatesFailed`), and the next
-change of the message draws every part again. A message with no record here (posted before, or by the
+change of the message draws every part again. A message whose edit Slack did not take (an outage, a rate
+limit past its retries) is also marked stale (`live-stale`, one item: the messages' channels and ts): each
+sweep shows the stale ones again as their record says, so that Slack comes back to the current state
+even where nothing changes after the outage. A message with no record here (posted before, or by the
 webhook, or whose record could not be written) is not edited by the sweep; a click on it still updates
 it through the click's own response_url.
 """
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 KEEP_FOR = timedelta(days=14)  # a warning's story (kept until Monday, stopped, started again) ends within it
+RESHOW_AT_MOST = 25  # stale messages shown again in one sweep: the rest wait for the next
 TRIES = 3  # a change that keeps losing the race to others' changes of the same message gives up, said so
 ERRORS = (ClientError, BotoCoreError, StateTableBusy, SlackDeliveryError)
 Where = tuple[str, str]  # a message's channel and ts
@@ -165,14 +169,60 @@ class LiveMessages:
             self._show(at, latest[0])
         return said
 
+    def reshow(self, at_most: int = RESHOW_AT_MOST) -> int:
+        """The messages whose last edit Slack did not take, shown again as their record says (the current
+        state), then no longer stale; the first that fails again ends the round (Slack is still not taking
+        edits: they wait for the next sweep). How many were shown. Never raises."""
+        try:
+            item = self.client.get_item(TableName=self.table, Key=_STALE, ConsistentRead=True).get("Item") or {}
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning("stale messages not read: shown again later", error=str(exc)[:200])
+            return 0
+        shown = 0
+        for member in sorted(item.get("messages", {}).get("SS", []))[:at_most]:
+            channel, _, ts = member.partition("#")
+            try:
+                read = self._read((channel, ts))
+                if read is not None:
+                    self.notifier().update(channel, ts, read[0].message())
+                    latest = self._read((channel, ts))
+                    if latest is not None and latest[1] != read[1]:  # changed meanwhile: the newest is shown
+                        self.notifier().update(channel, ts, latest[0].message())
+                self._stale(member, "DELETE")
+            except ERRORS as exc:
+                logger.warning("stale message not shown again: next sweep", ts=ts, error=str(exc)[:200])
+                break
+            shown += 1
+        if shown:
+            metrics.add_metric(name="StaleMessagesShown", unit=MetricUnit.Count, value=shown)
+        return shown
+
     def _show(self, at: Where, live: Live) -> None:
-        self.notifier().update(at[0], at[1], live.message())
+        try:
+            self.notifier().update(at[0], at[1], live.message())
+        except SlackDeliveryError:
+            try:  # shown again by the next sweep, as its record will say then
+                self._stale(f"{at[0]}#{at[1]}", "ADD")
+            except (ClientError, BotoCoreError) as exc:
+                logger.warning("stale message not marked: shown at its next change", ts=at[1], error=str(exc)[:200])
+            raise
+
+    def _stale(self, member: str, how: str) -> None:
+        self.client.update_item(
+            TableName=self.table,
+            Key=_STALE,
+            UpdateExpression=f"{how} messages :m",
+            ExpressionAttributeValues={":m": {"SS": [member]}},
+        )
 
     def _read(self, at: Where) -> tuple[Live, int, dict[str, str]] | None:
         item = self.client.get_item(TableName=self.table, Key=_message_key(*at), ConsistentRead=True).get("Item")
         if not item:
             return None
         return Live.from_json(item["body"]["S"]), int(item["version"]["N"]), {"N": str(item["expires_at"]["N"])}
+
+
+_STALE = {"pk": {"S": "live-stale"}, "sk": {"S": "live-stale"}}
 
 
 def _message_key(channel: str, ts: str) -> dict[str, dict[str, str]]:

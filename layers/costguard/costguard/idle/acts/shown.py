@@ -57,6 +57,10 @@ class Shown:
         where = self.live.where(iid for iid, _ in shown)
         self.live.change_many([(where[iid], iid, change) for iid, change in shown if iid in where])
 
+    def stale(self) -> None:
+        """The messages whose last edit Slack did not take, shown again as they stand now (state/live.py)."""
+        self.live.reshow()
+
     def state_changed(self, instance_id: str, state: str, at: datetime) -> None:
         """What EC2 says happened to a machine: started again after a stop, stopped by someone, terminated. A
         part that says it already (a click's, the sweep's own stop) is left as it is."""
