@@ -16,12 +16,13 @@ Which call answers which question, and what each costs (docs/rules.md, "What a s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
 
 from costguard.aws.clients import READ_ERRORS, error_code, utc_time
+from costguard.aws.commitments import active_plans, zone_of
 from costguard.core.money import (
     LINUX,
     UNREAD_HOLDS,
@@ -87,8 +88,6 @@ class BillingReader:
             return []
         out = []
         for ri in response.get("ReservedInstances", []):
-            zone = ri.get("AvailabilityZone") or ""
-            regional = (ri.get("Scope") or ("Availability Zone" if zone else "Region")) == "Region"
             out.append(
                 Reserved(
                     reservation_id=ri["ReservedInstancesId"],
@@ -96,7 +95,7 @@ class BillingReader:
                     count=int(ri.get("InstanceCount", 1)),
                     start=utc_time(ri["Start"]),
                     end=utc_time(ri["End"]),
-                    zone="" if regional else zone,
+                    zone=zone_of(ri),
                     platform=_platform(ri.get("ProductDescription", LINUX)),
                     tenancy=ri.get("InstanceTenancy", "default"),
                 )
@@ -136,18 +135,8 @@ class BillingReader:
     def _plans(self, now: datetime) -> tuple[list[Plan], float | None]:
         if self.savingsplans is None:
             return [], None
-        raw: list[dict[str, Any]] = []
-        token: str | None = None
         try:
-            while True:
-                params: dict[str, Any] = {"states": ["active"]}
-                if token:
-                    params["nextToken"] = token
-                response = self.savingsplans.describe_savings_plans(**params)
-                raw += response.get("savingsPlans", [])
-                token = response.get("nextToken")
-                if not token:
-                    break
+            raw = active_plans(self.savingsplans)
         except READ_ERRORS as exc:
             self._failed(UNREAD_PLANS, "DescribeSavingsPlans", exc)
             return [], None
@@ -195,7 +184,7 @@ def _platform(description: str) -> str:
     return description.replace(" (Amazon VPC)", "").strip() or LINUX
 
 
-def _plan(p: dict[str, Any], use: PlanUse | None) -> Plan:
+def _plan(p: Mapping[str, Any], use: PlanUse | None) -> Plan:
     """A plan as DescribeSavingsPlans gives it, with its recent use (None: not read)."""
     return Plan(
         plan_id=p["savingsPlanId"],

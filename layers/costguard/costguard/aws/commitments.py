@@ -21,6 +21,29 @@ if TYPE_CHECKING:
     from mypy_boto3_savingsplans import SavingsPlansClient
 
 
+def zone_of(ri: Mapping[str, Any]) -> str:
+    """The Availability Zone a Reserved Instance is scoped to, "" for a regional one (its discount floats across
+    the region). A zonal reservation names its zone; older answers carry no Scope field at all."""
+    zone = str(ri.get("AvailabilityZone") or "")
+    scope = ri.get("Scope") or ("Availability Zone" if zone else "Region")
+    return zone if scope == "Availability Zone" else ""
+
+
+def active_plans(client: SavingsPlansClient) -> list[Mapping[str, Any]]:
+    """Every active Savings Plan, page by page (DescribeSavingsPlans). Raises what the client raises."""
+    found: list[Mapping[str, Any]] = []
+    token: str | None = None
+    while True:
+        params: dict[str, Any] = {"states": ["active"]}
+        if token:
+            params["nextToken"] = token
+        response = client.describe_savings_plans(**params)
+        found += response.get("savingsPlans", [])
+        token = response.get("nextToken")
+        if not token:
+            return found
+
+
 @dataclass
 class CommitmentReader:
     ec2: Mapping[str, Any]  # region -> EC2 client
@@ -33,9 +56,6 @@ class CommitmentReader:
         for region, client in self.ec2.items():
             response = client.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
             for ri in response.get("ReservedInstances", []):
-                # A zonal reservation names its zone; older answers carry no Scope field at all.
-                zone = ri.get("AvailabilityZone") or ""
-                scope = ri.get("Scope") or ("Availability Zone" if zone else "Region")
                 found.append(
                     Commitment(
                         kind="reserved-instance",
@@ -45,36 +65,28 @@ class CommitmentReader:
                         region=region,
                         instance_type=ri["InstanceType"],
                         count=int(ri.get("InstanceCount", 1)),
-                        scope=(zone or scope) if scope == "Availability Zone" else "Region",
+                        scope=zone_of(ri) or "Region",
                         offering_class=ri.get("OfferingClass", ""),
                         payment_option=ri.get("OfferingType", ""),
                     )
                 )
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"states": ["active"]}
-            if token:
-                params["nextToken"] = token
-            response = self.savingsplans.describe_savings_plans(**params)
-            for plan in response.get("savingsPlans", []):
-                found.append(
-                    Commitment(
-                        kind="savings-plan",
-                        commitment_id=plan["savingsPlanId"],
-                        arn=plan.get("savingsPlanArn", ""),
-                        start=utc_time(plan["start"]),
-                        end=utc_time(plan["end"]),
-                        region=plan.get("region", ""),
-                        instance_type=plan.get("ec2InstanceFamily", ""),
-                        scope=plan.get("savingsPlanType", ""),
-                        offering_class=plan.get("savingsPlanType", ""),
-                        payment_option=plan.get("paymentOption", ""),
-                        hourly_commitment=float(plan["commitment"]) if plan.get("commitment") else None,
-                    )
+        for plan in active_plans(self.savingsplans):
+            found.append(
+                Commitment(
+                    kind="savings-plan",
+                    commitment_id=plan["savingsPlanId"],
+                    arn=plan.get("savingsPlanArn", ""),
+                    start=utc_time(plan["start"]),
+                    end=utc_time(plan["end"]),
+                    region=plan.get("region", ""),
+                    instance_type=plan.get("ec2InstanceFamily", ""),
+                    scope=plan.get("savingsPlanType", ""),
+                    offering_class=plan.get("savingsPlanType", ""),
+                    payment_option=plan.get("paymentOption", ""),
+                    hourly_commitment=float(plan["commitment"]) if plan.get("commitment") else None,
                 )
-            token = response.get("nextToken")
-            if not token:
-                return found
+            )
+        return found
 
     def utilization(self, today: date) -> dict[str, float]:
         """Commitment id (RI) or ARN (Savings Plan) → utilization % over the last 30 days."""
