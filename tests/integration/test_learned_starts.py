@@ -44,10 +44,15 @@ def quarter(moment: datetime) -> datetime:
 def nightly_history(instance_id: str, first_run: datetime, days: int = 14) -> None:
     """Two weeks of a job that runs an hour every day from `first_run`'s time: quarter-hourly points of its GPU,
     CPU and busiest core, busy during the job and idle between (what CloudWatch keeps of a nightly box)."""
-    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
     busy = {first_run - timedelta(days=d) + QUARTER * k for d in range(days) for k in range(4)}
     start, end = first_run - timedelta(days=days), first_run + timedelta(hours=1)
-    moments = [start + QUARTER * k for k in range(int((end - start) / QUARTER))]
+    quarterly(instance_id, [start + QUARTER * k for k in range(int((end - start) / QUARTER))], busy)
+
+
+def quarterly(instance_id: str, moments: list[datetime], busy: set[datetime]) -> None:
+    """Quarter-hourly points of a machine's GPU, CPU and busiest core at `moments`: busy at those in `busy`,
+    idle at the others."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
     ec2_dims = [{"Name": "InstanceId", "Value": instance_id}]
     gpu_dims = [*ec2_dims, {"Name": "index", "Value": "0"}] + [{"Name": k, "Value": v} for k, v in A10G]
     for namespace, name, dims, level in (

@@ -20,8 +20,8 @@ from costguard.state.startlog import JOB, StartLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read
 from tests.integration.conftest import REGION, TABLE, tags_of
-from tests.integration.test_idle_stopper import A10G, launch, publish, state_of, warn_tags
-from tests.integration.test_learned_starts import app, quarter
+from tests.integration.test_idle_stopper import launch, publish, state_of, warn_tags
+from tests.integration.test_learned_starts import app, quarter, quarterly
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")
 
@@ -41,20 +41,7 @@ def weekdays_of_work(instance_id: str, first: datetime, now: datetime) -> None:
             busy |= {begin + QUARTER * k for k in range(16)}
     start = quarter(now) - timedelta(days=14)
     moments = [start + QUARTER * k for k in range(14 * 96) if start + QUARTER * k < now - timedelta(hours=3)]
-    ec2_dims = [{"Name": "InstanceId", "Value": instance_id}]
-    gpu_dims = [*ec2_dims, {"Name": "index", "Value": "0"}] + [{"Name": k, "Value": v} for k, v in A10G]
-    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
-    for namespace, name, dims, level in (
-        ("CWAgent", "nvidia_smi_utilization_gpu", gpu_dims, 85.0),
-        ("AWS/EC2", "CPUUtilization", ec2_dims, 30.0),
-        ("CWAgent", "cpu_usage_active", ec2_dims, 100.0),
-    ):
-        data: list[Any] = [
-            {"MetricName": name, "Dimensions": dims, "Timestamp": t, "Value": level if t in busy else 1.0}
-            for t in moments
-        ]
-        for n in range(0, len(data), 500):
-            cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[n : n + 500])
+    quarterly(instance_id, moments, busy)
 
 
 def sweep(runtime: Runtime, at: datetime, policy: IdlePolicy, lambda_context: Any, mp: pytest.MonkeyPatch) -> Any:
