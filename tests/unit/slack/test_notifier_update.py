@@ -50,3 +50,19 @@ def test_an_edit_that_cannot_be_made_raises_with_the_reason(web: EditingWebClien
     with pytest.raises(SlackDeliveryError, match=reason):
         notifier(web, webhook).update("C0ALERTS", ts, EDITED)
     assert webhook.sent == [], "the webhook cannot edit: the caller decides what to post instead"
+
+
+class DownWebClient(EditingWebClient):
+    def chat_update(self, **kwargs: Any) -> dict[str, Any]:
+        raise slack_error("service_unavailable")
+
+
+def test_an_edit_refused_for_good_says_so_and_one_refused_for_now_does_not() -> None:
+    """A message deleted in Slack will never take the edit (it is not tried again); an outage may pass (the
+    message is shown again by a later sweep, state/live.py)."""
+    with pytest.raises(SlackDeliveryError) as gone:
+        notifier(EditingWebClient(gone={"1.5"})).update("C0ALERTS", "1.5", EDITED)
+    assert gone.value.lasting
+    with pytest.raises(SlackDeliveryError) as down:
+        notifier(DownWebClient()).update("C0ALERTS", "1.5", EDITED)
+    assert not down.value.lasting

@@ -13,7 +13,7 @@ from costguard.slack import live
 from costguard.slack.blocks import Message, Mrkdwn, mention
 from costguard.slack.live import Live, Part, Phase
 from costguard.slack.notifier import Delivery
-from costguard.state.live import LiveMessages
+from costguard.state.live import LiveMessages, reshow
 
 NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
 ALICE = mention("U0ALICE")
@@ -49,6 +49,19 @@ class Table:
         self.items[Item["pk"]["S"]] = Item
         return {}
 
+    def update_item(self, Key: dict[str, Any], UpdateExpression: str, **params: Any) -> dict[str, Any]:
+        """ADD or DELETE members of a string set (the stale messages' mark)."""
+        how, name, _ = UpdateExpression.split()
+        item = self.items.setdefault(Key["pk"]["S"], {**Key})
+        members = set(item.get(name, {}).get("SS", []))
+        change = set(params["ExpressionAttributeValues"][":m"]["SS"])
+        members = members | change if how == "ADD" else members - change
+        if members:
+            item[name] = {"SS": sorted(members)}
+        else:
+            item.pop(name, None)
+        return {}
+
     def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
         for request in next(iter(RequestItems.values())):
             item = request["PutRequest"]["Item"]
@@ -57,15 +70,17 @@ class Table:
 
 
 class Slack:
-    """chat.update, recorded (or refused)."""
+    """chat.update, recorded (or refused: for good, the message gone; or for now, an outage)."""
 
-    def __init__(self, refuse: bool = False) -> None:
+    def __init__(self, refuse: bool = False, *, down: bool = False) -> None:
         self.shown: list[Message] = []
-        self.refuse = refuse
+        self.refuse, self.down = refuse, down
 
     def update(self, channel: str, ts: str, message: Message) -> Delivery:
         if self.refuse:
-            raise SlackDeliveryError(f"could not edit {ts} in {channel}: 400 message_not_found")
+            raise SlackDeliveryError(f"could not edit {ts} in {channel}: 400 message_not_found", lasting=True)
+        if self.down:
+            raise SlackDeliveryError(f"could not edit {ts} in {channel}: 503 service_unavailable")
         self.shown.append(message)
         return Delivery("bot", channel, ts)
 
@@ -158,6 +173,31 @@ def test_a_message_slack_will_not_change_is_said_and_left_to_the_next_change() -
     messages = store(table, Slack(refuse=True))
     posted(messages, "i-1")
     assert messages.change("i-1", kept_by(ALICE)) is None  # logged and counted, never raised
+
+
+def test_an_edit_slack_did_not_take_is_shown_again_as_the_message_stands_then_and_a_gone_one_is_let_go() -> None:
+    table, slack = Table(), Slack(down=True)
+    messages = store(table, slack)
+    posted(messages, "i-1")
+    assert messages.change("i-1", kept_by(ALICE)) is None  # Slack is down: logged, never raised
+    assert table.items["live-stale"]["messages"]["SS"] == ["D0ALICE#1.1"]
+    assert reshow(messages) == 0  # still down: left for the next sweep
+    assert "live-stale" in table.items
+    assert slack.shown == []
+
+    slack.down = False
+    assert reshow(messages) == 1
+    [shown] = slack.shown
+    assert shown.blocks[0]["text"]["text"] == "Kept: GPU machine · $136/day"  # the change it missed
+    assert "messages" not in table.items["live-stale"]  # no longer stale
+    assert reshow(messages) == 0
+
+    gone = Slack(refuse=True)  # deleted in Slack meanwhile: a refusal for good is not marked, nor kept marked
+    table.items["live-stale"]["messages"] = {"SS": ["D0ALICE#1.1"]}
+    assert reshow(store(table, gone)) == 0
+    assert "messages" not in table.items["live-stale"]
+    assert store(table, gone).change("i-1", live.stopped(NOW, Mrkdwn(""), "UTC")) is None
+    assert "messages" not in table.items["live-stale"]
 
 
 def test_a_change_made_already_is_not_made_or_shown_again() -> None:

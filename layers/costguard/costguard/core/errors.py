@@ -22,9 +22,12 @@ class SlackDeliveryError(CostguardError):
     """A Slack message could not be delivered by any configured route.
 
     Raised so that the invocation fails and is retried: a notification is never silently lost.
-    `maybe_delivered`: Slack may have posted it before its answer was lost (a timeout, a 5xx).
+    `maybe_delivered`: Slack may have posted it before its answer was lost (a timeout, a 5xx). `lasting`:
+    Slack refused it for good (the message or its channel is gone, or the message itself is refused): trying
+    the same again later changes nothing.
     """
 
-    def __init__(self, message: str, *, maybe_delivered: bool = False) -> None:
+    def __init__(self, message: str, *, maybe_delivered: bool = False, lasting: bool = False) -> None:
         super().__init__(message)
         self.maybe_delivered = maybe_delivered
+        self.lasting = lasting

@@ -203,8 +203,7 @@ class SlackNotifier:
         try:
             response = self.web.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.slack_blocks())
         except (SlackApiError, SlackClientError, URLError, OSError) as exc:
-            logger.warning("slack update failed", channel=channel, error=_describe(exc))
-            raise SlackDeliveryError(f"could not edit {ts} in {channel}: {_describe(exc)}") from exc
+            raise _edit_refused(exc, channel, ts) from exc
         return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ts))
 
     def send_to_owner(self, email: str | None, message: Message, *, fallback_channel: str, owner: str) -> Delivery:
@@ -294,6 +293,29 @@ def _maybe_delivered(exc: BaseException) -> bool:
     if isinstance(exc, SlackApiError):
         return bool(exc.response.status_code >= 500)
     return isinstance(exc, TimeoutError) or "timed out" in str(exc).lower()
+
+
+# chat.update's answers that the same edit later would get again (docs.slack.dev, chat.update "Errors"): the
+# message or its channel is gone or closed to edits, or the message itself is refused.
+UNEDITABLE = frozenset(
+    {
+        "message_not_found",
+        "channel_not_found",
+        "cant_update_message",
+        "edit_window_closed",
+        "is_archived",
+        "is_inactive",
+        "msg_too_long",
+        "invalid_blocks",
+        "no_text",
+    }
+)
+
+
+def _edit_refused(exc: BaseException, channel: str, ts: str) -> SlackDeliveryError:
+    logger.warning("slack update failed", channel=channel, error=_describe(exc))
+    lasting = isinstance(exc, SlackApiError) and exc.response.get("error") in UNEDITABLE
+    return SlackDeliveryError(f"could not edit {ts} in {channel}: {_describe(exc)}", lasting=lasting)
 
 
 def _describe(exc: BaseException) -> str:

@@ -15,8 +15,9 @@ An edit is presentation. It comes after the effect it tells of (a stop, a keep),
 blocks or undoes it: a change that fails is logged and counted (`MessageUpdatesFailed`), and the next
 change of the message draws every part again. A message whose edit Slack did not take (an outage, a rate
 limit past its retries) is also marked stale (`live-stale`, one item: the messages' channels and ts): each
-sweep shows the stale ones again as their record says, so that Slack comes back to the current state
-even where nothing changes after the outage. A message with no record here (posted before, or by the
+sweep shows the stale ones again as their record says (`reshow`), so that Slack comes back to the current
+state even where nothing changes after the outage. A message Slack refuses for good (deleted, its channel
+archived) is not marked, and is let go. A message with no record here (posted before, or by the
 webhook, or whose record could not be written) is not edited by the sweep; a click on it still updates
 it through the click's own response_url.
 """
@@ -139,7 +140,7 @@ class LiveMessages:
     def _change(self, at: Where, changes: Sequence[tuple[str, Change]]) -> set[str]:
         """The keys whose parts say the change now (changed, or already so)."""
         for _ in range(TRIES):
-            read = self._read(at)
+            read = self.read(at)
             if read is None:
                 return set()
             live, version, expires = read
@@ -164,58 +165,20 @@ class LiveMessages:
             raise StateTableBusy(f"message {at[1]} kept changing under {TRIES} tries")
         self._show(at, new)
         metrics.add_metric(name="MessagesUpdated", unit=MetricUnit.Count, value=1)
-        latest = self._read(at)
+        latest = self.read(at)
         if latest is not None and latest[1] > version + 1:  # a later change may have reached Slack before ours
             self._show(at, latest[0])
         return said
 
-    def reshow(self, at_most: int = RESHOW_AT_MOST) -> int:
-        """The messages whose last edit Slack did not take, shown again as their record says (the current
-        state), then no longer stale; the first that fails again ends the round (Slack is still not taking
-        edits: they wait for the next sweep). How many were shown. Never raises."""
-        try:
-            item = self.client.get_item(TableName=self.table, Key=_STALE, ConsistentRead=True).get("Item") or {}
-        except (ClientError, BotoCoreError) as exc:
-            logger.warning("stale messages not read: shown again later", error=str(exc)[:200])
-            return 0
-        shown = 0
-        for member in sorted(item.get("messages", {}).get("SS", []))[:at_most]:
-            channel, _, ts = member.partition("#")
-            try:
-                read = self._read((channel, ts))
-                if read is not None:
-                    self.notifier().update(channel, ts, read[0].message())
-                    latest = self._read((channel, ts))
-                    if latest is not None and latest[1] != read[1]:  # changed meanwhile: the newest is shown
-                        self.notifier().update(channel, ts, latest[0].message())
-                self._stale(member, "DELETE")
-            except ERRORS as exc:
-                logger.warning("stale message not shown again: next sweep", ts=ts, error=str(exc)[:200])
-                break
-            shown += 1
-        if shown:
-            metrics.add_metric(name="StaleMessagesShown", unit=MetricUnit.Count, value=shown)
-        return shown
-
     def _show(self, at: Where, live: Live) -> None:
         try:
             self.notifier().update(at[0], at[1], live.message())
-        except SlackDeliveryError:
-            try:  # shown again by the next sweep, as its record will say then
-                self._stale(f"{at[0]}#{at[1]}", "ADD")
-            except (ClientError, BotoCoreError) as exc:
-                logger.warning("stale message not marked: shown at its next change", ts=at[1], error=str(exc)[:200])
+        except SlackDeliveryError as refused:
+            if not refused.lasting:  # shown again by the next sweep, as its record will say then
+                _stale(self.client, self.table, f"{at[0]}#{at[1]}", "ADD")
             raise
 
-    def _stale(self, member: str, how: str) -> None:
-        self.client.update_item(
-            TableName=self.table,
-            Key=_STALE,
-            UpdateExpression=f"{how} messages :m",
-            ExpressionAttributeValues={":m": {"SS": [member]}},
-        )
-
-    def _read(self, at: Where) -> tuple[Live, int, dict[str, str]] | None:
+    def read(self, at: Where) -> tuple[Live, int, dict[str, str]] | None:
         item = self.client.get_item(TableName=self.table, Key=_message_key(*at), ConsistentRead=True).get("Item")
         if not item:
             return None
@@ -223,6 +186,60 @@ class LiveMessages:
 
 
 _STALE = {"pk": {"S": "live-stale"}, "sk": {"S": "live-stale"}}
+
+
+def reshow(messages: LiveMessages, at_most: int = RESHOW_AT_MOST) -> int:
+    """The messages whose last edit Slack did not take, shown again as their record says (the current
+    state), then no longer stale; the first that fails again ends the round (Slack is still not taking
+    edits: they wait for the next sweep). How many were shown. Never raises."""
+    shown = 0
+    for member in _stale_ones(messages.client, messages.table)[:at_most]:
+        channel, _, ts = member.partition("#")
+        try:
+            read = messages.read((channel, ts))
+            if read is not None:
+                messages.notifier().update(channel, ts, read[0].message())
+                latest = messages.read((channel, ts))
+                if latest is not None and latest[1] != read[1]:  # changed meanwhile: the newest is shown
+                    messages.notifier().update(channel, ts, latest[0].message())
+        except SlackDeliveryError as refused:
+            if not refused.lasting:
+                logger.warning("stale message not shown again: next sweep", ts=ts, error=str(refused)[:200])
+                break
+            logger.warning("stale message gone: no longer shown", ts=ts, error=str(refused)[:200])
+        except (ClientError, BotoCoreError, StateTableBusy) as exc:
+            logger.warning("stale message not shown again: next sweep", ts=ts, error=str(exc)[:200])
+            break
+        else:
+            shown += 1 if read is not None else 0
+        _stale(messages.client, messages.table, member, "DELETE")
+    if shown:
+        metrics.add_metric(name="StaleMessagesShown", unit=MetricUnit.Count, value=shown)
+    return shown
+
+
+def _stale_ones(client: DynamoDBClient, table: str) -> list[str]:
+    """The stale messages' channel#ts ([] when the table will not say: shown again at a later sweep)."""
+    try:
+        item = client.get_item(TableName=table, Key=_STALE, ConsistentRead=True).get("Item") or {}
+    except (ClientError, BotoCoreError) as exc:
+        logger.warning("stale messages not read: shown again later", error=str(exc)[:200])
+        return []
+    return sorted(item.get("messages", {}).get("SS", []))
+
+
+def _stale(client: DynamoDBClient, table: str, member: str, how: str) -> None:
+    """A message marked stale (`ADD`) or no longer (`DELETE`). A write that fails is logged: a mark lost is a
+    message shown at its next change instead; an unmark lost, one edit more that changes nothing."""
+    try:
+        client.update_item(
+            TableName=table,
+            Key=_STALE,
+            UpdateExpression=f"{how} messages :m",
+            ExpressionAttributeValues={":m": {"SS": [member]}},
+        )
+    except (ClientError, BotoCoreError) as exc:
+        logger.warning("stale mark not kept", member=member, how=how, error=str(exc)[:200])
 
 
 def _message_key(channel: str, ts: str) -> dict[str, dict[str, str]]:

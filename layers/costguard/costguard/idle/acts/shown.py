@@ -22,7 +22,7 @@ from costguard.idle.words.messages import told_above
 from costguard.slack import live
 from costguard.slack.blocks import NOTHING, Mrkdwn
 from costguard.slack.live import Phase
-from costguard.state.live import LiveMessages
+from costguard.state.live import LiveMessages, reshow
 
 # Warnings changed for a stop only with this much of the invocation left: the stop notices must not wait for
 # edits (Slack's chat.update is Tier 3) and go out with the next sweep instead.
@@ -59,7 +59,7 @@ class Shown:
 
     def stale(self) -> None:
         """The messages whose last edit Slack did not take, shown again as they stand now (state/live.py)."""
-        self.live.reshow()
+        reshow(self.live)
 
     def state_changed(self, instance_id: str, state: str, at: datetime) -> None:
         """What EC2 says happened to a machine: started again after a stop, stopped by someone, terminated. A
