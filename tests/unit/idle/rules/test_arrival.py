@@ -5,11 +5,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.arrival import COLD_START_MINUTES, Arrival, arrival, undone_share, with_arrival
+from costguard.idle.rules.arrival import (
+    COLD_START_MINUTES,
+    LOOKBACK,
+    MIN_DAYS,
+    Arrival,
+    arrival,
+    undone_share,
+    with_arrival,
+)
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.recurring import QUARTER, Quarter
 
@@ -33,6 +44,7 @@ def fortnight(starts: dict[int, str], *, hours: float = 5.0) -> list[Quarter]:
 
 # The weekdays of the two weeks before Friday 27 Nov: days back 1-4 (Thu-Mon), 7-11 (Fri-Mon).
 WEEKDAYS_BACK = (1, 2, 3, 4, 7, 8, 9, 10, 11)
+CLOCKS = ("00:15", "06:00", "08:45", "09:00", "09:30", "10:15", "11:00", "12:30", "14:00", "17:45", "22:00", "23:30")
 SPREAD = dict(
     zip(WEEKDAYS_BACK, ("09:15", "10:30", "09:00", "11:00", "09:45", "10:00", "12:30", "09:30", "10:15"), strict=True)
 )
@@ -129,3 +141,28 @@ def test_a_person_who_undoes_costguards_stops_makes_a_start_for_nobody_cost_one_
     assert calm is not None
     assert restless is not None
     assert calm.net_usd - restless.net_usd == pytest.approx(0.5 * COLD_USD)  # the one day nobody came
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    starts=st.dictionaries(st.sampled_from(WEEKDAYS_BACK), st.sampled_from(CLOCKS), max_size=len(WEEKDAYS_BACK)),
+    hours=st.sampled_from((0.5, 2.0, 5.0, 12.0)),
+    price=st.floats(min_value=0.1, max_value=120.0),
+    undone=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_any_week_gives_a_start_only_where_it_paid_on_three_days_at_a_time_before_the_work_it_counts(
+    starts: dict[int, str], hours: float, price: float, undone: float
+) -> None:
+    found = arrival(fortnight(starts, hours=hours), NOW, usd_per_hour=price, policy=POLICY, undone=undone)
+    if found is None:
+        return
+    assert found.net_usd > 0
+    assert MIN_DAYS <= found.found <= found.seen <= LOOKBACK
+    assert 0 <= found.minute < 24 * 60
+    assert found.minute + POLICY.schedule_lead_minutes <= found.first <= found.last  # up before the person came
+    assert found.net_usd <= found.found * COLD_USD  # never more than the cold starts it saved
+    start = found.next_start(NOW)
+    assert start > NOW
+    assert start.astimezone(ZoneInfo(POLICY.team_timezone)).weekday() < 5
+    assert found.holding(start) == start + found.hold
+    assert found.holding(start + found.hold) is None

@@ -50,8 +50,8 @@ class Arrival:
     hold: timedelta  # how long a start waits for its work
     found: int  # weekdays whose work came within the hold after that time
     seen: int  # weekdays looked at
-    first: int  # the earliest and latest minute of the day the work came, on those days
-    last: int
+    first: int  # the earliest and latest minute of the day the work came, on those days (past 1440: after
+    last: int  # midnight)
     net_usd: float  # what starting at that time saved over those weekdays, cold starts less idle hours
 
     def on(self, day: date) -> datetime:
@@ -116,7 +116,7 @@ def arrival(
     candidates = sorted({_floor_to_quarter(s - lead).hour * 60 + _floor_to_quarter(s - lead).minute for s in firsts})
     best: Arrival | None = None
     for minute in candidates:
-        net, came = 0.0, []
+        net, came = 0.0, list[int]()  # minutes after the start the work came, on the days it saved
         for day in days:
             at = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=zone)
             came_at = next((s for s in firsts if at <= s <= at + hold), None)
@@ -127,11 +127,11 @@ def arrival(
             net -= usd_per_hour * (came_at - at) / timedelta(hours=1)
             if came_at >= at + lead:  # up before its person came: their cold start saved
                 net += cold
-                came.append(came_at)
+                came.append(int((came_at - at) / timedelta(minutes=1)))
         if len(came) < MIN_DAYS or net <= 0 or (best is not None and net <= best.net_usd):
             continue
-        wall = [c.hour * 60 + c.minute for c in came]
-        best = Arrival(policy.team_timezone, minute, hold, len(came), len(days), min(wall), max(wall), round(net, 2))
+        first, last = minute + min(came), minute + max(came)  # past midnight, the clock shows the next day's
+        best = Arrival(policy.team_timezone, minute, hold, len(came), len(days), first, last, round(net, 2))
     return best
 
 
