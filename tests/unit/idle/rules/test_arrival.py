@@ -166,3 +166,24 @@ def test_any_week_gives_a_start_only_where_it_paid_on_three_days_at_a_time_befor
     assert start.astimezone(ZoneInfo(POLICY.team_timezone)).weekday() < 5
     assert found.holding(start) == start + found.hold
     assert found.holding(start + found.hold) is None
+
+
+def test_work_that_comes_at_midnight_is_readied_the_evening_before_its_weekday_not_before_a_saturday() -> None:
+    """A person (on the team's clock) who puts the machine to work at 00:00-01:30 on weekdays: the start is at
+    23:45 the evening before the work's day, so Sunday evening for Monday, and none on Friday evening."""
+    utc = replace(POLICY, team_timezone="UTC")
+    busy: set[datetime] = set()
+    for back, at in enumerate((0, 45, 90, 30, 60, 0, 45, 90, 30, 60, 0, 15, 75, 30)):
+        day = datetime(2026, 11, 27, tzinfo=UTC) - timedelta(days=back)  # the work's day, from Friday back
+        if day.weekday() < 5:
+            busy |= {day + timedelta(minutes=at) + k * QUARTER for k in range(12)}
+    first = NOW - timedelta(days=14)
+    quarters = [Quarter(first + k * QUARTER, first + k * QUARTER in busy) for k in range(14 * 96)]
+    found = arrival(quarters, NOW, usd_per_hour=1.0, policy=utc)
+    assert found is not None
+    assert found.minute == -15  # 23:45 the evening before
+    assert found.describe().startswith("is put to work between 00:00 and 01:30 UTC")
+    friday_evening = datetime(2026, 11, 27, 20, 0, tzinfo=UTC)
+    assert found.next_start(friday_evening) == datetime(2026, 11, 29, 23, 45, tzinfo=UTC)  # Sunday, for Monday
+    assert found.holding(datetime(2026, 11, 30, 1, 0, tzinfo=UTC)) == datetime(2026, 11, 30, 2, 15, tzinfo=UTC)
+    assert found.holding(datetime(2026, 11, 28, 1, 0, tzinfo=UTC)) is None  # Saturday: no work, no wait

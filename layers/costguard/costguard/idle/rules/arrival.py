@@ -46,7 +46,8 @@ class Arrival:
     """When costguard starts a machine for its person's weekday, and what the last weekdays said of it."""
 
     zone: str  # the team's clock
-    minute: int  # of the day, on that clock: when the start is made
+    minute: int  # after the midnight of the day the work is for, on that clock, when the start is made (-15: the
+    # evening before, 23:45, for work that comes at midnight)
     hold: timedelta  # how long a start waits for its work
     found: int  # weekdays whose work came within the hold after that time
     seen: int  # weekdays looked at
@@ -55,14 +56,13 @@ class Arrival:
     net_usd: float  # what starting at that time saved over those weekdays, cold starts less idle hours
 
     def on(self, day: date) -> datetime:
-        zone = ZoneInfo(self.zone)
-        wall = datetime.combine(day, time(self.minute // 60, self.minute % 60), tzinfo=zone)
-        return wall.astimezone(UTC)
+        """The start made for `day`'s work (UTC)."""
+        return _at(day, self.minute, ZoneInfo(self.zone)).astimezone(UTC)
 
     def next_start(self, after: datetime) -> datetime:
         """The next weekday's start strictly after `after` (UTC)."""
         day = after.astimezone(ZoneInfo(self.zone)).date()
-        for ahead in range(8):
+        for ahead in range(9):
             current = day + timedelta(days=ahead)
             if current.weekday() < 5 and (at := self.on(current)) > after:
                 return at
@@ -71,7 +71,7 @@ class Arrival:
     def holding(self, now: datetime) -> datetime | None:
         """The end of today's wait for the person, if `now` is in it (a weekday's start to its hold's end)."""
         day = now.astimezone(ZoneInfo(self.zone)).date()
-        for current in (day - timedelta(days=1), day):
+        for current in (day - timedelta(days=1), day, day + timedelta(days=1)):
             at = self.on(current)
             if current.weekday() < 5 and at <= now < at + self.hold:
                 return at + self.hold
@@ -113,12 +113,15 @@ def arrival(
     if not days or not firsts:
         return None
     cold = COLD_START_MINUTES / 60 * policy.person_hour_usd
-    candidates = sorted({_floor_to_quarter(s - lead).hour * 60 + _floor_to_quarter(s - lead).minute for s in firsts})
+    # Each a start's minutes after the midnight of the day of the work it is for (before midnight: negative).
+    candidates = sorted(
+        {int((_floor_to_quarter(s - lead) - _at(s.date(), 0, zone)) / timedelta(minutes=1)) for s in firsts}
+    )
     best: Arrival | None = None
     for minute in candidates:
         net, came = 0.0, list[int]()  # minutes after the start the work came, on the days it saved
         for day in days:
-            at = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=zone)
+            at = _at(day, minute, zone)
             came_at = next((s for s in firsts if at <= s <= at + hold), None)
             if came_at is None:
                 if not any(at - timedelta(hours=12) <= s < at for s in firsts):
@@ -169,6 +172,11 @@ def _weekdays(now: datetime, zone: ZoneInfo) -> list[date]:
     today = now.astimezone(zone).date()
     days = (today - timedelta(days=back) for back in range(1, 14))
     return [day for day in days if day.weekday() < 5][:LOOKBACK]
+
+
+def _at(day: date, minute: int, zone: ZoneInfo) -> datetime:
+    """`minute` minutes after `day`'s midnight on the zone's wall clock (negative: the evening before)."""
+    return datetime.combine(day, time(0), tzinfo=zone) + timedelta(minutes=minute)
 
 
 def _floor_to_quarter(at: datetime) -> datetime:
