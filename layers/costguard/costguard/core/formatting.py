@@ -28,7 +28,7 @@ def zone_of(name: str | tzinfo | None, default: str = "UTC") -> ZoneInfo:
     for candidate in (str(name or "").strip(), default, "UTC"):
         try:
             return ZoneInfo(candidate)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file's
             continue
     return ZoneInfo("UTC")  # pragma: no cover (UTC always exists with tzdata)
 

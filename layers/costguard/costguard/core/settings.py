@@ -103,8 +103,8 @@ class _Reader:
         zone = self.optional("TEAM_TIMEZONE", "UTC") or "UTC"
         try:
             ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            self.problems.append(f"TEAM_TIMEZONE={zone!r} is not an IANA time zone")
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file's
+            self.problems.append(f"TEAM_TIMEZONE={zone[:64]!r} is not an IANA time zone")
         return zone
 
     def team_tag_key(self) -> str:

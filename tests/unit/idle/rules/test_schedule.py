@@ -56,6 +56,7 @@ def test_the_next_window_opens_in_the_machines_zone_across_a_change_of_clocks() 
         ("weekdays 25:00-26:00 UTC", "HH:MM-HH:MM"),
         ("weekdays 08:30-19:00", "time zone"),
         ("x" * 300, "too long"),
+        ("weekdays 08:30-19:00 " + "é" * 200, "time zone"),  # a zone name longer than a file's: OSError before
     ],
 )
 def test_a_schedule_that_cannot_be_read_says_why(text: str, reason: str) -> None:

@@ -126,8 +126,8 @@ def _window(part: str) -> Window:
         raise ScheduleError(f"{part!r} names no time zone (Europe/Berlin, UTC...)")
     try:
         zone = ZoneInfo(zone_name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ScheduleError(f"{zone_name!r} is not an IANA time zone") from None
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file's
+        raise ScheduleError(f"{zone_name[:64]!r} is not an IANA time zone") from None
     return Window(_days(days), start, end % (24 * 60) if end == 24 * 60 and start > 0 else end, zone)
 
 
