@@ -30,7 +30,7 @@ from costguard.state.capacity import CapacityLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import marked
 from tests.integration.conftest import REGION, TABLE, ec2, make_runtime, tags_of
-from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
+from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of, warn_tags
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
@@ -326,7 +326,7 @@ def test_a_person_who_logged_in_a_minute_before_the_stop_saves_the_machine_and_i
 
     result = sweep(runtime, now, lambda_context, monkeypatch)
 
-    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert state_of(iid) == "running"
     assert tags.IDLE_WARNED_AT not in tags_of(iid)  # the warning is withdrawn
     assert tags_of(iid)[tags.ACTIVITY_CHECK_AT] == formatting.format_time(now)
     assert result["stopped"] == []
@@ -366,7 +366,7 @@ def test_a_managed_machine_that_does_not_answer_is_not_stopped(
     answers[iid] = None
     result = sweep(runtime, now, lambda_context, monkeypatch)
     assert result["stopped"] == []
-    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert state_of(iid) == "running"
     assert tags.IDLE_WARNED_AT in tags_of(iid)  # still warned: the next sweep asks again
     assert slack.messages == []
 
@@ -564,7 +564,7 @@ def test_a_machine_with_a_crontab_job_at_2_is_started_before_it_on_its_first_nig
 
     assert sweep(runtime, start_at - timedelta(minutes=15), lambda_context, monkeypatch)["started"] == []
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == [iid]
-    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert state_of(iid) == "running"
 
 
 def test_a_machine_whose_crontab_job_is_too_near_is_not_stopped(
@@ -580,7 +580,7 @@ def test_a_machine_whose_crontab_job_is_too_near_is_not_stopped(
     answers[iid] = report(jobs={"tz": "UTC", "list": [{"k": "cron", "s": f"{job:%M %H} * * *", "c": "train.sh"}]})
 
     assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == []
-    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert state_of(iid) == "running"
 
 
 def test_a_scarce_machine_whose_crontab_job_comes_before_its_owner_is_back_is_left_running_for_it(
@@ -604,7 +604,7 @@ def test_a_scarce_machine_whose_crontab_job_comes_before_its_owner_is_back_is_le
     monkeypatch.setattr("costguard.idle.rules.capacity.owners_hours", lambda *_: hours)
 
     assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == []
-    assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+    assert state_of(iid) == "running"
     assert tags.IDLE_WARNED_AT not in tags_of(iid)  # its warning withdrawn: it is not to be stopped
     [told] = [m for m in slack.messages if "hard to get back" in json.dumps(m.blocks)]
     assert "leaves it running for its run before you are back (it runs `nightly.sh` at <!date^" in json.dumps(

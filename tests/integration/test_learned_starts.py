@@ -88,6 +88,32 @@ def assert_not_started(
     assert state_of(iid) == "stopped"
 
 
+def skip_the_planned_start(
+    iid: str,
+    message: Any,
+    at: datetime,
+    slack: SlackStandIn,
+    runtime: Runtime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Alice presses Skip the planned start on `message` at `at`; the buttons worker takes the click."""
+    monkeypatch.setenv("CLICK_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-clicks")
+    monkeypatch.setattr(runtime, "now", lambda: at)
+    click = Click(
+        button=Button.DONT_START,
+        instance_id=iid,
+        region=REGION,
+        user_id="U0ALICE",
+        user_name="alice",
+        response_url=slack.response_url(message.ts),
+        message_ts=message.ts,
+        action_ts=str(at.timestamp()),
+    )
+    buttons._settings.cache_clear()
+    buttons.lambda_handler({"Records": [{"body": click.to_json()}]}, lambda_context, runtime=runtime)
+
+
 @pytest.fixture
 def nightly_box(now: datetime) -> tuple[str, datetime]:
     """A 1-GPU box whose job ran from 3 h 30 ago to 2 h 30 ago, as every day for two weeks; warned half an
@@ -149,20 +175,7 @@ def test_a_learned_start_cancelled_from_slack_is_not_made(
     sweep(runtime, now, lambda_context, monkeypatch)
     assert tags.START_AT in tags_of(iid)
     [notice] = slack.messages
-    monkeypatch.setenv("CLICK_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-clicks")
-    monkeypatch.setattr(runtime, "now", lambda: now + timedelta(minutes=5))
-    click = Click(
-        button=Button.DONT_START,
-        instance_id=iid,
-        region=REGION,
-        user_id="U0ALICE",
-        user_name="alice",
-        response_url=slack.response_url(notice.ts),
-        message_ts=notice.ts,
-        action_ts=str((now + timedelta(minutes=5)).timestamp()),
-    )
-    buttons._settings.cache_clear()
-    buttons.lambda_handler({"Records": [{"body": click.to_json()}]}, lambda_context, runtime=runtime)
+    skip_the_planned_start(iid, notice, now + timedelta(minutes=5), slack, runtime, lambda_context, monkeypatch)
 
     assert tags_of(iid)[tags.LEARNED_START] == "off"
     assert tags.START_AT not in tags_of(iid)
@@ -430,21 +443,7 @@ def test_a_refused_learned_start_offers_to_skip_it_and_skipping_it_ends_the_retr
     [refused] = [m for m in slack.messages if "Start refused" in json.dumps(m.blocks)]
     assert Button.DONT_START.value in json.dumps(refused.blocks)
 
-    monkeypatch.setenv("CLICK_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/costguard-clicks")
-    pressed = start_at + timedelta(minutes=5)
-    monkeypatch.setattr(runtime, "now", lambda: pressed)
-    click = Click(
-        button=Button.DONT_START,
-        instance_id=iid,
-        region=REGION,
-        user_id="U0ALICE",
-        user_name="alice",
-        response_url=slack.response_url(refused.ts),
-        message_ts=refused.ts,
-        action_ts=str(pressed.timestamp()),
-    )
-    buttons._settings.cache_clear()
-    buttons.lambda_handler({"Records": [{"body": click.to_json()}]}, lambda_context, runtime=runtime)
+    skip_the_planned_start(iid, refused, start_at + timedelta(minutes=5), slack, runtime, lambda_context, monkeypatch)
     assert tags_of(iid)[tags.LEARNED_START] == "off"
 
     sweep(runtime, start_at + timedelta(minutes=15), lambda_context, monkeypatch)
