@@ -172,6 +172,7 @@ class IdleStopper:
             self.mornings.settle_running(candidates, report, capacity)  # 3. learned starts not yet recorded
             recovered = self._recover(now)  # 4.
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
+        self.notices.shown.stale()  # the messages whose edit Slack did not take before, as they stand now
         if self.manage_alarms:  # 16.
             self.alarms.reconcile(candidates, gpu, report)
         return report
@@ -249,7 +250,6 @@ class IdleStopper:
         told = self.notices.send(now)  # 9.
         written = self.writer.apply(writes, now)  # 10.
         self.notices.shown.now()  # the warnings of machines kept or at work again say so, in place
-        self.notices.shown.stale()  # and those whose edit Slack did not take before, as they stand now
         reported = self.notices.report_refused(written.refused, now)  # 11.
         stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)  # 12.
         outcomes = [  # 13. each outcome as the steps that carried it out left it

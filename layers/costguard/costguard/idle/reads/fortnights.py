@@ -89,8 +89,9 @@ class Learner:
             unread |= failed
             for instance in run:
                 iid = instance.instance_id
-                learned[iid] = self._learn(instance, quarters[iid], records[iid], histories[iid], now)
-                arrivals[iid] = self._arrival(instance, quarters[iid], records[iid], histories[iid], now)
+                people = _people_starts(histories[iid], records[iid])  # read once, for both
+                learned[iid] = self._learn(instance, quarters[iid], records[iid], people, now)
+                arrivals[iid] = self._arrival(instance, quarters[iid], histories[iid], people, now)
         out = []
         for instance, decision in decided:
             iid = instance.instance_id
@@ -118,8 +119,8 @@ class Learner:
         self,
         instance: Instance,
         quarters: list[Quarter],
-        record: StartRecord,
         history: Sequence[tuple[datetime, str]],
+        people: Sequence[datetime],
         now: datetime,
     ) -> Arrival | None:
         """When starting the machine before its person's weekday pays (idle/rules/arrival.py), if it does: not
@@ -130,7 +131,6 @@ class Learner:
             return None
         if not self.policy.learned_starts or starts_declined(instance.tags):
             return None
-        people = _people_starts(history, record)
         undone = undone_share(history, people)
         found = arrival(quarters, now, usd_per_hour=usd_per_hour, policy=self.policy, running_at=people, undone=undone)
         if found is not None:
@@ -142,16 +142,16 @@ class Learner:
         instance: Instance,
         quarters: list[Quarter],
         record: StartRecord,
-        history: Sequence[tuple[datetime, str]],
+        running: Sequence[datetime],
         now: datetime,
     ) -> Learned:
+        """`running`: the machine's starts people made (`_people_starts`)."""
         iid = instance.instance_id
         made = [
             LearnedStart(e, str(s.get("o", "")))
             for s in record.starts
             if (e := formatting.parse_time(s.get("e"))) is not None
         ]
-        running = _people_starts(history, record)
         zones = ("UTC", self.policy.team_timezone)
         found = learn(quarters, now, zones=zones, running_at=running, made=made, broken=record.broken)
         if found.outcomes or found.broken:
