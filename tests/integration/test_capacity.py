@@ -130,6 +130,11 @@ def test_an_idle_scarce_machine_is_left_running_while_its_owner_works_said_once_
     assert len([m for m in slack.messages if "hard to get back" in json.dumps(m.blocks)]) == 1  # once a day
 
     working["now"] = False  # the evening: warned and stopped as any other
+    # Its owner's day twelve hours off: a run of this test at 05:00 UTC found the team's 08:00 too near to stop
+    # for (a stop before a start that soon does not pay, rightly), and nothing warned.
+    back = now + timedelta(hours=12)
+    hours = parse_schedule(f"daily {back:%H:%M}-{back + timedelta(hours=1):%H:%M} UTC")
+    monkeypatch.setattr("costguard.idle.rules.capacity.owners_hours", lambda *_: hours)
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert tags.STOP_AFTER in tags_of(iid)
     assert state_of(iid) == "running"
@@ -143,13 +148,16 @@ def test_a_scarce_machine_stopped_after_hours_is_promised_a_start_before_the_nex
     failures = [FailedStart("p4d.24xlarge", "", now - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5)]
     CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=now)
     monkeypatch.setattr("costguard.idle.sweep.working_now", lambda *_: False)
+    back = now + timedelta(hours=12)  # its owner's day far enough off for a stop to pay, at any hour of the run
+    hours = parse_schedule(f"daily {back:%H:%M}-{back + timedelta(hours=1):%H:%M} UTC")
+    monkeypatch.setattr("costguard.idle.rules.capacity.owners_hours", lambda *_: hours)
 
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
 
     assert state_of(iid) in ("stopping", "stopped")
     start_at = formatting.parse_time(tags_of(iid).get(tags.START_AT))
-    opens = parse_schedule("weekdays 08:00-19:00 UTC").next_start(now)
-    assert start_at == opens - timedelta(minutes=15)  # its lead before the team's day; made 45 min sooner still
+    opens = hours.next_start(now)
+    assert start_at == opens - timedelta(minutes=15)  # its lead before its owner's day; made 45 min sooner still
     [notice] = notices(slack.messages, "stop")
     said = as_read(notice.blocks)
     assert "It might not start again when its owner's day begins" in said
