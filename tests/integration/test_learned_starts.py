@@ -400,24 +400,31 @@ def test_a_machine_its_person_started_again_soon_after_costguards_stop_is_not_wa
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Stopped by costguard, started again by its person 40 minutes later, idle since: a whole window has
-    passed, but the person who undid the stop is not warned again before the machine has run two windows."""
+    passed, but the person who undid the stop is not warned again before the machine has run two windows, and
+    a cheap one not before its idle hours have cost what the person's cold start did ($50 at the g5.12xlarge's
+    $5.67/h: 8 h 49 min)."""
     launched = now - timedelta(hours=2, minutes=30)
     stopped = formatting.format_time(launched - timedelta(minutes=40))
     undone = launch(now, hours=2.5, tags={tags.STOPPED_AT: stopped})
+    dear = launch(now, "p4d.24xlarge", hours=2.5, owner="dan@example.com", tags={tags.STOPPED_AT: stopped})
     ours = launch(now, hours=2.5, owner="carol@example.com", tags={tags.STOPPED_AT: stopped})
     log = StartLog(boto3.client("dynamodb", region_name=REGION), TABLE)
     at = formatting.format_time(launched)
     log.made(ours, at, at, StartRecord(), launched)
-    for iid in (undone, ours):
+    for iid in (undone, dear, ours):
         publish(iid, now, gpus=[idle(), idle(), idle(), idle()])
 
     result = run(SWEEP, runtime, now, lambda_context, monkeypatch)
 
     assert result["regions"][REGION]["warned"] == [ours]  # costguard's own start undid nothing
     assert tags.IDLE_WARNED_AT not in tags_of(undone)
-    later = now + timedelta(hours=1, minutes=35)  # four hours after its start: warned
-    publish(undone, later, gpus=[idle(), idle(), idle(), idle()])
-    assert run(SWEEP, runtime, later, lambda_context, monkeypatch)["regions"][REGION]["warned"] == [undone]
+    later = now + timedelta(hours=1, minutes=35)  # four hours after its start: the p4d is warned
+    for iid in (undone, dear):
+        publish(iid, later, gpus=[idle(), idle(), idle(), idle()])
+    assert run(SWEEP, runtime, later, lambda_context, monkeypatch)["regions"][REGION]["warned"] == [dear]
+    paid = launched + timedelta(hours=8, minutes=50)
+    publish(undone, paid, gpus=[idle(), idle(), idle(), idle()])
+    assert run(SWEEP, runtime, paid, lambda_context, monkeypatch)["regions"][REGION]["warned"] == [undone]
 
 
 def test_a_refused_learned_start_offers_to_skip_it_and_skipping_it_ends_the_retries(

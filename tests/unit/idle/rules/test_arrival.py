@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import (
-    COLD_START_MINUTES,
     LOOKBACK,
     MIN_DAYS,
     Arrival,
@@ -23,10 +22,11 @@ from costguard.idle.rules.arrival import (
 )
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.recurring import QUARTER, Quarter
+from costguard.idle.rules.restarts import cold_start_usd
 
 POLICY = IdlePolicy(team_timezone="Europe/Paris")  # window 2 h, grace 30 min: a start waits 2 h 30 for its work
 NOW = datetime(2026, 11, 27, 19, 0, tzinfo=UTC)  # a Friday evening (20:00 in Paris)
-COLD_USD = COLD_START_MINUTES / 60 * POLICY.person_hour_usd  # $50
+COLD_USD = cold_start_usd(POLICY)  # $50
 
 
 def fortnight(starts: dict[int, str], *, hours: float = 5.0) -> list[Quarter]:

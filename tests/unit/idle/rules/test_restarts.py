@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.report import Outcome, Settled, Status
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.restarts import (
+    COLD_START_MINUTES,
     SKEW,
+    UNDONE_WAIT,
     UNDONE_WITHIN,
+    cold_start_usd,
     held_after_undo,
     proves_stop,
     started_after,
@@ -123,3 +129,54 @@ def test_a_machine_whose_stop_was_undone_is_not_warned_again_until_it_has_run_tw
     assert held_after_undo(warn, machine, None, POLICY, NOW) == warn
     wait = Decision(machine.instance_id, Action.WAIT, "idle")
     assert held_after_undo(wait, machine, stopped, POLICY, NOW) == wait
+
+
+def test_after_an_undo_a_cheap_machine_waits_until_its_idle_hours_have_paid_for_its_persons_cold_start() -> None:
+    """Ski rental: the person who just undid a stop is likely to come back; a stop again pays only once the
+    machine's hours since their start cost what their cold start cost ($50 at $150 an hour): 8.8 h for a
+    $5.67 machine, the window's 4 h for a $32 one."""
+    machine = undone_box(timedelta(minutes=40))
+    warn = Decision(machine.instance_id, Action.WARN, "idle for 120 min", stop_after=NOW + timedelta(minutes=30))
+    stopped = machine.launch_time - timedelta(minutes=40)
+    cheap, dear = 5.672, 32.77
+    paid = machine.launch_time + timedelta(hours=COLD_START_MINUTES / 60 * POLICY.person_hour_usd / cheap)
+    for at in (machine.launch_time + timedelta(hours=5), paid - timedelta(minutes=1)):
+        held = held_after_undo(warn, machine, stopped, POLICY, at, usd_per_hour=cheap)
+        assert held.action is Action.NONE
+        assert held.reason.startswith(
+            "its owner started it again 40 min after costguard stopped it: not warned before its idle hours pay "
+            "for their cold start ($50 at $5.67/h: 8 h 49 min)"
+        )
+    assert held_after_undo(warn, machine, stopped, POLICY, paid, usd_per_hour=cheap) == warn
+    later = machine.launch_time + timedelta(hours=4)
+    assert held_after_undo(warn, machine, stopped, POLICY, later, usd_per_hour=dear) == warn
+    assert held_after_undo(warn, machine, stopped, POLICY, later, usd_per_hour=None) == warn  # unpriced: the window
+    nobody = IdlePolicy(person_hour_usd=0)
+    assert held_after_undo(warn, machine, stopped, nobody, later, usd_per_hour=cheap) == warn
+
+
+@given(usd_per_hour=st.floats(min_value=0.05, max_value=200), person=st.sampled_from([0, 60, 150, 400]))
+@settings(max_examples=60, deadline=None)
+def test_the_hold_after_an_undo_never_costs_more_than_the_cold_start_it_avoids(
+    usd_per_hour: float, person: int
+) -> None:
+    """Whatever the machine's price: warned once its idle hours since the person's start cost the cold start, or
+    after two windows, whichever is later, and never before two windows."""
+    policy = IdlePolicy(person_hour_usd=person)
+    machine = undone_box(timedelta(minutes=40))
+    warn = Decision(machine.instance_id, Action.WARN, "idle", stop_after=NOW + timedelta(minutes=30))
+    stopped = machine.launch_time - timedelta(minutes=40)
+    window = UNDONE_WAIT * timedelta(minutes=policy.window_minutes)
+    pays = timedelta(hours=cold_start_usd(policy) / usd_per_hour)
+    until = machine.launch_time + max(window, pays)
+
+    def held(at: datetime) -> bool:
+        return held_after_undo(warn, machine, stopped, policy, at, usd_per_hour=usd_per_hour).action is Action.NONE
+
+    assert held(machine.launch_time + window - timedelta(minutes=1))
+    assert held(until - timedelta(minutes=1))
+    assert not held(until)
+    # the idle hours held past the window cost at most the cold start
+    assert usd_per_hour * max(timedelta(0), until - machine.launch_time - window) / timedelta(hours=1) <= (
+        cold_start_usd(policy) + 1e-6
+    )

@@ -58,7 +58,7 @@ class Learner:
         the bill's price, read after, is never more), None where unknown."""
         self.fortnights, self.history, self.starts, self.ledger = Fortnights(metrics, policy), history, starts, ledger
         self.policy, self.mode, self.owner_tag_key = policy, mode, owner_tag_key
-        self.list_price = list_price
+        self.list_price = list_price or (lambda _: None)
 
     def adjust(
         self,
@@ -98,7 +98,8 @@ class Learner:
             changed = adjusted(decision, learned.get(iid), unread=iid in unread, policy=self.policy, now=now)
             if iid not in unread:
                 changed = with_arrival(changed, arrivals.get(iid), self.policy, now)
-            changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now)
+            price = self.list_price(instance) if iid in undid else None  # its hold: until its idle hours pay
+            changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now, usd_per_hour=price)
             # A stop held back promises nothing; a start for its person's day is not judged as a learned run's.
             person = changed.learned.startswith(PUT_TO_WORK)
             out.append((instance, self.promised(instance, changed, now, job=person)))
@@ -126,7 +127,7 @@ class Learner:
         """When starting the machine before its person's weekday pays (idle/rules/arrival.py), if it does: not
         where its price is unknown or nothing, nor where learned starts are off for the deployment or for it
         (keeping it for its runs asks for starts before its runs, not for its person's day)."""
-        usd_per_hour = self.list_price(instance) if self.list_price is not None else None
+        usd_per_hour = self.list_price(instance)
         if not usd_per_hour or self.policy.person_hour_usd <= 0:
             return None
         if not self.policy.learned_starts or starts_declined(instance.tags):

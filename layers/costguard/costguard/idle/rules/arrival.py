@@ -2,10 +2,10 @@
 costguard starts it again for its person's working day out (or none).
 
 A person whose machine costguard stopped overnight starts it again when they come to work on it, and waits: for
-the boot, and then for themselves to pick their work up again (COLD_START_MINUTES of their time, priced at
-`PersonHourUsd`: a data scientist costs more than the machine). A start costguard makes earlier costs the
-machine's idle hours until the work comes or, on a day it does not, until the idle rule stops it again (its
-window and grace: its hold).
+the boot, and then for themselves to pick their work up again (a cold start: `restarts.cold_start_usd`, their
+minutes priced at `PersonHourUsd`: a data scientist costs more than the machine). A start costguard makes
+earlier costs the machine's idle hours until the work comes or, on a day it does not, until the idle rule
+stops it again (its window and grace: its hold).
 
 People do not start work at a fixed time (a recurring pattern, idle/rules/recurring.py, wants three days in
 half an hour), but many start it within a few hours of the same time on most weekdays. `arrival` looks at the
@@ -31,11 +31,8 @@ from zoneinfo import ZoneInfo
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
-from costguard.idle.rules.restarts import UNDONE_WITHIN
+from costguard.idle.rules.restarts import UNDONE_WITHIN, cold_start_usd
 
-# The minutes a person loses to a cold start: a GPU machine's boot (3 to 10 minutes) and the quarter-hour it
-# takes to pick interrupted work up again.
-COLD_START_MINUTES = 20
 LOOKBACK = 10  # weekdays looked at, at most
 MIN_DAYS = 3  # weekdays a start at that time would have found its work on
 PUT_TO_WORK = "is put to work"  # how a decision's `learned` says it (the start's words)
@@ -112,7 +109,7 @@ def arrival(
     days = _weekdays(now, zone)
     if not days or not firsts:
         return None
-    cold = COLD_START_MINUTES / 60 * policy.person_hour_usd
+    cold = cold_start_usd(policy)
     # Each a start's minutes after the midnight of the day of the work it is for (before midnight: negative).
     candidates = sorted(
         {int((_floor_to_quarter(s - lead) - _at(s.date(), 0, zone)) / timedelta(minutes=1)) for s in firsts}

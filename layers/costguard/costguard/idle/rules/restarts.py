@@ -8,6 +8,7 @@ attempt did (a stop, a start) is proven from EC2's record, with clocks that diff
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -26,6 +27,9 @@ SKEW = timedelta(minutes=2)
 # start the next working day, 6 h or more on, is the day's work). Such a machine waits UNDONE_WAIT windows.
 UNDONE_WITHIN = timedelta(hours=6)
 UNDONE_WAIT = 2
+# The minutes a person loses to a cold start: a GPU machine's boot (3 to 10 minutes) and the quarter-hour it
+# takes to pick interrupted work up again (priced at `PersonHourUsd`).
+COLD_START_MINUTES = 20
 # costguard's own start (its start log's time) against EC2's launch time.
 OWN_START = timedelta(minutes=10)
 # EC2's reason for a stop someone asked for: "User initiated (2026-11-21 14:00:05 GMT)".
@@ -177,18 +181,41 @@ def undone_stop(instance: Instance, ours: Iterable[datetime], policy: IdlePolicy
     return stopped_at
 
 
+def cold_start_usd(policy: IdlePolicy) -> float:
+    """What a person's cold start costs: COLD_START_MINUTES of their time (a data scientist costs more than the
+    machine)."""
+    return COLD_START_MINUTES / 60 * policy.person_hour_usd
+
+
 def held_after_undo(
-    decision: Decision, instance: Instance, stopped_at: datetime | None, policy: IdlePolicy, now: datetime
+    decision: Decision,
+    instance: Instance,
+    stopped_at: datetime | None,
+    policy: IdlePolicy,
+    now: datetime,
+    *,
+    usd_per_hour: float | None = None,
 ) -> Decision:
     """A warning (or a stop on one) of a machine whose person undid costguard's stop waits until the machine has
     run UNDONE_WAIT windows since: the person who keeps starting it again is not stopped again at once (each
-    boot a person waits for costs more than the machine's idle hour)."""
+    boot a person waits for costs more than the machine's idle hour). A machine whose hour (`usd_per_hour`, its
+    list price) costs less waits longer: until its hours since their start have cost what their cold start cost.
+    This is the ski rental's rule: a person likely to come back again makes each stop a bet, and waiting for the
+    break-even never costs more than twice what the best choice, known in hindsight, would have."""
     if stopped_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
-    until = instance.launch_time + UNDONE_WAIT * timedelta(minutes=policy.window_minutes)
+    window = UNDONE_WAIT * timedelta(minutes=policy.window_minutes)
+    cold = cold_start_usd(policy)
+    pays = timedelta(hours=cold / usd_per_hour) if usd_per_hour and cold > 0 else timedelta(0)
+    until = instance.launch_time + max(window, pays)
     if now >= until:
         return decision
     after = formatting.duration(int((instance.launch_time - stopped_at).total_seconds() // 60))
-    hours = formatting.duration(UNDONE_WAIT * policy.window_minutes)
-    why = f"its owner started it again {after} after costguard stopped it: not warned in its first {hours}"
+    if pays > window:
+        hours = formatting.duration(math.ceil(pays / timedelta(minutes=1)))
+        price = f"${cold:,.0f} at ${usd_per_hour:,.2f}/h: {hours}"
+        held = f"not warned before its idle hours pay for their cold start ({price})"
+    else:
+        held = f"not warned in its first {formatting.duration(UNDONE_WAIT * policy.window_minutes)}"
+    why = f"its owner started it again {after} after costguard stopped it: {held}"
     return replace(decision, action=Action.NONE, reason=f"{why} (until {until:%H:%M} UTC)")
