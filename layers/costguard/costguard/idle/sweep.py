@@ -52,7 +52,6 @@ from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
 from costguard.idle.rules.capacity import (
-    READY,
     for_its_run,
     ready_for_the_day,
     spared,
@@ -61,7 +60,7 @@ from costguard.idle.rules.capacity import (
     unread,
     working_now,
 )
-from costguard.idle.rules.decision import Action, Decision, tells_schedule
+from costguard.idle.rules.decision import Action, Decision, StartFor, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
 from costguard.idle.rules.restarts import costguards_stop
 from costguard.slack.notifier import SlackNotifier
@@ -314,7 +313,7 @@ def promise_ready(learner: Learner | None, decided: list[Decided], now: datetime
     """A start before the working day, kept among the times costguard promised (else not made)."""
     if learner is None:
         return decided
-    return [(i, learner.promised(i, d, now) if d.learned.startswith(READY) else d) for i, d in decided]
+    return [(i, learner.promised(i, d, now) if d.start_for is StartFor.OWNERS_DAY else d) for i, d in decided]
 
 
 def capacity_of(aws: Aws, state: State, terms: Terms) -> Callable[..., SweepCapacity]:

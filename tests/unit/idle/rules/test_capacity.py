@@ -22,7 +22,7 @@ from costguard.idle.rules.capacity import (
     unread,
     working_now,
 )
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.restarts import made_for, window_close, window_to_retry, working_hours_start
 from costguard.idle.rules.schedule import parse_schedule
 
@@ -221,3 +221,8 @@ def test_a_run_after_its_owner_is_back_or_no_evidence_or_the_days_own_start_chan
     day = ready_for_the_day(replace(nightly, start_at=None), EVIDENCE, p4d(), POLICY, evening)
     assert for_its_run(day, EVIDENCE, p4d(), POLICY, evening) == day  # started for its owner's day: stopped
     assert held_for_run(nightly) == ""
+    person = replace(nightly, start_for=StartFor.PERSONS_DAY)
+    assert for_its_run(person, EVIDENCE, p4d(), POLICY, evening) == person  # started for its person's day: stopped
+    # what a start is for is the decision's, not its words': a run said like the day's start is a run
+    worded = replace(nightly, learned=day.learned)
+    assert for_its_run(worded, EVIDENCE, p4d(), POLICY, evening).action is Action.CLEAR_WARNING

@@ -19,8 +19,8 @@ from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.report import machine_entry
-from costguard.idle.rules.arrival import PUT_TO_WORK, Arrival, arrival, undone_share, with_arrival
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.arrival import Arrival, arrival, undone_share, with_arrival
+from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.recurring import (
     HISTORY_DAYS,
     Learned,
@@ -101,7 +101,7 @@ class Learner:
             price = self.list_price(instance) if iid in undid else None  # its hold: until its idle hours pay
             changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now, usd_per_hour=price)
             # A stop held back promises nothing; a start for its person's day is not judged as a learned run's.
-            person = changed.learned.startswith(PUT_TO_WORK)
+            person = changed.start_for is StartFor.PERSONS_DAY
             out.append((instance, self.promised(instance, changed, now, job=person)))
         return out
 

@@ -29,13 +29,13 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
 from costguard.idle.rules.restarts import UNDONE_WITHIN, cold_start_usd
 
 LOOKBACK = 10  # weekdays looked at, at most
 MIN_DAYS = 3  # weekdays a start at that time would have found its work on
-PUT_TO_WORK = "is put to work"  # how a decision's `learned` says it (the start's words)
+PUT_TO_WORK = "is put to work"  # how a decision's `learned` begins (the start's words)
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def with_arrival(decision: Decision, found: Arrival | None, policy: IdlePolicy, 
     if start_at - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
         why = f"it {found.describe()}: its person's day, at {start_at:%H:%M} UTC, is too soon after a stop to pay"
         return replace(decision, action=Action.NONE, reason=why)
-    return replace(decision, learned=found.describe(), start_at=start_at)
+    return replace(decision, learned=found.describe(), start_at=start_at, start_for=StartFor.PERSONS_DAY)
 
 
 def undone_share(changes: Sequence[tuple[datetime, str]], people: Sequence[datetime]) -> float:

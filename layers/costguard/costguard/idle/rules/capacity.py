@@ -24,8 +24,7 @@ from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.arrival import PUT_TO_WORK
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
 SCARCE = "not stopped in working hours: capacity is scarce"
@@ -70,7 +69,8 @@ def ready_for_the_day(
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # its learned run comes first: started for it, and kept through the day
     evidence = scarcity.evidence(now)
-    return replace(decision, start_at=start_at, learned=f"{READY} ({evidence})", scarce=evidence)
+    said = f"{READY} ({evidence})"
+    return replace(decision, start_at=start_at, start_for=StartFor.OWNERS_DAY, learned=said, scarce=evidence)
 
 
 def for_its_run(
@@ -82,7 +82,7 @@ def for_its_run(
     and may stop it. (The starts costguard makes for its owner's day, or its person's, are not such runs.)"""
     if scarcity is None or decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
-    if not decision.will_stop or decision.learned.startswith((READY, PUT_TO_WORK)):
+    if not decision.will_stop or decision.start_for is not StartFor.RUN:
         return decision
     opens = owners_hours(instance, policy.team_timezone).next_start(now)
     if decision.start_at >= opens - timedelta(minutes=policy.schedule_lead_minutes):

@@ -52,6 +52,14 @@ class Action(StrEnum):
     UNPROTECT = "unprotect"  # idle member: let the group's scale-in remove it first
 
 
+class StartFor(StrEnum):
+    """What a stop's start again (`Decision.start_at`, said in `Decision.learned`) is for."""
+
+    RUN = "its next run"  # a job on the machine, or recurring work learned
+    OWNERS_DAY = "the working day"  # a scarce machine, ready when its owner's working hours open (capacity.py)
+    PERSONS_DAY = "its person's day"  # ready before its person puts it to work on a weekday (arrival.py)
+
+
 @dataclass(frozen=True)
 class Decision:
     instance_id: str
@@ -70,6 +78,7 @@ class Decision:
     # starts it for them: where "Keep it for its runs" means something
     runs: str = ""
     start_at: datetime | None = None  # a stop: when costguard starts the machine again for that work
+    start_for: StartFor = StartFor.RUN  # what that start is for
     bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
     scarce: str = ""  # not stopped while its owner works: the evidence that it might not start again
 

@@ -28,7 +28,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.jobs import Job, MachineJobs, Upcoming, next_run
 
 WHERE = {"cron": "crontab", "timer": "systemd timer", "at": "at queue"}
@@ -69,7 +69,7 @@ def with_jobs(
     start_at = due.when - timedelta(minutes=policy.schedule_lead_minutes)
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # a learned run comes first: started for it, and running for the job
-    return replace(decision, learned=said, start_at=start_at, runs=said)
+    return replace(decision, learned=said, start_at=start_at, start_for=StartFor.RUN, runs=said)
 
 
 def next_due(jobs: MachineJobs, after: datetime, now: datetime, window: timedelta) -> Upcoming | None:

@@ -29,7 +29,7 @@ from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.records import Instance
 from costguard.core.series import Point
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, StartFor
 
 QUARTER = timedelta(minutes=15)
 DAYS = 7  # the days a pattern must recur in: 3 of the last 7
@@ -290,7 +290,8 @@ def with_pattern(decision: Decision, learned: Learned, policy: IdlePolicy, now: 
             why = f"its next run, at about {upcoming:%H:%M} UTC, is too soon after a stop at {stop_at:%H:%M} to pay"
         return replace(decision, action=Action.NONE, reason=f"{pattern.describe()}; {why}", learned=pattern.describe())
     start_at = upcoming - timedelta(minutes=policy.schedule_lead_minutes)
-    return replace(decision, learned=pattern.describe(), start_at=start_at, runs=pattern.describe())
+    said = pattern.describe()
+    return replace(decision, learned=said, start_at=start_at, start_for=StartFor.RUN, runs=said)
 
 
 def learns(instance: Instance, policy: IdlePolicy) -> bool:
@@ -320,4 +321,4 @@ def unpromised(decision: Decision) -> Decision:
     if decision.action is Action.STOP:
         why = "its learned start could not be recorded, to be honoured later: not stopped in this sweep"
         return replace(decision, action=Action.NONE, reason=why)
-    return replace(decision, learned="", start_at=None)
+    return replace(decision, learned="", start_at=None, start_for=StartFor.RUN)

@@ -16,8 +16,6 @@ from costguard.core.formatting import duration
 from costguard.core.keeping import kept_for_runs
 from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance, Price
-from costguard.idle.rules.arrival import PUT_TO_WORK
-from costguard.idle.rules.capacity import READY
 from costguard.idle.rules.decision import Decision
 from costguard.idle.words.money import saving_line
 from costguard.slack import live
@@ -122,12 +120,7 @@ def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
     """The start costguard promises after its stop, for the work it learned recurs (or the working day)."""
     if not decision.learned or decision.start_at is None:
         return Mrkdwn("")
-    if decision.learned.startswith(READY):
-        before = "the working day"
-    elif decision.learned.startswith(PUT_TO_WORK):
-        before = "its person's day"
-    else:
-        before = "its next run"
+    before = decision.start_for.value
     return (
         Mrkdwn(" It ")
         + times_in(decision.learned, now)
