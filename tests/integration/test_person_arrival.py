@@ -16,12 +16,13 @@ import pytest
 from costguard.core import formatting, tags
 from costguard.core.settings import IdlePolicy
 from costguard.runtime import Runtime
-from costguard.state.startlog import JOB, StartLog
+from costguard.state.entries import EntryKind
+from costguard.state.startlog import DAY, StartLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read
 from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_idle_stopper import launch, publish, state_of, warn_tags
-from tests.integration.test_learned_starts import app, quarter, quarterly
+from tests.integration.test_learned_starts import app, ledger, quarter, quarterly
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")
 
@@ -88,7 +89,10 @@ def test_a_persons_machine_is_stopped_with_a_start_before_their_next_weekday_whi
     assert sweep(runtime, start_at, POLICY, lambda_context, monkeypatch)["started"] == [iid]
     assert state_of(iid) == "running"
     [made] = StartLog(boto3.client("dynamodb", region_name=REGION), TABLE).fetch(iid).starts
-    assert made["o"] == JOB  # never judged as a recurring run's start
+    assert made["o"] == DAY  # never judged as a recurring run's start
+    [entry] = ledger(EntryKind.DAY_START.value)  # and the digest does not count it as one
+    assert entry["reason"]["S"].startswith("its working day is expected at ")
+    assert ledger(EntryKind.LEARNED_START.value) == []
 
     # Its window later its person has not come: idle, but the start waits for them through its hold (window
     # and grace), and only then does the idle rule have its way.

@@ -96,6 +96,16 @@ def test_a_start_promised_for_a_scheduled_job_is_kept_as_such_and_its_start_neve
     assert [s.get("o", "") for s in starts[-2:]] == ["job", ""]
 
 
+def test_a_start_promised_for_a_persons_working_day_is_kept_as_such_and_its_start_never_judged() -> None:
+    table = Table()
+    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
+    assert log.update("i-1", NOW, lambda kept: kept.promise("2026-11-23T07:45:00Z", day=True))
+    record = log.read("i-1")
+    assert (record.for_days, record.for_jobs, record.promised) == (["2026-11-23T07:45:00Z"], [], record.for_days)
+    log.made("i-1", "2026-11-23T08:00:00Z", "2026-11-23T07:45:00Z", record, NOW, day=True)
+    assert [s.get("o", "") for s in log.read("i-1").starts] == ["wasted", "day"]  # the kept one, then this one
+
+
 def test_a_start_made_for_a_job_is_not_judged_against_a_pattern() -> None:
     made = [LearnedStart(NOW - timedelta(days=1), "job"), LearnedStart(NOW - timedelta(days=2), "")]
     found = learn([], NOW, made=made)

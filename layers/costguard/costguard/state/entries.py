@@ -23,6 +23,7 @@ class EntryKind(StrEnum):
     START_FROM_SLACK = "start-from-slack"
     MORNING_START = "morning-start"  # started before its working hours (costguard:schedule)
     LEARNED_START = "learned-start"  # started before work it learned recurs (costguard:start-at)
+    DAY_START = "day-start"  # started before its person's or its owner's working day (costguard:start-at)
     LEARNED_START_WASTED = "learned-start-wasted"  # ... and the work did not come
     LEARNED_START_OFF = "learned-start-off"  # its owner pressed "Don't start it"
     # A morning or learned start EC2 refused (InsufficientInstanceCapacity, say): one entry per start it was

@@ -28,6 +28,7 @@ KEEP = timedelta(days=30)
 MAX_STARTS = 40
 MAX_PROMISES = 10
 JOB = "job"  # the outcome of a start made for a scheduled job: never judged as a learned pattern's
+DAY = "day"  # the outcome of a start made for a person's or owner's working day: never judged either
 
 
 @dataclass
@@ -40,15 +41,18 @@ class StartRecord:
     gpus: int = 0  # the GPUs that stop took off
     promised: list[str] | None = None  # start times announced (ISO 8601); None: a record from before they were kept
     for_jobs: list[str] = field(default_factory=list)  # of those, the starts for a job the machine's schedule runs
+    for_days: list[str] = field(default_factory=list)  # ... and those for its person's or owner's working day
 
     def started(self) -> list[datetime]:
         """When costguard started the machine (its learned and job starts made)."""
         return [t for s in self.starts if (t := formatting.parse_time(s.get("s"))) is not None]
 
-    def promise(self, start_at: str, *, job: bool = False) -> None:
-        self.promised = [*[p for p in self.promised or [] if p != start_at][-(MAX_PROMISES - 1) :], start_at]
+    def promise(self, start_at: str, *, job: bool = False, day: bool = False) -> None:
+        self.promised = _with(self.promised or [], start_at)
         if job:
-            self.for_jobs = [*[p for p in self.for_jobs if p != start_at][-(MAX_PROMISES - 1) :], start_at]
+            self.for_jobs = _with(self.for_jobs, start_at)
+        if day:
+            self.for_days = _with(self.for_days, start_at)
 
     def vouches(self, start_at: datetime, stopped_at: datetime | None) -> bool:
         """Whether costguard promised this start: one of its promised times, or, in a record from before
@@ -103,6 +107,8 @@ class StartLog:
             body["promised"] = record.promised[-MAX_PROMISES:]
         if record.for_jobs:
             body["for_jobs"] = record.for_jobs[-MAX_PROMISES:]
+        if record.for_days:
+            body["for_days"] = record.for_days[-MAX_PROMISES:]
         self.client.put_item(
             TableName=self.table,
             Item={
@@ -113,15 +119,24 @@ class StartLog:
         )
 
     def made(
-        self, instance_id: str, expected: str, started: str, record: StartRecord, now: datetime, *, job: bool = False
+        self,
+        instance_id: str,
+        expected: str,
+        started: str,
+        record: StartRecord,
+        now: datetime,
+        *,
+        job: bool = False,
+        day: bool = False,
     ) -> None:
         """A learned start made for the run expected then, kept once however many times it is recorded
         (`record`: as just read). `job`: made for a job the machine's own schedule runs, whose work its
-        metrics need not show (a job that begins by waiting): not judged against a learned pattern. Raises on
-        a failed write."""
+        metrics need not show (a job that begins by waiting); `day`: made for its person's or owner's working
+        day; neither is judged against a learned pattern. Raises on a failed write."""
         if any(s.get("e") == expected for s in record.starts):
             return
-        record.starts.append({"e": expected, "s": started, **({"o": JOB} if job else {})})
+        outcome = JOB if job else DAY if day else ""
+        record.starts.append({"e": expected, "s": started, **({"o": outcome} if outcome else {})})
         self.write(instance_id, record, now)
 
     def stopping(self, instance_id: str, stopped_at: str, gpus: int, now: datetime) -> None:
@@ -155,9 +170,17 @@ def _record(item: Mapping[str, Any]) -> StartRecord:
     broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
     promised = raw.get("promised")
     kept = [p for p in promised if isinstance(p, str)] if isinstance(promised, list) else None
-    jobs = raw.get("for_jobs")
-    for_jobs = [p for p in jobs if isinstance(p, str)] if isinstance(jobs, list) else []
-    return StartRecord(starts, broken, str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0), kept, for_jobs)
+    stopped_at, gpus = str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0)
+    return StartRecord(starts, broken, stopped_at, gpus, kept, _times(raw.get("for_jobs")), _times(raw.get("for_days")))
+
+
+def _times(raw: Any) -> list[str]:
+    return [p for p in raw if isinstance(p, str)] if isinstance(raw, list) else []
+
+
+def _with(times: list[str], start_at: str) -> list[str]:
+    """The last MAX_PROMISES times, `start_at` last."""
+    return [*[p for p in times if p != start_at][-(MAX_PROMISES - 1) :], start_at]
 
 
 def _key(instance_id: str) -> dict[str, dict[str, str]]:

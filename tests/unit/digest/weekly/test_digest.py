@@ -263,6 +263,15 @@ def test_the_digest_says_how_many_learned_starts_were_made_wasted_and_the_gpu_ho
     text = said(data)
     assert "2 learned starts before recurring work (1 found no work), after 44 GPU-hours stopped between runs." in text
     assert "learned start" not in said(member_data())  # none: nothing said
+    day = replace(start, kind=EntryKind.DAY_START, instance_id="i-c")
+    data.entries += [day, replace(day, at=day.at + timedelta(days=1))]
+    text = said(data)  # a start for a person's day is not a learned run's, and no run judges it
+    assert "2 learned starts before recurring work (1 found no work)" in text
+    assert "2 machines started before their person's working day." in text
+    only = member_data()
+    only.entries += [day]
+    assert "learned start" not in said(only)
+    assert "1 machine started before its person's working day." in said(only)
 
 
 def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_received() -> None:

@@ -300,23 +300,23 @@ class LearnedStarts:
             record.stopped_at if record else ""
         )
         hours = max(0.0, (start_at - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
+        at = formatting.format_time(start_at)
+        day = record is not None and at in record.for_days
         self.ledger.record(
             machine_entry(
                 instance,
-                EntryKind.LEARNED_START,
+                EntryKind.DAY_START if day else EntryKind.LEARNED_START,
                 start_at,  # the start it is for: every path that records it writes the same entry
                 mode=self.mode,
                 owner_tag_key=self.owner_tag_key,
-                reason=f"its recurring work is expected at {expected:%H:%M} UTC",
+                reason=f"its {'working day' if day else 'recurring work'} is expected at {expected:%H:%M} UTC",
                 idle_hours=round(hours, 2),
                 gpu_hours=round(hours * (record.gpus if record else 0), 2),
             )
         )
         if self.starts is not None and record is not None:
-            job = formatting.format_time(start_at) in record.for_jobs
-            self.starts.made(
-                iid, formatting.format_time(expected), formatting.format_time(started), record, started, job=job
-            )
+            made, job = (formatting.format_time(expected), formatting.format_time(started)), at in record.for_jobs
+            self.starts.made(iid, *made, record, started, job=job, day=day)
         self._let_go(instance, "started")
 
     def _unvouched(self, instance: Instance, start_at: datetime) -> str:

@@ -100,19 +100,18 @@ class Learner:
                 changed = with_arrival(changed, arrivals.get(iid), self.policy, now)
             price = self.list_price(instance) if iid in undid else None  # its hold: until its idle hours pay
             changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now, usd_per_hour=price)
-            # A stop held back promises nothing; a start for its person's day is not judged as a learned run's.
-            person = changed.start_for is StartFor.PERSONS_DAY
-            out.append((instance, self.promised(instance, changed, now, job=person)))
+            out.append((instance, self.promised(instance, changed, now)))  # a stop held back promises nothing
         return out
 
     def promised(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> Decision:
         """A warning or a stop that announces a learned start, with that start kept first among the times
         costguard promised (a start-at it did not promise, it does not honour). Not kept: the stop waits
-        for a sweep that can keep it; the warning goes out without the promise."""
+        for a sweep that can keep it; the warning goes out without the promise. A start for a job, or for its
+        person's or owner's working day, is kept as such: never judged as a learned run's."""
         if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
             return decision
-        at = formatting.format_time(decision.start_at)
-        if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at, job=job)):
+        at, day = formatting.format_time(decision.start_at), decision.start_for is not StartFor.RUN
+        if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at, job=job, day=day)):
             return decision
         return unpromised(decision)
 

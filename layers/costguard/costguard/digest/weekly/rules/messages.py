@@ -266,16 +266,20 @@ def _beside(bill: float, on_demand: float) -> str:
 
 def learned_starts_line(data: DigestData) -> str:
     """Machines started again before the recurring work learned for them: how many, how many found no
-    work, and the GPU-hours they were stopped between runs. Empty when there were none."""
-    made = data.count(EntryKind.LEARNED_START)
-    if not made:
-        return ""
-    wasted = data.count(EntryKind.LEARNED_START_WASTED)
-    hours = sum(e.gpu_hours for e in data.entries if e.kind is EntryKind.LEARNED_START and e.applied)
-    return (
-        f" {_plural(made, 'learned start')} before recurring work ({wasted} found no work), "
-        f"after {hours:,.0f} GPU-hours stopped between runs."
-    )
+    work, and the GPU-hours they were stopped between runs; then those started before their person's (or
+    owner's) working day, which no learned run judges. Empty when there were none."""
+    made, days = data.count(EntryKind.LEARNED_START), data.count(EntryKind.DAY_START)
+    line = ""
+    if made:
+        wasted = data.count(EntryKind.LEARNED_START_WASTED)
+        hours = sum(e.gpu_hours for e in data.entries if e.kind is EntryKind.LEARNED_START and e.applied)
+        line += (
+            f" {_plural(made, 'learned start')} before recurring work ({wasted} found no work), "
+            f"after {hours:,.0f} GPU-hours stopped between runs."
+        )
+    if days:
+        line += f" {_plural(days, 'machine')} started before {'its' if days == 1 else 'their'} person's working day."
+    return line
 
 
 def _some(ids: Sequence[str], shown: int = 5) -> str:

@@ -12,7 +12,7 @@ from costguard.digest.owners import RefusedStart
 from costguard.state.entries import Entry, EntryKind
 
 # The starts that end a failed start: costguard's own (it tried again and EC2 said yes), or a person's.
-STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.START_FROM_SLACK)
+STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.DAY_START, EntryKind.START_FROM_SLACK)
 EARLY = timedelta(hours=2)  # a start is tried this long before it is due, at the most
 
 
