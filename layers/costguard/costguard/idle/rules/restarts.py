@@ -200,8 +200,8 @@ def held_after_undo(
     run UNDONE_WAIT windows since: the person who keeps starting it again is not stopped again at once (each
     boot a person waits for costs more than the machine's idle hour). A machine whose hour (`usd_per_hour`, its
     list price) costs less waits longer: until its hours since their start have cost what their cold start cost.
-    This is the ski rental's rule: a person likely to come back again makes each stop a bet, and waiting for the
-    break-even never costs more than twice what the best choice, known in hindsight, would have."""
+    This is the ski rental's rule: whether the person comes back is not known; waiting for the break-even costs at
+    most one cold start more than the choice hindsight would make, and where they do come back, at most twice it."""
     if stopped_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
     window = UNDONE_WAIT * timedelta(minutes=policy.window_minutes)
