@@ -18,6 +18,8 @@ from costguard.core.scarcity import FailedStart
 from costguard.idle.rules.schedule import parse_schedule
 from costguard.runtime import Runtime
 from costguard.state.capacity import CapacityLog
+from costguard.state.entries import EntryKind
+from costguard.state.startlog import DAY, StartLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, notices
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
@@ -162,3 +164,11 @@ def test_a_scarce_machine_stopped_after_hours_is_promised_a_start_before_the_nex
     said = as_read(notice.blocks)
     assert "It might not start again when its owner's day begins" in said
     assert f"costguard starts it again *{start_at:%a %d %b %H:%M} UTC*, before the working day." in said
+
+    # Started for its owner's day: kept and recorded as such, never judged as a learned run's start (which a
+    # morning without work at that time would count against a pattern near it).
+    assert run(SWEEP, runtime, start_at, lambda_context, monkeypatch)["regions"][REGION]["started"] == [iid]
+    [made] = StartLog(boto3.client("dynamodb", region_name=REGION), TABLE).fetch(iid).starts
+    assert made["o"] == DAY
+    assert len(entries(EntryKind.DAY_START.value)) == 1
+    assert entries(EntryKind.LEARNED_START.value) == []

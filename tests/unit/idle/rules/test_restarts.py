@@ -157,7 +157,7 @@ def test_after_an_undo_a_cheap_machine_waits_until_its_idle_hours_have_paid_for_
 
 @given(usd_per_hour=st.floats(min_value=0.05, max_value=200), person=st.sampled_from([0, 60, 150, 400]))
 @settings(max_examples=60, deadline=None)
-def test_the_hold_after_an_undo_never_costs_more_than_the_cold_start_it_avoids(
+def test_the_hold_after_an_undo_is_two_windows_at_least_and_costs_at_most_one_cold_start_beyond_them(
     usd_per_hour: float, person: int
 ) -> None:
     """Whatever the machine's price: warned once its idle hours since the person's start cost the cold start, or
