@@ -12,7 +12,7 @@ from botocore.stub import ANY, Stubber
 
 from costguard.aws import billing
 from costguard.aws.billing import BillingReader
-from costguard.aws.commitments import zone_of
+from costguard.aws.commitments import reserved_zone
 from costguard.core.money import Bill
 from costguard.core.records import Instance
 
@@ -267,9 +267,9 @@ def test_a_plan_whose_rate_cannot_be_had_is_read_without_one(
 
 
 def test_a_reserved_instances_zone_is_read_the_same_by_the_bill_and_the_commitment_tracker() -> None:
-    """One reading of DescribeReservedInstances' scope for both (aws/commitments.zone_of): a zonal one names
+    """One reading of DescribeReservedInstances' scope for both (aws/commitments.reserved_zone): a zonal one names
     its zone, a regional one floats (""), an older answer without Scope is zonal only when it names a zone."""
-    assert zone_of({"Scope": "Availability Zone", "AvailabilityZone": "us-east-1b"}) == "us-east-1b"
-    assert zone_of({"Scope": "Region"}) == ""
-    assert zone_of({"AvailabilityZone": "us-east-1a"}) == "us-east-1a"
-    assert zone_of({}) == ""
+    assert reserved_zone({"Scope": "Availability Zone", "AvailabilityZone": "us-east-1b"}) == "us-east-1b"
+    assert reserved_zone({"Scope": "Region"}) == ""
+    assert reserved_zone({"AvailabilityZone": "us-east-1a"}) == "us-east-1a"
+    assert reserved_zone({}) == ""

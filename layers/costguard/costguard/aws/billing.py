@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
 
 from costguard.aws.clients import READ_ERRORS, error_code, utc_time
-from costguard.aws.commitments import active_plans, zone_of
+from costguard.aws.commitments import active_plans, reserved_zone
 from costguard.core.money import (
     LINUX,
     UNREAD_HOLDS,
@@ -95,7 +95,7 @@ class BillingReader:
                     count=int(ri.get("InstanceCount", 1)),
                     start=utc_time(ri["Start"]),
                     end=utc_time(ri["End"]),
-                    zone=zone_of(ri),
+                    zone=reserved_zone(ri),
                     platform=_platform(ri.get("ProductDescription", LINUX)),
                     tenancy=ri.get("InstanceTenancy", "default"),
                 )

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from mypy_boto3_savingsplans import SavingsPlansClient
 
 
-def zone_of(ri: Mapping[str, Any]) -> str:
+def reserved_zone(ri: Mapping[str, Any]) -> str:
     """The Availability Zone a Reserved Instance is scoped to, "" for a regional one (its discount floats across
     the region). A zonal reservation names its zone; older answers carry no Scope field at all."""
     zone = str(ri.get("AvailabilityZone") or "")
@@ -65,7 +65,7 @@ class CommitmentReader:
                         region=region,
                         instance_type=ri["InstanceType"],
                         count=int(ri.get("InstanceCount", 1)),
-                        scope=zone_of(ri) or "Region",
+                        scope=reserved_zone(ri) or "Region",
                         offering_class=ri.get("OfferingClass", ""),
                         payment_option=ri.get("OfferingType", ""),
                     )

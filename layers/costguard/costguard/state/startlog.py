@@ -168,8 +168,7 @@ def _record(item: Mapping[str, Any]) -> StartRecord:
         return StartRecord()
     starts = [s for s in raw.get("starts", []) if isinstance(s, dict)]
     broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
-    promised = raw.get("promised")
-    kept = [p for p in promised if isinstance(p, str)] if isinstance(promised, list) else None
+    kept = _times(raw.get("promised")) if isinstance(raw.get("promised"), list) else None  # None: kept none then
     stopped_at, gpus = str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0)
     return StartRecord(starts, broken, stopped_at, gpus, kept, _times(raw.get("for_jobs")), _times(raw.get("for_days")))
 

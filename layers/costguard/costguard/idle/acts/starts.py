@@ -315,8 +315,8 @@ class LearnedStarts:
             )
         )
         if self.starts is not None and record is not None:
-            made, job = (formatting.format_time(expected), formatting.format_time(started)), at in record.for_jobs
-            self.starts.made(iid, *made, record, started, job=job, day=day)
+            expected_at, started_at = formatting.format_time(expected), formatting.format_time(started)
+            self.starts.made(iid, expected_at, started_at, record, started, job=at in record.for_jobs, day=day)
         self._let_go(instance, "started")
 
     def _unvouched(self, instance: Instance, start_at: datetime) -> str:

@@ -98,7 +98,7 @@ class Learner:
             changed = adjusted(decision, learned.get(iid), unread=iid in unread, policy=self.policy, now=now)
             if iid not in unread:
                 changed = with_arrival(changed, arrivals.get(iid), self.policy, now)
-            price = self.list_price(instance) if iid in undid else None  # its hold: until its idle hours pay
+            price = self.list_price(instance) if undid.get(iid) else None  # its hold: until its idle hours pay
             changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now, usd_per_hour=price)
             out.append((instance, self.promised(instance, changed, now)))  # a stop held back promises nothing
         return out
