@@ -166,6 +166,18 @@ def test_stop_is_allowed_only_for_accelerator_types_and_never_for_exempt_instanc
         assert statement["Condition"]["Null"] == {"aws:ResourceTag/costguard:exempt": "true"}
 
 
+def test_every_start_the_idle_stopper_may_make_spares_exempt_instances(cfn: dict[str, Any]) -> None:
+    starts = [
+        s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and "ec2:StartInstances" in as_list(s["Action"])
+    ]
+    assert [s["Sid"] for s in starts] == [
+        "StartOnlyAcceleratedWithWorkingHours",
+        "StartOnlyAcceleratedWithLearnedStart",
+    ]
+    for statement in starts:  # the same condition as the stop's: an exempt machine is never touched
+        assert statement["Condition"]["Null"]["aws:ResourceTag/costguard:exempt"] == "true"
+
+
 def test_accelerator_families_default_matches_the_code(sam_template: dict[str, Any]) -> None:
     default = sam_template["Parameters"]["AcceleratorFamilies"]["Default"]
     assert tuple(default.split(",")) == IdlePolicy().accelerator_families
@@ -684,10 +696,10 @@ def test_the_idle_stopper_may_start_only_accelerated_machines_with_working_hours
     grants = [
         s for r, s in statements(cfn) if r == "IdleStopperFunctionRole" and "ec2:StartInstances" in as_list(s["Action"])
     ]
-    # One statement per tag: IAM ANDs the conditions of one statement, and either tag is enough. A learned
-    # start never starts an exempt machine (its owner's word since the stop).
-    assert sorted((s["Condition"]["Null"] for s in grants), key=len) == [
-        {f"aws:ResourceTag/{tags.SCHEDULE}": "false"},
+    # One statement per tag: IAM ANDs the conditions of one statement, and either tag is enough. Neither
+    # start touches an exempt machine (its owner's word).
+    assert sorted((s["Condition"]["Null"] for s in grants), key=sorted) == [
+        {f"aws:ResourceTag/{tags.SCHEDULE}": "false", f"aws:ResourceTag/{tags.EXEMPT}": "true"},
         {f"aws:ResourceTag/{tags.START_AT}": "false", f"aws:ResourceTag/{tags.EXEMPT}": "true"},
     ]
     for statement in grants:
