@@ -133,5 +133,16 @@ first-deploy: $(BIN)/.installed $(SAM_VENV)/.installed
 uninstall: $(BIN)/.installed
 	PYTHONPATH=layers/costguard $(BIN)/python -m scripts.uninstall $(ARGS)
 
+# The organization (docs/deploying.md#an-organization): template.yaml as plain CloudFormation for a service-managed
+# StackSet (which refuses a transform), the SAM translator run offline (aws-sam-translator, pinned in
+# requirements-dev.txt at the version aws-sam-cli pins); checked like `validate` and `checkov` check template.yaml.
+ORG_TEMPLATE := .aws-sam/org/template.json
+.PHONY: org-template org-deploy org-uninstall
+
+org-template: $(BIN)/.installed $(SAM_VENV)/.installed $(CHECKOV_VENV)/.installed
+	$(BIN)/python -m scripts.translate_template --output $(ORG_TEMPLATE)
+	$(SAM_VENV)/bin/cfn-lint --include-checks I -- $(ORG_TEMPLATE) scripts/org/artifact-bucket.yaml
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml -f $(ORG_TEMPLATE) -f scripts/org/artifact-bucket.yaml
+
 clean:
 	rm -rf $(VENV) $(VENV313) $(SAM_VENV) $(C7N_VENV) $(CHECKOV_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output
