@@ -90,3 +90,38 @@ class Ssm:
                     Invocation(str(raw["InstanceId"]), str(raw.get("Status", "")), str(plugins[0].get("Output", "")))
                 )
         return out
+
+
+# Default Host Management Configuration: one service setting per account and region, whose value is the name of
+# the IAM role Systems Manager lends every EC2 instance (with a recent agent and IMDSv2) that has no instance
+# profile of its own. Unset, it reads "$None" with the status "Default".
+HOST_MANAGEMENT_SETTING = "/ssm/managed-instance/default-ec2-instance-management-role"
+UNSET = "$None"
+
+
+@dataclass(frozen=True)
+class ServiceSetting:
+    value: str
+    status: str  # "Default" (never set, or reset) or "Customized"
+
+    @property
+    def unset(self) -> bool:
+        return self.status == "Default" or self.value in {"", UNSET}
+
+
+def setting_arn(partition: str, region: str, account: str, setting_id: str = HOST_MANAGEMENT_SETTING) -> str:
+    """The setting's ARN: what IAM scopes ssm:*ServiceSetting to, and what the calls name it by."""
+    return f"arn:{partition}:ssm:{region}:{account}:servicesetting{setting_id}"
+
+
+def read_setting(ssm: SSMClient, arn: str) -> ServiceSetting:
+    found = ssm.get_service_setting(SettingId=arn)["ServiceSetting"]
+    return ServiceSetting(str(found.get("SettingValue", "")), str(found.get("Status", "")))
+
+
+def update_setting(ssm: SSMClient, arn: str, value: str) -> None:
+    ssm.update_service_setting(SettingId=arn, SettingValue=value)
+
+
+def reset_setting(ssm: SSMClient, arn: str) -> None:
+    ssm.reset_service_setting(SettingId=arn)
