@@ -12,7 +12,7 @@ export SAM_CLI_TELEMETRY := 0
 # Never talk to a real AWS account from tests or the demo by accident.
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov bench build deploy-all first-deploy uninstall clean
+.PHONY: help demo test unit unit-py313 integration template lint format typecheck validate checkov render bench build deploy-all first-deploy uninstall clean
 
 help:
 	@echo "make demo       the whole governance cycle against a local emulated AWS account"
@@ -96,6 +96,12 @@ format: $(BIN)/.installed
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy layers/costguard/costguard functions testing demo tests bench scripts
+	$(BIN)/mypy --python-version 3.10 programs  # they run on the machines' python3 (3.6 up); 3.10 is mypy's oldest
+
+# The programs that run on the machines (programs/), written into template.yaml's documents; a test fails when
+# the committed template is not their render.
+render: $(BIN)/.installed
+	$(BIN)/python -m scripts.render_template
 
 # sam validate --lint runs cfn-lint's errors and warnings; the informational findings are checked too.
 validate: $(SAM_VENV)/.installed
