@@ -22,11 +22,12 @@ from costguard.core.scarcity import FailedStart
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.rules.activity import ActivityCheck, CheckState
-from costguard.idle.rules.jobs import JobKind, next_job
+from costguard.idle.rules.jobs import JobKind
 from costguard.idle.rules.schedule import parse_schedule
 from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
 from costguard.state.capacity import CapacityLog
+from testing.jobs import next_job
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import marked
 from tests.integration.conftest import REGION, TABLE, ec2, make_runtime, tags_of

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from costguard.idle.rules.activity import BLINDING, CpuAccount, parse_report
-from costguard.idle.rules.jobs import next_job
+from testing.jobs import cut, next_job
 from testing.template import activity_check_script, template
 
 RESOURCES = "MESSAGE_ID=ae8f7b866b0347b9af31fe1c80b127c0"  # systemd's "unit consumed resources" message
@@ -780,7 +780,7 @@ def test_a_crowded_machines_jobs_are_cut_to_the_soonest_and_say_how_many_there_w
     assert jobs["list"][0]["c"] == "heartbeat.sh"  # the soonest first: every minute
     read = parse_report(line).jobs
     assert read is not None
-    assert read.cut == 51 - len(jobs["list"])
+    assert cut(read) == 51 - len(jobs["list"])
     upcoming = next_job(read, datetime.fromtimestamp(time.time(), UTC))
     assert upcoming is not None
     assert upcoming.job.command == "heartbeat.sh"
