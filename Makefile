@@ -150,5 +150,14 @@ org-template: $(BIN)/.installed $(SAM_VENV)/.installed $(CHECKOV_VENV)/.installe
 	$(SAM_VENV)/bin/cfn-lint --include-checks I -- $(ORG_TEMPLATE) scripts/org/artifact-bucket.yaml
 	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml -f $(ORG_TEMPLATE) -f scripts/org/artifact-bucket.yaml
 
+# make org-deploy ARGS="--region <hub region> --regions r1,r2 --units ou-...,ou-... --bucket-prefix <name> --parameter K=V
+# --hub-parameter K=V" (docs/deploying.md#an-organization): prints what it will do and asks (ARGS+=--yes skips it).
+org-deploy: build org-template
+	PYTHONPATH=layers/costguard $(BIN)/python -m scripts.org_deploy deploy --release costguard/$$(git rev-parse --short=12 HEAD) $(ARGS)
+
+# make org-uninstall ARGS="--region <hub region>": the StackSet's stacks, then the StackSet; says what outlives them.
+org-uninstall: $(BIN)/.installed
+	PYTHONPATH=layers/costguard $(BIN)/python -m scripts.org_deploy uninstall $(ARGS)
+
 clean:
 	rm -rf $(VENV) $(VENV313) $(SAM_VENV) $(C7N_VENV) $(CHECKOV_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache demo-output
