@@ -152,9 +152,17 @@ def product_emoji_codes() -> set[str]:
     """The Slack emoji codes in costguard's own strings (layers/costguard)."""
     codes: set[str] = set()
     for path in (ROOT / "layers" / "costguard" / "costguard").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                codes |= set(re.findall(r"(?:^|(?<=[\s(>*_]))(:[a-z0-9_+]+:)(?=[\s.,;)!?*_]|$)", node.value))
+        tree = ast.parse(path.read_text())
+        # An f-string is read whole, its values as "{}": "arn:{}:ssm:{}" holds no emoji code.
+        parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+                text = node.value
+            else:
+                continue
+            codes |= set(re.findall(r"(?:^|(?<=[\s(>*_]))(:[a-z0-9_+]+:)(?=[\s.,;)!?*_]|$)", text))
     return codes
 
 
@@ -165,6 +173,36 @@ def test_every_emoji_code_costguard_writes_is_drawn_by_the_page() -> None:
     assert render.mrkdwn(":white_check_mark: *kept*") == "\u2705 <b>kept</b>"
     header = {"type": "header", "text": {"type": "plain_text", "text": ":rotating_light: Budget", "emoji": True}}
     assert "\U0001f6a8 Budget" in render.block(header, {}, {})
+
+
+@pytest.mark.slow
+def test_the_page_draws_every_slack_date_and_leaves_no_raw_token(first_run: Run) -> None:
+    page = (first_run.out / "index.html").read_text()
+    assert page.startswith("<!doctype html>")
+    assert page.count("<!") == 1  # the doctype's: no <!date…>, <!channel> or <!here> left as Slack wrote it
+    assert "@date" not in page
+    assert "&lt;!date" not in page
+    messages = json.loads((first_run.out / "messages.json").read_text())
+    dates = sum(json.dumps(m["blocks"] or m["text"]).count("<!date^") for m in messages)  # what the card shows
+    assert dates > 0
+    slack = slack_part(page)
+    assert slack.count('<time class="slack-date"') == dates  # each one drawn in the reader's zone
+    assert slack.count('<time class="slack-date posted"') == len(messages)  # each message's own time too
+
+
+@pytest.mark.slow
+def test_the_page_draws_each_reply_in_its_thread_under_its_parent(first_run: Run) -> None:
+    messages = json.loads((first_run.out / "messages.json").read_text())
+    if not any("thread_ts" in m for m in messages):
+        pytest.skip("this version of the Slack stand-in does not record threads")
+    replies = [m for m in messages if m.get("thread_ts")]
+    assert replies  # the digest's details and the stop notices are replies
+    slack = slack_part((first_run.out / "index.html").read_text())
+    assert slack.count('<div class="message reply">') == len(replies)
+    parents = {(m["channel"], m["thread_ts"]) for m in replies}
+    assert slack.count('<div class="thread">') == len(parents)
+    counts = re.findall(r'<div class="replies">(\d+) repl(?:y|ies)</div>', slack)
+    assert sum(int(c) for c in counts) == len(replies)
 
 
 CHROMIUM = next((p for p in ("chromium", "chromium-browser", "google-chrome") if shutil.which(p)), None)
@@ -218,3 +256,27 @@ def test_a_screenshot_of_the_page_in_headless_chromium_shows_the_first_message(f
     assert found, dom[:500]
     measured = json.loads(found.group(1).replace("&quot;", '"'))
     assert 0 <= measured["message_top"] < measured["first_block_bottom"] <= SCREEN[1], measured
+
+
+OVERFLOW = """<script>
+window.addEventListener("load", () => {
+  const width = document.documentElement.clientWidth;
+  const over = [...document.querySelectorAll(".slack *")].filter((e) => e.getBoundingClientRect().right > width + 1);
+  document.body.dataset.overflow = JSON.stringify(over.map((e) => e.tagName + ": " + e.textContent.slice(0, 60)));
+});
+</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get install chromium)")
+def test_at_a_phone_s_width_nothing_in_a_message_runs_off_the_card(first_run: Run, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    measured_page = tmp_path / "index.html"
+    measured_page.write_text((first_run.out / "index.html").read_text().replace("</body>", OVERFLOW + "</body>"))
+    browser = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=480,2000"]
+    dom = subprocess.run(
+        [*browser, "--dump-dom", measured_page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    found = re.search(r'data-overflow="([^"]*)"', dom)
+    assert found, dom[:500]
+    assert json.loads(found.group(1).replace("&quot;", '"')) == []
