@@ -33,7 +33,6 @@ MAX_VALUE = 300  # one user value (a tag is at most 256)
 MAX_TEXT = 3000  # a message's top-level text: the notification, kept short
 MAX_BLOCK_ID = 255
 EMPTY = "–"  # what an empty text shows (a value AWS or a user left blank): Slack refuses an empty text
-UTC_ZONE = zone_of("UTC")
 
 
 class Mrkdwn(str):

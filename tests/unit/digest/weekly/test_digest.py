@@ -22,7 +22,6 @@ from costguard.digest.weekly.rules.figures import (
     HourFolder,
     InstanceWeek,
     OutlivedKeep,
-    hours_from_points,
     outlived_keeps,
     summarize,
     worst_idle,
@@ -33,6 +32,7 @@ from costguard.digest.weekly.rules.summary import owner_weeks
 from costguard.digest.weekly.savings import saved_by_stops
 from costguard.state.entries import Entry, EntryKind
 from testing.aws.cloudwatch import CloudWatchClient
+from testing.hour_grids import hours_from_points
 from testing.worlds.hourly import HourlyFleet
 from tests.unit.digest.organization.test_rules import member_data
 

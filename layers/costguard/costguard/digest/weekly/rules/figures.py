@@ -17,7 +17,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache, reduce
 from itertools import repeat
 from math import inf, isnan
@@ -474,29 +474,6 @@ class HourFolder:
 def _columns(points: Iterable[tuple[datetime, float]]) -> tuple[list[datetime], list[float]]:
     pairs = list(points)
     return [at for at, _ in pairs], [value for _, value in pairs]
-
-
-def hours_from_points(
-    cpu: Sequence[tuple[datetime, float]],
-    gpu_max: Sequence[Sequence[tuple[datetime, float]]],
-    gpu_avg: Sequence[Sequence[tuple[datetime, float]]],
-    busy_percent: float = 5.0,
-    core: Sequence[tuple[datetime, float]] = (),
-) -> HourGrid:
-    """Hourly samples from hourly series: CPU Maximum, per GPU its Maximum and Average, and the busiest
-    core's Maximum where the agent publishes it."""
-    times = [at for at, _ in cpu]
-    if not times:
-        return HourFolder(datetime.min.replace(tzinfo=UTC), 0, 0).grid()
-    origin = min(times)
-    folder = HourFolder(origin, int((max(times) - origin).total_seconds() // 3600) + 1, len(gpu_max), busy_percent)
-    folder.add_cpu(cpu)
-    folder.add_core(core)
-    for series in gpu_max:
-        folder.add_gpu_max(series)
-    for series in gpu_avg:
-        folder.add_gpu_avg(series)
-    return folder.grid()
 
 
 @dataclass(frozen=True)
