@@ -300,3 +300,45 @@ def test_an_action_the_security_page_does_not_name_is_found() -> None:
     )
 
     assert gaps == ["ssm:SendCommand"]
+
+
+def measured_rows() -> list[list[str]]:
+    """The cells of each row of the README's table of what costguard was measured to do."""
+    text = (ROOT / "README.md").read_text().split("## What it was measured to do", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| Promise")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in rows]
+
+
+def test_the_readme_gives_each_promise_one_measured_figure_a_link_and_the_best_alternative() -> None:
+    rows = measured_rows()
+
+    promises = [re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", row[0]) for row in rows]
+    expected = ["Idle GPU-hours", "Real work interrupted", "The saving it claims", "Faults", "A sweep at 10,000"]
+    expected.append("What it costs")
+    assert len(promises) == len(expected)
+    assert all(promise.startswith(start) for promise, start in zip(promises, expected, strict=True)), promises
+    for promise, ours, alternative in rows:
+        assert re.search(r"\]\(docs/benchmarks\.md#[a-z0-9-]+\)", promise), f"no link to its benchmark: {promise}"
+        assert len(re.findall(r"\*\*[^*]+\*\*", ours)) == 1, f"one figure, in bold: {ours}"
+        assert re.search(r"\d", alternative), f"the alternative's figure: {alternative}"
+
+
+def test_the_readme_and_the_benchmarks_page_hold_no_history() -> None:
+    commit = r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b"
+    history = re.compile(rf"before this round|\bissue \d+|\bstop \d+\b|{commit}")
+
+    for page in (ROOT / "README.md", DOCS / "benchmarks.md"):
+        found = history.findall(_prose(page.read_text()))
+        assert found == [], f"{page.name}: history belongs in docs/benchmarks-log.md"
+
+
+def test_the_benchmarks_log_is_linked_once() -> None:
+    linking = [page.name for page in PAGES for target in links(page) if target.startswith("benchmarks-log.md")]
+
+    assert linking == ["benchmarks.md"]
+
+
+def test_the_operators_rules_page_names_no_module_path() -> None:
+    text = (DOCS / "rules.md").read_text()
+
+    assert re.findall(r"`[\w/]+\.py`|\b(?:tests|bench|testing|idle|core|digest)/[\w/]+", text) == []
