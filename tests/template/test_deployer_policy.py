@@ -144,6 +144,8 @@ def handler_permissions(resource_type: str) -> Iterator[str]:
 
 def needed(resource_type: str) -> list[str]:
     """The permissions its handlers list, of every service, but those for what costguard's template does not set."""
+    if resource_type.startswith("Custom::"):  # CloudFormation invokes the custom resource's function as the deployer
+        return ["lambda:InvokeFunction"]
     unused = UNUSED.get(resource_type, {})
     return sorted({p for p in handler_permissions(resource_type) if not any(fnmatch.fnmatchcase(p, u) for u in unused)})
 

@@ -78,12 +78,16 @@ def test_no_iam_action_has_a_wildcard(cfn: dict[str, Any]) -> None:
 # The one managed policy beside basic execution: X-Ray's write-only one, which SAM attaches with Tracing
 # Active (PutTraceSegments and PutTelemetryRecords have no resource-level permissions: Resource "*").
 XRAY_WRITE = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"
+HOST_MANAGEMENT_POLICY = "AmazonSSMManagedEC2InstanceDefaultPolicy"  # Default Host Management Configuration's
 
 
 def test_roles_use_no_managed_policies_beyond_basic_execution_and_x_ray_writes(cfn: dict[str, Any]) -> None:
     for name, resource in cfn["Resources"].items():
         if resource["Type"] == "AWS::IAM::Role":
             for arn in resource["Properties"].get("ManagedPolicyArns", []):
+                if name == "HostManagementRole":  # not a function's: the one Systems Manager lends every instance
+                    assert arn == {"Fn::Sub": f"arn:${{AWS::Partition}}:iam::aws:policy/{HOST_MANAGEMENT_POLICY}"}
+                    continue
                 assert "AWSLambdaBasicExecutionRole" in json.dumps(arn) or arn == XRAY_WRITE, (name, arn)
 
 
