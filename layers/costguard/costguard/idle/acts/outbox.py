@@ -40,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
+from costguard.core.clock import forever
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.observability import logger
 from costguard.core.records import Instance
@@ -72,10 +73,6 @@ from costguard.state.outbox import (
 UNCONFIRMED_FOR = timedelta(hours=2)
 
 
-def _forever() -> float:
-    return float("inf")
-
-
 def effect_record(
     kind: str, instance: Instance, at: datetime, entry: Entry, *, now: datetime, group: str = ""
 ) -> Notice:
@@ -99,7 +96,7 @@ class Effects:
         outbox: Outbox,
         ec2: Ec2,
         autoscaling: AutoScaling,
-        time_left: Callable[[], float] = _forever,
+        time_left: Callable[[], float] = forever,
         token: str = "",
     ) -> None:
         self.outbox, self.ec2, self.autoscaling = outbox, ec2, autoscaling
