@@ -22,6 +22,14 @@ from samtranslator.yaml_helper import yaml_parse
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "[default.deploy.parameters]"
 OVERRIDES = re.compile(r"^parameter_overrides\s*=.*$", re.MULTILINE)
+# The answers a first deploy recommends, and why (said under the question; Enter takes samconfig.toml's value).
+RECOMMENDED = {
+    "DefaultHostManagement": (
+        "true",
+        "without it, a machine with no instance profile for Systems Manager never answers the activity check, "
+        "and costguard cannot see its crontab, timers or sessions",
+    ),
+}
 
 
 def first_parameters(samconfig: str) -> dict[str, str]:
@@ -66,6 +74,8 @@ def ask(
         spec = parameters[name]
         shown = value or str(spec.get("Default", ""))
         say(f"\n{name}: {' '.join(str(spec.get('Description', '')).split())}")
+        if name in RECOMMENDED:
+            say(f"  recommended: {RECOMMENDED[name][0]} ({RECOMMENDED[name][1]})")
         while True:
             answer = read(f"{name} [{shown}]: ").strip() or shown
             why = refusal(spec, answer)
