@@ -17,9 +17,12 @@ from costguard.core.settings import DigestSettings, IdlePolicy, SageMakerPolicy
 from costguard.core.shapes import shape
 from costguard.digest.weekly.collection import DigestCollector, Region
 from costguard.digest.weekly.flow import Account, Recipients, Section, WeeklyDigest
+from costguard.digest.weekly.restarts import RestartReader
 from costguard.runtime import Runtime
 from costguard.sagemaker.week import SageMakerRegion, WeekCollector
 from costguard.sagemaker.words.messages import digest_section
+from costguard.state.history import MachineHistory
+from costguard.state.startlog import StartLog
 from costguard.state.weeks import WeekRecords
 from costguard.state.worth import WorthLog
 
@@ -63,6 +66,10 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
             owner_tag_key=settings.owner_tag_key,
             team_tag_key=options.team_tag_key,
             worth=WorthLog(runtime.client("dynamodb"), settings.state_table),
+            restarts=RestartReader(
+                MachineHistory(runtime.client("dynamodb"), settings.state_table),
+                StartLog(runtime.client("dynamodb"), settings.state_table),
+            ),
         ),
         records=WeekRecords(runtime.client("dynamodb"), settings.state_table),
         mailbox=Mailbox(runtime.client("sqs", sqs_queue_region(queue)), queue) if queue else None,

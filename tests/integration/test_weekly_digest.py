@@ -15,6 +15,7 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from costguard.core import tags
 from costguard.runtime import Runtime
 from costguard.state.entries import Entry, EntryKind
+from costguard.state.history import MachineHistory
 from testing import moto_fixes
 from testing.billing import answer_the_bill
 from testing.handlers import load_event, load_handler
@@ -411,3 +412,103 @@ def test_a_person_whose_machines_carry_two_owner_tags_gets_one_message_with_all_
     assert "*Your GPU week*: idle machines cost *$23.14* at on-demand list prices (23 idle GPU-hours)" in text
     assert "accounts" not in text  # one account, one part
     assert result["owners_told"] == ["carol", "carol@example.com"]
+
+
+def stopped_twice(runtime: Runtime, now: datetime) -> str:
+    """bob's g5.xlarge, stopped by costguard three days ago and again a day ago, started by bob 12 hours ago
+    (its launch time: its last start). Each stop saved $0.50 an hour on the bill ($1.006 at on-demand prices)."""
+    bob = launch("g5.xlarge", "bob@example.com", "vision", now)
+    moto_fixes.set_launch_time(bob, REGION, now - timedelta(hours=12))
+    runtime.ledger.record_many(
+        [
+            Entry(
+                now - timedelta(days=d),
+                EntryKind.STOP,
+                bob,
+                REGION,
+                "enforce",
+                owner="bob@example.com",
+                instance_type="g5.xlarge",
+                hourly_saving=0.5,
+                list_hourly=1.006,
+            )
+            for d in (3, 1)
+        ]
+    )
+    return bob
+
+
+def stayed_off(slack: SlackStandIn) -> str:
+    """The housekeeping reply's first line: what costguard did, and how long its stops stayed off."""
+    replies = [m for m in slack.messages if m.channel == "C0DIGEST" and "What costguard did" in json.dumps(m.blocks)]
+    return json.dumps(replies[-1].blocks)
+
+
+def cloudtrail_answers(client: Any, events: list[dict[str, Any]]) -> None:
+    """LookupEvents (which moto lacks) answered with `events`, one page."""
+
+    def answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        http = AWSResponse("https://cloudtrail", 200, HTTPHeaders(), None)
+        return http, {"Events": events, "ResponseMetadata": {"HTTPStatusCode": 200}}
+
+    client.meta.events.register("before-call.cloudtrail.LookupEvents", answer)
+
+
+def start_event(instance_id: str, at: datetime) -> dict[str, Any]:
+    record = {
+        "eventName": "StartInstances",
+        "eventTime": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "requestParameters": {"instancesSet": {"items": [{"instanceId": instance_id}]}},
+    }
+    return {"EventName": "StartInstances", "EventTime": at, "CloudTrailEvent": json.dumps(record)}
+
+
+def test_a_machine_stopped_started_by_its_person_and_stopped_again_stayed_off_the_two_off_periods_only(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    bob = stopped_twice(runtime, now)
+    # The idle stopper saw its person start it two days ago (EC2's state change), and costguard's second stop.
+    history = MachineHistory(runtime.client("dynamodb"), runtime.settings.state_table)
+    history.record(bob, "running", now - timedelta(days=2))
+    history.record(bob, "stopped", now - timedelta(days=1))
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    # 24 h from the first stop to its person's start, 12 h from the second to the last; not the day it ran.
+    assert "Stopped machines stayed off 36 h: *$18.00 saved* on the bill ($36.22 at on-demand prices)." in (
+        stayed_off(slack)
+    )
+
+
+def test_a_start_seen_only_in_cloudtrail_ends_the_off_period_of_the_stop_before_it(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    bob = stopped_twice(runtime, now)
+    cloudtrail_answers(runtime.client("cloudtrail", REGION), [start_event(bob, now - timedelta(days=2))])
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    assert "Stopped machines stayed off 36 h: *$18.00 saved* on the bill ($36.22 at on-demand prices)." in (
+        stayed_off(slack)
+    )
+
+
+def test_a_stop_whose_machine_ran_again_at_a_time_nothing_recorded_is_counted_as_unknown_never_as_off(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    stopped_twice(runtime, now)
+    cloudtrail_answers(runtime.client("cloudtrail", REGION), [])  # no start in the trail either
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    said = stayed_off(slack)
+    # The first stop: it was started before the second, nobody knows when: not counted. The second: 12 h.
+    assert "Stopped machines stayed off 12 h: *$6.00 saved* on the bill ($12.07 at on-demand prices)." in said
+    assert (
+        "Stayed off: from each stop until the machine ran again (costguard's starts, EC2's state changes, "
+        "CloudTrail's StartInstances), each hour at what the bill saved then; "
+        "1 stop whose machine ran again at a time unknown is not counted."
+    ) in said

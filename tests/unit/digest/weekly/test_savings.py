@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
-from costguard.digest.weekly.savings import saved_by_stops
+from costguard.digest.weekly.savings import saved_by_stops, unknown_ends
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.worth import Worth
 
@@ -27,22 +27,43 @@ def stop(at: datetime, saving: float = 21.96, list_hourly: float = 0.0, kind: En
     )
 
 
-def test_a_machine_stopped_three_times_in_a_week_is_never_counted_off_twice_for_one_hour() -> None:
-    # Stopped Monday, Wednesday and Friday, started again by its owner in between; stopped now. Before,
-    # each stop counted until the end of the week: 7 + 5 + 3 days, more hours than the week has. Each
-    # stop now counts until the next one at the latest (the ledger knows no start in between): 2 + 2 + 3.
+def test_a_machine_stopped_three_times_with_no_start_known_between_counts_its_last_stop_only() -> None:
+    # Stopped Monday, Wednesday and Friday, started again by its owner in between at times nothing recorded;
+    # stopped now. Before, each stop counted until the next one: the days it ran between a start and the next
+    # stop were said saved. Now the first two stops' ends are unknown, never counted as off: 3 days.
     stops = [stop(START + timedelta(days=d)) for d in (0, 2, 4)]
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START - timedelta(days=30))
     hours, usd, _ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
-    assert hours == 7 * 24
-    assert round(usd, 2) == round(7 * 24 * 21.96, 2)
+    assert hours == 3 * 24
+    assert round(usd, 2) == round(3 * 24 * 21.96, 2)
+    assert unknown_ends(stops, {"i-p": machine}, END, {}) == 2
 
 
-def test_a_stop_restarted_before_a_later_stop_counts_until_the_later_stop_at_most() -> None:
+def test_each_stop_counts_until_the_first_start_known_after_it() -> None:
+    # Stopped Monday and Tuesday; its person started it Monday 10:00 (EC2's state change), its last start
+    # (its launch time) Tuesday 03:00.
+    stops = [stop(START), stop(START + timedelta(days=1))]
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", START + timedelta(days=1, hours=3))
+    started = {"i-p": [START + timedelta(hours=10)]}
+    hours, *_ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None), started=started)
+    assert hours == 10 + 3
+    assert unknown_ends(stops, {"i-p": machine}, END, started) == 0
+
+
+def test_costguard_own_start_in_the_ledger_ends_the_stop_before_it() -> None:
+    morning = Entry(START + timedelta(hours=8), EntryKind.MORNING_START, "i-p", "us-east-1", "enforce")
+    stops = [stop(START), stop(START + timedelta(days=1)), morning]
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START + timedelta(hours=8))
+    hours, *_ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
+    assert hours == 8 + 6 * 24
+
+
+def test_a_stop_whose_machine_runs_again_later_than_the_next_stop_is_unknown_not_off() -> None:
     stops = [stop(START), stop(START + timedelta(days=1))]
     machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", START + timedelta(days=1, hours=3))
     hours, *_ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None))
-    assert hours == 24 + 3  # the first until the second stop, the second until the launch after it
+    assert hours == 3  # the second stop until its machine's launch; the first ran again nobody knows when
+    assert unknown_ends(stops, {"i-p": machine}, END, {}) == 1
 
 
 def test_a_stop_priced_on_the_bill_at_zero_saves_nothing_and_is_not_priced_again_at_list() -> None:

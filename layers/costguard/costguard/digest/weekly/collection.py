@@ -9,6 +9,7 @@ from typing import Any
 
 from costguard.aws.billing import BillingReader
 from costguard.aws.clients import READ_ERRORS, error_code
+from costguard.aws.cloudtrail import CloudTrail
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
 from costguard.aws.commitments import CommitmentReader
@@ -24,6 +25,7 @@ from costguard.digest.gaps import gaps_of
 from costguard.digest.spend import commitment_use, weekly_spend
 from costguard.digest.weekly.dashboards import update_dashboards
 from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.restarts import RestartReader
 from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
 from costguard.digest.weekly.rules.bill import IdlePrice, basis_line, idle_prices, paid_idle
 from costguard.digest.weekly.rules.exempt import exempt_idle
@@ -37,8 +39,8 @@ from costguard.digest.weekly.rules.figures import (
 )
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.starts import failed_starts
-from costguard.digest.weekly.savings import saved_by_stops
-from costguard.state.entries import EntryKind
+from costguard.digest.weekly.savings import saved_by_stops, unknown_ends
+from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
 from costguard.state.worth import Worth, WorthLog
 
@@ -52,6 +54,7 @@ class Region:
     dashboards: Any  # the region's CloudWatch client, for PutDashboard
     ssm: Ssm | None = None  # where the activity check runs: who has no SSM agent
     bill: BillingReader | None = None  # the bill idle hours are priced on (None: on the instances' own fields)
+    trail: CloudTrail | None = None  # the starts of the machines costguard stopped, where nothing else saw them
 
     @classmethod
     def reading(
@@ -68,7 +71,8 @@ class Region:
         cloudwatch = client("cloudwatch")
         ec2 = Ec2(client("ec2"), name, mode)
         ssm = Ssm(client("ssm")) if activity_check else None
-        return cls(name, ec2, GpuSeriesFinder(cloudwatch), MetricReader(cloudwatch, policy), cloudwatch, ssm, bill)
+        finder, reader = GpuSeriesFinder(cloudwatch), MetricReader(cloudwatch, policy)
+        return cls(name, ec2, finder, reader, cloudwatch, ssm, bill, CloudTrail(client("cloudtrail")))
 
 
 @dataclass
@@ -82,6 +86,7 @@ class DigestCollector:
     owner_tag_key: str
     team_tag_key: str
     worth: WorthLog | None = None  # what the sweeps found the stopped machines save (None: the stops' prices)
+    restarts: RestartReader | None = None  # when the stopped machines ran again (None: the ledger and launch times)
 
     def collect(self, now: datetime) -> DigestData:
         # The seven full days before today, and today so far; compared with the seven days before them.
@@ -136,7 +141,8 @@ class DigestCollector:
         # A machine on paid capacity saves nothing on a cheaper size or Spot until the commitment ends.
         advice = [a for a in advice if not a.instance.paid_by]
         entries = list(self.ledger.entries_between(start, end))
-        saved = saved_by_stops(entries, raw, end, self.prices, week_worth(self.worth, start, end))
+        started = self._restarts(entries, raw, start, end)
+        saved = saved_by_stops(entries, raw, end, self.prices, week_worth(self.worth, start, end), started=started)
         commitments = commitment_use(self.ce, self.reader, start, end, now=now, errors=errors)
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
         errors += self.reader.errors
@@ -167,6 +173,7 @@ class DigestCollector:
         data.exempt_idle = exempt_idle(raw, weeks, this_week, self.policy)
         data.advice = advice
         data.saved_list_usd = saved.list_usd
+        data.saved_unknown = unknown_ends(entries, raw, end, started)
         data.basis = basis_line(billings, now)
         data.paid_idle = paid_idle(priced, this_week.idle_hours_by_instance, list_prices)
         data.failed_starts = failed_starts(entries, raw, end)
@@ -174,6 +181,14 @@ class DigestCollector:
         data.gaps = gaps_of(errors)
         data.bill_gaps = gaps_of(bill_errors)
         return data
+
+    def _restarts(
+        self, entries: Sequence[Entry], raw: Mapping[str, Instance], start: datetime, end: datetime
+    ) -> dict[str, list[datetime]]:
+        if self.restarts is None:
+            return {}
+        trails = {r.name: r.trail for r in self.regions if r.trail is not None}
+        return self.restarts.read(entries, raw, trails, start, end)
 
     def _list(self, instance: Instance) -> float | None:
         return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour

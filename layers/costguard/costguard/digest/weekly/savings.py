@@ -1,16 +1,24 @@
-"""What costguard's stops saved this week: hours each stopped machine stayed off, at what the bill saved."""
+"""What costguard's stops saved this week: hours each stopped machine stayed off, at what the bill saved.
+
+A stop's machine is off from the stop until it ran again: the first start known after it (costguard's own,
+in its ledger and start log; EC2's state changes the idle stopper received; CloudTrail's StartInstances; the
+machine's own launch time, its last start). A stop followed by another with no start known between them ran
+again at a time nobody knows: its hours are unknown, never counted as off."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
-from costguard.state.entries import Entry
+from costguard.state.entries import Entry, EntryKind
 from costguard.state.worth import Worth
+
+# costguard's own starts, as its ledger keeps them
+STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.DAY_START, EntryKind.START_FROM_SLACK)
 
 
 class Saved(NamedTuple):
@@ -19,12 +27,100 @@ class Saved(NamedTuple):
     list_usd: float  # the same hours at the on-demand price, beside it
 
 
+def stops_of(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """Each machine's stops this week, in order."""
+    stops: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        if entry.kind.stopped and entry.applied:
+            stops[entry.instance_id].append(entry)
+    for made in stops.values():
+        made.sort(key=lambda e: e.at)
+    return stops
+
+
+def starts_in_ledger(entries: Sequence[Entry]) -> dict[str, list[datetime]]:
+    """costguard's own starts this week, by machine."""
+    out: dict[str, list[datetime]] = defaultdict(list)
+    for entry in entries:
+        if entry.kind in STARTS and entry.applied:
+            out[entry.instance_id].append(entry.at)
+    return out
+
+
+def off_periods(
+    made: Sequence[Entry], instance: Instance, end: datetime, started: Sequence[datetime]
+) -> list[tuple[Entry, datetime | None]]:
+    """Each stop of one machine, and when the machine ran again (None: unknown)."""
+    starts = sorted({*started, instance.launch_time})
+    out: list[tuple[Entry, datetime | None]] = []
+    for entry, after in zip(made, [*made[1:], None], strict=True):
+        first = next((t for t in starts if t > entry.at), None)
+        if after is not None:  # it ran again before the next stop: when, if anything recorded it
+            until = first if first is not None and first <= after.at else None
+        elif first is not None:
+            until = min(first, end)
+        else:  # no start since the stop: off still, or (running, never started since?) unknown
+            until = end if instance.state in ("stopped", "stopping") else None
+        out.append((entry, until))
+    return out
+
+
+def ends(
+    entries: Sequence[Entry],
+    raw: Mapping[str, Instance],
+    end: datetime,
+    started: Mapping[str, Sequence[datetime]] | None = None,
+) -> Iterator[tuple[Instance, Entry, datetime | None]]:
+    """Each stop of a machine still there, and when it ran again (None: unknown)."""
+    known = _known(entries, started)
+    for instance_id, made in stops_of(entries).items():
+        instance = raw.get(instance_id)
+        if instance is None:
+            continue  # terminated since: nothing more to say about it
+        for entry, until in off_periods(made, instance, end, known.get(instance_id, ())):
+            yield instance, entry, until
+
+
+def unsettled(
+    entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, started: Mapping[str, Sequence[datetime]]
+) -> set[str]:
+    """The machines a stop of which ran again at a time not yet known (worth asking CloudTrail about)."""
+    return {instance.instance_id for instance, _, until in ends(entries, raw, end, started) if until is None}
+
+
+def unknown_ends(
+    entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, started: Mapping[str, Sequence[datetime]]
+) -> int:
+    """The stops whose machine ran again at a time nothing recorded: left out of the hours off."""
+    return sum(1 for *_, until in ends(entries, raw, end, started) if until is None)
+
+
+def _known(entries: Sequence[Entry], started: Mapping[str, Sequence[datetime]] | None) -> dict[str, list[datetime]]:
+    """The starts known of each machine: costguard's in the ledger, and those read elsewhere."""
+    known = starts_in_ledger(entries)
+    for instance_id, times in (started or {}).items():
+        known[instance_id] = [*known.get(instance_id, []), *times]
+    return known
+
+
+def ran_again(entries: Sequence[Entry], raw: Mapping[str, Instance]) -> set[str]:
+    """The machines stopped this week that were started after a stop (their launch time says so): their
+    starts are worth reading, since one before their last may end an off-period sooner."""
+    return {
+        instance_id
+        for instance_id, made in stops_of(entries).items()
+        if (instance := raw.get(instance_id)) is not None and instance.launch_time > made[0].at
+    }
+
+
 def saved_by_stops(
     entries: Sequence[Entry],
     raw: Mapping[str, Instance],
     end: datetime,
     prices: PriceBook,
     worth: Sequence[Worth] = (),
+    *,
+    started: Mapping[str, Sequence[datetime]] | None = None,
 ) -> Saved:
     """Hours each stopped machine stayed stopped this week, and what that saved: from the stop, the saving on
     the bill the stop recorded (`list_hourly` says it was priced on the bill, $0 included; for older records
@@ -32,32 +128,20 @@ def saved_by_stops(
     machines costguard keeps stopped (`worth`), the price it found, until the next. The on-demand figure
     beside it: the list price the stop recorded, else the price book's.
 
-    A machine stopped several times in the week is off from each stop until the next one at the latest
-    (someone started it in between), and from its last stop until it was launched again or the week ends."""
-    stops: dict[str, list[Entry]] = defaultdict(list)
-    for entry in entries:
-        if entry.kind.stopped and entry.applied:
-            stops[entry.instance_id].append(entry)
+    Each stop counts until the machine ran again (`started`: the starts known of each machine, besides its
+    launch time and costguard's starts in `entries`); a stop whose end is unknown is not counted."""
     found: dict[str, list[tuple[datetime, float]]] = defaultdict(list)  # instance -> (when, USD/h), in order
     for record in sorted(worth, key=lambda w: w.at):
         for instance_id, price in record.usd_per_hour.items():
             found[instance_id].append((record.at, price))
     hours = usd = list_usd = 0.0
-    for instance_id, made in stops.items():
-        instance = raw.get(instance_id)
-        if instance is None:
-            continue  # terminated since: nothing more to say about it
-        made.sort(key=lambda e: e.at)
-        for entry, after in zip(made, [*made[1:], None], strict=True):
-            until = _back_on(entry, instance, end)
-            if after is not None:
-                until = min(until, after.at) if until is not None else None
-            if until is None:
-                continue
-            stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
-            hours += stopped
-            usd += _priced(entry.at, until, _hourly(entry, instance, prices), found.get(instance_id, []))
-            list_usd += stopped * _list_hourly(entry, prices)
+    for instance, entry, until in ends(entries, raw, end, started):
+        if until is None:
+            continue  # unknown, never counted as off (unknown_ends says how many)
+        stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
+        hours += stopped
+        usd += _priced(entry.at, until, _hourly(entry, instance, prices), found.get(instance.instance_id, []))
+        list_usd += stopped * _list_hourly(entry, prices)
     return Saved(hours, usd, list_usd)
 
 
@@ -72,15 +156,6 @@ def _priced(start: datetime, until: datetime, first: float, later: Sequence[tupl
         total += price * (when - at).total_seconds() / 3600
         at, price = when, then
     return total + price * max(0.0, (until - at).total_seconds() / 3600)
-
-
-def _back_on(entry: Entry, instance: Instance, end: datetime) -> datetime | None:
-    """When the machine stopped by `entry` ran again, as far as the week can tell; None when unknown."""
-    if instance.state == "stopped":
-        return end
-    if instance.launch_time > entry.at:
-        return instance.launch_time
-    return None
 
 
 def _hourly(entry: Entry, instance: Instance, prices: PriceBook) -> float:

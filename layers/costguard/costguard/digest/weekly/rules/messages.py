@@ -225,6 +225,8 @@ def _advice(advice: Sequence[Advice], now: datetime, limit: int = 5) -> Message:
 
 def _housekeeping(data: DigestData) -> Message:
     blocks: list[Block] = [section(_costguard_did(data))]
+    if data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK):
+        blocks.append(context(stayed_off_basis(data.saved_unknown)))
     if data.failed_starts:
         blocks.append(section(refused_starts_text(data.failed_starts)))
     blocks.append(section(_hygiene(data)))
@@ -257,6 +259,18 @@ def _costguard_did(data: DigestData) -> str:
         f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*{_beside(data.saved_usd, data.saved_list_usd)}."
         + learned_starts_line(data)
     )
+
+
+def stayed_off_basis(unknown: int) -> str:
+    """How the stops' hours off were reckoned, in one line."""
+    line = (
+        "Stayed off: from each stop until the machine ran again (costguard's starts, EC2's state changes, "
+        "CloudTrail's StartInstances), each hour at what the bill saved then"
+    )
+    if unknown:
+        line += f"; {_plural(unknown, 'stop')} whose machine ran again at a time unknown "
+        line += "is not counted" if unknown == 1 else "are not counted"
+    return line + "."
 
 
 def _beside(bill: float, on_demand: float) -> str:

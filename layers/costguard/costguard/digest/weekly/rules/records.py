@@ -39,6 +39,7 @@ class DigestData:
     advice: list[Advice] = field(default_factory=list)  # right-sizing and Spot, the largest savings first
     sections: list[Block] = field(default_factory=list)  # other features' parts of the digest (SageMaker's)
     saved_list_usd: float = 0.0  # the stops' hours at the on-demand price, beside saved_usd (on the bill)
+    saved_unknown: int = 0  # stops whose machine ran again at a time nothing recorded: not in saved_hours
     basis: str = ""  # the one line that names the price basis (rules/bill.py)
     paid_idle: list[PaidIdle] = field(default_factory=list)  # idle hours already paid, by what pays them
     failed_starts: list[RefusedStart] = field(default_factory=list)
