@@ -1,11 +1,11 @@
 """Utilization series and the judgement of whether they show an idle machine. Pure: no I/O.
 
 The rule above all: missing or insufficient data is never idleness. A signal is idle only when every
-period of the window has a datapoint and every datapoint is below the threshold; a single busy
-point anywhere makes it busy; a gap makes it insufficient. An instance is idle only when every
-signal is idle: every GPU, the busiest CPU core (or, without it, the instance's CPU at a threshold one
-busy core cannot hide under), and the network when it is a signal. A machine that published GPU
-metrics in the last 14 days and sends none now is insufficient data: a silent agent is not an idle GPU.
+period of the window has a datapoint and no datapoint is work; a single busy point anywhere makes it
+busy; a gap makes it insufficient. An instance is idle only when every signal is idle. Which signals
+count, at which level, and what is work: core/idleness.py, the one rule the weekly digest judges its
+hours by too. A machine that published GPU metrics in the last 14 days and sends none now is
+insufficient data: a silent agent is not an idle GPU.
 
 CPU points the activity check attributed to the system's own services (apt, snapd, the agents:
 idle/rules/evidence.py) are not work: they are data, and idle. GPU points are never excused.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from costguard.core.idleness import levels
+from costguard.core.idleness import is_work, levels, signals
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
 
@@ -52,16 +52,13 @@ class Judgement:
 
 
 def thresholds(utilization: Utilization, policy: IdlePolicy) -> dict[Signal, float]:
-    """The level at which each signal is work, for this machine."""
-    busiest_core = any(s.points for s in utilization.of(Signal.BUSIEST_CORE))
-    level = levels(policy, vcpus=utilization.vcpus, busiest_core_known=busiest_core)
-    return {
-        Signal.GPU: level.gpu,
-        Signal.CPU: level.cpu,
-        Signal.BUSIEST_CORE: level.busiest_core,
-        Signal.NETWORK_IN: policy.network_idle_bytes_per_second,
-        Signal.NETWORK_OUT: policy.network_idle_bytes_per_second,
-    }
+    """The level at which each signal is work, for this machine (core/idleness.py)."""
+    level = levels(policy, vcpus=utilization.vcpus, busiest_core_known=_busiest_core_known(utilization))
+    return level.by_signal()
+
+
+def _busiest_core_known(utilization: Utilization) -> bool:
+    return any(s.points for s in utilization.of(Signal.BUSIEST_CORE))
 
 
 def per_gpu(series: Sequence[Series]) -> list[Series]:
@@ -93,7 +90,7 @@ def judge_series(
     a period has no point."""
     inside = [(t, v) for t, v in series.points if start <= t < end]
     for t, v in inside:
-        if v >= threshold and not excused(t):
+        if is_work(v, threshold) and not excused(t):
             return SignalJudgement(
                 series.label, Verdict.BUSY, f"{series.label} at {_fmt(series.signal, v)} at {t:%H:%M} UTC", v
             )
@@ -172,13 +169,8 @@ def _judge_signals(
     *,
     excused: Excused = _never,
 ) -> list[SignalJudgement]:
-    wanted = [Signal.GPU, Signal.CPU]
-    if any(s.points for s in utilization.of(Signal.BUSIEST_CORE)):
-        wanted.append(Signal.BUSIEST_CORE)  # without it, the CPU's own threshold is the strict one
-    if policy.network_idle_bytes_per_second > 0:
-        wanted += [Signal.NETWORK_IN, Signal.NETWORK_OUT]
     judgements: list[SignalJudgement] = []
-    for signal in wanted:
+    for signal in signals(policy, busiest_core_known=_busiest_core_known(utilization)):
         series = per_gpu(utilization.of(signal)) if signal is Signal.GPU else utilization.of(signal)
         if not series and signal is not Signal.GPU:
             judgements.append(SignalJudgement(signal.value, Verdict.INSUFFICIENT, f"no {signal.value} data"))
@@ -208,7 +200,7 @@ def idle_since(
         if series.signal in (Signal.NETWORK_IN, Signal.NETWORK_OUT) and threshold <= 0:
             continue
         cpu = series.signal in (Signal.CPU, Signal.BUSIEST_CORE)
-        busy = [t for t, v in series.points if v >= threshold and not (cpu and excused(t))]
+        busy = [t for t, v in series.points if is_work(v, threshold) and not (cpu and excused(t))]
         first = series.points[0][0] if series.points else window_start
         since = max(since, busy[-1] + period if busy else first)
     return min(since, window_start)
@@ -221,15 +213,15 @@ def quiet_gpus(utilization: Utilization, policy: IdlePolicy, start: datetime) ->
     if not series:
         return not utilization.gpu_telemetry and not utilization.error
     points = [v for one in series for t, v in one.points if t >= start]
-    return bool(points) and max(points) < policy.gpu_idle_percent
+    return bool(points) and not is_work(max(points), policy.gpu_idle_percent)
 
 
 def quiet_cpu(utilization: Utilization, policy: IdlePolicy, last: int = 2) -> bool:
     """The CPU's latest points (the busiest core's where published) below their thresholds: not at work now."""
     levels = thresholds(utilization, policy)
-    signal = Signal.BUSIEST_CORE if any(s.points for s in utilization.of(Signal.BUSIEST_CORE)) else Signal.CPU
+    signal = Signal.BUSIEST_CORE if _busiest_core_known(utilization) else Signal.CPU
     points = [p for s in utilization.of(signal) for p in s.points[-last:]]
-    return bool(points) and all(v < levels[signal] for _, v in points)
+    return bool(points) and not any(is_work(v, levels[signal]) for _, v in points)
 
 
 def _peak(judgements: Sequence[SignalJudgement], series: Sequence[Series]) -> float | None:
