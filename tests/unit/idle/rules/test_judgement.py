@@ -1,0 +1,52 @@
+"""The stopper's judgement of a window and the digest's of an hour are one rule (core/idleness.py): a machine
+steady at the same values is idle for both or for neither."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from costguard.core.idleness import judge as digest_judge
+from costguard.core.series import Series, Signal, Utilization
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.judgement import Verdict, judge
+
+NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
+POLICY = IdlePolicy()
+PERIOD = timedelta(seconds=POLICY.period_seconds)
+STEPS = POLICY.window_minutes * 60 // POLICY.period_seconds + 1
+
+VALUES = st.floats(0.0, 100.0, allow_nan=False)
+
+
+def steady(signal: Signal, label: str, value: float) -> Series:
+    return Series(signal, label, tuple((NOW - PERIOD * (STEPS - i), value) for i in range(STEPS)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cpu=VALUES,
+    gpus=st.lists(VALUES, max_size=4),
+    core=st.none() | VALUES,
+    vcpus=st.sampled_from([4, 8, 48, 192]),
+)
+def test_a_steady_machine_is_idle_for_the_stopper_exactly_when_the_digest_calls_its_hours_idle(
+    cpu: float, gpus: list[float], core: float | None, vcpus: int
+) -> None:
+    series = [steady(Signal.GPU, f"GPU {i}", value) for i, value in enumerate(gpus)]
+    series.append(steady(Signal.CPU, "CPU", cpu))
+    if core is not None:
+        series.append(steady(Signal.BUSIEST_CORE, "busiest core", core))
+    machine = Utilization("i-1", tuple(series), gpu_telemetry=bool(gpus), vcpus=vcpus)
+    stopper = judge(machine, POLICY, NOW).verdict
+    assert stopper is not Verdict.INSUFFICIENT  # every period has its point
+    hour = digest_judge(POLICY, vcpus=vcpus, gpu_telemetry=bool(gpus))(cpu, max(gpus, default=None), core)
+    assert (stopper is Verdict.IDLE) == hour
+
+
+def test_a_gpu_that_did_not_report_is_idle_for_neither() -> None:
+    machine = Utilization("i-1", (steady(Signal.CPU, "CPU", 0.1),), gpu_telemetry=True, vcpus=8)
+    assert judge(machine, POLICY, NOW).verdict is Verdict.INSUFFICIENT
+    assert not digest_judge(POLICY, vcpus=8, gpu_telemetry=True)(0.1, None, None)
