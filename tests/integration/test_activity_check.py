@@ -599,7 +599,7 @@ def test_a_scarce_machine_whose_crontab_job_comes_before_its_owner_is_back_is_le
     answers[iid] = report(jobs={"tz": "UTC", "list": [{"k": "cron", "s": f"0 {job:%H} * * *", "c": "nightly.sh"}]})
     failures = [FailedStart("g5.12xlarge", "", now - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5)]
     CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=now)
-    monkeypatch.setattr("costguard.idle.sweep.working_now", lambda *_: False)  # the evening
+    monkeypatch.setattr("costguard.idle.rules.pipeline.working_now", lambda *_: False)  # the evening
     back = job + timedelta(hours=3)  # its owner's next working hours open after the job
     hours = parse_schedule(f"daily {back:%H:%M}-{back + timedelta(hours=1):%H:%M} UTC")
     monkeypatch.setattr("costguard.idle.rules.capacity.owners_hours", lambda *_: hours)

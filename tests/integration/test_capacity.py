@@ -120,7 +120,7 @@ def test_an_idle_scarce_machine_is_left_running_while_its_owner_works_said_once_
     ]
     CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=now)
     working = {"now": True}
-    monkeypatch.setattr("costguard.idle.sweep.working_now", lambda *_: working["now"])
+    monkeypatch.setattr("costguard.idle.rules.pipeline.working_now", lambda *_: working["now"])
 
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert tags.IDLE_WARNED_AT not in tags_of(iid)
@@ -149,7 +149,7 @@ def test_a_scarce_machine_stopped_after_hours_is_promised_a_start_before_the_nex
     publish(iid, now, gpus=[idle(48)], cpu=idle(48))
     failures = [FailedStart("p4d.24xlarge", "", now - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5)]
     CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=now)
-    monkeypatch.setattr("costguard.idle.sweep.working_now", lambda *_: False)
+    monkeypatch.setattr("costguard.idle.rules.pipeline.working_now", lambda *_: False)
     back = now + timedelta(hours=12)  # its owner's day far enough off for a stop to pay, at any hour of the run
     hours = parse_schedule(f"daily {back:%H:%M}-{back + timedelta(hours=1):%H:%M} UTC")
     monkeypatch.setattr("costguard.idle.rules.capacity.owners_hours", lambda *_: hours)

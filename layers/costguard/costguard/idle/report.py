@@ -12,6 +12,7 @@ from typing import Any
 from costguard.core.records import Instance, Price
 from costguard.core.settings import Mode
 from costguard.idle.rules.decision import Action
+from costguard.idle.rules.trail import Step, as_json
 from costguard.state.entries import Entry, EntryKind
 
 
@@ -52,6 +53,7 @@ class Outcome:
     status: Status = Status.DONE
     detail: str = ""
     idle_hours: float = 0.0
+    trail: tuple[Step, ...] = ()  # the decision's, kept with its ledger entry
 
     def settled(self, *steps: Settled | None) -> Outcome:
         """This outcome as the steps that carried it out left it (in their order; None: nothing to say)."""
@@ -128,6 +130,7 @@ def ledger_entry(
         idle_hours=outcome.idle_hours,
         hourly_saving=(price.usd_per_hour or 0.0) if price else 0.0,
         list_hourly=(price.on_demand or 0.0) if price and price.source == "bill" else 0.0,
+        trail=tuple(as_json(outcome.trail)),
     )
 
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
 from costguard.core import tags
+from costguard.core.clock import forever
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.regions import each_region
@@ -48,20 +49,13 @@ from costguard.idle.events import AlarmFired, StateChanged, Sweep
 from costguard.idle.reads.bill import SweepBill
 from costguard.idle.reads.capacity import Capacity, SweepCapacity
 from costguard.idle.reads.checks import ActivityChecker
+from costguard.idle.reads.facts import SweepFacts
 from costguard.idle.reads.fortnights import Learner
-from costguard.idle.reads.plan import Consultation, SweepPlanner, sort_out
+from costguard.idle.reads.plan import SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
-from costguard.idle.rules.capacity import (
-    for_its_run,
-    ready_for_the_day,
-    spared,
-    tells_scarce,
-    too_soon,
-    unread,
-    working_now,
-)
-from costguard.idle.rules.decision import Action, Decision, StartFor, tells_schedule
-from costguard.idle.rules.money import tells_prepaid
+from costguard.idle.rules import pipeline
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.pipeline import tells
 from costguard.idle.rules.restarts import costguards_stop
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.capacity import CapacityLog
@@ -76,16 +70,6 @@ from costguard.state.worth import Worth, WorthLog
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 REPRICE_SECONDS = 30  # time left a sweep needs to price the machines it keeps stopped again
 Decided = tuple[Instance, Decision]
-
-
-def tells(decision: Decision) -> bool:
-    """A decision that says something without warning or stopping: kept for a schedule it cannot read, left
-    running on paid capacity, or for want of capacity."""
-    return tells_schedule(decision) or tells_prepaid(decision) or tells_scarce(decision)
-
-
-def _forever() -> float:
-    return float("inf")
 
 
 @dataclass(frozen=True)
@@ -125,7 +109,7 @@ class Terms:
 
     settings: Settings
     policy: IdlePolicy
-    time_left: Callable[[], float] = _forever
+    time_left: Callable[[], float] = forever
 
 
 class IdleStopper:
@@ -141,7 +125,7 @@ class IdleStopper:
         # The activity check runs a (read-only) script on the machine: never in dry-run.
         checker = aws.checker if mode.mutates and policy.activity_check_document else None
         kept = state.checklog if checker is not None else None  # no check, no answers to keep
-        self.consult = Consultation(checker=checker, checklog=kept, learner=learner(aws, state, terms), policy=policy)
+        self.checker, self.checklog, self.learner = checker, kept, learner(aws, state, terms)
         self.planner = SweepPlanner(
             ec2=ec2,
             gpu_series=aws.gpu_series,
@@ -235,10 +219,21 @@ class IdleStopper:
 
         try:
             sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
-            # 7. consulted; no scarce machine stopped while its owner works
-            final = self.consult.decide(to_check, sorted_out, plan.gpu_series, report, now)
-            final = promise_ready(self.consult.learner, spare_the_scarce(final, capacity, now, self.policy), now)
-            for instance, decision in bill.priced(final):  # 8. each warning and stop as the bill sees it
+            facts = SweepFacts(
+                checker=self.checker,
+                checklog=self.checklog,
+                learner=self.learner,
+                capacity=capacity,
+                bill=bill,
+                gpu_series=plan.gpu_series,
+                earlier=sorted_out.answers,
+                report=report,
+                watched=frozenset(i.instance_id for i in sorted_out.watched),
+            )
+            # 7. the warnings and stops through the rest of the rules, in their one order (rules/pipeline.py)
+            learning = self.learner is not None
+            final = pipeline.decide(to_check, facts, self.policy, now, learning=learning, watched=sorted_out.watched)
+            for instance, decision in final:  # 8.
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
         finally:
@@ -282,38 +277,6 @@ def reprice_stopped(ec2: Ec2, policy: IdlePolicy, log: WorthLog, bill: SweepBill
         log.record(Worth(now, ec2.region, bill.worth(stopped)))
     except Exception as exc:  # for the digest alone: it must never cost the region its sweep
         logger.warning("stopped machines not priced again", region=ec2.region, error=str(exc)[:200])
-
-
-def spare_the_scarce(
-    decided: Sequence[Decided], capacity: Capacity, now: datetime, policy: IdlePolicy
-) -> list[Decided]:
-    """The warnings and stops of scarce machines whose owners are at work taken back; outside their hours,
-    their stops carry a start before the next working day (unless learned work has its own), and none is
-    made that a sooner start leaves too short (the evidence read only when one may be)."""
-    shortest = timedelta(minutes=policy.shortest_stop_minutes)
-
-    def judged(instance: Instance, decision: Decision) -> Decision:
-        if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
-            return decision
-        if not working_now(instance, now, policy.team_timezone):
-            if decision.action is Action.WAIT:
-                return decision
-            scarcity = capacity.scarcity(instance)
-            readied = ready_for_the_day(decision, scarcity, instance, policy, now)
-            return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
-        scarcity = capacity.scarcity(instance)
-        if capacity.unread:
-            return unread(decision)
-        return spared(decision, scarcity, working=True, now=now)
-
-    return [(instance, judged(instance, decision)) for instance, decision in decided]
-
-
-def promise_ready(learner: Learner | None, decided: list[Decided], now: datetime) -> list[Decided]:
-    """A start before the working day, kept among the times costguard promised (else not made)."""
-    if learner is None:
-        return decided
-    return [(i, learner.promised(i, d, now) if d.start_for is StartFor.OWNERS_DAY else d) for i, d in decided]
 
 
 def capacity_of(aws: Aws, state: State, terms: Terms) -> Callable[..., SweepCapacity]:

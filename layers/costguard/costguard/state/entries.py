@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 
 class EntryKind(StrEnum):
@@ -63,3 +64,6 @@ class Entry:
     until: str = ""  # a timed keep: when it ends (ISO 8601, UTC)
     gpu_hours: float = 0.0  # a learned start: the GPU-hours its machine was stopped before it
     list_hourly: float = 0.0  # a stop priced on the bill (hourly_saving): its on-demand price beside it
+    # The idle stopper's decision: each rule's step (rule, verdict, why, evidence), in the order they ran: the
+    # answer to "why" (idle/rules/trail.py reads it back)
+    trail: tuple[dict[str, Any], ...] = ()

@@ -88,6 +88,9 @@ class Ledger:
                 item[key] = value.isoformat()
             elif isinstance(value, float):
                 item[key] = Decimal(str(round(value, 6)))
+            elif key == "trail":
+                if value:  # kept only where there is one: the other kinds' items stay as they were
+                    item[key] = [dict(step) for step in value]
             else:
                 item[key] = value
         return {k: _ser.serialize(v) for k, v in item.items()}
@@ -98,9 +101,32 @@ class Ledger:
         key = {"pk": {"S": f"action#{at:%Y-%m-%d}"}, "sk": {"S": f"{at.isoformat()}#{instance_id}#{kind}"}}
         return "Item" in self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True)
 
+    def decided(self, instance_id: str, at: datetime) -> list[Entry]:
+        """The entries of one machine at one time (a decision's warning, stop or withdrawal), read consistently:
+        where a message's *Why?* finds its decision's trail."""
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :sk)",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"action#{at:%Y-%m-%d}"},
+                ":sk": {"S": f"{at.isoformat()}#{instance_id}#"},
+            },
+            ConsistentRead=True,
+        )
+        return [self._entry(raw) for raw in response.get("Items", [])]
+
+    def _entry(self, raw: dict[str, Any]) -> Entry:
+        names = {f.name for f in fields(Entry)}
+        item = {k: _de.deserialize(v) for k, v in raw.items() if k in names}
+        item["at"] = datetime.fromisoformat(item["at"])
+        for key in ("idle_hours", "hourly_saving", "gpu_hours", "list_hourly"):
+            item[key] = float(item.get(key, 0))
+        item["kind"] = EntryKind(item["kind"])
+        item["trail"] = tuple(t for t in item.get("trail") or () if isinstance(t, dict))
+        return Entry(**item)
+
     def entries_between(self, start: datetime, end: datetime) -> Iterator[Entry]:
         """Entries with start <= at < end, oldest first."""
-        names = {f.name for f in fields(Entry)}
         day = start.date()
         while day <= end.date():
             paginator = self.client.get_paginator("query")
@@ -111,12 +137,7 @@ class Ledger:
             )
             for page in pages:
                 for raw in page.get("Items", []):
-                    item = {k: _de.deserialize(v) for k, v in raw.items() if k in names}
-                    item["at"] = datetime.fromisoformat(item["at"])
-                    for key in ("idle_hours", "hourly_saving", "gpu_hours", "list_hourly"):
-                        item[key] = float(item.get(key, 0))
-                    item["kind"] = EntryKind(item["kind"])
-                    entry = Entry(**item)
+                    entry = self._entry(raw)
                     if start <= entry.at < end:
                         yield entry
             day += timedelta(days=1)

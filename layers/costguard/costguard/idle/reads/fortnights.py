@@ -6,6 +6,7 @@ back for a run that is near, or carries when costguard starts the machine again 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -19,20 +20,20 @@ from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.report import machine_entry
-from costguard.idle.rules.arrival import Arrival, arrival, undone_share, with_arrival
+from costguard.idle.rules.arrival import Arrival, arrival, undone_share
 from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.pipeline import Past, learned_rules
 from costguard.idle.rules.recurring import (
     HISTORY_DAYS,
     Learned,
     LearnedStart,
     Quarter,
-    adjusted,
     learn,
     learns,
     quarters_of,
     unpromised,
 )
-from costguard.idle.rules.restarts import held_after_undo, undone_stop
+from costguard.idle.rules.restarts import undone_stop
 from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger, LedgerWriteError
@@ -60,60 +61,73 @@ class Learner:
         self.policy, self.mode, self.owner_tag_key = policy, mode, owner_tag_key
         self.list_price = list_price or (lambda _: None)
 
-    def adjust(
+    def past(
         self,
         decided: Sequence[tuple[Instance, Decision]],
         gpu_series: Mapping[str, Sequence[Dimensions]],
         now: datetime,
-    ) -> list[tuple[Instance, Decision]]:
-        """Each warning or stop that would stop a machine, in the light of its recurring work. A stop whose
-        machine's fortnight could not be read in full waits for a sweep that can (missing data is never
-        a reason to stop: the run it would miss is what is not known). A machine its person started again
-        soon after costguard's stop waits longer (idle/rules/restarts.py: its start log says which starts were
-        costguard's; unread, every start is taken for a person's)."""
+    ) -> dict[str, Past]:
+        """What the last two weeks say of each machine a warning or a stop would stop: its recurring work, its
+        person's day, whether its fortnight could be read in full; and, for a machine its person started again
+        soon after costguard's stop, when (restarts.py: its start log says which starts were costguard's;
+        unread, every start is taken for a person's) and its list price."""
         targets = [
             i for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop and learns(i, self.policy)
         ]
         # Started again soon after costguard's stop, by a person unless its start log says costguard did.
         undone = [i for i, d in decided if d.action in (Action.WARN, Action.STOP) and undone_stop(i, [], self.policy)]
         if not targets and not undone:
-            return list(decided)
+            return {}
         ids = [i.instance_id for i in targets]
         records = self.starts.read_many(list(dict.fromkeys(ids + [i.instance_id for i in undone])))
         undid = {i.instance_id: undone_stop(i, records[i.instance_id].started(), self.policy) for i in undone}
         histories = self.history.changes_of(ids) if ids else {}
-        learned: dict[str, Learned] = {}
-        arrivals: dict[str, Arrival | None] = {}
-        unread: set[str] = set()
+        out: dict[str, Past] = {}
         for run, quarters, failed in self.fortnights.read(targets, gpu_series, now):
-            unread |= failed
             for instance in run:
                 iid = instance.instance_id
                 people = _people_starts(histories[iid], records[iid])  # read once, for both
-                learned[iid] = self._learn(instance, quarters[iid], records[iid], people, now)
-                arrivals[iid] = self._arrival(instance, quarters[iid], histories[iid], people, now)
-        out = []
-        for instance, decision in decided:
-            iid = instance.instance_id
-            changed = adjusted(decision, learned.get(iid), unread=iid in unread, policy=self.policy, now=now)
-            if iid not in unread:
-                changed = with_arrival(changed, arrivals.get(iid), self.policy, now)
-            price = self.list_price(instance) if undid.get(iid) else None  # its hold: until its idle hours pay
-            changed = held_after_undo(changed, instance, undid.get(iid), self.policy, now, usd_per_hour=price)
-            out.append((instance, self.promised(instance, changed, now)))  # a stop held back promises nothing
+                out[iid] = Past(
+                    learned=self._learn(instance, quarters[iid], records[iid], people, now),
+                    unread=iid in failed,
+                    arrival=self._arrival(instance, quarters[iid], histories[iid], people, now),
+                )
+        by_id = {i.instance_id: i for i in undone}
+        for iid, at in undid.items():
+            price = self.list_price(by_id[iid]) if at else None  # its hold: until its idle hours pay
+            out[iid] = replace(out.get(iid, Past()), undone=at, usd_per_hour=price)
         return out
+
+    def adjust(
+        self,
+        decided: Sequence[tuple[Instance, Decision]],
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        now: datetime,
+    ) -> list[tuple[Instance, Decision]]:
+        """Each warning or stop that would stop a machine, in the light of its past (the pipeline's rules 4 to
+        7), a start it announces kept as a promise."""
+        past = self.past(decided, gpu_series, now)
+        return [
+            (i, self.promised(i, learned_rules(i, d, past.get(i.instance_id), self.policy, now), now))
+            for i, d in decided
+        ]
+
+    def keep_promise(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> bool:
+        """Whether the start again this decision announces is kept among the times costguard promised (a
+        start-at it did not promise, it does not honour). A start for a job, or for its person's or owner's
+        working day, is kept as such: never judged as a learned run's."""
+        if decision.start_at is None:
+            return True
+        at, day = formatting.format_time(decision.start_at), decision.start_for is not StartFor.RUN
+        return self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at, job=job, day=day))
 
     def promised(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> Decision:
         """A warning or a stop that announces a learned start, with that start kept first among the times
-        costguard promised (a start-at it did not promise, it does not honour). Not kept: the stop waits
-        for a sweep that can keep it; the warning goes out without the promise. A start for a job, or for its
-        person's or owner's working day, is kept as such: never judged as a learned run's."""
+        costguard promised (not kept: the stop waits for a sweep that can keep it; the warning goes out
+        without the promise)."""
         if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
             return decision
-        at, day = formatting.format_time(decision.start_at), decision.start_for is not StartFor.RUN
-        if self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at, job=job, day=day)):
-            return decision
-        return unpromised(decision)
+        return decision if self.keep_promise(instance, decision, now, job=job) else unpromised(decision)
 
     def _arrival(
         self,

@@ -1,16 +1,12 @@
-"""Reading the fleet and deciding: what the sweep will do to each machine, judged one GetMetricData
-answer at a time so that the sweep holds one answer's points, not the fleet's; then, before anything is
-done, what the machines say and what their past says (the consultation).
+"""Reading the fleet and its first verdicts (the pipeline's rule 1, rules/pipeline.py): what the sweep will do
+to each machine, judged one GetMetricData answer at a time so that the sweep holds one answer's points, not
+the fleet's; the warnings and stops then go through the rest of the pipeline (reads/facts.py reads for it).
 
 Where the activity check runs, the answers kept for machines whose GPUs are quiet are read with each
 answer's machines (BatchGetItem): CPU points they attribute to the system's services are not work, and
 a machine idle for the shorter window of certain idleness is a candidate for an early warning, which
 the sweep confirms with a fresh check. Machines with quiet GPUs and a quiet CPU are watched: asked for
 their check every sweep, so that the answers exist before the next spike, or for the whole window.
-
-The consultation: what the machines say, and what their past says, before anything is done: the activity check of the
-sweep's warnings and stops and of the machines it watches (their answers kept in the check log), the
-review of each warning and stop with it, then the recurring work learned for those about to be stopped.
 """
 
 from __future__ import annotations
@@ -24,21 +20,15 @@ from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
-from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.series import Utilization
 from costguard.core.settings import IdlePolicy
-from costguard.idle.reads.checks import ActivityChecker
-from costguard.idle.reads.fortnights import Learner
 from costguard.idle.report import RegionReport
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.decision import Action, Decision, decide, early_warnings
 from costguard.idle.rules.evidence import Answer, answer_of, excused, excuses, kept
-from costguard.idle.rules.jobs import MachineJobs
 from costguard.idle.rules.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
-from costguard.idle.rules.machine_jobs import with_jobs
-from costguard.idle.rules.recurring import learns
-from costguard.idle.rules.review import reviewed
+from costguard.idle.rules.pipeline import verdict
 from costguard.state.checklog import CheckLog
 
 HISTORY = timedelta(hours=2)  # read this much before the window, to say how long a machine has been idle
@@ -136,16 +126,18 @@ class SweepPlanner:
                 evidence = self.checklog is not None and instance.instance_id in quiet
                 if evidence and judgement.verdict is not Verdict.IDLE and early_warnings(instance, policy):
                     certain = self._certain(utilization, now, warned_at, system_made)
-                decision = decide(
-                    instance,
-                    judgement,
-                    policy,
-                    now,
-                    spot_request_type=spot_types.get(instance.spot_request_id, ""),
-                    protected_from_scale_in=protected.get(instance.instance_id),
-                    gpu_telemetry=utilization.gpu_telemetry,
-                    certain=certain,
-                    gpus_from_check=evidence,
+                decision = verdict(
+                    decide(
+                        instance,
+                        judgement,
+                        policy,
+                        now,
+                        spot_request_type=spot_types.get(instance.spot_request_id, ""),
+                        protected_from_scale_in=protected.get(instance.instance_id),
+                        gpu_telemetry=utilization.gpu_telemetry,
+                        certain=certain,
+                        gpus_from_check=evidence,
+                    )
                 )
                 watch = evidence and decision.action in WATCHED and quiet_cpu(utilization, policy)
                 yield Planned(instance, decision, utilization.gpu_telemetry, watch, answers)
@@ -206,46 +198,3 @@ def sort_out(
                 out.watched.append(instance)
             act(instance, decision)
     return out
-
-
-class Consultation:
-    def __init__(
-        self,
-        *,
-        checker: ActivityChecker | None,
-        checklog: CheckLog | None,
-        learner: Learner | None,
-        policy: IdlePolicy,
-    ) -> None:
-        self.checker, self.learner, self.policy = checker, learner, policy
-        self.checklog = checklog if checker is not None else None  # no check, no answers to keep
-
-    def decide(
-        self,
-        to_check: Sequence[tuple[Instance, Decision]],
-        sorted_out: Sorted,
-        gpu_series: Mapping[str, Sequence[Dimensions]],
-        report: RegionReport,
-        now: datetime,
-    ) -> list[tuple[Instance, Decision]]:
-        """The warnings and stops as they stand once the machines answered and their past was read."""
-        asked = [i for i, _ in to_check] + sorted_out.watched
-        checked = self.checker.check(asked, now) if self.checker and asked else {}
-        if self.checklog is not None:
-            log_answers(self.checklog, checked, sorted_out.answers, now)
-        no_agent = {i for i, c in checked.items() if c.state is CheckState.NO_AGENT}
-        report.no_activity_check += [i.instance_id for i, _ in to_check if i.instance_id in no_agent]
-        final = reviewed(to_check, checked, self.policy, now=now, answers=sorted_out.answers)
-        final = self.learner.adjust(final, gpu_series, now) if self.learner is not None else final
-        jobs = {iid: c.report.jobs for iid, c in checked.items() if c.report is not None}
-        return [(i, self._scheduled(i, d, jobs.get(i.instance_id), now)) for i, d in final]
-
-    def _scheduled(self, instance: Instance, decision: Decision, jobs: MachineJobs | None, now: datetime) -> Decision:
-        """A warning or a stop in the light of the machine's own scheduled jobs; a start for one promised as a
-        learned start is (a start-at costguard did not promise, it does not honour)."""
-        declined = starts_declined(instance.tags)  # not where its owner keeps it for its runs
-        may_start = self.learner is not None and learns(instance, self.policy)
-        changed = with_jobs(decision, jobs, self.policy, now, may_start=may_start, declined=declined)
-        if self.learner is not None and changed.start_at != decision.start_at:
-            return self.learner.promised(instance, changed, now, job=True)
-        return changed

@@ -24,7 +24,7 @@ from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
 from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
 SCARCE = "not stopped in working hours: capacity is scarce"
@@ -88,12 +88,13 @@ def for_its_run(
     if decision.start_at >= opens - timedelta(minutes=policy.schedule_lead_minutes):
         return decision
     evidence = scarcity.evidence(now)
-    return replace(left_running(decision, f"{BEFORE_OWNER}: {decision.learned} ({evidence})", evidence), start_at=None)
+    why = f"{BEFORE_OWNER}: {decision.learned} ({evidence})"
+    return replace(left_running(decision, why, evidence), start_at=None, kept_for=KeptFor.RUN_BEFORE_OWNER)
 
 
 def held_for_run(decision: Decision) -> str:
     """The run a scarce machine is left running for (as the messages say it), or "" when it is not."""
-    return decision.learned if decision.reason.startswith(BEFORE_OWNER) else ""
+    return decision.learned if decision.kept_for is KeptFor.RUN_BEFORE_OWNER else ""
 
 
 def spared(decision: Decision, scarcity: Scarcity | None, *, working: bool, now: datetime) -> Decision:

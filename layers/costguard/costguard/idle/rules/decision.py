@@ -26,6 +26,7 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.judgement import Judgement, Verdict
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
+from costguard.idle.rules.trail import Step
 
 # Tags of orchestrators that own their nodes' lifecycle: stopping one would only make it replace the node.
 ORCHESTRATOR_TAGS = {
@@ -60,6 +61,15 @@ class StartFor(StrEnum):
     PERSONS_DAY = "its person's day"  # ready before its person puts it to work on a weekday (arrival.py)
 
 
+class KeptFor(StrEnum):
+    """Why a machine costguard would otherwise warn or stop is left running, where its owner is told so (the
+    outcome typed, never read from the words of the reason)."""
+
+    UNREADABLE_SCHEDULE = "its working hours cannot be read"  # costguard:schedule: told once a day
+    NOTHING_SAVED = "a stop saves nothing on the bill now"  # money.py: prepaid capacity is told once a day
+    RUN_BEFORE_OWNER = "its run before its owner is back"  # capacity.py: a scarce machine's automated run
+
+
 @dataclass(frozen=True)
 class Decision:
     instance_id: str
@@ -81,6 +91,8 @@ class Decision:
     start_for: StartFor = StartFor.RUN  # what that start is for
     bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
     scarce: str = ""  # not stopped while its owner works: the evidence that it might not start again
+    kept_for: KeptFor | None = None  # left running for this, and told (None: not such a machine)
+    trail: tuple[Step, ...] = ()  # each rule's mark on the decision, in the pipeline's order (trail.py)
 
 
 UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
@@ -88,21 +100,31 @@ UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
 
 def tells_schedule(decision: Decision) -> bool:
     """A machine kept because its working hours cannot be read: its owner is told (once a day)."""
-    return decision.action is Action.SKIP and decision.reason.startswith(UNREADABLE_SCHEDULE)
+    return decision.action is Action.SKIP and decision.kept_for is KeptFor.UNREADABLE_SCHEDULE
 
 
 def protection(instance: Instance, now: datetime, spot_request_type: str = "") -> str | None:
     """Why costguard must never stop this instance now, or None. (Auto Scaling membership is apart.)"""
+    return protected(instance, now, spot_request_type)[0]
+
+
+def protected(instance: Instance, now: datetime, spot_request_type: str = "") -> tuple[str | None, KeptFor | None]:
+    """Why costguard must never stop this instance now (or None), and whether that is a kept-for its owner is
+    told about (working hours it cannot read)."""
     kept = kept_by_people(instance.tags, now)
     if kept is not None:
-        return kept
+        return kept, None
     schedule = instance.tags.get(tags.SCHEDULE)
     if schedule is not None:
         try:
             if parse_schedule(schedule).inside(now):
-                return f"inside its working hours ({schedule})"
+                return f"inside its working hours ({schedule})", None
         except ScheduleError as exc:
-            return f"{UNREADABLE_SCHEDULE}: {exc}; it is kept"
+            return f"{UNREADABLE_SCHEDULE}: {exc}; it is kept", KeptFor.UNREADABLE_SCHEDULE
+    return _cannot_stop(instance, spot_request_type), None
+
+
+def _cannot_stop(instance: Instance, spot_request_type: str) -> str | None:
     if instance.root_device_type == "instance-store":
         return "instance-store root volume: it cannot be stopped"
     if instance.lifecycle == "spot" and spot_request_type != "persistent":
@@ -134,18 +156,19 @@ def decide(
     warned = warned_at is not None and warned_at >= instance.launch_time  # a restart resets the story
     has_warning_tags = any(k in instance.tags for k in tags.WARNING_TAGS)
 
-    def clear_or(action: Action, reason: str) -> Decision:
+    def clear_or(action: Action, reason: str, kept_for: KeptFor | None = None) -> Decision:
         if has_warning_tags:
-            return Decision(iid, Action.CLEAR_WARNING, reason, judgement=judgement)
-        return Decision(iid, action, reason, judgement=judgement)
+            return Decision(iid, Action.CLEAR_WARNING, reason, judgement=judgement, kept_for=kept_for)
+        return Decision(iid, action, reason, judgement=judgement, kept_for=kept_for)
 
     if not policy.is_accelerated(instance.instance_type):
         return Decision(iid, Action.SKIP, f"{instance.instance_type} is not an accelerator family")
     if instance.state != "running":
         return Decision(iid, Action.SKIP, f"{instance.state}, not running")
-    blocked = protection(instance, now, spot_request_type) or _kept_while_busy(instance, judgement)
+    blocked, kept_for = protected(instance, now, spot_request_type)
+    blocked = blocked or _kept_while_busy(instance, judgement)
     if blocked:
-        return clear_or(Action.SKIP, blocked)
+        return clear_or(Action.SKIP, blocked, kept_for)
 
     if instance.auto_scaling_group:
         change = _scale_in_protection(instance, judgement, protected_from_scale_in)

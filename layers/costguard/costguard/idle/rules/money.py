@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costguard.core.money import Marginal
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, KeptFor
 
 PRICED = (Action.WARN, Action.STOP)
 NOT_FOR_MONEY = "not stopped for money: a stop saves nothing on the bill now"
@@ -32,6 +32,7 @@ def priced(decision: Decision, marginal: Marginal) -> Decision:
         bill=marginal,
         will_stop=False,
         stop_after=None,
+        kept_for=KeptFor.NOTHING_SAVED,
     )
 
 
@@ -40,6 +41,6 @@ def tells_prepaid(decision: Decision) -> bool:
     return (
         decision.bill is not None
         and decision.bill.prepaid
-        and decision.reason.startswith(NOT_FOR_MONEY)
+        and decision.kept_for is KeptFor.NOTHING_SAVED
         and decision.action in (Action.NONE, Action.CLEAR_WARNING)
     )

@@ -1,0 +1,245 @@
+"""The idle stopper's rules, in their one order. Pure: the facts come through `Facts` (read by the sweep's
+readers, lazily, only for the machines a rule still needs them for), each rule is a function of the facts and
+the decision so far, and each leaves a step on the decision's trail where it changes it (`trail.py`).
+
+The order, as `ORDER` declares it and `decide` runs it:
+
+1. `Rule.VERDICT` (decision.py): metrics, protections, warning, grace. Made as the metrics stream in, one
+   GetMetricData answer at a time (reads/plan.py calls `verdict`); only warnings and stops go on.
+2. `Rule.MACHINE_CHECK` (review.py): what the machine itself says; work saves it, no answer holds a stop.
+3. `Rule.CERTAIN` (review.py): a sooner warning, or GPUs only its check sees, borne out by its answers or not.
+4. `Rule.RECURRING` (recurring.py): a run it learned is near, or its stop carries a start before the next.
+5. `Rule.PERSONS_DAY` (arrival.py): started again before its person's weekday, where that pays.
+6. `Rule.AFTER_UNDO` (restarts.py): its person undid costguard's last stop: held until its idling pays.
+7. `Rule.PROMISED`: a start again kept among the promises costguard honours (else none, and no stop).
+8. `Rule.MACHINE_JOBS` (machine_jobs.py): its crontab, timers and at queue; then kept as a promise (7).
+9. `Rule.SCARCE` (capacity.py): a type EC2 lately could not start: spared while its owner works, readied
+   before the day (then kept as a promise, 7), left running for its run, never stopped too shortly.
+10. `Rule.BILL` (money.py): what each stop saves on the bill, the region's stops priced together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from costguard.core.keeping import starts_declined
+from costguard.core.records import Instance
+from costguard.core.scarcity import Scarcity
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.activity import ActivityCheck, CheckState
+from costguard.idle.rules.arrival import Arrival, with_arrival
+from costguard.idle.rules.capacity import (
+    for_its_run,
+    ready_for_the_day,
+    spared,
+    tells_scarce,
+    too_soon,
+    unread,
+    working_now,
+)
+from costguard.idle.rules.decision import Action, Decision, StartFor, tells_schedule
+from costguard.idle.rules.evidence import Answer
+from costguard.idle.rules.jobs import MachineJobs
+from costguard.idle.rules.machine_jobs import with_jobs
+from costguard.idle.rules.money import tells_prepaid
+from costguard.idle.rules.recurring import Learned, adjusted, learns, unpromised
+from costguard.idle.rules.restarts import held_after_undo
+from costguard.idle.rules.review import confirm, review
+from costguard.idle.rules.trail import Rule, first, stepped
+
+Decided = tuple[Instance, Decision]
+
+ORDER = (
+    Rule.VERDICT,
+    Rule.MACHINE_CHECK,
+    Rule.CERTAIN,
+    Rule.RECURRING,
+    Rule.PERSONS_DAY,
+    Rule.AFTER_UNDO,
+    Rule.PROMISED,
+    Rule.MACHINE_JOBS,
+    Rule.SCARCE,
+    Rule.BILL,
+)
+
+
+@dataclass(frozen=True)
+class Past:
+    """What a machine's last two weeks say, read for a warning or a stop that would stop it."""
+
+    learned: Learned | None = None  # its recurring work (None: not learned for it)
+    unread: bool = False  # its fortnight could not be read in full
+    arrival: Arrival | None = None  # when its person's weekday begins, where a start before it pays
+    undone: datetime | None = None  # when its person started it again after costguard's last stop
+    usd_per_hour: float | None = None  # its list price, where its hold after an undo needs it
+
+
+class Facts(Protocol):
+    """What the rules need that only the world knows, read when first asked and only for those asked about."""
+
+    def checks(self, asked: Sequence[Instance], now: datetime) -> Mapping[str, ActivityCheck]:
+        """The machines' own activity checks (NOT_ASKED for a machine not asked)."""
+        ...
+
+    def answers(self, instance_id: str) -> Sequence[Answer]:
+        """The answers its check gave in earlier sweeps."""
+        ...
+
+    def past(self, decided: Sequence[Decided], now: datetime) -> Mapping[str, Past]:
+        """The last two weeks of the machines a warning or a stop would stop (none: learning is off)."""
+        ...
+
+    def keep_promise(self, instance: Instance, decision: Decision, now: datetime, *, job: bool) -> bool:
+        """Whether the start again this decision announces is now among the promises costguard honours."""
+        ...
+
+    def scarcity(self, instance: Instance) -> Scarcity | None:
+        """The evidence that its type may not start again, or None."""
+        ...
+
+    @property
+    def scarcity_unread(self) -> bool:
+        """Whether scarcity could not be read (a stop while its owner works then waits)."""
+        ...
+
+    def priced(self, decided: Sequence[Decided]) -> list[Decided]:
+        """The region's warnings and stops priced together on its bill (money.priced for each)."""
+        ...
+
+
+def verdict(decision: Decision) -> Decision:
+    """1. The first verdict, its step on the trail."""
+    return first(decision)
+
+
+def decide(
+    to_check: Sequence[Decided],
+    facts: Facts,
+    policy: IdlePolicy,
+    now: datetime,
+    *,
+    learning: bool,
+    watched: Sequence[Instance] = (),
+) -> list[Decided]:
+    """Steps 2 to 10 for the sweep's warnings and stops (`watched`: machines asked for their check for the
+    evidence alone); `learning`: costguard learns recurring work and may start machines for it."""
+    checks = facts.checks([*(i for i, _ in to_check), *watched], now)
+    out = [(i, _reviewed(i, d, checks, facts=facts, policy=policy, now=now)) for i, d in to_check]
+    if learning:
+        past = facts.past(out, now)
+        out = [(i, _recurring(i, d, past.get(i.instance_id), facts=facts, policy=policy, now=now)) for i, d in out]
+    out = [
+        (i, _jobs(i, d, checks.get(i.instance_id), facts=facts, policy=policy, now=now, learning=learning))
+        for i, d in out
+    ]
+    out = [(i, _scarce(i, d, facts, policy, now, learning=learning)) for i, d in out]
+    priced = {i.instance_id: d for i, d in facts.priced(out)}
+    return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
+
+
+def _reviewed(
+    instance: Instance,
+    decision: Decision,
+    checks: Mapping[str, ActivityCheck],
+    *,
+    facts: Facts,
+    policy: IdlePolicy,
+    now: datetime,
+) -> Decision:
+    """2 and 3: the machine's own word."""
+    check = checks.get(instance.instance_id, ActivityCheck(CheckState.NOT_ASKED))
+    seen = review(decision, check, window_minutes=policy.window_minutes, busy_core_percent=policy.busiest_core_percent)
+    seen = stepped(Rule.MACHINE_CHECK, decision, seen)
+    answers = facts.answers(instance.instance_id)
+    return stepped(Rule.CERTAIN, seen, confirm(seen, check, answers, policy, now))
+
+
+def learned_rules(
+    instance: Instance, decision: Decision, past: Past | None, policy: IdlePolicy, now: datetime
+) -> Decision:
+    """4, 5 and 6: the machine's recurring work, its person's day, and a stop its person undid."""
+    past = past or Past()
+    changed = stepped(
+        Rule.RECURRING, decision, adjusted(decision, past.learned, unread=past.unread, policy=policy, now=now)
+    )
+    if not past.unread:
+        changed = stepped(Rule.PERSONS_DAY, changed, with_arrival(changed, past.arrival, policy, now))
+    held = held_after_undo(changed, instance, past.undone, policy, now, usd_per_hour=past.usd_per_hour)
+    return stepped(Rule.AFTER_UNDO, changed, held)
+
+
+def _recurring(
+    instance: Instance, decision: Decision, past: Past | None, *, facts: Facts, policy: IdlePolicy, now: datetime
+) -> Decision:
+    """4 to 7: what its past says, and the start it then announces kept as a promise."""
+    return promised(instance, learned_rules(instance, decision, past, policy, now), facts, now)
+
+
+def promised(instance: Instance, decision: Decision, facts: Facts, now: datetime, *, job: bool = False) -> Decision:
+    """7. A warning or a stop that announces a start again, with that start kept among the promises
+    costguard honours; not kept: the stop waits for a sweep that can, the warning goes without it."""
+    if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
+        return decision
+    if facts.keep_promise(instance, decision, now, job=job):
+        return decision
+    return stepped(Rule.PROMISED, decision, unpromised(decision))
+
+
+def _jobs(
+    instance: Instance,
+    decision: Decision,
+    check: ActivityCheck | None,
+    *,
+    facts: Facts,
+    policy: IdlePolicy,
+    now: datetime,
+    learning: bool,
+) -> Decision:
+    """8. The machine's own scheduled jobs; a start for one kept as a promise."""
+    jobs: MachineJobs | None = check.report.jobs if check is not None and check.report is not None else None
+    may_start = learning and learns(instance, policy)
+    changed = with_jobs(decision, jobs, policy, now, may_start=may_start, declined=starts_declined(instance.tags))
+    changed = stepped(Rule.MACHINE_JOBS, decision, changed)
+    if learning and changed.start_at != decision.start_at:
+        return promised(instance, changed, facts, now, job=True)
+    return changed
+
+
+def _scarce(
+    instance: Instance, decision: Decision, facts: Facts, policy: IdlePolicy, now: datetime, *, learning: bool
+) -> Decision:
+    """9. Scarce capacity: the scarcity evidence read only where it may change the decision."""
+    changed = stepped(Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now))
+    if learning and changed.start_for is StartFor.OWNERS_DAY:
+        return promised(instance, changed, facts, now)
+    return changed
+
+
+def spare_the_scarce(
+    instance: Instance, decision: Decision, facts: Facts, policy: IdlePolicy, now: datetime
+) -> Decision:
+    """A scarce machine's warning or stop taken back while its owner works; outside their hours, its stop
+    carries a start before the next working day (unless learned work has its own), and none is made that a
+    sooner start leaves too short."""
+    if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
+        return decision
+    if not working_now(instance, now, policy.team_timezone):
+        if decision.action is Action.WAIT:
+            return decision
+        scarcity = facts.scarcity(instance)
+        readied = ready_for_the_day(decision, scarcity, instance, policy, now)
+        shortest = timedelta(minutes=policy.shortest_stop_minutes)
+        return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
+    scarcity = facts.scarcity(instance)
+    if facts.scarcity_unread:
+        return unread(decision)
+    return spared(decision, scarcity, working=True, now=now)
+
+
+def tells(decision: Decision) -> bool:
+    """A decision that says something without warning or stopping: kept for working hours it cannot read,
+    left running on paid capacity, or for want of capacity."""
+    return tells_schedule(decision) or tells_prepaid(decision) or tells_scarce(decision)

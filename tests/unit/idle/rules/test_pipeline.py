@@ -1,0 +1,229 @@
+"""The idle stopper's rules in their one order (rules/pipeline.py), each leaving its step on the decision's trail:
+a rule that changes the decision says which rule, to what, why and on what evidence; one that changes nothing
+leaves no step."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from costguard.core.money import Basis, Marginal
+from costguard.core.records import Instance
+from costguard.core.scarcity import Scarcity
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules import pipeline
+from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process
+from costguard.idle.rules.decision import Action, Decision, KeptFor
+from costguard.idle.rules.evidence import Answer
+from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
+from costguard.idle.rules.money import NOT_FOR_MONEY, priced, tells_prepaid
+from costguard.idle.rules.pipeline import ORDER, Decided, Past
+from costguard.idle.rules.trail import Rule, Step, read, stepped
+
+POLICY = IdlePolicy()  # window 120 min, grace 30 min, shortest stop 90 min, lead 15 min
+EVENING = datetime(2026, 11, 23, 20, 0, tzinfo=UTC)  # a Monday, after the team's hours
+AFTERNOON = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)  # a Tuesday, inside them
+G5 = Instance("i-0123456789abcdef0", "us-east-1", "g5.12xlarge", "running", EVENING - timedelta(days=1), {})
+
+
+@dataclass
+class World:
+    """The facts a test gives the rules: each read recorded, nothing read that was not asked."""
+
+    checks_of: Mapping[str, ActivityCheck] = field(default_factory=dict)
+    pasts: Mapping[str, Past] = field(default_factory=dict)
+    promises: bool = True
+    scarce: Scarcity | None = None
+    bill: Marginal | None = None
+    asked: list[str] = field(default_factory=list)
+
+    def checks(self, asked: Sequence[Instance], now: datetime) -> Mapping[str, ActivityCheck]:
+        self.asked.append("checks")
+        return {i.instance_id: c for i in asked if (c := self.checks_of.get(i.instance_id)) is not None}
+
+    def answers(self, instance_id: str) -> Sequence[Answer]:
+        return ()
+
+    def past(self, decided: Sequence[Decided], now: datetime) -> Mapping[str, Past]:
+        self.asked.append("past")
+        return self.pasts
+
+    def keep_promise(self, instance: Instance, decision: Decision, now: datetime, *, job: bool) -> bool:
+        self.asked.append(f"promise job={job}")
+        return self.promises
+
+    def scarcity(self, instance: Instance) -> Scarcity | None:
+        self.asked.append("scarcity")
+        return self.scarce
+
+    @property
+    def scarcity_unread(self) -> bool:
+        return False
+
+    def priced(self, decided: Sequence[Decided]) -> list[Decided]:
+        self.asked.append("bill")
+        if self.bill is None:
+            return list(decided)
+        return [(i, priced(d, self.bill)) for i, d in decided]
+
+
+def stop(at: datetime = EVENING) -> Decision:
+    return pipeline.verdict(Decision(G5.instance_id, Action.STOP, "idle for 2 h: GPU max 0.4 %", stop_after=at))
+
+
+def warn(at: datetime = EVENING) -> Decision:
+    return pipeline.verdict(
+        Decision(G5.instance_id, Action.WARN, "idle for 2 h: GPU max 0.4 %", stop_after=at + timedelta(minutes=30))
+    )
+
+
+def run(decision: Decision, world: World, now: datetime = EVENING, *, learning: bool = True) -> Decision:
+    [(_, decided)] = pipeline.decide([(G5, decision)], world, POLICY, now, learning=learning)
+    return decided
+
+
+def rules(decision: Decision) -> list[Rule]:
+    return [s.rule for s in decision.trail]
+
+
+def test_the_order_of_the_rules_is_declared_once_and_names_every_rule() -> None:
+    assert ORDER[0] is Rule.VERDICT and ORDER[-1] is Rule.BILL
+    assert set(ORDER) == set(Rule)
+    assert len(ORDER) == len(set(ORDER))
+
+
+def test_the_first_verdict_is_always_the_first_step_with_what_the_metrics_said() -> None:
+    decided = stop()
+    assert decided.trail == (Step(Rule.VERDICT, "stop", "idle for 2 h: GPU max 0.4 %"),)
+
+
+def test_a_stop_no_rule_changes_keeps_its_one_step_and_every_fact_was_read_in_order() -> None:
+    world = World()
+    decided = run(stop(), world)
+    assert decided.action is Action.STOP
+    assert rules(decided) == [Rule.VERDICT]
+    assert world.asked == ["checks", "past", "scarcity", "bill"]
+
+
+def test_work_the_machines_own_check_saw_cancels_the_stop_and_says_so_in_its_step() -> None:
+    busy = ActivityReport(gpu=(Process("python", cpu=35.0, gpu_mib=4096),))
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, busy)})
+    decided = run(stop(), world)
+    assert decided.action is Action.CANCEL_STOP
+    step = decided.trail[-1]
+    assert step.rule is Rule.MACHINE_CHECK and step.verdict == "cancel-stop"
+    assert step.why.startswith("not idle:")
+    assert decided.activity in step.evidence
+
+
+def test_a_machine_that_does_not_answer_is_not_stopped_in_this_sweep_by_the_check_rule() -> None:
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NO_ANSWER, detail="timed out")})
+    decided = run(stop(), world)
+    assert decided.action is Action.NONE
+    assert [(s.rule, s.verdict) for s in decided.trail[1:]] == [(Rule.MACHINE_CHECK, "none")]
+
+
+def test_a_sooner_warning_the_check_cannot_bear_out_waits_for_the_full_window_by_the_certain_idleness_rule() -> None:
+    sooner = replace(warn(), certain=True)
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NO_ANSWER, detail="timed out")})
+    decided = run(sooner, world)
+    assert decided.action is Action.NONE
+    assert decided.trail[-1].rule is Rule.CERTAIN
+
+
+def test_a_fortnight_that_could_not_be_read_holds_the_stop_by_the_recurring_work_rule() -> None:
+    decided = run(stop(), World(pasts={G5.instance_id: Past(unread=True)}))
+    assert decided.action is Action.NONE
+    assert decided.trail[-1].rule is Rule.RECURRING
+    assert "could not be read" in decided.trail[-1].why
+
+
+def test_a_stop_its_person_undid_an_hour_ago_waits_by_the_after_an_undo_rule() -> None:
+    restarted = replace(G5, launch_time=EVENING - timedelta(hours=1))
+    undone = Past(undone=EVENING - timedelta(hours=2), usd_per_hour=5.67)
+    [(_, decided)] = pipeline.decide(
+        [(restarted, warn())], World(pasts={G5.instance_id: undone}), POLICY, EVENING, learning=True
+    )
+    assert decided.action is Action.NONE
+    assert decided.trail[-1].rule is Rule.AFTER_UNDO
+
+
+def test_a_start_that_cannot_be_kept_as_a_promise_holds_the_stop_by_the_promise_rule() -> None:
+    job = MachineJobs((Job(JobKind.CRON, "0 9 * * *", "nightly.sh", "ana"),), zone="UTC", found=1)
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, ActivityReport(jobs=job))})
+    world.promises = False
+    decided = run(stop(), world)
+    assert decided.action is Action.NONE
+    assert [s.rule for s in decided.trail] == [Rule.VERDICT, Rule.MACHINE_CHECK, Rule.MACHINE_JOBS, Rule.PROMISED]
+    assert "promise job=True" in world.asked
+
+
+def test_the_machines_crontab_gives_its_stop_a_start_before_the_job_and_the_step_says_when() -> None:
+    job = MachineJobs((Job(JobKind.CRON, "0 9 * * *", "nightly.sh", "ana"),), zone="UTC", found=1)
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, ActivityReport(jobs=job))})
+    decided = run(stop(), world)
+    assert decided.action is Action.STOP
+    assert decided.start_at == datetime(2026, 11, 24, 8, 45, tzinfo=UTC)
+    step = decided.trail[-1]
+    assert step.rule is Rule.MACHINE_JOBS
+    assert step.why == "runs `nightly.sh` at 09:00 UTC (its crontab): costguard starts it again at Tue 08:45 UTC"
+
+
+def test_a_scarce_machine_is_spared_while_its_owner_works_by_the_scarce_capacity_rule() -> None:
+    scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, AFTERNOON - timedelta(hours=3), AFTERNOON - timedelta(days=2))
+    decided = run(warn(AFTERNOON), World(scarce=scarce), AFTERNOON)
+    assert decided.action is Action.NONE
+    step = decided.trail[-1]
+    assert step.rule is Rule.SCARCE
+    assert any(e.startswith("capacity: ") for e in step.evidence)
+
+
+def test_a_stop_that_saves_nothing_on_the_bill_is_not_made_by_the_bill_rule_and_its_outcome_is_typed() -> None:
+    block = Marginal(0.0, 5.67, Basis.CAPACITY_BLOCK, "runs in a Capacity Block until 03:00")
+    decided = run(stop(), World(bill=block))
+    assert decided.action is Action.CLEAR_WARNING
+    assert decided.kept_for is KeptFor.NOTHING_SAVED and tells_prepaid(decided)
+    assert decided.trail[-1].rule is Rule.BILL
+    assert decided.trail[-1].why.startswith(NOT_FOR_MONEY)
+    # The outcome is the decision's, not its words': other words, the same outcome.
+    assert tells_prepaid(replace(decided, reason="anything at all"))
+
+
+def test_a_stop_the_bill_prices_says_what_it_saves_in_its_step() -> None:
+    on_demand = Marginal(5.67, 5.67, Basis.ON_DEMAND, "on demand: 3 g5.12xlarge run, no plan")
+    decided = run(stop(), World(bill=on_demand))
+    assert decided.action is Action.STOP
+    assert decided.trail[-1] == Step(
+        Rule.BILL,
+        "stop",
+        "a stop saves $5.67/h on the bill now: on demand: 3 g5.12xlarge run, no plan",
+        ("bill: $5.67/h (on demand: 3 g5.12xlarge run, no plan)",),
+    )
+
+
+def test_without_learning_neither_the_past_nor_the_promises_are_read() -> None:
+    world = World()
+    run(stop(), world, learning=False)
+    assert world.asked == ["checks", "scarcity", "bill"]
+
+
+def test_a_trail_survives_the_ledger_and_a_damaged_step_is_left_out() -> None:
+    decided = stepped(Rule.BILL, stop(), replace(stop(), action=Action.NONE, reason="held"))
+    kept = [s.to_json() for s in decided.trail] + [{"rule": "no such rule"}, "not a step"]
+    assert read(kept) == decided.trail
+
+
+def test_no_rule_tells_an_outcome_by_the_start_of_its_reason() -> None:
+    """Outcomes are typed: control flow never reads the words of a reason (or of what was learned)."""
+    library = Path(__file__).parents[4] / "layers" / "costguard" / "costguard"
+    pattern = re.compile(r"\b(?:reason|learned)\s*\.\s*startswith\(")
+    offenders = [
+        f"{path.relative_to(library)}:{number}"
+        for path in sorted(library.rglob("*.py"))
+        for number, text in enumerate(path.read_text().splitlines(), start=1)
+        if pattern.search(text)
+    ]
+    assert offenders == []
