@@ -523,10 +523,9 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
 
 def deep_dive(demo: Demo, seeded: fleet.SeededFleet) -> None:
     member = (accounts.MEMBER, accounts.REGION, accounts.MACHINE_TYPE, accounts.OWNER)
+    # The quarter's bill, and Cost Anomaly Detection's findings in it. costguard's own weekly records start
+    # with this morning's first digest: the quarter before holds none, and the deep dive says so.
     fleet.seed_quarter(demo.account.gaps, seeded, demo.clock, member)
-    # costguard ran all quarter: its weekly records, made from this week's (which the digest just kept)
-    weeks = fleet.seed_weekly_records(demo.client("dynamodb"), HUB, demo.clock)
-    print(f"   (the quarter's history: {weeks} weekly records, each this week's figures scaled)")
     title = f"{demo.clock:%H:%M} deep_dive: the quarterly deep dive into EC2 spend (events/deep_dive/quarterly.json)"
     with step(title):
         result = demo.invoke("deep_dive", event("deep_dive/quarterly.json"), "quarterly")

@@ -48,6 +48,7 @@ def scene(gaps: AwsGaps, invoke: Invoke, now: datetime) -> list[tuple[str, str]]
         ):
             [result] = invoke("budget_alerts", payload, label)["notifications"]
             lines.append((label, str(result["status"])))
+        _found(gaps, night, morning)
     finally:
         for key, value in kept.items():
             if value is None:
@@ -94,3 +95,36 @@ def _by_sns(changes: dict[str, Any], sent: datetime, label: str) -> dict[str, An
     body["rootCauses"] = [{k: v for k, v in c.items() if k != "impact"} for c in body["rootCauses"]]
     sns.update(Message=json.dumps(body), Timestamp=f"{sent:%Y-%m-%dT%H:%M:%S}.000Z", MessageId=f"demo-anomaly-{label}")
     return dict(event)
+
+
+def _found(gaps: AwsGaps, night: dict[str, Any], morning: dict[str, Any]) -> None:
+    """Cost Anomaly Detection is on from now on for whoever asks AWS (the deep dive): its monitor, and the
+    anomaly it just sent, as GetAnomalyMonitors and GetAnomalies answer."""
+    detail = load_event("budget_alerts/eventbridge-anomaly.json")["detail"]
+    monitor = {
+        "MonitorArn": detail["monitorArn"],
+        "MonitorName": detail["monitorName"],
+        "MonitorType": "DIMENSIONAL",
+        "MonitorDimension": "SERVICE",
+    }
+    gaps.anomaly_monitors[:] = [monitor]
+    gaps.anomalies.append(
+        {
+            "AnomalyId": detail["anomalyId"],
+            "AnomalyStartDate": night["anomalyStartDate"][:10],
+            "AnomalyEndDate": night["anomalyEndDate"][:10],
+            "DimensionValue": detail["dimensionValue"],
+            "RootCauses": [
+                {
+                    "Service": c["service"],
+                    "Region": c["region"],
+                    "LinkedAccount": c["linkedAccount"],
+                    "UsageType": c["usageType"],
+                }
+                for c in morning["rootCauses"]
+            ],
+            "AnomalyScore": {"MaxScore": 0.81, "CurrentScore": 0.78},
+            "Impact": {"MaxImpact": morning["impact"]["maxImpact"], "TotalImpact": morning["impact"]["totalImpact"]},
+            "MonitorArn": detail["monitorArn"],
+        }
+    )

@@ -8,7 +8,6 @@ notebook left idle, a machine that gets back to work during its grace period, on
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -18,8 +17,6 @@ from typing import Any
 from costguard.aws.costexplorer import EC2_COMPUTE, periods
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.records import vcpus_of_type
-from costguard.digest.quarterly.rules import quarter_bounds
-from costguard.state.weeks import WeekRecords
 from testing import launches, moto_fixes
 from testing.aws_gaps import AwsGaps
 from testing.launches import AMI, iam_user, launch_record, person
@@ -566,27 +563,32 @@ def seed_quarter(gaps: AwsGaps, seeded: SeededFleet, today: datetime, member: tu
             for month, amount in zip(months, row[5], strict=True):
                 by_month[month] = by_month.get(month, 0.0) + amount
     gaps.quarter.update(tables)
+    if gaps.anomaly_monitors:  # Cost Anomaly Detection, on, saw the quarter's jumps as they happened
+        monitor = gaps.anomaly_monitors[0]["MonitorArn"]
+        for machine in seeded.machines:
+            _, middle, last = _QUARTER_SHAPE.get(machine.name, (0.8, 0.9, 1.0))
+            monthly = BUNDLED_USD_PER_HOUR.get(machine.instance_type, 0.68) * 24 * 30
+            if last - middle < 0.5:
+                continue
+            gaps.anomalies.append(
+                {
+                    "AnomalyId": f"demo-quarter-{machine.name}",
+                    "AnomalyStartDate": f"{months[2][:8]}06",
+                    "DimensionValue": "Amazon Elastic Compute Cloud - Compute",
+                    "RootCauses": [
+                        {
+                            "Service": "Amazon Elastic Compute Cloud - Compute",
+                            "Region": machine.region,
+                            "LinkedAccount": "123456789012",
+                            "UsageType": f"BoxUsage:{machine.instance_type}",
+                        }
+                    ],
+                    "AnomalyScore": {"MaxScore": 0.88, "CurrentScore": 0.4},
+                    "Impact": {"MaxImpact": round(monthly / 30, 2), "TotalImpact": round(monthly * (last - middle), 2)},
+                    "MonitorArn": monitor,
+                }
+            )
     for (instance_type, region), price in list(gaps.prices.items()):
         if region == HOME:
             for other, factor in _REGION_FACTORS.items():
                 gaps.prices.setdefault((instance_type, other), round(price * factor, 4))
-
-
-def seed_weekly_records(dynamodb: Any, account: str, today: datetime) -> int:
-    """The weekly digest's records for the quarter before `today`: this week's record (written by the demo's
-    weekly digest) copied to each earlier week, its figures scaled. How many were written."""
-    records = WeekRecords(dynamodb, "costguard-state")
-    [latest] = records.between(account, today.date() - timedelta(days=8), today.date() + timedelta(days=1))[-1:]
-    week = json.loads(latest)
-    start, end, _ = quarter_bounds(today.date())
-    day, count, rng = start + timedelta(days=(7 - start.weekday()) % 7), 0, random.Random(13)
-    while day < end:
-        scale = rng.uniform(0.7, 1.2)
-        copy = {**week, "start": f"{day}T00:00:00+00:00", "end": f"{day + timedelta(days=7)}T09:00:00+00:00"}
-        for key in ("gpu_hours", "idle_gpu_hours", "waste_usd", "saved_hours", "saved_usd"):
-            copy[key] = round(week[key] * scale, 2)
-        copy["stopped"] = max(1, round(week["stopped"] * scale))
-        records.keep(account, datetime.fromisoformat(copy["start"]), json.dumps(copy))
-        day += timedelta(days=7)
-        count += 1
-    return count

@@ -65,6 +65,9 @@ class AwsGaps:
     home_key: str | None = None
     # SageMaker: (ml.* type, region) -> {usage type: USD/h}, as the Pricing API's AmazonSageMaker products say.
     sagemaker_prices: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    # Cost Anomaly Detection: its monitors (none: the feature is off) and what they found, as GetAnomalies says.
+    anomaly_monitors: list[dict[str, Any]] = field(default_factory=list)
+    anomalies: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def handlers(self) -> dict[str, Callable[[dict[str, Any], str], Answer]]:
@@ -141,6 +144,7 @@ class AwsGaps:
         return {
             "GetCostForecast": self.get_cost_forecast,
             "GetAnomalyMonitors": self.get_anomaly_monitors,
+            "GetAnomalies": self.get_anomalies,
             "GetReservationUtilization": self.get_reservation_utilization,
             "GetSavingsPlansUtilizationDetails": self.get_savings_plans_utilization_details,
             "GetReservationCoverage": self.get_reservation_coverage,
@@ -151,7 +155,13 @@ class AwsGaps:
         }
 
     def get_anomaly_monitors(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return {"AnomalyMonitors": []}  # the demo account has not turned Cost Anomaly Detection on
+        return {"AnomalyMonitors": self.anomaly_monitors}
+
+    def get_anomalies(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The anomalies that started in the DateInterval (its end included, as AWS reads it), one page."""
+        interval = body.get("DateInterval", {})
+        start, end = str(interval.get("StartDate", "")), str(interval.get("EndDate", "9999"))
+        return {"Anomalies": [a for a in self.anomalies if start <= str(a.get("AnomalyStartDate", ""))[:10] <= end]}
 
     def get_cost_forecast(self, body: Mapping[str, Any]) -> dict[str, Any]:
         amount = f"{self.forecast_rest_of_month:.2f}"
