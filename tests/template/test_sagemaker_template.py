@@ -16,18 +16,12 @@ What the reference says, and what follows here:
 from __future__ import annotations
 
 import base64
-import http.server
 import json
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
-from costguard.aws.sagemaker import CORE_METRIC, KERNEL_METRIC, NOTEBOOK_NAMESPACE
+from costguard.aws.sagemaker import NOTEBOOK_NAMESPACE
 from costguard.core import tags
 from testing.handlers import load_event
 from tests.template.test_template import as_list, matches_pattern, rule_patterns, statements
@@ -167,58 +161,12 @@ def test_the_sagemaker_create_rule_matches_the_create_calls(cfn: dict[str, Any],
 # ---------------------------------------------------------------- the lifecycle configuration's script
 
 
-def activity_script(sam_template: dict[str, Any]) -> str:
+def test_the_lifecycle_script_is_fixed_text(sam_template: dict[str, Any]) -> None:
+    # Its reporter is programs/notebook_reporter.py (tests/programs), written in by `make render`.
     [start] = sam_template["Resources"]["NotebookActivityConfig"]["Properties"]["OnStart"]
     content = start["Content"]["Fn::Base64"]
     assert "{{" not in content  # a fixed script: nothing a caller fills in
     assert "${" not in content
-    return str(content.split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0])
-
-
-class _Jupyter(http.server.BaseHTTPRequestHandler):
-    answers: ClassVar[dict[str, Any]] = {}
-
-    def do_GET(self) -> None:
-        body = json.dumps(self.answers.get(self.path, [])).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def jupyter() -> Iterator[tuple[str, type[_Jupyter]]]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Jupyter)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _Jupyter
-    server.shutdown()
-
-
-def run_script(script: str, url: str, tmp_path: Any) -> dict[str, Any]:
-    metadata = tmp_path / "resource-metadata.json"
-    arn = "arn:aws:sagemaker:eu-west-1:123456789012:notebook-instance/alice-research"
-    metadata.write_text(json.dumps({"ResourceName": "alice-research", "ResourceArn": arn}))
-    stat = tmp_path / "stat"
-    if not stat.exists():
-        stat.write_text("cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 5 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 40 0 0 0 0 0 0\n")
-    ran = subprocess.run(
-        [sys.executable, "-c", script, "--print"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={
-            "COSTGUARD_JUPYTER_URL": url,
-            "COSTGUARD_METADATA": str(metadata),
-            "COSTGUARD_PROC_STAT": str(stat),
-            "COSTGUARD_STATE": str(tmp_path / "cpu-state.json"),
-            "PATH": "/usr/bin:/bin",
-        },
-    )
-    return json.loads(ran.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def test_the_lifecycle_script_fits_sagemakers_limit_and_finds_the_notebooks_python(
@@ -232,62 +180,6 @@ def test_the_lifecycle_script_fits_sagemakers_limit_and_finds_the_notebooks_pyth
     # The Python AWS's auto-stop sample runs (it has boto3), tried first; the script only installs a cron job.
     assert content.index("envs/JupyterSystemEnv/bin/python") < content.index("/usr/bin/python3")
     assert "sleep" not in content.split("\nPY\n", 1)[1]
-
-
-def test_the_activity_script_reports_the_busiest_cores_use_since_its_last_report(
-    sam_template: dict[str, Any], jupyter: Any, tmp_path: Any
-) -> None:
-    url, server = jupyter
-    server.answers = {"/api/kernels": [{"execution_state": "idle", "last_activity": "2020-01-01T00:00:00.000000Z"}]}
-    # The previous report's counters, 5 minutes ago (its state file), then /proc/stat now: cpu1 ran a job
-    # outside any kernel (busy 285 of 300 jiffies), cpu0 idled (busy 6 of 300).
-    before = {"at": time.time() - 300, "cores": {"cpu0": [10, 60], "cpu1": [10, 60]}}
-    (tmp_path / "cpu-state.json").write_text(json.dumps(before))
-    (tmp_path / "stat").write_text(
-        "cpu  300 0 11 408 1 0 0 0 0 0\ncpu0 13 0 3 344 0 0 0 0 0 0\ncpu1 287 0 8 64 1 0 0 0 0 0\n"
-    )
-    printed = run_script(activity_script(sam_template), url, tmp_path)
-    [core] = [d for d in printed["MetricData"] if d["MetricName"] == CORE_METRIC]
-    assert core["Value"] == pytest.approx(95.0)
-    assert core["Unit"] == "Percent"
-    assert kernel_values(printed) == [0]
-    saved = json.loads((tmp_path / "cpu-state.json").read_text())
-    assert saved["cores"]["cpu1"] == [295, 360], "the next report measures from these"
-
-
-def kernel_values(printed: dict[str, Any]) -> list[float]:
-    assert printed["Namespace"] == NOTEBOOK_NAMESPACE
-    assert printed["Region"] == "eu-west-1"
-    return [d["Value"] for d in printed["MetricData"] if d["MetricName"] == KERNEL_METRIC]
-
-
-def test_the_activity_script_reports_a_busy_kernel_as_work(
-    sam_template: dict[str, Any], jupyter: Any, tmp_path: Any
-) -> None:
-    url, server = jupyter
-    server.answers = {"/api/kernels": [{"execution_state": "busy", "last_activity": "2020-01-01T00:00:00.000000Z"}]}
-    assert kernel_values(run_script(activity_script(sam_template), url, tmp_path)) == [1]
-
-
-def test_the_activity_script_reports_quiet_kernels_and_terminals_as_none_at_work(
-    sam_template: dict[str, Any], jupyter: Any, tmp_path: Any
-) -> None:
-    url, server = jupyter
-    server.answers = {
-        "/api/kernels": [{"execution_state": "idle", "last_activity": "2020-01-01T00:00:00.000000Z"}],
-        "/api/terminals": [{"name": "1", "last_activity": "2020-01-01T00:00:00.000000Z"}],
-    }
-    printed = run_script(activity_script(sam_template), url, tmp_path)
-    assert kernel_values(printed) == [0]
-    # No nvidia-smi on this machine: no GPU figure is made up.
-    assert [d["MetricName"] for d in printed["MetricData"]] == [KERNEL_METRIC]
-
-
-def test_the_activity_script_reports_nothing_when_jupyter_cannot_be_read(
-    sam_template: dict[str, Any], tmp_path: Any
-) -> None:
-    printed = run_script(activity_script(sam_template), "http://127.0.0.1:9", tmp_path)  # nothing listens there
-    assert kernel_values(printed) == []  # a gap, which costguard reads as missing data, never as idle
 
 
 def test_a_keep_click_may_add_only_the_keep_and_remove_only_the_warning(cfn: dict[str, Any]) -> None:
