@@ -10,6 +10,7 @@ from bench import (
     cold_imports,
     commitments,
     digest,
+    digest_pricing,
     digest_whole,
     faults,
     first_sweep,
@@ -35,6 +36,8 @@ def main() -> None:
     print(f"  saved {save('backfill', backfill.main())}")
     print("The weekly digest's fortnight of hourly metrics at 1,000 and 10,000 GPU instances")
     print(f"  saved {save('digest', digest.main())}")
+    print("The digest's pricing of a region's idle machines on the bill at 2,500 to 20,000 machines")
+    print(f"  saved {save('digest_pricing', digest_pricing.main())}")
     print("The whole weekly digest handler at 1,000 and 10,000 GPU machines, as Lambda runs it")
     print(f"  saved {save('digest_whole', digest_whole.main())}")
     print("The deep dive over a payer account's quarter, and the organization digest of 100 accounts, whole")

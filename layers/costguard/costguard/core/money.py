@@ -344,6 +344,7 @@ class Bill:
             and not (i.capacity_reservation_id and i.capacity_reservation_id not in ended)
         }
         self._hours = PlanHours.build(billing.plans, list(self._pool.values()), self._reserved, list_price, now)
+        self._running = RiPool(self._pool.values(), self._reserved)  # what ri_share asks of them, counted once
 
     @property
     def judges_plans_hourly(self) -> bool:
@@ -357,8 +358,9 @@ class Bill:
             return
         self._gone.add(instance.instance_id)
         if self._hours is not None and instance.instance_id in self._pool:
-            self._hours.spend(instance, ri_share(instance, self._reserved, list(self._pool.values()))[0])
-        self._pool.pop(instance.instance_id, None)
+            self._hours.spend(instance, self._running.share(instance)[0])
+        if self._pool.pop(instance.instance_id, None) is not None:
+            self._running.remove(instance)
         if self._hours is None and marginal.basis is Basis.SAVINGS_PLAN and self._spill_left is not None:
             self._spill_left = max(0.0, self._spill_left - (marginal.usd_per_hour or 0.0))
 
@@ -414,7 +416,7 @@ class Bill:
     def _uncovered_share(self, instance: Instance) -> tuple[float, str, list[str]]:
         """The share of this machine's hour the Reserved Instances leave to other rates (0 to 1), and why."""
         caveats = ["Reserved Instances not read"] if UNREAD_RIS in self.billing.unread else []
-        share, why = ri_share(instance, self._reserved, list(self._pool.values()))
+        share, why = self._running.share(instance)
         return share, why, caveats
 
     def _plan(self, instance: Instance, on_demand: float | None, share: float) -> tuple[float | None, str] | None:
@@ -452,32 +454,100 @@ def ri_share(instance: Instance, reserved: Sequence[Reserved], running: Sequence
     """The share of `instance`'s hour that the RIs in force leave uncovered (0 to 1), and why, with `running`
     the machines they apply to: zonal RIs first (exact type, in their zone), then regional ones (in normalized
     units across a family where size-flexible, by exact type elsewhere). The bill's uncovered usage is what
-    the machines need beyond what the RIs give; without this machine it shrinks by its size, at most."""
+    the machines need beyond what the RIs give; without this machine it shrinks by its size, at most. (A
+    caller pricing many machines of one fleet keeps a `RiPool` instead: this one counts `running` again.)"""
     if not reserved:
         return 1.0, ""
-    zonal = [r for r in reserved if r.zone and _matches(r, instance, exact=True)]
-    if zonal:
-        same = [i for i in running if _same_type(i, instance) and i.zone == instance.zone]
-        count = sum(r.count for r in zonal)
-        if len(same) <= count:
-            return 0.0, f"covered: {len(same)} {instance.instance_type} run in {instance.zone}, " + _ris(
-                count, "zonal "
-            )
-    pool = _pooled(instance, reserved)
-    regional = [r for r in reserved if not r.zone and _matches(r, instance, exact=not pool)]
-    if not regional:
-        return 1.0, ""
-    mine = (units(instance.instance_type) or 1.0) if pool else 1.0
-    need = _regional_need(instance, reserved, running, pool=pool)
-    give = sum(r.count * ((units(r.instance_type) or 0) if pool else 1) for r in regional)
-    over = max(0.0, need - give)
-    what = family(instance.instance_type) if pool else instance.instance_type
-    counts = f"{_count(need / mine)} {what} run, " + _ris(give / mine, "")
-    if pool and len({i.instance_type for i in running if family(i.instance_type) == what}) > 1:
-        counts += f" (in {instance.instance_type} sizes)"
-    if over <= 0:
-        return 0.0, f"covered: {counts}"
-    return min(mine, over) / mine, f"on demand: {counts}"
+    return RiPool(running, reserved).share(instance)
+
+
+# (type, zone, platform, tenancy): the machines that count alike for the RIs
+_Key = tuple[str, str, str, str]
+
+
+class RiPool:
+    """The running machines the RIs apply to, counted by what `share` asks of them (how many of a type run in
+    a zone; what a family or a type needs of the regional RIs once the zonal ones took theirs), built once
+    and shrunk by each stop: pricing a fleet in turn costs one pass, not one walk of the fleet per machine."""
+
+    def __init__(self, running: Iterable[Instance], reserved: Sequence[Reserved]) -> None:
+        self.reserved = reserved
+        self._count: dict[_Key, int] = defaultdict(int)
+        self._keys: dict[str, set[_Key]] = defaultdict(set)  # family -> the keys counted in it
+        self._types: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # family -> type -> count
+        self._zonal_left: dict[tuple[str, str], int] = defaultdict(int)  # (type, zone) -> zonal RIs
+        self._zonal_exact: set[_Key] = set()  # the keys a zonal RI matches exactly
+        for r in reserved:
+            if r.zone:
+                self._zonal_left[(r.instance_type, r.zone)] += r.count
+                self._zonal_exact.add((r.instance_type, r.zone, r.platform, r.tenancy))
+        for instance in running:
+            self.add(instance)
+
+    def add(self, instance: Instance) -> None:
+        key = _key(instance)
+        self._count[key] += 1
+        self._keys[family(instance.instance_type)].add(key)
+        self._types[family(instance.instance_type)][instance.instance_type] += 1
+
+    def remove(self, instance: Instance) -> None:
+        key = _key(instance)
+        if self._count.get(key, 0) <= 0:
+            return
+        self._count[key] -= 1
+        self._types[family(instance.instance_type)][instance.instance_type] -= 1
+
+    def share(self, instance: Instance) -> tuple[float, str]:
+        """`ri_share` of this machine, over the machines counted now."""
+        reserved = self.reserved
+        if not reserved:
+            return 1.0, ""
+        zonal = [r for r in reserved if r.zone and _matches(r, instance, exact=True)]
+        if zonal:
+            same = self._count.get(_key(instance), 0)
+            count = sum(r.count for r in zonal)
+            if same <= count:
+                return 0.0, f"covered: {same} {instance.instance_type} run in {instance.zone}, " + _ris(count, "zonal ")
+        pool = _pooled(instance, reserved)
+        regional = [r for r in reserved if not r.zone and _matches(r, instance, exact=not pool)]
+        if not regional:
+            return 1.0, ""
+        mine = (units(instance.instance_type) or 1.0) if pool else 1.0
+        need = self._regional_need(instance, pool=pool)
+        give = sum(r.count * ((units(r.instance_type) or 0) if pool else 1) for r in regional)
+        over = max(0.0, need - give)
+        what = family(instance.instance_type) if pool else instance.instance_type
+        counts = f"{_count(need / mine)} {what} run, " + _ris(give / mine, "")
+        if pool and sum(1 for n in self._types[what].values() if n > 0) > 1:
+            counts += f" (in {instance.instance_type} sizes)"
+        if over <= 0:
+            return 0.0, f"covered: {counts}"
+        return min(mine, over) / mine, f"on demand: {counts}"
+
+    def _regional_need(self, instance: Instance, *, pool: bool) -> float:
+        """What the running machines the regional RIs could cover need of them (units, or machines), once the
+        zonal RIs took the machines they cover. Within what one machine asks about, a (type, zone) has one
+        platform and tenancy: the zonal RIs of that slot go to its machines up to their count."""
+        platform, tenancy = _platform_of(instance), instance.tenancy
+        need = 0.0
+        for key in self._keys.get(family(instance.instance_type), ()):
+            kind, zone, its_platform, its_tenancy = key
+            if pool:
+                if its_platform != LINUX or its_tenancy != "default" or not units(kind):
+                    continue
+            elif (kind, its_platform, its_tenancy) != (instance.instance_type, platform, tenancy):
+                continue
+            n = self._count[key]
+            if n <= 0:
+                continue
+            if key in self._zonal_exact:
+                n -= min(n, self._zonal_left.get((kind, zone), 0))
+            need += n * ((units(kind) or 0) if pool else 1)
+        return need
+
+
+def _key(instance: Instance) -> _Key:
+    return (instance.instance_type, instance.zone, _platform_of(instance), instance.tenancy)
 
 
 def ri_uncovered(reserved: Sequence[Reserved], running: Sequence[Instance]) -> dict[str, float]:
@@ -542,31 +612,6 @@ def _same_type(other: Instance, instance: Instance) -> bool:
         and _platform_of(other) == _platform_of(instance)
         and other.tenancy == instance.tenancy
     )
-
-
-def _regional_need(
-    instance: Instance, reserved: Sequence[Reserved], running: Sequence[Instance], *, pool: bool
-) -> float:
-    """What the running machines the regional RIs could cover need of them (units, or machines), once the
-    zonal RIs took the machines they cover."""
-    zonal_left: dict[tuple[str, str], int] = defaultdict(int)
-    for r in reserved:
-        if r.zone:
-            zonal_left[(r.instance_type, r.zone)] += r.count
-    need = 0.0
-    for other in running:
-        if pool:
-            flexible = _platform_of(other) == LINUX and other.tenancy == "default" and units(other.instance_type)
-            if family(other.instance_type) != family(instance.instance_type) or not flexible:
-                continue
-        elif not _same_type(other, instance):
-            continue
-        slot = (other.instance_type, other.zone)
-        if zonal_left.get(slot, 0) > 0 and any(r.zone and _matches(r, other, exact=True) for r in reserved):
-            zonal_left[slot] -= 1
-            continue
-        need += (units(other.instance_type) or 0) if pool else 1
-    return need
 
 
 def _count(value: float) -> str:

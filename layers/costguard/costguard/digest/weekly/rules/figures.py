@@ -122,9 +122,24 @@ def is_idle(hour: Hour, instance: InstanceWeek, policy: IdlePolicy) -> bool:
     return judge_of(instance, policy)(hour.cpu_max, hour.gpu_max, hour.core_max)
 
 
+# The judges made, by policy (its identity: the one the digest runs with), vCPUs and GPU telemetry: a judge
+# works its levels out once, and the digest asks about every hour of a fleet's fortnight (built for each hour,
+# an hour's verdict cost about 20 times as much).
+_JUDGES: dict[tuple[int, int, bool], tuple[IdlePolicy, Judge]] = {}
+MOST_JUDGES = 256
+
+
 def judge_of(instance: InstanceWeek, policy: IdlePolicy) -> Judge:
     """The stopper's rule for this instance's hours: its vCPUs and whether it has GPU telemetry."""
-    return judge(policy, vcpus=instance.vcpu_count, gpu_telemetry=instance.telemetry)
+    key = (id(policy), instance.vcpu_count, instance.telemetry)
+    made = _JUDGES.get(key)
+    if made is not None and made[0] is policy:
+        return made[1]
+    if len(_JUDGES) >= MOST_JUDGES:
+        _JUDGES.clear()
+    found = judge(policy, vcpus=instance.vcpu_count, gpu_telemetry=instance.telemetry)
+    _JUDGES[key] = (policy, found)
+    return found
 
 
 def summarize(instances: Iterable[InstanceWeek], start: datetime, end: datetime, policy: IdlePolicy) -> Week:
