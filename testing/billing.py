@@ -9,11 +9,13 @@ moto leaves out; the handler and boto3 run unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from costguard.core.money import Bill, Marginal
+from costguard.core.records import Instance
 from testing.aws.ec2 import Ec2, Ec2World
 from testing.aws.savingsplans import SavingsPlans
 
@@ -84,3 +86,16 @@ def answer_the_bill(
                     instance.update(fields.get(instance.get("InstanceId", ""), {}))
 
         ec2.meta.events.register("after-call.ec2.DescribeInstances", add_fields)
+
+
+def price_in_turn(
+    bill: Bill, instances: Iterable[Instance], on_demand: Mapping[str, float | None]
+) -> dict[str, Marginal]:
+    """Each machine's marginal price as if the ones before it were stopped (the order of the stops), by
+    costguard's own model: what the unit tests of core/money.py price a fleet with."""
+    out: dict[str, Marginal] = {}
+    for instance in instances:
+        marginal = bill.price(instance, on_demand.get(instance.instance_type))
+        out[instance.instance_id] = marginal
+        bill.stopped(instance, marginal)
+    return out

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from costguard.core.money import Basis, Bill, Billing, Hold, Plan, Reserved, price_in_turn, units
+from costguard.core.money import Basis, Bill, Billing, Hold, Plan, Reserved, units
 from costguard.core.records import Instance
+from testing.billing import price_in_turn
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)  # a Tuesday
 P4D = 21.96

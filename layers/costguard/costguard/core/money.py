@@ -620,15 +620,3 @@ def _count(value: float) -> str:
 
 def _ris(count: float, kind: str) -> str:
     return f"{_count(count)} {kind}Reserved Instance{'' if abs(count - 1) < 0.05 else 's'}"
-
-
-def price_in_turn(
-    bill: Bill, instances: Iterable[Instance], on_demand: Mapping[str, float | None]
-) -> dict[str, Marginal]:
-    """Each machine's marginal price as if the ones before it were stopped: the order of the stops."""
-    out: dict[str, Marginal] = {}
-    for instance in instances:
-        marginal = bill.price(instance, on_demand.get(instance.instance_type))
-        out[instance.instance_id] = marginal
-        bill.stopped(instance, marginal)
-    return out
