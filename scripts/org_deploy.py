@@ -98,12 +98,26 @@ def _parameters(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"ParameterKey": key, "ParameterValue": value} for key, value in sorted(values.items())]
 
 
-def member_parameters(deployment: OrgDeployment) -> dict[str, str]:
-    return {**deployment.member_parameters, **deployment.artifact_parameters()}
+def figures_queue_arn(deployment: OrgDeployment, caller: Caller) -> str:
+    """The hub's figures queue, by the name the hub's stack gives it in an organization (<stack>-figures)."""
+    return f"arn:aws:sqs:{deployment.hub_region}:{caller.account}:{deployment.stack_name}-figures"
 
 
-def hub_parameters(deployment: OrgDeployment) -> dict[str, str]:
-    return {**deployment.hub_parameters, **deployment.artifact_parameters()}
+def member_parameters(deployment: OrgDeployment, caller: Caller) -> dict[str, str]:
+    """What every member stack is told: the organization and the hub's account and stack name, from which it
+    derives the names it shares with the hub (its click queue, the hub's figures queue); no ARN of a member."""
+    return {
+        **deployment.member_parameters,
+        **deployment.artifact_parameters(),
+        "OrganizationId": caller.organization_id,
+        "HubAccountId": caller.account,
+        "HubStackName": deployment.stack_name,
+        "HubFiguresQueueArn": figures_queue_arn(deployment, caller),
+    }
+
+
+def hub_parameters(deployment: OrgDeployment, caller: Caller) -> dict[str, str]:
+    return {**deployment.hub_parameters, **deployment.artifact_parameters(), "OrganizationId": caller.organization_id}
 
 
 def stackset_request(deployment: OrgDeployment, caller: Caller) -> dict[str, Any]:
@@ -112,7 +126,7 @@ def stackset_request(deployment: OrgDeployment, caller: Caller) -> dict[str, Any
         "StackSetName": deployment.stackset_name,
         "Description": f"costguard in every account of {', '.join(deployment.units)} (hub: {caller.account})",
         "TemplateURL": deployment.template_url(),
-        "Parameters": _parameters(member_parameters(deployment)),
+        "Parameters": _parameters(member_parameters(deployment, caller)),
         "Capabilities": CAPABILITIES,
         "PermissionModel": "SERVICE_MANAGED",
         # An account that leaves the units loses its stack: what stays is listed by make org-uninstall's words.
@@ -263,7 +277,7 @@ def deploy_steps(
                 deployment.stack_name,
                 {
                     "TemplateURL": deployment.template_url(),
-                    "Parameters": _parameters(hub_parameters(deployment)),
+                    "Parameters": _parameters(hub_parameters(deployment, caller)),
                     "Capabilities": CAPABILITIES,
                 },
             ),

@@ -37,6 +37,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         channel=runtime.settings.digest_channel,
         now=runtime.now(),
         time_left=runtime.time_left,
+        any_account=bool(settings.organization_id),
     )
 
 

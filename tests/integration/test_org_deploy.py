@@ -69,12 +69,19 @@ def deployment(units: tuple[str, ...], regions: tuple[str, ...] = ("us-east-1", 
     )
 
 
-MEMBER_PARAMETERS = [
-    {"ParameterKey": "AlertsChannel", "ParameterValue": "C0ALERTS"},
-    {"ParameterKey": "ArtifactBucketPrefix", "ParameterValue": "costguard-artifacts"},
-    {"ParameterKey": "ArtifactKeyPrefix", "ParameterValue": "costguard/abc123"},
-    {"ParameterKey": "BudgetAlerts", "ParameterValue": "false"},
-]
+def member_parameters(organization: dict[str, str], hub: str) -> list[dict[str, str]]:
+    """No ARN of any member: the organization, the hub's account and stack name, and the hub's figures queue by
+    the name its stack gives it."""
+    return [
+        {"ParameterKey": "AlertsChannel", "ParameterValue": "C0ALERTS"},
+        {"ParameterKey": "ArtifactBucketPrefix", "ParameterValue": "costguard-artifacts"},
+        {"ParameterKey": "ArtifactKeyPrefix", "ParameterValue": "costguard/abc123"},
+        {"ParameterKey": "BudgetAlerts", "ParameterValue": "false"},
+        {"ParameterKey": "HubAccountId", "ParameterValue": hub},
+        {"ParameterKey": "HubFiguresQueueArn", "ParameterValue": f"arn:aws:sqs:us-east-1:{hub}:costguard-figures"},
+        {"ParameterKey": "HubStackName", "ParameterValue": "costguard"},
+        {"ParameterKey": "OrganizationId", "ParameterValue": organization["id"]},
+    ]
 
 
 def cloudformation() -> tuple[Any, Stubber]:
@@ -123,7 +130,7 @@ def test_first_deploy_creates_a_service_managed_stackset_that_follows_the_chosen
             "StackSetName": "costguard-members",
             "Description": f"costguard in every account of {units[0]}, {units[1]} (hub: {organization[who]})",
             "TemplateURL": TEMPLATE_URL,
-            "Parameters": MEMBER_PARAMETERS,
+            "Parameters": member_parameters(organization, organization[who]),
             "Capabilities": ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
             "PermissionModel": "SERVICE_MANAGED",
             "AutoDeployment": {"Enabled": True, "RetainStacksOnAccountRemoval": False},
@@ -167,7 +174,7 @@ def test_second_deploy_updates_the_stackset_and_adds_only_the_new_unit_and_regio
             "StackSetName": "costguard-members",
             "Description": f"costguard in every account of {ml}, {research} (hub: {organization['admin']})",
             "TemplateURL": TEMPLATE_URL,
-            "Parameters": MEMBER_PARAMETERS,
+            "Parameters": member_parameters(organization, organization["admin"]),
             "Capabilities": CAPABILITIES,
             "PermissionModel": "SERVICE_MANAGED",
             "AutoDeployment": {"Enabled": True, "RetainStacksOnAccountRemoval": False},

@@ -450,6 +450,8 @@ def test_the_public_receiver_can_read_the_signing_secret_and_queue_clicks_and_no
         ("kms:Decrypt", json.dumps(key, sort_keys=True)),
         # Only in a hub (MemberClickQueues set): each member's click queue, named one by one.
         ("sqs:SendMessage", json.dumps({"Fn::Split": [",", {"Ref": "MemberClickQueues"}]}, sort_keys=True)),
+        # Only in an organization's hub: the members' <stack>-clicks queues, in its organization's accounts only.
+        ("sqs:SendMessage", json.dumps({"Fn::Sub": "arn:${AWS::Partition}:sqs:*:*:${AWS::StackName}-clicks"})),
     }
     assert not any(a.startswith(("ec2:", "dynamodb:", "ssm:", "autoscaling:")) for a, _ in granted)
     # No managed policy but CloudWatch Logs and, with Tracing Active, X-Ray's write-only telemetry (its
@@ -676,7 +678,7 @@ def test_only_the_hubs_receiver_role_may_send_clicks_to_a_members_queue(cfn: dic
         ]
         if "Fn::If" in raw
     ]
-    assert [r["Fn::If"][0] for r in route] == ["HasMembers", "HasKmsKey"]
+    assert [r["Fn::If"][0] for r in route] == ["HasMembers", "RoutesClicksInOrganization", "HasKmsKey"]
     # The hub hands its receiver role to the members; each member its queue to the hub.
     assert cfn["Outputs"]["SlackReceiverRoleArn"]["Value"] == {"Fn::GetAtt": ["SlackReceiverFunctionRole", "Arn"]}
     assert cfn["Outputs"]["ClickQueueArn"]["Value"] == {"Fn::GetAtt": ["ClickQueue", "Arn"]}
@@ -760,7 +762,7 @@ def test_the_new_idle_parameters_reach_the_idle_stopper_with_the_codes_defaults(
 def test_only_the_member_digest_roles_may_hand_weeks_to_the_hubs_figures_queue(cfn: dict[str, Any]) -> None:
     resources = cfn["Resources"]
     policy = resources["FiguresQueueMembersPolicy"]
-    assert policy["Condition"] == resources["FiguresQueue"]["Condition"] == "IsOrganizationHub"
+    assert (policy["Condition"], resources["FiguresQueue"]["Condition"]) == ("ByHandHub", "IsOrganizationHub")
     [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
     # each member's digest role by name: not the member accounts, not the organization
     assert statement["Principal"] == {"AWS": {"Fn::Split": [",", {"Ref": "MemberDigestRoles"}]}}

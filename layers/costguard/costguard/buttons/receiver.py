@@ -63,7 +63,14 @@ def receive(
         return {"statusCode": 200, "body": ""}
     routes = settings()
     try:
-        region, url = route(click.account, own_account=own_account, own_queue=routes.queue_url, members=routes.members)
+        region, url = route(
+            click.account,
+            own_account=own_account,
+            own_queue=routes.queue_url,
+            members=routes.members,
+            region=click.region,
+            organization_queue=routes.member_queue_name,
+        )
     except NotAMember as exc:
         logger.warning("slack click refused", reason=str(exc), user=click.user_id, instance_id=click.instance_id)
         metrics.add_metric(name="SlackClicksRefused", unit=MetricUnit.Count, value=1)

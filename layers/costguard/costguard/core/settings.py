@@ -296,6 +296,7 @@ class ReceiverSettings:
 
     queue_url: str = ""
     members: Mapping[str, str] = field(default_factory=dict)  # member account -> its click queue's URL
+    member_queue_name: str = ""  # in an organization: every member's click queue, by name (slack/routing.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ReceiverSettings:
@@ -307,7 +308,11 @@ class ReceiverSettings:
                 read.problems.append(f"MEMBER_CLICK_QUEUES entry {arn!r} is not an SQS queue ARN")
                 continue
             members[match.group(2)] = sqs_queue_url(arn)
-        settings = cls(queue_url=read.required("CLICK_QUEUE_URL"), members=members)
+        settings = cls(
+            queue_url=read.required("CLICK_QUEUE_URL"),
+            members=members,
+            member_queue_name=read.optional("MEMBER_CLICK_QUEUE_NAME"),
+        )
         read.check()
         return settings
 
@@ -407,6 +412,7 @@ class OrganizationSettings:
     queue_url: str
     members: tuple[str, ...]  # the member accounts, from their weekly digests' role ARNs
     reports_itself: bool = True  # the hub's own weekly digest hands its week over too
+    organization_id: str = ""  # make org-deploy's hub: any account of it may report (its queue policy checks who)
 
     def expected(self, own_account: str) -> list[str]:
         accounts = ([own_account] if self.reports_itself and own_account else []) + list(self.members)
@@ -426,6 +432,7 @@ class OrganizationSettings:
             queue_url=read.required("FIGURES_QUEUE_URL"),
             members=tuple(dict.fromkeys(members)),
             reports_itself=read.flag("HUB_WEEKLY_DIGEST", True),
+            organization_id=read.optional("ORGANIZATION_ID"),
         )
         read.check()
         return settings

@@ -48,9 +48,12 @@ def organization_digest(
     channel: str,
     now: datetime,
     time_left: Callable[[], float] = lambda: float("inf"),
+    any_account: bool = False,
 ) -> dict[str, Any]:
-    """The week gathered and posted, once a week, and each person told once; what it said, for the handler."""
-    org = gather(mailbox, kept, expected, now=now, time_left=time_left)
+    """The week gathered and posted, once a week, and each person told once; what it said, for the handler.
+    `any_account`: an organization's hub, whose figures queue only its organization may send to, takes the week
+    of an account it was not told of (one created since), after the expected ones."""
+    org = gather(mailbox, kept, expected, now=now, time_left=time_left, any_account=any_account)
     week = f"{now:%G-W%V}"
     posted = post_with_files(
         notifier,
@@ -130,16 +133,20 @@ def gather(
     *,
     now: datetime,
     time_left: Callable[[], float] = lambda: float("inf"),
+    any_account: bool = False,
 ) -> OrganizationWeek:
     refused = 0
+    accounts = list(expected)
     read: list[Letter] = []  # kept, to delete: 10 a call, each after what it says is kept
     for letter in mailbox.letters(time_left=time_left, reserve=RESERVE_SECONDS):
         try:
             week: AccountWeek | OwnersPart = (
                 decode_owners(letter.body) if kind_of(letter.body) == OWNERS_KIND else decode(letter.body)
             )
-            if week.account not in expected:
+            if week.account not in accounts and not any_account:
                 raise EventValidationError(f"a hand-off from account {week.account}, which this hub does not expect")
+            if week.account not in accounts:
+                accounts.append(week.account)
         except EventValidationError as exc:
             # Left on the queue: SQS moves it to the dead-letter queue after its third receive.
             logger.warning("hand-off refused", reason=str(exc)[:300], receives=letter.receives)
@@ -155,12 +162,12 @@ def gather(
             read = []
     _delete(mailbox, read)
     reported: dict[str, AccountWeek] = {}
-    for account, body in kept.latest(list(expected)).items():
+    for account, body in kept.latest(accounts).items():
         try:
             reported[account] = decode(body)
         except EventValidationError as exc:  # kept by an older costguard, or changed by hand
             logger.warning("kept hand-off unreadable", account=account, reason=str(exc)[:300])
-    return OrganizationWeek(now=now, expected=list(expected), reported=reported, refused=refused)
+    return OrganizationWeek(now=now, expected=accounts, reported=reported, refused=refused)
 
 
 def _delete(mailbox: Mailbox, letters: list[Letter]) -> None:
