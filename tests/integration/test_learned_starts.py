@@ -263,7 +263,8 @@ def test_stop_now_on_a_warning_that_promised_a_learned_start_keeps_the_promise(
     [warning] = slack.messages
     start_at = run + timedelta(days=1) - timedelta(minutes=POLICY.schedule_lead_minutes)
     assert f"starts it again *{start_at:%a %d %b %H:%M} UTC*" in as_read(warning.blocks)
-    [stop_now] = [e for b in warning.blocks if b["type"] == "actions" for e in b["elements"] if "Stop" in str(e)]
+    actions = [e for b in warning.blocks if b["type"] == "actions" for e in b["elements"]]
+    [stop_now] = [e for e in actions if e["action_id"] == Button.STOP_NOW]
     payload = {
         "type": "block_actions",
         "user": {"id": "U0ALICE", "username": "alice"},

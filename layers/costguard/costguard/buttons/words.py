@@ -74,15 +74,25 @@ def kept_while_busy(click: Click, zone: str) -> Done:
 
 
 def stopped(
-    click: Click, now: datetime, zone: str, *, hibernate: bool, start_at: datetime | None, for_runs: bool = False
+    click: Click,
+    now: datetime,
+    zone: str,
+    *,
+    hibernate: bool,
+    start_at: datetime | None,
+    for_runs: bool = False,
+    declined: bool = False,
 ) -> Done:
     """Stopped from Slack: its disks (or memory) kept, the start costguard promised, and Start it again; "Skip
-    the planned start" too, unless its owner keeps it for its runs (`for_runs`: their word, a start they asked)."""
+    the planned start" too, unless its owner keeps it for its runs (`for_runs`: their word, a start they asked).
+    `declined`: "Stop and don't start it", its runs' start turned off in the same click, and said."""
     who = mention(click.user_id)
     word = "Hibernated" if hibernate else "Stopped"
     note = Mrkdwn("Its memory is kept." if hibernate else "Its disks are kept.")
     if start_at is not None:
         note += Mrkdwn(" costguard starts it again *") + when(start_at, zone) + Mrkdwn("* for its recurring work.")
+    elif declined:
+        note += Mrkdwn(f" costguard will not start it for its runs (`{tags.LEARNED_START}={tags.OFF}`).")
     skippable = start_at is not None and not for_runs
     buttons = start_buttons(click.instance_id, click.region, click.account, learned_start=skippable)
     text = mrkdwn("{} {} `{}`. ", who, word.lower(), click.instance_id) + note
@@ -106,7 +116,8 @@ def no_learned_start(click: Click) -> Done:
         click.instance_id,
         f"{tags.LEARNED_START}={tags.OFF}",
     )
-    return Done(text, live.without(Button.DONT_START, mrkdwn("Planned start skipped by {}.", who)))
+    skipped = live.without(Button.DONT_START, mrkdwn("Planned start skipped by {}.", who))
+    return Done(text, lambda part: _no_stop_without_start(skipped(part)))
 
 
 def kept_for_runs(click: Click) -> Done:
@@ -121,7 +132,13 @@ def kept_for_runs(click: Click) -> Done:
         f"{tags.KEEP_FOR_RUNS}={tags.ON}",
     )
     kept = live.without(Button.KEEP_FOR_RUNS, mrkdwn("Kept for its runs by {}: started before each.", who))
-    return Done(text, lambda part: live.without(Button.DONT_START)(live.settled(kept, part)))
+    return Done(text, lambda part: _no_stop_without_start(live.without(Button.DONT_START)(live.settled(kept, part))))
+
+
+def _no_stop_without_start(part: Part | None) -> Part | None:
+    """ "Stop and don't start it" gone with the planned start it declines: skipped, or outranked by a keep for runs
+    (Stop now then promises nothing, or what its owner asked)."""
+    return live.without(Button.STOP_NO_START)(part) if part is not None else None
 
 
 def still_kept_for_runs(click: Click) -> str:

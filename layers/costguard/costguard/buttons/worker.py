@@ -52,10 +52,12 @@ class Reply:
 Responder = Callable[[str, Mapping[str, Any]], None]
 # What IAM or EC2 answers a stop costguard may not make: never worth a retry.
 REFUSED = {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "OperationNotPermitted"}
+STOPS = (Button.STOP_NOW, Button.STOP_NO_START)  # "Stop and don't start it": Stop now without the promised start
 
 
 KINDS = {
     Button.STOP_NOW: EntryKind.STOP_FROM_SLACK,
+    Button.STOP_NO_START: EntryKind.STOP_FROM_SLACK,
     Button.START: EntryKind.START_FROM_SLACK,
     Button.DONT_START: EntryKind.LEARNED_START_OFF,
 }
@@ -212,7 +214,6 @@ def act(  # noqa: PLR0917
 ) -> Reply:
     """What the button does to the machine, and what its message then says (`zone`: the owner's clock;
     `for_runs`: the machine is kept for its runs)."""
-    iid = f"`{click.instance_id}`"
     if click.button is Button.KEEP_WHILE_BUSY:
         applied = ec2.create_tags(
             [click.instance_id],
@@ -234,25 +235,8 @@ def act(  # noqa: PLR0917
         )
         ec2.delete_tags([click.instance_id], tags.WARNING_TAGS)
         done = words.kept(click, until, zone.key)
-    elif click.button is Button.STOP_NOW:
-        if mode is Mode.NOTIFY_ONLY:
-            return Reply(
-                "refused", "costguard is in notify-only mode and stops nothing; stop it from the console or CLI."
-            )
-        try:
-            applied = ec2.stop([click.instance_id], hibernate=hibernate)
-        except ClientError as exc:
-            if error_code(exc) not in REFUSED:
-                raise
-            return Reply(
-                "refused",
-                f"AWS refused to stop {iid} ({error_code(exc)}): it is exempt (`{tags.EXEMPT}`) or of a "
-                "type costguard may not stop.",
-            )
-        if applied:
-            ec2.create_tags([click.instance_id], stop_record(click, now))
-        start_at = words.start_again_at(click, now)
-        done = words.stopped(click, now, zone.key, hibernate=hibernate, start_at=start_at, for_runs=for_runs)
+    elif click.button in STOPS:
+        return stop(ec2, click, hibernate, now, zone, mode, for_runs=for_runs)
     else:
         try:
             applied = ec2.start(click.instance_id)
@@ -260,6 +244,40 @@ def act(  # noqa: PLR0917
             code = error_code(exc)
             return Reply("refused", f"AWS would not start it: {code}.")
         done = words.started(click, now, zone.key)
+    if not applied:
+        return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + done.text)
+    return Reply("done", done.text, done)
+
+
+def stop(  # noqa: PLR0917
+    ec2: Ec2, click: Click, hibernate: bool, now: datetime, zone: ZoneInfo, mode: Mode, *, for_runs: bool = False
+) -> Reply:
+    """Stop now (or Stop anyway): the machine stopped, with the start its warning promised for its runs; "Stop and
+    don't start it": stopped, and that start declined (learned starts off for it, as "Skip the planned start")."""
+    iid = f"`{click.instance_id}`"
+    if click.button is Button.STOP_NO_START:  # its runs' start declined in the same click
+        click = replace(click, start_at="")
+    if mode is Mode.NOTIFY_ONLY:
+        return Reply("refused", "costguard is in notify-only mode and stops nothing; stop it from the console or CLI.")
+    try:
+        applied = ec2.stop([click.instance_id], hibernate=hibernate)
+    except ClientError as exc:
+        if error_code(exc) not in REFUSED:
+            raise
+        return Reply(
+            "refused",
+            f"AWS refused to stop {iid} ({error_code(exc)}): it is exempt (`{tags.EXEMPT}`) or of a "
+            "type costguard may not stop.",
+        )
+    if applied:
+        ec2.create_tags([click.instance_id], stop_record(click, now))
+        if click.button is Button.STOP_NO_START:
+            dont_start(ec2, click)
+    start_at = words.start_again_at(click, now)
+    declined = click.button is Button.STOP_NO_START
+    done = words.stopped(
+        click, now, zone.key, hibernate=hibernate, start_at=start_at, for_runs=for_runs, declined=declined
+    )
     if not applied:
         return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + done.text)
     return Reply("done", done.text, done)

@@ -17,6 +17,7 @@ class Button(StrEnum):
     STOP_NOW = "costguard.stop_now"
     START = "costguard.start"
     DONT_START = "costguard.dont_start"  # not started again for its learned recurring work
+    STOP_NO_START = "costguard.stop_no_start"  # stopped now, and not started again for its runs (one click)
     # stopped when idle, never just before its known runs, and started before them (costguard:keep-for-runs)
     KEEP_FOR_RUNS = "costguard.keep_for_runs"
     RECREATE = "costguard.recreate"  # a SageMaker endpoint costguard deleted, created again from its configuration
@@ -88,9 +89,19 @@ def warning_buttons(
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
         elements.append(stop)
+        if start_at and not kept_for_runs:  # the promise Stop now keeps, declined in the same click
+            alone = dict(button(STOP_WITHOUT_START, Button.STOP_NO_START, value))
+            alone["confirm"] = {
+                **stop["confirm"],
+                "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now, not started for its runs."},
+            }
+            elements.append(alone)
     if start_at and not kept_for_runs:
         elements.append(button(SKIP_START, Button.DONT_START, value))
     return elements
+
+
+STOP_WITHOUT_START = "Stop and don't start it"  # Stop now, and "Skip the planned start"
 
 
 SKIP_START = "Skip the planned start"  # "Don't start it": learned starts off for the machine

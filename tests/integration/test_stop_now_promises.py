@@ -1,0 +1,145 @@
+"""Stop now keeps the machine's promises, through the handlers against moto: a person's Stop now on the warning
+of a box whose crontab runs a nightly job gets its start before that job (`costguard:start-at`, kept in the
+start log), said in the stop notice with "Skip the planned start"; and the sweep starts it before the job."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from costguard.core import formatting, tags
+from costguard.runtime import Runtime
+from costguard.slack.buttons import Button
+from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read, dates_in
+from tests.integration.conftest import REGION, SECRET, tags_of
+from tests.integration.test_activity_check import POLICY, answers
+from tests.integration.test_buttons import SIGNING_SECRET, env
+from tests.integration.test_idle_stopper import idle, launch, publish, state_of
+from tests.integration.test_keep_for_runs import nightly, sweep
+from tests.integration.test_live_messages import buttons, header, press
+
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+
+__all__ = ["answers", "env"]
+
+
+def warned_nightly_box(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[str, datetime, Any]:
+    """An idle box whose crontab runs `nightly.sh` ten hours from now, warned by the sweep: it, its job's time and
+    the warning."""
+    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url, "signing_secret": SIGNING_SECRET}
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    secrets.put_secret_value(SecretId=SECRET, SecretString=json.dumps(secret))  # the receiver verifies the click
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    job = (now + timedelta(hours=10)).replace(minute=0)
+    answers[iid] = nightly(job)
+    assert sweep(runtime, now, context, monkeypatch, policy=POLICY)["warned"] == [iid]
+    [warning] = slack.messages
+    return iid, job, warning
+
+
+def test_stop_now_on_a_box_with_a_crontab_job_starts_it_before_the_job_and_says_so(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    env: str,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, job, warning = warned_nightly_box(runtime, slack, answers, now, lambda_context, monkeypatch)
+    start_at = job - timedelta(minutes=POLICY.schedule_lead_minutes)
+
+    at = now + timedelta(minutes=5)
+    result = press(slack, warning, Button.STOP_NOW.value, runtime, env, at, lambda_context, monkeypatch)
+
+    assert result["clicks"] == [{"instance_id": iid, "button": Button.STOP_NOW.value, "status": "done"}]
+    assert state_of(iid) == "stopped"
+    assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
+    assert header(warning).startswith("Stopped: GPU machine")  # the warning, changed in place
+    assert "costguard starts it again *" in as_read(warning.blocks)
+    assert int(start_at.timestamp()) in dates_in(warning.blocks)  # in each reader's own time
+    assert Button.DONT_START.value in buttons(warning)
+    assert Button.START.value in buttons(warning)
+
+    assert sweep(runtime, start_at - timedelta(minutes=15), lambda_context, monkeypatch, policy=POLICY)["started"] == []
+    assert sweep(runtime, start_at, lambda_context, monkeypatch, policy=POLICY)["started"] == [iid]
+    assert state_of(iid) == "running"
+
+
+def test_stop_and_dont_start_it_stops_the_box_in_one_click_and_its_job_does_not_start_it(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    env: str,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, job, warning = warned_nightly_box(runtime, slack, answers, now, lambda_context, monkeypatch)
+    start_at = job - timedelta(minutes=POLICY.schedule_lead_minutes)
+    assert Button.STOP_NO_START.value in buttons(warning)  # beside Stop now, on a warning that promises a start
+
+    at = now + timedelta(minutes=5)
+    result = press(slack, warning, Button.STOP_NO_START.value, runtime, env, at, lambda_context, monkeypatch)
+
+    assert result["clicks"] == [{"instance_id": iid, "button": Button.STOP_NO_START.value, "status": "done"}]
+    assert state_of(iid) == "stopped"
+    assert tags.START_AT not in tags_of(iid)
+    assert tags_of(iid)[tags.LEARNED_START] == tags.OFF
+    assert header(warning).startswith("Stopped: GPU machine")
+    said = as_read(warning.blocks)
+    assert "costguard starts it again" not in said
+    assert f"costguard will not start it for its runs (`{tags.LEARNED_START}={tags.OFF}`)" in said
+    assert buttons(warning) == [Button.START.value]  # nothing planned to skip: Start it again only
+
+    assert sweep(runtime, start_at, lambda_context, monkeypatch, policy=POLICY)["started"] == []
+    assert state_of(iid) == "stopped"
+
+
+def test_a_warning_that_promises_no_start_offers_no_stop_and_dont_start_it(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    assert sweep(runtime, now, lambda_context, monkeypatch, policy=POLICY)["warned"] == [iid]
+    [warning] = slack.messages
+    assert Button.STOP_NOW.value in buttons(warning)
+    assert Button.STOP_NO_START.value not in buttons(warning)
+
+
+def test_skip_the_planned_start_on_a_warning_takes_stop_and_dont_start_it_away_with_it(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    env: str,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, _, warning = warned_nightly_box(runtime, slack, answers, now, lambda_context, monkeypatch)
+
+    at = now + timedelta(minutes=5)
+    result = press(slack, warning, Button.DONT_START.value, runtime, env, at, lambda_context, monkeypatch)
+
+    assert result["clicks"] == [{"instance_id": iid, "button": Button.DONT_START.value, "status": "done"}]
+    left = buttons(warning)
+    assert Button.STOP_NO_START.value not in left  # nothing planned is left to decline
+    assert Button.STOP_NOW.value in left
