@@ -17,6 +17,11 @@ provided and `blocks` are not provided, the `blocks` will be removed", docs.slac
 What becomes of the old text when an update gives blocks and no `text`, Slack's docs do not say; the
 stand-in refuses that update (the missing fallback above), so no test can lean on the old text staying.
 A response_url's `replace_original` replaces the whole message with the one it carries.
+
+A reply (`thread_ts`) is kept in its thread: conversations.replies reads the thread (its parent first),
+conversations.history the conversation (a reply only if it was broadcast, as Slack shows it). A fault may
+come after Slack took the call (`accepted`): the message is posted, and the answer is the error, or, for a
+timeout (`status` 0), no answer before `hang_s` seconds, after which the connection is closed.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ class Posted:
     ts: str
     direct: bool = False
     updated: bool = False
+    thread_ts: str = ""  # a reply: its thread's parent
+    broadcast: bool = False  # a reply shown in the conversation too
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class Fault:
     count: int
     retry_after: int | None = None
     error: str = ""
+    accepted: bool = False  # Slack took the call first (a post is made), then answered with the fault
+    hang_s: float = 0.0  # status 0: no answer for this long (the client's timeout), then the connection closed
 
 
 # Slack's Web API tiers (https://docs.slack.dev/apis/web-api/rate-limits): calls a minute per method.
@@ -76,6 +85,7 @@ TIERS = {
     "auth.test": 100,
     "conversations.open": 50,
     "conversations.history": 50,
+    "conversations.replies": 50,
 }
 POSTS_PER_CHANNEL_SECONDS = 1.0  # chat.postMessage: "one message per second per channel"
 
@@ -144,10 +154,19 @@ class SlackStandIn(local_http.Served):
         return f"{self.url}/services/T000/B000/demo"
 
     def fail(
-        self, method: str, status: int, *, count: int = 1, retry_after: int | None = None, error: str = ""
+        self,
+        method: str,
+        status: int,
+        *,
+        count: int = 1,
+        retry_after: int | None = None,
+        error: str = "",
+        accepted: bool = False,
+        hang_s: float = 0.0,
     ) -> None:
-        """The next `count` calls of `method` ("chat.postMessage", "webhook", ...) fail this way."""
-        self.faults.setdefault(method, []).append(Fault(status, count, retry_after, error))
+        """The next `count` calls of `method` ("chat.postMessage", "webhook", ...) fail this way; `accepted`:
+        once Slack made them (a 5xx, or with `status` 0 a timeout of `hang_s` seconds, after the post)."""
+        self.faults.setdefault(method, []).append(Fault(status, count, retry_after, error, accepted, hang_s))
 
     def messages_to(self, channel: str) -> list[Posted]:
         return [m for m in self.messages if m.channel == channel]
@@ -185,7 +204,7 @@ class SlackStandIn(local_http.Served):
             fault = self._take_fault(method)
         if self.latency_s:
             time.sleep(self.latency_s)
-        if fault is not None:
+        if fault is not None and not fault.accepted:
             headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
             body: Any = {"ok": False, "error": fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")}
             self._reply(request, fault.status, body if method != "webhook" else "error", headers)
@@ -224,7 +243,19 @@ class SlackStandIn(local_http.Served):
             if wait is not None:
                 self._reply(request, 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)})
                 return
-        self._reply(request, 200, self._api(method, args))
+        answer = self._api(method, args)
+        if fault is not None:  # taken, and then the answer is lost
+            self._lost(request, method, fault)
+            return
+        self._reply(request, 200, answer)
+
+    def _lost(self, request: BaseHTTPRequestHandler, method: str, fault: Fault) -> None:
+        """The answer to a call Slack made: an error, or (status 0) none before the client gave up."""
+        if fault.status:
+            self._reply(request, fault.status, {"ok": False, "error": fault.error or "fatal_error"})
+            return
+        time.sleep(fault.hang_s)
+        request.close_connection = True
 
     def _respond(self, message_ts: str, body: Mapping[str, Any]) -> None:
         with self._lock:
@@ -289,8 +320,10 @@ class SlackStandIn(local_http.Served):
             refused = self._refuse(method, args)
             if refused:
                 return blockkit.refusal(refused)
+            channel = str(args.get("channel", ""))  # a direct message's: its user's, or its DM channel (D + user)
+            where = channel[1:] if channel.startswith("D") and channel[1:] in self.users.values() else channel
             for message in self.messages:
-                if message.ts == args.get("ts") and message.channel == args.get("channel"):
+                if message.ts == args.get("ts") and message.channel == where:
                     # The text is replaced; the blocks too, and without `blocks` (the text given) removed.
                     message.text = str(args.get("text", ""))
                     message.blocks = list(args.get("blocks") or [])
@@ -315,6 +348,8 @@ class SlackStandIn(local_http.Served):
             return {"ok": True, "channel": {"id": f"D{user}"}}
         if method == "conversations.history":
             return self._history(args)
+        if method == "conversations.replies":
+            return self._replies(args)
         if method == "usergroups.users.list":
             group = self.groups.get(str(args.get("usergroup", "")))
             if group is None:
@@ -332,7 +367,11 @@ class SlackStandIn(local_http.Served):
             return {"ok": False, "error": "channel_not_found"}
         oldest = float(str(args.get("oldest") or 0))
         with self._lock:
-            found = [m for m in self.messages if m.channel == where and float(m.ts) >= oldest]
+            found = [
+                m
+                for m in self.messages
+                if m.channel == where and float(m.ts) >= oldest and (not m.thread_ts or m.broadcast)
+            ]
         found.sort(key=lambda m: float(m.ts), reverse=True)
         start, limit = int(str(args.get("cursor") or 0)), int(str(args.get("limit") or 100))
         following = str(start + limit) if start + limit < len(found) else ""
@@ -346,10 +385,37 @@ class SlackStandIn(local_http.Served):
             "response_metadata": {"next_cursor": following},
         }
 
+    def _replies(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """A thread's messages, its parent first and then its replies since `oldest`, oldest first, a page at a
+        time."""
+        channel, parent = str(args.get("channel", "")), str(args.get("ts", ""))
+        where = channel[1:] if channel.startswith("D") and channel[1:] in self.users.values() else channel
+        oldest = float(str(args.get("oldest") or 0))
+        with self._lock:
+            head = [m for m in self.messages if m.channel == where and m.ts == parent]
+            if not head:
+                return {"ok": False, "error": "thread_not_found"}
+            replies = [m for m in self.messages if m.channel == where and m.thread_ts == parent]
+        found = head + sorted((m for m in replies if float(m.ts) >= oldest), key=lambda m: float(m.ts))
+        start, limit = int(str(args.get("cursor") or 0)), int(str(args.get("limit") or 100))
+        following = str(start + limit) if start + limit < len(found) else ""
+        page = [
+            {"type": "message", "ts": m.ts, "thread_ts": parent, "text": m.text, "blocks": m.blocks}
+            for m in found[start : start + limit]
+        ]
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": bool(following),
+            "response_metadata": {"next_cursor": following},
+        }
+
     def _record(self, route: str, channel: str, payload: Mapping[str, Any], *, direct: bool = False) -> Posted:
         with self._lock:
             ts = f"{int(self.clock())}.{next(self._ts):06d}"
             posted = Posted(route, channel, str(payload.get("text", "")), list(payload.get("blocks") or []), ts, direct)
+            posted.thread_ts = str(payload.get("thread_ts") or "")
+            posted.broadcast = str(payload.get("reply_broadcast", "")).lower() in ("true", "1")
             self.messages.append(posted)
             return posted
 

@@ -12,7 +12,7 @@ import pytest
 
 from costguard.core.errors import SlackDeliveryError
 from costguard.runtime import Runtime
-from costguard.slack.blocks import Message
+from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.state.claims import Claims, ClaimState, post_once
 from testing.handlers import load_event, load_handler
@@ -104,3 +104,22 @@ def test_a_budget_notification_delivered_twice_is_posted_once(
     again = budget_alerts.lambda_handler(budget_event(), lambda_context, runtime=runtime)
     assert again["notifications"][0]["status"] == "duplicate"
     assert len(slack.messages) == 1
+
+
+@pytest.mark.parametrize(
+    "lost",
+    [{"status": 0, "hang_s": 1.5}, {"status": 503}],
+    ids=["timed out", "503"],
+)
+def test_a_reply_slack_took_before_its_answer_was_lost_is_one_message_in_its_thread(
+    slack: SlackStandIn, lost: dict[str, Any]
+) -> None:
+    creds = SlackCredentials(bot_token=slack.token, webhook_url=slack.webhook_url)
+    notifier = SlackNotifier(creds, base_url=slack.api_url, timeout=1, channel_pace=0.0)
+    warning = notifier.post("C0ALERTS", Message("i-1 is idle", (section("i-1 is idle"),)).marked("cg-warn-i-1"))
+    slack.fail("chat.postMessage", lost.pop("status"), accepted=True, **lost)
+    stop = Message("Stopped: i-1", (section("Stopped: i-1"),)).marked("cg-stop-i-1")
+    delivery = notifier.post("C0ALERTS", stop, thread_ts=warning.ts, broadcast=True)
+    told = [m for m in slack.messages if m.text == "Stopped: i-1"]
+    assert [(m.route, m.thread_ts) for m in told] == [("bot", warning.ts)]
+    assert delivery.ts == told[0].ts

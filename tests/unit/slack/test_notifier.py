@@ -357,3 +357,101 @@ def test_a_reply_goes_to_its_thread_and_is_looked_for_among_the_threads_replies(
     assert set(notifier.find("C1", 0.0, ["cg-post", "cg-reply"])) == {"cg-post"}
     assert set(notifier.find("C1", 0.0, ["cg-post", "cg-reply"], thread_ts="1.1")) == {"cg-reply"}
     assert web.read == ["history", "replies of 1.1"]
+
+
+MARKED = Message("i-1 is stopped", (section("i-1 is stopped"),)).marked("cg-stop-i-1-20261121T1400Z")
+
+
+class AnswerLost:
+    """Slack takes each post and then the answer is lost (`lose` of them: a timeout, a 5xx); its history and
+    threads show what it took."""
+
+    def __init__(self, lose: int, error: BaseException) -> None:
+        self.lose, self.error = lose, error
+        self.posts: list[dict[str, Any]] = []
+        self.read: list[str] = []
+
+    def chat_postMessage(self, **kwargs: Any) -> dict[str, Any]:
+        self.posts.append({**kwargs, "ts": f"2.{len(self.posts) + 1}"})
+        if self.lose > 0:
+            self.lose -= 1
+            raise self.error
+        return {"ok": True, "channel": kwargs["channel"], "ts": self.posts[-1]["ts"]}
+
+    def conversations_history(self, **kwargs: Any) -> dict[str, Any]:
+        self.read.append("history")
+        shown = [p for p in self.posts if p["channel"] == kwargs["channel"] and not p.get("thread_ts")]
+        return {"messages": [{"ts": p["ts"], "blocks": p["blocks"]} for p in reversed(shown)]}
+
+    def conversations_replies(self, **kwargs: Any) -> dict[str, Any]:
+        self.read.append(f"replies of {kwargs['ts']}")
+        parent = {"ts": kwargs["ts"], "blocks": MARKED.slack_blocks()}  # a thread's replies begin with its parent
+        replies = [p for p in self.posts if p.get("thread_ts") == kwargs["ts"]]
+        return {"messages": [parent, *({"ts": p["ts"], "blocks": p["blocks"]} for p in replies)]}
+
+
+@pytest.mark.parametrize("error", [TimeoutError("The read operation timed out"), slack_error("fatal_error", 503)])
+def test_a_post_slack_took_before_its_answer_was_lost_is_found_and_not_posted_again(error: BaseException) -> None:
+    web, hook = AnswerLost(1, error), FakeWebhook()
+    delivery = notifier(web, hook).post("C0ALERTS", MARKED)  # type: ignore[arg-type]
+    assert (delivery.route, delivery.channel, delivery.ts) == ("bot", "C0ALERTS", "2.1")
+    assert len(web.posts) == 1
+    assert web.read == ["history"]
+    assert hook.sent == []
+
+
+def test_a_reply_whose_answer_was_lost_is_looked_for_in_its_thread_never_posted_by_the_webhook() -> None:
+    web, hook = AnswerLost(1, slack_error("fatal_error", 500)), FakeWebhook()
+    delivery = notifier(web, hook).post("C0ALERTS", MARKED, thread_ts="1.1", broadcast=True)  # type: ignore[arg-type]
+    assert delivery.ts == "2.1"  # the reply, not its parent (which carries a block id of its own)
+    assert [(p["thread_ts"], p["reply_broadcast"]) for p in web.posts] == [("1.1", True)]
+    assert web.read == ["replies of 1.1"]
+    assert hook.sent == []
+
+
+def test_a_post_slack_did_not_take_is_posted_again_once_its_history_shows_it_is_not_there() -> None:
+    web = AnswerLost(1, slack_error("fatal_error", 503))
+    web.chat_postMessage = _refused_first(web)  # type: ignore[method-assign]
+    delivery = notifier(web).post("C0ALERTS", MARKED)  # type: ignore[arg-type]
+    assert [p["ts"] for p in web.posts] == ["2.1"]  # the first never made: one message
+    assert delivery.ts == "2.1"
+
+
+def _refused_first(web: AnswerLost) -> Any:
+    """A 503 before Slack took the post: nothing in its history."""
+    taken = web.chat_postMessage
+    failed: list[int] = []
+
+    def post(**kwargs: Any) -> dict[str, Any]:
+        if not failed:
+            failed.append(1)
+            raise slack_error("fatal_error", 503)
+        web.lose = 0
+        return taken(**kwargs)
+
+    return post
+
+
+def test_a_reply_that_cannot_be_posted_is_not_sent_to_the_channel_by_the_webhook() -> None:
+    web, hook = FakeWebClient(fail_posts={"C0DIGEST": "not_in_channel"}), FakeWebhook()
+    with pytest.raises(SlackDeliveryError, match="not_in_channel"):
+        notifier(web, hook).post("C0DIGEST", MESSAGE, thread_ts="1.1")
+    assert hook.sent == []
+
+
+def test_the_webhook_is_only_for_a_bot_that_cannot_post_not_for_one_slack_holds_back() -> None:
+    web, hook = FakeWebClient(fail_posts={"C0ALERTS": "ratelimited"}), FakeWebhook()
+    with pytest.raises(SlackDeliveryError, match="ratelimited"):
+        notifier(web, hook).post("C0ALERTS", MESSAGE)
+    assert hook.sent == []
+
+
+def test_a_direct_message_whose_answer_was_lost_is_found_in_the_dm_and_not_posted_to_the_channel() -> None:
+    web = AnswerLost(1, TimeoutError("The read operation timed out"))
+    web.users_lookupByEmail = lambda email: {"ok": True, "user": {"id": "U0ALICE"}}  # type: ignore[attr-defined]
+    web.conversations_open = lambda users: {"ok": True, "channel": {"id": "U0ALICE"}}  # type: ignore[attr-defined]
+    delivery = notifier(web).send_to_owner(  # type: ignore[arg-type]
+        "alice@x.io", MARKED, fallback_channel="C0ALERTS", owner="alice"
+    )
+    assert (delivery.channel, delivery.ts, delivery.direct) == ("U0ALICE", "2.1", True)
+    assert [p["channel"] for p in web.posts] == ["U0ALICE"]

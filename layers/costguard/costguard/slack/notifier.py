@@ -1,10 +1,14 @@
 """The one way costguard talks to Slack.
 
 Routes, in order: the bot token (chat.postMessage to a channel, or to a user found with
-users.lookupByEmail for a direct message); the incoming webhook as a channel-only fallback when the
-bot has no token or its call fails. Rate limits (HTTP 429) are retried after Retry-After, connection
-errors and 5xx a few times; when every route has failed, SlackDeliveryError is raised so that the
-invocation fails and is retried: a notification is never dropped silently.
+users.lookupByEmail for a direct message); the incoming webhook as a channel-only fallback for a bot that
+cannot post at all (no token, or Slack refuses it the channel or the token), never for a reply in a
+thread. Rate limits (HTTP 429) are retried after Retry-After, connection errors and 5xx a few times; but a
+post whose outcome is unknown (a timeout, a 5xx or a connection dropped after it was sent: Slack may have
+posted it) is never sent again blind: it is looked for in the conversation's history (or the thread's
+replies), by its block ids, and posted again only if it is not there. When every route has failed,
+SlackDeliveryError is raised so that the invocation fails and is retried: a notification is never dropped
+silently.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from http.client import RemoteDisconnected
 from typing import Any
 from urllib.error import URLError
 
@@ -113,11 +118,55 @@ class TimeBoundRateLimitHandler(RateLimitErrorRetryHandler):
         return wait + 1 + RESERVE_SECONDS < self.time_left()
 
 
+class NotAPostRetryHandler(ConnectionErrorRetryHandler):
+    """Connection errors retried, but for a post that may have reached Slack (the connection reset or dropped
+    once it was sent): the notifier looks for it first (`SlackNotifier.post`)."""
+
+    def _can_retry(self, *, state: Any, request: Any, response: Any = None, error: Any = None) -> bool:
+        if _is_post(request) and error is not None and _maybe_delivered(error):
+            return False
+        return super()._can_retry(state=state, request=request, response=response, error=error)
+
+
+class NotAPostServerErrorRetryHandler(ServerErrorRetryHandler):
+    """5xx retried, but for a post: Slack may have made it before it failed (see `NotAPostRetryHandler`)."""
+
+    def _can_retry(self, *, state: Any, request: Any, response: Any = None, error: Any = None) -> bool:
+        return not _is_post(request) and super()._can_retry(
+            state=state, request=request, response=response, error=error
+        )
+
+
+def _is_post(request: Any) -> bool:
+    return str(getattr(request, "url", "")).rstrip("/").endswith("chat.postMessage")
+
+
 # What an invocation keeps for itself after a Slack wait: recording what it delivered.
 RESERVE_SECONDS = 10.0
 # A lost post is looked for among the messages since it was leased: a few pages of the newest.
 HISTORY_PAGE = 200
 HISTORY_PAGES = 5
+# A post whose outcome is unknown: looked for, then sent again if it is not there, this many times in all.
+POST_TRIES = 3
+# Slack's answers that say the bot cannot post to this channel at all (docs.slack.dev, chat.postMessage
+# "Errors"): the incoming webhook, bound to its own channel, may still.
+CANNOT_POST = frozenset(
+    {
+        "not_in_channel",
+        "channel_not_found",
+        "is_archived",
+        "restricted_action",
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "missing_scope",
+        "no_permission",
+        "ekm_access_denied",
+        "team_access_not_granted",
+    }
+)
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 
@@ -127,7 +176,7 @@ def _retry_handlers(rate_limit_retries: int, time_left: Callable[[], float] | No
         if time_left is not None
         else RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)
     )
-    return [ConnectionErrorRetryHandler(max_retry_count=2), rate_limit, ServerErrorRetryHandler(max_retry_count=2)]
+    return [NotAPostRetryHandler(max_retry_count=2), rate_limit, NotAPostServerErrorRetryHandler(max_retry_count=2)]
 
 
 class SlackNotifier:
@@ -165,33 +214,72 @@ class SlackNotifier:
         self._groups: dict[str, set[str]] = {}
 
     def post(self, channel: str, message: Message, *, thread_ts: str = "", broadcast: bool = False) -> Delivery:
-        """Post to a channel by the bot, else by the webhook; raise if neither delivered. With `thread_ts` (the
-        ts of a message the bot posted there), as a reply in that message's thread; `broadcast`: shown in the
-        conversation too (a stop notice under its warning), not only in the thread (a digest's replies)."""
+        """Post to a channel by the bot, else (a bot that cannot post at all) by the webhook; raise if neither
+        delivered. With `thread_ts` (the ts of a message the bot posted there), as a reply in that message's
+        thread, never by the webhook; `broadcast`: shown in the conversation too (a stop notice under its
+        warning), not only in the thread (a digest's replies). A post whose outcome is unknown is looked for
+        before it is sent again (`_sent`)."""
         failures: list[str] = []
-        maybe = False
+        cannot_post = self.web is None
         if self.web is not None:
             try:
-                self.pace.wait(channel)
-                thread = _thread(thread_ts, broadcast=broadcast)
-                try:
-                    response = self.web.chat_postMessage(
-                        channel=channel, text=message.text, blocks=message.slack_blocks(), **thread
-                    )
-                finally:
-                    self.pace.answered(channel)
-                return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ""))
+                return self._sent(channel, message, thread_ts=thread_ts, broadcast=broadcast)
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
-                maybe = _maybe_delivered(exc)
                 failures.append(f"bot: {_describe(exc)}")
                 logger.warning("slack bot post failed", channel=channel, error=_describe(exc))
-        if self.webhook is not None:
+                cannot_post = isinstance(exc, SlackApiError) and exc.response.get("error") in CANNOT_POST
+        if self.webhook is not None and cannot_post and not thread_ts:
             try:
                 return self._post_webhook(message)
             except (SlackClientError, URLError, OSError, SlackDeliveryError) as exc:
                 failures.append(f"webhook: {_describe(exc)}")
         why = "; ".join(failures or ["no Slack route"])
-        raise SlackDeliveryError(f"could not post to {channel}: {why}", maybe_delivered=maybe)
+        raise SlackDeliveryError(f"could not post to {channel}: {why}")
+
+    def _sent(self, to: str, message: Message, *, thread_ts: str = "", broadcast: bool = False) -> Delivery:
+        """The bot's post, made once: a post whose answer is lost (a timeout, a 5xx, a connection dropped after
+        it was sent) is looked for among the conversation's newest messages (or the thread's replies) by its
+        block ids, and sent again only if it is not there. SlackDeliveryError(maybe_delivered) when Slack's
+        history cannot say (or the message has no block id to find it by): the caller must not post it again
+        blind. Raises what Slack answered to a post it refused."""
+        assert self.web is not None
+        markers = {
+            str(b["block_id"]) for b in message.slack_blocks() if b.get("block_id") and b.get("type") != "actions"
+        }
+        thread = _thread(thread_ts, broadcast=broadcast)
+        for attempt in range(1, POST_TRIES + 1):
+            self.pace.wait(to)
+            try:
+                response = self.web.chat_postMessage(
+                    channel=to, text=message.text, blocks=message.slack_blocks(), **thread
+                )
+                channel = str(response.get("channel") or to)
+                return Delivery("bot", channel, str(response.get("ts") or ""))
+            except (SlackApiError, SlackClientError, URLError, OSError) as exc:
+                if not _maybe_delivered(exc):
+                    raise
+                lost = exc
+            finally:
+                self.pace.answered(to)
+            logger.warning("slack post's outcome unknown: looked for", to=to, error=_describe(lost), attempt=attempt)
+            if not markers:
+                raise SlackDeliveryError(
+                    f"could not post to {to}, it may have gone: {_describe(lost)}", maybe_delivered=True
+                ) from lost
+            # The newest messages hold it if it went out (or, a reply, its thread): read from its start, not from
+            # this machine's clock, which need not agree with Slack's.
+            since = float(thread_ts) if thread_ts else 0.0
+            try:
+                found = posted(
+                    self.web, to, since, markers, thread_ts=thread_ts, pages=1 if not thread_ts else HISTORY_PAGES
+                )
+            except SlackDeliveryError as unread:
+                raise SlackDeliveryError(
+                    f"could not post to {to}, it may have gone: {_describe(lost)}; {unread}", maybe_delivered=True
+                ) from lost
+            if found:
+                return next(iter(found.values()))
+        raise SlackDeliveryError(f"could not post to {to} in {POST_TRIES} tries: {_describe(lost)}")
 
     def update(self, channel: str, ts: str, message: Message) -> Delivery:
         """Edit a message the bot posted (chat.update: the channel id and ts its post returned).
@@ -211,19 +299,14 @@ class SlackNotifier:
         user_id = self.people.user_id(email) if email else None
         if user_id is not None and self.web is not None:
             try:
-                self.pace.wait(user_id)
-                response = self.web.chat_postMessage(channel=user_id, text=message.text, blocks=message.slack_blocks())
-                return Delivery("bot", user_id, str(response.get("ts") or ""), direct=True)
+                # A direct message whose outcome is unknown is looked for in the DM's history first (`_sent`);
+                # one Slack's history cannot confirm raises (maybe delivered): the channel would make a second
+                # copy, and the caller retries the direct message later instead.
+                return replace(self._sent(user_id, message), channel=user_id, direct=True)
             except (SlackApiError, SlackClientError, URLError, OSError) as exc:
                 logger.warning("slack direct message failed", owner=owner, error=_describe(exc))
                 if email and isinstance(exc, SlackApiError) and exc.response.get("error") in GONE_USER:
                     self.people.forget(email)  # the id reaches nobody now: asked again next time
-                if _maybe_delivered(exc):
-                    # Slack may have posted it before the answer was lost: the channel would make a second
-                    # copy. The caller retries the direct message later instead (one duplicate at most).
-                    raise SlackDeliveryError(
-                        f"direct message to {owner} may not have gone: {_describe(exc)}", maybe_delivered=True
-                    ) from exc
         fallback = Message(message.text, (*message.blocks, context(not_reached(owner, known=user_id is not None))))
         return self.post(fallback_channel, fallback)
 
@@ -289,10 +372,14 @@ def not_reached(owner: str, *, known: bool) -> Mrkdwn:
 
 
 def _maybe_delivered(exc: BaseException) -> bool:
-    """A timeout, or a server error, can come after Slack took the message; a refusal cannot."""
+    """A timeout, a server error, or a connection dropped once the request was sent can come after Slack took
+    the message; a refusal cannot, nor a connection never made."""
     if isinstance(exc, SlackApiError):
         return bool(exc.response.status_code >= 500)
-    return isinstance(exc, TimeoutError) or "timed out" in str(exc).lower()
+    if isinstance(exc, URLError) and isinstance(exc.reason, BaseException):
+        return _maybe_delivered(exc.reason)
+    lost = (TimeoutError, ConnectionResetError, RemoteDisconnected, BrokenPipeError)
+    return isinstance(exc, lost) or "timed out" in str(exc).lower()
 
 
 # chat.update's answers that the same edit later would get again (docs.slack.dev, chat.update "Errors"): the
@@ -332,19 +419,22 @@ def post_response(url: str, body: Mapping[str, Any]) -> None:
         raise SlackDeliveryError(f"response_url answered HTTP {response.status_code}: {response.body[:200]}")
 
 
-def posted(web: WebClient, to: str, since: float, wanted: set[str], *, thread_ts: str = "") -> dict[str, Delivery]:
+def posted(
+    web: WebClient, to: str, since: float, wanted: set[str], *, thread_ts: str = "", pages: int = HISTORY_PAGES
+) -> dict[str, Delivery]:
     """Which of these block ids a message posted to `to` (a user id: their direct messages with the bot;
     or a channel id) since `since` (epoch seconds) carries, with the message's ts: proof that a post whose
     answer was lost did go out. Reads conversations.history (channels:history, groups:history or
     im:history, as the conversation is; conversations.open, im:write, finds a user's DM channel), or, with
-    `thread_ts`, conversations.replies (the same scopes): the history holds no thread's replies.
+    `thread_ts`, conversations.replies (the same scopes): the history holds no thread's replies (and the
+    thread's parent, which the replies begin with, is not one of them).
     SlackDeliveryError when it cannot be read: the caller cannot know, and posts again."""
     found: dict[str, Delivery] = {}
     try:
         direct = bool(_USER.match(to))
         channel = str(web.conversations_open(users=to)["channel"]["id"]) if direct else to
         cursor = ""
-        for _ in range(HISTORY_PAGES):
+        for _ in range(pages):
             if thread_ts:
                 page: Any = web.conversations_replies(
                     channel=channel, ts=thread_ts, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
@@ -354,6 +444,8 @@ def posted(web: WebClient, to: str, since: float, wanted: set[str], *, thread_ts
                     channel=channel, oldest=f"{since:.6f}", limit=HISTORY_PAGE, cursor=cursor or None
                 )
             for message in page.get("messages") or []:
+                if thread_ts and message.get("ts") == thread_ts:
+                    continue
                 for block in message.get("blocks") or []:
                     if block.get("block_id") in wanted:
                         found[block["block_id"]] = Delivery("bot", channel, str(message.get("ts") or ""), direct)
