@@ -282,3 +282,25 @@ def test_a_plan_whose_rate_or_the_fleet_prices_are_unknown_is_priced_on_its_rece
     assert savings(hourly(used_up), fleet) == [P4D, pytest.approx(30.0 - P4D)]
     without_prices = replace(used_up, plans=[plan_of(100.0)])
     assert savings(Bill(without_prices, NOW), fleet) == [P4D, pytest.approx(30.0 - P4D)]
+
+
+def test_a_fleet_priced_in_turn_gets_the_prices_a_bill_read_afresh_after_each_stop_would_give() -> None:
+    # The RI pool is counted once and shrunk by each stop: after every stop, the next machine's price and why
+    # are what a bill built anew over the machines still running says of it.
+    types = ["p4d.24xlarge", "p3.8xlarge", "p3.16xlarge", "g5.12xlarge", "g5.24xlarge"]
+    zones = ["us-east-1a", "us-east-1b"]
+    fleet = [machine(n, types[n % 5], zones[n % 2], tenancy="dedicated" if n % 11 == 0 else "default")
+             for n in range(60)]  # fmt: skip
+    reserved = [ri(4), ri(6, "p3.8xlarge"), ri(3, "g5.12xlarge", zone="us-east-1a"), ri(2, "g5.24xlarge"),
+                ri(2, "p3.16xlarge", zone="us-east-1b")]  # fmt: skip
+    prices = {"p4d.24xlarge": P4D, "p3.8xlarge": P3_8, "p3.16xlarge": P3_16, "g5.12xlarge": G5_12, "g5.24xlarge": G5_24}
+    bill = Bill(Billing("us-east-1", running=fleet, reserved=reserved), NOW)
+    saves = 0
+    for k, instance in enumerate(fleet):
+        afresh = Bill(Billing("us-east-1", running=fleet[k:], reserved=reserved), NOW)
+        expected = afresh.price(instance, prices[instance.instance_type])
+        marginal = bill.price(instance, prices[instance.instance_type])
+        assert (marginal.usd_per_hour, marginal.why) == (expected.usd_per_hour, expected.why), instance
+        saves += marginal.saves
+        bill.stopped(instance, marginal)
+    assert 0 < saves < len(fleet)  # some stops save, some find RIs to spare
