@@ -19,8 +19,10 @@ from typing import Any
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
+from costguard.idle.acts.kept import Promises
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.pipeline import learned_rules, promised
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.startlog import StartLog
@@ -73,8 +75,11 @@ def main() -> dict[str, Any]:
         metrics=MetricReader(cloudwatch, policy),  # type: ignore[arg-type]
         history=MachineHistory(state, "state"),  # type: ignore[arg-type]
         starts=StartLog(state, "state"),  # type: ignore[arg-type]
-        ledger=Ledger(state, "state"),  # type: ignore[arg-type]
         policy=policy,
+    )
+    promises = Promises(
+        starts=StartLog(state, "state"),  # type: ignore[arg-type]
+        ledger=Ledger(state, "state"),  # type: ignore[arg-type]
         mode=Mode.ENFORCE,
         owner_tag_key="Owner",
     )
@@ -89,7 +94,10 @@ def main() -> dict[str, Any]:
     ]
     tracemalloc.start()
     wall, cpu = time.perf_counter(), time.process_time()
-    adjusted = learner.adjust(decided, gpu_series, NOW)
+    past = learner.past(decided, gpu_series, NOW)  # the reads, then the pipeline's rules 4 to 7
+    adjusted = [
+        (m, promised(m, learned_rules(m, d, past.get(m.instance_id), policy, NOW), promises, NOW)) for m, d in decided
+    ]
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from costguard.idle.rules.trail import Rule
 from testing import week
 
 
@@ -17,3 +18,7 @@ def test_a_simulated_week_interrupts_no_real_work_and_reclaims_most_idle_gpu_hou
     assert figures["reclaimed_percent"] >= 85
     assert figures["network_attempts"] == [], "every AWS call of the week is answered in process"
     assert figures["slack_refused"] == [], "every message of the week is one Slack accepts"
+    assert figures["decisions"] > 0
+    assert figures["decisions_without_trail"] == 0, "every decision in the ledger says why"
+    assert set(figures["trail_steps_by_rule"]) <= {r.value for r in Rule}
+    assert figures["trail_steps_by_rule"]["idle verdict"] >= figures["decisions"]

@@ -22,7 +22,6 @@ MAX_CLASS_LINES = 250  # an outlier's bound only: below it, whether a class does
 # Known functions longer than a screen, each with its way out. The list only shrinks: an entry that fits a
 # screen again, or is gone, must leave it.
 LONGER_THAN_A_SCREEN = {
-    "idle/rules/decision.py:decide": "its passes become the pipeline's rules (issue 42, item 1)",
     "digest/weekly/collection.py:DigestCollector.collect": "its reads and its tallies, one step each",
 }
 TOP_LEVEL_MODULES = {"__init__.py", "runtime.py"}  # runtime wires the packages together for the handlers
@@ -101,3 +100,29 @@ def test_the_rules_never_read_the_clock(feature: str) -> None:
                 if isinstance(owner, ast.Name) and owner.id in {"datetime", "date", "time"}:
                     readers.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert readers == []
+
+
+# What the state stores and the AWS adapters write with: none of it is called from the idle stopper's reads.
+WRITES = {
+    "write", "record", "record_many", "forget", "update", "add", "remove", "put_item", "update_item", "delete_item",
+    "batch_write_item", "transact_write_items", "create_tags", "delete_tags", "stop", "start",
+}  # fmt: skip
+
+
+# The one write a read makes, and why: IAM lets costguard run its activity check only on a machine that carries
+# the check's tag (and lets it write that tag only on the accelerator families): asking is tagging.
+ASKING = {"idle/reads/checks.py create_tags"}
+
+
+def test_the_idle_stoppers_reads_never_write() -> None:
+    """The reads take facts in; what the sweep keeps of them is written by its acts (idle/acts/kept.py)."""
+    writes = []
+    for path in sorted((PACKAGE / "idle" / "reads").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            # `self.log.add(...)`, `self.starts.update(...)`: a store's method; `results.update(...)` is a dict's.
+            store = isinstance(node.func.value, ast.Attribute)
+            if node.func.attr in WRITES and store and f"{path.relative_to(PACKAGE)} {node.func.attr}" not in ASKING:
+                writes.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.attr}")
+    assert writes == []

@@ -10,7 +10,7 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.restarts import costguards_stop
-from costguard.idle.sweep import reprice_stopped
+from costguard.idle.acts.worth import reprice_stopped
 from costguard.state.worth import Worth
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)

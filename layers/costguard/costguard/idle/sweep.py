@@ -19,9 +19,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
-from aws_lambda_powertools.metrics import MetricUnit
-from botocore.exceptions import BotoCoreError, ClientError
-
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.billing import BillingReader
 from costguard.aws.clients import GLOBAL_ENDPOINT_REGION
@@ -32,40 +29,40 @@ from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder, gpu_cou
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
-from costguard.core import tags
 from costguard.core.clock import forever
-from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.regions import each_region
-from costguard.core.settings import IdlePolicy, Mode, Settings
+from costguard.core.settings import IdlePolicy, Settings
 from costguard.idle.acts.alarms import AlarmKeeper
-from costguard.idle.acts.delivery import AWS_ERRORS, NOTIFY_WORKERS
+from costguard.idle.acts.delivery import NOTIFY_WORKERS
+from costguard.idle.acts.kept import Promises, keep_answers, remember
 from costguard.idle.acts.notices import SweepNotices
-from costguard.idle.acts.outbox import Effects, Recovered, Recovery, effect_record
+from costguard.idle.acts.outbox import Effects, Recovered, Recovery
+from costguard.idle.acts.protection import scale_in_protection
 from costguard.idle.acts.refused import RefusedStarts
 from costguard.idle.acts.starts import MorningStarts, hours_offer
+from costguard.idle.acts.worth import reprice_stopped
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
 from costguard.idle.events import AlarmFired, StateChanged, Sweep
 from costguard.idle.reads.bill import SweepBill
-from costguard.idle.reads.capacity import Capacity, SweepCapacity
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.facts import SweepFacts
 from costguard.idle.reads.fortnights import Learner
-from costguard.idle.reads.plan import SweepPlanner, sort_out
-from costguard.idle.report import Outcome, RegionReport, Settled, Status, ledger_entry
+from costguard.idle.reads.plan import Plan, Sorted, SweepPlanner, sort_out
+from costguard.idle.report import Outcome, RegionReport, Status
 from costguard.idle.rules import pipeline
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import tells
-from costguard.idle.rules.restarts import costguards_stop
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.capacity import CapacityLog
 from costguard.state.checklog import CheckLog
 from costguard.state.claims import Claims
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
-from costguard.state.outbox import PROTECT, UNPROTECT, Outbox
+from costguard.state.outbox import Outbox
+from costguard.state.scarcity import Capacity, SweepCapacity
 from costguard.state.startlog import StartLog
-from costguard.state.worth import Worth, WorthLog
+from costguard.state.worth import WorthLog
 
 TOLD = (Action.WARN, Action.STOP, Action.CANCEL_STOP)
 REPRICE_SECONDS = 30  # time left a sweep needs to price the machines it keeps stopped again
@@ -126,6 +123,7 @@ class IdleStopper:
         checker = aws.checker if mode.mutates and policy.activity_check_document else None
         kept = state.checklog if checker is not None else None  # no check, no answers to keep
         self.checker, self.checklog, self.learner = checker, kept, learner(aws, state, terms)
+        self.promises = promises(state, terms)
         self.planner = SweepPlanner(
             ec2=ec2,
             gpu_series=aws.gpu_series,
@@ -187,6 +185,35 @@ class IdleStopper:
         self.notices.shown.state_changed(instance_id, state, at)  # its latest message says so (best effort)
         return report
 
+    def _decide(  # noqa: PLR0917 (the sweep's steps so far, each its own)
+        self,
+        to_check: Sequence[Decided],
+        sorted_out: Sorted,
+        plan: Plan,
+        report: RegionReport,
+        capacity: Capacity,
+        bill: SweepBill,
+        now: datetime,
+    ) -> list[Decided]:
+        """7. The warnings and stops through the rest of the rules, in their one order (rules/pipeline.py), on
+        the facts read for them; then what the reading found kept: the checks' answers, the starts judged."""
+        facts = SweepFacts(
+            checker=self.checker,
+            learner=self.learner,
+            capacity=capacity,
+            bill=bill,
+            gpu_series=plan.gpu_series,
+            earlier=sorted_out.answers,
+            report=report,
+            watched=frozenset(i.instance_id for i in sorted_out.watched),
+        )
+        final = pipeline.decide(to_check, facts, self.promises, self.policy, now, watched=sorted_out.watched)
+        if self.checklog is not None:
+            keep_answers(self.checklog, facts.checked, sorted_out.answers, now)
+        for instance, found in facts.judged:
+            self.promises.judged(instance, found, now)
+        return final
+
     def _act_on(
         self,
         candidates: Sequence[Instance],
@@ -219,20 +246,7 @@ class IdleStopper:
 
         try:
             sorted_out = sort_out(plan, report, act, to_check, protection_changes)  # 6.
-            facts = SweepFacts(
-                checker=self.checker,
-                checklog=self.checklog,
-                learner=self.learner,
-                capacity=capacity,
-                bill=bill,
-                gpu_series=plan.gpu_series,
-                earlier=sorted_out.answers,
-                report=report,
-                watched=frozenset(i.instance_id for i in sorted_out.watched),
-            )
-            # 7. the warnings and stops through the rest of the rules, in their one order (rules/pipeline.py)
-            learning = self.learner is not None
-            final = pipeline.decide(to_check, facts, self.policy, now, learning=learning, watched=sorted_out.watched)
+            final = self._decide(to_check, sorted_out, plan, report, capacity, bill, now)  # 7.
             for instance, decision in final:  # 8.
                 act(instance, decision)
             settled = [(instance, decision, future.result()) for instance, decision, future in decided]
@@ -263,20 +277,6 @@ class IdleStopper:
         if not one_instance and self.worth is not None and self.time_left() > REPRICE_SECONDS:  # 15.
             reprice_stopped(self.ec2, self.policy, self.worth, bill, now)
         return plan.gpu_series
-
-
-def reprice_stopped(ec2: Ec2, policy: IdlePolicy, log: WorthLog, bill: SweepBill, now: datetime) -> None:
-    """15. What the machines costguard keeps stopped save now, on the bill the sweep read (or reads now), for
-    the digest: kept once per sweep; a failed read or write is logged and the stops' own prices stand."""
-    try:
-        stopped = [
-            i
-            for i in ec2.iter_instances(stopped_filters(policy))
-            if i.state == "stopped" and policy.is_accelerated(i.instance_type) and costguards_stop(i) is not None
-        ]
-        log.record(Worth(now, ec2.region, bill.worth(stopped)))
-    except Exception as exc:  # for the digest alone: it must never cost the region its sweep
-        logger.warning("stopped machines not priced again", region=ec2.region, error=str(exc)[:200])
 
 
 def capacity_of(aws: Aws, state: State, terms: Terms) -> Callable[..., SweepCapacity]:
@@ -337,27 +337,19 @@ def morning_starts(ec2: Ec2, state: State, terms: Terms, effects: Effects, notic
 
 def learner(aws: Aws, state: State, terms: Terms) -> Learner:
     """The recurring work of the machines about to be stopped: their fortnights, starts and stops, learned starts."""
-    settings = terms.settings
     return Learner(
         metrics=aws.metrics,
         history=state.history,
         starts=state.starts,
-        ledger=state.ledger,
         policy=terms.policy,
-        mode=settings.mode,
-        owner_tag_key=settings.owner_tag_key,
         list_price=lambda i: aws.prices.hourly(i.instance_type, i.region).usd_per_hour,
     )
 
 
-def remember(history: MachineHistory, instance_id: str, state: str, at: datetime) -> None:
-    """A start or a stop, kept for the working hours the idle warning may offer. A nicety: a failed write
-    is logged and counted, and the event (whose alarm work is done) is not retried for it."""
-    try:
-        history.record(instance_id, state, at)
-    except (ClientError, BotoCoreError) as exc:
-        logger.warning("state change not kept", instance_id=instance_id, error=str(exc)[:200])
-        metrics.add_metric(name="StateChangesNotKept", unit=MetricUnit.Count, value=1)
+def promises(state: State, terms: Terms) -> Promises:
+    """The start log's promises, and the learned starts judged, kept."""
+    settings = terms.settings
+    return Promises(starts=state.starts, ledger=state.ledger, mode=settings.mode, owner_tag_key=settings.owner_tag_key)
 
 
 def accelerated(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
@@ -365,60 +357,11 @@ def accelerated(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
     return [i for i in ec2.iter_instances(candidate_filters(policy)) if policy.is_accelerated(i.instance_type)]
 
 
-def stopped_filters(policy: IdlePolicy) -> list[Any]:
-    """The region's stopped accelerated machines that costguard stopped."""
-    return [
-        {"Name": "instance-state-name", "Values": ["stopped"]},
-        {"Name": "tag-key", "Values": [tags.STOPPED_AT]},
-        {"Name": "instance-type", "Values": list(policy.accelerator_families)},
-    ]
-
-
 def candidate_filters(policy: IdlePolicy) -> list[Any]:
     return [
         {"Name": "instance-state-name", "Values": ["running"]},
         {"Name": "instance-type", "Values": list(policy.accelerator_families)},
     ]
-
-
-def scale_in_protection(
-    autoscaling: AutoScaling,
-    effects: Effects,
-    changes: Mapping[tuple[str, bool], Sequence[Instance]],
-    *,
-    owner_tag_key: str,
-    mode: Mode,
-    now: datetime,
-) -> list[Outcome]:
-    """Busy Auto Scaling members protected from scale-in, idle ones released: one call per group and way,
-    each member's change kept in the outbox before the call and recorded with its ledger entry after it."""
-    out: list[Outcome] = []
-    for (group, protect), members in changes.items():
-        action = Action.PROTECT if protect else Action.UNPROTECT
-        reason = f"{'protected from' if protect else 'released for'} scale-in of {group}"
-        outcomes = [
-            Outcome(m.instance_id, m.instance_type, m.owner(owner_tag_key), action, reason, mode.mutates)
-            for m in members
-        ]
-        kind = PROTECT if protect else UNPROTECT
-        records = [
-            effect_record(kind, m, m.launch_time, ledger_entry(m, o, now, mode=mode), now=now, group=group)
-            for m, o in zip(members, outcomes, strict=True)
-        ]
-        try:
-            held = effects.before(records, now)
-        except AWS_ERRORS as exc:  # no record, no change: the next sweep decides again
-            out += [o.settled(Settled.retry(f"outbox: {exc}")) for o in outcomes]
-            continue
-        try:
-            autoscaling.set_protection(group, [m.instance_id for m in members], protect)
-        except (ClientError, BotoCoreError) as exc:
-            effects.drop(held)
-            out += [o.settled(Settled.retry(exc)) for o in outcomes]
-            continue
-        effects.after(held)
-        out += outcomes
-    return out
 
 
 class Wiring(Protocol):

@@ -12,11 +12,11 @@ from costguard.core.errors import SlackDeliveryError
 from costguard.core.records import Instance
 from costguard.core.settings import Settings
 from costguard.idle.acts.refused import RefusedStarts
-from costguard.idle.reads.capacity import SweepCapacity
 from costguard.slack.blocks import Message
 from costguard.state.claims import Claims
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger
+from costguard.state.scarcity import SweepCapacity
 from testing.aws.dynamodb import DynamoDBClient
 from testing.slack_text import as_read
 

@@ -16,12 +16,13 @@ from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules import pipeline
 from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process
+from costguard.idle.rules.arrival import Arrival
 from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.evidence import Answer
 from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
 from costguard.idle.rules.money import NOT_FOR_MONEY, priced, tells_prepaid
-from costguard.idle.rules.pipeline import ORDER, Decided, Past
-from costguard.idle.rules.trail import Rule, Step, read, stepped
+from costguard.idle.rules.pipeline import ORDER, Decided, Past, stepped
+from costguard.idle.rules.trail import Rule, Step, read
 
 POLICY = IdlePolicy()  # window 120 min, grace 30 min, shortest stop 90 min, lead 15 min
 EVENING = datetime(2026, 11, 23, 20, 0, tzinfo=UTC)  # a Monday, after the team's hours
@@ -51,7 +52,7 @@ class World:
         self.asked.append("past")
         return self.pasts
 
-    def keep_promise(self, instance: Instance, decision: Decision, now: datetime, *, job: bool) -> bool:
+    def keep(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> bool:
         self.asked.append(f"promise job={job}")
         return self.promises
 
@@ -81,7 +82,7 @@ def warn(at: datetime = EVENING) -> Decision:
 
 
 def run(decision: Decision, world: World, now: datetime = EVENING, *, learning: bool = True) -> Decision:
-    [(_, decided)] = pipeline.decide([(G5, decision)], world, POLICY, now, learning=learning)
+    [(_, decided)] = pipeline.decide([(G5, decision)], world, world if learning else None, POLICY, now)
     return decided
 
 
@@ -90,7 +91,8 @@ def rules(decision: Decision) -> list[Rule]:
 
 
 def test_the_order_of_the_rules_is_declared_once_and_names_every_rule() -> None:
-    assert ORDER[0] is Rule.VERDICT and ORDER[-1] is Rule.BILL
+    assert ORDER[0] is Rule.VERDICT
+    assert ORDER[-1] is Rule.BILL
     assert set(ORDER) == set(Rule)
     assert len(ORDER) == len(set(ORDER))
 
@@ -114,7 +116,8 @@ def test_work_the_machines_own_check_saw_cancels_the_stop_and_says_so_in_its_ste
     decided = run(stop(), world)
     assert decided.action is Action.CANCEL_STOP
     step = decided.trail[-1]
-    assert step.rule is Rule.MACHINE_CHECK and step.verdict == "cancel-stop"
+    assert step.rule is Rule.MACHINE_CHECK
+    assert step.verdict == "cancel-stop"
     assert step.why.startswith("not idle:")
     assert decided.activity in step.evidence
 
@@ -141,12 +144,21 @@ def test_a_fortnight_that_could_not_be_read_holds_the_stop_by_the_recurring_work
     assert "could not be read" in decided.trail[-1].why
 
 
+def test_a_stop_before_its_persons_weekday_carries_a_start_for_it_by_the_persons_day_rule() -> None:
+    mornings = Arrival("UTC", 8 * 60 + 45, timedelta(hours=2), found=4, seen=5, first=9 * 60, last=10 * 60, net_usd=90)
+    decided = run(stop(), World(pasts={G5.instance_id: Past(arrival=mornings)}))
+    assert decided.action is Action.STOP
+    assert decided.start_at == datetime(2026, 11, 24, 8, 45, tzinfo=UTC)
+    step = decided.trail[-1]
+    assert step.rule is Rule.PERSONS_DAY
+    assert step.why == f"{mornings.describe()}: costguard starts it again at Tue 08:45 UTC"
+
+
 def test_a_stop_its_person_undid_an_hour_ago_waits_by_the_after_an_undo_rule() -> None:
     restarted = replace(G5, launch_time=EVENING - timedelta(hours=1))
     undone = Past(undone=EVENING - timedelta(hours=2), usd_per_hour=5.67)
-    [(_, decided)] = pipeline.decide(
-        [(restarted, warn())], World(pasts={G5.instance_id: undone}), POLICY, EVENING, learning=True
-    )
+    world = World(pasts={G5.instance_id: undone})
+    [(_, decided)] = pipeline.decide([(restarted, warn())], world, world, POLICY, EVENING)
     assert decided.action is Action.NONE
     assert decided.trail[-1].rule is Rule.AFTER_UNDO
 
@@ -185,7 +197,8 @@ def test_a_stop_that_saves_nothing_on_the_bill_is_not_made_by_the_bill_rule_and_
     block = Marginal(0.0, 5.67, Basis.CAPACITY_BLOCK, "runs in a Capacity Block until 03:00")
     decided = run(stop(), World(bill=block))
     assert decided.action is Action.CLEAR_WARNING
-    assert decided.kept_for is KeptFor.NOTHING_SAVED and tells_prepaid(decided)
+    assert decided.kept_for is KeptFor.NOTHING_SAVED
+    assert tells_prepaid(decided)
     assert decided.trail[-1].rule is Rule.BILL
     assert decided.trail[-1].why.startswith(NOT_FOR_MONEY)
     # The outcome is the decision's, not its words': other words, the same outcome.

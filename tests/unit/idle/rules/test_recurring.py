@@ -15,8 +15,10 @@ from botocore.exceptions import ClientError
 from costguard.aws.cloudwatch.series import gpu_count
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
+from costguard.idle.acts.kept import Promises
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.pipeline import learned_rules, promised
 from costguard.idle.rules.recurring import (
     Learned,
     LearnedStart,
@@ -284,10 +286,7 @@ def test_a_stop_whose_fortnight_could_not_be_read_waits_and_a_warning_goes_out()
         metrics=metrics,  # type: ignore[arg-type]
         history=Nothing(),  # type: ignore[arg-type]
         starts=Nothing(),  # type: ignore[arg-type]
-        ledger=None,  # type: ignore[arg-type]
         policy=POLICY,
-        mode=Mode.ENFORCE,
-        owner_tag_key="Owner",
     )
     machines = [Instance(f"i-{n}", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20)) for n in (1, 2, 3)]
     decided = [
@@ -296,7 +295,8 @@ def test_a_stop_whose_fortnight_could_not_be_read_waits_and_a_warning_goes_out()
         (machines[2], Decision("i-3", Action.WARN, "idle", stop_after=NOW + timedelta(minutes=30))),
     ]
     metrics.broken = "i-2"
-    out = learner.adjust(decided, {}, NOW)
+    past = learner.past(decided, {}, NOW)
+    out = [(i, learned_rules(i, d, past.get(i.instance_id), POLICY, NOW)) for i, d in decided]
     assert [d.action for _, d in out] == [Action.STOP, Action.NONE, Action.WARN]
     assert out[1][1].reason.startswith("its last two weeks could not be read")
     assert metrics.periods == [900]  # quarter-hours, three machines' series in one call
@@ -310,23 +310,20 @@ class Refusing(Nothing):
 
 
 def test_a_learned_start_that_cannot_be_recorded_is_not_promised() -> None:
-    learner = Learner(
-        metrics=None,  # type: ignore[arg-type]
-        history=Refusing(),  # type: ignore[arg-type]
+    promises = Promises(
         starts=Refusing(),  # type: ignore[arg-type]
         ledger=None,  # type: ignore[arg-type]
-        policy=POLICY,
         mode=Mode.ENFORCE,
         owner_tag_key="Owner",
     )
     machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20))
     start_at = datetime(2026, 11, 22, 1, 45, tzinfo=UTC)
     stop = Decision("i-1", Action.STOP, "idle", stop_after=NOW, learned="starts work at about 02:00", start_at=start_at)
-    held = learner.promised(machine, stop, NOW)
+    held = promised(machine, stop, promises, NOW)
     assert held.action is Action.NONE  # a stop whose start could not be vouched for later waits
     assert held.reason.startswith("its learned start could not be recorded")
     warning = replace(stop, action=Action.WARN, stop_after=NOW + timedelta(minutes=30))
-    plain = learner.promised(machine, warning, NOW)
+    plain = promised(machine, warning, promises, NOW)
     assert plain.action is Action.WARN  # the warning goes out, promising nothing
     assert (plain.learned, plain.start_at) == ("", None)
 
@@ -368,19 +365,16 @@ class Throttled:
 
 def test_a_wasted_start_judged_in_a_storm_leaves_the_sweep_running_and_is_judged_again() -> None:
     kept = Kept()
-    learner = Learner(
-        metrics=None,  # type: ignore[arg-type]
-        history=Nothing(),  # type: ignore[arg-type]
+    promises = Promises(
         starts=kept,  # type: ignore[arg-type]
         ledger=Throttled(),  # type: ignore[arg-type]
-        policy=POLICY,
         mode=Mode.ENFORCE,
         owner_tag_key="Owner",
     )
     machine = Instance("i-1", "us-east-1", "g5.12xlarge", "running", NOW - timedelta(days=20))
     found = Learned(None, "no work came", outcomes=((datetime(2026, 11, 20, 2, 0, tzinfo=UTC), False),))
 
-    learner._judged(machine, found, NOW)  # raised ClientError through the sweep before (a region not swept)
+    promises.judged(machine, found, NOW)  # raised ClientError through the sweep before (a region not swept)
 
     # Its outcome is not kept without its ledger entry: the next sweep judges the start again.
     assert kept.record.starts == [{"e": "2026-11-20T02:00:00Z", "s": "2026-11-20T01:45:00Z"}]

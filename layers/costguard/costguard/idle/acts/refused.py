@@ -19,13 +19,13 @@ from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
 from costguard.core.scarcity import CAPACITY_ERRORS
 from costguard.core.settings import Settings
-from costguard.idle.reads.capacity import Capacity
 from costguard.idle.report import machine_entry
 from costguard.idle.words.capacity import start_failed_notice
 from costguard.slack.blocks import Message, Mrkdwn, person
 from costguard.state.claims import Claims, ClaimState
 from costguard.state.entries import EntryKind
 from costguard.state.ledger import Ledger, LedgerWriteError, StateTableBusy
+from costguard.state.scarcity import Capacity
 
 TOLD_FOR = timedelta(days=2)
 # EC2's passing refusals: the start is tried again at the next sweep, as after one for capacity.

@@ -42,7 +42,6 @@ from costguard.core.settings import IdlePolicy, Settings
 from costguard.core.working_hours import suggest_from_changes
 from costguard.idle.acts.outbox import Effects, effect_record
 from costguard.idle.acts.refused import RefusedStarts
-from costguard.idle.reads.capacity import Capacity
 from costguard.idle.report import RegionReport, machine_entry
 from costguard.idle.rules.capacity import sooner
 from costguard.idle.rules.recurring import LATE
@@ -62,6 +61,7 @@ from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger, LedgerWriteError, StateTableBusy
 from costguard.state.outbox import START
+from costguard.state.scarcity import Capacity
 from costguard.state.startlog import StartLog, StartRecord
 
 DAY = timedelta(days=1)

@@ -1,15 +1,14 @@
-"""Learned recurring work, read and acted on: for the machines a sweep is about to warn or stop (and only
-those), two weeks of quarter-hourly GPU and CPU in as few GetMetricData calls as CloudWatch allows, their
-starts and stops, and the learned starts costguard made for them; then each warning or stop is held
-back for a run that is near, or carries when costguard starts the machine again (idle/rules/recurring.py)."""
+"""The past of the machines a sweep is about to warn or stop (and only those): two weeks of quarter-hourly GPU
+and CPU in as few GetMetricData calls as CloudWatch allows, their starts and stops, and the learned starts
+costguard made for them; what that says of each (`Past`: its recurring work, its person's day, a stop its
+person undid) is for the pipeline's rules (idle/rules/pipeline.py) to weigh. Nothing is written here: the
+learned starts judged on the way are kept by acts/kept.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-
-from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
 from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
@@ -18,11 +17,10 @@ from costguard.core.keeping import starts_declined
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
-from costguard.core.settings import IdlePolicy, Mode
-from costguard.idle.report import machine_entry
+from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
-from costguard.idle.rules.decision import Action, Decision, StartFor
-from costguard.idle.rules.pipeline import Past, learned_rules
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.pipeline import Past
 from costguard.idle.rules.recurring import (
     HISTORY_DAYS,
     Learned,
@@ -31,12 +29,9 @@ from costguard.idle.rules.recurring import (
     learn,
     learns,
     quarters_of,
-    unpromised,
 )
 from costguard.idle.rules.restarts import undone_stop
-from costguard.state.entries import EntryKind
 from costguard.state.history import MachineHistory
-from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.startlog import StartLog, StartRecord
 
 PERIOD = 900  # quarter-hours: two weeks are 1,344 points a series, 75 series a call
@@ -49,16 +44,13 @@ class Learner:
         metrics: MetricReader,
         history: MachineHistory,
         starts: StartLog,
-        ledger: Ledger,
         policy: IdlePolicy,
-        mode: Mode,
-        owner_tag_key: str,
         list_price: Callable[[Instance], float | None] | None = None,
     ) -> None:
         """`list_price`: a machine's on-demand price an hour (what a start before its person's day is priced at:
         the bill's price, read after, is never more), None where unknown."""
-        self.fortnights, self.history, self.starts, self.ledger = Fortnights(metrics, policy), history, starts, ledger
-        self.policy, self.mode, self.owner_tag_key = policy, mode, owner_tag_key
+        self.fortnights, self.history, self.starts = Fortnights(metrics, policy), history, starts
+        self.policy = policy
         self.list_price = list_price or (lambda _: None)
 
     def past(
@@ -97,37 +89,6 @@ class Learner:
             price = self.list_price(by_id[iid]) if at else None  # its hold: until its idle hours pay
             out[iid] = replace(out.get(iid, Past()), undone=at, usd_per_hour=price)
         return out
-
-    def adjust(
-        self,
-        decided: Sequence[tuple[Instance, Decision]],
-        gpu_series: Mapping[str, Sequence[Dimensions]],
-        now: datetime,
-    ) -> list[tuple[Instance, Decision]]:
-        """Each warning or stop that would stop a machine, in the light of its past (the pipeline's rules 4 to
-        7), a start it announces kept as a promise."""
-        past = self.past(decided, gpu_series, now)
-        return [
-            (i, self.promised(i, learned_rules(i, d, past.get(i.instance_id), self.policy, now), now))
-            for i, d in decided
-        ]
-
-    def keep_promise(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> bool:
-        """Whether the start again this decision announces is kept among the times costguard promised (a
-        start-at it did not promise, it does not honour). A start for a job, or for its person's or owner's
-        working day, is kept as such: never judged as a learned run's."""
-        if decision.start_at is None:
-            return True
-        at, day = formatting.format_time(decision.start_at), decision.start_for is not StartFor.RUN
-        return self.starts.update(instance.instance_id, now, lambda kept: kept.promise(at, job=job, day=day))
-
-    def promised(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> Decision:
-        """A warning or a stop that announces a learned start, with that start kept first among the times
-        costguard promised (not kept: the stop waits for a sweep that can keep it; the warning goes out
-        without the promise)."""
-        if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
-            return decision
-        return decision if self.keep_promise(instance, decision, now, job=job) else unpromised(decision)
 
     def _arrival(
         self,
@@ -168,42 +129,8 @@ class Learner:
         ]
         zones = ("UTC", self.policy.team_timezone)
         found = learn(quarters, now, zones=zones, running_at=running, made=made, broken=record.broken)
-        if found.outcomes or found.broken:
-            self._judged(instance, found, now)
         logger.info("recurring work", instance_id=iid, learned=found.reason)
         return found
-
-    def _judged(self, instance: Instance, found: Learned, now: datetime) -> None:
-        """Past learned starts now judged: kept with their outcome, wasted ones in the ledger (keyed by the
-        run they were for, so judging one twice records it once), a pattern broken twice remembered."""
-        outcome = {formatting.format_time(e): ("used" if work else "wasted") for e, work in found.outcomes}
-
-        def change(kept: StartRecord) -> None:
-            for start in kept.starts:
-                if not start.get("o") and start.get("e") in outcome:
-                    start["o"] = outcome[start["e"]]
-            if found.broken and found.broken not in kept.broken:
-                kept.broken.append(found.broken)
-
-        wasted = [
-            machine_entry(
-                instance,
-                EntryKind.LEARNED_START_WASTED,
-                e,
-                mode=self.mode,
-                owner_tag_key=self.owner_tag_key,
-                reason=f"started for work expected at {e:%H:%M} UTC, which did not come",
-            )
-            for e, work in found.outcomes
-            if not work
-        ]
-        if wasted:  # first: a kill before the start log's outcome leaves the run to be judged again
-            try:
-                self.ledger.record_many(wasted)
-            except (ClientError, BotoCoreError, LedgerWriteError) as exc:  # a storm: the next sweep judges it
-                logger.warning("wasted starts not recorded", instance_id=instance.instance_id, error=str(exc)[:200])
-                return
-        self.starts.update(instance.instance_id, now, change)
 
 
 class Fortnights:

@@ -24,9 +24,8 @@ from costguard.core.records import Instance
 from costguard.core.series import Utilization
 from costguard.core.settings import IdlePolicy
 from costguard.idle.report import RegionReport
-from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.decision import Action, Decision, decide, early_warnings
-from costguard.idle.rules.evidence import Answer, answer_of, excused, excuses, kept
+from costguard.idle.rules.evidence import Answer, excused, excuses
 from costguard.idle.rules.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
 from costguard.idle.rules.pipeline import verdict
 from costguard.state.checklog import CheckLog
@@ -149,20 +148,6 @@ class SweepPlanner:
         minutes = self.policy.certain_idle_minutes
         since = warned_at - timedelta(minutes=minutes) if warned_at else None
         return judge(utilization, self.policy, now, since=since, excused=system_made, window_minutes=minutes)
-
-
-def log_answers(
-    checklog: CheckLog, checked: Mapping[str, ActivityCheck], earlier: Mapping[str, Sequence[Answer]], now: datetime
-) -> None:
-    """This sweep's answers added to each machine's check log (the earlier ones stay in `earlier`: the
-    review weighs the fresh answer apart)."""
-    logs = {}
-    for iid, check in checked.items():
-        if check.state is CheckState.ANSWERED and check.report is not None:
-            fresh = answer_of(check.report, now)
-            logs[iid] = [a.to_json() for a in kept([*earlier.get(iid, ()), fresh], now)]
-    if logs:
-        checklog.write(logs, now)
 
 
 @dataclass

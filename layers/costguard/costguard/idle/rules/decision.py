@@ -152,7 +152,6 @@ def decide(
     metrics whose own check can be asked about its GPUs."""
     iid = instance.instance_id
     warned_at = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
-    stop_after = formatting.parse_time(instance.tags.get(tags.STOP_AFTER))
     warned = warned_at is not None and warned_at >= instance.launch_time  # a restart resets the story
     has_warning_tags = any(k in instance.tags for k in tags.WARNING_TAGS)
 
@@ -197,6 +196,19 @@ def decide(
         if warned:
             return Decision(iid, Action.NONE, "warned; no GPU telemetry, so it is not stopped automatically")
         return Decision(iid, Action.WARN, judgement.reason, will_stop=False, judgement=judgement)
+    return _warn_wait_or_stop(instance, judgement, policy, now, early=early, unseen=unseen)
+
+
+def _warn_wait_or_stop(
+    instance: Instance, judgement: Judgement, policy: IdlePolicy, now: datetime, *, early: bool, unseen: bool
+) -> Decision:
+    """An idle machine costguard may stop: warned (its grace from now), waiting out its grace, warned again
+    (the data read does not cover its warning), or stopped. `early`: judged on certain idleness; `unseen`: its
+    GPUs seen by its own check alone."""
+    iid = instance.instance_id
+    warned_at = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
+    stop_after = formatting.parse_time(instance.tags.get(tags.STOP_AFTER))
+    warned = warned_at is not None and warned_at >= instance.launch_time  # a restart resets the story
     if not warned or stop_after is None:
         return Decision(
             iid,

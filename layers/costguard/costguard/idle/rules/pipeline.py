@@ -21,7 +21,7 @@ The order, as `ORDER` declares it and `decide` runs it:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -48,7 +48,7 @@ from costguard.idle.rules.money import tells_prepaid
 from costguard.idle.rules.recurring import Learned, adjusted, learns, unpromised
 from costguard.idle.rules.restarts import held_after_undo
 from costguard.idle.rules.review import confirm, review
-from costguard.idle.rules.trail import Rule, first, stepped
+from costguard.idle.rules.trail import Rule, Step
 
 Decided = tuple[Instance, Decision]
 
@@ -92,10 +92,6 @@ class Facts(Protocol):
         """The last two weeks of the machines a warning or a stop would stop (none: learning is off)."""
         ...
 
-    def keep_promise(self, instance: Instance, decision: Decision, now: datetime, *, job: bool) -> bool:
-        """Whether the start again this decision announces is now among the promises costguard honours."""
-        ...
-
     def scarcity(self, instance: Instance) -> Scarcity | None:
         """The evidence that its type may not start again, or None."""
         ...
@@ -110,6 +106,14 @@ class Facts(Protocol):
         ...
 
 
+class Promises(Protocol):
+    """The start log's promises: a start again is kept among them before the decision announcing it is made."""
+
+    def keep(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> bool:
+        """Whether the start again this decision announces is now among the promises costguard honours."""
+        ...
+
+
 def verdict(decision: Decision) -> Decision:
     """1. The first verdict, its step on the trail."""
     return first(decision)
@@ -118,24 +122,22 @@ def verdict(decision: Decision) -> Decision:
 def decide(
     to_check: Sequence[Decided],
     facts: Facts,
+    promises: Promises | None,
     policy: IdlePolicy,
     now: datetime,
     *,
-    learning: bool,
     watched: Sequence[Instance] = (),
 ) -> list[Decided]:
     """Steps 2 to 10 for the sweep's warnings and stops (`watched`: machines asked for their check for the
-    evidence alone); `learning`: costguard learns recurring work and may start machines for it."""
+    evidence alone); `promises`: where costguard learns recurring work and may start machines for it (None:
+    it does not, and no past is read)."""
     checks = facts.checks([*(i for i, _ in to_check), *watched], now)
     out = [(i, _reviewed(i, d, checks, facts=facts, policy=policy, now=now)) for i, d in to_check]
-    if learning:
+    if promises is not None:
         past = facts.past(out, now)
-        out = [(i, _recurring(i, d, past.get(i.instance_id), facts=facts, policy=policy, now=now)) for i, d in out]
-    out = [
-        (i, _jobs(i, d, checks.get(i.instance_id), facts=facts, policy=policy, now=now, learning=learning))
-        for i, d in out
-    ]
-    out = [(i, _scarce(i, d, facts, policy, now, learning=learning)) for i, d in out]
+        out = [(i, _recurring(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
+    out = [(i, _jobs(i, d, checks.get(i.instance_id), promises=promises, policy=policy, now=now)) for i, d in out]
+    out = [(i, _scarce(i, d, facts, promises, policy, now)) for i, d in out]
     priced = {i.instance_id: d for i, d in facts.priced(out)}
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
 
@@ -171,19 +173,21 @@ def learned_rules(
     return stepped(Rule.AFTER_UNDO, changed, held)
 
 
-def _recurring(
-    instance: Instance, decision: Decision, past: Past | None, *, facts: Facts, policy: IdlePolicy, now: datetime
+def _recurring(  # noqa: PLR0917
+    instance: Instance, decision: Decision, past: Past | None, promises: Promises, policy: IdlePolicy, now: datetime
 ) -> Decision:
     """4 to 7: what its past says, and the start it then announces kept as a promise."""
-    return promised(instance, learned_rules(instance, decision, past, policy, now), facts, now)
+    return promised(instance, learned_rules(instance, decision, past, policy, now), promises, now)
 
 
-def promised(instance: Instance, decision: Decision, facts: Facts, now: datetime, *, job: bool = False) -> Decision:
+def promised(
+    instance: Instance, decision: Decision, promises: Promises, now: datetime, *, job: bool = False
+) -> Decision:
     """7. A warning or a stop that announces a start again, with that start kept among the promises
     costguard honours; not kept: the stop waits for a sweep that can, the warning goes without it."""
     if decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
-    if facts.keep_promise(instance, decision, now, job=job):
+    if promises.keep(instance, decision, now, job=job):
         return decision
     return stepped(Rule.PROMISED, decision, unpromised(decision))
 
@@ -193,28 +197,27 @@ def _jobs(
     decision: Decision,
     check: ActivityCheck | None,
     *,
-    facts: Facts,
+    promises: Promises | None,
     policy: IdlePolicy,
     now: datetime,
-    learning: bool,
 ) -> Decision:
     """8. The machine's own scheduled jobs; a start for one kept as a promise."""
     jobs: MachineJobs | None = check.report.jobs if check is not None and check.report is not None else None
-    may_start = learning and learns(instance, policy)
+    may_start = promises is not None and learns(instance, policy)
     changed = with_jobs(decision, jobs, policy, now, may_start=may_start, declined=starts_declined(instance.tags))
     changed = stepped(Rule.MACHINE_JOBS, decision, changed)
-    if learning and changed.start_at != decision.start_at:
-        return promised(instance, changed, facts, now, job=True)
+    if promises is not None and changed.start_at != decision.start_at:
+        return promised(instance, changed, promises, now, job=True)
     return changed
 
 
-def _scarce(
-    instance: Instance, decision: Decision, facts: Facts, policy: IdlePolicy, now: datetime, *, learning: bool
+def _scarce(  # noqa: PLR0917
+    instance: Instance, decision: Decision, facts: Facts, promises: Promises | None, policy: IdlePolicy, now: datetime
 ) -> Decision:
     """9. Scarce capacity: the scarcity evidence read only where it may change the decision."""
     changed = stepped(Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now))
-    if learning and changed.start_for is StartFor.OWNERS_DAY:
-        return promised(instance, changed, facts, now)
+    if promises is not None and changed.start_for is StartFor.OWNERS_DAY:
+        return promised(instance, changed, promises, now)
     return changed
 
 
@@ -243,3 +246,80 @@ def tells(decision: Decision) -> bool:
     """A decision that says something without warning or stopping: kept for working hours it cannot read,
     left running on paid capacity, or for want of capacity."""
     return tells_schedule(decision) or tells_prepaid(decision) or tells_scarce(decision)
+
+
+# The trail's steps: what a rule changed, in words, with its evidence.
+
+
+def first(decision: Decision) -> Decision:
+    """The first verdict's step: what the metrics and the protections said."""
+    step = Step(Rule.VERDICT, decision.action.value, decision.reason, _evidence(decision))
+    return replace(decision, trail=(step,))
+
+
+def stepped(rule: Rule, before: Decision, after: Decision) -> Decision:
+    """`after`, with the step `rule` left on the way from `before` (none where the rule changed nothing)."""
+    if _same(before, after):
+        return replace(after, trail=before.trail) if after.trail != before.trail else after
+    return replace(after, trail=(*before.trail, _step(rule, before, after)))
+
+
+def _same(before: Decision, after: Decision) -> bool:
+    return before is after or all(getattr(before, name) == getattr(after, name) for name in _WATCHED)
+
+
+# What a rule may change that a person would ask about (the judgement is the first step's evidence).
+_WATCHED = (
+    "action",
+    "reason",
+    "stop_after",
+    "will_stop",
+    "activity",
+    "learned",
+    "start_at",
+    "start_for",
+    "bill",
+    "scarce",
+    "kept_for",
+)
+
+
+def _step(rule: Rule, before: Decision, after: Decision) -> Step:
+    if after.action is not before.action or after.reason != before.reason:
+        why = after.reason
+    elif after.start_at != before.start_at:
+        why = _start(after.learned, after.start_at)
+    elif after.bill is not None and after.bill != before.bill:
+        why = f"a stop saves {after.bill.text()} on the bill now: {after.bill.why}"
+    elif after.activity != before.activity:
+        why = after.activity
+    else:
+        why = after.reason
+    return Step(rule, after.action.value, why, _evidence(after, before))
+
+
+def _start(learned: str, start_at: datetime | None) -> str:
+    if start_at is None:
+        return f"{learned}: no start again promised" if learned else "no start again promised"
+    return (
+        f"{learned}: costguard starts it again at {start_at:%a %H:%M} UTC"
+        if learned
+        else (f"costguard starts it again at {start_at:%a %H:%M} UTC")
+    )
+
+
+def _evidence(after: Decision, before: Decision | None = None) -> tuple[str, ...]:
+    """What the rule went on, as far as the decision says: the signals judged (first step), the machine's own
+    answer, the bill's reasoning, the scarcity seen, the runs known."""
+    out: list[str] = []
+    if before is None and after.judgement is not None:
+        out += [f"{s.label}: {s.reason}" for s in after.judgement.signals]
+    if after.activity and (before is None or after.activity != before.activity):
+        out.append(after.activity)
+    if after.bill is not None and (before is None or after.bill != before.bill):
+        out.append(f"bill: {after.bill.text()} ({after.bill.why})")
+    if after.scarce and (before is None or after.scarce != before.scarce):
+        out.append(f"capacity: {after.scarce}")
+    if after.learned and (before is None or after.learned != before.learned):
+        out.append(after.learned)
+    return tuple(out)

@@ -1,21 +1,17 @@
 """The trail of a decision: which rule changed it, to what, why, and on what evidence. Pure.
 
-Every rule of the pipeline (`pipeline.py`) leaves a step where it changes the decision about a machine, and
-the first verdict always leaves one; the steps, in order, are the answer to "why did costguard stop my
-machine" (the ledger keeps them, the log line of each decision carries them, the *Why?* button reads them
-back in the message's thread).
+Every rule of the pipeline (`pipeline.py`, which writes the steps) leaves a step where it changes the decision
+about a machine, and the first verdict always leaves one; the steps, in order, are the answer to "why did
+costguard stop my machine" (the ledger keeps them, the log line of each decision carries them, the *Why?*
+button reads them back in the message's thread).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from costguard.idle.rules.decision import Decision
+from typing import Any
 
 WHY_LENGTH = 400  # a step's words, at most: the ledger keeps every step of every decision
 EVIDENCE_LENGTH = 200
@@ -62,80 +58,6 @@ class Step:
         if not isinstance(evidence, list | tuple):
             evidence = ()
         return cls(rule, str(raw.get("verdict", "")), str(raw.get("why", "")), tuple(str(e) for e in evidence))
-
-
-def first(decision: Decision) -> Decision:
-    """The first verdict's step: what the metrics and the protections said."""
-    step = Step(Rule.VERDICT, decision.action.value, decision.reason, _evidence(decision))
-    return replace(decision, trail=(step,))
-
-
-def stepped(rule: Rule, before: Decision, after: Decision) -> Decision:
-    """`after`, with the step `rule` left on the way from `before` (none where the rule changed nothing)."""
-    if _same(before, after):
-        return replace(after, trail=before.trail) if after.trail != before.trail else after
-    return replace(after, trail=(*before.trail, _step(rule, before, after)))
-
-
-def _same(before: Decision, after: Decision) -> bool:
-    return before is after or all(getattr(before, name) == getattr(after, name) for name in _WATCHED)
-
-
-# What a rule may change that a person would ask about (the judgement is the first step's evidence).
-_WATCHED = (
-    "action",
-    "reason",
-    "stop_after",
-    "will_stop",
-    "activity",
-    "learned",
-    "start_at",
-    "start_for",
-    "bill",
-    "scarce",
-    "kept_for",
-)
-
-
-def _step(rule: Rule, before: Decision, after: Decision) -> Step:
-    if after.action is not before.action or after.reason != before.reason:
-        why = after.reason
-    elif after.start_at != before.start_at:
-        why = _start(after.learned, after.start_at)
-    elif after.bill is not None and after.bill != before.bill:
-        why = f"a stop saves {after.bill.text()} on the bill now: {after.bill.why}"
-    elif after.activity != before.activity:
-        why = after.activity
-    else:
-        why = after.reason
-    return Step(rule, after.action.value, why, _evidence(after, before))
-
-
-def _start(learned: str, start_at: datetime | None) -> str:
-    if start_at is None:
-        return f"{learned}: no start again promised" if learned else "no start again promised"
-    return (
-        f"{learned}: costguard starts it again at {start_at:%a %H:%M} UTC"
-        if learned
-        else (f"costguard starts it again at {start_at:%a %H:%M} UTC")
-    )
-
-
-def _evidence(after: Decision, before: Decision | None = None) -> tuple[str, ...]:
-    """What the rule went on, as far as the decision says: the signals judged (first step), the machine's own
-    answer, the bill's reasoning, the scarcity seen, the runs known."""
-    out: list[str] = []
-    if before is None and after.judgement is not None:
-        out += [f"{s.label}: {s.reason}" for s in after.judgement.signals]
-    if after.activity and (before is None or after.activity != before.activity):
-        out.append(after.activity)
-    if after.bill is not None and (before is None or after.bill != before.bill):
-        out.append(f"bill: {after.bill.text()} ({after.bill.why})")
-    if after.scarce and (before is None or after.scarce != before.scarce):
-        out.append(f"capacity: {after.scarce}")
-    if after.learned and (before is None or after.learned != before.learned):
-        out.append(after.learned)
-    return tuple(out)
 
 
 def as_json(trail: Sequence[Step]) -> list[dict[str, Any]]:

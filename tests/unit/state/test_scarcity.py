@@ -10,8 +10,8 @@ from botocore.exceptions import ClientError
 
 from costguard.core.records import Instance
 from costguard.core.scarcity import FailedStart
-from costguard.idle.reads.capacity import SweepCapacity
 from costguard.state.capacity import CapacityLog
+from costguard.state.scarcity import SweepCapacity
 from testing.aws.dynamodb import DynamoDBClient
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
