@@ -117,7 +117,12 @@ def member_parameters(deployment: OrgDeployment, caller: Caller) -> dict[str, st
 
 
 def hub_parameters(deployment: OrgDeployment, caller: Caller) -> dict[str, str]:
-    return {**deployment.hub_parameters, **deployment.artifact_parameters(), "OrganizationId": caller.organization_id}
+    return {
+        **deployment.hub_parameters,
+        **deployment.artifact_parameters(),
+        "OrganizationId": caller.organization_id,
+        "OrganizationUnits": ",".join(deployment.units),  # the digest names their accounts that do not report
+    }
 
 
 def stackset_request(deployment: OrgDeployment, caller: Caller) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from costguard.core.observability import logger, metrics, refuses_garbage, trace
 from costguard.core.settings import OrganizationSettings
 from costguard.core.shapes import shape
 from costguard.digest.organization.flow import organization_digest
+from costguard.digest.organization.units import expected_with_units
 from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 
@@ -31,7 +32,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
     return organization_digest(
         Mailbox(runtime.client("sqs"), settings.queue_url),
         HandedWeeks(runtime.client("dynamodb"), runtime.settings.state_table),
-        settings.expected(runtime.account),
+        expected_with_units(settings.expected(runtime.account), runtime.client("organizations"), settings.units),
         notifier=runtime.notifier,
         claims=runtime.claims,
         channel=runtime.settings.digest_channel,

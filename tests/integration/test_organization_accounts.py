@@ -18,9 +18,11 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 
 from costguard.aws.clients import ClientFactory
 from costguard.core import tags
+from costguard.digest.organization.units import accounts_in_units, expected_with_units
 from costguard.runtime import Runtime
 from scripts.org_deploy import Caller, OrgDeployment, figures_queue_arn, member_parameters
 from testing.handlers import LambdaContext, load_handler
@@ -173,3 +175,63 @@ def test_without_organization_id_the_hub_still_refuses_a_week_from_an_account_it
     assert MEMBER in result["accounts"]
     assert LATE not in result["accounts"]
     assert result["refused"] == 1
+
+
+def units_of_the_organization() -> dict[str, Any]:
+    """A moto organization managed from the hub's account: a unit with a child unit, an account in each, and an
+    account in another unit."""
+    orgs = boto3.client("organizations", region_name=REGION)
+    orgs.create_organization(FeatureSet="ALL")
+    root = orgs.list_roots()["Roots"][0]["Id"]
+
+    def unit(parent: str, name: str) -> str:
+        return orgs.create_organizational_unit(ParentId=parent, Name=name)["OrganizationalUnit"]["Id"]  # type: ignore[no-any-return]
+
+    def account(name: str, parent: str) -> str:
+        made = orgs.create_account(Email=f"{name}@example.com", AccountName=name)["CreateAccountStatus"]["AccountId"]
+        orgs.move_account(AccountId=made, SourceParentId=root, DestinationParentId=parent)
+        return made  # type: ignore[no-any-return]
+
+    ml = unit(root, "ml")
+    research = unit(ml, "research")
+    other = unit(root, "finance")
+    return {
+        "ml": ml,
+        "sandbox": account("sandbox", ml),
+        "research": account("research", research),
+        "finance": account("finance", other),
+    }
+
+
+def test_the_accounts_of_the_chosen_units_and_their_child_units_are_expected(aws: None) -> None:
+    org = units_of_the_organization()
+    organizations = boto3.client("organizations", region_name=REGION)
+    assert accounts_in_units(organizations, [org["ml"]]) == [org["sandbox"], org["research"]]
+    assert expected_with_units([HUB, org["sandbox"]], organizations, [org["ml"]]) == [
+        HUB,
+        org["sandbox"],
+        org["research"],
+    ]
+
+
+def test_organizations_unreadable_leaves_the_digest_with_the_accounts_it_knows() -> None:
+    client = boto3.client("organizations", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    stub.add_client_error("list_accounts_for_parent", "AccessDeniedException", expected_params={"ParentId": "ou-1"})
+    with stub:
+        assert expected_with_units([HUB], client, ["ou-1"]) == [HUB]
+
+
+def test_the_organization_digest_names_an_account_of_the_units_that_has_not_reported(
+    world: dict[str, Any], slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org = units_of_the_organization()
+    monkeypatch.setenv("ORGANIZATION_UNITS", org["ml"])
+    organization._settings.cache_clear()
+    digest.lambda_handler({"costguard": "digest"}, MemberContext(), runtime=world["members"][MEMBER]["runtime"])
+    result = organization.lambda_handler({"costguard": "organization-digest"}, LambdaContext(), runtime=world["hub"])
+    assert result["accounts"] == [MEMBER]
+    assert sorted(result["missing"]) == sorted([HUB, org["sandbox"], org["research"]])
+    text = json.dumps(slack.messages[-1].blocks)
+    assert f"`{org['sandbox']}`: never reported" in text
+    assert org["finance"] not in text

@@ -413,6 +413,7 @@ class OrganizationSettings:
     members: tuple[str, ...]  # the member accounts, from their weekly digests' role ARNs
     reports_itself: bool = True  # the hub's own weekly digest hands its week over too
     organization_id: str = ""  # make org-deploy's hub: any account of it may report (its queue policy checks who)
+    units: tuple[str, ...] = ()  # make org-deploy's units: their accounts are expected (digest/organization/units.py)
 
     def expected(self, own_account: str) -> list[str]:
         accounts = ([own_account] if self.reports_itself and own_account else []) + list(self.members)
@@ -433,6 +434,7 @@ class OrganizationSettings:
             members=tuple(dict.fromkeys(members)),
             reports_itself=read.flag("HUB_WEEKLY_DIGEST", True),
             organization_id=read.optional("ORGANIZATION_ID"),
+            units=read.csv("ORGANIZATION_UNITS"),
         )
         read.check()
         return settings
