@@ -49,7 +49,12 @@ def before_stack(clients: Clients, deployment: Deployment) -> Plan:
             [
                 Step(
                     f"{deployment.region}: the stack {deployment.stack_name}: its functions, roles, queues, schedules, "
-                    "log groups, alarm, SSM document and notebook lifecycle configuration",
+                    "log groups, alarm, SSM document and notebook lifecycle configuration"
+                    + (
+                        ", and Default Host Management Configuration reset where costguard turned it on"
+                        if deployment.host_management_role
+                        else ""
+                    ),
                     lambda: delete_stack(cloudformation, deployment),
                 )
             ]
@@ -71,6 +76,9 @@ def after_stack(clients: Clients, deployment: Deployment, *, delete_data: bool) 
             )
         )
     if not deployment.exists:
+        for region in deployment.regions if deployment.host_management_role else ():
+            ssm = clients("ssm", region)
+            plan.add(leftovers.host_management(ssm, region, deployment.host_management_role, plan.unread))
         plan.add(retained.notebook_config(clients("sagemaker", home), deployment))
         plan.add(retained.log_groups(clients("logs", home), deployment, retained.function_ids(ROOT / "template.yaml")))
     plan.add(

@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError, WaiterError
 STATE_TABLE = "StateTable"
 TRAIL_BUCKET = "TrailBucket"
 NOTEBOOK_CONFIG = "NotebookActivityConfig"
+HOST_MANAGEMENT_ROLE = "HostManagementRole"
 STACK_NAME_TAG = "aws:cloudformation:stack-name"
 LOGICAL_ID_TAG = "aws:cloudformation:logical-id"
 DEFAULT_SECRET = "costguard/slack"  # noqa: S105 (a name, not a password: the template's SlackSecretName default)
@@ -36,6 +37,9 @@ class Deployment:
     slack_secret: str = DEFAULT_SECRET
     owner_tag_key: str = "Owner"  # the template's OwnerTagKey default
     stack_id: str = ""
+    # DefaultHostManagement's role (the stack's HostManagementRole), which Systems Manager's setting names in each
+    # governed region where costguard turned it on: its delete resets them; one it could not is reset after it.
+    host_management_role: str = ""
 
     @property
     def notebook_config(self) -> str:
@@ -94,6 +98,7 @@ def read_deployment(
         slack_secret=parameters.get("SlackSecretName") or DEFAULT_SECRET,
         owner_tag_key=parameters.get("OwnerTagKey") or "Owner",
         stack_id=stack["StackId"],
+        host_management_role=resources.get(HOST_MANAGEMENT_ROLE, ""),
     )
 
 

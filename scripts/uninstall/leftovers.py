@@ -13,6 +13,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from costguard.aws.ssm import HOST_MANAGEMENT_SETTING
 from costguard.core import tags
 from costguard.core.names import ALARM_PREFIX
 from scripts.uninstall.plan import Kept, Step, batches
@@ -142,6 +143,21 @@ def _sagemaker_arns(sagemaker: Any, region: str, unread: list[str]) -> Iterator[
             DomainId=app["DomainId"], AppType=app["AppType"], AppName=app["AppName"], **holder
         )
         yield described["AppArn"]
+
+
+def host_management(ssm: Any, region: str, role: str, unread: list[str]) -> list[Step]:
+    """Systems Manager's Default Host Management Configuration where it still names costguard's role (the stack's
+    delete resets it; one region it could not, say, is reset here), back to unset, as costguard found it: it sets
+    no other value. A setting naming any other role is the account's, and is not touched."""
+    try:
+        found = ssm.get_service_setting(SettingId=HOST_MANAGEMENT_SETTING)["ServiceSetting"]
+    except READ_ERRORS as exc:
+        unread.append(f"{region}: Systems Manager get_service_setting: {code_of(exc)}")
+        return []
+    if not role or found.get("SettingValue") != role:
+        return []
+    what = f"{region}: Default Host Management Configuration naming costguard's role {role}, reset to unset"
+    return [Step(what, removal(ssm.reset_service_setting, SettingId=HOST_MANAGEMENT_SETTING))]
 
 
 def code_of(exc: BaseException) -> str:

@@ -85,6 +85,8 @@ UNUSED: dict[str, dict[str, str]] = {
 # What `make uninstall` calls, as boto3 names them, by IAM action where the names differ (S3's).
 UNINSTALL_CALLS = [
     "cloudformation:DescribeStacks",
+    "ssm:GetServiceSetting",  # Default Host Management Configuration still naming the gone stack's role
+    "ssm:ResetServiceSetting",
     "cloudformation:ListStackResources",
     "cloudformation:DeleteStack",
     "tag:GetResources",
