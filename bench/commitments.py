@@ -5,8 +5,8 @@ oracle priced the same way, and the two baselines, each judged on the true bill 
 
 Figures (testing/measured.py): dollars truly saved, stops that saved nothing, person-hours blocked (boot
 waits and work blocked by short capacity), restarts owners made, interruptions, and costguard's claimed
-saving (its ledger) against the true one. The worst seed is the one where costguard saved the least of
-the oracle's dollars.
+saving (the figure its real weekly digest posted to Slack at the week's end, parsed from the message)
+against the true one. The worst seed is the one where costguard saved the least of the oracle's dollars.
 """
 
 from __future__ import annotations
@@ -91,8 +91,9 @@ def measure(seed: int, days: int = 7, code_root: Any = ROOT, before: Path | None
         figures["interruptions"] = week["interruptions"]
         figures["interruptions_by_cause"] = week["interruptions_by_cause"]
         figures["interrupted"] = week.get("interrupted", [])  # machine, type, when, cause (older trees: none)
+        claimed = figures.get("claimed_usd")  # as the weekly digest posted it (None: it said nothing)
         figures["claimed_over_true"] = (
-            round(figures["claimed_usd"] / figures["saved_usd"], 3) if figures["saved_usd"] else None
+            round(claimed / figures["saved_usd"], 3) if figures["saved_usd"] and claimed is not None else None
         )
         out[name] = figures
     return out

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import json
 import os
 import random
@@ -28,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -47,7 +46,7 @@ from testing.aws.secretsmanager import SecretsManager
 from testing.aws.ssm import SystemsManager
 from testing.measured import Judge, money
 from testing.template import lambda_environment
-from testing.worlds.commitments import BOOT_MINUTES, ON_DEMAND, failed_start_record, restart_when
+from testing.worlds.commitments import BOOT_MINUTES, failed_start_record, restart_when
 from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -559,6 +558,23 @@ class FakeAws:
     def lookup_events(self, **params: Any) -> dict[str, Any]:
         return self.cloudtrail.lookup_events(params)
 
+    # The weekly digest's other Cost Explorer reads (refused as unsupported where the week's bill has none),
+    # and its dashboards (kept nowhere: the week measures no dashboard)
+    def get_reservation_utilization(self, **params: Any) -> dict[str, Any]:
+        return self.costexplorer.report("GetReservationUtilization")(params)
+
+    def get_reservation_coverage(self, **params: Any) -> dict[str, Any]:
+        return self.costexplorer.report("GetReservationCoverage")(params)
+
+    def get_savings_plans_utilization(self, **params: Any) -> dict[str, Any]:
+        return self.costexplorer.report("GetSavingsPlansUtilization")(params)
+
+    def get_cost_and_usage(self, **params: Any) -> dict[str, Any]:
+        return self.costexplorer.get_cost_and_usage(params)
+
+    def put_dashboard(self, **params: Any) -> dict[str, Any]:
+        return {"DashboardValidationMessages": []}
+
     # CloudWatch: testing/aws/cloudwatch.py over the fleet's metrics (WeekMetrics)
     def list_metrics(self, **params: Any) -> dict[str, Any]:
         return self.cloudwatch.list_metrics(params)
@@ -730,6 +746,7 @@ def run_costguard(
     messages_per_owner: Counter[str] = Counter()  # warning messages (one may tell about several machines)
     most_in_a_sweep = 0
     slack_rng = random.Random(seed * 7)
+    digest_posts: list[Any] = []  # what the weekly digest posted at the week's end
     try:
         while fleet.now < end:
             if fleet.now >= world.start:
@@ -790,6 +807,14 @@ def run_costguard(
             for _ in range(2):
                 sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
                 fleet.advance(fleet.now + STEP * SWEEP_EVERY)
+        if world.bought is not None:  # the week's claim: what the real weekly digest posts at its end
+            os.environ.update(lambda_environment("weekly_digest", parameters, resources, template))
+            posted = len(slack.messages)
+            try:
+                handler("weekly_digest")({"costguard": "digest"}, LambdaContext(), runtime=runtime)
+            except Exception as exc:  # said, and the claim left unknown: never a figure made up in its place
+                print(f"  weekly digest raised {type(exc).__name__}: {exc}", file=sys.stderr)
+            digest_posts = slack.messages[posted:]
     finally:
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
@@ -801,7 +826,7 @@ def run_costguard(
         Path(os.environ["BENCH_DUMP"]).write_text(json.dumps(dump(aws, fleet) | {"messages": told}, default=str))
     if world.bought is not None:
         figures["money"] = money(world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days)
-        figures["money"]["claimed_usd"] = claimed(aws, fleet, days)
+        figures["money"]["claimed_usd"] = posted_claim(digest_posts)
         figures["money"]["costguard_start_refusals"] = sum(
             1 for r in fleet.trail if r["userIdentity"]["userName"] == "costguard-idle-stopper"
         )
@@ -816,6 +841,7 @@ def run_costguard(
     figures |= {"machines_without_ssm_agent": len(unmanaged), "calls": dict(sorted(aws.calls.items()))}
     figures["network_attempts"] = sorted(set(network))
     figures["slack_refused"] = [str(r) for r in slack.refused]  # messages Slack would refuse (testing/blockkit.py)
+    figures |= trail_counts(aws.dynamodb.items())
     if faults is not None:
         figures |= fault_counts(aws, fleet, slack.messages, plan, warnings) | {
             "dead_lettered_sweeps": dead_lettered,
@@ -842,42 +868,21 @@ def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:
     }
 
 
-def claimed(aws: FakeAws, fleet: Fleet, days: int) -> float:
-    """What costguard's ledger says its stops saved (the weekly digest's reckoning, digest/weekly/savings.py):
-    each stop's hourly saving as recorded, then each later sweep's price of the machine (`worth#` items, where
-    the tree measured keeps them), for the hours the machine truly stayed stopped in the week."""
-    world = fleet.world
-    first = world.index(world.start)
-    last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
-    bought = world.bought
-    usd = 0.0
-    later: dict[str, list[tuple[int, float]]] = defaultdict(list)  # the sweeps' prices of the stopped (worth#)
-    for item in aws.dynamodb.items():
-        if item["pk"]["S"].startswith("worth#"):
-            at_text = item["sk"]["S"].partition("#")[0]
-            for iid, value in item["m"]["M"].items():
-                later[iid].append((world.index(datetime.fromisoformat(at_text)), float(value["N"])))
-    for item in aws.dynamodb.items():
-        if not item["pk"]["S"].startswith("action#") or item["kind"]["S"] not in ("stop", "stop-from-slack"):
-            continue
-        iid = item["instance_id"]["S"]
-        at = world.index(datetime.fromisoformat(item["at"]["S"]))
-        if not 0 <= at < world.slots:
-            print(f"  ledger item out of the week: {item}", file=sys.stderr)
-            continue
-        at = next((s for s in range(at, min(at + SWEEP_EVERY + 1, world.slots)) if not fleet.running[iid][s]), at)
-        on: list[bool] = fleet.running[iid]
-        off = sum(1 for _ in itertools.takewhile(lambda s, on=on: not on[s], range(at, last)))  # type: ignore[misc]
-        saving, listed = (float(item.get(k, {}).get("N", 0)) for k in ("hourly_saving", "list_hourly"))
-        if listed <= 0 and bought is not None and iid in bought.reservation:
-            saving = 0.0  # stopped from Slack in paid capacity: the digest says nothing saved
-        elif listed <= 0 and not saving:
-            saving = ON_DEMAND.get(fleet.by_id[iid].instance_type, 0.0)
-        prices = {s: price for s, price in sorted(later[iid]) if at < s < at + off}  # each from its sweep on
-        for s in range(at, at + off):
-            saving = prices.get(s, saving)
-            usd += saving / SLOTS_PER_HOUR
-    return round(usd, 2)
+# The weekly digest's own words for what costguard's stops saved (digest/weekly/rules/messages.py).
+CLAIM = re.compile(r"Stopped machines stayed off [\d,]+ h: \*\$([\d,]+(?:\.\d+)?) saved\*")
+
+
+def posted_claim(messages: Sequence[Any]) -> float | None:
+    """What costguard's stops saved, as the weekly digest posted it to Slack at the week's end (parsed from
+    its message, never reckoned again here); None when no digest said it, 0 when it said no machine was
+    stopped."""
+    for message in messages:
+        said = json.dumps([message.text, message.blocks])
+        if found := CLAIM.search(said):
+            return float(found.group(1).replace(",", ""))
+    if any("costguard stopped no machine" in json.dumps(m.blocks) for m in messages):
+        return 0.0
+    return None
 
 
 class WeekBill:
@@ -993,6 +998,21 @@ def people_and_starts(world: World, fleet: Fleet, *, days: int = 7) -> dict[str,
         "exempted_by_owners": len(fleet.exempted),
         "costguard_starts": len(fleet.costguard_starts),
         "costguard_starts_wasted": len(wasted),
+    }
+
+
+DECIDED = ("warn", "stop", "clear-warning", "cancel-stop")  # the idle stopper's decisions the ledger keeps
+
+
+def trail_counts(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each decision the ledger keeps, with its trail: every step naming one of the pipeline's rules (the answer
+    to why); the steps counted by rule."""
+    decided = [i for i in items if i["pk"]["S"].startswith("action#") and i["kind"]["S"] in DECIDED]
+    rules = Counter(step["M"]["rule"]["S"] for i in decided for step in i.get("trail", {}).get("L", []))
+    return {
+        "decisions": len(decided),
+        "decisions_without_trail": sum(1 for i in decided if not i.get("trail", {}).get("L")),
+        "trail_steps_by_rule": dict(sorted(rules.items())),
     }
 
 
