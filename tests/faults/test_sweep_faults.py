@@ -16,7 +16,7 @@ from costguard.runtime import Runtime
 from testing import moto_fixes
 from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
-from testing.slack_text import notices
+from testing.slack_text import as_read, dates_in, marked, notices
 from tests.faults.conftest import Killed, armed_on, kill_at, refuse, switch
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
 from tests.integration.test_idle_stopper import app, idle, launch, publish, warn_tags
@@ -197,3 +197,87 @@ def test_throttled_writes_are_retried_by_the_next_sweep_and_nothing_is_lost(
     assert state(iid) in ("stopping", "stopped")
     assert len(notices(slack.messages, "stop")) == 1
     assert stop_entries() == [iid]
+
+
+@pytest.mark.parametrize(
+    "kill",
+    [("ec2", "CreateTags", False, 0), ("dynamodb", "TransactWriteItems", True, 1)],
+    ids=["before its tags", "right after its transaction"],  # the 1st transaction is its lease, the 2nd its record
+)
+def test_a_warning_killed_before_its_tags_is_withdrawn_by_a_sweep_that_finds_a_data_gap(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    kill: tuple[str, str, bool, int],
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])  # the last point 5 minutes before `now`, then none
+    service, operation, after, skip = kill
+    kill_at(runtime.client(service, REGION), operation, after=after, skip=skip)
+    with pytest.raises(Killed):
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    withdrawn_after_a_gap(iid, runtime, slack, now, lambda_context, monkeypatch)
+
+
+def test_a_warning_posted_by_a_sweep_killed_before_any_record_is_withdrawn_by_one_that_finds_a_data_gap(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    switch: KillSwitch,
+) -> None:
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    with armed_on(switch, "slack:chat.postMessage", after=True):  # posted; neither its message nor it recorded
+        sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    withdrawn_after_a_gap(iid, runtime, slack, now, lambda_context, monkeypatch)
+
+
+def withdrawn_after_a_gap(
+    iid: str, runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: Any
+) -> None:
+    """The warning a killed sweep posted, then a sweep 25 minutes after the machine's last point: the warning
+    says it will not be carried out, and nothing is left to complete it later."""
+    [warning] = notices(slack.messages, "warn")
+    assert "costguard stops it" in as_read(warning.blocks)
+
+    sweep(runtime, now + timedelta(minutes=20), lambda_context, monkeypatch)  # 25 minutes without a point
+
+    [warning] = notices(slack.messages, "warn")  # changed in place, not told again
+    said = as_read(warning.blocks)
+    assert "costguard stops it" not in said
+    assert "costguard will not stop it now" in said
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    assert state(iid) == "running"
+    left = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    assert [i["sk"]["S"] for i in left if i["pk"]["S"].startswith("outbox#")] == []  # no warning to complete later
+
+
+def test_every_stop_held_back_by_a_30_minute_429_storm_is_announced_within_two_sweeps_after_it(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owners = [f"owner{k}@example.com" for k in range(6)]
+    slack.users.update({o: f"U0OWNER{k}" for k, o in enumerate(owners)})
+    ids = [launch(now, owner=o, tags=warn_tags(now, warned_minutes_ago=80)) for o in [*owners, "nobody@example.com"]]
+    for iid in ids:
+        publish(iid, now, gpus=[idle(), idle()])
+    storm = ("chat.postMessage", "chat.update", "conversations.history", "users.lookupByEmail")
+    for method in storm:  # Slack asks for more than the invocation has: nothing waits, nothing goes out
+        slack.fail(method, 429, count=10_000, retry_after=1_000)
+    for minutes in (0, 15):  # the storm's 30 minutes: the first sweep stops them all
+        sweep(runtime, now + timedelta(minutes=minutes), lambda_context, monkeypatch)
+    assert [state(i) for i in ids] == ["stopped"] * len(ids)
+    assert notices(slack.messages, "stop") == []
+    slack.faults.clear()  # the storm is over
+
+    told: dict[str, Any] = {}
+    for minutes in (30, 45):
+        sweep(runtime, now + timedelta(minutes=minutes), lambda_context, monkeypatch)
+        told |= {m.ts: m for m in notices(slack.messages, "stop")}
+    stopped_told = {iid for m in told.values() for b in marked(m, "stop") for iid in ids if iid in b}
+    assert stopped_told == set(ids)
+    for message in told.values():  # when the stop happened, not when its notice went out
+        assert int(now.timestamp()) in dates_in(message.blocks), as_read(message.blocks)

@@ -284,6 +284,14 @@ def at_work(why: Mrkdwn) -> Change:
     return lambda part: part.now(status, Phase.RUNNING, "At work")
 
 
+def withdrawn(why: str) -> Change:
+    """A warning costguard will not carry out now (its data has a gap, the machine is kept, at work, stopped...):
+    said in the warning itself, so that no message promises a stop that will not happen. Only an idle part: what
+    a click or an event said stays."""
+    status = Mrkdwn("costguard will not stop it now: ") + safe(why) + Mrkdwn(". It warns again before any stop.")
+    return lambda part: part.now(status, Phase.RUNNING, "Not stopped") if part.phase is Phase.IDLE else None
+
+
 def gone(at: datetime | None, why: str, zone: str) -> Change:
     """No longer there to act on (terminated, deleted), or no longer costguard's: no button means anything."""
     since = Mrkdwn(" ") + when(at, zone) if at is not None else Mrkdwn("")

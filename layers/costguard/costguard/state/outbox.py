@@ -75,7 +75,9 @@ class Notice:
     ts: str = ""  # the message's ts, once delivered
     entry: str = ""  # the ledger entry its delivery proves (JSON)
     group: str = ""  # a protection change: the Auto Scaling group
-    part: str = ""  # a stop: its machine's live part (slack/live.py, JSON), told once AWS took the stop
+    # a stop: its machine's live part (slack/live.py, JSON), told once AWS took the stop; a warning: its part as
+    # posted, for a sweep that finds the post in Slack's history to keep the message (and change it later)
+    part: str = ""
     stored_sk: str = ""  # the key it was read under (records from before keys by effect)
 
     @property

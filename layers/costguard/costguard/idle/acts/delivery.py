@@ -32,12 +32,12 @@ from costguard.core.people import owner_email
 from costguard.idle.report import Settled, Status
 from costguard.idle.words.grouping import Gathered, Part, gather
 from costguard.slack.blocks import Message, Mrkdwn, context, join, person
-from costguard.slack.live import Change, Live
+from costguard.slack.live import Change, Live, part_json
 from costguard.slack.live import Part as LivePart
 from costguard.slack.notifier import Delivery, SlackNotifier, not_reached
 from costguard.state.ledger import LedgerWriteError
 from costguard.state.live import LiveMessages, Where
-from costguard.state.outbox import DELIVERED, NOT_STOPPED, REPORTS, STOP, WOULD_WARN, Notice, Outbox
+from costguard.state.outbox import DELIVERED, NOT_STOPPED, REPORTS, STOP, WARN, WOULD_WARN, Notice, Outbox
 
 # Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines may tell 200
 # owners, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
@@ -116,8 +116,10 @@ class Dispatch:
         for telling in tellings:  # a report names its channel; a notice goes to its machine's owner
             by_recipient[telling.notice.to or self.recipient(telling.notice.owner)].append(telling)
         told: Told = {}
+        # Oldest first: a notice Slack held back (its rate limits, an outage) goes out before this sweep's own.
+        oldest = sorted(by_recipient.items(), key=lambda sent: min(t.notice.decided_time for t in sent[1]))
         with ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify") as pool:
-            for done in [pool.submit(self._send_to, to, group, now) for to, group in by_recipient.items()]:
+            for done in [pool.submit(self._send_to, to, group, now) for to, group in oldest]:
                 told.update(done.result())
         self.record_late()
         return told
@@ -165,7 +167,7 @@ class Dispatch:
         another attempt's to tell, or left for the next sweep (in `told`)."""
         until = now + lease_length(self.time_left())
         try:
-            taken = self.outbox.lease([replace(t.notice, to=to).leased(self.token, until) for t in tellings], now)
+            taken = self.outbox.lease([kept(t.notice, t, to).leased(self.token, until) for t in tellings], now)
         except AWS_ERRORS as exc:
             told.update(dict.fromkeys((t.notice.sk for t in tellings), Settled.retry(f"outbox: {exc}")))
             return []
@@ -184,14 +186,15 @@ class Dispatch:
             return dict.fromkeys((t.notice.sk for t in tellings), Settled.retry(f"Slack: {exc}"))
         for telling in tellings:
             telling.then()
-        # Recorded first, the message kept for its later changes after: keeping it is presentation, and a
-        # kill between the post and the record must leave no more than it did before messages changed.
-        self._record([delivered(t.notice, delivery, now) for t in tellings])
+        # The message kept for its later changes first, then its record: a warning recorded is one a later sweep
+        # may have to withdraw, in place (acts/shown.py), so its message must be found by then. A kill between
+        # the two leaves a message kept and not recorded: the next sweep finds the post in Slack's history.
         if gathered.live is not None and self.live is not None and reply is None:
             alone = to == self.alerts_channel and len(tellings) == 1
             noted = alone or (to != self.alerts_channel and not delivery.direct)  # sent to the channel, said why
             owner = tellings[0].notice.owner
             self.live.record([(delivery, as_posted(gathered.live, owner, noted=noted, known=not alone))], now)
+        self._record([delivered(t.notice, delivery, now) for t in tellings])
         return {}
 
     def _post(self, to: str, message: Message, tellings: list[Telling], reply: Where | None = None) -> Delivery:
@@ -237,6 +240,14 @@ class Dispatch:
             self.outbox.remove(notices)
         except AWS_ERRORS as exc:
             logger.warning("lease not released; the next sweep looks first", error=str(exc)[:200])
+
+
+def kept(notice: Notice, telling: Telling, to: str) -> Notice:
+    """A notice as leased: where it goes, and a warning's live part (marked as its message shows it), so that a
+    sweep that finds the post in Slack's history, its sender dead, keeps the message to change it later."""
+    if notice.kind != WARN or telling.part is None:
+        return replace(notice, to=to)
+    return replace(notice, to=to, part=part_json(replace(telling.part, marker=notice.marker)))
 
 
 def changed_in_place(

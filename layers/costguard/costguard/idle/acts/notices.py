@@ -208,11 +208,11 @@ class SweepNotices(OwnerMessages):
             return outcome.settled(Settled(Status.IN_FLIGHT, IN_FLIGHT))
         if out_of_time(decision, told, self.time_left()):
             return outcome.settled(Settled(Status.DEFERRED, DEFERRED))
-        if decision.action is Action.WARN and told is not None:
-            writes.tag(instance, outcome, {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after})
-        elif reported(self.mode, decision):
+        if told is not None:  # its record is the warning: completed (tagged) or withdrawn, now (acts/shown.py)
+            return self.shown.complete_or_withdraw(instance, told, decision, outcome, writes)
+        if reported(self.mode, decision):
             return self._report(instance, decision, outcome, now, recovered)
-        elif decision.action is Action.WARN:
+        if decision.action is Action.WARN:
             self._warn(instance, decision, outcome, now, writes)
         elif decision.action is Action.STOP:
             self._stop(instance, decision, outcome, now, writes)

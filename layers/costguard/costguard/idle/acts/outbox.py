@@ -14,7 +14,8 @@ by the effect (its decision travels in the record), so whichever attempt writes 
 What a dead attempt left, finished by the next sweep from the outbox before it decides anything:
 
 - a notice leased for sending whose lease ran out may have been posted: it is looked for in Slack's
-  history (by its block id) and, found, recorded as delivered without a second post; a warning not
+  history (by its block id) and, found, recorded as delivered without a second post (a warning's message
+  kept too, to be changed later: the sweep completes or withdraws it, acts/shown.py); a warning not
   found is dropped, and the machine is judged anew;
 - a stop whose notice is still in the outbox is told only once AWS's own record proves that this stop
   happened: the machine's `costguard:stopped-at` (written right after it) is this stop's time, or
@@ -50,8 +51,10 @@ from costguard.idle.acts.writes import Stopped, SweepWriter
 from costguard.idle.report import Outcome
 from costguard.idle.rules.decision import Action
 from costguard.idle.rules.restarts import SKEW, proves_stop, started_after
+from costguard.slack.live import Live, Part
 from costguard.slack.notifier import Delivery, SlackNotifier
 from costguard.state.entries import Entry
+from costguard.state.live import LiveMessages
 from costguard.state.outbox import (
     CANCEL,
     DELIVERED,
@@ -182,6 +185,7 @@ class Recovery:
         mode: Mode,
         writer: SweepWriter,
         effects: Effects,
+        live: LiveMessages | None = None,
     ) -> None:
         self.ec2 = ec2
         self.outbox = outbox
@@ -189,6 +193,7 @@ class Recovery:
         self.mode = mode
         self.writer = writer
         self.effects = effects
+        self.live = live or LiveMessages(outbox.client, outbox.table, notifier)
 
     def run(self, now: datetime) -> Recovered:
         records = self.outbox.read()
@@ -220,12 +225,27 @@ class Recovery:
             recovered.busy |= {n.instance_id for n in settled}
             settled = []
         recovered.reported |= {n.sk for n in settled if n.kind in REPORTS}
+        self._keep([n for n in settled if n.kind == WARN], found, now)
         for notice in [n for n in notices if n.status == DELIVERED and n not in stale] + settled:
             (recovered.told if notice.kind == WARN else recovered.withdrawn if notice.kind == CANCEL else {})[
                 notice.instance_id
             ] = notice
         recovered.stops = self._stops([n for n in expired if n.kind == STOP], found)
         return recovered
+
+    def _keep(self, warnings: list[Notice], found: dict[str, Delivery], now: datetime) -> None:
+        """Warnings found in Slack's history, posted by an attempt that died before it kept their message: kept
+        now, drawn from their parts (one message per post), so that a sweep that will not carry one out can
+        say so in it (acts/shown.py). A message kept already is left as it is."""
+        posts: dict[tuple[str, str], list[Part]] = defaultdict(list)
+        for notice in warnings:
+            delivery, part = found[notice.sk], notice.live_part
+            if part is not None and delivery.ts:
+                posts[delivery.channel, delivery.ts].append(part)
+        known = self.live.where(p.key for parts in posts.values() for p in parts) if posts else {}
+        new = [(at, parts) for at, parts in posts.items() if not any(known.get(p.key) == at for p in parts)]
+        if new:
+            self.live.record([(Delivery("bot", *at), Live(tuple(parts))) for at, parts in new], now)
 
     def _look(self, notices: list[Notice]) -> tuple[dict[str, Delivery], set[str]]:
         """The notices Slack's history shows were posted, by their key (one read per recipient), and those whose

@@ -6,6 +6,7 @@ anything else.
 - a stop: its warning changed to say so, with the button that starts it again; the stop's own notice then
   goes out as a reply under it (acts/notices.py);
 - kept by a tag, exempt, or at work again (the warning cleared without a click);
+- a warning delivered by an attempt that died before its tags, which this sweep will not carry out: withdrawn;
 - what EC2 says happened later: started again after a stop, stopped by someone, terminated.
 """
 
@@ -13,16 +14,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
+from costguard.core import tags
+from costguard.core.records import Instance
 from costguard.core.settings import Mode
 from costguard.idle.acts.delivery import SLACK_RESERVE_SECONDS, Telling
-from costguard.idle.acts.writes import Stopped
+from costguard.idle.acts.writes import PendingWrites, Stopped
+from costguard.idle.report import Outcome
+from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.words.messages import told_above
 from costguard.slack import live
 from costguard.slack.blocks import NOTHING, Mrkdwn
 from costguard.slack.live import Phase
 from costguard.state.live import LiveMessages, reshow
+from costguard.state.outbox import Notice
 
 # Warnings changed for a stop only with this much of the invocation left: the stop notices must not wait for
 # edits (Slack's chat.update is Tier 3) and go out with the next sweep instead.
@@ -60,6 +67,24 @@ class Shown:
     def stale(self) -> None:
         """The messages whose last edit Slack did not take, shown again as they stand now (state/live.py)."""
         reshow(self.live)
+
+    def complete_or_withdraw(
+        self, instance: Instance, told: Notice, decision: Decision, outcome: Outcome, writes: PendingWrites
+    ) -> Outcome:
+        """A warning an attempt that died delivered and recorded, but did not tag: its record is the warning. A
+        sweep that warns the machine again completes it (its tags, as it was told); any other decision (a gap
+        in the data, kept, at work, stopped...) withdraws it as a tagged one is (its record and the ledger's
+        say so, queued with the sweep's writes), and its message says so, in place, once they are made: no
+        message promises a stop that will not happen. The machine's outcome."""
+        warned = {tags.IDLE_WARNED_AT: told.at, tags.STOP_AFTER: told.stop_after}
+        if decision.action is Action.WARN:
+            writes.tag(instance, outcome, warned)
+            return outcome
+        why = decision.reason
+        cleared = replace(outcome, action=Action.CLEAR_WARNING, reason=f"warning withdrawn: {why}")
+        writes.clear(replace(instance, tags={**instance.tags, **warned}), cleared)  # dated as the warning is
+        self.later(instance.instance_id, live.withdrawn(why))
+        return cleared
 
     def state_changed(self, instance_id: str, state: str, at: datetime) -> None:
         """What EC2 says happened to a machine: started again after a stop, stopped by someone, terminated. A
