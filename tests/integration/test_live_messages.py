@@ -174,7 +174,7 @@ def test_the_sweeps_stop_changes_the_warning_and_its_notice_is_a_reply_then_even
     assert header(warning) == "Stopped: GPU machine · saves $136/day"
     assert "Stopped " in as_read(warning.blocks[1])
     assert "by costguard. Its disks are kept." in as_read(warning.blocks[1])
-    assert buttons(warning) == ["costguard.start"], "its Keep buttons are gone; Start it again is offered"
+    assert buttons(warning) == ["costguard.start", "costguard.why"], "its Keep buttons gone; Start it again offered"
     [reply] = notices(slack.messages, "stop")
     assert (reply.channel, reply.ts != warning.ts) == (warning.channel, True)  # a new message: the owner must know
     assert header(reply) == "Stopped: GPU machine · saves $136/day"
@@ -306,7 +306,7 @@ def test_an_edit_slack_did_not_take_is_shown_again_by_the_next_sweep_as_the_mach
     slack.fail("chat.update", 503, count=50)  # Slack takes no edit for a while
     event(runtime, iid, "running", now + timedelta(hours=1), lambda_context, monkeypatch)
     assert header(warning) == "Stopped: GPU machine · saves $136/day"  # behind: its edit was refused
-    assert buttons(warning) == ["costguard.start"]
+    assert buttons(warning) == ["costguard.start", "costguard.why"]
     sweep(runtime, now + timedelta(hours=1, minutes=15), lambda_context, monkeypatch)  # still refused: kept stale
     assert header(warning) == "Stopped: GPU machine · saves $136/day"
 

@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 
 from costguard.aws.clients import error_code
 from costguard.aws.ec2 import Ec2
+from costguard.buttons import why as why_words
 from costguard.buttons import words
 from costguard.buttons.rules import keep_until
 from costguard.buttons.words import Done
@@ -110,13 +111,23 @@ class ClickWorker:
     sagemaker: Callable[[ClickWorker, Click, datetime], Reply] = no_sagemaker  # clicks on SageMaker resources
     live: LiveMessages | None = None  # the messages kept to change in place (None: the click's response_url)
 
-    def handle(self, click: Click, now: datetime) -> Reply:
+    def elsewhere(self, click: Click, now: datetime) -> Reply | None:
+        """A click this worker does not act on as an EC2 machine's: another account's (refused), a *Why?*
+        (anyone may ask: nothing is changed), a SageMaker resource's (buttons.sagemaker)."""
         if click.account and self.account and click.account != self.account:
             logger.error("click for another account", click_account=click.account, account=self.account)
             text = f"`{click.instance_id}` is in account {click.account}; this costguard acts in {self.account} only."
             return self._tell(click, Reply("refused", text))
-        if click.sagemaker:  # a notebook instance, endpoint or Studio app (buttons.sagemaker)
+        if click.button is Button.WHY:
+            return self.why(click, now)
+        if click.sagemaker:
             return self.sagemaker(self, click, now)
+        return None
+
+    def handle(self, click: Click, now: datetime) -> Reply:
+        routed = self.elsewhere(click, now)
+        if routed is not None:
+            return routed
         ec2 = self.ec2_for(click.region)
         found = ec2.describe([click.instance_id])
         if not found or not self.accelerated(found[0].instance_type):
@@ -159,6 +170,31 @@ class ClickWorker:
         else:
             self._tell(click, reply)
         return reply
+
+    def why(self, click: Click, now: datetime) -> Reply:
+        """*Why?*: the decision's trail, from its ledger entry, answered once in the message's thread (to the
+        person alone where the message's channel is not known)."""
+        at = formatting.parse_time(click.decided)
+        entries = self.ledger.decided(click.instance_id, at) if at is not None else []
+        with_trail = sorted((e for e in entries if e.trail), key=lambda e: e.kind != EntryKind.STOP)
+        if not with_trail:
+            return self._tell(click, Reply("gone", why_words.unknown(click.instance_id)))
+        entry = with_trail[0]
+        message = why_words.why_message(click.instance_id, entry.kind.value, entry.trail)
+        if not click.channel:
+            return self._tell(click, Reply("done", message.text))
+        key = f"slack-why:{click.instance_id}:{click.message_ts}:{click.decided}"
+        claim = self.claims.claim(key, now, ttl=timedelta(days=1))
+        if claim.state is not ClaimState.TAKEN:  # answered already (or being answered): once in the thread
+            return Reply("duplicate", message.text)
+        try:
+            self.notifier.post(click.channel, message, thread_ts=click.message_ts)
+        except Exception:
+            self.claims.release(claim)
+            raise
+        self.claims.done(claim)
+        logger.info("why answered", instance_id=click.instance_id, decided=click.decided, user=click.user_id)
+        return Reply("done", message.text)
 
     def owner_zone(self, owner: str) -> ZoneInfo:
         """The clock an owner reads "tomorrow 09:00" on: their own Slack time zone, else the team's."""

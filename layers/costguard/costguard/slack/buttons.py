@@ -21,6 +21,7 @@ class Button(StrEnum):
     # stopped when idle, never just before its known runs, and started before them (costguard:keep-for-runs)
     KEEP_FOR_RUNS = "costguard.keep_for_runs"
     RECREATE = "costguard.recreate"  # a SageMaker endpoint costguard deleted, created again from its configuration
+    WHY = "costguard.why"  # the decision's trail, told in the message's thread (anyone may ask)
 
 
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
@@ -29,14 +30,16 @@ MENU_OPTIONS = 5  # a machine has at most five things to choose from
 OPTION_VALUE = 150  # an option's value, at most
 
 
-def button_value(instance_id: str, region: str, account: str = "", start_at: str = "") -> str:
+def button_value(instance_id: str, region: str, account: str = "", start_at: str = "", decided: str = "") -> str:
     """What a button carries: the machine, its region, and its account (where one Slack app serves many);
-    a stop button on a warning that promised a learned start, when costguard starts the machine again."""
+    a stop button on a warning that promised a learned start, when costguard starts the machine again; a
+    *Why?*, when the decision was made (its ledger entry's time, ISO 8601)."""
     target = {
         "i": instance_id,
         "r": region,
         **({"a": account} if account else {}),
         **({"s": start_at} if start_at else {}),
+        **({"w": decided} if decided else {}),
     }
     return json.dumps(target, separators=(",", ":"))
 
@@ -105,6 +108,12 @@ STOP_WITHOUT_START = "Stop and don't start it"  # Stop now, and "Skip the planne
 
 
 SKIP_START = "Skip the planned start"  # "Don't start it": learned starts off for the machine
+WHY = "Why?"
+
+
+def why_button(instance_id: str, region: str, account: str = "", *, decided: str) -> Block:
+    """*Why?*: the decision made at `decided` (ISO 8601), its trail told in the message's thread."""
+    return button(WHY, Button.WHY, button_value(instance_id, region, account, decided=decided))
 
 
 def stop_anyway_buttons(

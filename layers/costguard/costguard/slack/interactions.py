@@ -33,6 +33,8 @@ class Click:
     # then instance_id is the resource's name, and config an endpoint's configuration.
     kind: str = "instance"
     config: str = ""
+    decided: str = ""  # *Why?*: when the decision it asks about was made (ISO 8601)
+    channel: str = ""  # the channel of the message it came from (a *Why?* answers in its thread)
 
     @property
     def sagemaker(self) -> bool:
@@ -70,6 +72,8 @@ class Click:
             start_at=_time(data.get("start_at"), "click.start_at"),
             kind=kind,
             config=config,
+            decided=_time(data.get("decided"), "click.decided"),
+            channel=_channel(data.get("channel"), "click.channel"),
         )
 
 
@@ -124,6 +128,11 @@ def parse_interaction(body: str) -> Click | None:
         start_at=_time(target.get("s"), "action.value.s"),
         kind=kind,
         config=config,
+        decided=_time(target.get("w"), "action.value.w"),
+        channel=_channel(
+            container.get("channel_id") or shapes.optional_obj(payload, "channel", "payload").get("id"),
+            "payload.container.channel_id",
+        ),
     )
 
 
@@ -151,6 +160,17 @@ def _account(value: Any, where: str) -> str:
         return ""
     if not isinstance(value, str) or not ACCOUNT_ID.match(value):
         raise EventValidationError(f"{where} is not an account id (12 digits)")
+    return value
+
+
+CHANNEL_ID = re.compile(r"^[CDGU][A-Z0-9]{2,20}$")  # a DM posted to its person's id answers in that DM
+
+
+def _channel(value: Any, where: str) -> str:
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not CHANNEL_ID.match(value):
+        raise EventValidationError(f"{where} is not a Slack channel id")
     return value
 
 

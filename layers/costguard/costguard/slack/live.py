@@ -34,7 +34,7 @@ from costguard.slack.blocks import (
     section,
     when,
 )
-from costguard.slack.buttons import as_menu
+from costguard.slack.buttons import Button, as_menu
 
 
 class Phase(StrEnum):
@@ -209,8 +209,9 @@ def _line(part: Part) -> Block:
     """A part among others: its line, its status under it, its buttons as one button or a menu."""
     block: dict[str, Any] = {**section(Mrkdwn(part.line) + Mrkdwn("\n") + Mrkdwn(part.status)), **_marked(part)}
     buttons = [b for b in part.buttons if not b.get("confirm")]
-    if len(part.buttons) == 1:
-        block["accessory"] = dict(part.buttons[0])
+    acting = [b for b in part.buttons if b.get("action_id") != Button.WHY]  # a line's one act stays a button
+    if len(acting) == 1:
+        block["accessory"] = dict(acting[0])
     elif buttons:
         block["accessory"] = as_menu(buttons)
     return block

@@ -263,4 +263,5 @@ def entry_from_json(text: str) -> Entry:
     values = json.loads(text)
     values["at"] = datetime.fromisoformat(values["at"])
     values["kind"] = EntryKind(values["kind"])
+    values["trail"] = tuple(t for t in values.get("trail") or () if isinstance(t, dict))
     return Entry(**values)

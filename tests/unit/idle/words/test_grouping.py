@@ -106,6 +106,7 @@ def test_one_machine_is_told_in_its_own_message_cost_first_with_the_stop_in_the_
         "Keep until Monday 09:00 (your time)",
         "Keep while it works",
         "Stop now",
+        "Why?",
     ]
     assert words(message.blocks) < 80
     assert gathered.live is not None
@@ -131,6 +132,7 @@ def test_five_idle_machines_of_an_owner_are_one_warning_a_line_each_the_owner_gr
         Button.KEEP_TOMORROW,
         Button.KEEP_MONDAY,
         Button.KEEP_WHILE_BUSY,
+        Button.WHY,
     ]  # Stop now stays a button with its own question: never in a menu
     assert "5 idle GPU machines · $681/day" in message.text
     assert len(message.blocks) == 8  # a header, the owner, five lines, the footer

@@ -59,7 +59,9 @@ def test_the_warning_of_a_machine_with_known_runs_offers_keep_it_for_its_runs_in
         Button.KEEP_FOR_RUNS,
         Button.KEEP_WHILE_BUSY,
         Button.STOP_NOW,
+        Button.STOP_NO_START,
         Button.DONT_START,
+        Button.WHY,
     ]
     assert part.buttons[2]["text"]["text"] == "Keep it for its runs"
     # Among several machines, every choice but the stop (its own question) still fits the menu.
@@ -83,6 +85,7 @@ def test_a_warning_of_a_machine_whose_runs_are_unknown_keeps_its_buttons_as_they
         Button.KEEP_MONDAY,
         Button.KEEP_WHILE_BUSY,
         Button.STOP_NOW,
+        Button.WHY,
     ]
 
 
@@ -94,17 +97,17 @@ def test_a_machine_already_kept_for_its_runs_is_offered_neither_that_keep_nor_sk
     assert Button.KEEP_MONDAY in ids(part)
     assert "kept for its runs" not in part.status  # its runs are known: nothing to warn of
     stopped = idle.stopped_part(kept, decided(Action.STOP, runs=RUNS, start_at=START_AT), PRICE, ALICE, NOW, zone="UTC")
-    assert ids(stopped) == [Button.START]
+    assert ids(stopped) == [Button.START, Button.WHY]
 
 
 def test_the_stop_of_a_machine_promised_a_start_before_its_run_offers_keep_it_for_its_runs() -> None:
     stop = decided(Action.STOP, runs=RUNS, start_at=START_AT)
     part = idle.stopped_part(machine(), stop, PRICE, ALICE, NOW, zone="UTC")
-    assert ids(part) == [Button.START, Button.DONT_START, Button.KEEP_FOR_RUNS]
+    assert ids(part) == [Button.START, Button.DONT_START, Button.KEEP_FOR_RUNS, Button.WHY]
     assert "costguard starts it again" in as_read(part.status)
     # A stop that promised no start (the run unknown, or starts off for it) offers only to start it again.
     plain = idle.stopped_part(machine(), decided(Action.STOP, runs=RUNS), PRICE, ALICE, NOW, zone="UTC")
-    assert ids(plain) == [Button.START]
+    assert ids(plain) == [Button.START, Button.WHY]
 
 
 def test_a_machine_kept_for_its_runs_none_of_which_costguard_knows_is_warned_that_nothing_holds_its_stop() -> None:

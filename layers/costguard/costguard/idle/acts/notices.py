@@ -15,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.pricing import PriceBook
 from costguard.core import formatting, tags
+from costguard.core.clock import forever
 from costguard.core.errors import SlackDeliveryError
 from costguard.core.formatting import duration
 from costguard.core.observability import logger
@@ -38,6 +39,7 @@ from costguard.idle.report import Outcome, Settled, Status, ledger_entry
 from costguard.idle.rules.capacity import held_for_run, tells_scarce
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
+from costguard.idle.rules.trail import as_json
 from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.messages import (
     cancelled,
@@ -60,10 +62,6 @@ from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOU
 
 REPORT_TTL = timedelta(days=2)
 __all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "SweepNotices"]
-
-
-def _forever() -> float:
-    return float("inf")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -152,7 +150,7 @@ def _no_hours(_instance: Instance, _now: datetime) -> str | None:
 
 @dataclass(kw_only=True, eq=False)
 class SweepNotices(OwnerMessages):
-    time_left: Callable[[], float] = _forever
+    time_left: Callable[[], float] = forever
     hours_for: Callable[[Instance, datetime], str | None] = _no_hours  # the hours a warning offers one without any
     dispatch: Dispatch = field(init=False)
     _tellings: list[Telling] = field(init=False, default_factory=list)
@@ -179,10 +177,17 @@ class SweepNotices(OwnerMessages):
         owner = instance.owner(self.settings.owner_tag_key)
         idle_hours = round(decision.judgement.idle_minutes(now) / 60, 2) if decision.judgement is not None else 0.0
         outcome = Outcome(
-            instance.instance_id, instance.instance_type, owner, decision.action, decision.reason, idle_hours=idle_hours
+            instance.instance_id,
+            instance.instance_type,
+            owner,
+            decision.action,
+            decision.reason,
+            idle_hours=idle_hours,
+            trail=decision.trail,
         )
         iid, action, mode = instance.instance_id, decision.action.value, self.mode.value
-        logger.info("idle decision", instance_id=iid, action=action, reason=decision.reason, mode=mode)
+        trail = as_json(decision.trail)
+        logger.info("idle decision", instance_id=iid, action=action, reason=decision.reason, mode=mode, trail=trail)
         try:
             return self._act(instance, decision, now=now, writes=writes, recovered=recovered, outcome=outcome)
         except SlackDeliveryError as exc:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from costguard.core import tags
+from costguard.core.clock import forever
 from costguard.core.records import Instance
 from costguard.core.settings import Mode
 from costguard.idle.acts.delivery import SLACK_RESERVE_SECONDS, Telling
@@ -36,13 +37,9 @@ from costguard.state.outbox import Notice
 TIME_TO_CHANGE = 2 * SLACK_RESERVE_SECONDS
 
 
-def _forever() -> float:
-    return float("inf")
-
-
 class Shown:
     def __init__(
-        self, live_messages: LiveMessages, *, zone: str, mode: Mode, time_left: Callable[[], float] = _forever
+        self, live_messages: LiveMessages, *, zone: str, mode: Mode, time_left: Callable[[], float] = forever
     ) -> None:
         self.live = live_messages
         self.zone, self.mode = zone, mode  # the team's zone: a time's fallback text

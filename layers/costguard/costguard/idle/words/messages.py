@@ -20,7 +20,7 @@ from costguard.idle.rules.decision import Decision
 from costguard.idle.words.money import saving_line
 from costguard.slack import live
 from costguard.slack.blocks import NOTHING, Message, Mrkdwn, context, mrkdwn, person, safe, section, times_in, when
-from costguard.slack.buttons import start_buttons, warning_buttons
+from costguard.slack.buttons import start_buttons, warning_buttons, why_button
 from costguard.slack.live import Part, Phase, cost_a_day
 
 NOUN = "GPU machine"
@@ -82,6 +82,7 @@ def idle_warning(
         for_runs=bool(decision.runs) and decision.will_stop,
         kept_for_runs=kept_for_runs(instance.tags),
     )
+    buttons.append(why_button(iid, instance.region, instance.account, decided=now.isoformat()))
     return Part(
         key=iid,
         marker="",
@@ -193,6 +194,7 @@ def stopped(instance: Instance, decision: Decision, now: datetime, zone: str) ->
         learned_start=promised and not for_runs,
         for_runs=promised and bool(decision.runs) and not for_runs,
     )
+    buttons.append(why_button(instance.instance_id, instance.region, instance.account, decided=now.isoformat()))
     return live.stopped(now, NOTHING, zone, word=word, note=note, buttons=buttons)
 
 
