@@ -101,7 +101,7 @@ def main() -> dict[str, Any]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    learned = sum(1 for _, d in adjusted if d.learned)
+    learned = sum(1 for _, d in adjusted if d.next_work)
     result = {
         "machines": MACHINES,
         "gpus_each": GPUS,

@@ -144,7 +144,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 @given(value=hostile)
 def test_idle_warnings_and_notices_escape_every_user_string(value: str) -> None:
     box, price, who = instance(value), Price(4.1, value), person(value)
-    learned = replace(decision(value, Action.WARN), learned=value, start_at=NOW + timedelta(hours=9))
+    learned = replace(decision(value, Action.WARN), next_work=value, start_at=NOW + timedelta(hours=9))
     warning = idle.idle_warning(box, learned, price, who, NOW, hours=value, whose=value, zone=value)
     for part in (
         idle.idle_warning(box, decision(value, Action.WARN), price, who, NOW),

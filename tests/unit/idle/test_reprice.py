@@ -9,8 +9,8 @@ from typing import Any
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.restarts import costguards_stop
 from costguard.idle.acts.worth import reprice_stopped
+from costguard.idle.rules.restarts import costguards_stop
 from costguard.state.worth import Worth
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)

@@ -40,7 +40,7 @@ from costguard.idle.acts.notices import SweepNotices
 from costguard.idle.acts.outbox import Effects, Recovered, Recovery
 from costguard.idle.acts.protection import scale_in_protection
 from costguard.idle.acts.refused import RefusedStarts
-from costguard.idle.acts.starts import MorningStarts, hours_offer
+from costguard.idle.acts.starts import DueStarts, hours_offer
 from costguard.idle.acts.worth import reprice_stopped
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
 from costguard.idle.events import AlarmFired, StateChanged, Sweep
@@ -135,7 +135,7 @@ class IdleStopper:
         self.notices = sweep_notices(aws, state, notifier, terms)
         self.writer = sweep_writer(aws, state, terms)
         self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
-        self.mornings = morning_starts(ec2, state, terms, self.effects, self.notices)
+        self.due_starts = due_starts(ec2, state, terms, self.effects, self.notices)
         self.recovery = Recovery(
             ec2=ec2, outbox=outbox, notifier=notifier, mode=mode, writer=self.writer, effects=self.effects
         )
@@ -145,12 +145,12 @@ class IdleStopper:
         report = RegionReport(self.region)
         capacity = self.capacity(now=now)
         try:  # 1. first: a machine due to start for its work or its hours cannot wait for the rest to succeed
-            self.mornings.run(now, report, capacity)
+            self.due_starts.run(now, report, capacity)
         finally:
             # 2. Server-side filters narrow the page count; this check is the one the decision relies on.
             candidates = accelerated(self.ec2, self.policy)
             report.candidates = len(candidates)
-            self.mornings.settle_running(candidates, report, capacity)  # 3. learned starts not yet recorded
+            self.due_starts.settle_running(candidates, report, capacity)  # 3. learned starts not yet recorded
             recovered = self._recover(now)  # 4.
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
         self.notices.shown.stale()  # the messages whose edit Slack did not take before, as they stand now
@@ -171,7 +171,7 @@ class IdleStopper:
     def _recover(self, now: datetime) -> Recovered:
         """4. What a dead attempt left; the owners of the starts it made told, as they would have been."""
         recovered = self.recovery.run(now)
-        self.mornings.notes(recovered.started)
+        self.due_starts.notes(recovered.started)
         return recovered
 
     def on_state_change(self, instance_id: str, state: str, at: datetime) -> RegionReport:
@@ -179,7 +179,7 @@ class IdleStopper:
         if self.manage_alarms:
             self.alarms.on_state_change(instance_id, state, report)
         if state == "running" and self.settings.mode.mutates:
-            self.mornings.started(instance_id, self.capacity(now=at))
+            self.due_starts.started(instance_id, self.capacity(now=at))
         if state in ("running", "stopped"):
             remember(self.history, instance_id, state, at)
         self.notices.shown.state_changed(instance_id, state, at)  # its latest message says so (best effort)
@@ -312,10 +312,10 @@ def sweep_notices(aws: Aws, state: State, notifier: Callable[[], SlackNotifier],
     )
 
 
-def morning_starts(ec2: Ec2, state: State, terms: Terms, effects: Effects, notices: SweepNotices) -> MorningStarts:
+def due_starts(ec2: Ec2, state: State, terms: Terms, effects: Effects, notices: SweepNotices) -> DueStarts:
     """The starts for working hours and learned work, the refused ones told (the morning note optional)."""
     settings, policy = terms.settings, terms.policy
-    return MorningStarts(
+    return DueStarts(
         ec2=ec2,
         ledger=state.ledger,
         effects=effects,

@@ -100,9 +100,9 @@ def test_a_stop_brings_the_machine_back_before_its_persons_next_weekday_not_on_t
     friday = datetime(2026, 11, 27, 18, 0, tzinfo=UTC)
     changed = with_arrival(decided(Action.WARN, friday), PUT, POLICY, friday)
     assert changed.start_at == datetime(2026, 11, 30, 7, 45, tzinfo=UTC)  # Monday 08:45 in Paris
-    assert changed.learned == PUT.describe()
+    assert changed.next_work == PUT.describe()
     stop = decided(Action.STOP, friday)
-    learned = replace(stop, start_at=friday + timedelta(hours=7), learned="starts work at about 01:00 UTC")
+    learned = replace(stop, start_at=friday + timedelta(hours=7), next_work="starts work at about 01:00 UTC")
     assert with_arrival(learned, PUT, POLICY, friday) == learned  # its learned run brings it back first
 
 

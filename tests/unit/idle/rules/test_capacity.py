@@ -108,7 +108,7 @@ def test_a_stop_while_its_owner_works_waits_when_scarcity_could_not_be_read() ->
 
 def test_a_scarce_machines_stop_between_learned_runs_must_leave_room_for_its_sooner_start() -> None:
     shortest = timedelta(minutes=90)
-    soon = replace(warn(), start_at=TUESDAY_2PM + timedelta(hours=2), learned="daily at 16:15")
+    soon = replace(warn(), start_at=TUESDAY_2PM + timedelta(hours=2), next_work="daily at 16:15")
     assert too_soon(soon, EVIDENCE, shortest, TUESDAY_2PM).action is Action.NONE  # 30 + 90 > 120 - 45
     later = replace(soon, start_at=TUESDAY_2PM + timedelta(hours=3))
     assert too_soon(later, EVIDENCE, shortest, TUESDAY_2PM) == later
@@ -150,7 +150,7 @@ def test_a_scarce_machine_stopped_after_hours_is_started_before_its_owners_next_
     stop = Decision("i-1", Action.STOP, "idle through grace", stop_after=evening)
     readied = ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening)
     assert readied.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD  # the team's day opens at 08:00
-    assert readied.learned.startswith("might not start again when its owner's day begins (6 p4d.24xlarge")
+    assert readied.next_work.startswith("might not start again when its owner's day begins (6 p4d.24xlarge")
     friday = datetime(2026, 11, 27, 20, 0, tzinfo=UTC)
     assert (
         ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, friday).start_at
@@ -167,9 +167,9 @@ def test_no_day_start_without_evidence_before_a_learned_run_or_where_its_owner_s
     stop = Decision("i-1", Action.STOP, "idle through grace")
     evening = TUESDAY_2PM.replace(hour=20)
     assert ready_for_the_day(stop, None, p4d(), POLICY, evening) == stop
-    learned = replace(stop, start_at=evening + timedelta(hours=3), learned="runs daily at 23:00")
+    learned = replace(stop, start_at=evening + timedelta(hours=3), next_work="runs daily at 23:00")
     assert ready_for_the_day(learned, EVIDENCE, p4d(), POLICY, evening) == learned  # its run comes first
-    afternoon = replace(stop, start_at=evening + timedelta(hours=18), learned="runs daily at 14:00")
+    afternoon = replace(stop, start_at=evening + timedelta(hours=18), next_work="runs daily at 14:00")
     forward = ready_for_the_day(afternoon, EVIDENCE, p4d(), POLICY, evening)
     assert forward.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD  # brought forward to the day
     declined = p4d(tagged={tags.LEARNED_START: tags.OFF})
@@ -196,7 +196,7 @@ def test_a_scarce_machine_whose_automated_run_comes_before_its_owner_is_back_is_
     shortage in the night) would leave the run without its machine, and nobody is there to start it again."""
     evening = TUESDAY_2PM.replace(hour=20)
     nightly = Decision(
-        "i-1", Action.STOP, "idle through grace", start_at=evening + timedelta(hours=9) - LEAD, learned="its crontab"
+        "i-1", Action.STOP, "idle through grace", start_at=evening + timedelta(hours=9) - LEAD, next_work="its crontab"
     )
     kept = for_its_run(nightly, EVIDENCE, p4d(), POLICY, evening)
     assert (kept.action, kept.will_stop, kept.start_at) == (Action.CLEAR_WARNING, False, None)
@@ -212,7 +212,7 @@ def test_a_scarce_machine_whose_automated_run_comes_before_its_owner_is_back_is_
 
 def test_a_run_after_its_owner_is_back_or_no_evidence_or_the_days_own_start_change_nothing() -> None:
     evening = TUESDAY_2PM.replace(hour=20)
-    later = Decision("i-1", Action.STOP, "idle", start_at=datetime(2026, 11, 25, 14, 0, tzinfo=UTC), learned="x")
+    later = Decision("i-1", Action.STOP, "idle", start_at=datetime(2026, 11, 25, 14, 0, tzinfo=UTC), next_work="x")
     assert for_its_run(later, EVIDENCE, p4d(), POLICY, evening) == later  # the owner is back before it
     nightly = replace(later, start_at=evening + timedelta(hours=8))
     assert for_its_run(nightly, None, p4d(), POLICY, evening) == nightly
@@ -224,5 +224,5 @@ def test_a_run_after_its_owner_is_back_or_no_evidence_or_the_days_own_start_chan
     person = replace(nightly, start_for=StartFor.PERSONS_DAY)
     assert for_its_run(person, EVIDENCE, p4d(), POLICY, evening) == person  # started for its person's day: stopped
     # what a start is for is the decision's, not its words': a run said like the day's start is a run
-    worded = replace(nightly, learned=day.learned)
+    worded = replace(nightly, next_work=day.next_work)
     assert for_its_run(worded, EVIDENCE, p4d(), POLICY, evening).action is Action.CLEAR_WARNING

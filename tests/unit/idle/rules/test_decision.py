@@ -347,8 +347,8 @@ def test_idle_for_the_shorter_window_is_an_early_warning_for_the_machines_check_
     full = judge(u, POLICY, NOW)
     certain = judge(u, POLICY, NOW, window_minutes=45)
     assert (full.verdict, certain.verdict) == (Verdict.BUSY, Verdict.IDLE)
-    d = decide(instance(), full, POLICY, NOW, certain=certain)
-    assert (d.action, d.certain, d.stop_after) == (Action.WARN, True, NOW + timedelta(minutes=30))
+    d = decide(instance(), full, POLICY, NOW, shorter=certain)
+    assert (d.action, d.early, d.stop_after) == (Action.WARN, True, NOW + timedelta(minutes=30))
     assert d.reason == "idle for 45 min: GPU max 0.5% < 5%, busiest core max 4.0% < 50%, CPU max 2.0% < 10%"
 
 
@@ -363,7 +363,7 @@ def test_idle_for_the_shorter_window_is_an_early_warning_for_the_machines_check_
 def test_early_warnings_can_be_turned_off(inst: Instance, policy: IdlePolicy) -> None:
     u = busy_an_hour_ago()
     certain = judge(u, policy, NOW, window_minutes=45)
-    d = decide(inst, judge(u, policy, NOW), policy, NOW, certain=certain)
+    d = decide(inst, judge(u, policy, NOW), policy, NOW, shorter=certain)
     assert d.action is Action.NONE
 
 
@@ -373,10 +373,10 @@ def test_an_early_warned_machine_is_stopped_after_the_grace_on_the_shorter_windo
     u = utilization(gpu=[[80.0] * 20 + [0.5] * 16], core=[100.0] * 20 + [4.0] * 16)
     inst = instance(tags=warned(warned_at, NOW - timedelta(minutes=1)))
     certain = judge(u, POLICY, NOW, since=warned_at - timedelta(minutes=45), window_minutes=45)
-    d = decide(inst, judge(u, POLICY, NOW, since=warned_at), POLICY, NOW, certain=certain)
-    assert (d.action, d.certain) == (Action.STOP, True)
+    d = decide(inst, judge(u, POLICY, NOW, since=warned_at), POLICY, NOW, shorter=certain)
+    assert (d.action, d.early) == (Action.STOP, True)
     back = judge(utilization(core=[4.0] * 34 + [100.0, 4.0]), POLICY, NOW, window_minutes=45)
-    assert decide(inst, judge(u, POLICY, NOW), POLICY, NOW, certain=back).action is Action.CLEAR_WARNING
+    assert decide(inst, judge(u, POLICY, NOW), POLICY, NOW, shorter=back).action is Action.CLEAR_WARNING
 
 
 def test_cpu_instances_are_not_accelerators() -> None:
@@ -501,11 +501,11 @@ def test_a_machine_restarted_less_than_a_window_ago_and_seen_idle_by_its_check_i
     inst = instance(launch_time=NOW - timedelta(minutes=60))
     certain = judge(u, POLICY, NOW, window_minutes=45)
     assert certain.verdict is Verdict.IDLE
-    d = decide(inst, judge(u, POLICY, NOW), POLICY, NOW, certain=certain)
-    assert (d.action, d.certain) == (Action.WARN, True)
+    d = decide(inst, judge(u, POLICY, NOW), POLICY, NOW, shorter=certain)
+    assert (d.action, d.early) == (Action.WARN, True)
     # Not before the shorter window itself has passed since the start, nor without the check's word.
     young = instance(launch_time=NOW - timedelta(minutes=40))
-    assert decide(young, judge(u, POLICY, NOW), POLICY, NOW, certain=certain).action is Action.SKIP
+    assert decide(young, judge(u, POLICY, NOW), POLICY, NOW, shorter=certain).action is Action.SKIP
     assert decide(inst, judge(u, POLICY, NOW), POLICY, NOW).action is Action.NONE  # watched: its check asked
     off = instance(launch_time=NOW - timedelta(minutes=60), tags={tags.EARLY_WARNING: "off"})
-    assert decide(off, judge(u, POLICY, NOW), POLICY, NOW, certain=certain).action is Action.SKIP
+    assert decide(off, judge(u, POLICY, NOW), POLICY, NOW, shorter=certain).action is Action.SKIP

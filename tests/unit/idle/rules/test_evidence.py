@@ -261,7 +261,7 @@ def early_warning(**changes: object) -> Decision:
         "reason": "idle for 45 min",
         "stop_after": NOW + timedelta(minutes=30),
         "judgement": judgement,
-        "certain": True,
+        "early": True,
     }
     fields.update(changes)
     return Decision(**fields)  # type: ignore[arg-type]
@@ -295,7 +295,7 @@ def test_metrics_alone_never_shorten_the_window(check: ActivityCheck) -> None:
 
 
 def gpu_blind(**changes: object) -> Decision:
-    return early_warning(certain=False, gpus_from_check=True, **changes)
+    return early_warning(early=False, gpus_from_check=True, **changes)
 
 
 def test_a_machine_without_gpu_metrics_is_warned_with_a_stop_when_its_own_check_saw_its_gpus_idle() -> None:

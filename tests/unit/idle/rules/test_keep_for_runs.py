@@ -51,7 +51,7 @@ def test_a_machine_kept_for_its_runs_is_stopped_in_the_afternoon_and_started_bef
     decided = scheduled(machine(tagged), policy)
     assert decided.action is Action.STOP
     assert decided.start_at == datetime(2026, 11, 24, 1, 45, tzinfo=UTC)  # ScheduleLeadMinutes before 02:00
-    assert decided.runs == decided.learned == "runs `nightly.sh` at 02:00 UTC (its crontab)"
+    assert decided.runs == decided.next_work == "runs `nightly.sh` at 02:00 UTC (its crontab)"
 
 
 def test_without_the_tag_the_same_machines_are_not_started_for_their_job() -> None:
@@ -92,7 +92,7 @@ def test_the_runs_of_a_machine_are_known_where_costguard_does_not_start_it_for_t
     # then offers "Keep it for its runs"); a start it will not make is not promised.
     weekly = MachineJobs((Job(JobKind.CRON, "0 3 * * 0", "weekly.sh", "ana"),), zone="UTC", found=1)
     decided = with_jobs(stop(), weekly, WITHOUT_STARTS, AFTERNOON, may_start=False)
-    assert (decided.action, decided.start_at, decided.learned) == (Action.STOP, None, "")
+    assert (decided.action, decided.start_at, decided.next_work) == (Action.STOP, None, "")
     assert decided.runs == "runs `weekly.sh` at 03:00 UTC (its crontab)"
 
 

@@ -27,7 +27,7 @@ def test_a_nightly_cron_box_is_stopped_and_started_before_its_job_on_the_first_n
     decided = with_jobs(stop(), crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=True)
     assert decided.action is Action.STOP
     assert decided.start_at == datetime(2026, 11, 24, 1, 45, tzinfo=UTC)
-    assert decided.learned == "runs `nightly.sh` at 02:00 UTC (its crontab)"
+    assert decided.next_work == "runs `nightly.sh` at 02:00 UTC (its crontab)"
 
 
 def test_a_job_too_near_to_pay_for_a_stop_keeps_the_machine_up_and_says_why() -> None:
@@ -63,7 +63,7 @@ def test_a_job_more_frequent_than_the_idle_window_is_not_work_a_stop_interrupts(
 def test_a_learned_start_that_comes_first_is_kept() -> None:
     learned = Decision(
         "i-1", Action.STOP, "idle", stop_after=EVENING, start_at=datetime(2026, 11, 24, 0, 45, tzinfo=UTC),
-        learned="starts work at about 01:00 UTC (5 of the last 7 days)",
+        next_work="starts work at about 01:00 UTC (5 of the last 7 days)",
     )  # fmt: skip
     assert with_jobs(learned, crontab(("0 2 * * *", "nightly.sh")), POLICY, EVENING, may_start=True) == learned
 

@@ -130,7 +130,7 @@ def test_a_machine_that_does_not_answer_is_not_stopped_in_this_sweep_by_the_chec
 
 
 def test_a_sooner_warning_the_check_cannot_bear_out_waits_for_the_full_window_by_the_certain_idleness_rule() -> None:
-    sooner = replace(warn(), certain=True)
+    sooner = replace(warn(), early=True)
     world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NO_ANSWER, detail="timed out")})
     decided = run(sooner, world)
     assert decided.action is Action.NONE

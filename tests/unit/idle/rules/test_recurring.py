@@ -206,7 +206,7 @@ def test_a_machine_stopped_between_runs_is_started_again_before_the_next(nightly
     decision = with_pattern(stop, nightly, POLICY, NOW)  # type: ignore[arg-type]
     assert decision.action is Action.STOP
     assert decision.start_at == datetime(2026, 11, 22, 1, 45, tzinfo=UTC)  # ScheduleLeadMinutes before
-    assert decision.learned == "starts work at about 02:00 UTC (7 of the last 7 days)"
+    assert decision.next_work == "starts work at about 02:00 UTC (7 of the last 7 days)"
 
 
 def test_a_run_that_is_due_and_late_holds_the_stop(nightly: object) -> None:
@@ -318,14 +318,16 @@ def test_a_learned_start_that_cannot_be_recorded_is_not_promised() -> None:
     )
     machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20))
     start_at = datetime(2026, 11, 22, 1, 45, tzinfo=UTC)
-    stop = Decision("i-1", Action.STOP, "idle", stop_after=NOW, learned="starts work at about 02:00", start_at=start_at)
+    stop = Decision(
+        "i-1", Action.STOP, "idle", stop_after=NOW, next_work="starts work at about 02:00", start_at=start_at
+    )
     held = promised(machine, stop, promises, NOW)
     assert held.action is Action.NONE  # a stop whose start could not be vouched for later waits
     assert held.reason.startswith("its learned start could not be recorded")
     warning = replace(stop, action=Action.WARN, stop_after=NOW + timedelta(minutes=30))
     plain = promised(machine, warning, promises, NOW)
     assert plain.action is Action.WARN  # the warning goes out, promising nothing
-    assert (plain.learned, plain.start_at) == ("", None)
+    assert (plain.next_work, plain.start_at) == ("", None)
 
 
 def test_a_stop_before_a_learned_start_counts_each_gpu_once_for_the_digest() -> None:

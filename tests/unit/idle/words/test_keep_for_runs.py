@@ -41,7 +41,7 @@ def decided(action: Action, *, runs: str = "", start_at: datetime | None = None)
         "idle",
         stop_after=NOW + timedelta(minutes=30),
         judgement=judgement,
-        learned=runs if start_at else "",
+        next_work=runs if start_at else "",
         start_at=start_at,
         runs=runs,
     )

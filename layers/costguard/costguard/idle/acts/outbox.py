@@ -21,7 +21,9 @@ What a dead attempt left, finished by the next sweep from the outbox before it d
   happened: the machine's `costguard:stopped-at` (written right after it) is this stop's time, or
   the machine stopped (StateTransitionReason) or started again after the stop was decided; otherwise
   the notice is dropped as superseded (another stop, or none);
-- delivered warnings past their time are removed (and delivered reports past their day);
+- delivered warnings past their time are removed (and delivered reports past their day), but for one whose
+  machine runs without its tags (refused for longer than that): still the warning, the sweep completes or
+  withdraws it;
 - an effect told to nobody (a working-hours start, a change of scale-in protection) whose attempt
   died is recorded once AWS shows it happened, else dropped.
 
@@ -204,6 +206,11 @@ class Recovery:
         notices = [n for n in records if n.kind in REPORTS or (n.kind not in EFFECTS and not dry)]
         recovered.reported = {n.sk for n in notices if n.kind in REPORTS and n.status == DELIVERED and n.live(now)}
         stale = [n for n in notices if n.status == DELIVERED and not n.live(now)]
+        # A warning told whose tags never made it (refused for longer than its record is kept) is still the
+        # warning: kept for the sweep to complete or withdraw, not forgotten (its machine would be warned again,
+        # and the first message left promising a stop).
+        untagged = self._untagged([n for n in stale if n.kind == WARN])
+        stale = [n for n in stale if n not in untagged]
         open_ = [n for n in notices if n.status != DELIVERED]
         recovered.busy = {n.instance_id for n in open_ if n.live(now)}
         expired = [n for n in open_ if not n.live(now)]
@@ -232,6 +239,25 @@ class Recovery:
             ] = notice
         recovered.stops = self._stops([n for n in expired if n.kind == STOP], found)
         return recovered
+
+    def _untagged(self, warnings: list[Notice]) -> list[Notice]:
+        """The warnings whose machines run, since before them, without a warning's tags; all of them when EC2
+        cannot say (kept for a sweep that can)."""
+        if not warnings:
+            return []
+        try:
+            machines = {i.instance_id: i for i in self.ec2.describe([n.instance_id for n in warnings])}
+        except AWS_ERRORS as exc:
+            logger.warning("told warnings kept until their machines can be read", error=str(exc)[:200])
+            return list(warnings)
+        return [
+            n
+            for n in warnings
+            if (machine := machines.get(n.instance_id)) is not None
+            and machine.state == "running"
+            and machine.launch_time <= n.time
+            and tags.IDLE_WARNED_AT not in machine.tags
+        ]
 
     def _keep(self, warnings: list[Notice], found: dict[str, Delivery], now: datetime) -> None:
         """Warnings found in Slack's history, posted by an attempt that died before it kept their message: kept

@@ -68,7 +68,10 @@ DAY = timedelta(days=1)
 WRITE_ERRORS = (ClientError, BotoCoreError, StateTableBusy, LedgerWriteError)
 
 
-class MorningStarts:
+class DueStarts:
+    """The stopped machines' starts that are due: before their working hours, a learned run, a job, their
+    person's or owner's day (at whatever hour that falls: a 02:00 job's start is made at 01:45)."""
+
     def __init__(
         self,
         *,

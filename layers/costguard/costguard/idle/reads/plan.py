@@ -121,10 +121,10 @@ class SweepPlanner:
                 # Judged since the warning, as far back as the data read goes (the decision checks it).
                 since = max(warned_at, start) if warned_at else None
                 judgement = judge(utilization, policy, now, since=since, excused=system_made)
-                certain = None
+                shorter = None
                 evidence = self.checklog is not None and instance.instance_id in quiet
                 if evidence and judgement.verdict is not Verdict.IDLE and early_warnings(instance, policy):
-                    certain = self._certain(utilization, now, warned_at, system_made)
+                    shorter = self._shorter_window(utilization, now, warned_at, system_made)
                 decision = verdict(
                     decide(
                         instance,
@@ -134,14 +134,14 @@ class SweepPlanner:
                         spot_request_type=spot_types.get(instance.spot_request_id, ""),
                         protected_from_scale_in=protected.get(instance.instance_id),
                         gpu_telemetry=utilization.gpu_telemetry,
-                        certain=certain,
+                        shorter=shorter,
                         gpus_from_check=evidence,
                     )
                 )
                 watch = evidence and decision.action in WATCHED and quiet_cpu(utilization, policy)
                 yield Planned(instance, decision, utilization.gpu_telemetry, watch, answers)
 
-    def _certain(
+    def _shorter_window(
         self, utilization: Utilization, now: datetime, warned_at: datetime | None, system_made: Excused
     ) -> Judgement:
         """The judgement over the shorter window (from that long before the warning, for a warned machine)."""

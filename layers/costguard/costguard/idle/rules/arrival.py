@@ -152,7 +152,7 @@ def with_arrival(decision: Decision, found: Arrival | None, policy: IdlePolicy, 
     if start_at - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
         why = f"it {found.describe()}: its person's day, at {start_at:%H:%M} UTC, is too soon after a stop to pay"
         return replace(decision, action=Action.NONE, reason=why)
-    return replace(decision, learned=found.describe(), start_at=start_at, start_for=StartFor.PERSONS_DAY)
+    return replace(decision, next_work=found.describe(), start_at=start_at, start_for=StartFor.PERSONS_DAY)
 
 
 def undone_share(changes: Sequence[tuple[datetime, str]], people: Sequence[datetime]) -> float:

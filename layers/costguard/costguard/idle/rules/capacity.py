@@ -70,7 +70,7 @@ def ready_for_the_day(
         return decision  # its learned run comes first: started for it, and kept through the day
     evidence = scarcity.evidence(now)
     said = f"{READY} ({evidence})"
-    return replace(decision, start_at=start_at, start_for=StartFor.OWNERS_DAY, learned=said, scarce=evidence)
+    return replace(decision, start_at=start_at, start_for=StartFor.OWNERS_DAY, next_work=said, scarce=evidence)
 
 
 def for_its_run(
@@ -88,13 +88,13 @@ def for_its_run(
     if decision.start_at >= opens - timedelta(minutes=policy.schedule_lead_minutes):
         return decision
     evidence = scarcity.evidence(now)
-    why = f"{BEFORE_OWNER}: {decision.learned} ({evidence})"
+    why = f"{BEFORE_OWNER}: {decision.next_work} ({evidence})"
     return replace(left_running(decision, why, evidence), start_at=None, kept_for=KeptFor.RUN_BEFORE_OWNER)
 
 
 def held_for_run(decision: Decision) -> str:
     """The run a scarce machine is left running for (as the messages say it), or "" when it is not."""
-    return decision.learned if decision.kept_for is KeptFor.RUN_BEFORE_OWNER else ""
+    return decision.next_work if decision.kept_for is KeptFor.RUN_BEFORE_OWNER else ""
 
 
 def spared(decision: Decision, scarcity: Scarcity | None, *, working: bool, now: datetime) -> Decision:
@@ -140,7 +140,7 @@ def too_soon(decision: Decision, scarcity: Scarcity | None, shortest_stop: timed
     if start - stop_at >= shortest_stop:
         return decision
     why = f"its next run needs it started at {start:%H:%M} UTC ({scarcity.evidence(now)}): too soon after a stop"
-    return replace(decision, action=Action.NONE, reason=f"{decision.learned}; {why}")
+    return replace(decision, action=Action.NONE, reason=f"{decision.next_work}; {why}")
 
 
 def tells_scarce(decision: Decision) -> bool:

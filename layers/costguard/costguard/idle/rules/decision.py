@@ -54,7 +54,7 @@ class Action(StrEnum):
 
 
 class StartFor(StrEnum):
-    """What a stop's start again (`Decision.start_at`, said in `Decision.learned`) is for."""
+    """What a stop's start again (`Decision.start_at`, said in `Decision.next_work`) is for."""
 
     RUN = "its next run"  # a job on the machine, or recurring work learned
     OWNERS_DAY = "the working day"  # a scarce machine, ready when its owner's working hours open (capacity.py)
@@ -80,10 +80,10 @@ class Decision:
     will_stop: bool = True  # False for a warning about a machine costguard will not stop by itself
     judgement: Judgement | None = None
     activity: str = ""  # what the activity check on the machine found, when it ran
-    certain: bool = False  # sooner than the window: stands only if the check saw nothing alive for all of it
+    early: bool = False  # sooner than the window: stands only if the check saw nothing alive for all of it
     gpus_from_check: bool = False  # no GPU metrics: stops only if the check saw every GPU at 0 % throughout
     told: bool = False  # warned already (without a stop): nothing more to say unless it will now stop
-    learned: str = ""  # the recurring work learned for this machine, as the messages say it
+    next_work: str = ""  # the work a stop is held for or started again for (learned, a job, a day), as said
     # its known runs (a scheduled job, recurring work learned), as the messages say them, whether or not costguard
     # starts it for them: where "Keep it for its runs" means something
     runs: str = ""
@@ -144,10 +144,10 @@ def decide(
     spot_request_type: str = "",
     protected_from_scale_in: bool | None = None,
     gpu_telemetry: bool = True,
-    certain: Judgement | None = None,
+    shorter: Judgement | None = None,
     gpus_from_check: bool = False,
 ) -> Decision:
-    """`certain`: the judgement over the shorter window of certain idleness (since the warning, for a
+    """`shorter`: the judgement over the shorter window of certain idleness (since the warning, for a
     machine warned so), when the full window's is not idle; `gpus_from_check`: a machine without GPU
     metrics whose own check can be asked about its GPUs."""
     iid = instance.instance_id
@@ -176,8 +176,8 @@ def decide(
         )
 
     running_for = now - instance.launch_time
-    if running_for < timedelta(minutes=policy.window_minutes) and not _certain_since_start(
-        instance, running_for, certain, policy
+    if running_for < timedelta(minutes=policy.window_minutes) and not _shorter_since_start(
+        instance, running_for, shorter, policy
     ):
         minutes = int(running_for.total_seconds() // 60)
         # Run as long as the shorter window: watched (its check asked), for certain idleness to cut the wait.
@@ -187,9 +187,9 @@ def decide(
 
     early = False
     if judgement.verdict is not Verdict.IDLE:
-        if certain is None or certain.verdict is not Verdict.IDLE or not early_warnings(instance, policy):
+        if shorter is None or shorter.verdict is not Verdict.IDLE or not early_warnings(instance, policy):
             return clear_or(Action.NONE, judgement.reason)
-        judgement, early = certain, True  # idle for the shorter window: if the machine's check agrees
+        judgement, early = shorter, True  # idle for the shorter window: if the machine's check agrees
 
     unseen = not (gpu_telemetry or policy.stop_without_gpu_telemetry)  # only its own check sees its GPUs
     if unseen and not gpus_from_check:
@@ -217,7 +217,7 @@ def _warn_wait_or_stop(
             stop_after=now + timedelta(minutes=policy.grace_minutes),
             judgement=judgement,
             told=warned,
-            certain=early,
+            early=early,
             gpus_from_check=unseen,
         )
     if now < stop_after:
@@ -227,7 +227,7 @@ def _warn_wait_or_stop(
             judgement.reason,
             stop_after=stop_after,
             judgement=judgement,
-            certain=early,
+            early=early,
             gpus_from_check=unseen,
         )
     if judgement.judged_from is None or warned_at is None or judgement.judged_from > warned_at:
@@ -239,7 +239,7 @@ def _warn_wait_or_stop(
             f"still {judgement.reason}; the earlier warning is older than the data read",
             stop_after=now + timedelta(minutes=policy.grace_minutes),
             judgement=judgement,
-            certain=early,
+            early=early,
             gpus_from_check=unseen,
         )
     return Decision(
@@ -249,19 +249,19 @@ def _warn_wait_or_stop(
         stop_after=stop_after,
         hibernate=instance.hibernation_configured,
         judgement=judgement,
-        certain=early,
+        early=early,
         gpus_from_check=unseen,
     )
 
 
-def _certain_since_start(
-    instance: Instance, running_for: timedelta, certain: Judgement | None, policy: IdlePolicy
+def _shorter_since_start(
+    instance: Instance, running_for: timedelta, shorter: Judgement | None, policy: IdlePolicy
 ) -> bool:
     """A machine (re)started less than a window ago is judged on certain idleness once it has run the shorter
     window with nothing alive on it (its check confirms): a start is not a new full window of idleness."""
     return (
-        certain is not None
-        and certain.verdict is Verdict.IDLE
+        shorter is not None
+        and shorter.verdict is Verdict.IDLE
         and running_for >= timedelta(minutes=policy.certain_idle_minutes)
         and early_warnings(instance, policy)
     )

@@ -60,16 +60,16 @@ def with_jobs(
     said = describe(due)
     if due.when - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
         why = f"it {said}, too soon after a stop at {stop_at:%H:%M} UTC to pay"
-        return replace(decision, action=Action.NONE, reason=why, learned=said)
+        return replace(decision, action=Action.NONE, reason=why, next_work=said)
     if not may_start:
         if due.when - stop_at > HELD_FOR:
             return replace(decision, runs=decision.runs or said)  # known: "Keep it for its runs" is offered
         why = f"it {said}, and costguard does not start machines again here (LearnedStarts is off)"
-        return replace(decision, action=Action.NONE, reason=why, learned=said)
+        return replace(decision, action=Action.NONE, reason=why, next_work=said)
     start_at = due.when - timedelta(minutes=policy.schedule_lead_minutes)
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # a learned run comes first: started for it, and running for the job
-    return replace(decision, learned=said, start_at=start_at, start_for=StartFor.RUN, runs=said)
+    return replace(decision, next_work=said, start_at=start_at, start_for=StartFor.RUN, runs=said)
 
 
 def next_due(jobs: MachineJobs, after: datetime, now: datetime, window: timedelta) -> Upcoming | None:

@@ -21,7 +21,7 @@ The order, as `ORDER` declares it and `decide` runs it:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -268,27 +268,17 @@ def _same(before: Decision, after: Decision) -> bool:
     return before is after or all(getattr(before, name) == getattr(after, name) for name in _WATCHED)
 
 
-# What a rule may change that a person would ask about (the judgement is the first step's evidence).
-_WATCHED = (
-    "action",
-    "reason",
-    "stop_after",
-    "will_stop",
-    "activity",
-    "learned",
-    "start_at",
-    "start_for",
-    "bill",
-    "scarce",
-    "kept_for",
-)
+# What a rule changes that a person would not ask about (the judgement is the first step's evidence): every other
+# field a rule changes leaves a step.
+_UNWATCHED = {"instance_id", "trail", "judgement", "hibernate", "told", "early", "gpus_from_check", "runs"}
+_WATCHED = tuple(f.name for f in fields(Decision) if f.name not in _UNWATCHED)
 
 
 def _step(rule: Rule, before: Decision, after: Decision) -> Step:
     if after.action is not before.action or after.reason != before.reason:
         why = after.reason
     elif after.start_at != before.start_at:
-        why = _start(after.learned, after.start_at)
+        why = _start(after.next_work, after.start_at)
     elif after.bill is not None and after.bill != before.bill:
         why = f"a stop saves {after.bill.text()} on the bill now: {after.bill.why}"
     elif after.activity != before.activity:
@@ -320,6 +310,6 @@ def _evidence(after: Decision, before: Decision | None = None) -> tuple[str, ...
         out.append(f"bill: {after.bill.text()} ({after.bill.why})")
     if after.scarce and (before is None or after.scarce != before.scarce):
         out.append(f"capacity: {after.scarce}")
-    if after.learned and (before is None or after.learned != before.learned):
-        out.append(after.learned)
+    if after.next_work and (before is None or after.next_work != before.next_work):
+        out.append(after.next_work)
     return tuple(out)

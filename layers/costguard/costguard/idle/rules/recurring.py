@@ -288,10 +288,12 @@ def with_pattern(decision: Decision, learned: Learned, policy: IdlePolicy, now: 
             why = f"a run due at {late:%H:%M} UTC has not come yet"
         else:
             why = f"its next run, at about {upcoming:%H:%M} UTC, is too soon after a stop at {stop_at:%H:%M} to pay"
-        return replace(decision, action=Action.NONE, reason=f"{pattern.describe()}; {why}", learned=pattern.describe())
+        return replace(
+            decision, action=Action.NONE, reason=f"{pattern.describe()}; {why}", next_work=pattern.describe()
+        )
     start_at = upcoming - timedelta(minutes=policy.schedule_lead_minutes)
     said = pattern.describe()
-    return replace(decision, learned=said, start_at=start_at, start_for=StartFor.RUN, runs=said)
+    return replace(decision, next_work=said, start_at=start_at, start_for=StartFor.RUN, runs=said)
 
 
 def learns(instance: Instance, policy: IdlePolicy) -> bool:
@@ -321,4 +323,4 @@ def unpromised(decision: Decision) -> Decision:
     if decision.action is Action.STOP:
         why = "its learned start could not be recorded, to be honoured later: not stopped in this sweep"
         return replace(decision, action=Action.NONE, reason=why)
-    return replace(decision, learned="", start_at=None, start_for=StartFor.RUN)
+    return replace(decision, next_work="", start_at=None, start_for=StartFor.RUN)

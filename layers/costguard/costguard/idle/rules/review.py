@@ -57,12 +57,12 @@ def confirm(
     alive, and nobody typed since. GPUs seen only by the check: answers across the window (the fresh one
     last) show every GPU at 0 % and no process on any. Without them, the warning waits for the full
     window, and a machine without GPU metrics is warned but not stopped, as before."""
-    if decision.action not in (Action.WARN, Action.STOP) or not (decision.certain or decision.gpus_from_check):
+    if decision.action not in (Action.WARN, Action.STOP) or not (decision.early or decision.gpus_from_check):
         return decision
     start = decision.judgement.judged_from if decision.judgement and decision.judgement.judged_from else now
     report = check.report if check.state is CheckState.ANSWERED else None
     why_not = f"activity check: {check.detail or check.state.value}" if report is None else ""
-    if decision.certain and report is not None:
+    if decision.early and report is not None:
         seen = nothing_alive(answers, report, start=start, now=now, busy_core_percent=policy.busiest_core_percent)
         why_not = "" if not seen else seen if seen.startswith("the check") else f"the check saw {seen}"
     if decision.gpus_from_check and report is not None and not why_not:
@@ -72,14 +72,14 @@ def confirm(
         if report is None:
             return decision
         return replace(decision, activity=_seen(decision, report, now, start, policy.window_minutes))
-    if decision.certain and decision.action is Action.WARN:
+    if decision.early and decision.action is Action.WARN:
         minutes = int((now - start).total_seconds() // 60)
         full = duration(policy.window_minutes)
         return replace(
             decision,
             action=Action.NONE,
             reason=f"idle for {duration(minutes)}, not yet {full}: {why_not}",
-            certain=False,
+            early=False,
         )
     if decision.action is Action.STOP:
         return replace(decision, action=Action.NONE, reason=f"not stopped in this sweep: {why_not}")
@@ -94,7 +94,7 @@ def confirm(
 def _seen(decision: Decision, report: ActivityReport, now: datetime, start: datetime, window: int) -> str:
     """What the warning or the stop notice says the machine's own check saw."""
     parts = []
-    if decision.certain:
+    if decision.early:
         quiet = min((s.idle_s for s in report.sessions), default=None)
         typed = f"no input for {duration(quiet // 60)}" if quiet is not None else "nobody logged in"
         sooner = (

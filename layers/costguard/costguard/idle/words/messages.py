@@ -119,12 +119,12 @@ def _no_runs_known(instance: Instance, decision: Decision) -> Mrkdwn:
 
 def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
     """The start costguard promises after its stop, for the work it learned recurs (or the working day)."""
-    if not decision.learned or decision.start_at is None:
+    if not decision.next_work or decision.start_at is None:
         return Mrkdwn("")
     before = decision.start_for.value
     return (
         Mrkdwn(" It ")
-        + times_in(decision.learned, now)
+        + times_in(decision.next_work, now)
         + Mrkdwn(": costguard starts it again *")
         + when(decision.start_at, zone)
         + Mrkdwn(f"*, before {before}.")
@@ -142,7 +142,7 @@ def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) 
         said.append(Mrkdwn("No GPU metrics: its GPUs were judged by its own activity check."))
     elif decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
         said.append(Mrkdwn("No GPU metrics: install the CloudWatch agent with `docs/cloudwatch-agent.json`."))
-    if decision.certain or decision.activity.startswith("activity check did not answer"):
+    if decision.early or decision.activity.startswith("activity check did not answer"):
         # Why it is warned sooner than the window (or why a stop may wait): the machine's own word.
         said.append(times_in(decision.activity[:1].upper() + decision.activity[1:] + ".", now))
     if hours:
