@@ -290,8 +290,9 @@ def test_gpu_instance_idle_through_grace_period_is_stopped_and_the_owner_told(
     assert marked(dm, "stop") == [dm.blocks[0]["block_id"]]
     assert "Stopped " in as_read(dm.blocks[1])
     assert "by costguard. Its disks are kept." in as_read(dm.blocks[1])
-    [start] = dm.blocks[2]["elements"]
+    [start, why] = dm.blocks[2]["elements"]
     assert (start["action_id"], json.loads(start["value"])["i"]) == ("costguard.start", iid)
+    assert (why["action_id"], json.loads(why["value"])["i"]) == ("costguard.why", iid)
     [stop] = [p for op, p in calls if op == "StopInstances"]
     assert stop == {"InstanceIds": [iid], "Hibernate": False}
     assert result["regions"][REGION]["stopped"] == [iid]
