@@ -9,8 +9,10 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from costguard.core import tags
+from costguard.core.formatting import format_time
 from costguard.idle.sweep import idle_stopper
 from costguard.runtime import Runtime
 from testing import moto_fixes
@@ -281,3 +283,30 @@ def test_every_stop_held_back_by_a_30_minute_429_storm_is_announced_within_two_s
     assert stopped_told == set(ids)
     for message in told.values():  # when the stop happened, not when its notice went out
         assert int(now.timestamp()) in dates_in(message.blocks), as_read(message.blocks)
+
+
+def test_a_warning_whose_tags_a_storm_refuses_for_an_hour_is_completed_after_it_not_told_again(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now)
+    storm = [True]
+
+    def refused(**_: Any) -> None:
+        if storm[0]:
+            raise ClientError({"Error": {"Code": "RequestLimitExceeded", "Message": "storm"}}, "CreateTags")
+
+    def idle_sweep(minutes: int) -> None:
+        publish(iid, now + timedelta(minutes=minutes), gpus=[idle(), idle()])  # idle up to each sweep
+        sweep(runtime, now + timedelta(minutes=minutes), lambda_context, monkeypatch)
+
+    runtime.client("ec2", REGION).meta.events.register("before-call.ec2.CreateTags", refused)
+    idle_sweep(0)  # the warning told, its tags refused (the next sweeps' too, while the storm lasts)
+    [warning] = notices(slack.messages, "warn")
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    storm[0] = False
+    idle_sweep(45)  # the storm over, after the warning's record would have been let go (40 minutes)
+
+    assert notices(slack.messages, "warn") == [warning]  # its record is the warning: completed, not told again
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == format_time(now)
+    idle_sweep(60)
+    assert state(iid) == "stopped"  # the promise kept, late
