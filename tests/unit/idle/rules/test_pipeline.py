@@ -5,7 +5,7 @@ leaves no step."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +17,7 @@ from costguard.core.settings import IdlePolicy
 from costguard.idle.rules import pipeline
 from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process
 from costguard.idle.rules.arrival import Arrival
+from costguard.idle.rules.automation import NightWork
 from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.evidence import Answer
 from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
@@ -48,8 +49,8 @@ class World:
     def answers(self, instance_id: str) -> Sequence[Answer]:
         return ()
 
-    def past(self, decided: Sequence[Decided], now: datetime) -> Mapping[str, Past]:
-        self.asked.append("past")
+    def past(self, decided: Sequence[Decided], now: datetime, *, blind: Collection[str] = ()) -> Mapping[str, Past]:
+        self.asked.append(f"past blind={sorted(blind)}")
         return self.pasts
 
     def keep(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> bool:
@@ -102,12 +103,24 @@ def test_the_first_verdict_is_always_the_first_step_with_what_the_metrics_said()
     assert decided.trail == (Step(Rule.VERDICT, "stop", "idle for 2 h: GPU max 0.4 %"),)
 
 
-def test_a_stop_no_rule_changes_keeps_its_one_step_and_every_fact_was_read_in_order() -> None:
-    world = World()
+def test_every_fact_is_read_in_the_pipelines_order_and_a_rule_that_changes_nothing_leaves_no_step() -> None:
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NO_ANSWER, detail="timed out")})
+    warned = run(warn(), world)  # a warning goes out on metrics when the machine does not answer
+    assert warned.action is Action.WARN
+    assert [(s.rule, s.why) for s in warned.trail[1:]] == [
+        (Rule.MACHINE_CHECK, "activity check did not answer (timed out)")
+    ]
+    assert world.asked == ["checks", "past blind=[]", "scarcity", "bill"]
+
+
+def test_a_machine_that_cannot_answer_is_judged_on_its_metrics_alone_and_its_trail_says_so() -> None:
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NO_AGENT)})
     decided = run(stop(), world)
     assert decided.action is Action.STOP
-    assert rules(decided) == [Rule.VERDICT]
-    assert world.asked == ["checks", "past", "scarcity", "bill"]
+    assert decided.blind
+    assert rules(decided) == [Rule.VERDICT, Rule.MACHINE_CHECK]
+    assert decided.trail[-1].why.endswith("judged from its metrics alone")
+    assert world.asked == ["checks", f"past blind={[G5.instance_id]}", "scarcity", "bill"]
 
 
 def test_work_the_machines_own_check_saw_cancels_the_stop_and_says_so_in_its_step() -> None:
@@ -217,10 +230,28 @@ def test_a_stop_the_bill_prices_says_what_it_saves_in_its_step() -> None:
     )
 
 
-def test_without_learning_neither_the_past_nor_the_promises_are_read() -> None:
-    world = World()
+def test_without_learning_neither_the_past_nor_the_promises_are_read_of_a_machine_that_answers() -> None:
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, ActivityReport())})
     run(stop(), world, learning=False)
     assert world.asked == ["checks", "scarcity", "bill"]
+
+
+def test_a_machine_that_cannot_answer_has_its_nights_read_even_without_learning() -> None:
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NO_AGENT)})
+    run(stop(), world, learning=False)
+    assert world.asked == ["checks", f"past blind={[G5.instance_id]}", "scarcity", "bill"]
+
+
+def test_a_machine_that_cannot_answer_is_held_into_its_night_work_by_the_night_work_rule() -> None:
+    nights = NightWork("UTC", (EVENING.date() - timedelta(days=1),), timedelta(hours=4), timedelta(hours=4), None)
+    world = World(
+        checks_of={G5.instance_id: ActivityCheck(CheckState.NO_AGENT)}, pasts={G5.instance_id: Past(night=nights)}
+    )
+    decided = run(stop(), world)
+    assert decided.action is Action.NONE
+    step = decided.trail[-1]
+    assert step.rule is Rule.NIGHT_WORK
+    assert "held until its night's work has run" in step.why
 
 
 def test_a_trail_survives_the_ledger_and_a_damaged_step_is_left_out() -> None:
@@ -240,3 +271,21 @@ def test_no_rule_tells_an_outcome_by_the_start_of_its_reason() -> None:
         if pattern.search(text)
     ]
     assert offenders == []
+
+
+def test_where_nothing_was_asked_check_off_or_dry_run_no_machine_is_taken_for_one_that_cannot_answer() -> None:
+    world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NOT_ASKED)})
+    decided = run(stop(), world)
+    assert not decided.blind
+    assert rules(decided) == [Rule.VERDICT]
+    assert world.asked == ["checks", "past blind=[]", "scarcity", "bill"]
+
+
+def test_a_stop_of_a_machine_that_cannot_answer_whose_nights_were_not_read_waits_by_the_night_work_rule() -> None:
+    world = World(
+        checks_of={G5.instance_id: ActivityCheck(CheckState.NO_AGENT)}, pasts={G5.instance_id: Past(nights_unread=True)}
+    )
+    decided = run(stop(), world, learning=False)
+    assert decided.action is Action.NONE
+    assert decided.trail[-1].rule is Rule.NIGHT_WORK
+    assert "could not be read" in decided.trail[-1].why

@@ -5,7 +5,7 @@ checks' answers, the learned starts judged) is kept by acts/kept.py from `checke
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -48,10 +48,10 @@ class SweepFacts:
     def answers(self, instance_id: str) -> Sequence[Answer]:
         return self.earlier.get(instance_id, ())
 
-    def past(self, decided: Sequence[Decided], now: datetime) -> Mapping[str, Past]:
+    def past(self, decided: Sequence[Decided], now: datetime, *, blind: Collection[str] = ()) -> Mapping[str, Past]:
         if self.learner is None:
             return {}
-        found = self.learner.past(decided, self.gpu_series, now)
+        found = self.learner.past(decided, self.gpu_series, now, blind=blind)
         self.judged += [
             (i, learned)
             for i, _ in decided

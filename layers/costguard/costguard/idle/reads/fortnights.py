@@ -6,7 +6,7 @@ learned starts judged on the way are kept by acts/kept.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -19,6 +19,7 @@ from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
+from costguard.idle.rules.automation import night_work
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.rules.recurring import (
@@ -58,14 +59,17 @@ class Learner:
         decided: Sequence[tuple[Instance, Decision]],
         gpu_series: Mapping[str, Sequence[Dimensions]],
         now: datetime,
+        *,
+        blind: Collection[str] = (),
     ) -> dict[str, Past]:
         """What the last two weeks say of each machine a warning or a stop would stop: its recurring work, its
-        person's day, whether its fortnight could be read in full; and, for a machine its person started again
-        soon after costguard's stop, when (restarts.py: its start log says which starts were costguard's;
-        unread, every start is taken for a person's) and its list price."""
-        targets = [
-            i for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop and learns(i, self.policy)
-        ]
+        person's day, whether its fortnight could be read in full; for a machine its person started again soon
+        after costguard's stop, when (restarts.py: its start log says which starts were costguard's; unread,
+        every start is taken for a person's) and its list price; for one that cannot answer the activity check
+        (`blind`), the work it runs by itself at night (rules/automation.py)."""
+        stops = [(i, d) for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop]
+        learning = {i.instance_id for i, _ in stops if learns(i, self.policy)}
+        targets = [i for i, _ in stops if i.instance_id in learning or i.instance_id in blind]
         # Started again soon after costguard's stop, by a person unless its start log says costguard did.
         undone = [i for i, d in decided if d.action in (Action.WARN, Action.STOP) and undone_stop(i, [], self.policy)]
         if not targets and not undone:
@@ -78,11 +82,20 @@ class Learner:
         for run, quarters, failed in self.fortnights.read(targets, gpu_series, now):
             for instance in run:
                 iid = instance.instance_id
-                people = _people_starts(histories[iid], records[iid])  # read once, for both
+                people = _people_starts(histories[iid], records[iid])  # read once, for all
+                night = None
+                if iid in blind:
+                    ours = records[iid].started()
+                    night = night_work(quarters[iid], people, now, self.policy.team_timezone, ours=ours)
+                if iid not in learning:  # only its nights: costguard learns nothing else of it
+                    out[iid] = Past(night=night, nights_unread=iid in failed)
+                    continue
                 out[iid] = Past(
                     learned=self._learn(instance, quarters[iid], records[iid], people, now),
                     unread=iid in failed,
                     arrival=self._arrival(instance, quarters[iid], histories[iid], people, now),
+                    night=night,
+                    nights_unread=iid in failed and iid in blind,
                 )
         by_id = {i.instance_id: i for i in undone}
         for iid, at in undid.items():

@@ -82,6 +82,7 @@ class Decision:
     activity: str = ""  # what the activity check on the machine found, when it ran
     early: bool = False  # sooner than the window: stands only if the check saw nothing alive for all of it
     gpus_from_check: bool = False  # no GPU metrics: stops only if the check saw every GPU at 0 % throughout
+    blind: bool = False  # its own check cannot answer (no SSM agent online): judged on its metrics alone
     told: bool = False  # warned already (without a stop): nothing more to say unless it will now stop
     next_work: str = ""  # the work a stop is held for or started again for (learned, a job, a day), as said
     # its known runs (a scheduled job, recurring work learned), as the messages say them, whether or not costguard

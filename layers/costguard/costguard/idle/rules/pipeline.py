@@ -13,14 +13,16 @@ The order, as `ORDER` declares it and `decide` runs it:
 6. `Rule.AFTER_UNDO` (restarts.py): its person undid costguard's last stop: held until its idling pays.
 7. `Rule.PROMISED`: a start again kept among the promises costguard honours (else none, and no stop).
 8. `Rule.MACHINE_JOBS` (machine_jobs.py): its crontab, timers and at queue; then kept as a promise (7).
-9. `Rule.SCARCE` (capacity.py): a type EC2 lately could not start: spared while its owner works, readied
+9. `Rule.NIGHT_WORK` (automation.py): a machine that cannot answer the check and runs work of its own at night:
+   held from its evening until that work has run; stopped in the day, started before its evening (then 7).
+10. `Rule.SCARCE` (capacity.py): a type EC2 lately could not start: spared while its owner works, readied
    before the day (then kept as a promise, 7), left running for its run, never stopped too shortly.
-10. `Rule.BILL` (money.py): what each stop saves on the bill, the region's stops priced together.
+11. `Rule.BILL` (money.py): what each stop saves on the bill, the region's stops priced together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -31,6 +33,7 @@ from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.arrival import Arrival, with_arrival
+from costguard.idle.rules.automation import BLIND, NightWork, with_night_work
 from costguard.idle.rules.capacity import (
     for_its_run,
     ready_for_the_day,
@@ -61,6 +64,7 @@ ORDER = (
     Rule.AFTER_UNDO,
     Rule.PROMISED,
     Rule.MACHINE_JOBS,
+    Rule.NIGHT_WORK,
     Rule.SCARCE,
     Rule.BILL,
 )
@@ -75,6 +79,8 @@ class Past:
     arrival: Arrival | None = None  # when its person's weekday begins, where a start before it pays
     undone: datetime | None = None  # when its person started it again after costguard's last stop
     usd_per_hour: float | None = None  # its list price, where its hold after an undo needs it
+    night: NightWork | None = None  # a machine that cannot answer the check: the work it runs by itself at night
+    nights_unread: bool = False  # ... whose nights could not be read in full
 
 
 class Facts(Protocol):
@@ -88,8 +94,9 @@ class Facts(Protocol):
         """The answers its check gave in earlier sweeps."""
         ...
 
-    def past(self, decided: Sequence[Decided], now: datetime) -> Mapping[str, Past]:
-        """The last two weeks of the machines a warning or a stop would stop (none: learning is off)."""
+    def past(self, decided: Sequence[Decided], now: datetime, *, blind: Collection[str] = ()) -> Mapping[str, Past]:
+        """The last two weeks of the machines a warning or a stop would stop (`blind`: those whose check cannot
+        answer, whose nights are read too)."""
         ...
 
     def scarcity(self, instance: Instance) -> Scarcity | None:
@@ -133,10 +140,14 @@ def decide(
     it does not, and no past is read)."""
     checks = facts.checks([*(i for i, _ in to_check), *watched], now)
     out = [(i, _reviewed(i, d, checks, facts=facts, policy=policy, now=now)) for i, d in to_check]
+    blind = {i.instance_id for i, _ in out if cannot_answer(checks.get(i.instance_id))}
+    past: Mapping[str, Past] = {}
+    if promises is not None or blind:
+        past = facts.past(out, now, blind=blind)
     if promises is not None:
-        past = facts.past(out, now)
         out = [(i, _recurring(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
     out = [(i, _jobs(i, d, checks.get(i.instance_id), promises=promises, policy=policy, now=now)) for i, d in out]
+    out = [(i, _night(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
     out = [(i, _scarce(i, d, facts, promises, policy, now)) for i, d in out]
     priced = {i.instance_id: d for i, d in facts.priced(out)}
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
@@ -154,6 +165,8 @@ def _reviewed(
     """2 and 3: the machine's own word."""
     check = checks.get(instance.instance_id, ActivityCheck(CheckState.NOT_ASKED))
     seen = review(decision, check, window_minutes=policy.window_minutes, busy_core_percent=policy.busiest_core_percent)
+    if cannot_answer(check):  # judged from its metrics alone, and said so
+        seen = replace(seen, blind=True)
     seen = stepped(Rule.MACHINE_CHECK, decision, seen)
     answers = facts.answers(instance.instance_id)
     return stepped(Rule.CERTAIN, seen, confirm(seen, check, answers, policy, now))
@@ -211,10 +224,37 @@ def _jobs(
     return changed
 
 
+def cannot_answer(check: ActivityCheck | None) -> bool:
+    """A machine the activity check was asked about and cannot answer for: no SSM agent online. (Where the check
+    is off, or not asked in dry-run, nothing is known of any machine's agent: the machines are judged as before.)"""
+    return check is not None and check.state is CheckState.NO_AGENT
+
+
+def _night(  # noqa: PLR0917
+    instance: Instance,
+    decision: Decision,
+    past: Past | None,
+    promises: Promises | None,
+    policy: IdlePolicy,
+    now: datetime,
+) -> Decision:
+    """9. A machine that cannot answer, and its own night work; a start before its evening kept as a promise. A
+    stop whose nights could not be read waits for a sweep that can (missing data is never a reason to stop)."""
+    night = past.night if past is not None else None
+    if past is not None and past.nights_unread and decision.action is Action.STOP:
+        why = "its last two weeks could not be read, to see whether it runs work of its own at night: not stopped in"
+        return stepped(Rule.NIGHT_WORK, decision, replace(decision, action=Action.NONE, reason=f"{why} this sweep"))
+    may_start = promises is not None and learns(instance, policy) and not starts_declined(instance.tags)
+    changed = stepped(Rule.NIGHT_WORK, decision, with_night_work(decision, night, policy, now, may_start=may_start))
+    if promises is not None and changed.start_at != decision.start_at:
+        return promised(instance, changed, promises, now, job=True)
+    return changed
+
+
 def _scarce(  # noqa: PLR0917
     instance: Instance, decision: Decision, facts: Facts, promises: Promises | None, policy: IdlePolicy, now: datetime
 ) -> Decision:
-    """9. Scarce capacity: the scarcity evidence read only where it may change the decision."""
+    """10. Scarce capacity: the scarcity evidence read only where it may change the decision."""
     changed = stepped(Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now))
     if promises is not None and changed.start_for is StartFor.OWNERS_DAY:
         return promised(instance, changed, promises, now)
@@ -270,7 +310,7 @@ def _same(before: Decision, after: Decision) -> bool:
 
 # What a rule changes that a person would not ask about (the judgement is the first step's evidence): every other
 # field a rule changes leaves a step.
-_UNWATCHED = {"instance_id", "trail", "judgement", "hibernate", "told", "early", "gpus_from_check", "runs"}
+_UNWATCHED = {"instance_id", "trail", "judgement", "hibernate", "told", "early", "gpus_from_check"}
 _WATCHED = tuple(f.name for f in fields(Decision) if f.name not in _UNWATCHED)
 
 
@@ -278,11 +318,15 @@ def _step(rule: Rule, before: Decision, after: Decision) -> Step:
     if after.action is not before.action or after.reason != before.reason:
         why = after.reason
     elif after.start_at != before.start_at:
-        why = _start(after.next_work, after.start_at)
+        why = _start(after.next_work or before.next_work, after.start_at)
     elif after.bill is not None and after.bill != before.bill:
         why = f"a stop saves {after.bill.text()} on the bill now: {after.bill.why}"
     elif after.activity != before.activity:
         why = after.activity
+    elif after.blind and not before.blind:
+        why = f"{BLIND}: judged from its metrics alone"
+    elif after.runs != before.runs:
+        why = f"its runs are known ({after.runs}): it may be kept for them"
     else:
         why = after.reason
     return Step(rule, after.action.value, why, _evidence(after, before))

@@ -28,6 +28,9 @@ class Rule(StrEnum):
     AFTER_UNDO = "after an undo"  # its person undid costguard's last stop: wait until idling pays (restarts.py)
     PROMISED = "start promised"  # a start again kept among the promises costguard honours
     MACHINE_JOBS = "machine's jobs"  # its crontab, timers, at queue (machine_jobs.py)
+    NIGHT_WORK = (
+        "its own night work"  # a machine that cannot answer the check: the work it runs at night (automation.py)
+    )
     SCARCE = "scarce capacity"  # a type EC2 lately could not start (capacity.py)
     BILL = "the bill"  # what a stop saves on the bill now (money.py)
 

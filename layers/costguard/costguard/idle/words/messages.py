@@ -16,6 +16,7 @@ from costguard.core.formatting import duration
 from costguard.core.keeping import kept_for_runs
 from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance, Price
+from costguard.idle.rules.automation import BLIND, LET_IT_SEE
 from costguard.idle.rules.decision import Decision
 from costguard.idle.words.money import saving_line
 from costguard.slack import live
@@ -142,6 +143,8 @@ def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) 
         said.append(Mrkdwn("No GPU metrics: its GPUs were judged by its own activity check."))
     elif decision.judgement and not any(s.label.startswith("GPU") for s in decision.judgement.signals):
         said.append(Mrkdwn("No GPU metrics: install the CloudWatch agent with `docs/cloudwatch-agent.json`."))
+    if decision.blind and decision.will_stop:
+        said.append(Mrkdwn(f"Judged from its metrics alone: {BLIND}; to let it see, {LET_IT_SEE}."))
     if decision.early or decision.activity.startswith("activity check did not answer"):
         # Why it is warned sooner than the window (or why a stop may wait): the machine's own word.
         said.append(times_in(decision.activity[:1].upper() + decision.activity[1:] + ".", now))

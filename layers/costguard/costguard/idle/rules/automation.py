@@ -1,0 +1,147 @@
+"""A machine that cannot answer the activity check (no SSM agent online) and runs work of its own at night. Pure:
+its quarter-hours, the starts people made, the policy and `now` in.
+
+costguard cannot read such a machine's crontab or timers, so it reads its nights instead: GPU or CPU work that
+began in the evening or at night (the team's clock, from EVENING to NIGHT_ENDS) on a machine that was already
+running, idle, for the hour before, with no start by a person in that hour, is work the machine does by itself.
+One such night makes it an automation machine, until QUIET_NIGHTS nights have passed without such work (a one-off
+night training run does not hold the machine for ever).
+
+Its work may begin by waiting (a job that starts in the evening and waits for data shows nothing in the metrics
+for hours), so such a machine is not warned or stopped from its evening until its night's work has run (work
+seen tonight no sooner than the earliest its nights began, then the idle window), or until HOLD_AFTER past the
+latest start of work seen on its nights; stopped during the day, it is started again before its evening, as
+before a job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
+
+EVENING = time(18, 0)  # the team's clock: work that begins after it, on a machine left running, is its own
+NIGHT_ENDS = time(6, 0)
+QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again
+RUNNING_BEFORE = timedelta(hours=1)  # up and idle this long before its work began: nobody started it for this
+HOLD_AFTER = timedelta(hours=2)  # past the latest start of work seen: a night whose work did not come
+BLIND = "costguard cannot look inside it (no SSM agent answers its activity check)"
+LET_IT_SEE = (
+    "turn on Default Host Management (DefaultHostManagement=true) or give it an instance profile with "
+    "AmazonSSMManagedInstanceCore"
+)
+CANNOT_SEE = f"{BLIND}: {LET_IT_SEE}"
+
+
+@dataclass(frozen=True)
+class NightWork:
+    """The nights a machine ran work of its own, on the team's clock."""
+
+    zone: str
+    nights: tuple[date, ...]  # the dates of the evenings whose night had such work, oldest first
+    earliest: timedelta  # after its evening's EVENING, the earliest start of such work seen
+    latest: timedelta  # ... and the latest
+    last_busy: datetime | None  # the last quarter-hour with work, of the data read
+
+    def evening(self, day: date) -> datetime:
+        """That day's evening (UTC)."""
+        return datetime.combine(day, EVENING, tzinfo=ZoneInfo(self.zone)).astimezone(UTC)
+
+    def held_until(self, evening: datetime) -> datetime:
+        return evening + self.latest + HOLD_AFTER
+
+    def tonight(self, now: datetime) -> datetime | None:
+        """The evening whose hold `now` is in, if any."""
+        today = now.astimezone(ZoneInfo(self.zone)).date()
+        for day in (today, today - timedelta(days=1)):
+            evening = self.evening(day)
+            if evening <= now < self.held_until(evening):
+                return evening
+        return None
+
+    def next_evening(self, after: datetime) -> datetime:
+        today = after.astimezone(ZoneInfo(self.zone)).date()
+        return next(e for d in range(3) if (e := self.evening(today + timedelta(days=d))) > after)
+
+    def describe(self) -> str:
+        seen = len(self.nights)
+        latest = (datetime.combine(date(2000, 1, 1), EVENING) + self.latest).time()
+        nights = "last night" if seen == 1 else f"{seen} of the last nights"
+        return f"runs GPU work of its own at night ({nights}, starting by {latest:%H:%M} {self.zone})"
+
+
+def night_work(
+    quarters: Sequence[Quarter],
+    people: Sequence[datetime],
+    now: datetime,
+    zone: str,
+    *,
+    ours: Sequence[datetime] = (),
+) -> NightWork | None:
+    """Its night work, if any night of the data had such work and fewer than QUIET_NIGHTS nights have passed
+    since (`people`: the starts people made; `ours`: costguard's own, before its evening, which leave it
+    running for its night as surely as nobody stopping it would)."""
+    clock = ZoneInfo(zone)
+    known = {q.at: q.busy for q in quarters}
+    found: dict[date, list[timedelta]] = {}
+    for began in work_starts(quarters):
+        local = began.astimezone(clock)
+        day = local.date() if local.time() >= EVENING else local.date() - timedelta(days=1)
+        evening = datetime.combine(day, EVENING, tzinfo=clock)
+        if local.time() < EVENING and local.time() >= NIGHT_ENDS:
+            continue  # the day's work: its person's
+        before = [began - k * QUARTER for k in range(1, int(RUNNING_BEFORE / QUARTER) + 1)]
+        brought = any(evening.astimezone(UTC) - 2 * RUNNING_BEFORE <= o <= began for o in ours)
+        if not brought and any(known.get(t) is not False for t in before):
+            continue  # not running, idle, for the hour before: started for this work
+        if any(began - RUNNING_BEFORE <= p <= began for p in people):
+            continue  # a person started it
+        found.setdefault(day, []).append(local - evening)
+    if not found:
+        return None
+    last = max(found)
+    quiet = sum(
+        1
+        for k in range(1, QUIET_NIGHTS + 1)
+        if datetime.combine(last + timedelta(days=k + 1), NIGHT_ENDS, tzinfo=clock) <= now
+    )
+    if quiet >= QUIET_NIGHTS:
+        return None
+    busy = [q.at for q in quarters if q.busy]
+    starts = [after for night in found.values() for after in night]
+    return NightWork(zone, tuple(sorted(found)), min(starts), max(starts), max(busy, default=None))
+
+
+def with_night_work(
+    decision: Decision, found: NightWork | None, policy: IdlePolicy, now: datetime, *, may_start: bool
+) -> Decision:
+    """A warning or a stop of a machine that runs work of its own at night: held from its evening until its
+    night's work has run; stopped in the day (or after its night's work), started again before its next evening.
+    Where costguard may not start machines, such a machine is not stopped: its evening is never a day away."""
+    if found is None or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
+        return decision
+    said = found.describe()
+    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    evening = found.tonight(stop_at)  # the night its stop would fall in
+    if evening is not None and (found.last_busy is None or found.last_busy < evening + found.earliest):
+        until = found.held_until(evening)
+        why = f"it {said}: held until its night's work has run (until {until:%H:%M} UTC at the latest); {CANNOT_SEE}"
+        return replace(decision, action=Action.NONE, reason=why, next_work=said)
+    # In the day, or tonight's work has come and the machine idled since for the window: stopped, and started
+    # again before its next evening.
+    next_evening = found.next_evening(stop_at if evening is None else found.held_until(evening))
+    if not may_start:
+        why = f"it {said}, and costguard does not start machines again here (LearnedStarts is off); {CANNOT_SEE}"
+        return replace(decision, action=Action.NONE, reason=why, next_work=said)
+    start_at = next_evening - timedelta(minutes=policy.schedule_lead_minutes)
+    if start_at - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
+        why = f"it {said}: its evening, at {next_evening:%H:%M} UTC, is too soon after a stop to pay; {CANNOT_SEE}"
+        return replace(decision, action=Action.NONE, reason=why, next_work=said)
+    if decision.start_at is not None and decision.start_at <= start_at:
+        return decision  # a learned run comes first: started for it, and running for its evening
+    return replace(decision, next_work=said, start_at=start_at, start_for=StartFor.RUN, runs=decision.runs or said)

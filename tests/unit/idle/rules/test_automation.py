@@ -1,0 +1,189 @@
+"""A machine that cannot answer the activity check, judged from its metrics alone: work of its own at night makes it
+an automation machine (held into its night, started before its evening), until two quiet nights pass."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from costguard.core.records import Instance, Price
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.automation import BLIND, CANNOT_SEE, LET_IT_SEE, night_work, with_night_work
+from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.recurring import QUARTER, Quarter
+from costguard.idle.words.messages import idle_warning
+from costguard.slack.blocks import mention
+
+POLICY = IdlePolicy()  # window 120 min, grace 30 min, shortest stop 90 min, lead 15 min
+MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
+
+
+def fortnight(
+    now: datetime, busy: Sequence[tuple[datetime, timedelta]], *, off: Sequence[tuple[datetime, timedelta]] = ()
+) -> list[Quarter]:
+    """Two weeks of a machine left running and idle, but for its `busy` stretches (and `off`: stopped)."""
+    out = []
+    at = (now - timedelta(days=14)).replace(second=0, microsecond=0)
+    at -= timedelta(minutes=at.minute % 15)  # CloudWatch's quarter-hours
+    while at < now:
+        working = any(start <= at < start + length for start, length in busy)
+        stopped = any(start <= at < start + length for start, length in off)
+        out.append(Quarter(at, None if stopped else working))
+        at += QUARTER
+    return out
+
+
+def pipeline_night(day: datetime, hour: int = 22, hours: int = 2) -> tuple[datetime, timedelta]:
+    return day.replace(hour=hour), timedelta(hours=hours)
+
+
+def warn(now: datetime) -> Decision:
+    return Decision("i-1", Action.WARN, "idle for 2 h", stop_after=now + timedelta(minutes=30))
+
+
+def test_work_of_its_own_seen_on_one_night_makes_it_an_automation_machine() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)  # Tuesday 14:00
+    found = night_work(fortnight(now, [pipeline_night(MONDAY)]), [], now, "UTC")
+    assert found is not None
+    assert found.nights == (MONDAY.date(),)
+    assert found.describe() == "runs GPU work of its own at night (last night, starting by 22:00 UTC)"
+
+
+def test_seen_twice_it_says_so_and_is_held_from_the_latest_start() -> None:
+    now = MONDAY + timedelta(days=2, hours=14)  # Wednesday 14:00
+    found = night_work(
+        fortnight(now, [pipeline_night(MONDAY), pipeline_night(MONDAY + timedelta(days=1), 23)]), [], now, "UTC"
+    )
+    assert found is not None
+    assert len(found.nights) == 2
+    assert (found.earliest, found.latest) == (timedelta(hours=4), timedelta(hours=5))
+    assert "2 of the last nights, starting by 23:00 UTC" in found.describe()
+
+
+def test_a_one_off_night_training_run_does_not_hold_the_machine_for_ever() -> None:
+    run = pipeline_night(MONDAY, 21, 6)
+    assert night_work(
+        fortnight(MONDAY + timedelta(days=2, hours=14), [run]), [], MONDAY + timedelta(days=2, hours=14), "UTC"
+    )
+    thursday = MONDAY + timedelta(days=3, hours=14)  # the nights of Tuesday and Wednesday were quiet
+    assert night_work(fortnight(thursday, [run]), [], thursday, "UTC") is None
+
+
+def test_work_a_person_started_the_machine_for_is_not_its_own() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    started = MONDAY.replace(hour=21, minute=30)
+    stopped_before = [(MONDAY.replace(hour=9), timedelta(hours=12, minutes=30))]
+    quarters = fortnight(now, [pipeline_night(MONDAY)], off=stopped_before)  # off until 21:30, then up
+    assert night_work(quarters, [started], now, "UTC") is None
+    left_running = fortnight(now, [pipeline_night(MONDAY)])
+    assert night_work(left_running, [MONDAY.replace(hour=21, minute=45)], now, "UTC") is None  # a person's start
+
+
+def test_the_days_work_is_its_persons_not_its_own() -> None:
+    now = MONDAY + timedelta(days=1, hours=20)
+    assert night_work(fortnight(now, [pipeline_night(MONDAY, 10, 4)]), [], now, "UTC") is None
+
+
+def test_the_night_is_on_the_teams_clock() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    # 22:00 UTC is 07:00 in Tokyo: a morning's work there, not the machine's own night work.
+    assert night_work(fortnight(now, [pipeline_night(MONDAY)]), [], now, "Asia/Tokyo") is None
+
+
+def test_a_warning_in_the_day_stops_it_and_starts_it_again_before_its_evening() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    found = night_work(fortnight(now, [pipeline_night(MONDAY)]), [], now, "UTC")
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.WARN
+    assert decided.start_at == now.replace(hour=17, minute=45)
+    assert decided.start_for is StartFor.RUN
+    assert decided.next_work.startswith("runs GPU work of its own at night")
+
+
+def test_a_stop_that_would_fall_in_its_evening_is_not_warned_of_and_says_what_costguard_cannot_see() -> None:
+    now = MONDAY + timedelta(days=1, hours=17, minutes=37)  # the stop would come at 18:07
+    found = night_work(fortnight(now, [pipeline_night(MONDAY)]), [], now, "UTC")
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.NONE
+    assert "held until its night's work has run (until 00:00 UTC at the latest)" in decided.reason
+    assert CANNOT_SEE in decided.reason
+
+
+def test_a_job_that_begins_by_waiting_is_not_stopped_before_its_work_came() -> None:
+    evening = MONDAY + timedelta(days=1, hours=21)  # Tuesday 21:00: quiet since 18:00, its work comes at 22:00
+    quarters = fortnight(evening, [pipeline_night(MONDAY)])
+    stop = Decision("i-1", Action.STOP, "idle for 2 h", stop_after=evening)
+    assert with_night_work(stop, night_work(quarters, [], evening, "UTC"), POLICY, evening, may_start=True).action is (
+        Action.NONE
+    )
+
+
+def test_once_tonights_work_has_run_it_is_stopped_after_it() -> None:
+    late = MONDAY + timedelta(days=2, hours=1)  # Wednesday 01:00: Tuesday's work ran 22:00-23:00, idle since
+    quarters = fortnight(late, [pipeline_night(MONDAY), pipeline_night(MONDAY + timedelta(days=1), 22, 1)])
+    found = night_work(quarters, [], late, "UTC")
+    stop = Decision("i-1", Action.STOP, "idle for 2 h", stop_after=late)
+    decided = with_night_work(stop, found, POLICY, late, may_start=True)
+    assert decided.action is Action.STOP
+    assert decided.start_at == (MONDAY + timedelta(days=2)).replace(hour=17, minute=45)
+
+
+def test_where_costguard_may_not_start_machines_it_is_not_stopped_before_its_evening() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    found = night_work(fortnight(now, [pipeline_night(MONDAY)]), [], now, "UTC")
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=False)
+    assert decided.action is Action.NONE
+    assert "LearnedStarts is off" in decided.reason
+
+
+def test_a_machine_without_night_work_is_judged_as_any_other() -> None:
+    now = MONDAY + timedelta(days=1, hours=20)
+    assert with_night_work(warn(now), None, POLICY, now, may_start=True) == warn(now)
+
+
+def test_the_warning_of_a_machine_judged_on_metrics_alone_says_what_costguard_cannot_see_and_how_to_let_it() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    g5 = Instance("i-1", "us-east-1", "g5.12xlarge", "running", now - timedelta(days=3), {})
+    part = idle_warning(g5, replace(warn(now), blind=True), Price(5.672, "pricing-api"), mention("U0ALICE"), now)
+    assert f"Judged from its metrics alone: {BLIND}; to let it see, {LET_IT_SEE}." in part.detail
+    seen = idle_warning(g5, warn(now), Price(5.672, "pricing-api"), mention("U0ALICE"), now)
+    assert "metrics alone" not in seen.detail
+
+
+def test_a_stop_after_tonights_work_has_run_carries_its_start_before_the_next_evening() -> None:
+    late = MONDAY + timedelta(days=1, hours=23, minutes=30)  # Tuesday 23:30, within the night's hold
+    quarters = fortnight(
+        late, [pipeline_night(MONDAY), (MONDAY.replace(hour=22) + timedelta(days=1), timedelta(minutes=30))]
+    )
+    found = night_work(quarters, [], late, "UTC")
+    assert found is not None
+    assert found.tonight(late) == MONDAY.replace(hour=18) + timedelta(days=1)
+    stop = Decision("i-1", Action.STOP, "idle for 2 h", stop_after=late)
+    decided = with_night_work(stop, found, POLICY, late, may_start=True)
+    assert decided.action is Action.STOP
+    assert decided.start_at == (MONDAY + timedelta(days=2)).replace(hour=17, minute=45)
+
+
+def test_costguards_own_start_before_its_evening_does_not_hide_the_night_work_it_was_for() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    started = MONDAY.replace(hour=17, minute=45)
+    quarters = fortnight(
+        now, [pipeline_night(MONDAY, 18, 1)], off=[(MONDAY.replace(hour=10), timedelta(hours=7, minutes=45))]
+    )
+    assert night_work(quarters, [], now, "UTC") is None  # up only 45 minutes before: started for it
+    found = night_work(quarters, [], now, "UTC", ours=[started])
+    assert found is not None
+    assert found.nights == (MONDAY.date(),)
+
+
+def test_the_earliest_and_latest_starts_are_those_of_any_night() -> None:
+    now = MONDAY + timedelta(days=2, hours=14)
+    two_jobs = [
+        pipeline_night(MONDAY, 19, 1),
+        pipeline_night(MONDAY, 23, 1),
+        pipeline_night(MONDAY + timedelta(days=1), 21, 1),
+    ]
+    found = night_work(fortnight(now, two_jobs), [], now, "UTC")
+    assert found is not None
+    assert (found.earliest, found.latest) == (timedelta(hours=1), timedelta(hours=5))
