@@ -862,3 +862,10 @@ def test_the_weekly_digest_reads_the_bill_its_idle_hours_are_priced_on_and_write
     role = {a for r, s in statements(cfn) if r == "WeeklyDigestFunctionRole" for a in as_list(s["Action"])}
     assert not any(a.startswith(("ec2:Purchase", "ec2:Modify", "ec2:Cancel", "savingsplans:Create")) for a in role)
     assert not any("*" in a for a in role)
+
+
+def test_the_click_worker_may_read_a_decisions_trail_back_from_the_state_table(cfn: dict[str, Any]) -> None:
+    """*Why?* queries one day's ledger partition for the decision's entries (Ledger.decided)."""
+    [table] = [s for r, s in statements(cfn) if r == "ButtonsFunctionRole" and s.get("Sid") == "StateTable"]
+    assert "dynamodb:Query" in as_list(table["Action"])
+    assert table["Resource"] == {"Fn::GetAtt": ["StateTable", "Arn"]}

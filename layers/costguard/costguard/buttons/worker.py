@@ -26,6 +26,7 @@ from costguard.buttons import words
 from costguard.buttons.rules import keep_until
 from costguard.buttons.words import Done
 from costguard.core import formatting, tags
+from costguard.core.errors import SlackDeliveryError
 from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
@@ -185,10 +186,16 @@ class ClickWorker:
             return self._tell(click, Reply("done", message.text))
         key = f"slack-why:{click.instance_id}:{click.message_ts}:{click.decided}"
         claim = self.claims.claim(key, now, ttl=timedelta(days=1))
-        if claim.state is not ClaimState.TAKEN:  # answered already (or being answered): once in the thread
+        if claim.state is ClaimState.DONE:  # answered already: once in the thread
             return Reply("duplicate", message.text)
+        if claim.state is ClaimState.HELD:
+            raise ClaimHeld(f"{key} is being answered by another delivery of the click")  # back to the queue
         try:
             self.notifier.post(click.channel, message, thread_ts=click.message_ts)
+        except SlackDeliveryError as exc:  # the thread cannot be answered (a channel gone, the bot not in it)
+            self.claims.release(claim)
+            logger.warning("why not answered in its thread", instance_id=click.instance_id, error=str(exc)[:200])
+            return self._tell(click, Reply("done", message.text))
         except Exception:
             self.claims.release(claim)
             raise

@@ -207,9 +207,11 @@ class IdleStopper:
             report=report,
             watched=frozenset(i.instance_id for i in sorted_out.watched),
         )
-        final = pipeline.decide(to_check, facts, self.promises, self.policy, now, watched=sorted_out.watched)
-        if self.checklog is not None:
-            keep_answers(self.checklog, facts.checked, sorted_out.answers, now)
+        try:
+            final = pipeline.decide(to_check, facts, self.promises, self.policy, now, watched=sorted_out.watched)
+        finally:  # the answers are evidence for the sweeps to come, whatever became of this one's reads
+            if self.checklog is not None:
+                keep_answers(self.checklog, facts.checked, sorted_out.answers, now)
         for instance, found in facts.judged:
             self.promises.judged(instance, found, now)
         return final

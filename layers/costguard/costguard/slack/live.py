@@ -212,7 +212,7 @@ def _line(part: Part) -> Block:
     acting = [b for b in part.buttons if b.get("action_id") != Button.WHY]  # a line's one act stays a button
     if len(acting) == 1:
         block["accessory"] = dict(acting[0])
-    elif buttons:
+    elif buttons:  # its acts first: Why?, last, where the menu has room
         block["accessory"] = as_menu(buttons)
     return block
 
