@@ -310,3 +310,27 @@ def test_a_warning_whose_tags_a_storm_refuses_for_an_hour_is_completed_after_it_
     assert tags_of(iid)[tags.IDLE_WARNED_AT] == format_time(now)
     idle_sweep(60)
     assert state(iid) == "stopped"  # the promise kept, late
+
+
+def test_a_warning_its_owner_kept_is_neither_completed_nor_withdrawn_by_the_next_sweep(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keep takes the warning's tags off (the buttons worker does, and says so in the message): the warning's
+    record, still in the outbox for a while, is then no untagged warning to complete or withdraw."""
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    sweep(runtime, now - EARLIER, lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert tags.IDLE_WARNED_AT in tags_of(iid)
+    until = format_time(now + timedelta(hours=2))
+    ec2().create_tags(
+        Resources=[iid], Tags=[{"Key": tags.KEEP_UNTIL, "Value": until}, {"Key": tags.KEPT_BY, "Value": "alice"}]
+    )
+    ec2().delete_tags(Resources=[iid], Tags=[{"Key": k} for k in tags.WARNING_TAGS])
+
+    result = sweep(runtime, now, lambda_context, monkeypatch)
+
+    [decision] = [d for d in result["regions"][REGION]["decisions"] if d["instance_id"] == iid]
+    assert decision["action"] == "skip", decision
+    assert "costguard will not stop it now" not in as_read(warning.blocks)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)

@@ -207,8 +207,12 @@ class SweepNotices(OwnerMessages):
     ) -> Outcome:
         iid = instance.instance_id
         told = recovered.told.get(iid)
-        if told is not None and (tags.IDLE_WARNED_AT in instance.tags or told.time < instance.launch_time):
-            told = None  # tagged already, or about an earlier run of the machine
+        if told is not None and (
+            tags.IDLE_WARNED_AT in instance.tags
+            or told.time < instance.launch_time
+            or kept_since(instance, told.time, now)
+        ):
+            told = None  # tagged already, about an earlier run of the machine, or kept by a person since
         if iid in recovered.busy and decision.action in (Action.WARN, Action.STOP, Action.CANCEL_STOP):
             return outcome.settled(Settled(Status.IN_FLIGHT, IN_FLIGHT))
         if out_of_time(decision, told, self.time_left()):
@@ -392,6 +396,17 @@ def tell_scarce(
     if notices.mode is Mode.DRY_RUN:
         notices.report_once(f"scarce:{day}", message, now)
     _owner_once(notices, f"scarce-owner:{day}", owner, message, now)  # no owner: the alerts channel
+
+
+def kept_since(instance: Instance, told: datetime, now: datetime) -> bool:
+    """Whether a person kept the machine from Slack since its warning was told (`costguard:kept-by`): the keep took
+    the warning's tags off and said so in its message, so the warning's record is no untagged warning to complete
+    or withdraw. (A keep or an exemption set by tag says nothing in the message: the warning is withdrawn.)"""
+    if tags.KEPT_BY not in instance.tags:
+        return False
+    until = formatting.parse_time(instance.tags.get(tags.KEEP_UNTIL))
+    busy = formatting.parse_time(instance.tags.get(tags.KEEP_WHILE_BUSY))
+    return (until is not None and until > now) or (busy is not None and busy >= told)
 
 
 def reported(mode: Mode, decision: Decision) -> bool:
