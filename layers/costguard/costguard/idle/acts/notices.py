@@ -1,15 +1,15 @@
-"""What a sweep tells Slack: a warning before any stop, a notice with each stop, a word when a warned
-machine turns out to be at work. Each is one machine's notice, with its own outbox record, lease and
-ledger entry (delivery.py sends them); the EC2 writes are queued for the sweep's writer, never made
-from here."""
+"""What a sweep tells Slack about each decision: a warning before any stop, a notice with each stop, a word when a
+warned machine turns out to be at work. Each is one machine's notice, with its own outbox record, lease and
+ledger entry (delivery.py sends them); the EC2 writes are queued for the sweep's writer, never made from here.
+Apart: what the mode says instead (reports.py), the once-a-day notes of machines left running (daily.py), the
+owners' Slack (owners.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -17,11 +17,10 @@ from costguard.aws.pricing import PriceBook
 from costguard.core import formatting, tags
 from costguard.core.clock import forever
 from costguard.core.errors import SlackDeliveryError
-from costguard.core.formatting import duration
 from costguard.core.observability import logger
-from costguard.core.people import owner_email
 from costguard.core.records import Instance, Price
-from costguard.core.settings import Mode, Settings
+from costguard.core.settings import Mode
+from costguard.idle.acts.daily import tell_prepaid, tell_scarce
 from costguard.idle.acts.delivery import (
     DEFERRED,
     IN_FLIGHT,
@@ -29,119 +28,32 @@ from costguard.idle.acts.delivery import (
     Dispatch,
     Telling,
     lease_length,
-    marker,
 )
 from costguard.idle.acts.outbox import Recovered
+from costguard.idle.acts.owners import OwnerMessages
+from costguard.idle.acts.reports import notice_for, report_of, reported
 from costguard.idle.acts.shown import Shown
 from costguard.idle.acts.starts import tell_unreadable_schedule
-from costguard.idle.acts.writes import PendingWrites, Refused, Stopped
-from costguard.idle.report import Outcome, Settled, Status, ledger_entry
-from costguard.idle.rules.capacity import held_for_run, tells_scarce
+from costguard.idle.acts.writes import PendingWrites, Stopped
+from costguard.idle.report import Outcome, Settled, Status
+from costguard.idle.rules.capacity import tells_scarce
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
 from costguard.idle.rules.trail import as_json
-from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.messages import (
     cancelled,
     cancelled_part,
     cleared,
-    dry_run_notice,
     idle_warning,
-    not_stopped_notice,
-    stop_failed_notice,
     stopped_part,
 )
-from costguard.idle.words.money import prepaid_idle_notice
 from costguard.slack import live
-from costguard.slack.blocks import Message, Mrkdwn, person
-from costguard.slack.notifier import SlackNotifier
-from costguard.state.claims import ClaimHeld, Claims, ClaimState, post_once
-from costguard.state.ledger import LedgerWriteError
+from costguard.slack.blocks import Mrkdwn
+from costguard.state.claims import ClaimHeld
 from costguard.state.live import LiveMessages
-from costguard.state.outbox import CANCEL, NOT_STOPPED, PENDING, STOP, WARN, WOULD_WARN, Notice, Outbox, entry_json
+from costguard.state.outbox import CANCEL, PENDING, STOP, WARN, Notice
 
-REPORT_TTL = timedelta(days=2)
 __all__ = ["DEFERRED", "SLACK_RESERVE_SECONDS", "SweepNotices"]
-
-
-@dataclass(kw_only=True, eq=False)
-class OwnerMessages:
-    """The sweep's Slack outside the outbox's deliveries: owners' ids found at once, a notice posted once to
-    the alerts channel (a stop refused for good), a message to an owner."""
-
-    claims: Claims
-    outbox: Outbox
-    notifier: Callable[[], SlackNotifier]
-    prices: PriceBook
-    settings: Settings
-    zone: str = "UTC"  # the team's (TeamTimezone): a time's fallback text, and the keeps of owners Slack lacks
-    mode: Mode = field(init=False)
-    _expected: Sequence[Instance] | None = field(init=False, default=None)
-
-    def __post_init__(self) -> None:
-        self.mode = self.settings.mode
-
-    def person(self, owner: str) -> Mrkdwn:
-        """An owner as a message names them: their mention where Slack knows them (never in dry-run, which pings
-        nobody), else their name."""
-        email = owner_email(owner, self.settings.email_domain) if owner and self.mode is not Mode.DRY_RUN else None
-        return person(owner, self.notifier().user_id_for(email) if email else None)
-
-    def whose(self, who: Mrkdwn) -> str:
-        """Whose clock "tomorrow 09:00" is on a keep button: the owner's own where Slack knows them, else the
-        team's (buttons/worker.py reads the same)."""
-        return "your time" if who.startswith("<@") else f"{formatting.place(self.zone)} time"
-
-    def prepare(self, instance: Instance) -> None:
-        """Made here, once, not by racing threads: the price lookup, the Slack client, the owners' ids."""
-        self.prices.hourly(instance.instance_type, instance.region)
-        self.notifier()
-        expected, self._expected = self._expected, None
-        if expected is not None:
-            self.resolve_owners(expected)
-
-    def report_once(self, key: str, message: Message, now: datetime) -> bool:
-        """Post to the alerts channel unless this key was posted before; True if posted now."""
-        channel = self.settings.alerts_channel
-        posted = post_once(self.claims, self.notifier(), channel, key=key, message=message, now=now, ttl=REPORT_TTL)
-        return posted is not None
-
-    def report_refused(self, refused: Refused, now: datetime) -> dict[str, Settled]:
-        """Each stop AWS refused for good, told to the alerts channel once (per warning), its pending notice
-        then dropped (a failure there only leaves it to the next sweep, which drops it). One not told is
-        retried: its notice stays, by machine, with why."""
-        failed: dict[str, Settled] = {}
-        told = []
-        for instance, outcome, notice, code in refused:
-            warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "")
-            key = f"stop-failed:{instance.instance_id}:{warned_at}"
-            try:
-                self.report_once(key, stop_failed_notice(instance, code, outcome.owner), now)
-            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
-                failed[instance.instance_id] = Settled.retry(exc)
-                continue
-            told.append(notice)
-        if told:
-            with contextlib.suppress(ClientError, BotoCoreError, LedgerWriteError):
-                self.outbox.remove(told)
-        return failed
-
-    def expect(self, instances: Sequence[Instance]) -> None:
-        """The machines this sweep may tell about: their owners are resolved before the first message."""
-        self._expected = instances
-
-    def resolve_owners(self, instances: Iterable[Instance]) -> None:
-        """The Slack ids of everyone this sweep will tell, at once (in bulk when many are unknown)."""
-        if self.mode is Mode.DRY_RUN:
-            return  # dry-run tells the alerts channel only
-        owners = {i.owner(self.settings.owner_tag_key) for i in instances} - {""}
-        if owners:
-            self.notifier().resolve(owner_email(o, self.settings.email_domain) or "" for o in sorted(owners))
-
-    def tell(self, owner: str, message: Message) -> None:
-        """A message to a machine's owner (or the alerts channel when Slack cannot reach them)."""
-        email = owner_email(owner, self.settings.email_domain) if owner else None
-        self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
 
 
 def _no_hours(_instance: Instance, _now: datetime) -> str | None:
@@ -345,59 +257,6 @@ def price_of(prices: PriceBook, instance: Instance, decision: Decision) -> Price
     return prices.hourly(instance.instance_type, instance.region)
 
 
-def tell_prepaid(
-    notices: OwnerMessages, instance: Instance, decision: Decision, now: datetime, *, clear: Callable[[], None]
-) -> None:
-    """Once a day, to the alerts channel and (but in dry-run) to the owner: the machine idles on prepaid
-    capacity, left running, with a button to stop it anyway. A warning given before the bill was read goes."""
-    if decision.action is Action.CLEAR_WARNING:
-        clear()
-    owner = instance.owner(notices.settings.owner_tag_key)
-    if decision.bill is None:
-        return
-    idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
-    message = prepaid_idle_notice(
-        instance, decision.bill, notices.person(owner), idle, account=instance.account, zone=notices.zone
-    )
-    day = f"{instance.instance_id}:{now:%Y-%m-%d}"
-    notices.report_once(f"prepaid:{day}", message, now)
-    if owner:
-        _owner_once(notices, f"prepaid-owner:{day}", owner, message, now)
-
-
-def _owner_once(notices: OwnerMessages, key: str, owner: str, message: Message, now: datetime) -> None:
-    """A message to a machine's owner once (per key), but in dry-run, which tells no owner."""
-    if notices.mode is Mode.DRY_RUN:
-        return
-    claim = notices.claims.claim(key, now, ttl=REPORT_TTL)
-    if claim.state is not ClaimState.TAKEN:
-        return
-    try:
-        notices.tell(owner, message)
-    except SlackDeliveryError:
-        notices.claims.release(claim)
-        raise
-    notices.claims.done(claim)
-
-
-def tell_scarce(
-    notices: OwnerMessages, instance: Instance, decision: Decision, now: datetime, *, clear: Callable[[], None]
-) -> None:
-    """Once a day, to the owner (in dry-run, the alerts channel): the machine idles, and is left running while
-    its owner works because it might not start again; a warning given before goes."""
-    if decision.action is Action.CLEAR_WARNING:
-        clear()
-    owner = instance.owner(notices.settings.owner_tag_key)
-    idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
-    hourly = notices.prices.hourly(instance.instance_type, instance.region).usd_per_hour
-    run = held_for_run(decision)
-    message = scarce_idle_notice(instance, decision.scarce, notices.person(owner), idle, hourly, run=run, now=now)
-    day = f"{instance.instance_id}:{now:%Y-%m-%d}"
-    if notices.mode is Mode.DRY_RUN:
-        notices.report_once(f"scarce:{day}", message, now)
-    _owner_once(notices, f"scarce-owner:{day}", owner, message, now)  # no owner: the alerts channel
-
-
 def kept_since(instance: Instance, told: datetime, now: datetime) -> bool:
     """Whether a person kept the machine from Slack since its warning was told (`costguard:kept-by`): the keep took
     the warning's tags off and said so in its message, so the warning's record is no untagged warning to complete
@@ -407,45 +266,6 @@ def kept_since(instance: Instance, told: datetime, now: datetime) -> bool:
     until = formatting.parse_time(instance.tags.get(tags.KEEP_UNTIL))
     busy = formatting.parse_time(instance.tags.get(tags.KEEP_WHILE_BUSY))
     return (until is not None and until > now) or (busy is not None and busy >= told)
-
-
-def reported(mode: Mode, decision: Decision) -> bool:
-    """Told to the alerts channel instead of done: dry-run's warnings, and stops outside enforce."""
-    return (decision.action is Action.WARN and mode is Mode.DRY_RUN) or (
-        decision.action is Action.STOP and mode is not Mode.ENFORCE
-    )
-
-
-def report_of(  # noqa: PLR0917 (a report is all of these)
-    mode: Mode, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, price: Price
-) -> tuple[Notice, Message]:
-    """A report to the alerts channel, with its record: in dry-run, the warning costguard would send (once a
-    day per machine, with what it would have done in the ledger, not applied: the digest counts none of
-    it); in dry-run or notify-only, the stop it does not make (once per warning; nothing done, nothing in
-    the ledger). `outcome`: not applied."""
-    if decision.action is Action.WARN:
-        day = formatting.format_time(now.replace(hour=0, minute=0, second=0, microsecond=0))
-        notice = notice_for(mode, WOULD_WARN, instance, day, outcome, now=now)
-        return notice, dry_run_notice(instance, decision, price, outcome.owner)
-    warned_at = instance.tags.get(tags.IDLE_WARNED_AT, "") or formatting.format_time(now)
-    notice = replace(notice_for(mode, NOT_STOPPED, instance, warned_at, outcome, now=now), entry="")
-    return notice, not_stopped_notice(instance, decision, mode.value, outcome.owner)
-
-
-def notice_for(
-    mode: Mode, kind: str, instance: Instance, at: str, outcome: Outcome, *, now: datetime, price: Price | None = None
-) -> Notice:
-    """One machine's notice: its key, the block id that finds it in Slack, the ledger entry it proves."""
-    entry = ledger_entry(instance, outcome, now, mode=mode, price=price)
-    return Notice(
-        kind,
-        instance.instance_id,
-        at,
-        owner=outcome.owner,
-        decided=formatting.format_time(now),
-        marker=marker(kind, instance.instance_id, at),
-        entry=entry_json(entry),
-    )
 
 
 def by_machine(tellings: Sequence[Telling], told: Mapping[str, Settled]) -> dict[str, Settled]:
