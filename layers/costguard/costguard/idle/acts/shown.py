@@ -52,7 +52,7 @@ class Shown:
         with self._lock:
             self._later.append((instance_id, change))
 
-    def now(self) -> None:
+    def edit_queued(self) -> None:
         """Each change queued, said in place in its machine's latest message."""
         with self._lock:
             shown, self._later = self._later, []
