@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from costguard.core.observability import logger
+from costguard.core.observability import logger, metrics, tracer
 from costguard.runtime import Runtime
 from costguard.setup import host_management
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
 def lambda_handler(
     event: Any,
     context: Any,
