@@ -14,7 +14,8 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
-from costguard.core.money import Bill, Marginal
+from costguard.core.bill import Bill
+from costguard.core.money import Marginal
 from costguard.core.records import Instance
 from testing.aws.ec2 import Ec2, Ec2World
 from testing.aws.savingsplans import SavingsPlans

@@ -13,7 +13,7 @@ from botocore.stub import ANY, Stubber
 from costguard.aws import billing
 from costguard.aws.billing import BillingReader
 from costguard.aws.commitments import reserved_zone
-from costguard.core.money import Bill
+from costguard.core.bill import Bill
 from costguard.core.records import Instance
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)

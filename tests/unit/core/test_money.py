@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from costguard.core.money import Basis, Bill, Billing, Hold, Plan, Reserved, units
+from costguard.core.bill import Bill
+from costguard.core.money import Basis, Billing, Hold, Plan, Reserved, units
 from costguard.core.records import Instance
 from testing.billing import price_in_turn
 

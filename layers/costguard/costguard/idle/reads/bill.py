@@ -22,7 +22,8 @@ from datetime import datetime
 
 from costguard.aws.billing import BillingReader
 from costguard.aws.pricing import PriceBook
-from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Bill, Billing
+from costguard.core.bill import Bill
+from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Billing
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.idle.rules.decision import Action, Decision

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from costguard.core.bill import Bill
 from costguard.core.money import (
     UNREAD_HOLDS,
     UNREAD_PLANS,
     UNREAD_RIS,
     Basis,
-    Bill,
     Billing,
     Marginal,
     family,

@@ -1,0 +1,150 @@
+"""A region's bill, priced machine by machine: what each stop would save now, the stops already coming taken
+off in turn (`Bill.price` then `Bill.stopped`), on the Reserved Instances (reserved.py), the Savings Plans
+(plans.py), the holds and Spot the machines run on (money.py's model). Pure: no I/O, no clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from costguard.core.money import (
+    PLAN_USED_UP_PERCENT,
+    UNREAD_HOLDS,
+    UNREAD_PLAN_USE,
+    UNREAD_PLANS,
+    UNREAD_RIS,
+    Basis,
+    Billing,
+    Marginal,
+)
+from costguard.core.plans import PlanHours
+from costguard.core.records import Instance
+from costguard.core.reserved import RiPool
+
+
+class Bill:
+    """Prices the machines of one region at the margin, in turn: each one priced as if the ones priced
+    before it (and marked `stopped`) were gone. Built from one `Billing`; holds no clock.
+
+    `list_price` gives each machine's on-demand price (None: unknown): with it, the Savings Plans whose
+    commitment and rate are known are judged on what runs now (`PlanHours`), else on their recent use."""
+
+    def __init__(
+        self, billing: Billing, now: datetime, list_price: Callable[[Instance], float | None] | None = None
+    ) -> None:
+        self.billing = billing
+        self.now = now
+        self._gone: set[str] = set()
+        self._spill_left = billing.plan_spill_usd_per_hour
+        self._holds = {h.reservation_id: h for h in billing.holds}
+        self._reserved = [r for r in billing.reserved if r.in_force(now)]
+        # The machines RIs apply to, built once and shrunk by each stop: neither Spot nor a Capacity Block,
+        # nor a machine in a paid hold (the hold's: the RIs and plans apply to the others).
+        ended = {h.reservation_id for h in billing.holds if not h.active(now)}
+        self._pool = {
+            i.instance_id: i
+            for i in billing.running
+            if i.state == "running"
+            and not i.lifecycle
+            and not (i.capacity_reservation_id and i.capacity_reservation_id not in ended)
+        }
+        self._hours = PlanHours.build(billing.plans, list(self._pool.values()), self._reserved, list_price, now)
+        self._running = RiPool(self._pool.values(), self._reserved)  # what ri_share asks of them, counted once
+
+    @property
+    def judges_plans_hourly(self) -> bool:
+        """Whether every Savings Plan in force is judged on what runs now (its commitment and rate known)."""
+        return self._hours is not None and self._hours.judges([p for p in self.billing.plans if p.in_force(self.now)])
+
+    def stopped(self, instance: Instance, marginal: Marginal) -> None:
+        """This machine is priced as gone from now on (a stop decided in this sweep, at `marginal`): the
+        RIs it used are free for the others, and the Savings Plan spill it took is gone."""
+        if instance.instance_id in self._gone:
+            return
+        self._gone.add(instance.instance_id)
+        if self._hours is not None and instance.instance_id in self._pool:
+            self._hours.spend(instance, self._running.share(instance)[0])
+        if self._pool.pop(instance.instance_id, None) is not None:
+            self._running.remove(instance)
+        if self._hours is None and marginal.basis is Basis.SAVINGS_PLAN and self._spill_left is not None:
+            self._spill_left = max(0.0, self._spill_left - (marginal.usd_per_hour or 0.0))
+
+    def price(self, instance: Instance, on_demand: float | None) -> Marginal:
+        """The machine's marginal price this hour, `on_demand` being its list price (None: unknown)."""
+        hold = self._hold_of(instance, on_demand)
+        if hold is not None:
+            return hold
+        if instance.lifecycle == "spot":
+            return self._spot(instance, on_demand)
+        share, why, caveats = self._uncovered_share(instance)
+        if share == 0:
+            return Marginal(0.0, on_demand, Basis.RESERVED, why, caveat="; ".join(caveats))
+        plan = self._plan(instance, on_demand, share)
+        if plan is not None:
+            return Marginal(plan[0], on_demand, Basis.SAVINGS_PLAN, plan[1], caveat="; ".join(caveats))
+        if UNREAD_PLANS in self.billing.unread or UNREAD_PLAN_USE in self.billing.unread:
+            caveats.append("Savings Plans not read")
+        usd = None if on_demand is None else round(on_demand * share, 4)
+        text = why or "on demand"
+        if caveats:
+            caveats.append("priced on demand")
+        return Marginal(usd, on_demand, Basis.ON_DEMAND, text, caveat="; ".join(caveats))
+
+    # ------------------------------------------------------------------------------------------ the cases
+    def _hold_of(self, instance: Instance, on_demand: float | None) -> Marginal | None:
+        """$0 in paid capacity. `on_demand` rides along: what an idle hour of it costs."""
+        rid = instance.capacity_reservation_id
+        block = instance.lifecycle == "capacity-block"
+        if not rid and not block:
+            return None
+        hold = self._holds.get(rid)
+        if hold is None and UNREAD_HOLDS not in self.billing.unread:
+            return None  # read whole and not there: ended or cancelled, the machine runs on demand
+        if hold is not None and not hold.active(self.now):
+            return None  # ended or cancelled: the machine runs on demand (or is about to end with its block)
+        if hold is None:
+            # The instance's own fields say it runs in reserved capacity; its details could not be read.
+            kind = "Capacity Block" if block else "capacity reservation"
+            basis = Basis.CAPACITY_BLOCK if block else Basis.CAPACITY_RESERVATION
+            why = f"in {kind} {rid}".strip() + (": prepaid" if block else ": billed whether used or not")
+            return Marginal(0.0, on_demand, basis, why, caveat="capacity reservations not read")
+        basis = Basis.CAPACITY_BLOCK if hold.block else Basis.CAPACITY_RESERVATION
+        paid = "prepaid" if hold.block else "billed whether used or not"
+        return Marginal(0.0, on_demand, basis, f"in {hold.label}: {paid}", hold=hold, until=hold.end)
+
+    def _spot(self, instance: Instance, on_demand: float | None) -> Marginal:
+        price = self.billing.spot_prices.get((instance.instance_type, instance.zone))
+        if price is None:
+            return Marginal(None, on_demand, Basis.SPOT, "Spot", caveat="Spot price not read")
+        return Marginal(price, on_demand, Basis.SPOT, f"Spot price in {instance.zone}")
+
+    def _uncovered_share(self, instance: Instance) -> tuple[float, str, list[str]]:
+        """The share of this machine's hour the Reserved Instances leave to other rates (0 to 1), and why."""
+        caveats = ["Reserved Instances not read"] if UNREAD_RIS in self.billing.unread else []
+        share, why = self._running.share(instance)
+        return share, why, caveats
+
+    def _plan(self, instance: Instance, on_demand: float | None, share: float) -> tuple[float | None, str] | None:
+        """What a Savings Plan makes of the share the RIs left: judged on what runs now where the plans'
+        commitment and rate are known (`PlanHours`), else on their recent use: $0 while a plan covering it had
+        room lately, else the on-demand price while the plan's recent spill lasts. None where no plan applies
+        or its use is unknown."""
+        plans = [p for p in self.billing.plans if p.covers(instance, self.now)]
+        if not plans or instance.lifecycle:  # Savings Plans never apply to Spot or capacity blocks
+            return None
+        if self._hours is not None and self._hours.judges(plans):
+            return self._hours.price(instance, on_demand, share)
+        known = [p for p in plans if p.used_percent is not None]
+        room = [p for p in known if (p.used_percent or 0) < PLAN_USED_UP_PERCENT]
+        if room:
+            used = min(p.used_percent or 0 for p in room)
+            return (0.0, f"covered: Savings Plan used {used:.0f} % lately, its hours are paid whether used or not")
+        if not known:
+            return None  # its use not read: priced on demand, said by the caller
+        if on_demand is None:
+            return (None, "Savings Plan used up lately")
+        full = on_demand * share
+        if self._spill_left is None:
+            return (round(full, 4), "on demand: Savings Plan used up lately")
+        saved = min(full, self._spill_left)
+        return (round(saved, 4), "on demand: Savings Plan used up lately")
