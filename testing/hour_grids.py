@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from costguard.digest.weekly.rules.figures import HourFolder, HourGrid
+from costguard.digest.weekly.rules.grid import HourFolder, HourGrid
 
 
 def hours_from_points(

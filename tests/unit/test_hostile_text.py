@@ -34,7 +34,9 @@ from costguard.digest.handoff import OwnerWaste, decode, encode
 from costguard.digest.organization.rules import OrganizationWeek, organization_message
 from costguard.digest.owners import owner_message
 from costguard.digest.weekly.rules.advice import Advice
-from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, OutlivedKeep, summarize
+from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
+from costguard.digest.weekly.rules.grid import Hour
+from costguard.digest.weekly.rules.keeps import OutlivedKeep
 from costguard.digest.weekly.rules.messages import digest_message, digest_thread
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.summary import account_week, owner_weeks

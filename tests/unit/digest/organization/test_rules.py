@@ -18,7 +18,8 @@ from costguard.digest.commitments import CommitmentUse
 from costguard.digest.gaps import gaps_of
 from costguard.digest.handoff import AccountWeek, OwnerWaste, decode, encode
 from costguard.digest.organization.rules import OrganizationWeek, chart_days, organization_message
-from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, summarize
+from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
+from costguard.digest.weekly.rules.grid import Hour
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.summary import account_week
 from costguard.state.entries import Entry, EntryKind

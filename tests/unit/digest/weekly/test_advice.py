@@ -14,7 +14,8 @@ from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.digest.owners import SPOT_WARNING
 from costguard.digest.weekly.rules.advice import Advice, advise, observe, spot_advice, spot_candidates
-from costguard.digest.weekly.rules.figures import Hour, InstanceWeek
+from costguard.digest.weekly.rules.figures import InstanceWeek
+from costguard.digest.weekly.rules.grid import Hour
 from costguard.digest.weekly.rules.messages import advice_line
 from testing.slack_text import as_read, plain_times
 

@@ -11,7 +11,8 @@ from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Basis, 
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.weekly.rules.bill import PaidIdle, basis_line, idle_prices, paid_idle
-from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, settle, summarize, worst_idle
+from costguard.digest.weekly.rules.figures import InstanceWeek, settle, summarize, worst_idle
+from costguard.digest.weekly.rules.grid import Hour
 from costguard.digest.weekly.rules.messages import digest_message, digest_thread
 from tests.unit.digest.organization.test_rules import member_data
 

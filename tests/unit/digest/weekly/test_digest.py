@@ -17,15 +17,9 @@ from costguard.core.settings import IdlePolicy
 from costguard.digest.commitments import CommitmentUse
 from costguard.digest.owners import owner_message
 from costguard.digest.weekly.hours import iter_hours
-from costguard.digest.weekly.rules.figures import (
-    Hour,
-    HourFolder,
-    InstanceWeek,
-    OutlivedKeep,
-    outlived_keeps,
-    summarize,
-    worst_idle,
-)
+from costguard.digest.weekly.rules.figures import InstanceWeek, summarize, worst_idle
+from costguard.digest.weekly.rules.grid import Hour, HourFolder
+from costguard.digest.weekly.rules.keeps import OutlivedKeep, outlived_keeps
 from costguard.digest.weekly.rules.messages import digest_message, digest_thread
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.summary import owner_weeks

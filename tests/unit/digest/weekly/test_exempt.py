@@ -12,7 +12,8 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.commitments import CommitmentUse
 from costguard.digest.weekly.rules.exempt import ExemptIdle, exempt_idle, recurring_start
-from costguard.digest.weekly.rules.figures import Hour, InstanceWeek, summarize
+from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
+from costguard.digest.weekly.rules.grid import Hour
 from costguard.digest.weekly.rules.messages import digest_message, digest_thread
 from costguard.digest.weekly.rules.records import DigestData
 from testing.slack_text import as_read

@@ -18,16 +18,8 @@ from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.core.series import Signal
 from costguard.core.settings import IdlePolicy
 from costguard.digest.weekly.rules.advice import advise, observe, schedule_advice, spot_candidates, weigh
-from costguard.digest.weekly.rules.figures import (
-    UNKNOWN_BUSY,
-    Hour,
-    HourFolder,
-    HourGrid,
-    InstanceWeek,
-    empty_week,
-    summarize,
-    tally_into,
-)
+from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, summarize, tally_into
+from costguard.digest.weekly.rules.grid import UNKNOWN_BUSY, Hour, HourFolder, HourGrid
 
 ORIGIN = datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
 H = timedelta(hours=1)

@@ -29,14 +29,8 @@ from costguard.digest.weekly.restarts import RestartReader
 from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
 from costguard.digest.weekly.rules.bill import IdlePrice, basis_line, idle_prices, paid_idle
 from costguard.digest.weekly.rules.exempt import exempt_idle
-from costguard.digest.weekly.rules.figures import (
-    InstanceWeek,
-    empty_week,
-    outlived_keeps,
-    settle,
-    summarize,
-    tally_into,
-)
+from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, settle, summarize, tally_into
+from costguard.digest.weekly.rules.keeps import outlived_keeps
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.starts import failed_starts
 from costguard.digest.weekly.savings import saved_by_stops, unknown_ends

@@ -22,7 +22,8 @@ from costguard.aws.pricing import PriceBook
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Signal
-from costguard.digest.weekly.rules.figures import HourFolder, InstanceWeek
+from costguard.digest.weekly.rules.figures import InstanceWeek
+from costguard.digest.weekly.rules.grid import HourFolder
 
 HOUR = 3600
 

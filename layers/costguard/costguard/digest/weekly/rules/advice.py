@@ -35,7 +35,8 @@ from typing import NamedTuple
 from costguard.core.records import vcpus_of_type
 from costguard.core.settings import IdlePolicy
 from costguard.core.working_hours import working_hours
-from costguard.digest.weekly.rules.figures import Hour, HourGrid, InstanceWeek, is_idle
+from costguard.digest.weekly.rules.figures import InstanceWeek, is_idle
+from costguard.digest.weekly.rules.grid import Hour, HourGrid
 
 MIN_HOURS = 24
 MIN_DAYS = 5

@@ -12,7 +12,8 @@ from costguard.digest.owners import RefusedStart
 from costguard.digest.weekly.rules.advice import Advice
 from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.exempt import ExemptIdle
-from costguard.digest.weekly.rules.figures import InstanceWeek, OutlivedKeep, Week
+from costguard.digest.weekly.rules.figures import InstanceWeek, Week
+from costguard.digest.weekly.rules.keeps import OutlivedKeep
 from costguard.slack.blocks import Block
 from costguard.state.entries import Entry, EntryKind
 

@@ -1,0 +1,268 @@
+"""A machine's fortnight of hours, compactly (`HourGrid`: a float32 slot an hour for each signal), folded from
+CloudWatch's answers one at a time (`HourFolder`). Pure: no I/O."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from functools import lru_cache
+from itertools import repeat
+from math import inf, isnan
+from operator import add
+from typing import overload
+
+from costguard.core.idleness import Judge
+
+NAN = float("nan")
+UNKNOWN_BUSY = 255  # an HourGrid's busy-GPU count for an hour not every GPU reported
+
+
+@dataclass(frozen=True)
+class Hour:
+    at: datetime
+    cpu_max: float | None
+    gpu_max: float | None = None  # the highest of the instance's GPUs
+    gpu_avg: float | None = None  # the mean of the instance's GPUs
+    gpus_busy: int | None = None  # how many GPUs reached the GPU threshold; None unless every GPU reported
+    core_max: float | None = None  # the busiest core's maximum (the CloudWatch agent's); None where not published
+
+    @property
+    def running(self) -> bool:
+        return self.cpu_max is not None
+
+
+HOUR = timedelta(hours=1)
+Counted = tuple[int, int, list[float], dict[date, tuple[int, int]]]  # running, idle, GPU means, (used, idle) a day
+
+
+@lru_cache(maxsize=8)
+def _hours_of(origin: datetime, slots: int) -> tuple[tuple[datetime, ...], tuple[date, ...], dict[datetime, int]]:
+    """Each slot's hour and day, and the slot of each hour: computed once per fortnight, not per point."""
+    times = tuple(origin + HOUR * k for k in range(slots))
+    return times, tuple(t.date() for t in times), {t: k for k, t in enumerate(times)}
+
+
+def _slot_range(origin: datetime, slots: int, start: datetime, end: datetime) -> range:
+    """The slots whose hour is in [start, end)."""
+    first = -((origin - start) // HOUR)  # the first slot at or after start: a ceiling, in whole hours
+    after = -((origin - end) // HOUR)
+    return range(max(0, first), min(slots, after))
+
+
+class HourGrid(Sequence[Hour]):
+    """An instance's hours, compactly: one float32 slot an hour for the CPU maximum, the GPU maximum
+    (the highest of every GPU, NaN unless every GPU reported that hour), the GPU mean and the busiest
+    core's maximum (NaN where the agent did not publish it), and a byte for the GPUs in use. The hours
+    it yields are those with CPU data (the instance ran). About 6 KB an instance-fortnight, where a
+    tuple of Hour objects is about 100 KB: the digest's memory no longer grows with the points it read,
+    and its figures are counted off the slots without making an Hour."""
+
+    __slots__ = ("busy", "core", "cpu", "gpu_avg", "gpu_max", "origin")
+
+    def __init__(
+        self,
+        origin: datetime,
+        cpu: array[float],
+        gpu_max: array[float],
+        gpu_avg: array[float],
+        busy: array[int] | None = None,
+        *,
+        core: array[float] | None = None,
+    ) -> None:
+        self.origin, self.cpu, self.gpu_max, self.gpu_avg = origin, cpu, gpu_max, gpu_avg
+        self.busy = busy if busy is not None else array("B", [UNKNOWN_BUSY]) * len(cpu)
+        self.core = core if core is not None else array("f", [NAN]) * len(cpu)
+
+    def _slots(self) -> list[int]:
+        return [i for i, v in enumerate(self.cpu) if not isnan(v)]
+
+    def _hour(self, slot: int, at: datetime | None = None) -> Hour:
+        gmax, gavg, busy, core = self.gpu_max[slot], self.gpu_avg[slot], self.busy[slot], self.core[slot]
+        return Hour(
+            at or self.origin + HOUR * slot,
+            self.cpu[slot],
+            None if isnan(gmax) else gmax,
+            None if isnan(gavg) else gavg,
+            None if busy == UNKNOWN_BUSY else busy,
+            None if isnan(core) else core,
+        )
+
+    def since(self, start: datetime) -> HourGrid:
+        """The same hours from `start` on (the slots before it let go)."""
+        first = _slot_range(self.origin, len(self.cpu), start, start + HOUR * len(self.cpu)).start
+        if first == 0:
+            return self
+        return HourGrid(
+            self.origin + HOUR * first,
+            self.cpu[first:],
+            self.gpu_max[first:],
+            self.gpu_avg[first:],
+            self.busy[first:],
+            core=self.core[first:],
+        )
+
+    def between(self, start: datetime, end: datetime) -> list[Hour]:
+        """The hours it ran in [start, end), oldest first."""
+        times = _hours_of(self.origin, len(self.cpu))[0]
+        cpu = self.cpu
+        return [self._hour(k, times[k]) for k in _slot_range(self.origin, len(cpu), start, end) if not isnan(cpu[k])]
+
+    def tally(self, idle_hour: Judge, start: datetime, end: datetime) -> Counted | None:
+        """What summarize counts of the hours in [start, end), off the slots (as figures._count does off
+        Hour objects, by `idle_hour`, the machine's judge: the stopper's rule, core/idleness.py; a NaN slot is
+        a missing value)."""
+        cpu, gpu_max, gpu_avg, core = self.cpu, self.gpu_max, self.gpu_avg, self.core
+        dates = _hours_of(self.origin, len(cpu))[1]
+        running = idle = 0
+        averages: list[float] = []
+        days: dict[date, tuple[int, int]] = {}
+        for k in _slot_range(self.origin, len(cpu), start, end):
+            load = cpu[k]
+            if isnan(load):
+                continue
+            running += 1
+            used, wasted = days.get(dates[k], (0, 0))
+            top, busiest = gpu_max[k], core[k]
+            if idle_hour(load, None if isnan(top) else top, None if isnan(busiest) else busiest):
+                idle += 1
+                days[dates[k]] = (used, wasted + 1)
+            else:
+                days[dates[k]] = (used + 1, wasted)
+            if not isnan(gpu_avg[k]):
+                averages.append(gpu_avg[k])
+        return (running, idle, averages, days) if running else None
+
+    def __len__(self) -> int:
+        return len(self._slots())
+
+    @overload
+    def __getitem__(self, index: int) -> Hour: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Hour]: ...
+    def __getitem__(self, index: int | slice) -> Hour | Sequence[Hour]:
+        slots = self._slots()
+        if isinstance(index, slice):
+            return tuple(self._hour(i) for i in slots[index])
+        return self._hour(slots[index])
+
+    def __iter__(self) -> Iterator[Hour]:
+        times = _hours_of(self.origin, len(self.cpu))[0]
+        for slot, value in enumerate(self.cpu):
+            if not isnan(value):
+                yield self._hour(slot, times[slot])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class HourFolder:
+    """Folds hourly series into an HourGrid as they are read, so no point outlives its answer. A series
+    that covers a run of consecutive hours (as CloudWatch sends a machine's hours) is folded a run at a
+    time, in C; any other, a point at a time. Either way each slot gets the same float32 arithmetic."""
+
+    def __init__(self, origin: datetime, slots: int, gpus: int, busy_percent: float = 5.0) -> None:
+        self.origin, self.slots, self.gpus, self.busy_percent = origin, slots, gpus, busy_percent
+        self.busy = array("B", [0]) * slots  # how many GPUs reached busy_percent that hour
+        self.cpu = array("f", [NAN]) * slots
+        self.core = array("f", [NAN]) * slots  # the busiest core's maximum, where the agent published it
+        self.gpu_max = array("f", [-inf]) * slots  # the highest so far: read only where every GPU reported
+        self.gpu_sum = array("f", [0.0]) * slots
+        self.reported = array("H", [0]) * slots  # how many GPUs gave a maximum that hour
+        self.averaged = array("H", [0]) * slots
+        self._index = _hours_of(origin, slots)[2]
+
+    def _slot(self, at: datetime) -> int:
+        slot = self._index.get(at)
+        if slot is None:  # not on the hour: the hour it falls in
+            slot = int((at - self.origin).total_seconds() // 3600)
+        return slot if 0 <= slot < self.slots else -1
+
+    def _run(self, times: Sequence[datetime]) -> slice | None:
+        """The slots of `times` when they are consecutive hours of the grid, in order; else None."""
+        if not times:
+            return None
+        first = self._index.get(times[0])
+        if first is None or list(map(self._index.get, times)) != list(range(first, first + len(times))):
+            return None
+        return slice(first, first + len(times))
+
+    def add_cpu(self, points: Iterable[tuple[datetime, float]]) -> None:
+        self.add_cpu_series(*_columns(points))
+
+    def add_gpu_max(self, points: Iterable[tuple[datetime, float]]) -> None:
+        """One GPU's hourly maxima."""
+        self.add_gpu_max_series(*_columns(points))
+
+    def add_core(self, points: Iterable[tuple[datetime, float]]) -> None:
+        """The busiest core's hourly maxima."""
+        self.add_core_series(*_columns(points))
+
+    def add_gpu_avg(self, points: Iterable[tuple[datetime, float]]) -> None:
+        """One GPU's hourly means."""
+        self.add_gpu_avg_series(*_columns(points))
+
+    def add_cpu_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
+        run = self._run(times)
+        if run is not None:
+            self.cpu[run] = array("f", values)
+            return
+        for at, value in zip(times, values, strict=True):
+            if (slot := self._slot(at)) >= 0:
+                self.cpu[slot] = value
+
+    def add_core_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
+        """The busiest core's hourly maxima: the agent rolls every core up into one series per instance."""
+        run = self._run(times)
+        if run is not None:
+            self.core[run] = array("f", values)
+            return
+        for at, value in zip(times, values, strict=True):
+            if (slot := self._slot(at)) >= 0:
+                self.core[slot] = value
+
+    def add_gpu_max_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
+        """One GPU's hourly maxima."""
+        run = self._run(times)
+        if run is not None:
+            self.gpu_max[run] = array("f", map(max, self.gpu_max[run], values))
+            self.reported[run] = array("H", map(add, self.reported[run], repeat(1)))
+            in_use = [value >= self.busy_percent for value in values]
+            self.busy[run] = array("B", map(min, map(add, self.busy[run], in_use), repeat(UNKNOWN_BUSY - 1)))
+            return
+        for at, value in zip(times, values, strict=True):
+            if (slot := self._slot(at)) >= 0:
+                self.gpu_max[slot] = max(self.gpu_max[slot], value)
+                self.reported[slot] += 1
+                if value >= self.busy_percent and self.busy[slot] < UNKNOWN_BUSY - 1:
+                    self.busy[slot] += 1
+
+    def add_gpu_avg_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
+        """One GPU's hourly means."""
+        run = self._run(times)
+        if run is not None:
+            self.gpu_sum[run] = array("f", map(add, self.gpu_sum[run], values))
+            self.averaged[run] = array("H", map(add, self.averaged[run], repeat(1)))
+            return
+        for at, value in zip(times, values, strict=True):
+            if (slot := self._slot(at)) >= 0:
+                self.gpu_sum[slot] += value
+                self.averaged[slot] += 1
+
+    def grid(self) -> HourGrid:
+        gpus = self.gpus
+        if gpus:  # an hour some GPU did not report is never read as idle, nor as using fewer GPUs than it has
+            gpu_max = array("f", [m if n == gpus else NAN for m, n in zip(self.gpu_max, self.reported, strict=True)])
+            busy = array("B", [b if n == gpus else UNKNOWN_BUSY for b, n in zip(self.busy, self.reported, strict=True)])
+        else:
+            gpu_max, busy = array("f", [NAN]) * self.slots, array("B", [UNKNOWN_BUSY]) * self.slots
+        gpu_avg = array("f", [s / n if n else NAN for s, n in zip(self.gpu_sum, self.averaged, strict=True)])
+        return HourGrid(self.origin, self.cpu, gpu_max, gpu_avg, busy, core=self.core)
+
+
+def _columns(points: Iterable[tuple[datetime, float]]) -> tuple[list[datetime], list[float]]:
+    pairs = list(points)
+    return [at for at, _ in pairs], [value for _, value in pairs]
