@@ -281,7 +281,7 @@ def test_the_studio_settings_without_idle_shutdown_are_counted_alike_in_the_aler
 
 CHROMIUM = next((p for p in ("chromium", "chromium-browser", "google-chrome") if shutil.which(p)), None)
 # As the machine's notes advise: headless, no sandbox (root), and no background calls to Google's hosts.
-CHROMIUM_FLAGS = [
+HEADLESS = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -290,8 +290,8 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--hide-scrollbars",
 ]
+CHROMIUM_FLAGS = [*HEADLESS, "--hide-scrollbars"]
 SCREEN = (1280, 900)
 MEASURE = """<script>
 window.addEventListener("load", () => {

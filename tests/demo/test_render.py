@@ -5,7 +5,6 @@ script in a real browser where one is installed."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from demo import render
 from testing.slack_standin import Posted
+from tests.demo.test_demo import CHROMIUM, HEADLESS
 
 USERS = {"bob@example.com": "U0BOB", "kim@example.com": "U0KIM"}
 # Monday 16 November 2026, 08:00 UTC (09:00 in Paris)
@@ -121,21 +121,11 @@ def test_the_page_has_no_raw_slack_token_and_draws_each_date_as_a_time() -> None
     assert slack_part(page).count('class="slack-date') == 2  # the block's date, and the message's own time
 
 
-CHROMIUM = next((p for p in ("chromium", "chromium-browser", "google-chrome") if shutil.which(p)), None)
-
-
 def browser_text(page: Path, zone: str, profile: Path) -> str:
     """The page's text once Chromium ran its script, in time zone `zone`, in English."""
     command = [
         str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        *HEADLESS,
         "--lang=en-US",
         f"--user-data-dir={profile}",
         "--dump-dom",
