@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from costguard.core.idleness import judge, levels, signals
+from costguard.core.idleness import levels, sample_judge, signals
 from costguard.core.series import Signal
 from costguard.core.settings import IdlePolicy
 
@@ -15,7 +15,7 @@ POLICY = IdlePolicy()
 def idle(
     cpu: float | None, gpu: float | None, busiest_core: float | None, *, vcpus: int, telemetry: bool = True
 ) -> bool:
-    return judge(POLICY, vcpus=vcpus, gpu_telemetry=telemetry)(cpu, gpu, busiest_core)
+    return sample_judge(POLICY, vcpus=vcpus, gpu_telemetry=telemetry)(cpu, gpu, busiest_core)
 
 
 def test_without_the_busiest_core_a_low_average_over_many_vcpus_is_work() -> None:

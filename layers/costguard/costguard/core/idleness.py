@@ -1,5 +1,5 @@
 """What idle means: the one rule the idle stopper (each point of its window, idle/rules/judgement.py) and the
-weekly digest (each hour of the week, `judge`) judge by. Pure.
+weekly digest (each hour of the week, `sample_judge`) judge by. Pure.
 
 A machine is idle only when it shows no work anywhere: every GPU under the GPU threshold, and the CPU under
 its own: the busiest core's threshold where the CloudWatch agent publishes the busiest core (and the
@@ -63,7 +63,7 @@ def is_work(value: float, level: float) -> bool:
     return value >= level
 
 
-def judge(policy: IdlePolicy, *, vcpus: int, gpu_telemetry: bool) -> Judge:
+def sample_judge(policy: IdlePolicy, *, vcpus: int, gpu_telemetry: bool) -> Judge:
     """One sample's verdict for one machine, its levels worked out once (the digest judges a fortnight of
     hours per machine, and must not build them again for each): `gpu` the highest of its GPUs (None: some
     GPU did not report), `busiest_core` the agent's busiest core (None: not published), `gpu_telemetry`

@@ -48,7 +48,7 @@ from costguard.idle.reads.bill import SweepBill
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.facts import SweepFacts
 from costguard.idle.reads.fortnights import Learner
-from costguard.idle.reads.plan import Plan, Sorted, SweepPlanner, sort_out
+from costguard.idle.reads.plan import Sorted, SweepPlan, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Status
 from costguard.idle.rules import pipeline
 from costguard.idle.rules.decision import Action, Decision
@@ -189,7 +189,7 @@ class IdleStopper:
         self,
         to_check: Sequence[Decided],
         sorted_out: Sorted,
-        plan: Plan,
+        plan: SweepPlan,
         report: RegionReport,
         capacity: Capacity,
         bill: SweepBill,

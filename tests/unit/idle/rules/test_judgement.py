@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costguard.core.idleness import judge as digest_judge
+from costguard.core.idleness import sample_judge as digest_judge
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.judgement import Verdict, judge

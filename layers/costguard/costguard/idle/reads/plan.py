@@ -46,7 +46,7 @@ class Planned:
 
 
 @dataclass
-class Plan:
+class SweepPlan:
     gpu_series: Mapping[str, Sequence[Dimensions]]
     decisions: Iterator[Planned]
 
@@ -77,7 +77,7 @@ class SweepPlanner:
         self.policy = policy
         self.checklog = checklog  # None: no activity check, so no evidence either
 
-    def plan(self, candidates: Sequence[Instance], now: datetime, *, one_instance: bool) -> Plan:
+    def plan(self, candidates: Sequence[Instance], now: datetime, *, one_instance: bool) -> SweepPlan:
         spot_types = self.ec2.spot_request_types(
             [i.spot_request_id for i in candidates if i.lifecycle == "spot" and i.spot_request_id]
         )
@@ -87,7 +87,7 @@ class SweepPlanner:
         if warned:
             start = max(min([start, *warned]), now - MAX_LOOKBACK)
         gpu = self.gpu_series.discover(candidates, one_instance=one_instance)
-        return Plan(gpu, self._decide(candidates, gpu, start, now, spot_types=spot_types, protected=protected))
+        return SweepPlan(gpu, self._decide(candidates, gpu, start, now, spot_types=spot_types, protected=protected))
 
     def _decide(
         self,
@@ -157,7 +157,7 @@ class Sorted:
 
 
 def sort_out(
-    plan: Plan,
+    plan: SweepPlan,
     report: RegionReport,
     act: Callable[[Instance, Decision], None],
     to_check: list[tuple[Instance, Decision]],

@@ -20,7 +20,7 @@ from datetime import date, datetime, timedelta
 from functools import reduce
 from operator import add
 
-from costguard.core.idleness import Judge, judge
+from costguard.core.idleness import Judge, sample_judge
 from costguard.core.records import vcpus_of_type
 from costguard.core.settings import IdlePolicy
 from costguard.digest.weekly.rules.grid import Counted, Hour, HourGrid
@@ -117,7 +117,7 @@ def judge_of(instance: InstanceWeek, policy: IdlePolicy) -> Judge:
         return made[1]
     if len(_JUDGES) >= MOST_JUDGES:
         _JUDGES.clear()
-    found = judge(policy, vcpus=instance.vcpu_count, gpu_telemetry=instance.telemetry)
+    found = sample_judge(policy, vcpus=instance.vcpu_count, gpu_telemetry=instance.telemetry)
     _JUDGES[key] = (policy, found)
     return found
 
