@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from testing.week import (
+    HARDER_NO_SSM_SHARE,
     NO_SSM_AGENT_SHARE,
     ROOT,
     SWEEP_EVERY,
@@ -23,8 +24,9 @@ from testing.week import (
     restart_slot,
 )
 from testing.worlds.week import World
+from testing.worlds.week import harder as harder_knobs
 
-__all__ = ["ROOT", "compare", "costguard_week", "main", "measure"]
+__all__ = ["ROOT", "compare", "costguard_week", "harder", "main", "measure"]
 
 
 def oracle_baseline(world: World, window: int = 24) -> dict[str, Any]:
@@ -150,6 +152,34 @@ def compare(before_root: Path, seeds: tuple[int, ...] = SEEDS + UNSEEN, after_ro
             flush=True,
         )
     return out
+
+
+HARDER_SEEDS = (7, 11, 23, 101, 202)  # the rules' weeks, and two never used to build any
+
+
+def harder(
+    code_root: Path = ROOT, seeds: tuple[int, ...] = HARDER_SEEDS, history_days: float | None = 1.0
+) -> dict[str, Any]:
+    """The harder week (issue 44: testing/worlds/week.py's harder(), one machine in five without the SSM
+    agent) on each seed, one week at a time, worst first (most interruptions, then least reclaimed):
+    `python -c "from bench import week; week.harder()"`. `history_days`: what CloudWatch has before the week
+    (1: a deploy on a fresh account; None: the world's two weeks, an agent installed earlier)."""
+    rows = []
+    for seed in seeds:
+        oracle = oracle_baseline(World(seed, **harder_knobs()))
+        figures = costguard_week(code_root, seed, HARDER_NO_SSM_SHARE, hard=True, history_days=history_days)
+        row = {
+            "seed": seed,
+            "oracle_reclaimed_percent": oracle["reclaimed_percent"],
+            **{k: figures[k] for k in ("reclaimed_percent", "interruptions", "owner_restarts")},
+            "interrupted": figures["interrupted"],
+            "exempted_by_owners": figures["exempted_by_owners"],
+            "machines_without_ssm_agent": figures["machines_without_ssm_agent"],
+        }
+        print(f"  seed {seed}: {row}", flush=True)
+        rows.append(row)
+    rows.sort(key=lambda r: (-r["interruptions"], r["reclaimed_percent"]))
+    return {"history_days": history_days, "no_ssm_share": HARDER_NO_SSM_SHARE, "weeks": rows}
 
 
 def main() -> dict[str, Any]:

@@ -47,7 +47,7 @@ from testing.aws.ssm import SystemsManager
 from testing.measured import Judge, money
 from testing.template import lambda_environment
 from testing.worlds.commitments import BOOT_MINUTES, failed_start_record, restart_when
-from testing.worlds.week import SLOTS_PER_HOUR, STEP, Machine, World
+from testing.worlds.week import SLOTS_PER_HOUR, STEP, Knobs, Machine, World, harder
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_EVERY = 3  # slots: 15 minutes
@@ -56,6 +56,7 @@ DOCUMENT = "costguard-activity-check"
 # Machines whose SSM agent is not installed are judged on metrics alone: the week is run with every
 # machine managed (the recommended setup) and with this share without the agent.
 NO_SSM_AGENT_SHARE = 0.15
+HARDER_NO_SSM_SHARE = 0.20  # the harder week's (issue 44): one machine in five, as on hand-launched ML boxes
 ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
 LAMBDA_ATTEMPTS = (timedelta(0), timedelta(minutes=1), timedelta(minutes=3))  # an async invocation, retried twice
 
@@ -69,13 +70,27 @@ class Fleet:
     night), starts it again, and tags it `costguard:exempt` for good: unless the notice said costguard
     starts it before its job, and it did."""
 
-    def __init__(self, world: World, seed: int, no_ssm_share: float) -> None:
+    def __init__(
+        self,
+        world: World,
+        seed: int,
+        no_ssm_share: float,
+        *,
+        history: timedelta | None = None,
+        gpu_memory: bool = False,
+    ) -> None:
+        """`history`: what CloudWatch has before the week (a deploy on a fresh account: the machines and their
+        agents started that long before it); None: the world's whole history, its machines launched before it.
+        `gpu_memory`: the CloudWatch agent's configuration collects each GPU's memory used."""
         self.world = world
         rng = random.Random(seed)
         self.rng = random.Random(seed * 13)
         self.running = {m.instance_id: [True] * world.slots for m in world.machines}
-        self.launched = {m.instance_id: world.begin - timedelta(days=3) for m in world.machines}
-        self.boot = {m.instance_id: 0 for m in world.machines}  # the slot of each machine's last start
+        launched = world.begin - timedelta(days=3) if history is None else world.start - history
+        self.seen_from = max(0, world.index(launched))  # the first slot any metric of the fleet was published
+        self.gpu_memory = gpu_memory
+        self.launched = {m.instance_id: launched for m in world.machines}
+        self.boot = {m.instance_id: self.seen_from for m in world.machines}  # the slot of each machine's last start
         self.tags: dict[str, dict[str, str]] = {m.instance_id: {"Owner": m.owner} for m in world.machines}
         self.ssm = {m.instance_id for m in world.machines if rng.random() >= no_ssm_share}
         self.by_id = {m.instance_id: m for m in world.machines}
@@ -300,11 +315,16 @@ def refusing(operation: str, method: Callable[..., Any]) -> Callable[..., Any]:
 GPU_DIMENSIONS = (("name", "NVIDIA"), ("arch", "Ampere"))  # besides InstanceId and index
 
 
+GPU_MEMORY_METRIC = "nvidia_smi_memory_used"  # MB, the agent's nvidia_gpu `memory_used`
+
+
 class WeekMetrics:
     """What the fleet's agents publish, for testing/aws/cloudwatch.py: CPUUtilization (AWS/EC2, InstanceId)
     while a machine runs; with the CloudWatch agent, cpu_usage_active of its busiest core (CWAgent,
     InstanceId) and nvidia_smi_utilization_gpu per GPU (CWAgent, InstanceId, index, name, arch), the GPU
-    series only in the slots its agent answered. Points are five-minute slots, a slot late."""
+    series only in the slots its agent answered; where the agent's configuration collects it (the code
+    tree's docs/cloudwatch-agent.json), nvidia_smi_memory_used beside each GPU's utilization, with the same
+    dimensions. Points are five-minute slots, a slot late; none before the fleet's history begins."""
 
     def __init__(self, fleet: Fleet) -> None:
         self.fleet = fleet
@@ -312,7 +332,7 @@ class WeekMetrics:
     def listed(self, recently_active: bool) -> list[Listed]:
         fleet = self.fleet
         hours = 3 if recently_active else 14 * 24
-        first = max(0, fleet.index - hours * SLOTS_PER_HOUR)
+        first = max(fleet.seen_from, fleet.index - hours * SLOTS_PER_HOUR)
         out: list[Listed] = []
         for m in fleet.world.machines:
             running = fleet.running[m.instance_id][first : fleet.index]
@@ -329,6 +349,8 @@ class WeekMetrics:
                 for g in range(m.gpus):
                     dims = (("InstanceId", m.instance_id), ("index", str(g)), *GPU_DIMENSIONS)
                     out.append(("CWAgent", "nvidia_smi_utilization_gpu", dims))
+                    if fleet.gpu_memory:
+                        out.append(("CWAgent", GPU_MEMORY_METRIC, dims))
         return out
 
     def _signal(self, key: SeriesKey) -> tuple[Machine, str, int] | None:
@@ -342,11 +364,14 @@ class WeekMetrics:
             return m, "cpu", 0
         if (namespace, name) == ("CWAgent", "cpu_usage_active") and dims == alone and m.gpu_agent:
             return m, "core", 0
-        if (namespace, name) == ("CWAgent", "nvidia_smi_utilization_gpu") and m.gpu_agent:
+        gpu_metrics = {"nvidia_smi_utilization_gpu": "gpu", GPU_MEMORY_METRIC: "memory"}
+        if namespace == "CWAgent" and name in gpu_metrics and m.gpu_agent:
+            if name == GPU_MEMORY_METRIC and not self.fleet.gpu_memory:
+                return None
             index = named.get("index", "")
             exact = frozenset({("InstanceId", m.instance_id), ("index", index), *GPU_DIMENSIONS})
             if index.isdigit() and int(index) < m.gpus and dims == exact:
-                return m, "gpu", int(index)
+                return m, gpu_metrics[name], int(index)
         return None
 
     def points(self, key: SeriesKey, start: float, end: float, period: int, stat: str) -> Points | None:
@@ -355,7 +380,7 @@ class WeekMetrics:
             return None
         m, signal, gpu = found
         world, fleet = self.fleet.world, self.fleet
-        first = max(0, world.index(moment(start)))
+        first = max(fleet.seen_from, world.index(moment(start)))
         last = min(world.index(moment(end)), fleet.index - 1)  # lag: a slot late
         per = max(1, period // 300)
         buckets: dict[int, list[float]] = defaultdict(list)
@@ -367,13 +392,21 @@ class WeekMetrics:
                 value = slot.cpu
             elif signal == "core":
                 value = slot.core
-            elif slot.gpu_agent:
-                value = slot.gpu[gpu]
-            else:
+            elif not slot.gpu_agent:
                 continue
+            elif signal == "memory":  # MB: what the activity check reports (testing/worlds/week.py's report)
+                value = float(gpu_memory_mb(slot))
+            else:
+                value = slot.gpu[gpu]
             buckets[i - i % per].append(value)
         times = [world.at(i).timestamp() for i in sorted(buckets)]
         return times, [statistic(stat, buckets[i]) for i in sorted(buckets)]
+
+
+def gpu_memory_mb(slot: Any) -> int:
+    """Each GPU's memory used in a slot, as nvidia-smi says it: a job's process (training, or waiting on a
+    queue), a notebook kernel, or the driver's few MB."""
+    return (30000 if slot.gpu_holder else 6000 if slot.kernel else 0) + 3
 
 
 class WeekNodes:
@@ -698,17 +731,32 @@ def run_costguard(
             continue
 
     # copies: the calls at scale; BENCH_WORLD=commitments: the commitments world; =schedules: with the boxes
-    # whose job begins by waiting
+    # whose job begins by waiting; =harder: every harder knob (testing/worlds/week.py's harder())
     kind = os.environ.get("BENCH_WORLD", "")
     world = World(
         seed,
         copies=int(os.environ.get("BENCH_COPIES", "1")),
         commitments=kind == "commitments",
-        schedules=kind == "schedules",
+        **(
+            harder()
+            if kind == "harder"
+            else Knobs(schedules=kind == "schedules", mixed_clocks=False, housekeeping=False, waiting_jobs=False)
+        ),
     )
     if os.environ.get("BENCH_BILL") == "off":  # costguard as before its bill: no reader, every stop on demand
         setattr(importlib.import_module("costguard.idle.sweep"), "BillingReader", lambda **_: None)  # noqa: B010
-    fleet = Fleet(world, seed, no_ssm_share)
+    # BENCH_HISTORY_DAYS: CloudWatch has that many days before the week (a fresh account's deploy), else all of
+    # the world's; the agent's GPU memory where the code tree's agent configuration collects it.
+    history = os.environ.get("BENCH_HISTORY_DAYS")
+    agent_config = code_root / "docs" / "cloudwatch-agent.json"
+    memory = agent_config.exists() and '"memory_used"' in agent_config.read_text()
+    fleet = Fleet(
+        world,
+        seed,
+        no_ssm_share,
+        history=timedelta(days=float(history)) if history else None,
+        gpu_memory=memory,
+    )
     people = {m.owner for m in world.machines}
     users = {p: f"U{k:04d}" for k, p in enumerate(sorted(people))}
     attempt: list[Runtime] = []  # Slack's clock is the invocation's: a retry a few minutes on posts then, too
@@ -1253,15 +1301,23 @@ def costguard_week(
     *,
     commitments: bool = False,
     bill: bool = True,
+    hard: bool = False,
+    history_days: float | None = None,
 ) -> dict[str, Any]:
     """costguard's week in a child process, so that any code tree (an older commit) can be measured.
-    `commitments`: the commitments world; `bill`: False for costguard with its bill reader off (as before it)."""
+    `commitments`: the commitments world; `bill`: False for costguard with its bill reader off (as before it);
+    `hard`: the harder week (testing/worlds/week.py's harder()); `history_days`: what CloudWatch has before the
+    week (None: the world's two weeks)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "week.json"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         extra = [json.dumps(faults), str(days)]
         if commitments:
             env["BENCH_WORLD"] = "commitments"
+        elif hard:
+            env["BENCH_WORLD"] = "harder"
+        if history_days is not None:
+            env["BENCH_HISTORY_DAYS"] = str(history_days)
         if not bill:
             env["BENCH_BILL"] = "off"
         subprocess.run(

@@ -24,6 +24,14 @@ the whole machine and of the system's own services, so that a spike can be attri
 Owners live in three time zones and answer some warnings in their office hours. Two weeks of history
 come before the simulated week (no stops in them), as a fleet that ran before costguard would have.
 The same seed gives the same weeks; other seeds give other weeks of the same kinds of work.
+
+Harder weeks (issue 44), each knob off by default so that today's world and its figures stay as they are,
+and `harder()` turning them all on: automation boxes whose clocks are UTC on some and their owner's zone on
+others (`mixed_clocks`), housekeeping crontab lines on every automation box (every 10 minutes, hourly,
+@reboot: `housekeeping`), automation jobs that often begin by waiting with their GPU memory held and nothing
+moving (`waiting_jobs`), and the boxes of the schedules world (`schedules`). What the account saw before the
+deploy (one day of metrics or two weeks) and the share of machines without the SSM agent are the harness's
+(testing/week.py).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict
 from zoneinfo import ZoneInfo
 
 from testing.worlds.commitments import EXTRA, Bought, buy
@@ -170,11 +179,16 @@ class World:
         *,
         commitments: bool = False,
         schedules: bool = False,
+        mixed_clocks: bool = False,
+        housekeeping: bool = False,
+        waiting_jobs: bool = False,
     ) -> None:
         """`copies`: that many teams of the same kinds of work (and of 16 people each), for the calls at scale.
         `commitments`: the same team and weeks, with six machines more, in Availability Zones, on the bill's
         commitments and short capacity of testing/worlds/commitments.py (`bought`). `schedules`: the same team
-        and weeks, with the boxes whose job begins by waiting (`WAITING`)."""
+        and weeks, with the boxes whose job begins by waiting (`WAITING`). The harder knobs: the module's
+        docstring, and `harder()`."""
+        self.mixed_clocks, self.housekeeping, self.waiting_jobs = mixed_clocks, housekeeping, waiting_jobs
         self.rng = random.Random(seed)
         self.start = start or datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
         self.begin = self.start - HISTORY
@@ -188,6 +202,7 @@ class World:
             machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona, gpu_agent=not no_agent)
             machine.slots = [Slot(gpu=(0.0,) * machine.gpus) for _ in range(self.slots)]
             getattr(self, f"_{persona}")(machine)
+            self._housekeeping(machine)
             self._system_services(machine)
             self._idle_floor(machine)
             self.machines.append(machine)
@@ -204,6 +219,7 @@ class World:
         machine = Machine(f"i-{k + 1:017x}", owner, zone, instance_type, persona)
         machine.slots = [Slot(gpu=(0.0,) * machine.gpus) for _ in range(self.slots)]
         getattr(self, f"_{persona}")(machine)
+        self._housekeeping(machine)
         self._system_services(machine)
         self._idle_floor(machine)
         self.machines.append(machine)
@@ -373,7 +389,7 @@ class World:
     def _pipeline(self, m: Machine) -> None:
         m.hook = "nightly feature pipeline box: kept for its 01:00 run"
         m.jobs = [cron("0 1 * * *", "pipeline.py")]
-        for day in self._days(m):
+        for day in self._clock_days(m):
             self._span(
                 m,
                 day + SLOTS_PER_HOUR,
@@ -386,7 +402,13 @@ class World:
             )
 
     def _job(self, m: Machine, start: int, slots: int, work: str, holder: str) -> None:
-        """An automation job: its GPUs busy, one core feeding them, its process holding GPU memory."""
+        """An automation job: its GPUs busy, one core feeding them, its process holding GPU memory. With
+        `waiting_jobs`, half its runs first wait on a queue or upstream data (half an hour to two and a half
+        hours): GPU memory held, nothing moving."""
+        if self.waiting_jobs and work != "pipeline" and self.rng.random() < 0.5:
+            wait = int(self.rng.uniform(0.5, 2.5) * SLOTS_PER_HOUR)
+            self._span(m, start, wait, "queue wait", gpu_holder=holder, core=1.5, cpu=0.3)
+            start += wait
         self._span(
             m,
             start,
@@ -434,13 +456,35 @@ class World:
         """Cron at 22:00 on weekdays (its owner's clock); the job loads its model and waits for the upstream
         export (GPU memory held, nothing moving) that lands between 00:30 and 05:00, then works 1 to 2 hours."""
         m.jobs = [cron("0 22 * * 1-5", "run_pipeline.sh")]
-        for day in self._days(m):
-            if self.local(m, day).weekday() >= 5:
+        for day in self._clock_days(m):
+            if self._on_clock(m, day).weekday() >= 5:
                 continue
             fires = day + 22 * SLOTS_PER_HOUR
             lands = day + 24 * SLOTS_PER_HOUR + int(self.rng.uniform(0.5, 5) * SLOTS_PER_HOUR)
             self._span(m, fires, lands - fires, "waiting for upstream data", gpu_holder="run_pipeline.sh", cpu=0.3)
             self._job(m, lands, int(self.rng.uniform(1, 2) * SLOTS_PER_HOUR), "pipeline", "run_pipeline.sh")
+
+    def _clock_days(self, m: Machine) -> list[int]:
+        """The midnights of the box's clock: with `mixed_clocks`, one box in two of those that follow their
+        owner's zone runs on UTC instead (its clock said so when it was set up), and its check says UTC."""
+        if self.mixed_clocks and not m.clock and int(m.instance_id[2:], 16) % 2:
+            m.clock = "UTC"
+        return self._utc_days() if m.clock == "UTC" else self._days(m)
+
+    def _on_clock(self, m: Machine, index: int) -> datetime:
+        return self.at(index) if m.clock == "UTC" else self.local(m, index)
+
+    def _housekeeping(self, m: Machine) -> None:
+        """With `housekeeping`: an automation box's crontab has the lines every box has beside its job (a
+        health ping every 10 minutes, an hourly log rotation, a mount at boot); each runs for a second or
+        two, nothing a metric sees. They are not the box's work: its work is its job."""
+        if self.housekeeping and m.automation:
+            m.jobs = [
+                cron("*/10 * * * *", "healthcheck.sh"),
+                cron("0 * * * *", "logrotate"),
+                cron("@reboot", "mount-data.sh"),
+                *m.jobs,
+            ]
 
     def _system_services(self, m: Machine) -> None:
         """The system's own work on idle machines: apt's and snapd's timers at random times, and the daily
@@ -529,3 +573,15 @@ class World:
             if machine.slots[back].input_s is not None:
                 return (index - back) * 300 + (machine.slots[back].input_s or 0)
         return None
+
+
+class Knobs(TypedDict):
+    schedules: bool
+    mixed_clocks: bool
+    housekeeping: bool
+    waiting_jobs: bool
+
+
+def harder() -> Knobs:
+    """The harder week's knobs, all on (issue 44): `World(seed, **harder())`."""
+    return {"schedules": True, "mixed_clocks": True, "housekeeping": True, "waiting_jobs": True}
