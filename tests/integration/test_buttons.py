@@ -17,7 +17,7 @@ from costguard.core import tags
 from costguard.core.settings import Mode
 from costguard.runtime import Runtime
 from costguard.slack.blocks import Block, Message, actions, section
-from costguard.slack.buttons import warning_buttons
+from costguard.slack.buttons import laid_out, warning_buttons
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.slack.signature import sign
 from testing.handlers import load_event, load_handler
@@ -279,3 +279,31 @@ def test_notify_only_refuses_stop_now_and_dry_run_changes_nothing(
     assert result["clicks"][0]["status"] == "dry-run"
     assert tags.KEEP_UNTIL not in tags_of(iid)
     assert ec2().describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+
+
+def test_a_choice_in_the_warnings_overflow_menu_goes_through_the_receiver_and_the_worker_as_its_button(
+    aws: None, slack: SlackStandIn, env: str, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = runtime_for(slack)
+    iid = warned_instance()
+    ts = post_warning(slack, iid)
+    row = laid_out(warning_buttons(iid, REGION, will_stop=True))
+    overflow = row[-1]
+    assert overflow["type"] == "overflow"
+    option = next(o for o in overflow["options"] if o["text"]["text"] == "Keep while it works")
+    payload = click_payload(slack, iid, ts=ts)
+    # What Slack sends for a choice in an overflow menu: the element's type and action_id, and the option chosen.
+    payload["actions"] = [
+        {
+            "type": "overflow",
+            "action_id": overflow["action_id"],
+            "block_id": f"costguard:{iid}",
+            "selected_option": option,
+            "action_ts": "1763734100.123456",
+        }
+    ]
+    result = press(payload, runtime, env, lambda_context, monkeypatch)
+
+    assert result["clicks"] == [{"instance_id": iid, "button": "costguard.keep_while_busy", "status": "done"}]
+    assert tags.KEEP_WHILE_BUSY in tags_of(iid)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)

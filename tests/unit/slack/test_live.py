@@ -5,6 +5,7 @@ was drawn."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -82,13 +83,32 @@ def test_a_grouped_header_counts_what_is_still_idle_and_its_cost_then_the_rest()
     assert live.title(mixed) == "3 GPU machines: 1 kept, 1 stopped, 1 gone"
 
 
-def test_among_others_a_part_is_one_line_its_keeps_in_a_menu_and_no_stop_there() -> None:
+def test_among_others_a_part_is_one_line_its_keeps_and_its_stop_in_one_menu() -> None:
     message = Live((part("i-1"), part("i-2")), lead=Mrkdwn("<@U0ALICE>, these are idle.")).message()
     assert [b["type"] for b in message.blocks] == ["header", "section", "section", "section"]
     menu = message.blocks[2]["accessory"]
-    assert (menu["type"], menu["placeholder"]["text"]) == ("static_select", "Keep it…")
-    assert Button.STOP_NOW.value not in json.dumps(menu)  # a stop takes its own button, with its own question
+    assert (menu["type"], menu["placeholder"]["text"]) == ("static_select", "Keep or stop…")
+    chosen = [json.loads(o["value"])["b"] for o in menu["options"]]
+    assert chosen == [Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY, Button.KEEP_WHILE_BUSY, Button.STOP_NOW]
     assert message.blocks[2]["block_id"] == "cg-warn-i-1"
+
+
+def test_alone_a_part_shows_at_most_four_buttons_and_the_rest_in_its_overflow_menu() -> None:
+    many = warning_buttons("i-1", "us-east-1", True, start_at="2026-11-22T05:00:00Z", for_runs=True)
+    [row] = [b for b in Live((replace(part(), buttons=tuple(many)),)).message().blocks if b["type"] == "actions"]
+    shown = [e["action_id"] for e in row["elements"] if e["type"] == "button"]
+    assert shown == [Button.KEEP_2H, Button.KEEP_TOMORROW, Button.STOP_NOW, Button.STOP_NO_START]
+    overflow = row["elements"][-1]
+    assert (overflow["type"], overflow["action_id"]) == ("overflow", "costguard.menu")
+    chosen = [json.loads(o["value"])["b"] for o in overflow["options"]]
+    assert chosen == [Button.KEEP_FOR_RUNS, Button.KEEP_WHILE_BUSY, Button.DONT_START]
+    assert json.loads(overflow["options"][0]["value"])["i"] == "i-1"  # each option carries its machine
+
+
+def test_a_part_of_four_buttons_or_fewer_shows_them_all_as_buttons() -> None:
+    few = start_buttons("i-1", "us-east-1", learned_start=True, for_runs=True)
+    [row] = [b for b in Live((replace(part(), buttons=tuple(few)),)).message().blocks if b["type"] == "actions"]
+    assert [e["type"] for e in row["elements"]] == ["button"] * 3
 
 
 def test_what_is_kept_reads_back_as_it_was_drawn() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Any
 
 from costguard.slack.blocks import Block, button
 
@@ -26,7 +27,9 @@ class Button(StrEnum):
 
 KEEPS = (Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY)
 MENU = "costguard.menu"  # one machine's buttons as a menu (a line among many)
-MENU_OPTIONS = 5  # a machine has at most five things to choose from
+MENU_OPTIONS = 8  # a machine has at most eight things to choose from (a select holds 100)
+OVERFLOW_OPTIONS = 5  # Slack's most in an overflow menu
+MAX_BUTTONS = 4  # in a message's row of buttons: the fewest that serve; the rest in its overflow menu
 OPTION_VALUE = 150  # an option's value, at most
 
 
@@ -78,27 +81,29 @@ def warning_buttons(
 ) -> list[Block]:
     """`start_at`: the learned start the warning promised (ISO 8601): "Stop now" keeps it, and "Skip the planned
     start" is offered, unless the machine is `kept_for_runs` (its owner's word: started before its runs).
-    `for_runs`: its runs are known, and "Keep it for its runs" is offered."""
+    `for_runs`: its runs are known, and "Keep it for its runs" is offered. A machine costguard will not stop
+    (`will_stop` false) has nothing to keep it from: no keep, and no stop either."""
+    if not will_stop:
+        return []
     value = button_value(instance_id, region, account)
     elements = keep_buttons(value, whose, for_runs=for_runs and not kept_for_runs)
-    if will_stop:
-        stop = dict(
-            button("Stop now", Button.STOP_NOW, button_value(instance_id, region, account, start_at), style="danger")
-        )
-        stop["confirm"] = {
-            "title": {"type": "plain_text", "text": "Stop this machine?"},
-            "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now. Its disks are kept."},
-            "confirm": {"type": "plain_text", "text": "Stop it"},
-            "deny": {"type": "plain_text", "text": "Cancel"},
+    stop = dict(
+        button("Stop now", Button.STOP_NOW, button_value(instance_id, region, account, start_at), style="danger")
+    )
+    stop["confirm"] = {
+        "title": {"type": "plain_text", "text": "Stop this machine?"},
+        "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now. Its disks are kept."},
+        "confirm": {"type": "plain_text", "text": "Stop it"},
+        "deny": {"type": "plain_text", "text": "Cancel"},
+    }
+    elements.append(stop)
+    if start_at and not kept_for_runs:  # the promise Stop now keeps, declined in the same click
+        alone = dict(button(STOP_WITHOUT_START, Button.STOP_NO_START, value))
+        alone["confirm"] = {
+            **stop["confirm"],
+            "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now, not started for its runs."},
         }
-        elements.append(stop)
-        if start_at and not kept_for_runs:  # the promise Stop now keeps, declined in the same click
-            alone = dict(button(STOP_WITHOUT_START, Button.STOP_NO_START, value))
-            alone["confirm"] = {
-                **stop["confirm"],
-                "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now, not started for its runs."},
-            }
-            elements.append(alone)
+        elements.append(alone)
     if start_at and not kept_for_runs:
         elements.append(button(SKIP_START, Button.DONT_START, value))
     return elements
@@ -122,17 +127,28 @@ def stop_anyway_buttons(
     account: str = "",
     *,
     risk: str = "its slot is freed, and nothing is saved on the bill",
+    start_at: str = "",
 ) -> list[Block]:
     """On a machine costguard leaves running (it idles on prepaid capacity, or might not start again): a
-    person may stop it all the same (a stop from Slack). `risk`: what the stop costs, said before it."""
-    stop = dict(button("Stop anyway", Button.STOP_NOW, button_value(instance_id, region, account), style="danger"))
+    person may stop it all the same (a stop from Slack). `risk`: what the stop costs, said before it.
+    `start_at`: the start costguard promised for its run (ISO 8601): Stop anyway keeps it, as Stop now does, and
+    "Stop and don't start it" declines it in the same click."""
+    value = button_value(instance_id, region, account, start_at)
+    stop = dict(button("Stop anyway", Button.STOP_NOW, value, style="danger"))
     stop["confirm"] = {
         "title": {"type": "plain_text", "text": "Stop it anyway?"},
         "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now: {risk}."},
         "confirm": {"type": "plain_text", "text": "Stop it"},
         "deny": {"type": "plain_text", "text": "Cancel"},
     }
-    return [stop]
+    if not start_at:
+        return [stop]
+    alone = dict(button(STOP_WITHOUT_START, Button.STOP_NO_START, button_value(instance_id, region, account)))
+    alone["confirm"] = {
+        **stop["confirm"],
+        "text": {"type": "mrkdwn", "text": f"`{instance_id}` will be stopped now, not started for its runs: {risk}."},
+    }
+    return [stop, alone]
 
 
 def start_buttons(
@@ -180,14 +196,46 @@ def sagemaker_act_buttons(kind: str, name: str, region: str, account: str = "", 
 
 
 def as_menu(buttons: Sequence[Block]) -> Block:
-    """Buttons as one menu (a select, placeholder first: "Keep it…"): each option carries its button's action
-    and its machine."""
+    """Buttons as one menu (a select, placeholder first: "Keep it…", or "Keep or stop…" where Stop now is among
+    them): each option carries its button's action and its machine. A line among many has one accessory, so its
+    Stop now is an option too: a menu asks no question, and Start it again undoes it."""
+    options = _options(buttons)[:MENU_OPTIONS]
+    chosen = {json.loads(o["value"])["b"] for o in options}
+    keeping = {*KEEPS, Button.KEEP_WHILE_BUSY, Button.KEEP_FOR_RUNS}
+    stops = chosen & {Button.STOP_NOW, Button.STOP_NO_START}
+    said = "Choose…"
+    if chosen <= {*keeping, Button.WHY}:
+        said = "Keep it…"
+    elif stops and chosen & keeping:
+        said = "Keep or stop…"
+    placeholder = {"type": "plain_text", "text": said}
+    return {"type": "static_select", "action_id": MENU, "placeholder": placeholder, "options": options}
+
+
+def _options(buttons: Sequence[Block]) -> list[dict[str, Any]]:
+    """Each button as a menu's option: its label, and a value that carries its action and its target (an option
+    too long for Slack's 150 characters is left out: a button's value is bounded well below it)."""
     options = []
-    for element in buttons[:MENU_OPTIONS]:
+    for element in buttons:
         target = json.loads(str(element.get("value") or "{}"))
         value = json.dumps({"b": element["action_id"], **target}, separators=(",", ":"))
         if len(value) <= OPTION_VALUE:
             options.append({"text": dict(element["text"]), "value": value})
-    keeps = all(str(e.get("action_id")) in (*KEEPS, Button.KEEP_WHILE_BUSY, Button.KEEP_FOR_RUNS) for e in buttons)
-    placeholder = {"type": "plain_text", "text": "Keep it…" if keeps else "Choose…"}
-    return {"type": "static_select", "action_id": MENU, "placeholder": placeholder, "options": options}
+    return options
+
+
+def laid_out(buttons: Sequence[Block]) -> list[Block]:
+    """A message's buttons as Slack shows them: at most MAX_BUTTONS in a row, the rest in an overflow menu (its
+    "…", Slack's place for the less used). A button that asks its question first (a stop) stays a button: an
+    overflow's options cannot each ask one. The row keeps the buttons' order, the overflow last."""
+    if len(buttons) <= MAX_BUTTONS:
+        return list(buttons)
+    shown = MAX_BUTTONS if len(buttons) - MAX_BUTTONS >= 2 else MAX_BUTTONS - 1  # an overflow of two or more
+    asking = [b for b in buttons if b.get("confirm")]
+    room = max(shown - len(asking), 0)
+    plain = [b for b in buttons if not b.get("confirm")]
+    row = {id(b) for b in (*asking, *plain[:room])}
+    rest = [b for b in buttons if id(b) not in row]
+    options = _options(rest)[:OVERFLOW_OPTIONS]
+    more = [{"type": "overflow", "action_id": MENU, "options": options}] if options else []
+    return [*(b for b in buttons if id(b) in row), *more]

@@ -8,8 +8,8 @@ later event changes one part; the message is drawn again from its parts, header 
 other part stays as it was.
 
 Alone, a part is a header (its phase and its cost a day), its sentence and status, its buttons and one
-context line. Among several, each part is one line with its status under it and its buttons in a menu
-(a stop's own button, with its question, is never in a menu), under one header that counts them.
+context line (at most four buttons in a row, the rest in its overflow menu). Among several, each part is one
+line with its status under it and its buttons in a menu (its Stop now too), under one header that counts them.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from costguard.slack.blocks import (
     section,
     when,
 )
-from costguard.slack.buttons import Button, as_menu
+from costguard.slack.buttons import Button, as_menu, laid_out
 
 
 class Phase(StrEnum):
@@ -194,7 +194,7 @@ def _alone(part: Part) -> list[Block]:
         section(Mrkdwn(part.sentence) + Mrkdwn("\n") + Mrkdwn(part.status)),
     ]
     if part.buttons:
-        blocks.append(actions(f"costguard:{part.key}"[:255], part.buttons))
+        blocks.append(actions(f"costguard:{part.key}"[:255], laid_out(part.buttons)))
     if part.detail:
         blocks.append(context(Mrkdwn(part.detail)))
     return blocks
@@ -208,12 +208,11 @@ def _marked(part: Part) -> dict[str, str]:
 def _line(part: Part) -> Block:
     """A part among others: its line, its status under it, its buttons as one button or a menu."""
     block: dict[str, Any] = {**section(Mrkdwn(part.line) + Mrkdwn("\n") + Mrkdwn(part.status)), **_marked(part)}
-    buttons = [b for b in part.buttons if not b.get("confirm")]
     acting = [b for b in part.buttons if b.get("action_id") != Button.WHY]  # a line's one act stays a button
     if len(acting) == 1:
         block["accessory"] = dict(acting[0])
-    elif buttons:  # its acts first: Why?, last, where the menu has room
-        block["accessory"] = as_menu(buttons)
+    elif part.buttons:  # its acts first (its stop among them): Why?, last, where the menu has room
+        block["accessory"] = as_menu(part.buttons)
     return block
 
 

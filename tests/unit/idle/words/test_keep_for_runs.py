@@ -64,7 +64,7 @@ def test_the_warning_of_a_machine_with_known_runs_offers_keep_it_for_its_runs_in
         Button.WHY,
     ]
     assert part.buttons[2]["text"]["text"] == "Keep it for its runs"
-    # Among several machines, every choice but the stop (its own question) still fits the menu.
+    # Among several machines, every choice, its stops too, fits the menu.
     parts = [
         Part(live.Live((p,)).message(), f"cg-warn-{k}", "warn", p, ALICE)
         for k, p in enumerate([part, replace(part, key="i-2")])
