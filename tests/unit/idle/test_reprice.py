@@ -51,12 +51,18 @@ class Bill:
     def __init__(self, fails: bool = False) -> None:
         self.fails = fails
         self.asked: list[str] = []
+        self.learned = False
+        self.profile = object()
 
     def worth(self, machines: Sequence[Instance]) -> dict[str, float]:
         self.asked = [i.instance_id for i in machines]
         if self.fails:
             raise ValueError("a price costguard could not read")
         return {i.instance_id: 21.96 for i in machines}
+
+    def spill_found(self) -> dict[str, float]:
+        self.learned = True
+        return {}
 
 
 def test_the_sweep_prices_only_the_machines_costguard_keeps_stopped() -> None:
@@ -68,5 +74,7 @@ def test_the_sweep_prices_only_the_machines_costguard_keeps_stopped() -> None:
 
 def test_a_failure_of_any_kind_is_logged_and_never_fails_the_sweep() -> None:
     log = Log()
-    reprice_stopped(Fleet(), IdlePolicy(), log, Bill(fails=True), NOW)  # type: ignore[arg-type]
+    bill = Bill(fails=True)
+    reprice_stopped(Fleet(), IdlePolicy(), log, bill, NOW)  # type: ignore[arg-type]
     assert log.kept == []
+    assert bill.learned  # the spill the sweep's bill found is kept all the same

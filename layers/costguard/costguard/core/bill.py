@@ -4,8 +4,9 @@ off in turn (`Bill.price` then `Bill.stopped`), on the Reserved Instances (reser
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from costguard.core.money import (
     PLAN_USED_UP_PERCENT,
@@ -17,9 +18,96 @@ from costguard.core.money import (
     Billing,
     Marginal,
 )
-from costguard.core.plans import PlanHours
+from costguard.core.plans import PlanHours, layer_key
 from costguard.core.records import Instance
-from costguard.core.reserved import RiPool
+from costguard.core.reserved import RiPool, RiSpill
+
+# A week of quarter-hours: what the Savings Plans and RIs leave spilling is learned slot by slot (UTC).
+SLOT = timedelta(minutes=15)
+WEEK_SLOTS = 7 * 24 * 4
+MAX_LAYERS = 16  # a region's profile holds at most this many plan layers and RI pools (its item stays small)
+
+
+def slot_of(moment: datetime) -> int:
+    """The quarter-hour of the week `moment` falls in (Monday 00:00 UTC is 0)."""
+    at = moment.astimezone(UTC)
+    return at.weekday() * 96 + at.hour * 4 + at.minute // 15
+
+
+@dataclass(frozen=True)
+class SpillProfile:
+    """What a region's Savings Plans and Reserved Instances left billed on demand, by quarter-hour of the week:
+    each plan layer's spill (USD/h at the on-demand rate, "sp:Compute") and each RI pool's need beyond what it
+    gives (normalized units or machines, "ri:p4d/default"); None where no sweep has seen that quarter-hour yet."""
+
+    region: str
+    layers: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+
+    def at(self, key: str, moment: datetime) -> float | None:
+        slots = self.layers.get(key)
+        return None if slots is None else slots[slot_of(moment)]
+
+    def knows(self, keys: tuple[str, ...]) -> bool:
+        """Whether every one of these layers has been seen in at least one quarter-hour."""
+        return all(any(v is not None for v in self.layers.get(k, ())) for k in keys)
+
+    def learned(self, spill: Mapping[str, float], moment: datetime) -> SpillProfile:
+        """With the spill a sweep found now: its quarter-hour becomes the mean of what it held and what was
+        found (one odd week does not make the next one's decisions), a new layer is added while there is room."""
+        slot = slot_of(moment)
+        layers = {k: list(v) for k, v in self.layers.items()}
+        for key, value in sorted(spill.items()):
+            if key not in layers:
+                if len(layers) >= MAX_LAYERS:
+                    continue
+                layers[key] = [None] * WEEK_SLOTS
+            old = layers[key][slot]
+            layers[key][slot] = round(value if old is None else (old + value) / 2, 4)
+        return SpillProfile(self.region, {k: tuple(v) for k, v in layers.items()})
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """What a machine's hour on the bill depends on beyond now: its marginal price now, the RI pool and the plan
+    layers its usage goes through (with when each RI or plan ends and what it gives), as `Bill.exposure` finds
+    them. Where `hourly` is False, a plan covering it is judged on its recent use: nothing is known by hour."""
+
+    marginal: Marginal
+    share_now: float = 1.0  # the share of its hour the RIs leave uncovered now
+    ri: RiSpill | None = None
+    plan_keys: tuple[str, ...] = ()
+    plan_ends: tuple[tuple[str, datetime, float], ...] = ()  # (layer key, a plan's end, its room USD/h)
+    spill_now: Mapping[str, float] = field(default_factory=dict)
+    hourly: bool = True
+
+
+@dataclass(frozen=True)
+class OffWorth:
+    """What a stop is expected to save over the hours it keeps the machine off, against what its restart is
+    expected to cost. `usd` None: no profile of the bill's week yet, the stop was priced on this hour alone."""
+
+    usd: float | None
+    until: datetime
+    restart_usd: float = 0.0
+    spills_from: datetime | None = None  # the first quarter-hour it saves in, where that is not now
+    what: str = ""  # "the Savings Plan", "the Reserved Instances", "the capacity reservation"
+
+    @property
+    def profiled(self) -> bool:
+        return self.usd is not None
+
+    @property
+    def worth_it(self) -> bool:
+        return self.usd is not None and self.usd > 0 and self.usd > self.restart_usd
+
+    def text(self) -> str:
+        """ "saves about $130 by Mon 09:00 UTC on the bill: the Savings Plan spills from 08:00 UTC"."""
+        if self.usd is None:
+            return "no profile of the bill's week yet: priced on this hour alone"
+        out = f"saves about ${self.usd:,.0f} by {self.until:%a %H:%M} UTC on the bill"
+        if self.spills_from is not None and self.what:
+            out += f": {self.what} spills from {self.spills_from:%H:%M} UTC"
+        return out
 
 
 class Bill:
@@ -68,6 +156,32 @@ class Bill:
             self._running.remove(instance)
         if self._hours is None and marginal.basis is Basis.SAVINGS_PLAN and self._spill_left is not None:
             self._spill_left = max(0.0, self._spill_left - (marginal.usd_per_hour or 0.0))
+
+    def spill_now(self) -> dict[str, float]:
+        """What the plans and RIs leave billed on demand now, by layer (`SpillProfile`'s keys): the plan layers
+        judged on what runs now, and every regional RI pool the running machines draw on."""
+        out = dict(self._hours.spills()) if self._hours is not None else {}
+        for instance in self._pool.values():
+            ri = self._running.spill(instance)
+            if ri is not None and ri.key not in out:
+                out[ri.key] = round(ri.over, 4)
+        return out
+
+    def exposure(self, instance: Instance, on_demand: float | None) -> Exposure:
+        """The machine's price now (`price`), with the RI pool and the plan layers it draws on."""
+        marginal = self.price(instance, on_demand)
+        if marginal.prepaid or marginal.basis is Basis.SPOT or instance.instance_id not in self._pool:
+            return Exposure(marginal)
+        share_now = self._running.share(instance)[0]
+        ri = self._running.spill(instance)
+        plans = [p for p in self.billing.plans if p.covers(instance, self.now)]
+        spill_now = self.spill_now()
+        if not plans:
+            return Exposure(marginal, share_now, ri, spill_now=spill_now)
+        if self._hours is None or not self._hours.judges(plans):
+            return Exposure(marginal, share_now, ri, hourly=False)
+        ends = tuple((f"sp:{layer_key(p)}", p.end, (p.commitment_usd_per_hour or 0.0) / (p.rate or 1.0)) for p in plans)
+        return Exposure(marginal, share_now, ri, self._hours.chain_keys(instance), ends, spill_now)
 
     def price(self, instance: Instance, on_demand: float | None) -> Marginal:
         """The machine's marginal price this hour, `on_demand` being its list price (None: unknown)."""

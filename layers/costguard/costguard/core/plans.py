@@ -101,6 +101,14 @@ class PlanHours:
             layer.spill -= taken
             flow = taken
 
+    def spills(self) -> dict[str, float]:
+        """Each layer's spill now (USD/h at the on-demand rate), by its key ("sp:Compute", "sp:p4d@us-east-1")."""
+        return {f"sp:{key}": round(layer.spill, 4) for key, layer in self.layers.items()}
+
+    def chain_keys(self, instance: Instance) -> tuple[str, ...]:
+        """The keys of the layers this machine's usage goes through, as `spills` names them."""
+        return tuple(f"sp:{k}" for k in (self._inner(instance), COMPUTE) if k is not None and k in self.layers)
+
     def _inner(self, instance: Instance) -> str | None:
         """The EC2 Instance plans' layer that applies to this machine first, if any."""
         key = f"{family(instance.instance_type)}@{instance.region}"

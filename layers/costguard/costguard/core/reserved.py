@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from costguard.core.money import LINUX, NOT_SIZE_FLEXIBLE, Reserved, family, platform_of, units
 from costguard.core.records import Instance
@@ -21,6 +23,16 @@ def ri_share(instance: Instance, reserved: Sequence[Reserved], running: Sequence
     if not reserved:
         return 1.0, ""
     return RiPool(running, reserved).share(instance)
+
+
+@dataclass(frozen=True)
+class RiSpill:
+    """A regional RI pool as one machine sees it: what the running machines need of it beyond what it gives."""
+
+    key: str  # "ri:p4d/default" (a family's size-flexible pool) or "ri:g5.48xlarge/Linux/UNIX/default"
+    over: float  # units (or machines) billed on demand now
+    mine: float  # the machine's own size in them
+    ends: tuple[tuple[datetime, float], ...]  # each RI purchase's end and what it gives until then
 
 
 # (type, zone, platform, tenancy): the machines that count alike for the RIs
@@ -85,6 +97,26 @@ class RiPool:
         if over <= 0:
             return 0.0, f"covered: {counts}"
         return min(mine, over) / mine, f"on demand: {counts}"
+
+    def spill(self, instance: Instance) -> RiSpill | None:
+        """The regional RIs' pool this machine draws on (a family's, or its type's), what the running machines
+        need of it beyond what the RIs give (units, or machines), and its own size in them; None where no
+        regional RI applies to it (zonal RIs, which stay in their zone and type, are judged now alone)."""
+        reserved = self.reserved
+        if not reserved:
+            return None
+        pool = _pooled(instance, reserved)
+        regional = [r for r in reserved if not r.zone and _matches(r, instance, exact=not pool)]
+        if not regional:
+            return None
+        zonal = sum(r.count for r in reserved if r.zone and _matches(r, instance, exact=True))
+        if zonal and self._count.get(_key(instance), 0) <= zonal:
+            return None  # a zonal RI covers it now
+        mine = (units(instance.instance_type) or 1.0) if pool else 1.0
+        ends = tuple((r.end, r.count * ((units(r.instance_type) or 0) if pool else 1)) for r in regional)
+        over = max(0.0, self._regional_need(instance, pool=pool) - sum(n for _, n in ends))
+        what = family(instance.instance_type) if pool else f"{instance.instance_type}/{platform_of(instance)}"
+        return RiSpill(f"ri:{what}/{instance.tenancy}", over, mine, ends)
 
     def _regional_need(self, instance: Instance, *, pool: bool) -> float:
         """What the running machines the regional RIs could cover need of them (units, or machines), once the

@@ -34,6 +34,7 @@ from costguard.core.records import Instance
 from costguard.core.regions import each_region
 from costguard.core.settings import IdlePolicy, Settings
 from costguard.idle.acts.alarms import AlarmKeeper
+from costguard.idle.acts.daily import KeepOffers
 from costguard.idle.acts.delivery import NOTIFY_WORKERS
 from costguard.idle.acts.kept import Promises, keep_answers, remember
 from costguard.idle.acts.notices import SweepNotices
@@ -61,6 +62,7 @@ from costguard.state.history import MachineHistory
 from costguard.state.ledger import Ledger
 from costguard.state.outbox import Outbox
 from costguard.state.scarcity import Capacity, SweepCapacity
+from costguard.state.spill import SpillLog
 from costguard.state.startlog import StartLog
 from costguard.state.worth import WorthLog
 
@@ -98,6 +100,7 @@ class State:
     starts: StartLog
     capacity: CapacityLog | None = None  # the starts EC2 refused for capacity (None: no scarcity is known)
     worth: WorthLog | None = None  # what the machines costguard keeps stopped save, sweep by sweep (None: not kept)
+    spill: SpillLog | None = None  # what the plans and RIs leave on demand by quarter-hour (None: priced on the hour)
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class IdleStopper:
         self.settings, self.policy, self.bill_reader, self.prices = settings, policy, aws.bill, aws.prices
         self.capacity = capacity_of(aws, state, terms)  # the region's scarcity evidence, for one sweep
         self.worth, self.time_left = (state.worth if mode.mutates else None), terms.time_left
+        self.spill = state.spill if mode.mutates else None
         # Alarm state changes reach EventBridge in the alarm's region: only the home region has the rule.
         self.manage_alarms = aws.region == settings.home_region and policy.idle_alarms and mode.mutates
         # The activity check runs a (read-only) script on the machine: never in dry-run.
@@ -133,6 +137,7 @@ class IdleStopper:
             checklog=kept,  # the answers kept: evidence for the judgement
         )
         self.notices = sweep_notices(aws, state, notifier, terms)
+        self.offers = keep_offers(self.learner, self.notices, terms)
         self.writer = sweep_writer(aws, state, terms)
         self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
         self.due_starts = due_starts(ec2, state, terms, self.effects, self.notices)
@@ -153,6 +158,7 @@ class IdleStopper:
             self.due_starts.settle_running(candidates, report, capacity)  # 3. learned starts not yet recorded
             recovered = self._recover(now)  # 4.
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
+        self.offers.run(candidates, gpu, now)  # a weekday morning: exemptions after a stop offered back as keeps
         self.notices.shown.stale()  # the messages whose edit Slack did not take before, as they stand now
         if self.manage_alarms:  # 16.
             self.alarms.reconcile(candidates, gpu, report)
@@ -234,7 +240,9 @@ class IdleStopper:
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
         running = (lambda: accelerated(self.ec2, self.policy)) if one_instance else (lambda: candidates)  # RI pools
-        bill = SweepBill(self.bill_reader, self.prices, running, now, self.region)
+        bill = SweepBill(
+            self.bill_reader, self.prices, running, now, self.region, policy=self.policy, profile=self.spill
+        )
 
         def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued
             bill.note(instance, decision)  # a stop coming: priced before this sweep's own
@@ -259,7 +267,7 @@ class IdleStopper:
         # took (and each a dead attempt left) is told to its owner.
         told = self.notices.send(now)  # 9.
         written = self.writer.apply(writes, now)  # 10.
-        self.notices.shown.edit_queued()  # the warnings of machines kept or at work again say so, in place
+        self.notices.shown.edit_queued(now)  # the warnings of machines kept or at work again say so, in place
         reported = self.notices.report_refused(written.refused, now)  # 11.
         stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)  # 12.
         outcomes = [  # 13. each outcome as the steps that carried it out left it
@@ -335,6 +343,15 @@ def due_starts(ec2: Ec2, state: State, terms: Terms, effects: Effects, notices: 
         tell=notices.tell if policy.morning_note else None,
         who=notices.person,
     )
+
+
+def keep_offers(learner: Learner, notices: SweepNotices, terms: Terms) -> KeepOffers:
+    """The mornings' offers of a keep for its runs, each machine's runs read as a blind one's are (its nights too)."""
+
+    def past(decided: Sequence[tuple[Instance, Decision]], series: Mapping[str, Any], now: datetime) -> Any:
+        return learner.past(decided, series, now, blind={i.instance_id for i, _ in decided})
+
+    return KeepOffers(notices=notices, past=past, zone=terms.policy.team_timezone)
 
 
 def learner(aws: Aws, state: State, terms: Terms) -> Learner:
@@ -426,6 +443,7 @@ def idle_stopper(runtime: Wiring, policy: IdlePolicy, region: str) -> IdleStoppe
         starts=StartLog(dynamodb, settings.state_table),
         capacity=CapacityLog(dynamodb, settings.state_table),
         worth=WorthLog(dynamodb, settings.state_table),
+        spill=SpillLog(dynamodb, settings.state_table),
     )
     terms = Terms(settings=settings, policy=policy, time_left=runtime.time_left)
     return IdleStopper(aws=aws, state=state, notifier=lambda: runtime.notifier, terms=terms)

@@ -12,8 +12,12 @@ from hypothesis import strategies as st
 from costguard.aws.pricing import PriceBook
 from costguard.core.money import Billing, Plan, Reserved
 from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.acts.worth import keep_spill
 from costguard.idle.reads.bill import SweepBill
 from costguard.idle.rules.decision import Action, Decision
+from costguard.state.spill import SpillLog
+from testing.aws.dynamodb import DynamoDBClient
 
 NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
 
@@ -212,3 +216,41 @@ def test_the_machines_kept_stopped_are_not_priced_on_a_bill_not_read_whole() -> 
     kept = [replace(p4d(10), state="stopped")]
     assert sweep_bill(Reader(3, fails=True)).worth(kept) == {}
     assert SweepBill(None, PriceBook(None), lambda: FLEET, NOW, "us-east-1").worth(kept) == {}
+
+
+class HourlyPlan:
+    """A bill reader with a $35/h Compute Savings Plan (at 0.7 of on demand: $50/h of p4d usage)."""
+
+    def read(self, running: Sequence[Instance], now: datetime) -> Billing:
+        plan = Plan("sp-1", "Compute", now + timedelta(days=300), commitment_usd_per_hour=35.0, rate=0.7)
+        return Billing("us-east-1", running=tuple(running), plans=(plan,))
+
+
+def swept(now: datetime, fleet: list[Instance], log: SpillLog | None) -> SweepBill:
+    reader = HourlyPlan()
+    return SweepBill(reader, PriceBook(None), lambda: fleet, now, "us-east-1", policy=IdlePolicy(), profile=log)  # type: ignore[arg-type]
+
+
+def test_the_spill_a_sweep_finds_is_kept_and_prices_next_weeks_night_stop_over_its_morning() -> None:
+    # Four Tuesday-morning sweeps see 4 p4d spill past the plan ($87.84 of usage on $50 of room). A week on, at
+    # 02:00, two p4d run inside the plan: a stop saves $0 now, but its machine stays off to its run at 09:00,
+    # and from 08:00 the plan spills: the stop is made, and says what it saves.
+    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    morning = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
+    for quarter in range(4):
+        at = morning + timedelta(minutes=15 * quarter)
+        bill = swept(at, FLEET, log)
+        bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.STOP, "idle"))])
+        keep_spill(bill, at)
+    night = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
+    bill = swept(night, FLEET[:2], log)
+    stop = Decision(FLEET[0].instance_id, Action.STOP, "idle", start_at=night + timedelta(hours=7))
+    [(_, stopped)] = bill.priced([(FLEET[0], stop)])
+    assert stopped.action is Action.STOP
+    assert stopped.worth is not None
+    assert (
+        stopped.worth.text() == "saves about $22 by Tue 09:00 UTC on the bill: the Savings Plan spills from 08:00 UTC"
+    )
+    fresh = swept(night, FLEET[:2], None)
+    [(_, today)] = fresh.priced([(FLEET[0], stop)])  # no profile: priced on this hour, as before
+    assert today.action is Action.CLEAR_WARNING

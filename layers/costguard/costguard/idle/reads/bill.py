@@ -16,18 +16,22 @@ at the price the sweeps last found for it."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from costguard.aws.billing import BillingReader
 from costguard.aws.pricing import PriceBook
-from costguard.core.bill import Bill
+from costguard.core.bill import Bill, SpillProfile
 from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Billing
 from costguard.core.observability import logger
 from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.money import PRICED, priced
+from costguard.idle.rules.worth import judged, off_until, over_off_period, restart_usd
+from costguard.state.spill import SpillLog
 
 Decided = tuple[Instance, Decision]
 
@@ -40,11 +44,19 @@ class SweepBill:
         running: Callable[[], Sequence[Instance]],
         now: datetime,
         region: str,
+        *,
+        policy: IdlePolicy | None = None,
+        profile: SpillLog | None = None,
     ) -> None:
-        """`running`: the region's running accelerated machines, asked only when a bill is read."""
+        """`running`: the region's running accelerated machines, asked only when a bill is read. `profile`: the
+        region's spill by quarter-hour of the week, read to price a stop over its off-period and learned from
+        this sweep's bill (None, or no `policy`: priced on this hour alone)."""
         self.reader, self.prices, self.running, self.now, self.region = reader, prices, running, now, region
+        self.policy, self.profile = policy, profile
         self._waiting: list[Instance] = []
         self._billing: Billing | None = None  # read for this sweep's pricing
+        self._week: SpillProfile | None = None  # the region's spill profile, once read
+        self._week_read = False
 
     def note(self, instance: Instance, decision: Decision) -> None:
         """A machine warned whose grace period runs: its stop is coming, and counts before new ones."""
@@ -62,14 +74,50 @@ class SweepBill:
         for instance in sorted(self._waiting, key=self._dearest_first):
             bill.stopped(instance, bill.price(instance, self._list(instance)))
         out: dict[str, Decision] = {}
+        week = self._profile()
+        taken: dict[tuple[str, int], float] = defaultdict(float)
         for instance, decision in sorted(pricing, key=lambda item: (_going_first(item), self._dearest_first(item[0]))):
-            marginal = bill.price(instance, self._list(instance))
+            exposure = bill.exposure(instance, self._list(instance))
+            marginal = exposure.marginal
             if self.reader is None and marginal.saves:
                 continue  # nothing read: a saving is not claimed, the decision stands as it was
-            out[instance.instance_id] = verdict = priced(decision, marginal)
+            if self.policy is None:
+                out[instance.instance_id] = verdict = priced(decision, marginal)
+            else:
+                until = off_until(decision, instance, self.policy, self.now)
+                found = over_off_period(exposure, week, self.now, until, restart_usd(self.policy), taken)
+                out[instance.instance_id] = verdict = judged(decision, marginal, found, until)
+                if found is not None and verdict.action in PRICED and verdict.will_stop:
+                    for key, amount in found.takes.items():
+                        taken[key] += amount
             if verdict.action in PRICED and verdict.will_stop:
                 bill.stopped(instance, marginal)
         return [(i, out.get(i.instance_id, d)) for i, d in decided]
+
+    def spill_found(self) -> dict[str, float]:
+        """What the plans and RIs leave billed on demand now, on the bill read for this sweep (by layer), for the
+        region's profile; nothing where no bill was read whole this sweep."""
+        billing = self._billing
+        if billing is None or billing.unread:
+            return {}
+        return Bill(billing, self.now, list_price=self._list).spill_now()
+
+    def week(self) -> SpillProfile | None:
+        """The region's spill profile as this sweep read it (None: none kept yet, or not read)."""
+        return self._profile()
+
+    def _profile(self) -> SpillProfile | None:
+        """The region's spill profile, read once (None: not kept, none yet, or not read: logged)."""
+        if self.profile is None:
+            return None
+        if not self._week_read:
+            self._week_read = True
+            try:
+                self._week = self.profile.read(self.region)
+            except Exception as exc:  # a profile that cannot be read is no profile: priced on this hour
+                logger.warning("spill profile not read: priced on this hour", region=self.region, error=str(exc)[:200])
+                self._week = None
+        return self._week
 
     def worth(self, stopped: Sequence[Instance]) -> dict[str, float]:
         """What each of the machines costguard keeps `stopped` saves the bill now (USD an hour): priced in turn,
@@ -82,6 +130,7 @@ class SweepBill:
         if not stopped or self.reader is None:
             return {}
         billing = self._billing if self._billing is not None else self._read()
+        self._billing = billing
         if billing.unread:
             return {}
         back = [replace(i, state="running") for i in stopped]

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from costguard.core import formatting, tags
+from costguard.core.bill import OffWorth
 from costguard.core.keeping import kept_by_people
 from costguard.core.money import Marginal
 from costguard.core.records import Instance
@@ -91,6 +92,7 @@ class Decision:
     start_at: datetime | None = None  # a stop: when costguard starts the machine again for that work
     start_for: StartFor = StartFor.RUN  # what that start is for
     bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
+    worth: OffWorth | None = None  # what it saves over the hours it keeps the machine off (None: not priced)
     scarce: str = ""  # not stopped while its owner works: the evidence that it might not start again
     kept_for: KeptFor | None = None  # left running for this, and told (None: not such a machine)
     trail: tuple[Step, ...] = ()  # each rule's mark on the decision, in the pipeline's order (trail.py)

@@ -319,6 +319,8 @@ def _step(rule: Rule, before: Decision, after: Decision) -> Step:
         why = after.reason
     elif after.start_at != before.start_at:
         why = _start(after.next_work or before.next_work, after.start_at)
+    elif after.worth is not None and after.worth != before.worth:
+        why = _worth(after)
     elif after.bill is not None and after.bill != before.bill:
         why = f"a stop saves {after.bill.text()} on the bill now: {after.bill.why}"
     elif after.activity != before.activity:
@@ -330,6 +332,16 @@ def _step(rule: Rule, before: Decision, after: Decision) -> Step:
     else:
         why = after.reason
     return Step(rule, after.action.value, why, _evidence(after, before))
+
+
+def _worth(after: Decision) -> str:
+    """The BILL rule's step: what the stop saves over its off-period, and the hour's price it began from."""
+    worth = after.worth
+    assert worth is not None
+    now = f"{after.bill.text()} on the bill now: {after.bill.why}" if after.bill is not None else ""
+    if worth.profiled:
+        return f"a stop {worth.text()}" + (f" ({now})" if now else "")
+    return f"a stop saves {now}; {worth.text()}" if now else worth.text()
 
 
 def _start(learned: str, start_at: datetime | None) -> str:
@@ -352,6 +364,8 @@ def _evidence(after: Decision, before: Decision | None = None) -> tuple[str, ...
         out.append(after.activity)
     if after.bill is not None and (before is None or after.bill != before.bill):
         out.append(f"bill: {after.bill.text()} ({after.bill.why})")
+    if after.worth is not None and after.worth.profiled and (before is None or after.worth != before.worth):
+        out.append(f"off-period: {after.worth.text()}; its restart is expected to cost ${after.worth.restart_usd:,.2f}")
     if after.scarce and (before is None or after.scarce != before.scarce):
         out.append(f"capacity: {after.scarce}")
     if after.next_work and (before is None or after.next_work != before.next_work):

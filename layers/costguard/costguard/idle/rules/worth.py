@@ -1,0 +1,186 @@
+"""A stop is worth what the bill saves over the hours it keeps the machine off. Pure.
+
+At night a Savings Plan may have room for an idle machine: a stop saves nothing *now*, but in the morning the
+plan spills again and every hour the machine runs idle is billed on demand. So a warning or a stop is priced over
+its off-period, quarter-hour by quarter-hour, on the region's spill profile (what the plans and RIs left billed
+on demand at that quarter-hour of the week, learned by the sweeps): the machine's share there is what its own
+usage takes off the spill (min of its on-demand price and the spill). The off-period ends when costguard starts
+it again for its work (a job, a learned run, its person's day), else when its owner's working hours next open,
+and at most LONGEST_OFF on. A stop is made for money when that sum exceeds what its restart is expected to cost: a
+person's cold start (`cold_start_usd`) times how often a stop is undone (UNDO_RATE). A region with no profile yet
+is priced on this hour alone (`money.priced`), and the trail says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from costguard.core.bill import SLOT, Exposure, OffWorth, SpillProfile, slot_of
+from costguard.core.money import Basis, Marginal
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.capacity import owners_hours
+from costguard.idle.rules.decision import Action, Decision, KeptFor
+from costguard.idle.rules.money import NOT_FOR_MONEY, PRICED, priced
+from costguard.idle.rules.restarts import cold_start_usd
+
+# The longest off-period a stop is priced over when nothing says when the machine is wanted again (a Friday
+# evening's stop reaches Monday's morning).
+LONGEST_OFF = timedelta(hours=72)
+# How often a person starts a machine again after costguard stopped it, where nothing more is known of it: a
+# stop is worth making when it saves more than this share of a cold start. (A machine whose person undid a stop
+# is held apart: restarts.held_after_undo.)
+UNDO_RATE = 0.1
+_HOURS = SLOT / timedelta(hours=1)
+
+# What was taken off a layer's spill at a quarter-hour of the week by stops decided before in the same sweep
+Taken = Mapping[tuple[str, int], float]
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A stop priced over its off-period, and what it takes of each layer's spill there."""
+
+    worth: OffWorth
+    takes: Mapping[tuple[str, int], float]
+
+
+def off_until(decision: Decision, instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
+    """When the machine is expected to run again: costguard's start for its next work, else its owner's next
+    working hours; never later than LONGEST_OFF, nor sooner than a quarter-hour on."""
+    if decision.start_at is not None and decision.start_at > now:
+        end = decision.start_at
+    else:
+        end = owners_hours(instance, policy.team_timezone).next_start(now)
+    return max(now + SLOT, min(end, now + LONGEST_OFF))
+
+
+def restart_usd(policy: IdlePolicy, undo_rate: float = UNDO_RATE) -> float:
+    """What a stop's restart is expected to cost: a person's cold start, times how often a stop is undone."""
+    return cold_start_usd(policy) * undo_rate
+
+
+def over_off_period(  # noqa: PLR0917 (the stop's facts, each its own)
+    exposure: Exposure,
+    profile: SpillProfile | None,
+    now: datetime,
+    until: datetime,
+    restart: float,
+    taken: Taken | None = None,
+) -> Priced | None:
+    """What a stop saves from `now` to `until`, quarter-hour by quarter-hour: this quarter-hour at the bill's
+    price now (the sweep's other stops taken off in turn), the next ones on the profile (a quarter-hour never
+    seen: as now). None where nothing is known by hour: no profile yet, a plan judged on its recent use, no price."""
+    marginal = exposure.marginal
+    layers = (*exposure.plan_keys, *((exposure.ri.key,) if exposure.ri else ()))
+    by_hour = marginal.prepaid or marginal.basis is Basis.SPOT or not layers or _known(profile, layers)
+    if not exposure.hourly or marginal.usd_per_hour is None or profile is None or not by_hour:
+        return None
+    taken = taken or {}
+    usd, first, takes = 0.0, None, {}
+    moment = now
+    while moment < until:
+        rate: float | None = marginal.usd_per_hour  # the bill's own price now: `Bill.stopped` takes its share
+        took: dict[tuple[str, int], float] = {}
+        if moment > now:
+            rate, took = _rate(exposure, profile, moment, taken)
+        if rate is None:
+            return None
+        usd += rate * _HOURS
+        if rate > 0 and first is None:
+            first = moment
+        takes.update(took)
+        moment += SLOT
+    spills_from = first if first is not None and first > now else None
+    worth = OffWorth(round(usd, 2), until, round(restart, 2), spills_from, _what(exposure))
+    return Priced(worth, takes)
+
+
+def judged(decision: Decision, marginal: Marginal, found: Priced | None, until: datetime) -> Decision:
+    """The decision with what its stop saves over its off-period (to `until`): a warning or a stop whose
+    off-period does not save more than its restart costs becomes none (a stop already warned of clears its
+    warning). Without a profile, today's rule: priced on this hour (`money.priced`), and said."""
+    if decision.action not in PRICED:
+        return decision
+    if found is None:
+        out = priced(decision, marginal)
+        unprofiled = OffWorth(None, until)
+        if out.action is decision.action:
+            return replace(out, worth=unprofiled)
+        return replace(out, reason=f"{out.reason}; {unprofiled.text()}", worth=unprofiled)
+    worth = found.worth
+    if worth.worth_it:
+        return replace(decision, bill=marginal, worth=worth)
+    action = Action.CLEAR_WARNING if decision.action is Action.STOP else Action.NONE
+    off = f"{worth.until:%a %H:%M} UTC"
+    if not worth.usd:
+        why = f"{NOT_FOR_MONEY} nor until {off} ({marginal.why})"
+    else:
+        why = (
+            f"not stopped for money: until {off} a stop saves about ${worth.usd:,.2f} on the bill, no more than "
+            f"its restart is expected to cost (${worth.restart_usd:,.2f}) ({marginal.why})"
+        )
+    return replace(
+        decision,
+        action=action,
+        reason=why,
+        bill=marginal,
+        worth=worth,
+        will_stop=False,
+        stop_after=None,
+        kept_for=KeptFor.NOTHING_SAVED,
+    )
+
+
+def _known(profile: SpillProfile | None, layers: tuple[str, ...]) -> bool:
+    return profile is not None and profile.knows(layers)
+
+
+def _rate(
+    exposure: Exposure, profile: SpillProfile, moment: datetime, taken: Taken
+) -> tuple[float | None, dict[tuple[str, int], float]]:
+    """What the machine's usage costs the bill at this quarter-hour, and what it takes of each layer there."""
+    marginal, slot = exposure.marginal, slot_of(moment)
+    if marginal.prepaid:  # paid until the hold ends; a Capacity Block's machine ends with it
+        ended = marginal.until is not None and moment >= marginal.until
+        return ((marginal.on_demand if ended and marginal.basis is Basis.CAPACITY_RESERVATION else 0.0), {})
+    if marginal.basis is Basis.SPOT:
+        return marginal.usd_per_hour, {}
+    on_demand = marginal.on_demand
+    if on_demand is None:
+        return None, {}
+    took: dict[tuple[str, int], float] = {}
+    share = exposure.share_now
+    ri = exposure.ri
+    if ri is not None:
+        seen = profile.at(ri.key, moment)
+        over = (ri.over if seen is None else seen) + sum(n for end, n in ri.ends if end <= moment)
+        over = max(0.0, over - taken.get((ri.key, slot), 0.0))
+        share = min(ri.mine, over) / ri.mine if ri.mine else 0.0
+        took[(ri.key, slot)] = min(ri.mine, over)
+    flow = on_demand * share
+    if not exposure.plan_keys:
+        return flow, took
+    spills = []
+    for key in exposure.plan_keys:
+        seen = profile.at(key, moment)
+        spill = (exposure.spill_now.get(key, 0.0) if seen is None else seen) + sum(
+            room for k, end, room in exposure.plan_ends if k == key and end <= moment
+        )
+        spills.append(max(0.0, spill - taken.get((key, slot), 0.0)))
+    saved = min(flow, *spills)
+    for key in exposure.plan_keys:
+        took[(key, slot)] = saved
+    return saved, took
+
+
+def _what(exposure: Exposure) -> str:
+    if exposure.plan_keys:
+        return "the Savings Plan"
+    if exposure.ri is not None:
+        return "the Reserved Instances"
+    if exposure.marginal.basis is Basis.CAPACITY_RESERVATION:
+        return "the capacity reservation"
+    return ""

@@ -1,0 +1,189 @@
+"""A stop is worth what the bill saves over the hours it keeps the machine off, on the region's spill profile."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from costguard.core.bill import SLOT, Bill, SpillProfile
+from costguard.core.money import Billing, Hold, Plan, Reserved
+from costguard.core.records import Instance
+from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.decision import Action, Decision, KeptFor
+from costguard.idle.rules.pipeline import stepped
+from costguard.idle.rules.trail import Rule
+from costguard.idle.rules.worth import judged, off_until, over_off_period, restart_usd
+
+TUESDAY = datetime(2026, 11, 24, tzinfo=UTC)  # a Tuesday
+P4D = 21.96
+POLICY = IdlePolicy()  # the team's hours: weekdays 08:00-19:00 UTC; a person's hour $150
+
+
+def p4d(n: int, *, lifecycle: str = "", reservation: str = "") -> Instance:
+    return Instance(
+        f"i-{n:08x}",
+        "us-east-1",
+        "p4d.24xlarge",
+        "running",
+        TUESDAY - timedelta(days=2),
+        zone="us-east-1a",
+        lifecycle=lifecycle,
+        capacity_reservation_id=reservation,
+    )
+
+
+def price(_: Instance) -> float:
+    return P4D
+
+
+def profile(key: str, spill: float, start: datetime, end: datetime, *, else_: float = 0.0) -> SpillProfile:
+    """A profile learned over a whole week: `spill` from `start` to `end`, `else_` at every other quarter-hour."""
+    week = SpillProfile("us-east-1")
+    moment = TUESDAY - timedelta(days=1)
+    while moment < TUESDAY + timedelta(days=6):
+        week = week.learned({key: spill if start <= moment < end else else_}, moment)
+        moment += SLOT
+    return week
+
+
+def stop(machine: Instance, **fields: object) -> Decision:
+    return Decision(machine.instance_id, Action.STOP, "idle through the grace period", **fields)  # type: ignore[arg-type]
+
+
+def priced(
+    billing: Billing, machine: Instance, decision: Decision, week: SpillProfile | None, now: datetime
+) -> Decision:
+    exposure = Bill(billing, now, list_price=price).exposure(machine, P4D)
+    until = off_until(decision, machine, POLICY, now)
+    found = over_off_period(exposure, week, now, until, restart_usd(POLICY))
+    return judged(decision, exposure.marginal, found, until)
+
+
+def compute_plan(commitment: float, *, end: datetime | None = None) -> Plan:
+    return Plan("sp-1", "Compute", end or TUESDAY + timedelta(days=300), commitment_usd_per_hour=commitment, rate=0.7)
+
+
+def on_plan(fleet: Sequence[Instance], plan: Plan) -> Billing:
+    return Billing("us-east-1", running=tuple(fleet), plans=(plan,))
+
+
+def test_an_idle_machine_on_an_under_used_plan_at_night_is_stopped_for_the_morning_when_the_plan_spills() -> None:
+    # At 02:00 the $35/h plan ($50/h of on-demand usage) has room for both p4d: a stop saves $0 now. The week
+    # says the plan spills $40/h from 08:00; the machine's learned run is at 10:00: two hours of its full price.
+    now = TUESDAY + timedelta(hours=2)
+    fleet = [p4d(0), p4d(1)]
+    week = profile("sp:Compute", 40.0, TUESDAY + timedelta(hours=8), TUESDAY + timedelta(hours=19))
+    decision = stop(fleet[0], start_at=TUESDAY + timedelta(hours=10), next_work="its run at 10:00")
+    after = priced(on_plan(fleet, compute_plan(35.0)), fleet[0], decision, week, now)
+    assert after.action is Action.STOP
+    assert after.bill is not None
+    assert after.bill.usd_per_hour == 0.0  # nothing now
+    assert after.worth is not None
+    assert after.worth.usd == 43.92
+    assert after.worth.text() == "saves about $44 by Tue 10:00 UTC on the bill: the Savings Plan spills from 08:00 UTC"
+    step = stepped(Rule.BILL, decision, after).trail[-1]
+    assert step.rule is Rule.BILL
+    assert "saves about $44 by Tue 10:00 UTC" in step.why
+    assert "spills from 08:00 UTC" in step.why
+
+
+def test_a_night_that_stays_under_the_plan_until_the_team_comes_in_saves_nothing_and_is_not_stopped() -> None:
+    # Off until the team's hours open at 08:00; the plan spills only from 09:00: the stop saves nothing.
+    now = TUESDAY + timedelta(hours=2)
+    fleet = [p4d(0), p4d(1)]
+    week = profile("sp:Compute", 40.0, TUESDAY + timedelta(hours=9), TUESDAY + timedelta(hours=19))
+    after = priced(on_plan(fleet, compute_plan(35.0)), fleet[0], stop(fleet[0]), week, now)
+    assert after.action is Action.CLEAR_WARNING
+    assert after.kept_for is KeptFor.NOTHING_SAVED
+    assert "nor until Tue 08:00 UTC" in after.reason
+
+
+def test_a_small_spill_worth_less_than_a_restart_is_not_stopped_for() -> None:
+    # $2/h of spill for an hour (07:00-08:00) saves $2: less than a restart is expected to cost ($50 x 0.1).
+    now = TUESDAY + timedelta(hours=2)
+    fleet = [p4d(0), p4d(1)]
+    week = profile("sp:Compute", 2.0, TUESDAY + timedelta(hours=7), TUESDAY + timedelta(hours=19))
+    after = priced(on_plan(fleet, compute_plan(35.0)), fleet[0], stop(fleet[0]), week, now)
+    assert after.action is Action.CLEAR_WARNING
+    assert after.worth is not None
+    assert after.worth.usd == 2.0
+    assert "saves about $2.00 on the bill, no more than its restart is expected to cost ($5.00)" in after.reason
+
+
+def test_an_ri_pool_that_frees_at_18_saves_only_the_hours_before() -> None:
+    # 4 p4d on 3 RIs at 14:00: a stop saves the on-demand price now; from 18:00 the others stop and the RIs
+    # cover it. Off until Wednesday 08:00 (18 hours), it saves the 4 hours to 18:00 alone.
+    now = TUESDAY + timedelta(hours=14)
+    fleet = [p4d(n) for n in range(4)]
+    ris = (Reserved("ri", "p4d.24xlarge", 3, TUESDAY - timedelta(days=10), TUESDAY + timedelta(days=300)),)
+    week = profile("ri:p4d/default", 192.0, TUESDAY + timedelta(hours=8), TUESDAY + timedelta(hours=18))
+    after = priced(Billing("us-east-1", running=tuple(fleet), reserved=ris), fleet[0], stop(fleet[0]), week, now)
+    assert after.action is Action.STOP
+    assert after.worth is not None
+    assert after.worth.until == TUESDAY + timedelta(days=1, hours=8)
+    assert after.worth.usd == round(4 * P4D, 2)
+
+
+def test_a_capacity_block_ending_at_03_saves_nothing_over_its_off_period() -> None:
+    # The block is prepaid to its end, and its machine ends with it.
+    now = TUESDAY + timedelta(hours=22)
+    block = Hold("cb-1", "p4d.24xlarge", "us-east-1a", 1, 0, TUESDAY + timedelta(days=1, hours=3), block=True)
+    machine = p4d(0, lifecycle="capacity-block", reservation="cb-1")
+    week = SpillProfile("us-east-1")
+    after = priced(Billing("us-east-1", running=(machine,), holds=(block,)), machine, stop(machine), week, now)
+    assert after.action is Action.CLEAR_WARNING
+    assert after.worth is not None
+    assert after.worth.usd == 0.0
+
+
+def test_a_capacity_reservation_ending_at_03_saves_the_on_demand_hours_after_it() -> None:
+    now = TUESDAY + timedelta(hours=22)
+    held = Hold("cr-1", "p4d.24xlarge", "us-east-1a", 1, 0, TUESDAY + timedelta(days=1, hours=3), block=False)
+    machine = p4d(0, reservation="cr-1")
+    week = SpillProfile("us-east-1")
+    after = priced(Billing("us-east-1", running=(machine,), holds=(held,)), machine, stop(machine), week, now)
+    assert after.action is Action.STOP
+    assert after.worth is not None
+    assert after.worth.usd == round(5 * P4D, 2)  # 03:00 to 08:00
+    assert after.worth.text().endswith("the capacity reservation spills from 03:00 UTC")
+
+
+def test_a_plan_expiring_mid_week_makes_the_hours_after_its_end_worth_their_price() -> None:
+    # The plan has room all night (the profile says no spill) but ends at 05:00: from then the machine is billed
+    # on demand, and the stop saves its price to the team's 08:00.
+    now = TUESDAY + timedelta(hours=1)
+    fleet = [p4d(0), p4d(1)]
+    week = profile("sp:Compute", 0.0, TUESDAY, TUESDAY)
+    plan = compute_plan(35.0, end=TUESDAY + timedelta(hours=5))
+    after = priced(on_plan(fleet, plan), fleet[0], stop(fleet[0]), week, now)
+    assert after.action is Action.STOP
+    assert after.worth is not None
+    assert after.worth.usd == round(3 * P4D, 2)
+
+
+def test_with_no_profile_yet_a_stop_is_priced_on_this_hour_and_the_trail_says_so() -> None:
+    now = TUESDAY + timedelta(hours=2)
+    fleet = [p4d(0), p4d(1)]
+    covered = priced(on_plan(fleet, compute_plan(35.0)), fleet[0], stop(fleet[0]), None, now)
+    assert covered.action is Action.CLEAR_WARNING  # today's rule: it saves nothing this hour
+    assert covered.reason.endswith("no profile of the bill's week yet: priced on this hour alone")
+    on_demand = priced(Billing("us-east-1", running=tuple(fleet)), fleet[0], stop(fleet[0]), None, now)
+    assert on_demand.action is Action.STOP
+    step = stepped(Rule.BILL, stop(fleet[0]), on_demand).trail[-1]
+    assert step.why == (
+        "a stop saves $21.96/h on the bill now: on demand; no profile of the bill's week yet: priced on this hour alone"
+    )
+
+
+def test_two_stops_in_one_sweep_share_the_mornings_spill_in_turn() -> None:
+    # The plan spills $30/h from 08:00 to 10:00: the first p4d takes $21.96 of it, the second the $8.04 left.
+    now = TUESDAY + timedelta(hours=2)
+    fleet = [p4d(0), p4d(1)]
+    week = profile("sp:Compute", 30.0, TUESDAY + timedelta(hours=8), TUESDAY + timedelta(hours=19))
+    bill = Bill(on_plan(fleet, compute_plan(35.0)), now, list_price=price)
+    until = TUESDAY + timedelta(hours=10)
+    first = over_off_period(bill.exposure(fleet[0], P4D), week, now, until, 5.0)
+    assert first is not None
+    second = over_off_period(bill.exposure(fleet[1], P4D), week, now, until, 5.0, first.takes)
+    assert second is not None
+    assert (first.worth.usd, second.worth.usd) == (round(2 * P4D, 2), round(2 * (30 - P4D), 2))
