@@ -45,3 +45,11 @@ def test_an_item_that_does_not_read_as_a_profile_is_ignored_and_logged(caplog: p
     with caplog.at_level(logging.WARNING):
         assert log.read("us-east-1") is None
     assert "spill profile unreadable: ignored" in caplog.text
+
+
+def test_a_quarter_hour_not_seen_yet_is_the_same_time_on_the_nearest_day_seen_before_of_its_kind() -> None:
+    monday, saturday = NOW - timedelta(days=1), NOW + timedelta(days=4)
+    week = SpillProfile("us-east-1").learned({"sp:Compute": 40.0}, monday).learned({"sp:Compute": 5.0}, saturday)
+    assert week.at("sp:Compute", NOW) == 40.0  # Tuesday 08:00 not seen: Monday's
+    assert week.at("sp:Compute", NOW + timedelta(days=5)) == 5.0  # Sunday 08:00: Saturday's
+    assert week.at("sp:Compute", NOW + timedelta(hours=1)) is None  # 09:00 never seen

@@ -44,8 +44,20 @@ class SpillProfile:
     layers: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
 
     def at(self, key: str, moment: datetime) -> float | None:
+        """The layer's spill at this quarter-hour of the week; one not seen yet is taken from the same quarter-hour
+        of the nearest day before that was seen, a day of the same kind first (a weekday's for a weekday)."""
         slots = self.layers.get(key)
-        return None if slots is None else slots[slot_of(moment)]
+        if slots is None:
+            return None
+        slot = slot_of(moment)
+        if slots[slot] is not None:
+            return slots[slot]
+        weekend = slot // 96 >= 5
+        earlier = [(slot - 96 * days) % WEEK_SLOTS for days in range(1, 7)]
+        for candidate in sorted(earlier, key=lambda s: (s // 96 >= 5) != weekend):  # stable: nearest first
+            if slots[candidate] is not None:
+                return slots[candidate]
+        return None
 
     def knows(self, keys: tuple[str, ...]) -> bool:
         """Whether every one of these layers has been seen in at least one quarter-hour."""
