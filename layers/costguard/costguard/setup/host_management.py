@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.clients import error_code
-from costguard.aws.ssm import read_setting, reset_setting, setting_arn, update_setting
+from costguard.aws.ssm import ServiceSetting, read_setting, reset_setting, setting_arn, update_setting
 from costguard.core.observability import logger
 
 if TYPE_CHECKING:
@@ -60,6 +60,34 @@ def regions_of(properties: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(listed or [str(properties["HomeRegion"])]))
 
 
+# One region's step: given its client, its setting's ARN and what the setting holds now, what was done, in a line.
+Step = Callable[["SSMClient", str, ServiceSetting], str]
+
+
+def each_region(
+    ssm_for: Callable[[str], SSMClient],
+    regions: Sequence[str],
+    step: Step,
+    *,
+    partition: str,
+    account: str,
+    done: str,
+) -> list[str]:
+    """The setting read in each region and `step` taken on it (what the walk has `done`: "turned on",
+    "restored"); a line per region of what was found and done. A region that would not answer is said ("not
+    restored", with the error's code) and the walk goes on."""
+    said = []
+    for region in regions:
+        ssm, arn = ssm_for(region), setting_arn(partition, region, account)
+        try:
+            said.append(f"{region}: {step(ssm, arn, read_setting(ssm, arn))}")
+        except ERRORS as exc:
+            logger.warning(f"default host management not {done}", region=region, error=str(exc)[:200])
+            said.append(f"{region}: not {done} ({error_code(exc)})")
+    logger.info(f"default host management {done}", said=said)
+    return said
+
+
 def turn_on(
     ssm_for: Callable[[str], SSMClient],
     regions: Sequence[str],
@@ -71,23 +99,16 @@ def turn_on(
 ) -> list[str]:
     """The setting set to costguard's `role` where it is unset (or names costguard's role it `replacing`); where it
     names another role, left as it is. A line per region of what was found and done."""
-    said = []
-    for region in regions:
-        ssm, arn = ssm_for(region), setting_arn(partition, region, account)
-        try:
-            found = read_setting(ssm, arn)
-            if found.value == role:
-                said.append(f"{region}: on, with costguard's role {role}")
-            elif found.unset or (replacing and found.value == replacing):
-                update_setting(ssm, arn, role)
-                said.append(f"{region}: turned on, with costguard's role {role}")
-            else:
-                said.append(f"{region}: already on, with the account's role {found.value}: left as it is")
-        except ERRORS as exc:
-            logger.warning("default host management not turned on", region=region, error=str(exc)[:200])
-            said.append(f"{region}: not turned on ({error_code(exc)})")
-    logger.info("default host management", said=said)
-    return said
+
+    def step(ssm: SSMClient, arn: str, found: ServiceSetting) -> str:
+        if found.value == role:
+            return f"on, with costguard's role {role}"
+        if found.unset or (replacing and found.value == replacing):
+            update_setting(ssm, arn, role)
+            return f"turned on, with costguard's role {role}"
+        return f"already on, with the account's role {found.value}: left as it is"
+
+    return each_region(ssm_for, regions, step, partition=partition, account=account, done="turned on")
 
 
 def restore(
@@ -95,21 +116,14 @@ def restore(
 ) -> list[str]:
     """The setting reset where it names costguard's `role` (costguard found it unset: it sets no other); left as it
     is elsewhere. A line per region."""
-    said = []
-    for region in regions:
-        ssm, arn = ssm_for(region), setting_arn(partition, region, account)
-        try:
-            found = read_setting(ssm, arn)
-            if found.value == role:
-                reset_setting(ssm, arn)
-                said.append(f"{region}: reset to unset, as costguard found it")
-            else:
-                said.append(f"{region}: not costguard's ({found.value}): left as it is")
-        except ERRORS as exc:
-            logger.warning("default host management not restored", region=region, error=str(exc)[:200])
-            said.append(f"{region}: not restored ({error_code(exc)})")
-    logger.info("default host management restored", said=said)
-    return said
+
+    def step(ssm: SSMClient, arn: str, found: ServiceSetting) -> str:
+        if found.value == role:
+            reset_setting(ssm, arn)
+            return "reset to unset, as costguard found it"
+        return f"not costguard's ({found.value}): left as it is"
+
+    return each_region(ssm_for, regions, step, partition=partition, account=account, done="restored")
 
 
 def handle(event: Mapping[str, Any], ssm_for: Callable[[str], SSMClient]) -> Answer:
