@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from costguard.core.bill import OffWorth
 from costguard.core.money import Basis, Hold, Marginal
 from costguard.core.records import Instance
 from costguard.idle.words.money import prepaid_idle_notice, saving_line
@@ -43,4 +44,17 @@ def test_the_prepaid_notice_names_the_block_until_when_and_offers_stop_anyway() 
     assert (
         message.text
         == "p5.48xlarge i-0123456789abcdef0 idles on Capacity Block cr-0abc: a stop saves nothing, so it keeps running"
+    )
+
+
+def test_a_stop_priced_over_its_off_period_says_what_it_saves_by_when_and_from_when_the_plan_spills() -> None:
+    night = Marginal(0.0, 21.96, Basis.SAVINGS_PLAN, "covered: the Savings Plan's $35.00/h commitment is not used up")
+    worth = OffWorth(131.76, NOW + timedelta(hours=19), 5.0, NOW + timedelta(hours=18), "the Savings Plan")
+    assert saving_line(night, worth) == (
+        "Saves about $132 by Wed 09:00 UTC on the bill: the Savings Plan spills from 08:00 UTC "
+        "($0.00/h now: covered: the Savings Plan's $35.00/h commitment is not used up)"
+    )
+    unprofiled = OffWorth(None, NOW + timedelta(hours=19))
+    assert saving_line(Marginal(21.96, 21.96, Basis.ON_DEMAND, "on demand"), unprofiled) == (
+        "Saves $21.96/h on the bill (on demand)"  # no profile yet: the hour's price, as before
     )

@@ -136,7 +136,7 @@ def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) 
     """The one context line: what idle was judged on, the tags, and what the price or the judgement lacks."""
     said = [Mrkdwn(JUDGED), Mrkdwn(TAGS)]
     if decision.bill is not None and _priced_apart(decision.bill):
-        said.append(safe(saving_line(decision.bill) + "."))
+        said.append(safe(saving_line(decision.bill, decision.worth) + "."))
     elif price.source == "bundled":
         said.append(Mrkdwn("Cost is a list price: the Pricing API could not be reached."))
     if decision.gpus_from_check and decision.will_stop:
@@ -177,7 +177,7 @@ def stopped_part(
         sentence=sentence(who, instance, idle),
         line=line(who, instance, idle, cost),
         status="",
-        detail=safe(saving_line(decision.bill) + ".") if decision.bill is not None else "",
+        detail=safe(saving_line(decision.bill, decision.worth) + ".") if decision.bill is not None else "",
     )
     return live.settled(stopped(instance, decision, now, zone), base)
 

@@ -3,14 +3,21 @@ about a machine that idles on capacity paid whether it runs or not. Pure."""
 
 from __future__ import annotations
 
+from costguard.core.bill import OffWorth
 from costguard.core.money import Marginal
 from costguard.core.records import Instance
 from costguard.slack.blocks import Message, Mrkdwn, actions, context, header, mrkdwn, section, when
 from costguard.slack.buttons import stop_anyway_buttons
 
 
-def saving_line(marginal: Marginal) -> str:
-    """ "Saves $21.96/h on the bill (on demand: 5 p4d run, 3 Reserved Instances)"."""
+def saving_line(marginal: Marginal, worth: OffWorth | None = None) -> str:
+    """ "Saves $21.96/h on the bill (on demand: 5 p4d run, 3 Reserved Instances)"; with what the stop saves over
+    the hours it keeps the machine off: "Saves about $130 by Tue 09:00 UTC on the bill: the Savings Plan spills
+    from 08:00 UTC ($0.00/h now: covered: ...)"."""
+    if worth is not None and worth.usd and marginal.usd_per_hour is not None:
+        text = worth.text()
+        caveat = f"; {marginal.caveat}" if marginal.caveat else ""
+        return f"{text[:1].upper()}{text[1:]} ({marginal.text()} now: {marginal.why}{caveat})"
     if marginal.usd_per_hour is None:
         return "Saving unknown: no price could be had" + (f" ({marginal.caveat})" if marginal.caveat else "")
     list_price = (
