@@ -150,6 +150,7 @@ class Bill:
         }
         self._hours = PlanHours.build(billing.plans, list(self._pool.values()), self._reserved, list_price, now)
         self._running = RiPool(self._pool.values(), self._reserved)  # what ri_share asks of them, counted once
+        self._first_spill: dict[str, float] | None = None
 
     @property
     def judges_plans_hourly(self) -> bool:
@@ -187,7 +188,9 @@ class Bill:
         share_now = self._running.share(instance)[0]
         ri = self._running.spill(instance)
         plans = [p for p in self.billing.plans if p.covers(instance, self.now)]
-        spill_now = self.spill_now()
+        if self._first_spill is None:  # a fallback for the quarter-hours a profile has not seen: found once
+            self._first_spill = self.spill_now()
+        spill_now = self._first_spill
         if not plans:
             return Exposure(marginal, share_now, ri, spill_now=spill_now)
         if self._hours is None or not self._hours.judges(plans):
