@@ -104,13 +104,15 @@ def figures_queue_arn(deployment: OrgDeployment, caller: Caller) -> str:
 
 
 def member_parameters(deployment: OrgDeployment, caller: Caller) -> dict[str, str]:
-    """What every member stack is told: the organization and the hub's account and stack name, from which it
-    derives the names it shares with the hub (its click queue, the hub's figures queue); no ARN of a member."""
+    """What every member stack is told: the organization and the hub's account, region and stack name, from which
+    it derives the names it shares with the hub (its click queue, the hub's figures queue, the hub's Slack relay it
+    posts through); no ARN of a member, and no Slack secret."""
     return {
         **deployment.member_parameters,
         **deployment.artifact_parameters(),
         "OrganizationId": caller.organization_id,
         "HubAccountId": caller.account,
+        "HubRegion": deployment.hub_region,
         "HubStackName": deployment.stack_name,
         "HubFiguresQueueArn": figures_queue_arn(deployment, caller),
     }

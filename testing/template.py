@@ -3,6 +3,7 @@ they create as it defines them, and each function's Lambda environment (`lambda_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -84,6 +85,8 @@ class _Resolver:
             if name not in self.resources:
                 raise self.Absent(name)
             return self.resources[name]
+        if kind == "Fn::Sub" and isinstance(arg, str):
+            return re.sub(r"\$\{([A-Za-z0-9:]+)\}", lambda m: self._ref(m.group(1)), arg)
         raise ValueError(f"cannot resolve {kind} in a Lambda environment")
 
     def _ref(self, name: str) -> str:
@@ -95,7 +98,7 @@ class _Resolver:
                 raise KeyError(f"the template's parameter {name} has no default: give it")
             return self.value(declared["Default"])
         if name.startswith("AWS::"):
-            return {"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}.get(name, "")
+            return {"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012", "AWS::Partition": "aws"}.get(name, "")
         if name not in self.resources:
             raise self.Absent(name)
         return self.resources[name]

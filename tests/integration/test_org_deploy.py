@@ -70,8 +70,8 @@ def deployment(units: tuple[str, ...], regions: tuple[str, ...] = ("us-east-1", 
 
 
 def member_parameters(organization: dict[str, str], hub: str) -> list[dict[str, str]]:
-    """No ARN of any member: the organization, the hub's account and stack name, and the hub's figures queue by
-    the name its stack gives it."""
+    """No ARN of any member: the organization, the hub's account, region and stack name (the members post to Slack
+    through the hub's relay), and the hub's figures queue by the name its stack gives it."""
     return [
         {"ParameterKey": "AlertsChannel", "ParameterValue": "C0ALERTS"},
         {"ParameterKey": "ArtifactBucketPrefix", "ParameterValue": "costguard-artifacts"},
@@ -79,6 +79,7 @@ def member_parameters(organization: dict[str, str], hub: str) -> list[dict[str, 
         {"ParameterKey": "BudgetAlerts", "ParameterValue": "false"},
         {"ParameterKey": "HubAccountId", "ParameterValue": hub},
         {"ParameterKey": "HubFiguresQueueArn", "ParameterValue": f"arn:aws:sqs:us-east-1:{hub}:costguard-figures"},
+        {"ParameterKey": "HubRegion", "ParameterValue": "us-east-1"},
         {"ParameterKey": "HubStackName", "ParameterValue": "costguard"},
         {"ParameterKey": "OrganizationId", "ParameterValue": organization["id"]},
     ]

@@ -417,10 +417,12 @@ def test_budget_tier_defaults_are_the_quarters(sam_template: dict[str, Any]) -> 
 def test_the_only_public_endpoint_is_the_slack_receiver(cfn: dict[str, Any]) -> None:
     urls = [(n, r["Properties"]) for n, r in cfn["Resources"].items() if r["Type"] == "AWS::Lambda::Url"]
     assert [(n, p["AuthType"]) for n, p in urls] == [("SlackReceiverFunctionUrl", "NONE")]
+    # The hub's Slack relay takes its organization's principals only (tests/template/test_slack_relay_template.py).
     public = [
         r["Properties"]
         for r in cfn["Resources"].values()
         if r["Type"] == "AWS::Lambda::Permission" and r["Properties"].get("Principal") == "*"
+        if "PrincipalOrgID" not in r["Properties"]
     ]
     # Both public permissions are for the Function URL only (the second is AWS's newer requirement).
     assert sorted((p["Action"], p.get("FunctionUrlAuthType"), p.get("InvokedViaFunctionUrl")) for p in public) == [

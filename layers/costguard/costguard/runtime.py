@@ -13,14 +13,16 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
+from slack_sdk import WebClient
 
-from costguard.aws.clients import GLOBAL_ENDPOINT_REGION, ClientFactory
+from costguard.aws.clients import GLOBAL_ENDPOINT_REGION, ClientFactory, new_session
 from costguard.aws.commitments import CommitmentReader
 from costguard.aws.pricing import PriceBook
 from costguard.core.errors import ConfigError
 from costguard.core.settings import Settings
 from costguard.slack.notifier import SlackCredentials, SlackNotifier
 from costguard.slack.pace import PER_CHANNEL_SECONDS
+from costguard.slack.relay import RELAY_CLIENT_CONFIG, RelayedWebClient
 from costguard.state.claims import Claims
 from costguard.state.ledger import Ledger
 from costguard.state.slack_ids import KnownSlackUsers
@@ -118,19 +120,35 @@ class Runtime:
                 '{"bot_token": "xoxb-…", "signing_secret": "…"}, see docs/deploying.md#2-the-secret'
             ) from None
 
+    @cached_property
+    def relay_client(self) -> Any:
+        """The Lambda client that invokes the hub's Slack relay (SLACK_RELAY_ARN): one attempt per call."""
+        region = self.settings.slack_relay_arn.split(":")[3]
+        return new_session().client("lambda", region_name=region, config=RELAY_CLIENT_CONFIG)
+
     @property
     def notifier(self) -> SlackNotifier:
+        if self.settings.slack_relay_arn:  # a member of an organization: no Slack secret here, the hub's token
+            if self._notifier is None:
+                self._notifier = self._new_notifier(
+                    SlackCredentials(), RelayedWebClient(self.relay_client, self.settings.slack_relay_arn)
+                )
+            return self._notifier
         credentials = self.slack_credentials()
         fingerprint = f"{credentials.bot_token}|{credentials.webhook_url}"
         if self._notifier is None or fingerprint != self._notifier_token:
-            self._notifier = SlackNotifier(
-                credentials,
-                base_url=self.settings.slack_api_url,
-                time_left=self.time_left,
-                known_users=KnownSlackUsers(self.client("dynamodb"), self.settings.state_table),
-                channel_pace=self.slack_pace,
-                sleep=self.sleep,
-                clock=self.monotonic,
-            )
+            self._notifier = self._new_notifier(credentials)
             self._notifier_token = fingerprint
         return self._notifier
+
+    def _new_notifier(self, credentials: SlackCredentials, web: WebClient | None = None) -> SlackNotifier:
+        return SlackNotifier(
+            credentials,
+            base_url=self.settings.slack_api_url,
+            web_client=web,
+            time_left=self.time_left,
+            known_users=KnownSlackUsers(self.client("dynamodb"), self.settings.state_table),
+            channel_pace=self.slack_pace,
+            sleep=self.sleep,
+            clock=self.monotonic,
+        )

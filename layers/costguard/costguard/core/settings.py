@@ -133,6 +133,9 @@ class Settings:
     slack_api_url: str
     # The region the functions run in: EventBridge delivers CloudWatch and EC2 events only there.
     home_region: str = ""
+    # In an organization's member (make org-deploy): the hub's Slack relay, through which this account posts
+    # with the hub's token; "" where this account reads its own Slack secret.
+    slack_relay_arn: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -153,6 +156,7 @@ class Settings:
             state_ttl_days=STATE_TTL_DAYS,
             slack_api_url=read.optional("SLACK_API_URL"),
             home_region=home_region or (regions[0] if regions else ""),
+            slack_relay_arn=read.optional("SLACK_RELAY_ARN"),
         )
         read.check()
         return settings
