@@ -31,6 +31,7 @@ import botocore.loaders
 import botocore.session
 
 from costguard.aws.clients import ClientFactory, new_session
+from costguard.core.formatting import plural
 from costguard.core.observability import logger
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
@@ -230,7 +231,7 @@ def owner_tagging(demo: Demo, seeded: fleet.SeededFleet) -> None:
         for region, summary in result["regions"].items():
             print(
                 f"   {region}: {summary['instances']} untagged found, by source {summary['by_source']}, "
-                f"{summary['volumes_tagged']} volumes tagged, {summary['cloudtrail_pages']} CloudTrail page(s)"
+                f"{summary['volumes_tagged']} volumes tagged, {plural(summary['cloudtrail_pages'], 'CloudTrail page')}"
             )
     # erin's Spot job from her role's session; frank's from his IAM user, in the region no event came from;
     # mystery-west's launch is older than CloudTrail's 90 days.
@@ -532,7 +533,7 @@ def deep_dive(demo: Demo, seeded: fleet.SeededFleet) -> None:
         print(
             f"   {result['quarter']}: ${result['total_usd']:,.0f} of EC2 compute, {result['lines']} lines, "
             f"{result['anomalies']} anomalies ({result['anomaly_source'].split(':')[0]}), "
-            f"{result['region_moves']} region move(s); chart and CSV {result['files']}"
+            f"{plural(result['region_moves'], 'region move')}; chart and CSV {result['files']}"
         )
     demo.scenes.expect(
         title,
@@ -694,7 +695,7 @@ def first_deploy(demo: Demo, seeded: fleet.SeededFleet) -> None:
         unchanged = instance_tags(demo) == tags
         alarms = demo.client("cloudwatch").describe_alarms(AlarmNamePrefix="costguard-idle-")["MetricAlarms"]
         print(
-            f"   {len(posted)} message(s), to {', '.join(where) or 'nobody'}: what it would have done; "
+            f"   {plural(len(posted), 'message')}, to {', '.join(where) or 'nobody'}: what it would have done; "
             f"{'no tag changed' if unchanged else 'TAGS CHANGED'}, nothing stopped, {len(alarms)} alarms"
         )
         print("   (in life, a week of these reports; then `sam deploy` with Mode=enforce, and the story goes on)")
@@ -711,7 +712,7 @@ def hostile_owner(demo: Demo) -> None:
     raw = [p for p in carrying if "<!channel>" in p or "<https://example.com" in p]
     title = f"The hostile Owner tag {fleet.HOSTILE_OWNER!r}"
     print(
-        f"\n== {title}: in {len(carrying)} message(s), "
+        f"\n== {title}: in {plural(len(carrying), 'message')}, "
         + (f"RAW in {len(raw)}: it would ping the channel" if raw else "escaped in every one (pings nobody)")
     )
     demo.scenes.expect(title, {"shown": True, "raw": 0}, {"shown": bool(carrying), "raw": len(raw)})
@@ -813,7 +814,7 @@ def main() -> int:
         print("\n== The fleet at the end")
         for row in rows:
             print(f"   {row[0]:<20} {row[2]:<10} {row[3]:<13} {row[4]:<8} Owner={row[5]:<20} {row[7]}")
-        print(f"\n== Slack: {len(demo.slack.messages)} message(s)")
+        print(f"\n== Slack: {plural(len(demo.slack.messages), 'message')}")
         for message in demo.slack.messages:
             where = "DM " + message.channel if message.direct else message.channel
             print(f"   [{where}] {message.text}")

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from costguard.aws.costexplorer import periods
+from costguard.core.formatting import plural
 from demo.fleet import OTHER_SERVICES
 from testing.aws_gaps import AwsGaps
 from testing.moto_fixes import set_sagemaker_time
@@ -118,7 +119,7 @@ def scene(demo: Any, t0: datetime, step: Callable[[str], Any]) -> None:
                 print(f"   {decision['key']}: {decision['action']} - {decision['reason'][:110]}")
             if result["idle_settings_reported"]:
                 told = result["idle_settings_reported"]
-                print(f"   {told} Studio setting(s) without idle shutdown, told to the alerts channel")
+                print(f"   {plural(told, 'Studio setting')} without idle shutdown, told to the alerts channel")
             for key in result["acted"]:
                 demo.timeline.append([f"{clock:%H:%M}", key, REGION, "stop", "idle after the warning"])
         got = {d["key"]: d["action"] for d in result["decisions"]}

@@ -12,6 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from costguard.core.formatting import plural
 from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.records import Skipped
 from costguard.core.settings import IdlePolicy
@@ -45,7 +46,7 @@ def lambda_handler(
     for action in METRIC_ACTIONS:
         metrics.add_metric(name=f"Idle{action.title().replace('-', '')}", unit=MetricUnit.Count, value=counts[action])
     if failures:  # a region that could not be swept at all: Lambda's retries, then the DLQ and its alarm
-        raise SweepIncomplete(f"{len(failures)} region(s) not swept: {failures[:5]}")
+        raise SweepIncomplete(f"{plural(len(failures), 'region')} not swept: {failures[:5]}")
     # Writes a storm refused and Slack work left undone are the next sweep's (15 minutes later), as a
     # retry would be: the run ends normally with what it finished recorded, and says what is left.
     left = [e for r in reports.values() for e in r.retryable_errors]

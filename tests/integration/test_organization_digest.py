@@ -136,7 +136,7 @@ def test_the_hub_posts_one_digest_with_both_accounts_and_names_the_one_that_did_
     assert "*research (123456789012)*: 0 machines" in text
     assert "`444455556666`: never reported" in text
     assert "999999999999" not in text
-    assert "2 hand-off(s) could not be read" in text
+    assert "2 hand-offs could not be read" in text
     # the two it could read are gone from the queue; the two it could not stay there for the DLQ
     left = org["sqs"].get_queue_attributes(QueueUrl=org["queue"], AttributeNames=["All"])["Attributes"]
     assert int(left["ApproximateNumberOfMessages"]) + int(left["ApproximateNumberOfMessagesNotVisible"]) == 2

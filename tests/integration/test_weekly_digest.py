@@ -335,7 +335,7 @@ def test_the_digest_prices_waste_and_savings_on_the_bill_keeps_paid_idle_hours_a
     assert f"10 idle machine-hours on Reserved Instances (g5, {REGION}) ($10.06 on demand" in body
     assert "*carol@example.com*: *$20.12* idle (20 of 20 GPU-h), 1 machine at 1% GPU use" in body
     assert (
-        "*dave@example.com*: *$0.00* idle (10 of 10 GPU-h), 1 machine at 1% GPU use, "
+        "*dave@example.com*: no idle cost, 10 GPU-h, 1 machine at 1% GPU use, "
         "10 idle machine-hours on paid capacity" in body
     )
     due, gave_up = now - timedelta(days=2), now - timedelta(days=2) + timedelta(hours=3)

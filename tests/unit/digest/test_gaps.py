@@ -49,6 +49,6 @@ def test_a_refused_read_names_the_exact_action_to_grant_and_a_throttle_is_no_per
         assert f"`{action}`" in text
     assert "GetCostAndUsage" not in text
     assert "GetReservationCoverage" not in text
-    assert "Reserved Instance use as not read until it is granted" in text
+    assert "the digest leaves out Reserved Instance use until it is granted" in text
     assert alert.text == "costguard's weekly digest may not read 3 things: grant them"
     assert permission_alert(gaps_of(["GetCostAndUsage: ThrottlingException"]), who="weekly digest", week="w") is None

@@ -128,3 +128,23 @@ def test_a_suggested_schedule_s_hours_are_on_the_reader_s_clock_and_its_tag_valu
     # The nearest 08:00 and 10:00 to the week's end (Monday 09:00): that morning's.
     assert dates_in(text) == [int((END - timedelta(hours=1)).timestamp()), int((END + timedelta(hours=1)).timestamp())]
     assert not plain_times(message.slack_blocks())
+
+
+def test_a_week_whose_idle_time_cost_nothing_leads_with_its_news_not_with_zero_dollars() -> None:
+    advice = Suggestion("i-0123456789abcdef0", "g5.12xlarge", "fewer-gpus", "g5.8xlarge", 5.672, 2.45, 261.0, "x")
+    pat = replace(ALICE, waste_usd=0.0, idle_gpu_hours=0.0, idle=(), warned=0, advice=(advice,))
+    message = owner_message([pat], {"": "Prices as your bill shows them: on demand."}, now=END)
+    said = as_read(message.blocks)
+    assert message.text == "Your GPU week: the same work for $261 less"
+    assert "$0.00" not in message.text + said
+    assert "*Your GPU week*: 2 machines, 120 GPU-hours at 41% average use; no idle time cost anything on the bill." in (
+        said
+    )
+    assert "*g5.8xlarge* instead, $2.45/h rather than $5.67/h, *$261 less* this week" in said
+
+
+def test_a_machine_without_gpu_telemetry_says_its_use_was_not_measured() -> None:
+    message = owner_message([replace(ALICE, avg_gpu_util=None)], {"": ""}, now=END)
+    said = as_read(message.blocks)
+    assert "2 machines, 120 GPU-hours (GPU use not measured)." in said
+    assert "not measured average" not in said

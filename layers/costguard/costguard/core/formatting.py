@@ -57,6 +57,12 @@ def signed(amount: float) -> str:
     return ("+" if amount >= 0 else "−") + usd(abs(amount))
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """A count with its noun as a reader says it: "1 machine", "0 machines", "3 Studio apps"; `many` where an
+    "s" is not the plural ("1 reply", "2 replies"). costguard never writes a noun with a bracketed "s"."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
 def duration(minutes: int) -> str:
     hours, rest = divmod(max(0, minutes), 60)
     if hours and rest:

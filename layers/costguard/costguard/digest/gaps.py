@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from costguard.core.formatting import plural
 from costguard.slack.blocks import Message, bullet_list, context, mrkdwn, section
 
 # The codes AWS answers a call the caller may not make with. Anything else (a throttle, an outage, an
@@ -84,10 +85,6 @@ def not_read(gaps: Sequence[Gap]) -> str:
     return "Not read this week: " + ", ".join(named) + ". The figures leave them out."
 
 
-def _plural(count: int, what: str) -> str:
-    return f"{count} {what}{'' if count == 1 else 's'}"
-
-
 def permission_alert(gaps: Sequence[Gap], *, who: str, week: str) -> Message | None:
     """The alerts channel's one message of the week for the reads AWS refused `who` (the weekly digest), each
     with the action to grant; None when none was refused for want of a permission."""
@@ -95,7 +92,7 @@ def permission_alert(gaps: Sequence[Gap], *, who: str, week: str) -> Message | N
     if not refused:
         return None
     lines = [
-        mrkdwn("`{0}`: the digest shows {1} as not read until it is granted", a, g.what) for a, g in refused.items()
+        mrkdwn("`{0}`: the digest leaves out {1} until it is granted", a, g.what) for a, g in refused.items()
     ]
     where = (
         "costguard's template grants these to the digest's role, so a policy above it refuses them: a service "
@@ -108,7 +105,7 @@ def permission_alert(gaps: Sequence[Gap], *, who: str, week: str) -> Message | N
         f"costguard's {who} may not read {len(refused)} thing{'' if one else 's'}: grant {'it' if one else 'them'}",
         (
             section(
-                mrkdwn("*AWS refused costguard's {0} {1} this week ({2}).* ", who, _plural(len(refused), "read"), week)
+                mrkdwn("*AWS refused costguard's {0} {1} this week ({2}).* ", who, plural(len(refused), "read"), week)
                 + f"Grant {'this action' if one else 'these actions'} to its role:\n"
                 + bullet_list(lines)
             ),

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from costguard.core.formatting import usd
+from costguard.core.formatting import plural, usd
 from costguard.slack.blocks import Block, Message, Mrkdwn, bullet_list, context, mrkdwn, section, times_in, when
 
 OWNER_MESSAGE_MIN_USD = 10.0  # about ten idle hours of a one-GPU machine
@@ -96,14 +96,6 @@ class OwnerWeek:
         return self.waste_usd >= OWNER_MESSAGE_MIN_USD or bool(self.keeps or self.refused or self.advice)
 
 
-def _pct(value: float | None) -> str:
-    return f"{value:.0f}%" if value is not None else "not measured"
-
-
-def _plural(count: int, what: str) -> str:
-    return f"{count} {what}{'' if count == 1 else 's'}"
-
-
 def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str], *, now: datetime) -> Message:
     """One person's week: every account's part of it (one, in an account's own digest), money first.
     `basis` is each account's price-basis line, by account id ("" for an account's own digest); `now`, the
@@ -112,7 +104,9 @@ def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str], *, now: 
     waste = sum(w.waste_usd for w in weeks)
     several = len(weeks) > 1
     blocks: list[Block] = []
-    if several:
+    if several and _nothing(waste):
+        blocks.append(section(f"*Your GPU week* across {len(weeks)} accounts: no idle time cost anything."))
+    elif several:
         blocks.append(
             section(
                 mrkdwn(
@@ -132,7 +126,29 @@ def owner_message(weeks: Sequence[OwnerWeek], basis: Mapping[str, str], *, now: 
     if lines:
         blocks.append(context(*lines[:3]))
     where = {priced(basis.get(w.account, "")) for w in weeks}
+    if _nothing(waste):
+        return Message(f"Your GPU week: {_news(weeks)}", tuple(blocks))
     return Message(f"Your GPU week: {usd(waste)} idle {where.pop() if len(where) == 1 else ''}".strip(), tuple(blocks))
+
+
+def _nothing(amount: float) -> bool:
+    """An amount a message would show as $0.00: never the lead of a message whose news is elsewhere."""
+    return round(amount, 2) == 0
+
+
+def _news(weeks: Sequence[OwnerWeek]) -> str:
+    """What a week whose idle time cost nothing is about, for its preview: the largest saving suggested, a keep
+    that outlived the work, a start EC2 refused."""
+    advice = [a for w in weeks for a in w.advice]
+    if advice:
+        return f"the same work for {usd(max(a.saving_usd for a in advice))} less"
+    keeps = sum(len(w.keeps) for w in weeks)
+    if keeps:
+        return f"{plural(keeps, 'keep')} outlived the work"
+    refused = sum(len(w.refused) for w in weeks)
+    if refused:
+        return f"EC2 refused {plural(refused, 'start')}"
+    return "no idle time cost anything"
 
 
 def merged(weeks: Sequence[OwnerWeek]) -> list[OwnerWeek]:
@@ -171,16 +187,20 @@ def priced(basis: str) -> str:
 
 def _account_part(week: OwnerWeek, named: bool, prices: str, now: datetime) -> list[Block]:
     title = mrkdwn("*{0}*: ", week.account_name or week.account) if named else Mrkdwn("")
-    body = title + (
-        f"idle machines cost *{usd(week.waste_usd)}* {prices} ({week.idle_gpu_hours:,.0f} idle GPU-hours)"
-        + ("" if named else ": what stopping them while idle would have saved")
-        + f". {_plural(week.machines, 'machine')}, {week.gpu_hours:,.0f} GPU-hours at "
-        f"{_pct(week.avg_gpu_util)} average use."
-    )
+    use = f"at {week.avg_gpu_util:.0f}% average use" if week.avg_gpu_util is not None else "(GPU use not measured)"
+    fleet = f"{plural(week.machines, 'machine')}, {week.gpu_hours:,.0f} GPU-hours {use}"
+    if _nothing(week.waste_usd):
+        body = title + f"{fleet}; no idle time cost anything {prices}."
+    else:
+        body = title + (
+            f"idle machines cost *{usd(week.waste_usd)}* {prices} ({week.idle_gpu_hours:,.0f} idle GPU-hours)"
+            + ("" if named else ": what stopping them while idle would have saved")
+            + f". {fleet[:1].upper()}{fleet[1:]}."
+        )
     if week.paid_idle_hours:
         body += f" {week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid: not stopped for money."
     if week.warned:
-        body += f" costguard warned you about {_plural(week.warned, 'idle machine')} this week."
+        body += f" costguard warned you about {plural(week.warned, 'idle machine')} this week."
     blocks: list[Block] = [section(body if named else Mrkdwn("*Your GPU week*: ") + body)]
     if week.idle:
         lines = [
@@ -235,7 +255,7 @@ def refused_starts_text(starts: Sequence[RefusedStart], *, owners: bool = True, 
     ]
     if len(starts) > shown:
         lines.append(Mrkdwn(f"and {len(starts) - shown} more"))
-    return Mrkdwn(f"*Failed starts* ({_plural(len(starts), 'start')} EC2 refused)\n") + bullet_list(lines)
+    return Mrkdwn(f"*Failed starts* ({plural(len(starts), 'start')} EC2 refused)\n") + bullet_list(lines)
 
 
 def suggestion_line(advice: Suggestion, owner: str | None = None, *, now: datetime) -> Mrkdwn:

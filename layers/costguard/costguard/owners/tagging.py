@@ -11,6 +11,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.cloudtrail import CloudTrail
+from costguard.core.formatting import plural
 from costguard.core.observability import ignored, logger, metrics
 from costguard.core.records import Skipped
 from costguard.owners.backfill import Backfill
@@ -72,7 +73,7 @@ class OwnerTagger:
             _emit(report)
             regions[region] = {**report.summary(), **also}
         if failures:
-            raise RuntimeError(f"backfill failed in {len(failures)} region(s): {failures}")
+            raise RuntimeError(f"backfill failed in {plural(len(failures), 'region')}: {failures}")
         return {"status": "backfilled", "regions": regions}
 
 

@@ -17,6 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.sagemaker import SageMaker, SageMakerMetrics
 from costguard.core.errors import CostguardError
+from costguard.core.formatting import plural
 from costguard.core.observability import logger, metrics
 from costguard.core.regions import each_region
 from costguard.core.sagemaker import Resource
@@ -145,5 +146,5 @@ def sweep_regions(sweep_for: Callable[[str], SageMakerSweep], regions: Sequence[
             metrics.add_metric(name=f"SageMaker{action.title()}", unit=MetricUnit.Count, value=done)
     errors = failures + [e for r in reports.values() for e in r.retryable]
     if errors:
-        raise SweepIncomplete(f"{len(errors)} action(s) to retry: {errors[:5]}")
+        raise SweepIncomplete(f"{plural(len(errors), 'action')} to retry: {errors[:5]}")
     return {k: v.summary() for k, v in reports.items()}

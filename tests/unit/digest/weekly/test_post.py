@@ -133,3 +133,53 @@ def test_a_week_of_no_idle_time_says_so_without_a_dollar() -> None:
     assert headline == "No GPU machine sat idle this week. costguard stopped no machine this week."
     assert post.text == "GPU week: nothing idle cost anything"
     assert datetime.now(UTC) > START  # the fixture's week is in the past: dates are fixed, not today's
+
+
+def test_a_commitment_figure_that_could_not_be_read_is_left_out_and_the_last_line_says_why() -> None:
+    data = member_data()
+    data.gaps = gaps_of(
+        [f"{call}: AccessDeniedException" for call in ("GetReservationUtilization", "GetReservationCoverage")]
+    )
+    data.commitments = CommitmentUse(None, None, 91.0, None)
+    housekeeping = json.dumps(digest_thread(data)[-1].message.slack_blocks())
+    assert "not read used" not in housekeeping
+    assert "not read of" not in housekeeping
+    assert "Reserved Instances:" not in housekeeping  # neither of its figures was read
+    assert "Savings Plans: 91% used" in housekeeping  # its coverage, not refused, simply not there
+    assert "Not read this week: Reserved Instance use, Reserved Instance coverage. The figures leave them out." in (
+        housekeeping
+    )
+
+
+def test_commitments_none_of_which_was_read_leave_no_empty_section() -> None:
+    data = member_data()
+    calls = ("GetReservationUtilization", "GetReservationCoverage", "GetSavingsPlansUtilization")
+    data.gaps = gaps_of([f"{call}: AccessDeniedException" for call in (*calls, "GetSavingsPlansCoverage")])
+    housekeeping = json.dumps(digest_thread(data)[-1].message.slack_blocks())
+    assert "*Commitments*" not in housekeeping
+    assert "not read used" not in housekeeping
+
+
+def test_a_machine_without_gpu_telemetry_is_said_as_not_measured_not_at_not_measured_use() -> None:
+    data = member_data()
+    data.this_week.per_owner["bob"]._util_hours = 0.0  # no hour of GPU use measured: no telemetry
+    owners = json.dumps(digest_thread(data)[0].message.slack_blocks())
+    assert "*bob*: *$4.02* idle (4 of 4 GPU-h), 1 machine, GPU use not measured" in owners
+    assert "at not measured" not in owners
+
+
+def test_stops_that_stayed_off_under_an_hour_say_their_minutes_not_zero_hours() -> None:
+    data = member_data()
+    data.saved_hours, data.saved_usd = 0.42, 0.47
+    housekeeping = json.dumps(digest_thread(data)[-1].message.slack_blocks())
+    assert "Stopped machines stayed off 25 min: *$0.47 saved*" in housekeeping
+    assert "0 h" not in housekeeping
+
+
+def test_an_owner_idle_only_on_paid_capacity_is_listed_without_zero_dollars() -> None:
+    data = member_data()
+    bob = data.this_week.per_owner["bob"]
+    bob.waste_usd, bob.paid_idle_hours = 0.0, 4.0
+    owners = json.dumps(digest_thread(data)[0].message.slack_blocks())
+    assert "*bob*: no idle cost, 4 GPU-h, 1 machine at 0% GPU use, 4 idle machine-hours on paid capacity" in owners
+    assert "$0.00" not in owners

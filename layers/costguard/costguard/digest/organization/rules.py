@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
 
-from costguard.core.formatting import usd
+from costguard.core.formatting import plural, usd
 from costguard.digest.chart import Bar, day_label
 from costguard.digest.gaps import gaps_of
 from costguard.digest.handoff import AccountWeek
@@ -146,25 +146,30 @@ def organization_message(org: OrganizationWeek) -> Message:
             blocks.append(section(mrkdwn("*Most idle, across accounts*\n") + bullet_list(owners)))
     if org.missing:
         blocks += [divider(), section(_missing(org))]
-    notes = [mrkdwn("{0}: {1}", w.name, "; ".join(_said(w.gaps))) for w in weeks if w.gaps]
+    notes: list[Mrkdwn] = []
+    unread = [mrkdwn("{0}: {1}", w.name, ", ".join(_said(w.gaps))) for w in weeks if w.gaps]
+    if unread:
+        notes.append(mrkdwn("Not read this week: ") + join("; ", unread) + Mrkdwn(". The figures leave them out."))
     if org.refused:
         notes.append(
             Mrkdwn(
-                f"{org.refused} hand-off(s) could not be read or came from an account this hub does not expect: "
-                "they stay on the figures queue and go to the dead-letter queue after three tries"
+                f"{plural(org.refused, 'hand-off')} could not be read or came from an account this hub does not "
+                "expect: they stay on the figures queue and go to the dead-letter queue after three tries."
             )
         )
     if notes:
-        blocks.append(context(mrkdwn("Not available: ") + join("; ", notes)))
-    missing = f", {len(org.missing)} account(s) without figures" if org.missing else ""
+        blocks.append(context(join(" ", notes)))
+    missing = f", {plural(len(org.missing), 'account')} without figures" if org.missing else ""
     text = f"GPU week, {len(weeks)} accounts: {idle:,.0f} idle GPU-hours, {usd(waste)} wasted{missing}"
     return Message(text, tuple(blocks))
 
 
 def _said(gaps: Sequence[str]) -> list[str]:
     """What an account could not read, as the channel may read it: a member from before issue 34 handed
-    over "Call: Code", which is said as what the call reads, never with its code."""
-    return list(dict.fromkeys(g if g.endswith(": not read") else f"{gaps_of([g])[0].what}: not read" for g in gaps))
+    over "Call: Code", which is said as what the call reads, never with its code; one since, "What: not read"."""
+    return list(
+        dict.fromkeys(g.removesuffix(": not read") if g.endswith(": not read") else gaps_of([g])[0].what for g in gaps)
+    )
 
 
 def _paid(weeks: Sequence[AccountWeek]) -> str:
@@ -211,7 +216,7 @@ def _missing(org: OrganizationWeek) -> str:
         for account, last in org.missing
     ]
     return Mrkdwn(
-        f":warning: *No figures this week from {len(org.missing)} account(s)*, so the totals leave them out. "
+        f":warning: *No figures this week from {plural(len(org.missing), 'account')}*, so the totals leave them out. "
         "Their weekly digest did not hand its week over: see that account's costguard logs and dead-letter "
         "queue.\n"
     ) + bullet_list(lines)

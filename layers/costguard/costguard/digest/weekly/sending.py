@@ -15,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from costguard.aws.clients import error_code
 from costguard.aws.queues import Mailbox
 from costguard.core.errors import SlackDeliveryError
+from costguard.core.formatting import plural
 from costguard.core.observability import logger
 from costguard.digest.chart import week_chart
 from costguard.digest.gaps import permission_alert
@@ -83,7 +84,7 @@ def send_digest(
         missing += told.missing
     missing += _permissions(data, notifier, claims, alerts_channel, week=week, now=now)
     if missing:
-        raise DigestIncomplete(f"{len(missing)} part(s) of the digest to send again: {missing[:3]}")
+        raise DigestIncomplete(f"{plural(len(missing), 'part')} of the digest to send again: {missing[:3]}")
     return report
 
 

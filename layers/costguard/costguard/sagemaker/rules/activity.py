@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from costguard.core.formatting import plural
 from costguard.core.sagemaker import Resource, has_nvidia_gpu
 from costguard.core.series import Point, Signal
 from costguard.core.settings import SageMakerPolicy
@@ -97,7 +98,7 @@ def notebook_activity(
             }[what]
             return Activity(
                 Verdict.INSUFFICIENT,
-                f"no {what} report for {len(missing)} five-minute period(s) from {missing[0]:%H:%M} UTC: {why} "
+                f"no {what} report for {plural(len(missing), 'five-minute period')} from {missing[0]:%H:%M} UTC: {why} "
                 "(missing data is never idleness)",
                 start,
             )
@@ -144,7 +145,7 @@ def endpoint_activity(
         if missing:
             return Activity(
                 Verdict.INSUFFICIENT,
-                f"variant {variant.name} published no instance metrics on {len(missing)} day(s) from "
+                f"variant {variant.name} published no instance metrics on {plural(len(missing), 'day')} from "
                 f"{missing[0]:%a %d %b}: no invocation datapoint is not proof of no invocation without them",
                 window_start,
                 last_invoked=last_invoked,

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from costguard.core import tags
-from costguard.core.formatting import parse_time, usd
+from costguard.core.formatting import duration, parse_time, plural, usd
 from costguard.digest.chart import Bar, day_label
 from costguard.digest.gaps import not_read
 from costguard.digest.owners import SPOT_WARNING, Suggestion, priced, refused_starts_text, suggestion_line
@@ -52,14 +52,6 @@ class Reply(NamedTuple):
 
     name: str
     message: Message
-
-
-def _pct(value: float | None) -> str:
-    return f"{value:.0f}%" if value is not None else "not measured"
-
-
-def _plural(count: int, what: str) -> str:
-    return f"{count} {what}{'' if count == 1 else 's'}"
 
 
 def _against(now: float, before: float) -> str:
@@ -147,19 +139,26 @@ def digest_thread(data: DigestData) -> list[Reply]:
 
 
 def _row(name: str, figures: Figures, warned: int = 0) -> Mrkdwn:
-    line = mrkdwn(
-        "*{0}*: *{1}* idle ({2} of {3} GPU-h), {4} at {5} GPU use",
-        name,
-        usd(figures.waste_usd),
-        f"{figures.idle_gpu_hours:,.0f}",
-        f"{figures.gpu_hours:,.0f}",
-        _plural(figures.instances, "machine"),
-        _pct(figures.avg_gpu_util),
-    )
+    if round(figures.waste_usd, 2) == 0:  # idle only on capacity already paid: its news is not "$0.00"
+        line = mrkdwn(
+            "*{0}*: no idle cost, {1} GPU-h, {2}",
+            name,
+            f"{figures.gpu_hours:,.0f}",
+            gpu_use(figures.instances, figures.avg_gpu_util),
+        )
+    else:
+        line = mrkdwn(
+            "*{0}*: *{1}* idle ({2} of {3} GPU-h), {4}",
+            name,
+            usd(figures.waste_usd),
+            f"{figures.idle_gpu_hours:,.0f}",
+            f"{figures.gpu_hours:,.0f}",
+            gpu_use(figures.instances, figures.avg_gpu_util),
+        )
     if figures.paid_idle_hours:
         line += f", {figures.paid_idle_hours:,.0f} idle machine-hours on paid capacity"
     if warned:
-        line += f", {_plural(warned, 'idle warning')}"
+        line += f", {plural(warned, 'idle warning')}"
     return line
 
 
@@ -173,7 +172,7 @@ def _owners(data: DigestData) -> Message:
     quiet = len(owners) - len(costly)
     title = Mrkdwn(f"*Idle cost by owner*, the most first ({_on_the_bill(data)})")
     if quiet:
-        title += f"; {_plural(quiet, 'owner')} had none"
+        title += f"; {plural(quiet, 'owner')} had none"
     blocks: list[Block] = [section(title + "\n" + bullet_list(rows) if rows else title)]
     teams = sorted(week.per_team.items(), key=lambda kv: (-kv[1].waste_usd, kv[0]))
     if teams:
@@ -232,7 +231,9 @@ def _housekeeping(data: DigestData) -> Message:
     blocks.append(section(_hygiene(data)))
     if data.exempt_idle:
         blocks.append(section(exempt_text(data)))
-    blocks.append(section(_commitments(data)))
+    commitments = _commitments(data)
+    if commitments:
+        blocks.append(section(commitments))
     if data.spend_this_week is not None and data.spend_last_week is not None:
         blocks.append(
             section(
@@ -254,11 +255,23 @@ def _costguard_did(data: DigestData) -> str:
     stopped = data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
     kept = data.count(EntryKind.KEEP)
     return (
-        f"*What costguard did*: {_plural(warned, 'warning')}, {_plural(stopped, 'stop')}, "
-        f"{_plural(kept, 'machine')} kept from Slack. Stopped machines stayed off "
-        f"{data.saved_hours:,.0f} h: *{usd(data.saved_usd)} saved*{_beside(data.saved_usd, data.saved_list_usd)}."
+        f"*What costguard did*: {plural(warned, 'warning')}, {plural(stopped, 'stop')}, "
+        f"{plural(kept, 'machine')} kept from Slack. Stopped machines stayed off "
+        f"{hours_off(data.saved_hours)}: *{usd(data.saved_usd)} saved*{_beside(data.saved_usd, data.saved_list_usd)}."
         + learned_starts_line(data)
     )
+
+
+def gpu_use(machines: int, average: float | None) -> str:
+    """ "2 machines at 25% GPU use"; "1 machine, GPU use not measured" (no GPU telemetry)."""
+    if average is None:
+        return f"{plural(machines, 'machine')}, GPU use not measured"
+    return f"{plural(machines, 'machine')} at {average:.0f}% GPU use"
+
+
+def hours_off(hours: float) -> str:
+    """How long stopped machines stayed off: minutes under an hour ("25 min", never "0 h"), else hours."""
+    return duration(round(hours * 60)) if hours < 1 else f"{hours:,.0f} h"
 
 
 def stayed_off_basis(unknown: int) -> str:
@@ -268,7 +281,7 @@ def stayed_off_basis(unknown: int) -> str:
         "CloudTrail's StartInstances), each hour at what the bill saved then"
     )
     if unknown:
-        line += f"; {_plural(unknown, 'stop')} whose machine ran again at a time unknown "
+        line += f"; {plural(unknown, 'stop')} whose machine ran again at a time unknown "
         line += "is not counted" if unknown == 1 else "are not counted"
     return line + "."
 
@@ -288,11 +301,11 @@ def learned_starts_line(data: DigestData) -> str:
         wasted = data.count(EntryKind.LEARNED_START_WASTED)
         hours = sum(e.gpu_hours for e in data.entries if e.kind is EntryKind.LEARNED_START and e.applied)
         line += (
-            f" {_plural(made, 'learned start')} before recurring work ({wasted} found no work), "
+            f" {plural(made, 'learned start')} before recurring work ({wasted} found no work), "
             f"after {hours:,.0f} GPU-hours stopped between runs."
         )
     if days:
-        line += f" {_plural(days, 'machine')} started before {'its' if days == 1 else 'their'} person's working day."
+        line += f" {plural(days, 'machine')} started before {'its' if days == 1 else 'their'} person's working day."
     return line
 
 
@@ -375,21 +388,41 @@ def _commitments(data: DigestData) -> Mrkdwn:
     c = data.commitments
     gaps = {g.call for g in data.gaps}
 
-    def use(value: float | None, call: str) -> str:
-        return f"{value:.0f}%" if value is not None else ("not read" if call in gaps else "none in force")
+    def kind(what: str, used: float | None, covered: float | None, of: str, calls: tuple[str, str]) -> str:
+        """What was read of one kind of commitment; a figure not read is left out (the thread's last line says
+        which and why), and a kind with none read and none refused has none in force."""
+        said = [f"{used:.0f}% used"] if used is not None else []
+        said += [f"{covered:.0f}% of eligible {of} covered"] if covered is not None else []
+        if said:
+            return f"{what}: {', '.join(said)}"
+        return "" if gaps & set(calls) else f"{what}: none in force"
 
     lines: list[str] = [
-        f"Reserved Instances: {use(c.ri_utilization, 'GetReservationUtilization')} used, "
-        f"{use(c.ri_coverage, 'GetReservationCoverage')} of eligible hours covered",
-        f"Savings Plans: {use(c.sp_utilization, 'GetSavingsPlansUtilization')} used, "
-        f"{use(c.sp_coverage, 'GetSavingsPlansCoverage')} of eligible spend covered",
+        line
+        for line in (
+            kind(
+                "Reserved Instances",
+                c.ri_utilization,
+                c.ri_coverage,
+                "hours",
+                ("GetReservationUtilization", "GetReservationCoverage"),
+            ),
+            kind(
+                "Savings Plans",
+                c.sp_utilization,
+                c.sp_coverage,
+                "spend",
+                ("GetSavingsPlansUtilization", "GetSavingsPlansCoverage"),
+            ),
+        )
+        if line
     ]
     lines += [mrkdwn("{0} ends {1}", x.label, when(x.end, style=DAY)) for x in c.expiring]
     week = data.this_week.fleet
     if week.paid_idle_hours:
         lines.append(f"{week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid:")
     lines += [paid_idle_line(p) for p in data.paid_idle[:5]]
-    return Mrkdwn("*Commitments*\n") + bullet_list(lines)
+    return Mrkdwn("*Commitments*\n") + bullet_list(lines) if lines else Mrkdwn("")
 
 
 def paid_idle_line(paid: PaidIdle) -> Mrkdwn:
