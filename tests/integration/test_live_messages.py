@@ -178,7 +178,7 @@ def test_the_sweeps_stop_changes_the_warning_and_its_notice_is_a_reply_then_even
     [reply] = notices(slack.messages, "stop")
     assert (reply.channel, reply.ts != warning.ts) == (warning.channel, True)  # a new message: the owner must know
     assert header(reply) == "Stopped: GPU machine · saves $136/day"
-    assert as_read(reply.blocks[1]).endswith('Start it again from the warning."}}')
+    assert as_read(reply.blocks[1]).endswith('Its disks are kept. The warning above shows what follows."}}')
     assert buttons(reply) == [], "its button lives on the warning it points to"
     assert marked(warning, "warn"), "the warning keeps its own marker"
 

@@ -32,7 +32,7 @@ class Done:
         """What a later delivery of the click needs to show it again: its text, and the part as it became."""
         if self.after is None:
             return str(self.text)
-        state = {k: getattr(self.after, k) for k in ("status", "phase", "word", "buttons")}
+        state = {k: getattr(self.after, k) for k in ("status", "phase", "word", "buttons", "promise")}
         return json.dumps({"text": str(self.text), "now": state}, separators=(",", ":"))
 
     @classmethod
@@ -46,12 +46,12 @@ class Done:
             return cls(Mrkdwn(detail))
         now = data["now"]
         buttons = tuple(now.get("buttons") or ())
-        change = _to(Mrkdwn(now["status"]), Phase(now["phase"]), str(now["word"]), buttons)
+        change = _to(Mrkdwn(now["status"]), Phase(now["phase"]), str(now["word"]), buttons, str(now.get("promise", "")))
         return cls(Mrkdwn(str(data.get("text", ""))), change)
 
 
-def _to(status: Mrkdwn, phase: Phase, word: str, buttons: tuple[Block, ...]) -> live.Change:
-    return lambda part: part.now(status, phase, word, buttons)
+def _to(status: Mrkdwn, phase: Phase, word: str, buttons: tuple[Block, ...], promise: str = "") -> live.Change:
+    return lambda part: part.now(status, phase, word, buttons, promise)
 
 
 def with_after(text: Mrkdwn, change: live.Change) -> Done:
@@ -89,14 +89,19 @@ def stopped(
     who = mention(click.user_id)
     word = "Hibernated" if hibernate else "Stopped"
     note = Mrkdwn("Its memory is kept." if hibernate else "Its disks are kept.")
+    promise = NOTHING
     if start_at is not None:
-        note += Mrkdwn(" costguard starts it again *") + when(start_at, zone) + Mrkdwn("* for its recurring work.")
+        promise = Mrkdwn("costguard starts it again *") + when(start_at, zone) + Mrkdwn("* for its recurring work.")
     elif declined:
         note += Mrkdwn(f" costguard will not start it for its runs (`{tags.LEARNED_START}={tags.OFF}`).")
     skippable = start_at is not None and not for_runs
     buttons = start_buttons(click.instance_id, click.region, click.account, learned_start=skippable)
-    text = mrkdwn("{} {} `{}`. ", who, word.lower(), click.instance_id) + note
-    return with_after(text, live.stopped(now, who, zone, word=word, note=note, buttons=buttons))
+    text = (
+        mrkdwn("{} {} `{}`. ", who, word.lower(), click.instance_id)
+        + note
+        + (Mrkdwn(" ") + promise if promise else NOTHING)
+    )
+    return with_after(text, live.stopped(now, who, zone, word=word, note=note, buttons=buttons, promise=promise))
 
 
 def started(click: Click, now: datetime, zone: str, *, word: str = "Started again", what: Mrkdwn = NOTHING) -> Done:
@@ -117,7 +122,8 @@ def no_learned_start(click: Click) -> Done:
         f"{tags.LEARNED_START}={tags.OFF}",
     )
     skipped = live.without(Button.DONT_START, mrkdwn("Planned start skipped by {}.", who))
-    return Done(text, lambda part: _no_stop_without_start(skipped(part)))
+    # The start it skips is no longer promised: its words go first, then the choice is said.
+    return Done(text, lambda part: _no_stop_without_start(skipped(part.unpromised())))
 
 
 def kept_for_runs(click: Click) -> Done:

@@ -61,10 +61,26 @@ class Part:
     word: str = ""
     buttons: tuple[Block, ...] = ()
     detail: str = ""  # Mrkdwn: the one context line a part has alone (thresholds, tags, caveats)
+    # Once kept, at work, started again or gone, the sentence and the line without the idleness they told of
+    # (Mrkdwn; "" keeps them as they were): a message says only what is true now.
+    settled_sentence: str = ""
+    settled_line: str = ""
+    # Mrkdwn, the status's last sentence: what costguard promises to do next (a start before its runs), known apart
+    # so that the choice that withdraws it ("Skip the planned start") takes its words away too (unpromised).
+    promise: str = ""
 
-    def now(self, status: str, phase: Phase, word: str, buttons: Sequence[Block] = ()) -> Part:
-        """The part as it is after something happened to it: its status, phase, header word and buttons."""
-        return replace(self, status=status, phase=phase, word=word, buttons=tuple(buttons))
+    def now(self, status: str, phase: Phase, word: str, buttons: Sequence[Block] = (), promise: str = "") -> Part:
+        """The part as it is after something happened to it: its status, phase, header word, buttons, and what
+        costguard promises next (none unless said: a promise made before the change no longer holds)."""
+        return replace(self, status=status, phase=phase, word=word, buttons=tuple(buttons), promise=promise)
+
+    def unpromised(self) -> Part:
+        """The part without its promise: the status's last sentence gone with it."""
+        if not self.promise:
+            return self
+        status = str(self.status)
+        kept = status[: -len(self.promise)].rstrip() if status.endswith(self.promise) else status
+        return replace(self, status=Mrkdwn(kept), promise="")
 
 
 Change = Callable[[Part], "Part | None"]
@@ -79,6 +95,7 @@ class Live:
     footer: str = ""  # Mrkdwn: one context line under the lines
     extra: tuple[Block, ...] = field(default=())  # blocks after everything (a fallback's "sent here because")
     suffix: str = ""  # after the header: " (1/2)" for a message split under Block Kit's limit
+    lead_while: str = ""  # a Phase: the lead is shown while some part is in it ("": always)
 
     def part(self, key: str) -> Part | None:
         return next((p for p in self.parts if p.key == key), None)
@@ -101,7 +118,7 @@ class Live:
             blocks = _alone(self.parts[0])
         else:
             blocks = [header(title(self.parts) + self.suffix)]
-            if self.lead:
+            if self.lead and (not self.lead_while or any(p.phase == self.lead_while for p in self.parts)):
                 blocks.append(section(Mrkdwn(self.lead)))
             blocks += [_line(p) for p in self.parts]
             if self.footer:
@@ -116,6 +133,7 @@ class Live:
                 "footer": self.footer,
                 "extra": list(self.extra),
                 "suffix": self.suffix,
+                "lead_while": self.lead_while,
             },
             separators=(",", ":"),
         )
@@ -125,7 +143,7 @@ class Live:
         data = json.loads(text)
         parts = tuple(_part(p) for p in data.get("parts") or [])
         extra = tuple(data.get("extra") or ())
-        said = {k: str(data.get(k) or "") for k in ("lead", "footer", "suffix")}
+        said = {k: str(data.get(k) or "") for k in ("lead", "footer", "suffix", "lead_while")}
         return cls(parts, extra=extra, **said)
 
 
@@ -191,7 +209,7 @@ def _plural(noun: str, count: int) -> str:
 def _alone(part: Part) -> list[Block]:
     blocks: list[Block] = [
         {**header(title([part])), **_marked(part)},
-        section(Mrkdwn(part.sentence) + Mrkdwn("\n") + Mrkdwn(part.status)),
+        section(Mrkdwn(_sentence(part)) + Mrkdwn("\n") + Mrkdwn(part.status)),
     ]
     if part.buttons:
         blocks.append(actions(f"costguard:{part.key}"[:255], laid_out(part.buttons)))
@@ -207,7 +225,8 @@ def _marked(part: Part) -> dict[str, str]:
 
 def _line(part: Part) -> Block:
     """A part among others: its line, its status under it, its buttons as one button or a menu."""
-    block: dict[str, Any] = {**section(Mrkdwn(part.line) + Mrkdwn("\n") + Mrkdwn(part.status)), **_marked(part)}
+    line = part.settled_line if part.phase in SETTLED and part.settled_line else part.line
+    block: dict[str, Any] = {**section(Mrkdwn(line) + Mrkdwn("\n") + Mrkdwn(part.status)), **_marked(part)}
     acting = [b for b in part.buttons if b.get("action_id") != Button.WHY]  # a line's one act stays a button
     if len(acting) == 1:
         block["accessory"] = dict(acting[0])
@@ -219,7 +238,16 @@ def _line(part: Part) -> Block:
 def _text(parts: Sequence[Part]) -> Mrkdwn:
     """The notification: the header, and alone, who and what (in its own words, escaped there)."""
     head = safe(title(parts))
-    return head + Mrkdwn(". ") + Mrkdwn(parts[0].sentence) if len(parts) == 1 and parts[0].sentence else head
+    said = _sentence(parts[0]) if len(parts) == 1 else ""
+    return head + Mrkdwn(". ") + Mrkdwn(said) if said else head
+
+
+SETTLED = (Phase.KEPT, Phase.RUNNING, Phase.GONE)  # no longer idle: its idleness is no longer news (a stop keeps it)
+
+
+def _sentence(part: Part) -> str:
+    """What a part says alone: who and what, and how long it did nothing while that is what matters."""
+    return part.settled_sentence if part.phase in SETTLED and part.settled_sentence else part.sentence
 
 
 # What a part says once something happened to it: one voice for the sweep's events and the clicks alike. `by`:
@@ -258,13 +286,16 @@ def stopped(
     word: str = "Stopped",
     note: Mrkdwn = NOTHING,
     buttons: Sequence[Block] = (),
+    promise: Mrkdwn = NOTHING,
 ) -> Change:
     """Stopped (or hibernated, deleted) at a time, by someone ("": by costguard; None: not known, as when AWS
-    tells of it); `note`, Mrkdwn: what follows (its disks kept, the start planned); `buttons`: what undoes it."""
+    tells of it); `note`, Mrkdwn: what follows (its disks kept); `buttons`: what undoes it; `promise`: the start
+    costguard plans (Part.promise)."""
     who = NOTHING if by is None else Mrkdwn(" by ") + (by or Mrkdwn("costguard"))
     status = Mrkdwn(f"{word} ") + when(at, zone) + who + Mrkdwn(".")
     status += Mrkdwn(" ") + note if note else Mrkdwn("")
-    return lambda part: part.now(status, Phase.STOPPED, word, buttons)
+    status += Mrkdwn(" ") + promise if promise else Mrkdwn("")
+    return lambda part: part.now(status, Phase.STOPPED, word, buttons, promise)
 
 
 def running(at: datetime, by: Mrkdwn, zone: str, *, word: str = "Started again", note: Mrkdwn = NOTHING) -> Change:

@@ -119,7 +119,7 @@ def test_five_idle_machines_of_an_owner_are_one_warning_a_line_each_the_owner_gr
 
     assert gathered.carried == [0, 1, 2, 3, 4]
     assert message.blocks[0]["text"]["text"] == "5 idle GPU machines · $681/day"
-    assert message.blocks[1]["text"]["text"].startswith("<@U0ALICE>, costguard stops these")
+    assert message.blocks[1]["text"]["text"].startswith("<@U0ALICE>, costguard stops each one still idle")
     assert json.dumps(message.blocks).count("<@U0ALICE>") == 1
     assert markers_of(message.blocks) == [p.marker for p in parts]  # each part one line, marked, in order
     lines = message.blocks[2:7]

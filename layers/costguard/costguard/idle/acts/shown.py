@@ -120,7 +120,7 @@ class Shown:
 
 def _as(told: live.Part) -> live.Change:
     """A machine's part changed to say what `told` says now (its status, phase and buttons)."""
-    return lambda part: part.now(told.status, told.phase, told.word, told.buttons)
+    return lambda part: part.now(told.status, told.phase, told.word, told.buttons, told.promise)
 
 
 def _when(change: live.Change, *phases: Phase) -> live.Change:

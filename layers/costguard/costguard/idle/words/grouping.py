@@ -19,18 +19,19 @@ from typing import Any
 from costguard.idle.words.messages import JUDGED, TAGS
 from costguard.slack.blocks import MAX_BLOCKS, Block, Message, Mrkdwn, context, header, safe, section
 from costguard.slack.buttons import as_menu
-from costguard.slack.live import Live
+from costguard.slack.live import Live, Phase
 from costguard.slack.live import Part as LivePart
 
 # The kinds of the sweep's reports to the alerts channel (state/outbox.py names them; this module stays pure).
 WOULD_WARN, NOT_STOPPED = "would-warn", "not-stopped"
 REPORTS = (WOULD_WARN, NOT_STOPPED)
-JUDGED_AND_TAGS = f"{JUDGED} Keep one from its menu. {TAGS}"
-LEADS = {  # what the owner is told above their machines' lines
-    "warn": "costguard stops these at the times shown unless you keep them.",
+JUDGED_AND_TAGS = f"{JUDGED} {TAGS}"
+LEADS = {  # what the owner is told above their machines' lines (a warning's, while one of them is still idle)
+    "warn": "costguard stops each one still idle at the time shown unless you keep it.",
     "stop": "costguard stopped these after their warning.",
     "cancel": "these are at work after all: not stopped.",
 }
+LEAD_WHILE = {"warn": Phase.IDLE}  # a stop's and a cancel's leads tell what happened: true after it
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def _live(parts: Sequence[Part], *, channel: bool, why: str) -> list[Gathered]:
     out = []
     for n, run in enumerate(runs, 1):
         numbered = f" ({n}/{len(runs)})" if len(runs) > 1 else ""
-        message = Live(tuple(marked[k] for k in run), lead=lead, footer=footer, suffix=numbered)
+        while_ = str(LEAD_WHILE.get(kind, ""))
+        message = Live(tuple(marked[k] for k in run), lead=lead, footer=footer, suffix=numbered, lead_while=while_)
         out.append(Gathered(message.message(), run, message))
     return out
 

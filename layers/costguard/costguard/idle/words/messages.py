@@ -57,6 +57,18 @@ def line(who: Mrkdwn, instance: Instance, idle: str, cost: float | None) -> Mrkd
     return mrkdwn("*{}* · {} · no work for {}", cost_a_day(cost), machine(instance), idle) + Mrkdwn(owner)
 
 
+def settled_sentence(who: Mrkdwn, instance: Instance) -> Mrkdwn:
+    """Who and what, once kept, at work or started again: its idleness is no longer what is true."""
+    if who:
+        return mrkdwn("{}, your {}.", who, machine(instance))
+    return mrkdwn("{}. Its owner is unknown.", machine(instance))
+
+
+def settled_line(who: Mrkdwn, instance: Instance, cost: float | None) -> Mrkdwn:
+    owner = "" if who.startswith("<@") else (f" · owner {who}" if who else " · owner unknown")
+    return mrkdwn("*{}* · {}", cost_a_day(cost), machine(instance)) + Mrkdwn(owner)
+
+
 def idle_warning(
     instance: Instance,
     decision: Decision,
@@ -73,6 +85,7 @@ def idle_warning(
     idle = idle_for(decision, now)
     iid = instance.instance_id
     start_at = formatting.format_time(decision.start_at) if decision.start_at else ""
+    promise = _restart(decision, now, zone)
     buttons = warning_buttons(
         iid,
         instance.region,
@@ -91,21 +104,25 @@ def idle_warning(
         daily=daily(decision, price),
         sentence=sentence(who, instance, idle),
         line=line(who, instance, idle, daily(decision, price)),
-        status=warned(instance, decision, now, zone),
+        status=warned(instance, decision, zone) + (Mrkdwn(" ") + promise if promise else NOTHING),
+        promise=promise,
         buttons=tuple(buttons),
         detail=_detail(decision, price, hours, now),
+        settled_sentence=settled_sentence(who, instance),
+        settled_line=settled_line(who, instance, daily(decision, price)),
     )
 
 
-def warned(instance: Instance, decision: Decision, now: datetime, zone: str) -> Mrkdwn:
-    """What a warning says is coming: the stop and its time, or that there will be none."""
+def warned(instance: Instance, decision: Decision, zone: str) -> Mrkdwn:
+    """What a warning says is coming: the stop and its time, or that there will be none (the start promised after
+    the stop is the part's promise, apart)."""
     if decision.will_stop and decision.stop_after is not None:
         status = Mrkdwn("costguard stops it *") + when(decision.stop_after, zone) + Mrkdwn("* unless you keep it.")
         if instance.hibernation_configured:
             status += Mrkdwn(" It hibernates: its memory is kept.")
     else:
         status = Mrkdwn("costguard will not stop it: it reports no GPU use to judge by.")
-    return status + _restart(decision, now, zone) + _no_runs_known(instance, decision)
+    return status + _no_runs_known(instance, decision)
 
 
 def _no_runs_known(instance: Instance, decision: Decision) -> Mrkdwn:
@@ -124,7 +141,7 @@ def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
         return Mrkdwn("")
     before = decision.start_for.value
     return (
-        Mrkdwn(" It ")
+        Mrkdwn("It ")
         + times_in(decision.next_work, now)
         + Mrkdwn(": costguard starts it again *")
         + when(decision.start_at, zone)
@@ -178,6 +195,8 @@ def stopped_part(
         line=line(who, instance, idle, cost),
         status="",
         detail=safe(saving_line(decision.bill, decision.worth) + ".") if decision.bill is not None else "",
+        settled_sentence=settled_sentence(who, instance),
+        settled_line=settled_line(who, instance, cost),
     )
     return live.settled(stopped(instance, decision, now, zone), base)
 
@@ -187,7 +206,7 @@ def stopped(instance: Instance, decision: Decision, now: datetime, zone: str) ->
     for the work it learned recurs, and the buttons that undo it."""
     word = "Hibernated" if decision.hibernate else "Stopped"
     kept = "Its memory is kept: it resumes where it was." if decision.hibernate else "Its disks are kept."
-    note = Mrkdwn(kept) + _restart(decision, now, zone)
+    note = Mrkdwn(kept)
     promised = decision.start_at is not None
     for_runs = kept_for_runs(instance.tags)  # its owner's word: started before its runs, and no choice to offer
     buttons = start_buttons(
@@ -198,12 +217,17 @@ def stopped(instance: Instance, decision: Decision, now: datetime, zone: str) ->
         for_runs=promised and bool(decision.runs) and not for_runs,
     )
     buttons.append(why_button(instance.instance_id, instance.region, instance.account, decided=now.isoformat()))
-    return live.stopped(now, NOTHING, zone, word=word, note=note, buttons=buttons)
+    return live.stopped(
+        now, NOTHING, zone, word=word, note=note, buttons=buttons, promise=_restart(decision, now, zone)
+    )
 
 
 def told_above(part: Part) -> Part:
-    """A stop told again as a reply under its warning, which now shows it (and its buttons): no buttons here."""
-    return part.now(Mrkdwn(part.status) + Mrkdwn(" Start it again from the warning."), part.phase, part.word)
+    """A stop told again as a reply under its warning, which now shows it (and its buttons): no buttons here. A
+    reply is never changed, so it says what stays true (the stop, what it kept), not what is to come (a start
+    promised, a button to press), which the warning above follows as it changes."""
+    told = part.unpromised()
+    return told.now(Mrkdwn(told.status) + Mrkdwn(" The warning above shows what follows."), told.phase, told.word)
 
 
 def cancelled(decision: Decision, now: datetime) -> live.Change:

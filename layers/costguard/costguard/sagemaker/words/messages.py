@@ -116,8 +116,12 @@ def warning(
         line=mrkdwn("*{}* · {}", cost_a_day(cost), resource.label) + Mrkdwn(owner),
         status=status,
         word="Long-running" if unseen else "",
-        buttons=tuple(sagemaker_keep_buttons(resource.kind, resource.name, resource.region, resource.account, whose)),
+        # Keeps only where costguard will act: a keep from nothing is a button that does nothing.
+        buttons=tuple(sagemaker_keep_buttons(resource.kind, resource.name, resource.region, resource.account, whose))
+        if decision.will_act and decision.act_after is not None
+        else (),
         detail=Mrkdwn(" ".join(said_more)),
+        settled_sentence=_yours(who, resource) + Mrkdwn("."),  # once kept or started: no idleness told
     )
 
 
@@ -152,13 +156,15 @@ def act_notice(  # noqa: PLR0917 (a stop or a deletion is all of these)
         sentence=_yours(who, resource) + mrkdwn(" was still idle after the warning: {}.", why),
         line=mrkdwn("*{}* · {}", cost_a_day(cost), resource.label),
         status="",
+        settled_sentence=_yours(who, resource) + Mrkdwn("."),
     )
     return live.settled(acted(resource, now, zone), base)
 
 
 def told_above(part: Part) -> Part:
-    """The stop or deletion told as a reply under its warning, which shows it (and its undo) once done."""
-    return part.now(Mrkdwn(part.status) + Mrkdwn(" The warning above offers what undoes it."), part.phase, part.word)
+    """The stop or deletion told as a reply under its warning, which shows it (and its undo) once done: a reply is
+    never changed, so it points to the warning, which follows what comes next."""
+    return part.now(Mrkdwn(part.status) + Mrkdwn(" The warning above shows what follows."), part.phase, part.word)
 
 
 def dry_run_notice(resource: Resource, decision: Decision, price: Price, owner: str, zone: str = "UTC") -> Message:
