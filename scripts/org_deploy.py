@@ -124,6 +124,7 @@ def hub_parameters(deployment: OrgDeployment, caller: Caller) -> dict[str, str]:
         **deployment.artifact_parameters(),
         "OrganizationId": caller.organization_id,
         "OrganizationUnits": ",".join(deployment.units),  # the digest names their accounts that do not report
+        "MembersStackSetName": deployment.stackset_name,  # its failures in an account reach the alerts channel
     }
 
 

@@ -1,6 +1,7 @@
 """organization_digest (the hub only): the organization's week in the digest channel, a section per
 account and the totals, with a chart; the accounts that did not hand their week over are named.
-Input: {"costguard": "organization-digest"}, scheduled after every account's weekly digest."""
+Input: {"costguard": "organization-digest"}, scheduled after every account's weekly digest; or CloudFormation's
+StackSet StackInstance Status Change event of a failure of the members' StackSet, told in the alerts channel."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from costguard.core.errors import EventValidationError
 from costguard.core.observability import logger, metrics, refuses_garbage, tracer
 from costguard.core.settings import OrganizationSettings
 from costguard.core.shapes import shape
-from costguard.digest.organization.flow import organization_digest
+from costguard.digest.organization.flow import organization_digest, tell_stackset_failure
+from costguard.digest.organization.stacksets import is_stackset_event
 from costguard.digest.organization.units import expected_with_units
 from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
@@ -25,6 +27,16 @@ ORGANIZATION_INPUT = {"costguard": "organization-digest"}
 @metrics.log_metrics
 @refuses_garbage
 def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
+    if is_stackset_event(event):  # the members' StackSet failed in an account (template: StackSetFailed)
+        runtime = (runtime or Runtime.current()).start(context)
+        return tell_stackset_failure(
+            event,
+            notifier=runtime.notifier,
+            claims=runtime.claims,
+            channel=runtime.settings.alerts_channel,
+            now=runtime.now(),
+            admin_region=runtime.settings.home_region,
+        )
     if event != ORGANIZATION_INPUT:
         raise EventValidationError(f"organization_digest expects {ORGANIZATION_INPUT}, got {shape(event)}")
     runtime = (runtime or Runtime.current()).start(context)

@@ -8,21 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from costguard.aws.queues import BATCH, Letter, Mailbox
 from costguard.core.errors import EventValidationError
-from costguard.core.observability import logger, metrics
+from costguard.core.observability import ignored, logger, metrics
 from costguard.digest.chart import week_chart
 from costguard.digest.handoff import OWNERS_KIND, AccountWeek, OwnersPart, decode, decode_owners, kind_of
 from costguard.digest.organization.rules import OrganizationWeek, chart_days, chart_source, organization_message
+from costguard.digest.organization.stacksets import failure_message, read_instance_failure
 from costguard.digest.owners import OwnerWeek
 from costguard.digest.posting import DigestIncomplete, chart, post_with_files, tell_owners
 from costguard.slack.notifier import SlackNotifier
-from costguard.state.claims import Claims
+from costguard.state.claims import Claims, post_once
 from costguard.state.handoffs import HandedWeeks
 
 # Reading stops with this much of the run left: the digest is posted with what was gathered.
@@ -175,3 +176,42 @@ def _delete(mailbox: Mailbox, letters: list[Letter]) -> None:
         return
     for letter in mailbox.delete_all(letters):  # read again later, and kept again: a week is kept once
         logger.warning("kept hand-off not deleted", receives=letter.receives)
+
+
+# EventBridge may deliver an event twice; each is told once. A week covers any redelivery.
+FAILURE_TTL = timedelta(days=7)
+
+
+def tell_stackset_failure(
+    event: Any, *, notifier: SlackNotifier, claims: Claims, channel: str, now: datetime, admin_region: str
+) -> dict[str, Any]:
+    """The alerts channel told, once per event, that the members' StackSet failed in an account and region."""
+    failure = read_instance_failure(event)
+    if failure is None:
+        return ignored("a StackSet instance status that is not a failure")
+    logger.warning(
+        "stackset failed in an account",
+        stack_set=failure.stack_set,
+        account=failure.account,
+        region=failure.region,
+        status=failure.status,
+        action=failure.action,
+    )
+    metrics.add_metric(name="StackSetInstanceFailures", unit=MetricUnit.Count, value=1)
+    posted = post_once(
+        claims,
+        notifier,
+        channel,
+        key=f"stackset-failure#{failure.event_id}",
+        message=failure_message(failure, admin_region),
+        now=now,
+        ttl=FAILURE_TTL,
+    )
+    return {
+        "stackset_failure": {
+            "account": failure.account,
+            "region": failure.region,
+            "status": failure.status,
+            "told": posted is not None,
+        }
+    }
