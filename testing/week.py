@@ -58,6 +58,9 @@ DOCUMENT = "costguard-activity-check"
 NO_SSM_AGENT_SHARE = 0.15
 HARDER_NO_SSM_SHARE = 0.20  # the harder week's (issue 44): one machine in five, as on hand-launched ML boxes
 ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
+# People who do the unexpected (BENCH_EXEMPT_AFTER_INTERRUPTION, off by default): of the owners who start again a
+# machine whose work costguard's stop interrupted, this share tag it `costguard:exempt` for good.
+EXEMPT_AFTER_INTERRUPTION = float(os.environ.get("BENCH_EXEMPT_AFTER_INTERRUPTION", "0"))
 LAMBDA_ATTEMPTS = (timedelta(0), timedelta(minutes=1), timedelta(minutes=3))  # an async invocation, retried twice
 
 
@@ -167,6 +170,20 @@ class Fleet:
         if self.by_id[instance_id].automation and "costguard:exempt" not in self.tags[instance_id]:
             self.tags[instance_id]["costguard:exempt"] = "the nightly job must run; costguard stopped it"
             self.exempted.append((instance_id, self.index))
+        elif (  # its owner's answer to the interruption (no draw where none does: the world as before)
+            EXEMPT_AFTER_INTERRUPTION > 0
+            and self.interrupted(instance_id)
+            and "costguard:exempt" not in self.tags[instance_id]
+            and self.rng.random() < EXEMPT_AFTER_INTERRUPTION
+        ):
+            self.tags[instance_id]["costguard:exempt"] = "costguard stopped it under my work"
+            self.exempted.append((instance_id, self.index))
+
+    def interrupted(self, instance_id: str) -> bool:
+        """Whether the machine's last stop found it at work, or work came due while it stayed stopped."""
+        at = max((i for iid, i in self.stops if iid == instance_id), default=None)
+        slots = self.by_id[instance_id].slots
+        return at is not None and any(slots[i].work for i in range(at, self.index + 1))
 
     def advance(self, to: datetime) -> None:
         while self.now < to:
@@ -789,6 +806,7 @@ def run_costguard(
     rng = random.Random(seed * 31)
     warnings: list[tuple[str, int]] = []
     seen = 0
+    offers: list[tuple[Any, str]] = []  # offers of a keep for its runs not yet read by their owners
     end = world.start + timedelta(days=days)
     sweeps = dead_lettered = by_costguard = failed_on_writes = 0
     messages_per_owner: Counter[str] = Counter()  # warning messages (one may tell about several machines)
@@ -845,6 +863,13 @@ def run_costguard(
                     # Under faults, owners only keep: every stop counted is the sweep's, with its notice.
                     kw = {"stop_now": faults is None}
                     answer(fleet, rng, buttons, runtime, Click, message, instance_id, LambdaContext, url, **kw)
+                offers += [(message, iid) for iid in offered_in(message)]
+            offers = [  # an offer of a keep for its runs: its owner's one click, at their desk
+                (message, iid)
+                for message, iid in offers
+                if not fleet.world.office_hours(fleet.by_id[iid], fleet.index)
+                or not accept_offer(fleet, rng, buttons, runtime, Click, message, iid, LambdaContext, slack)
+            ]
             seen = len(slack.messages)
             fleet.react()
             deliver_changes(fleet, sweep, LambdaContext, runtime)
@@ -1214,6 +1239,50 @@ def answer(
         except (Exception, Killed):
             continue
     del runtime.now
+
+
+def offered_in(message: Any) -> list[str]:
+    """The machines a message offers a keep for their runs in place of their exemption (idle/words/offers.py)."""
+    return [m.removeprefix("cg-offer-") for m in _markers(message) if m.startswith("cg-offer-")]
+
+
+def accept_offer(
+    fleet: Fleet,
+    rng: random.Random,
+    buttons: Any,
+    runtime: Any,
+    click: Any,
+    message: Any,
+    iid: str,
+    context: Any,
+    slack: Any,
+) -> bool:
+    """The owner, at their desk, reads the offer: half of them press "Keep it for its runs", the rest leave it. True:
+    read."""
+    if rng.random() >= ANSWER_RATE:
+        return True
+    machine = fleet.by_id[iid]
+    user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
+    payload = click(
+        button=_button("costguard.keep_for_runs"),
+        instance_id=iid,
+        region=REGION,
+        user_id=user,
+        user_name=machine.owner.split("@")[0],
+        response_url=slack.response_url(message.ts),
+        message_ts=message.ts,
+        blocks=tuple(message.blocks),
+        action_ts=f"{fleet.now.timestamp():.6f}",
+    )
+    for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
+        runtime.now = lambda k=attempt: fleet.now + timedelta(minutes=3 * k)
+        try:
+            buttons({"Records": [{"body": payload.to_json()}]}, context(), runtime=runtime)
+            break
+        except (Exception, Killed):
+            continue
+    del runtime.now
+    return True
 
 
 def _button(pressed: str) -> Any:

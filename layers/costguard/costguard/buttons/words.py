@@ -155,6 +155,27 @@ def still_kept_for_runs(click: Click) -> str:
     )
 
 
+def exemption_replaced(click: Click) -> Done:
+    """ "Keep it for its runs" on the offer of a keep that ends: the exemption replaced by the keep, and said."""
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} kept `{}` for its runs in place of its exemption (`{}` removed, `{}`): costguard stops it when idle "
+        "between its runs, never just before one, and starts it before each.",
+        who,
+        click.instance_id,
+        tags.EXEMPT,
+        f"{tags.KEEP_FOR_RUNS}={tags.ON}",
+    )
+    return with_after(text, live.without(Button.KEEP_FOR_RUNS, mrkdwn("Kept for its runs by {}.", who)))
+
+
+def kept_exempt(click: Click) -> Done:
+    """ "No, keep it exempt": nothing changes, and costguard does not ask again."""
+    who = mention(click.user_id)
+    text = mrkdwn("{} kept `{}` exempt: costguard leaves it alone and will not ask again.", who, click.instance_id)
+    return with_after(text, live.without(Button.KEEP_EXEMPT, mrkdwn("Kept exempt by {}.", who)))
+
+
 def start_again_at(click: Click, now: datetime) -> datetime | None:
     """The learned start a "Stop now" keeps (its warning promised it), if it is still ahead."""
     start_at = formatting.parse_time(click.start_at)

@@ -31,7 +31,7 @@ from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.observability import logger
 from costguard.core.people import owner_email
 from costguard.core.settings import Mode
-from costguard.slack.blocks import Message, Mrkdwn, context, safe, section
+from costguard.slack.blocks import Block, Message, Mrkdwn, actions, context, safe, section
 from costguard.slack.buttons import KEEPS, Button
 from costguard.slack.interactions import Click
 from costguard.slack.live import Change
@@ -159,8 +159,9 @@ class ClickWorker:
             click = replace(click, start_at="")  # learned starts turned off since the warning
         zone = self.owner_zone(owner)
         for_runs = kept_for_runs(instance.tags)
-        reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode, for_runs=for_runs)
-        if reply.status == "done":
+        exempt = tags.EXEMPT in instance.tags
+        reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode, for_runs=for_runs, exempt=exempt)
+        if reply.status == "done" and click.button is not Button.KEEP_EXEMPT:  # a "No" changes nothing to record
             at = click_time(click, now)
             self.ledger.record(
                 click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=zone)
@@ -233,9 +234,9 @@ class ClickWorker:
         ):
             logger.info("button click done", instance_id=key, button=click.button.value, user=click.user_id)
             return
-        shown = Message(
-            done.text, tuple(answered(click.blocks, click.instance_id, ":white_check_mark: " + safe(done.text)))
-        )
+        undo = done.after.buttons if done.after is not None else ()  # a stop's Start it again, Don't start it
+        said = ":white_check_mark: " + safe(done.text)
+        shown = Message(done.text, tuple(answered(click.blocks, click.instance_id, said, buttons=undo)))
         self.respond(click.response_url, shown.response(replace_original=True))
         logger.info("button click done", instance_id=key, button=click.button.value, user=click.user_id)
 
@@ -253,10 +254,18 @@ class ClickWorker:
 
 
 def act(  # noqa: PLR0917
-    ec2: Ec2, click: Click, hibernate: bool, now: datetime, zone: ZoneInfo, mode: Mode, *, for_runs: bool = False
+    ec2: Ec2,
+    click: Click,
+    hibernate: bool,
+    now: datetime,
+    zone: ZoneInfo,
+    mode: Mode,
+    *,
+    for_runs: bool = False,
+    exempt: bool = False,
 ) -> Reply:
     """What the button does to the machine, and what its message then says (`zone`: the owner's clock;
-    `for_runs`: the machine is kept for its runs)."""
+    `for_runs`: the machine is kept for its runs; `exempt`: it is tagged `costguard:exempt`)."""
     if click.button is Button.KEEP_WHILE_BUSY:
         applied = ec2.create_tags(
             [click.instance_id],
@@ -269,7 +278,11 @@ def act(  # noqa: PLR0917
     elif click.button is Button.KEEP_FOR_RUNS:
         # Not a keep from the stop: stopped when idle as before, never just before a run, started before each.
         applied = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.ON})
-        done = words.kept_for_runs(click)
+        if exempt:  # the offer of a keep that ends: the exemption gives way to it, in the same click
+            ec2.delete_tags([click.instance_id], [tags.EXEMPT])
+        done = words.exemption_replaced(click) if exempt else words.kept_for_runs(click)
+    elif click.button is Button.KEEP_EXEMPT:  # that offer declined: nothing changes, and it is not asked again
+        applied, done = True, words.kept_exempt(click)
     elif click.button in KEEPS:
         until = keep_until(click.button, now, zone)
         applied = ec2.create_tags(
@@ -326,10 +339,13 @@ def stop(  # noqa: PLR0917
     return Reply("done", done.text, done)
 
 
-def answered(blocks: Sequence[Mapping[str, Any]], instance_id: str, done: Mrkdwn) -> list[Mapping[str, Any]]:
+def answered(
+    blocks: Sequence[Mapping[str, Any]], instance_id: str, done: Mrkdwn, *, buttons: Sequence[Block] = ()
+) -> list[Mapping[str, Any]]:
     """The message's blocks with one machine's buttons replaced by what was done: its actions block becomes
     a line saying so, or, a line among many, its menu gives way to it. A message whose blocks name no such
-    machine (one from before) loses all its buttons, and says it at its end."""
+    machine (a notice costguard keeps no record of, one from before) loses all its buttons, and says it at its
+    end, followed by the `buttons` that undo what was done (a stop's Start it again, and Don't start it)."""
     out: list[Mapping[str, Any]] = []
     found = False
     for block in blocks:
@@ -344,6 +360,8 @@ def answered(blocks: Sequence[Mapping[str, Any]], instance_id: str, done: Mrkdwn
             out.append(block)
     if not found:
         out = [*(b for b in blocks if b.get("type") != "actions"), context(done)]
+        if buttons:
+            out.append(actions(f"costguard:{instance_id}", list(buttons)))
     return out
 
 

@@ -21,6 +21,7 @@ class Button(StrEnum):
     STOP_NO_START = "costguard.stop_no_start"  # stopped now, and not started again for its runs (one click)
     # stopped when idle, never just before its known runs, and started before them (costguard:keep-for-runs)
     KEEP_FOR_RUNS = "costguard.keep_for_runs"
+    KEEP_EXEMPT = "costguard.keep_exempt"  # "No, keep it exempt": the offer of a keep for its runs declined
     RECREATE = "costguard.recreate"  # a SageMaker endpoint costguard deleted, created again from its configuration
     WHY = "costguard.why"  # the decision's trail, told in the message's thread (anyone may ask)
 

@@ -1,54 +1,140 @@
 """Once a day, about a machine costguard leaves running though it idles: on prepaid capacity (a stop saves
-nothing), or of a type that might not start again (told to its owner while they work)."""
+nothing), or of a type that might not start again (told to its owner while they work); and, the morning after,
+an exemption its owner added when costguard's stop found the machine's run, offered back as a keep for its runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from costguard.core import formatting
+from costguard.core.errors import SlackDeliveryError
 from costguard.core.formatting import duration
+from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import Mode
 from costguard.idle.acts.owners import OwnerMessages, owner_once
 from costguard.idle.rules.capacity import held_for_run
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.offers import keep_offer, looks_now
+from costguard.idle.rules.pipeline import Past
 from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.money import prepaid_idle_notice
+from costguard.idle.words.offers import keep_offer_notice
+
+
+def promised_start(decision: Decision) -> str:
+    """The start costguard promised for the machine's run (kept in its start log when the rules announced it), as a
+    Stop anyway button carries it: a person's stop keeps it, as Stop now does; "" when none is due."""
+    if decision.start_at is None or decision.start_for is not StartFor.RUN:
+        return ""
+    return formatting.format_time(decision.start_at)
 
 
 def tell_prepaid(
     notices: OwnerMessages, instance: Instance, decision: Decision, now: datetime, *, clear: Callable[[], None]
-) -> None:
+) -> bool:
     """Once a day, to the alerts channel and (but in dry-run) to the owner: the machine idles on prepaid
-    capacity, left running, with a button to stop it anyway. A warning given before the bill was read goes."""
+    capacity, left running, with a button to stop it anyway. A warning given before the bill was read goes.
+    True if the day's first tell went out now."""
     if decision.action is Action.CLEAR_WARNING:
         clear()
     owner = instance.owner(notices.settings.owner_tag_key)
     if decision.bill is None:
-        return
+        return False
     idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
     message = prepaid_idle_notice(
-        instance, decision.bill, notices.person(owner), idle, account=instance.account, zone=notices.zone
+        instance,
+        decision.bill,
+        notices.person(owner),
+        idle,
+        account=instance.account,
+        zone=notices.zone,
+        start_at=promised_start(decision),
     )
     day = f"{instance.instance_id}:{now:%Y-%m-%d}"
-    notices.report_once(f"prepaid:{day}", message, now)
+    told = notices.report_once(f"prepaid:{day}", message, now)
     if owner:
-        owner_once(notices, f"prepaid-owner:{day}", owner, message, now)
+        told = owner_once(notices, f"prepaid-owner:{day}", owner, message, now) or told
+    return told
 
 
 def tell_scarce(
     notices: OwnerMessages, instance: Instance, decision: Decision, now: datetime, *, clear: Callable[[], None]
-) -> None:
+) -> bool:
     """Once a day, to the owner (in dry-run, the alerts channel): the machine idles, and is left running while
-    its owner works because it might not start again; a warning given before goes."""
+    its owner works because it might not start again; a warning given before goes. True if the day's first
+    tell went out now."""
     if decision.action is Action.CLEAR_WARNING:
         clear()
     owner = instance.owner(notices.settings.owner_tag_key)
     idle = duration(decision.judgement.idle_minutes(now)) if decision.judgement is not None else "a while"
     hourly = notices.prices.hourly(instance.instance_type, instance.region).usd_per_hour
     run = held_for_run(decision)
-    message = scarce_idle_notice(instance, decision.scarce, notices.person(owner), idle, hourly, run=run, now=now)
+    who, start_at = notices.person(owner), promised_start(decision)
+    message = scarce_idle_notice(instance, decision.scarce, who, idle, hourly, run=run, start_at=start_at, now=now)
     day = f"{instance.instance_id}:{now:%Y-%m-%d}"
-    if notices.mode is Mode.DRY_RUN:
-        notices.report_once(f"scarce:{day}", message, now)
-    owner_once(notices, f"scarce-owner:{day}", owner, message, now)  # no owner: the alerts channel
+    told = notices.mode is Mode.DRY_RUN and notices.report_once(f"scarce:{day}", message, now)
+    return owner_once(notices, f"scarce-owner:{day}", owner, message, now) or told  # no owner: the alerts channel
+
+
+OFFER_TTL = timedelta(days=30)  # asked once: the claim outlives the week the offer may be made in
+PastOf = Callable[[Sequence[tuple[Instance, Decision]], Mapping[str, Sequence[Any]], datetime], Mapping[str, Past]]
+
+
+def runs_of(past: Past | None) -> str:
+    """A machine's runs as costguard knows them from its last two weeks (recurring work learned, else work of
+    its own at night), as the messages say them after "it"; "" when none is known."""
+    if past is None:
+        return ""
+    if past.learned is not None and past.learned.pattern is not None:
+        return past.learned.pattern.describe()
+    return past.night.describe() if past.night is not None and past.night.nights else ""
+
+
+@dataclass(kw_only=True)
+class KeepOffers:
+    """The sweep's offers of a keep for its runs in place of an exemption its owner added right after costguard's
+    stop: on a weekday morning, each machine's runs read from its last two weeks (only for the few machines such
+    an offer is due for), told to the owner once."""
+
+    notices: OwnerMessages
+    past: PastOf  # the Learner's reading (reads/fortnights.py), its `blind` asked for every machine
+    zone: str  # the team's (TeamTimezone)
+
+    def run(self, candidates: Sequence[Instance], gpu_series: Mapping[str, Sequence[Any]], now: datetime) -> list[str]:
+        """The machines offered a keep for their runs now."""
+        due = [i for i in candidates if looks_now(i, now, self.zone)]
+        if not due or notices_silent(self.notices):
+            return []
+        asked = [(i, Decision(i.instance_id, Action.STOP, "its runs, for a keep that ends")) for i in due]
+        try:
+            past = self.past(asked, gpu_series, now)
+        except (ClientError, BotoCoreError) as exc:  # a nicety: the next morning asks again
+            logger.warning("keep offers not read", machines=len(due), error=str(exc)[:200])
+            return []
+        offered = []
+        for instance in due:
+            offer = keep_offer(instance, runs_of(past.get(instance.instance_id)), now, self.zone)
+            if offer is None:
+                continue
+            owner = instance.owner(self.notices.settings.owner_tag_key)
+            message = keep_offer_notice(instance, offer, self.notices.person(owner), now, zone=self.zone)
+            try:
+                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)
+            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+                logger.warning("keep offer not told", instance_id=instance.instance_id, error=str(exc)[:200])
+                continue
+            if told:
+                logger.info("keep offered for its runs", instance_id=instance.instance_id, runs=offer.runs)
+                offered.append(instance.instance_id)
+        return offered
+
+
+def notices_silent(notices: OwnerMessages) -> bool:
+    """dry-run tells no owner: nothing to offer."""
+    return notices.mode is Mode.DRY_RUN

@@ -108,16 +108,20 @@ class OwnerMessages:
         self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
 
 
-def owner_once(notices: OwnerMessages, key: str, owner: str, message: Message, now: datetime) -> None:
-    """A message to a machine's owner once (per key), but in dry-run, which tells no owner."""
+def owner_once(  # noqa: PLR0917
+    notices: OwnerMessages, key: str, owner: str, message: Message, now: datetime, ttl: timedelta = REPORT_TTL
+) -> bool:
+    """A message to a machine's owner once (per key, for `ttl`), but in dry-run, which tells no owner; True if
+    told now."""
     if notices.mode is Mode.DRY_RUN:
-        return
-    claim = notices.claims.claim(key, now, ttl=REPORT_TTL)
+        return False
+    claim = notices.claims.claim(key, now, ttl=ttl)
     if claim.state is not ClaimState.TAKEN:
-        return
+        return False
     try:
         notices.tell(owner, message)
     except SlackDeliveryError:
         notices.claims.release(claim)
         raise
     notices.claims.done(claim)
+    return True

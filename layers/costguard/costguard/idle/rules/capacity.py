@@ -79,7 +79,8 @@ def for_its_run(
     """A scarce machine whose automated run (its crontab's, or its learned work) is due before its owner's next
     working hours: not stopped. A start EC2 refused in the night would leave the run without its machine, with
     nobody there to start it again; a run is what scarce capacity idles for. Its owner hears why once a day,
-    and may stop it. (The starts costguard makes for its owner's day, or its person's, are not such runs.)"""
+    and may stop it, its run's start kept (a person's Stop anyway keeps the promise). (The starts costguard makes
+    for its owner's day, or its person's, are not such runs.)"""
     if scarcity is None or decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
     if not decision.will_stop or decision.start_for is not StartFor.RUN:
@@ -89,7 +90,7 @@ def for_its_run(
         return decision
     evidence = scarcity.evidence(now)
     why = f"{BEFORE_OWNER}: {decision.next_work} ({evidence})"
-    return replace(left_running(decision, why, evidence), start_at=None, kept_for=KeptFor.RUN_BEFORE_OWNER)
+    return replace(left_running(decision, why, evidence), kept_for=KeptFor.RUN_BEFORE_OWNER)
 
 
 def held_for_run(decision: Decision) -> str:

@@ -25,11 +25,13 @@ def scarce_idle_notice(
     hourly: float | None,
     *,
     run: str = "",
+    start_at: str = "",
     now: datetime,
 ) -> Message:
     """Once a day, to the owner: an idle machine costguard does not stop in working hours, or before its
     automated `run` (as the rules say it, after "it": "runs `etl.sh` at 05:00 UTC (its crontab)"), and why; its
-    times in each reader's own (the nearest to `now`)."""
+    times in each reader's own (the nearest to `now`). `start_at`: the start promised for that run, which Stop
+    anyway keeps."""
     iid, kind = instance.instance_id, instance.instance_type
     cost = f"${hourly * 24:,.0f}/day · " if hourly else ""
     where = "for its next run" if run else "in working hours"
@@ -58,7 +60,11 @@ def scarce_idle_notice(
             actions(
                 f"cg-scarce-{iid}"[:255],
                 stop_anyway_buttons(
-                    iid, instance.region, instance.account, risk="capacity is scarce, and it might not start again"
+                    iid,
+                    instance.region,
+                    instance.account,
+                    risk="capacity is scarce, and it might not start again",
+                    start_at=start_at if run else "",
                 ),
             ),
         ),

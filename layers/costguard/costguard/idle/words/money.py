@@ -30,10 +30,18 @@ def saving_line(marginal: Marginal, worth: OffWorth | None = None) -> str:
 
 
 def prepaid_idle_notice(
-    instance: Instance, marginal: Marginal, who: Mrkdwn, idle_for: str, *, account: str = "", zone: str = "UTC"
+    instance: Instance,
+    marginal: Marginal,
+    who: Mrkdwn,
+    idle_for: str,
+    *,
+    account: str = "",
+    zone: str = "UTC",
+    start_at: str = "",
 ) -> Message:
     """Once a day, to the owner and the alerts channel: a machine idles on capacity paid whether it runs or
-    not, so costguard leaves it running; a person may still stop it to free the slot."""
+    not, so costguard leaves it running; a person may still stop it to free the slot (`start_at`: the start
+    promised for its run, which that stop keeps)."""
     iid, kind = instance.instance_id, instance.instance_type
     hold = marginal.hold
     where = hold.label if hold is not None else marginal.basis.value
@@ -72,6 +80,6 @@ def prepaid_idle_notice(
                     idle_hour,
                 )
             ),
-            actions(f"cg-prepaid-{iid}"[:255], stop_anyway_buttons(iid, instance.region, account)),
+            actions(f"cg-prepaid-{iid}"[:255], stop_anyway_buttons(iid, instance.region, account, start_at=start_at)),
         ),
     )

@@ -1,0 +1,82 @@
+"""A keep that ends: an exemption its owner added right after costguard's stop interrupted the machine's work,
+offered back the next morning as "Keep it for its runs". Pure: the machine's tags, its runs as the rules say
+them, the team's clock and `now` in.
+
+An owner whose nightly job found its box stopped starts it again and tags it `costguard:exempt`: the box then
+idles between its runs for good. Once costguard knows those runs (a scheduled job, recurring work learned, its
+own night work), one click replaces the exemption with a keep for its runs: held for each run, started before
+it, stopped between. Asked once for each such stop (its owner's "No" stands), on a weekday morning, and never
+about a machine whose runs costguard does not know (nothing would hold it for them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from costguard.core import formatting, tags
+from costguard.core.keeping import kept_for_runs
+from costguard.core.records import Instance
+
+RIGHT_AFTER = timedelta(days=2)  # started again by its owner this soon after costguard's stop: its answer to it
+MORNING = time(9, 0)  # the offer's time, on the team's clock
+MORNING_LOOK = timedelta(minutes=30)  # the sweeps of a morning that look (one or two): its runs read once a day
+ASKED_FOR = timedelta(days=7)  # mornings on which the offer may still be made, its runs unknown before
+FROM_SLACK = "stopped from Slack"  # a person's own stop (Stop now) interrupted nothing of costguard's doing
+
+
+@dataclass(frozen=True)
+class KeepOffer:
+    """An exemption offered back as a keep for the machine's runs."""
+
+    instance_id: str
+    stopped_at: datetime  # costguard's stop that its owner answered with the exemption
+    restarted_at: datetime  # when its owner started it again
+    runs: str  # its runs, as the rules say them after "it": "runs `nightly.sh` at 22:00 UTC (its crontab)"
+
+    @property
+    def key(self) -> str:
+        """Once for each such stop: a "No" (or no answer) is never asked again for it."""
+        return f"keep-offer:{self.instance_id}:{formatting.format_time(self.stopped_at)}"
+
+
+def exempt_after_interruption(instance: Instance) -> datetime | None:
+    """When costguard stopped the machine, if its owner answered that stop by starting it again within RIGHT_AFTER
+    and exempting it (`costguard:exempt`), and it is not kept for its runs already; else None."""
+    if tags.EXEMPT not in instance.tags or kept_for_runs(instance.tags):
+        return None
+    stopped = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
+    if stopped is None or instance.tags.get(tags.STOP_REASON, "").startswith(FROM_SLACK):
+        return None
+    return stopped if stopped < instance.launch_time <= stopped + RIGHT_AFTER else None
+
+
+def next_morning(after: datetime, zone: str) -> datetime:
+    """09:00 (the team's clock) of the first weekday after the day of `after`."""
+    local = after.astimezone(ZoneInfo(zone))
+    day = local.date() + timedelta(days=1)
+    while day.weekday() >= 5:
+        day += timedelta(days=1)
+    return datetime.combine(day, MORNING, tzinfo=ZoneInfo(zone)).astimezone(after.tzinfo)
+
+
+def looks_now(instance: Instance, now: datetime, zone: str) -> bool:
+    """Whether this sweep looks for an offer to make about the machine: exempted right after costguard's stop,
+    a weekday morning after its owner started it again (the first sweeps of it), within ASKED_FOR."""
+    if exempt_after_interruption(instance) is None:
+        return False
+    first = next_morning(instance.launch_time, zone)
+    if not first <= now < first + ASKED_FOR:
+        return False
+    local = now.astimezone(ZoneInfo(zone))
+    morning = datetime.combine(local.date(), MORNING, tzinfo=ZoneInfo(zone))
+    return local.weekday() < 5 and morning <= local < morning + MORNING_LOOK
+
+
+def keep_offer(instance: Instance, runs: str, now: datetime, zone: str) -> KeepOffer | None:
+    """The offer to make now about this machine, `runs` its known runs ("": none known, and no offer)."""
+    stopped = exempt_after_interruption(instance)
+    if stopped is None or not runs.strip() or not looks_now(instance, now, zone):
+        return None
+    return KeepOffer(instance.instance_id, stopped, instance.launch_time, runs)

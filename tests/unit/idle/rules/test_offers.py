@@ -1,0 +1,59 @@
+"""A keep that ends: an exemption added right after costguard's stop interrupted the machine, offered back the
+next weekday morning (the team's clock) as "Keep it for its runs", once, and only where its runs are known. Pure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from costguard.core import formatting, tags
+from costguard.core.records import Instance
+from costguard.idle.rules.offers import exempt_after_interruption, keep_offer, next_morning
+
+ZONE = "Europe/Paris"
+STOPPED = datetime(2026, 11, 24, 16, 37, tzinfo=UTC)  # a Tuesday, 17:37 in Paris: costguard stopped the box
+RESTARTED = datetime(2026, 11, 24, 22, 10, tzinfo=UTC)  # its job found it stopped: its owner started it again
+NEXT_MORNING = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)  # Wednesday 09:00 in Paris
+RUNS = "runs `nightly.sh` at 22:00 UTC (its crontab)"
+COSTGUARDS = {tags.STOPPED_AT: formatting.format_time(STOPPED), tags.STOP_REASON: "idle for 120 min"}
+
+
+def box(extra: dict[str, str], launched: datetime = RESTARTED) -> Instance:
+    return Instance("i-0123456789abcdef0", "us-east-1", "g5.xlarge", "running", launched, tags=COSTGUARDS | extra)
+
+
+EXEMPT = {tags.EXEMPT: "the nightly job must run; costguard stopped it"}
+
+
+def test_an_exemption_right_after_costguards_stop_is_offered_back_the_next_morning_with_its_runs() -> None:
+    offer = keep_offer(box(EXEMPT), RUNS, NEXT_MORNING, ZONE)
+    assert offer is not None
+    assert (offer.stopped_at, offer.restarted_at, offer.runs) == (STOPPED, RESTARTED, RUNS)
+    assert offer.key == f"keep-offer:i-0123456789abcdef0:{formatting.format_time(STOPPED)}"
+
+
+def test_no_offer_the_evening_of_the_restart_nor_in_the_afternoon_but_on_a_later_morning() -> None:
+    assert keep_offer(box(EXEMPT), RUNS, RESTARTED + timedelta(minutes=15), ZONE) is None
+    assert keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(hours=5), ZONE) is None  # 14:00: not a morning
+    assert keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(days=1), ZONE) is not None  # runs known a day late
+    assert keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(days=8), ZONE) is None  # asked within a week only
+
+
+def test_a_machine_whose_runs_costguard_does_not_know_is_never_offered_a_keep_for_them() -> None:
+    assert keep_offer(box(EXEMPT), "", NEXT_MORNING, ZONE) is None
+
+
+def test_an_exemption_not_answering_costguards_stop_is_not_offered_back() -> None:
+    assert exempt_after_interruption(box({})) is None  # not exempt
+    assert exempt_after_interruption(box(EXEMPT | {tags.KEEP_FOR_RUNS: tags.ON})) is None  # kept for runs already
+    slack = EXEMPT | {tags.STOP_REASON: "stopped from Slack by ana"}  # its owner's own stop interrupted nothing
+    assert exempt_after_interruption(box(slack)) is None
+    assert exempt_after_interruption(box(EXEMPT, launched=STOPPED - timedelta(hours=1))) is None  # not restarted since
+    assert exempt_after_interruption(box(EXEMPT, launched=STOPPED + timedelta(days=3))) is None  # long after: its own
+    untagged = Instance("i-0123456789abcdef0", "us-east-1", "g5.xlarge", "running", RESTARTED, tags=EXEMPT)
+    assert exempt_after_interruption(untagged) is None  # costguard never stopped it
+
+
+def test_the_next_morning_is_a_weekdays_on_the_teams_clock() -> None:
+    friday_night = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
+    assert next_morning(friday_night, ZONE) == datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # Monday 09:00 in Paris
+    assert next_morning(RESTARTED, "America/New_York") == datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
