@@ -128,8 +128,15 @@ def test_an_idle_scarce_machine_is_left_running_while_its_owner_works_said_once_
     assert told.channel == "U0ALICE"
     assert "3 p4d.24xlarge starts failed for capacity this week" in json.dumps(told.blocks)
 
+    [left] = entries("left-running")  # the ledger keeps the day's decision, with its trail
+    assert left["instance_id"]["S"] == iid
+    rules = [step["M"]["rule"]["S"] for step in left["trail"]["L"]]
+    assert rules[0] == "idle verdict"
+    assert "scarce capacity" in rules
+
     run(SWEEP, runtime, now, lambda_context, monkeypatch)  # the next sweep, on the same data
     assert len([m for m in slack.messages if "hard to get back" in json.dumps(m.blocks)]) == 1  # once a day
+    assert len(entries("left-running")) == 1  # recorded with the day's tell, not with every sweep
 
     working["now"] = False  # the evening: warned and stopped as any other
     # Its owner's day twelve hours off: a run of this test at 05:00 UTC found the team's 08:00 too near to stop

@@ -39,9 +39,13 @@ def ri(count: int, instance_type: str = "p4d.24xlarge", now: datetime | None = N
     }
 
 
-def stops_recorded() -> list[dict[str, Any]]:
+def recorded(kind: str) -> list[dict[str, Any]]:
     items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
-    return [i for i in items if i.get("kind", {}).get("S") == "stop"]
+    return [i for i in items if i.get("kind", {}).get("S") == kind]
+
+
+def stops_recorded() -> list[dict[str, Any]]:
+    return recorded("stop")
 
 
 def test_a_capacity_block_machine_idle_is_not_stopped_said_once_a_day_and_stop_anyway_stops_it(
@@ -71,8 +75,13 @@ def test_a_capacity_block_machine_idle_is_not_stopped_said_once_a_day_and_stop_a
     assert sorted(m.channel for m in told) == sorted(["U0ALICE", runtime.settings.alerts_channel])
     assert "Capacity Block cr-0block (prepaid until" in json.dumps(told[0].blocks)
 
+    [left] = recorded("left-running")  # the day's decision in the ledger, with its trail
+    assert left["instance_id"]["S"] == iid
+    assert [step["M"]["rule"]["S"] for step in left["trail"]["L"]][-1] == "the bill"
+
     run(SWEEP, runtime, now + timedelta(minutes=15), lambda_context, monkeypatch)  # the next sweep: not again
     assert len([m for m in slack.messages if "prepaid capacity" in json.dumps(m.blocks)]) == 2
+    assert len(recorded("left-running")) == 1
 
     [stop] = [e for e in told[0].blocks[-1]["elements"] if e["text"]["text"] == "Stop anyway"]
     assert stop["action_id"] == "costguard.stop_now"  # a stop from Slack: the buttons worker's, tested there

@@ -113,13 +113,20 @@ def applied_counts(reports: Iterable[RegionReport]) -> Counter[str]:
 
 
 def ledger_entry(
-    instance: Instance, outcome: Outcome, at: datetime, *, mode: Mode, price: Price | None = None
+    instance: Instance,
+    outcome: Outcome,
+    at: datetime,
+    *,
+    mode: Mode,
+    price: Price | None = None,
+    kind: EntryKind | None = None,
 ) -> Entry:
     """The ledger's record of one decision carried out, dated when it was decided (so that a sweep that
-    finishes a dead one's stop writes the same entry); a stop records the hourly price it saves."""
+    finishes a dead one's stop writes the same entry); a stop records the hourly price it saves. `kind`: where
+    the record is not the action's (a machine left running)."""
     return Entry(
         at=at,
-        kind=EntryKind(outcome.action.value),
+        kind=kind or EntryKind(outcome.action.value),
         instance_id=instance.instance_id,
         region=instance.region,
         mode=mode.value,

@@ -30,6 +30,9 @@ class EntryKind(StrEnum):
     # A morning or learned start EC2 refused (InsufficientInstanceCapacity, say): one entry per start it was
     # for (`at`: the start's due time), its reason the last refusal, `until`: when costguard gives up on it.
     START_FAILED = "start-failed"
+    # Idle, and left running for a reason its owner is told once a day (a stop saves nothing on the bill, or the
+    # machine might not start again): the day's first tell, with the decision's trail.
+    LEFT_RUNNING = "left-running"
     # SageMaker resources (the entry's instance_id is the resource's key: notebook/<name>, endpoint/<name>,
     # app/<domain>/<profile or space>/<type>/<name>), apart from the EC2 kinds the digest counts.
     SAGEMAKER_WARN = "sagemaker-warn"

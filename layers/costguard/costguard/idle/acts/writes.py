@@ -21,6 +21,7 @@ from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.report import Outcome, Settled, Status, ledger_entry
+from costguard.state.entries import Entry
 from costguard.state.ledger import Ledger, LedgerWriteError
 from costguard.state.outbox import WARN, Notice, Outbox
 from costguard.state.startlog import StartLog
@@ -61,6 +62,7 @@ class PendingWrites:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # by instance id: more to tag at its stop
     stop_gpus: dict[str, int] = field(default_factory=dict)  # by instance id: the GPUs a learned start's stop takes off
+    left_running: list[Entry] = field(default_factory=list)  # machines left running, told today: their record
 
     def stop(self, instance: Instance, outcome: Outcome, notice: Notice) -> None:
         with self.lock:
@@ -81,6 +83,11 @@ class PendingWrites:
     def clear(self, instance: Instance, outcome: Outcome) -> None:
         with self.lock:
             self.clears.append((instance, outcome))
+
+    def left(self, entry: Entry) -> None:
+        """A machine left running though idle, its owner told today: its decision's record, with its trail."""
+        with self.lock:
+            self.left_running.append(entry)
 
 
 class SweepWriter:
@@ -112,7 +119,18 @@ class SweepWriter:
         for state, queued in writes.tags.items():
             results.update(_settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state)))))
         results.update(self._clear(writes.clears))
+        self._record_left(writes.left_running)
         return Written(stopped, refused, results)
+
+    def _record_left(self, entries: list[Entry]) -> None:
+        """The day's records of machines left running: a record, not a promise, so one the table refuses is
+        logged and left (the next day's tell records it again)."""
+        if not entries:
+            return
+        try:
+            self.ledger.record_many(entries)
+        except (ClientError, BotoCoreError, LedgerWriteError) as exc:
+            logger.warning("left running not recorded", count=len(entries), error=str(exc)[:200])
 
     def _stop(self, writes: PendingWrites, now: datetime, results: Results) -> tuple[Stopped, Refused]:
         results.update(tag_before_stop(self.ec2, self.starts, writes, now))
