@@ -79,9 +79,14 @@ class LiveMessages:
             return
         try:
             write_batch(self.client, self.table, [{"PutRequest": {"Item": item}} for item in items])
-        except (ClientError, BotoCoreError, StateTableBusy) as exc:
-            logger.warning("live messages not kept: they will not change in place", error=str(exc)[:200])
-            metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
+        except (ClientError, BotoCoreError, StateTableBusy):
+            # A warning not kept could never be withdrawn in place: a refused batch is written an item at a time.
+            try:
+                for item in items:
+                    self.client.put_item(TableName=self.table, Item=item)
+            except (ClientError, BotoCoreError) as exc:
+                logger.warning("live messages not kept: they will not change in place", error=str(exc)[:200])
+                metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
 
     def where(self, keys: Iterable[str]) -> dict[str, Where]:
         """Where the latest live message about each of these machines is (those that have one). A read that

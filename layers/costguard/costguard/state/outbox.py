@@ -18,6 +18,9 @@ machine (one warning of a machine at a time), a stop and a withdrawn warning by 
   removed with their ledger entry after it).
 - A dry-run or notify-only report to the alerts channel is a notice like the others; delivered, its
   record stays until its day (or its warning) is over, so that the machine is reported once.
+- A warning withdrawn whose message could not be changed to say so (its record or Slack refused the edit) is
+  kept as `unsaid` (the message's channel and ts, and why), until a sweep that can write shows it: no message
+  goes on promising a stop costguard no longer means to make.
 
 One partition per region: each sweep reads it with one Query.
 """
@@ -48,6 +51,8 @@ REPORTS = (WOULD_WARN, NOT_STOPPED)
 # Effects told to nobody, kept from before their call until their ledger entry is written.
 START, PROTECT, UNPROTECT = "start", "protect", "unprotect"
 EFFECTS = (START, PROTECT, UNPROTECT)
+# A withdrawn warning its message does not say yet: the change it still needs, kept until a sweep shows it.
+UNSAID = "unsaid"
 KEEP_FOR = timedelta(days=2)
 TRANSACTION = 100  # TransactWriteItems' maximum actions a call
 
@@ -84,7 +89,11 @@ class Notice:
     def sk(self) -> str:
         if self.stored_sk:
             return self.stored_sk
-        return f"{WARN}#{self.instance_id}" if self.kind == WARN else f"{self.kind}#{self.instance_id}#{self.at}"
+        if self.kind == WARN:
+            return f"{WARN}#{self.instance_id}"
+        if self.kind == UNSAID:  # one per message and machine
+            return f"{UNSAID}#{self.instance_id}#{self.to}#{self.ts}"
+        return f"{self.kind}#{self.instance_id}#{self.at}"
 
     @property
     def time(self) -> datetime:
@@ -245,6 +254,13 @@ class Outbox:
             elif value:
                 item[key] = {"S": value}
         return item
+
+
+def unsaid(instance_id: str, where: tuple[str, str], why: str, now: datetime) -> Notice:
+    """A withdrawn warning its message at `where` (channel, ts) does not say yet, and why it was withdrawn:
+    keyed by the message, so that a sweep that fails again to change it writes the same record."""
+    channel, ts = where
+    return Notice(UNSAID, instance_id, formatting.format_time(now), status=DELIVERED, to=channel, ts=ts, text=why)
 
 
 def _refused(exc: Any, count: int) -> set[int]:

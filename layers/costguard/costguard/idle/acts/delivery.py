@@ -37,7 +37,7 @@ from costguard.slack.live import Part as LivePart
 from costguard.slack.notifier import Delivery, SlackNotifier, not_reached
 from costguard.state.ledger import LedgerWriteError
 from costguard.state.live import LiveMessages, Where
-from costguard.state.outbox import DELIVERED, NOT_STOPPED, REPORTS, STOP, WARN, WOULD_WARN, Notice, Outbox
+from costguard.state.outbox import DELIVERED, NOT_STOPPED, REPORTS, STOP, WARN, WOULD_WARN, Notice, Outbox, unsaid
 
 # Slack messages of a sweep go out this many at a time: a sweep that stops 1,000 machines may tell 200
 # owners, and Slack answers in 100-300 ms from AWS, too slow one by one for the timeout.
@@ -160,7 +160,26 @@ class Dispatch:
         done, left = changed_in_place(self.live, tellings, now)
         if done:
             self._record(done)
+        self._unsaid(left, now)
         return left
+
+    def _unsaid(self, tellings: list[Telling], now: datetime) -> None:
+        """Withdrawals whose warnings could not be changed (told in messages of their own): each warning kept to
+        be changed by the next sweep that can (acts/shown.py), so that it stops promising its stop. Never raises."""
+        if not tellings or self.live is None:
+            return
+        where = self.live.where(t.notice.instance_id for t in tellings)
+        left = [
+            unsaid(t.notice.instance_id, where[t.notice.instance_id], why_withdrawn(t.notice), now)
+            for t in tellings
+            if t.notice.instance_id in where
+        ]
+        if not left:
+            return
+        try:
+            self.outbox.add(left)
+        except AWS_ERRORS as exc:
+            logger.warning("withdrawn warnings not shown, nor kept to be", count=len(left), error=str(exc)[:200])
 
     def _lease(self, to: str, tellings: list[Telling], now: datetime, told: Told) -> list[Telling]:
         """The tellings whose records this attempt now holds (their notices as leased); the others are
@@ -240,6 +259,12 @@ class Dispatch:
             self.outbox.remove(notices)
         except AWS_ERRORS as exc:
             logger.warning("lease not released; the next sweep looks first", error=str(exc)[:200])
+
+
+def why_withdrawn(notice: Notice) -> str:
+    """Why a warning was withdrawn, as its notice's ledger entry says."""
+    entry = notice.ledger_entry
+    return entry.reason if entry is not None and entry.reason else "its warning no longer holds"
 
 
 def kept(notice: Notice, telling: Telling, to: str) -> Notice:

@@ -35,7 +35,7 @@ from costguard.idle.acts.reports import notice_for, report_of, reported
 from costguard.idle.acts.shown import Shown
 from costguard.idle.acts.starts import tell_unreadable_schedule
 from costguard.idle.acts.writes import PendingWrites, Stopped
-from costguard.idle.report import Outcome, Settled, Status, ledger_entry
+from costguard.idle.report import Outcome, Settled, Status
 from costguard.idle.rules.capacity import tells_scarce
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
@@ -50,7 +50,6 @@ from costguard.idle.words.messages import (
 from costguard.slack import live
 from costguard.slack.blocks import Mrkdwn
 from costguard.state.claims import ClaimHeld
-from costguard.state.entries import EntryKind
 from costguard.state.live import LiveMessages
 from costguard.state.outbox import CANCEL, PENDING, STOP, WARN, Notice
 
@@ -72,7 +71,7 @@ class SweepNotices(OwnerMessages):
     def __post_init__(self) -> None:
         super().__post_init__()
         live_messages = LiveMessages(self.outbox.client, self.outbox.table, self.notifier)
-        self.shown = Shown(live_messages, zone=self.zone, mode=self.mode, time_left=self.time_left)
+        self.shown = Shown(live_messages, zone=self.zone, mode=self.mode, time_left=self.time_left, outbox=self.outbox)
         self.dispatch = Dispatch(
             outbox=self.outbox,
             notifier=self.notifier,
@@ -130,8 +129,9 @@ class SweepNotices(OwnerMessages):
             return outcome.settled(Settled(Status.IN_FLIGHT, IN_FLIGHT))
         if out_of_time(decision, told, self.time_left()):
             return outcome.settled(Settled(Status.DEFERRED, DEFERRED))
-        if told is not None:  # its record is the warning: completed (tagged) or withdrawn, now (acts/shown.py)
-            return self.shown.complete_or_withdraw(instance, told, decision, outcome, writes)
+        # A warning recorded but not tagged, or past its stop time and not carried out: completed or withdrawn now.
+        if (settled := self.shown.unkept(instance, told, decision, outcome, writes=writes, now=now)) is not None:
+            return settled
         if reported(self.mode, decision):
             return self._report(instance, decision, outcome, now, recovered)
         if decision.action is Action.WARN:
@@ -139,10 +139,11 @@ class SweepNotices(OwnerMessages):
         elif decision.action is Action.STOP:
             self._stop(instance, decision, outcome, now, writes)
         elif tells_prepaid(decision) or tells_scarce(decision):  # left running (paid for, or hard to get back)
-            self._left_running(instance, decision, outcome, now, writes)
+            tell = tell_prepaid if tells_prepaid(decision) else tell_scarce  # said once a day
+            tell(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome))
         elif decision.action is Action.CLEAR_WARNING:
             writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and its message says so
-            self.shown.later(iid, cleared(instance, now, self.zone))
+            self.shown.later(iid, cleared(instance, now, self.zone), why=decision.reason)
         elif tells_schedule(decision) and self.mode is not Mode.DRY_RUN:  # dry-run tells no owner
             tell_unreadable_schedule(
                 self.claims, self.tell, instance=instance, owner=outcome.owner, now=now, who=self.person
@@ -155,15 +156,6 @@ class SweepNotices(OwnerMessages):
                 cancel_telling(self, instance, decision, outcome, now, clear=lambda: writes.clear(instance, outcome))
             )
         return outcome
-
-    def _left_running(
-        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
-    ) -> None:
-        """Idle, and left running (a stop saves nothing, or it might not start again): told once a day, and
-        that day's first tell recorded in the ledger with the decision's trail."""
-        tell = tell_prepaid if tells_prepaid(decision) else tell_scarce
-        if tell(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome)):
-            writes.left(ledger_entry(instance, outcome, now, mode=self.mode, kind=EntryKind.LEFT_RUNNING))
 
     def send(self, now: datetime) -> dict[str, Settled]:
         """The warnings and withdrawn warnings this sweep decided, delivered and recorded; those not

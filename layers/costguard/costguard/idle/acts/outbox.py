@@ -25,7 +25,9 @@ What a dead attempt left, finished by the next sweep from the outbox before it d
   machine runs without its tags (refused for longer than that): still the warning, the sweep completes or
   withdraws it;
 - an effect told to nobody (a working-hours start, a change of scale-in protection) whose attempt
-  died is recorded once AWS shows it happened, else dropped.
+  died is recorded once AWS shows it happened, else dropped;
+- a withdrawn warning whose message an earlier sweep could not change to say so is changed now
+  (acts/shown.py), before anything is decided.
 
 Dry-run keeps reports only: a stop or a warning left from another mode waits for a mode that tells
 owners (dry-run tells nobody but the alerts channel, and changes nothing).
@@ -49,6 +51,7 @@ from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import Mode
 from costguard.idle.acts.delivery import AWS_ERRORS, delivered, lease_length
+from costguard.idle.acts.shown import show_unsaid
 from costguard.idle.acts.writes import Stopped, SweepWriter
 from costguard.idle.report import Outcome
 from costguard.idle.rules.decision import Action
@@ -67,6 +70,7 @@ from costguard.state.outbox import (
     SENDING,
     START,
     STOP,
+    UNSAID,
     WARN,
     Notice,
     Outbox,
@@ -201,6 +205,10 @@ class Recovery:
         records = self.outbox.read()
         recovered = Recovered()
         dry = self.mode is Mode.DRY_RUN
+        unsaid = [n for n in records if n.kind == UNSAID]
+        records = [n for n in records if n.kind != UNSAID]
+        if unsaid and not dry:
+            show_unsaid(self.live, self.outbox, unsaid)
         if not dry:
             recovered.started = self.effects.recover([n for n in records if n.kind in EFFECTS], now)
         notices = [n for n in records if n.kind in REPORTS or (n.kind not in EFFECTS and not dry)]

@@ -1,0 +1,134 @@
+"""No message goes on promising a stop that will not happen: a warning is carried out, or withdrawn in its own
+message no later than the next sweep that can write, whatever DynamoDB refused on the way (the fault week's
+storms on BatchWriteItem and PutItem left warnings saying "costguard stops it" for hours)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from costguard.core import tags
+from costguard.idle.sweep import idle_stopper  # noqa: F401 (the sweep's modules loaded before a hook is set)
+from costguard.runtime import Runtime
+from testing.slack_standin import SlackStandIn
+from testing.slack_text import as_read, notices
+from tests.faults.test_sweep_faults import state, sweep
+from tests.integration.conftest import REGION, TABLE, tags_of
+from tests.integration.test_idle_stopper import idle, launch, publish
+
+PROMISE = "costguard stops it"
+WITHDRAWN = "costguard will not stop it now"
+
+
+def storm(client: Any, operation: str, *, event: str = "before-call") -> Callable[[bool], None]:
+    """Every call of `operation` refused while the storm is on (it starts on); the switch that ends it."""
+    on = [True]
+
+    def refused(**_: Any) -> None:
+        if on[0]:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "storm"}}, operation)
+
+    prefix = client.meta.service_model.endpoint_prefix
+    client.meta.events.register(f"{event}.{prefix}.{operation}", refused)
+    return lambda state: on.__setitem__(0, state)
+
+
+def busy(n: int = 6) -> list[float]:
+    return [90.0] * n
+
+
+def outbox_keys() -> list[str]:
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    return [i["sk"]["S"] for i in items if i["pk"]["S"].startswith("outbox#")]
+
+
+def test_a_warning_posted_while_batch_writes_are_refused_says_so_when_its_machine_works_again(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The storm refuses the batch that keeps the warning's message (to change it later): the message is kept
+    an item at a time, so that the sweep that finds the machine at work says so in it."""
+    iid = launch(now)
+    publish(iid, now - timedelta(minutes=15), gpus=[idle(), idle()])
+    end = storm(runtime.client("dynamodb", REGION), "BatchWriteItem")
+    sweep(runtime, now - timedelta(minutes=15), lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+    assert tags.IDLE_WARNED_AT in tags_of(iid)
+    end(False)
+
+    publish(iid, now, gpus=[busy(), busy()])  # at work again before its stop time
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    [warning] = notices(slack.messages, "warn")  # changed in place
+    assert PROMISE not in as_read(warning.blocks)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    assert state(iid) == "running"
+
+
+def test_a_withdrawal_its_message_could_not_show_in_a_put_item_storm_is_shown_by_the_next_sweep(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now)
+    publish(iid, now - timedelta(minutes=15), gpus=[idle(), idle()])
+    sweep(runtime, now - timedelta(minutes=15), lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+
+    end = storm(runtime.client("dynamodb", REGION), "PutItem")  # the message's record cannot be changed
+    publish(iid, now, gpus=[busy(), busy()])
+    sweep(runtime, now, lambda_context, monkeypatch)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)  # withdrawn: its tags gone, its ledger record written
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)  # but the storm kept the message from saying so
+    end(False)
+
+    publish(iid, now + timedelta(minutes=15), gpus=[busy(3), busy(3)])
+    sweep(runtime, now + timedelta(minutes=15), lambda_context, monkeypatch)
+
+    [warning] = notices(slack.messages, "warn")
+    said = as_read(warning.blocks)
+    assert PROMISE not in said
+    assert WITHDRAWN in said
+    assert outbox_keys() == []  # nothing left to show
+
+
+def test_a_warning_past_its_stop_time_that_a_read_keeps_the_sweeps_from_carrying_out_is_withdrawn(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing data is never idleness: a stop that waits for a read that keeps failing (here the machine's last
+    two weeks, to see whether work recurs on it) is not made, and its warning says so in place."""
+    iid = launch(now)
+    publish(iid, now - timedelta(minutes=45), gpus=[idle(), idle()])
+    sweep(runtime, now - timedelta(minutes=45), lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+
+    fortnight = [False]
+
+    def asked(params: dict[str, Any], **_: Any) -> None:
+        fortnight[0] = params["EndTime"] - params["StartTime"] > timedelta(days=2)
+
+    def unanswered(parsed: dict[str, Any], **_: Any) -> None:  # CloudWatch's own word for a series it failed
+        for result in parsed.get("MetricDataResults", []) if fortnight[0] else []:
+            result["StatusCode"] = "InternalError"
+
+    cloudwatch = runtime.client("cloudwatch", REGION)
+    cloudwatch.meta.events.register("provide-client-params.monitoring.GetMetricData", asked)
+    cloudwatch.meta.events.register("after-call.monitoring.GetMetricData", unanswered)
+    for minutes in (-30, -15, 0):  # its grace, its stop time (now - 15 min), then the next sweep
+        publish(iid, now + timedelta(minutes=minutes), gpus=[idle(3), idle(3)])
+        sweep(runtime, now + timedelta(minutes=minutes), lambda_context, monkeypatch)
+        if minutes == -15:
+            assert PROMISE in as_read(notices(slack.messages, "warn")[0].blocks)  # one late read is waited for
+
+    assert state(iid) == "running"
+    [warning] = notices(slack.messages, "warn")
+    said = as_read(warning.blocks)
+    assert PROMISE not in said
+    assert WITHDRAWN in said
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
