@@ -35,7 +35,7 @@ from costguard.idle.acts.reports import notice_for, report_of, reported
 from costguard.idle.acts.shown import Shown
 from costguard.idle.acts.starts import tell_unreadable_schedule
 from costguard.idle.acts.writes import PendingWrites, Stopped
-from costguard.idle.report import Outcome, Settled, Status
+from costguard.idle.report import Outcome, Settled, Status, ledger_entry
 from costguard.idle.rules.capacity import tells_scarce
 from costguard.idle.rules.decision import Action, Decision, tells_schedule
 from costguard.idle.rules.money import tells_prepaid
@@ -50,6 +50,7 @@ from costguard.idle.words.messages import (
 from costguard.slack import live
 from costguard.slack.blocks import Mrkdwn
 from costguard.state.claims import ClaimHeld
+from costguard.state.entries import EntryKind
 from costguard.state.live import LiveMessages
 from costguard.state.outbox import CANCEL, PENDING, STOP, WARN, Notice
 
@@ -139,8 +140,7 @@ class SweepNotices(OwnerMessages):
         elif decision.action is Action.STOP:
             self._stop(instance, decision, outcome, now, writes)
         elif tells_prepaid(decision) or tells_scarce(decision):  # left running (paid for, or hard to get back)
-            tell = tell_prepaid if tells_prepaid(decision) else tell_scarce  # said once a day
-            tell(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome))
+            self._left_running(instance, decision, outcome, now, writes)
         elif decision.action is Action.CLEAR_WARNING:
             writes.clear(instance, outcome)  # back at work, or kept: the warning goes, and its message says so
             self.shown.later(iid, cleared(instance, now, self.zone), why=decision.reason)
@@ -156,6 +156,15 @@ class SweepNotices(OwnerMessages):
                 cancel_telling(self, instance, decision, outcome, now, clear=lambda: writes.clear(instance, outcome))
             )
         return outcome
+
+    def _left_running(
+        self, instance: Instance, decision: Decision, outcome: Outcome, now: datetime, writes: PendingWrites
+    ) -> None:
+        """Idle, and left running (a stop saves nothing, or it might not start again): told once a day, and
+        that day's first tell recorded in the ledger with the decision's trail."""
+        tell = tell_prepaid if tells_prepaid(decision) else tell_scarce
+        if tell(self, instance, decision, now, clear=lambda: writes.clear(instance, outcome)):
+            writes.left(ledger_entry(instance, outcome, now, mode=self.mode, kind=EntryKind.LEFT_RUNNING))
 
     def send(self, now: datetime) -> dict[str, Settled]:
         """The warnings and withdrawn warnings this sweep decided, delivered and recorded; those not
