@@ -894,6 +894,7 @@ def run_costguard(
     if os.environ.get("BENCH_DUMP"):  # the week's raw record, for looking into a figure
         told = [
             {"ts": m.ts, "channel": m.channel, "text": m.text, "ids": [b.get("block_id") for b in m.blocks]}
+            | {"blocks": m.blocks}  # as last edited: what its reader sees at the end (bench/faults.py)
             for m in slack.messages
         ]
         Path(os.environ["BENCH_DUMP"]).write_text(json.dumps(dump(aws, fleet) | {"messages": told}, default=str))
