@@ -336,7 +336,6 @@ GRACE_SWEEP = {
     "dave-eval": "stop",
     "kim-notebook": "cancel-stop",  # she typed a minute before
     "leo-finetune": "skip",  # kept while it works
-    "mystery-west": "skip",  # kept until Monday
     "frank-west": "clear-warning",  # back at work
     "omar-morning started": "morning-start",
 }
@@ -392,8 +391,7 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet, buttons: Callable[[], N
     ):
         if note == "a button":
             demo.clock = demo.t0 - timedelta(minutes=minutes)
-            mystery = seeded.named("mystery-west")
-            press(demo, mystery.instance_id, "costguard.keep_monday", "U0PLATFORM", "platform")
+            # mystery-west (no GPU metrics, no owner) is warned about, never stopped: nothing to keep it from.
             press(demo, seeded.named("leo-finetune").instance_id, "costguard.keep_while_busy", "U0LEO", "leo")
             buttons()
             # kim sits down and types, a minute before her machine's stop: too late for the metrics.

@@ -70,6 +70,11 @@ def control(blocks: list[dict[str, Any]], instance_id: str, button: str) -> tupl
                 value = element["value"]
                 action = {"type": "button", "action_id": button, "block_id": block["block_id"], "value": value}
                 return action, json.loads(value)
+            for more in (e for e in block["elements"] if e.get("type") == "overflow"):  # the row's "…" menu
+                option = next((o for o in more["options"] if json.loads(o["value"])["b"] == button), None)
+                if option is not None:
+                    action = {"type": "overflow", "action_id": more["action_id"], "selected_option": option}
+                    return {**action, "block_id": block["block_id"]}, json.loads(option["value"])
         accessory = block.get("accessory") or {}
         if instance_id in json.dumps(accessory) and accessory.get("type") in ("overflow", "static_select"):
             option = next((o for o in accessory["options"] if json.loads(o["value"])["b"] == button), None)

@@ -14,6 +14,7 @@ from moto import mock_aws
 from costguard.aws.clients import ClientFactory
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
+from testing import message_buttons
 from testing.handlers import LambdaContext
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import plain_times_in
@@ -73,11 +74,14 @@ def aws() -> Iterator[None]:
 @pytest.fixture
 def slack() -> Iterator[SlackStandIn]:
     """The Slack stand-in. A test fails if Slack would have refused any message costguard sent it, even where
-    costguard carried on after the refusal (a test that means to be refused empties `refused`)."""
+    costguard carried on after the refusal (a test that means to be refused empties `refused`), or if a message
+    offers a button that does not act, or too many (testing/message_buttons.py)."""
     standin = SlackStandIn(users={"alice@example.com": "U0ALICE", "carol@example.com": "U0CAROL"}).start()
     try:
         yield standin
         standin.assert_all_accepted()
+        unserving = message_buttons.problems(standin.said)
+        assert not unserving, "buttons that do not serve:\n" + "\n".join(unserving)
     finally:
         standin.stop()
 

@@ -74,7 +74,7 @@ def warned_instance(owner: str = "alice@example.com") -> str:
 
 def warning_blocks(iid: str) -> list[Block]:
     """A warning's blocks, its buttons as costguard makes them."""
-    return [section(f"`{iid}` is idle"), actions(f"warn:{iid}", warning_buttons(iid, REGION, will_stop=True))]
+    return [section(f"`{iid}` is idle"), actions(f"warn:{iid}", laid_out(warning_buttons(iid, REGION, will_stop=True)))]
 
 
 def post_warning(slack: SlackStandIn, iid: str) -> str:

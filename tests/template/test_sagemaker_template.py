@@ -41,12 +41,14 @@ def test_stops_and_deletions_only_on_resources_costguard_warned_and_never_on_exe
         "sagemaker:DeleteApp": "app/*",
     }
     for action, resource in expected.items():
-        [(role, statement)] = sagemaker_grants(cfn, action)
-        assert role == "SageMakerStopperFunctionRole"
-        assert as_list(statement["Action"]) == [action]
-        assert statement["Resource"] == {"Fn::Sub": ACCOUNT_ARN + resource}
-        assert statement["Condition"] == {"Null": WARNED_AND_NOT_EXEMPT}
-        assert "sagemaker:InstanceTypes" not in json.dumps(statement)  # the reference has none for these
+        grants = sagemaker_grants(cfn, action)
+        # The sweep's, and the buttons' "Stop now" / "Delete now" on a warning: the same act, the same bounds.
+        assert sorted(role for role, _ in grants) == ["ButtonsFunctionRole", "SageMakerStopperFunctionRole"]
+        for _, statement in grants:
+            assert as_list(statement["Action"]) == [action]
+            assert statement["Resource"] == {"Fn::Sub": ACCOUNT_ARN + resource}
+            assert statement["Condition"] == {"Null": WARNED_AND_NOT_EXEMPT}
+            assert "sagemaker:InstanceTypes" not in json.dumps(statement)  # the reference has none for these
 
 
 def test_deletions_are_off_by_default_and_their_rights_exist_only_when_turned_on(sam_template: dict[str, Any]) -> None:
@@ -193,11 +195,17 @@ def test_a_keep_click_may_add_only_the_keep_and_remove_only_the_warning(cfn: dic
             k if isinstance(k, str) else json.dumps(k)
             for s in buttons
             if verb in as_list(s["Action"])
-            for k in s["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+            for k in {
+                **s["Condition"].get("ForAllValues:StringEquals", {}),
+                **s["Condition"].get("ForAllValues:StringLike", {}),
+            }["aws:TagKeys"]
         }
 
     keep_and_recreate = {tags.KEEP_UNTIL, tags.KEPT_BY, tags.RECREATED_BY, json.dumps({"Ref": "OwnerTagKey"})}
-    assert keys("sagemaker:AddTags") == keep_and_recreate
+    # Stop now and Delete now record what they did (Start it again and Recreate need it); never the warning itself.
+    acted_now = {tags.STOPPED_AT, tags.STOP_REASON, tags.deleted_endpoint("*")}
+    assert keys("sagemaker:AddTags") == keep_and_recreate | acted_now
+    assert tags.STOP_AFTER not in keys("sagemaker:AddTags")
     assert keys("sagemaker:DeleteTags") == {tags.IDLE_WARNED_AT, tags.STOP_AFTER}
     [recreate_tags] = [s for s in buttons if s["Sid"] == "TagRecreatedEndpointsOnly"]
     assert as_list(recreate_tags["Action"]) == ["sagemaker:AddTags"]

@@ -16,6 +16,7 @@ import pytest
 
 from costguard.buttons.sagemaker import SageMakerClicks
 from costguard.buttons.worker import ClickWorker
+from costguard.core import tags
 from costguard.core.records import Instance, Price
 from costguard.core.sagemaker import Resource
 from costguard.core.settings import IdlePolicy, Mode
@@ -265,6 +266,10 @@ class Notebooks:
         self.status = "Pending"
         return True
 
+    def stop_notebook(self, name: str) -> bool:
+        self.status = "Stopping"
+        return True
+
 
 def notebook_warning() -> Part:
     resource = notebook_resource()
@@ -273,8 +278,8 @@ def notebook_warning() -> Part:
     return replace(part, marker="cg-warn-notebook")
 
 
-@pytest.mark.parametrize("button", [Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY])
-def test_each_keep_of_a_notebook_warning_leaves_it_saying_only_what_is_true_now(button: Button) -> None:
+@pytest.mark.parametrize("button", [Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY, Button.STOP_NOW])
+def test_each_button_of_a_notebook_warning_leaves_it_saying_only_what_is_true_now(button: Button) -> None:
     part = notebook_warning()
     api = Notebooks()
     clicks = SageMakerClicks(sagemaker_for=lambda region: api, accelerated=lambda kind: True)  # type: ignore[arg-type, return-value]
@@ -284,8 +289,14 @@ def test_each_keep_of_a_notebook_warning_leaves_it_saying_only_what_is_true_now(
 
     [shown] = people.shown
     said = whole(shown)
-    assert "Kept " in said
-    assert [w for w in ("unless you keep", "has done no work", *KEEP_LABELS) if w in said] == []
+    assert ("Stopped " if button is Button.STOP_NOW else "Kept ") in said
+    assert [w for w in ("unless you keep", *KEEP_LABELS, "Stop now") if w in said] == []
+    if button is Button.STOP_NOW:  # stopped as the sweep stops it: its record, and what undoes it
+        assert api.tags[tags.STOP_REASON] == "stopped from Slack by alice"
+        assert tags.STOPPED_AT in api.tags
+        assert "Start it again" in said
+    else:
+        assert "has done no work" not in said
 
 
 def test_start_it_again_on_a_stopped_notebook_leaves_its_message_saying_it_started() -> None:

@@ -20,7 +20,7 @@ from costguard.core.observability import logger
 from costguard.core.sagemaker import Kind, Resource
 from costguard.core.settings import Mode
 from costguard.slack.blocks import mrkdwn
-from costguard.slack.buttons import KEEPS, Button
+from costguard.slack.buttons import KEEPS, Button, sagemaker_act_buttons
 from costguard.slack.interactions import Click
 from costguard.state.claims import ClaimHeld, ClaimState
 from costguard.state.entries import Entry, EntryKind
@@ -71,9 +71,13 @@ class SageMakerClicks:
             raise ClaimHeld(f"{key} is being done by another delivery of the click")
         reply = act()
         if reply.status == "done":
-            kind = {Button.START: EntryKind.SAGEMAKER_START, Button.RECREATE: EntryKind.SAGEMAKER_RECREATE}.get(
-                click.button, EntryKind.SAGEMAKER_KEEP
-            )
+            kind = {
+                Button.START: EntryKind.SAGEMAKER_START,
+                Button.RECREATE: EntryKind.SAGEMAKER_RECREATE,
+                Button.STOP_NOW: EntryKind.SAGEMAKER_STOP
+                if click.kind == Kind.NOTEBOOK
+                else EntryKind.SAGEMAKER_DELETE,
+            }.get(click.button, EntryKind.SAGEMAKER_KEEP)
             worker.ledger.record(
                 Entry(
                     at=click_time(click, now),
@@ -107,6 +111,8 @@ class SageMakerClicks:
             if applied:
                 api.delete_tags(resource.arn, [k for k in tags.WARNING_TAGS if k in resource.tags])
             done = words.kept(click, until, zone.key)
+        elif click.button is Button.STOP_NOW:
+            return self._now(worker, api, resource, click, now, zone.key)
         elif click.button is Button.START and resource.kind is Kind.NOTEBOOK:
             if resource.status not in ("Stopped", "Failed"):
                 return Reply(
@@ -119,6 +125,44 @@ class SageMakerClicks:
             done = words.started(click, now, zone.key)
         else:
             return Reply("refused", "That button does nothing for this resource.")
+        if not applied:
+            return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + done.text)
+        logger.info("sagemaker click done", resource=resource.key, button=click.button.value, user=click.user_id)
+        return Reply("done", done.text, done)
+
+    def _now(  # noqa: PLR0917 (what the act needs, as _apply has it)
+        self, worker: ClickWorker, api: SageMaker, resource: Resource, click: Click, now: datetime, zone: str
+    ) -> Reply:
+        """ "Stop now" (a notebook instance) or "Delete now" (an endpoint, a Studio app): what costguard would do
+        at the warning's time, done now, and what undoes it (Start it again, Recreate), as the sweep does it."""
+        if worker.mode is Mode.NOTIFY_ONLY:
+            return Reply("refused", "costguard is in notify-only mode and changes nothing; act from the console.")
+        if resource.kind is Kind.NOTEBOOK and resource.status != "InService":
+            return Reply("refused", f"{resource.name} is {resource.status}: only a running notebook instance stops.")
+        owner = resource.owner(worker.owner_tag_key)
+        try:
+            if resource.kind is Kind.NOTEBOOK:
+                applied = api.stop_notebook(resource.name)
+                if applied:
+                    api.add_tags(
+                        resource.arn,
+                        {
+                            tags.STOPPED_AT: formatting.format_time(now),
+                            tags.STOP_REASON: tags.clip(f"stopped from Slack by {click.user_name}"),
+                        },
+                    )
+            elif resource.kind is Kind.ENDPOINT:
+                # The configuration says which endpoint was deleted from it, and whose: Recreate needs both.
+                api.tag_endpoint_config(resource.config_name, {tags.deleted_endpoint(resource.name): owner})
+                applied = api.delete_endpoint(resource.name)
+            else:
+                applied = api.delete_app(resource.name)
+        except ClientError as exc:
+            return Reply("refused", f"AWS refused it: {error_code(exc)}.")
+        undo = sagemaker_act_buttons(
+            resource.kind.value, resource.name, resource.region, resource.account, resource.config_name
+        )
+        done = words.acted_now(click, now, zone, resource.kind is Kind.NOTEBOOK, undo)
         if not applied:
             return Reply("dry-run", "dry-run: costguard changed nothing. It would have done this: " + done.text)
         logger.info("sagemaker click done", resource=resource.key, button=click.button.value, user=click.user_id)

@@ -104,6 +104,15 @@ def stopped(
     return with_after(text, live.stopped(now, who, zone, word=word, note=note, buttons=buttons, promise=promise))
 
 
+def acted_now(click: Click, now: datetime, zone: str, stopped: bool, undo: list[Block]) -> Done:
+    """A SageMaker resource stopped (a notebook instance) or deleted (an endpoint, a Studio app) from its warning,
+    and what undoes it (Start it again, Recreate; a Studio app is opened again from Studio)."""
+    who = mention(click.user_id)
+    word = "Stopped" if stopped else "Deleted"
+    text = mrkdwn("{} {} `{}`.", who, word.lower(), click.instance_id)
+    return with_after(text, live.stopped(now, who, zone, word=word, buttons=undo))
+
+
 def started(click: Click, now: datetime, zone: str, *, word: str = "Started again", what: Mrkdwn = NOTHING) -> Done:
     who = mention(click.user_id)
     text = mrkdwn("{} {} `{}`.", who, word[:1].lower() + word[1:], click.instance_id)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from costguard.slack.blocks import Block, button
+from costguard.slack.blocks import Block, button, escape
 
 
 class Button(StrEnum):
@@ -182,7 +182,23 @@ def sagemaker_value(kind: str, name: str, region: str, account: str = "", config
 def sagemaker_keep_buttons(
     kind: str, name: str, region: str, account: str = "", whose: str = "your time"
 ) -> list[Block]:
-    return keep_buttons(sagemaker_value(kind, name, region, account), whose)[:3]  # no "while it works": no check
+    """A SageMaker warning's keeps (no "while it works": no check runs there), and beside them the act they keep it
+    from, now: "Stop now" for a notebook instance, "Delete now" for an endpoint or a Studio app."""
+    value = sagemaker_value(kind, name, region, account)
+    keeps = keep_buttons(value, whose)[:3]
+    verb, done = ("Stop", "stopped") if kind == "notebook" else ("Delete", "deleted")
+    undone = {
+        "notebook": "Its ML storage volume is kept: Start it again brings it back.",
+        "endpoint": "Its configuration and model are kept: Recreate brings it back.",
+    }.get(kind, "The space's storage is kept: opening it from Studio starts a new app.")
+    now = dict(button(f"{verb} now", Button.STOP_NOW, value, style="danger"))
+    now["confirm"] = {
+        "title": {"type": "plain_text", "text": f"{verb} it now?"},
+        "text": {"type": "mrkdwn", "text": f"`{escape(name)}` will be {done} now. {undone}"},
+        "confirm": {"type": "plain_text", "text": f"{verb} it"},
+        "deny": {"type": "plain_text", "text": "Cancel"},
+    }
+    return [*keeps, now]
 
 
 def sagemaker_act_buttons(kind: str, name: str, region: str, account: str = "", config: str = "") -> list[Block]:
