@@ -200,9 +200,11 @@ def test_sweep_sends_the_exact_requests_aws_needs(
         {"Name": "tag-key", "Values": [tags.SCHEDULE, tags.START_AT]},
         {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
     ]
-    [listing] = [p for op, p in calls if op == "ListMetrics"]
+    [listing, memory] = [p for op, p in calls if op == "ListMetrics"]
     # No RecentlyActive: the listing covers two weeks, so a GPU agent gone silent is still known.
     assert listing == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu"}
+    # ... and each GPU's memory used, read where the agent publishes it (GPU memory held at 0 %: a job waiting).
+    assert memory == {"Namespace": "CWAgent", "MetricName": "nvidia_smi_memory_used"}
     # The window's data; then, for the machine about to be warned, two weeks of quarter-hours to learn
     # whether work recurs on it (idle/rules/recurring.py).
     [query, learning] = [p for op, p in calls if op == "GetMetricData"]
@@ -620,8 +622,9 @@ def test_idle_alarm_evaluates_just_that_instance_on_fresh_data(
         {"Name": "instance-state-name", "Values": ["running"]},
         {"Name": "instance-type", "Values": ["p*", "g*", "trn*", "inf*", "dl*"]},
     ]
-    [listing] = [p for op, p in calls if op == "ListMetrics"]
+    [listing, memory] = [p for op, p in calls if op == "ListMetrics"]
     assert listing["Dimensions"] == [{"Name": "InstanceId", "Value": target}]
+    assert memory["Dimensions"] == [{"Name": "InstanceId", "Value": target}]
     assert [m.channel for m in slack.messages] == ["U0ALICE"]
 
 

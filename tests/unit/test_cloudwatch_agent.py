@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from costguard.aws.cloudwatch.reads import MetricReader
-from costguard.aws.cloudwatch.series import GPU_METRIC, GPU_NAMESPACE, GpuSeriesFinder
+from costguard.aws.cloudwatch.series import GPU_MEMORY_METRIC, GPU_METRIC, GPU_NAMESPACE, GpuSeriesFinder
 from costguard.aws.pricing import PriceBook
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
@@ -174,7 +174,8 @@ def series_costguard_reads(config: Mapping[str, Any], cores: int = 48) -> tuple[
     cloudwatch = AgentCloudWatch(sent)
     finder = GpuSeriesFinder(cloudwatch)  # type: ignore[arg-type]
     reader = MetricReader(cloudwatch, IdlePolicy())  # type: ignore[arg-type]
-    for _ in reader.chunks([MACHINE], finder.discover([MACHINE]), NOW - timedelta(hours=2), NOW):
+    memory = finder.discover([MACHINE], name=GPU_MEMORY_METRIC)
+    for _ in reader.chunks([MACHINE], finder.discover([MACHINE]), NOW - timedelta(hours=2), NOW, memory):
         pass
     list(
         iter_hours(
@@ -219,6 +220,19 @@ def test_the_sweep_reads_each_gpu_and_the_busiest_core_from_the_docs_configurati
     read = {(name, dims) for _, name, dims in reads}
     assert ("cpu_usage_active", (("InstanceId", MACHINE.instance_id),)) in read
     assert {dict(dims)["index"] for name, dims in read if name == GPU_METRIC} == {"0", "1", "2", "3"}
+
+
+def test_the_sweep_reads_each_gpus_memory_used_from_the_docs_configuration() -> None:
+    reads, _ = series_costguard_reads(json.loads(CONFIG.read_text()))
+
+    memory = [dims for _, name, dims in reads if name == GPU_MEMORY_METRIC]
+    assert sorted(dict(dims)["index"] for dims in memory) == ["0", "1", "2", "3"]  # each GPU once, no rollup
+
+
+def test_a_configuration_without_gpu_memory_has_no_memory_series_read() -> None:
+    reads, _ = series_costguard_reads(README_IDLE_SECTION)
+
+    assert [dims for _, name, dims in reads if name == GPU_MEMORY_METRIC] == []
 
 
 def test_the_docs_configuration_sends_the_busiest_core_rollup_and_no_per_core_series() -> None:

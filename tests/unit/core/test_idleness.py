@@ -4,8 +4,9 @@ weekly digest its hours."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
-from costguard.core.idleness import levels, sample_judge, signals
+from costguard.core.idleness import GPU_MEMORY_HELD_MB, levels, memory_held, sample_judge, signals
 from costguard.core.series import Signal
 from costguard.core.settings import IdlePolicy
 
@@ -55,3 +56,25 @@ def test_the_busiest_core_is_judged_where_published_and_the_network_where_it_is_
         Signal.NETWORK_OUT,
     )
     assert levels(networked, vcpus=4, busiest_core_known=False).by_signal()[Signal.NETWORK_OUT] == 1024.0
+
+
+# ------------------------------------------------------------------ GPU memory held
+
+
+def test_gpu_memory_at_or_above_a_cuda_context_is_held_and_the_last_such_point_is_said() -> None:
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    points = [(start + timedelta(minutes=5 * k), mb) for k, mb in enumerate([3.0, 30000.0, GPU_MEMORY_HELD_MB, 3.0])]
+    assert memory_held(points, start, start + timedelta(hours=1)) == (start + timedelta(minutes=10), 256.0)
+
+
+def test_a_gpu_with_only_the_drivers_few_mb_holds_nothing() -> None:
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    points = [(start + timedelta(minutes=5 * k), 3.0) for k in range(12)]
+    assert memory_held(points, start, start + timedelta(hours=1)) is None
+
+
+def test_memory_held_outside_the_period_or_not_published_says_nothing() -> None:
+    start = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    before = [(start - timedelta(minutes=5), 30000.0)]
+    assert memory_held(before, start, start + timedelta(hours=1)) is None
+    assert memory_held([], start, start + timedelta(hours=1)) is None

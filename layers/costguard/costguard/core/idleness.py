@@ -6,12 +6,18 @@ its own: the busiest core's threshold where the CloudWatch agent publishes the b
 instance's CPU under the CPU threshold), else the instance's CPU under a threshold one busy core cannot hide
 under (IdlePolicy.cpu_threshold); the network too where it is a signal (the stopper's; the digest reads no
 network). A value at or above its level is work; a value that is missing is never under a level.
+
+GPU memory held (the agent's nvidia_smi_memory_used, where its configuration collects it) is work that the
+GPU's utilization cannot see: a job waiting on a queue or on upstream data holds its model in GPU memory at
+0 %. Metrics cannot say whose it is, a job's or an idle notebook kernel's; the activity check can
+(idle/rules/activity.py), so memory held decides only where the check cannot answer (`memory_held`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from costguard.core.series import Signal
 from costguard.core.settings import IdlePolicy
@@ -61,6 +67,20 @@ def signals(policy: IdlePolicy, *, busiest_core_known: bool) -> tuple[Signal, ..
 
 def is_work(value: float, level: float) -> bool:
     return value >= level
+
+
+# A CUDA context alone takes a few hundred MB; a GPU nobody uses shows a few MB (the driver's). At or above
+# this, a process holds the GPU.
+GPU_MEMORY_HELD_MB = 256.0
+
+
+def memory_held(
+    points: Iterable[tuple[datetime, float]], start: datetime, end: datetime
+) -> tuple[datetime, float] | None:
+    """The last point in [start, end) at which a GPU's memory was held (MB), or None: none held, or no points
+    (memory not published is no sign either way: the other signals decide)."""
+    held = [(t, v) for t, v in points if start <= t < end and is_work(v, GPU_MEMORY_HELD_MB)]
+    return max(held, default=None)
 
 
 def sample_judge(policy: IdlePolicy, *, vcpus: int, gpu_telemetry: bool) -> Judge:

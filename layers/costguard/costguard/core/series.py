@@ -12,6 +12,7 @@ Point = tuple[datetime, float]
 
 class Signal(StrEnum):
     GPU = "gpu"
+    GPU_MEMORY = "gpu-memory"  # the CloudWatch agent's nvidia_smi_memory_used (MB), where its configuration has it
     CPU = "cpu"  # CPUUtilization: the average over every vCPU
     BUSIEST_CORE = "busiest-core"  # the CloudWatch agent's per-core cpu_usage_active, its Maximum
     NETWORK_IN = "network-in"

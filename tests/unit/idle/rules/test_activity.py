@@ -4,6 +4,7 @@ warning or a stop with it."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,10 +21,11 @@ from costguard.idle.rules.activity import (
     ReportError,
     Session,
     judge_activity,
+    memory_at_work,
     parse_report,
 )
 from costguard.idle.rules.decision import Action, Decision
-from costguard.idle.rules.judgement import Verdict
+from costguard.idle.rules.judgement import Judgement, Verdict
 from costguard.idle.rules.review import review
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
@@ -222,3 +224,40 @@ def test_a_system_share_larger_than_the_whole_is_unreadable() -> None:
 def test_a_report_of_the_check_before_these_fields_still_reads() -> None:
     report = parse_report(output(sessions=[{"tty": "pts/0", "idle_s": 30}]))
     assert (report.gpus, report.cpu_account, report.sessions) == (None, None, (Session("pts/0", 30),))
+
+
+# ------------------------------------------------------------------ GPU memory held, as the metrics saw it
+
+HELD = "GPU 0 held 29.3 GB of memory at 02:40 UTC"
+
+
+def with_memory(decision: Decision, held: str = HELD) -> Decision:
+    judgement = Judgement(Verdict.IDLE, "idle for 150 min: GPU max 0.0% < 5%", memory_held=held)
+    return replace(decision, judgement=judgement)
+
+
+def test_gpu_memory_held_at_zero_utilization_is_work_on_a_machine_without_the_ssm_agent() -> None:
+    assert memory_at_work(ActivityCheck(CheckState.NO_AGENT), HELD) == (
+        f"{HELD} at 0 % utilization: a job alive and waiting, as far as metrics can tell"
+    )
+    d = reviewed(with_memory(stop()), ActivityCheck(CheckState.NO_AGENT))
+    assert d.action is Action.CANCEL_STOP
+    assert d.reason.startswith(f"not idle: {HELD}")
+    assert reviewed(with_memory(warn()), ActivityCheck(CheckState.NO_AGENT)).action is Action.NONE
+
+
+def test_gpu_memory_held_keeps_a_machine_whose_check_did_not_answer_or_was_not_asked() -> None:
+    for check in (ActivityCheck(CheckState.NO_ANSWER, detail="no answer in 45 s"), ActivityCheck(CheckState.NOT_ASKED)):
+        assert reviewed(with_memory(warn()), check).action is Action.NONE
+
+
+def test_where_the_check_answers_it_says_whose_the_memory_is_an_idle_notebook_kernel_is_still_idle() -> None:
+    report = ActivityReport(gpu=(Process("ipykernel", gpu_mib=6000, notebook=True),))
+    check = ActivityCheck(CheckState.ANSWERED, report)
+    assert memory_at_work(check, HELD) is None
+    assert reviewed(with_memory(stop()), check).action is Action.STOP
+
+
+def test_without_gpu_memory_held_a_machine_without_the_agent_is_judged_on_its_other_metrics() -> None:
+    assert memory_at_work(ActivityCheck(CheckState.NO_AGENT), "") is None
+    assert reviewed(with_memory(stop(), ""), ActivityCheck(CheckState.NO_AGENT)).action is Action.STOP

@@ -50,3 +50,13 @@ def test_a_gpu_that_did_not_report_is_idle_for_neither() -> None:
     machine = Utilization("i-1", (steady(Signal.CPU, "CPU", 0.1),), gpu_telemetry=True, vcpus=8)
     assert judge(machine, POLICY, NOW).verdict is Verdict.INSUFFICIENT
     assert not digest_judge(POLICY, vcpus=8, gpu_telemetry=True)(0.1, None, None)
+
+
+def test_gpu_memory_held_is_said_beside_the_verdict_and_memory_not_held_says_nothing() -> None:
+    quiet = [steady(Signal.GPU, "GPU 0", 0.0), steady(Signal.CPU, "CPU", 0.1), steady(Signal.BUSIEST_CORE, "c", 2.0)]
+    held = Utilization("i-1", (*quiet, steady(Signal.GPU_MEMORY, "GPU 0 memory", 30000.0)), gpu_telemetry=True, vcpus=8)
+    judged = judge(held, POLICY, NOW)
+    assert judged.verdict is Verdict.IDLE  # the check, or its absence, says what memory held means
+    assert judged.memory_held == f"GPU 0 held 29.3 GB of memory at {NOW - PERIOD:%H:%M} UTC"
+    free = Utilization("i-1", (*quiet, steady(Signal.GPU_MEMORY, "GPU 0 memory", 3.0)), gpu_telemetry=True, vcpus=8)
+    assert judge(free, POLICY, NOW).memory_held == ""

@@ -9,7 +9,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
+from costguard.aws.cloudwatch.series import (
+    CORE_METRIC,
+    GPU_MEMORY_METRIC,
+    GPU_METRIC,
+    GPU_NAMESPACE,
+    Dimensions,
+    MetricRef,
+)
 from costguard.core.records import Instance
 from costguard.core.series import FleetUtilization, Point, Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
@@ -40,7 +47,14 @@ class MetricReader:
         self.client = client
         self.policy = policy
 
-    def refs(self, instances: Iterable[Instance], gpu_series: Mapping[str, Sequence[Dimensions]]) -> list[MetricRef]:
+    def refs(
+        self,
+        instances: Iterable[Instance],
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        memory_series: Mapping[str, Sequence[Dimensions]] | None = None,
+    ) -> list[MetricRef]:
+        """Every series of each instance: its GPUs, CPU, busiest core, network where it is a signal, and its
+        GPUs' memory used where the agent publishes it (`memory_series`, discovered as the GPUs are)."""
         refs: list[MetricRef] = []
         for instance in instances:
             iid = instance.instance_id
@@ -48,6 +62,11 @@ class MetricReader:
                 index = dict(dims).get("index")
                 label = f"GPU {index}" if index is not None else "GPU"
                 refs.append(MetricRef(iid, Signal.GPU, label, GPU_NAMESPACE, GPU_METRIC, dims, "Maximum"))
+            for dims in (memory_series or {}).get(iid, []):
+                index = dict(dims).get("index")
+                label = f"GPU {index} memory" if index is not None else "GPU memory"
+                memory = MetricRef(iid, Signal.GPU_MEMORY, label, GPU_NAMESPACE, GPU_MEMORY_METRIC, dims, "Maximum")
+                refs.append(memory)
             ec2_dims: Dimensions = (("InstanceId", iid),)
             refs.append(MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", ec2_dims, "Maximum"))
             core = MetricRef(iid, Signal.BUSIEST_CORE, "busiest core", GPU_NAMESPACE, CORE_METRIC, ec2_dims, "Maximum")
@@ -132,6 +151,7 @@ class MetricReader:
         gpu_series: Mapping[str, Sequence[Dimensions]],
         start: datetime,
         end: datetime,
+        memory_series: Mapping[str, Sequence[Dimensions]] | None = None,
     ) -> Iterator[tuple[Sequence[Instance], FleetUtilization]]:
         """The instances in runs of at most one GetMetricData call's series, each with its utilization.
 
@@ -141,7 +161,7 @@ class MetricReader:
         run: list[Instance] = []
         refs: list[MetricRef] = []
         for instance in instances:
-            mine = self.refs([instance], gpu_series)
+            mine = self.refs([instance], gpu_series, memory_series)
             if run and len(refs) + len(mine) > MAX_QUERIES:
                 yield run, self._read(run, refs, gpu_series, start, end)
                 run, refs = [], []

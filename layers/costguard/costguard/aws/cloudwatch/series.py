@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 GPU_NAMESPACE = "CWAgent"
 GPU_METRIC = "nvidia_smi_utilization_gpu"
+# Each GPU's memory used, in MB (nvidia_gpu's `memory_used`), with the same dimensions as its utilization,
+# where the agent's configuration collects it (docs/cloudwatch-agent.json does): a job that holds its GPU's
+# memory while it waits on a queue shows 0 % utilization, and only this says it is there.
+GPU_MEMORY_METRIC = "nvidia_smi_memory_used"
 # The agent's per-core CPU (`cpu` with totalcpu false), rolled up by `aggregation_dimensions:
 # [["InstanceId"]]`: every core's value lands in the one InstanceId series, so its Maximum is the
 # busiest core. Its dimensions are known, so it is queried without a ListMetrics walk.
@@ -60,8 +64,11 @@ class GpuSeriesFinder:
     def __init__(self, client: CloudWatchClient) -> None:
         self.client = client
 
-    def discover(self, instances: Sequence[Instance], *, one_instance: bool = False) -> dict[str, list[Dimensions]]:
-        """GPU series per instance id, from a ListMetrics walk of the metric (region-wide, deduplicated).
+    def discover(
+        self, instances: Sequence[Instance], *, one_instance: bool = False, name: str = GPU_METRIC
+    ) -> dict[str, list[Dimensions]]:
+        """GPU series per instance id, from a ListMetrics walk of the metric (region-wide, deduplicated): its
+        utilization, or another of the agent's GPU metrics by `name` (its memory used).
 
         ListMetrics lists every series with data in the last two weeks: a machine whose agent has gone
         silent is still known to have GPUs, and is not judged without them. Series carry `InstanceId`
@@ -70,7 +77,7 @@ class GpuSeriesFinder:
         """
         by_id = {i.instance_id: i for i in instances}
         by_host = {i.private_dns_name.split(".")[0]: i.instance_id for i in instances if i.private_dns_name}
-        params: dict[str, Any] = {"Namespace": GPU_NAMESPACE, "MetricName": GPU_METRIC}
+        params: dict[str, Any] = {"Namespace": GPU_NAMESPACE, "MetricName": name}
         if one_instance and len(instances) == 1:
             params["Dimensions"] = [{"Name": "InstanceId", "Value": instances[0].instance_id}]
         found: dict[str, set[Dimensions]] = defaultdict(set)

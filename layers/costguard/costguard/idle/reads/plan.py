@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from costguard.aws.autoscaling import AutoScaling
 from costguard.aws.cloudwatch.reads import MetricReader
-from costguard.aws.cloudwatch.series import Dimensions, GpuSeriesFinder
+from costguard.aws.cloudwatch.series import GPU_MEMORY_METRIC, Dimensions, GpuSeriesFinder
 from costguard.aws.ec2 import Ec2
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
@@ -87,7 +87,10 @@ class SweepPlanner:
         if warned:
             start = max(min([start, *warned]), now - MAX_LOOKBACK)
         gpu = self.gpu_series.discover(candidates, one_instance=one_instance)
-        return SweepPlan(gpu, self._decide(candidates, gpu, start, now, spot_types=spot_types, protected=protected))
+        # Memory held is read where the agent publishes it: one more ListMetrics walk, no query where it does not.
+        memory = self.gpu_series.discover(candidates, one_instance=one_instance, name=GPU_MEMORY_METRIC)
+        decisions = self._decide(candidates, gpu, start, now, spot_types=spot_types, protected=protected, memory=memory)
+        return SweepPlan(gpu, decisions)
 
     def _decide(
         self,
@@ -98,9 +101,10 @@ class SweepPlanner:
         *,
         spot_types: Mapping[str, str],
         protected: Mapping[str, bool],
+        memory: Mapping[str, Sequence[Dimensions]] | None = None,
     ) -> Iterator[Planned]:
         policy = self.policy
-        for run, fleet in self.metrics.chunks(candidates, gpu, start, now):
+        for run, fleet in self.metrics.chunks(candidates, gpu, start, now, memory):
             # GPUs quiet for the shorter window (or the last quarter hour): worth the evidence.
             recent = now - timedelta(minutes=policy.certain_idle_minutes or 15)
             quiet = [i.instance_id for i in run if quiet_gpus(fleet.get(i.instance_id), policy, recent)]

@@ -244,6 +244,16 @@ def judge_activity(report: ActivityReport, *, window_minutes: int, busy_core_per
     return ActivityJudgement(Verdict.IDLE, f"activity check: {quiet}, no busy process", tuple(notes))
 
 
+def memory_at_work(check: ActivityCheck, memory_held: str) -> str | None:
+    """GPU memory held (the metrics' `memory_held`, "" for none) on a machine whose check did not answer: work,
+    why; None where the check answered (it tells a job's process from an idle notebook kernel, and says which
+    holds the memory) or no memory was held. A job waiting on a queue or on data holds its GPU memory at 0 %:
+    without the check, nothing tells it from a forgotten notebook, and missing data is never idleness."""
+    if not memory_held or check.state is CheckState.ANSWERED:
+        return None
+    return f"{memory_held} at 0 % utilization: a job alive and waiting, as far as metrics can tell"
+
+
 def _ago(seconds: int) -> str:
     return f"{duration(seconds // 60)} ago" if seconds >= 60 else f"{seconds} s ago"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from costguard.core.idleness import is_work, levels, signals
+from costguard.core.idleness import is_work, levels, memory_held, signals
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
 
@@ -46,6 +46,9 @@ class Judgement:
     gpu_peak: float | None = None
     cpu_peak: float | None = None
     judged_from: datetime | None = None  # start of the period the data covered
+    # A GPU's memory held in the period (the agent's memory_used, where published), as said; "" for none. Not a
+    # verdict: the activity check says whose it is; without it, it is work (idle/rules/activity.py).
+    memory_held: str = ""
 
     def idle_minutes(self, now: datetime) -> int:
         return int((now - self.idle_since).total_seconds() // 60) if self.idle_since else 0
@@ -141,10 +144,13 @@ def judge(
     gpu_peak = _peak(judgements, utilization.of(Signal.GPU))
     cpu_peak = _peak(judgements, utilization.of(Signal.CPU))
     core_peak = _peak(judgements, utilization.of(Signal.BUSIEST_CORE))
+    held = _memory_held(utilization, start, now)
     if busy:
-        return Judgement(Verdict.BUSY, busy[0].reason, tuple(judgements), None, gpu_peak, cpu_peak, start)
+        return Judgement(Verdict.BUSY, busy[0].reason, tuple(judgements), None, gpu_peak, cpu_peak, start, held)
     if short:
-        return Judgement(Verdict.INSUFFICIENT, short[0].reason, tuple(judgements), None, gpu_peak, cpu_peak, start)
+        return Judgement(
+            Verdict.INSUFFICIENT, short[0].reason, tuple(judgements), None, gpu_peak, cpu_peak, start, held
+        )
     minutes = int((now - start).total_seconds() // 60)
     parts = (
         [f"GPU max {gpu_peak:.1f}% < {policy.gpu_idle_percent:g}%"] if gpu_peak is not None else ["no GPU telemetry"]
@@ -157,7 +163,18 @@ def judge(
     if any("not counting" in j.reason for j in judgements):
         reason += " (not counting the system's own services' CPU)"
     since_idle = idle_since(utilization, policy, start, excused=excused)
-    return Judgement(Verdict.IDLE, reason, tuple(judgements), since_idle, gpu_peak, cpu_peak, start)
+    return Judgement(Verdict.IDLE, reason, tuple(judgements), since_idle, gpu_peak, cpu_peak, start, held)
+
+
+def _memory_held(utilization: Utilization, start: datetime, end: datetime) -> str:
+    """The GPU memory held last in [start, end), as said ("": none, or not published)."""
+    found = [
+        (point, s.label) for s in utilization.of(Signal.GPU_MEMORY) if (point := memory_held(s.points, start, end))
+    ]
+    if not found:
+        return ""
+    (at, mb), label = max(found)
+    return f"{label.removesuffix(' memory')} held {mb / 1024:.1f} GB of memory at {at:%H:%M} UTC"
 
 
 def _judge_signals(
@@ -194,6 +211,8 @@ def idle_since(
     period = timedelta(seconds=policy.period_seconds)
     levels = thresholds(utilization, policy)
     for series in utilization.series:
+        if series.signal is Signal.GPU_MEMORY:
+            continue  # not a verdict's signal: the check, or its absence, says what memory held means
         if not series.points and series.signal in (Signal.BUSIEST_CORE, Signal.GPU):
             continue  # not published (the judgement already said so where that matters)
         threshold = levels[series.signal]

@@ -16,7 +16,7 @@ from datetime import datetime
 from costguard.core.formatting import duration
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, judge_activity
+from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, judge_activity, memory_at_work
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.evidence import Answer, answer_of, gpus_quiet, nothing_alive
 from costguard.idle.rules.judgement import Verdict
@@ -31,6 +31,9 @@ def review(decision: Decision, check: ActivityCheck, *, window_minutes: int, bus
     metrics decide alone."""
     if decision.action not in (Action.WARN, Action.STOP):
         return decision
+    if held := memory_at_work(check, decision.judgement.memory_held if decision.judgement else ""):
+        action = Action.CANCEL_STOP if decision.action is Action.STOP else Action.NONE
+        return replace(decision, action=action, reason=f"not idle: {held}", activity=held)
     if check.state in (CheckState.NOT_ASKED, CheckState.NO_AGENT):
         return decision
     if check.state is CheckState.NO_ANSWER or check.report is None:
