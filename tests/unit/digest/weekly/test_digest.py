@@ -284,8 +284,8 @@ def test_the_digest_and_each_owners_week_say_how_many_idle_warnings_they_receive
     )
 
     channel = said(data)
-    assert "*bob*: *$79.41* idle (56 of 56 GPU-h), 1 machine at 0% GPU use, 3 idle warnings" in channel
-    assert "*carol*: *$3.02* idle (3 of 3 GPU-h), 1 machine at 0% GPU use, 1 idle warning" in channel
+    assert "*bob*: *$79.41* (56 idle GPU-h, 3 warnings)" in channel
+    assert "*carol*: *$3.02* (3 idle GPU-h, 1 warning)" in channel
     theirs = {w.owner: w for w in owner_weeks(data, email_domain="")}
     assert "costguard warned you about 3 idle machines this week" in json.dumps(
         owner_message([theirs["bob"]], {}, now=END).slack_blocks()

@@ -82,13 +82,13 @@ def test_an_exempt_machine_is_listed_with_its_idle_gpu_hours_and_dollars_and_its
     [housekeeping] = [r.message for r in digest_thread(found) if r.name == "housekeeping"]
     text = as_read("\n".join(b["text"]["text"] for b in housekeeping.slack_blocks() if b["type"] == "section"))
     listed = text[text.index("*Exempt machines that sat idle*") :]
-    assert "(`costguard:exempt`: never stopped), the costliest first" in listed
+    assert "*Exempt machines that sat idle* (never stopped), the costliest first" in listed
     assert (
         "• `i-00000000000000001` g5.xlarge (ana, exempt: nightly training): idle 632 GPU-h, *$790* · "
         "work starts at about 02:00 UTC on 5 days: keep it for its runs"
     ) in listed
     assert "• `i-00000000000000002` g5.xlarge (ana, exempt: no reason given): idle 168 GPU-h, *$168*\n" in listed
-    assert "*Keep it for its runs* (`costguard:keep-for-runs=on`, in place of the exemption)" in listed
+    assert "Where work recurs, `costguard:keep-for-runs=on` stops it between runs instead" in listed
     assert "i-00000000000000003" not in listed
     assert "Exempt machines" not in json.dumps(digest_message(found).slack_blocks())  # the thread, not the post
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from costguard.core.records import Commitment
 from costguard.digest.commitments import CommitmentUse
 from costguard.digest.gaps import gaps_of
+from costguard.digest.weekly.rules.figures import Figures
 from costguard.digest.weekly.rules.messages import chart_days, chart_source, digest_message, digest_thread
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.state.entries import Entry, EntryKind
@@ -46,10 +47,10 @@ def test_the_post_is_a_headline_of_five_numbers_at_most_in_a_dozen_blocks_at_mos
     assert len(post.blocks) <= 12
     [headline] = [b["text"]["text"] for b in post.blocks if b["type"] == "section"]
     # idle cost, against last week, the biggest owner's share, what stops saved, the least-used commitment
-    assert numbers(headline) == ["$38.06", "+0%", "$34.03", "$10.06", "92%"]
+    assert numbers(headline) == ["$38.06", "+0%", "89%", "$10.06", "92%"]
     assert headline == (
         "Idle GPU machines cost *$38.06* on the bill this week (+0% on last week): what stopping them while idle "
-        "would have saved. The most: *alice*, *$34.03*. The stops costguard made saved *$10.06* on the bill. "
+        "would have saved. The most: *alice*, 89% of it. The stops costguard made saved *$10.06* on the bill. "
         "Least-used commitment: Reserved Instances, *92%* used."
     )
 
@@ -70,7 +71,7 @@ def test_machines_without_an_owner_are_named_as_such_and_a_week_with_no_stop_say
     data.this_week.per_owner["(no owner)"] = data.this_week.per_owner.pop("alice")
     data.entries = [e for e in data.entries if e.kind is not EntryKind.STOP]
     text = json.dumps(digest_message(data).slack_blocks())
-    assert "The most: machines without an owner, *$34.03*." in text
+    assert "The most: machines without an owner, 89% of it." in text
     assert "costguard stopped no machine this week." in text
 
 
@@ -98,15 +99,15 @@ def test_the_thread_has_the_owners_the_advice_and_the_housekeeping_in_that_order
     names = [r.name for r in digest_thread(data)]
     assert names == ["owners", "housekeeping"]  # no advice this week, no other feature's part
     owners = json.dumps(digest_thread(data)[0].message.slack_blocks())
-    assert "*alice*: *$34.03* idle (24 of 64 GPU-h), 1 machine at 50% GPU use" in owners
-    assert "*bob*: *$4.02* idle (4 of 4 GPU-h), 1 machine at 0% GPU use" in owners
+    assert "*alice*: *$34.03* (24 idle GPU-h)" in owners
+    assert "*bob*: *$4.02* (4 idle GPU-h)" in owners
     housekeeping = json.dumps(digest_thread(data)[1].message.slack_blocks(), ensure_ascii=False)
     ends = int((END + timedelta(days=20)).timestamp())
     assert (
         f"4 × g5.xlarge Reserved Instances ends <!date^{ends}^{{date_short_pretty}}|Sun 13 Dec 2026 UTC>"
         in housekeeping
     )
-    assert "Reserved Instances: 92% used, 38% of eligible hours covered" in housekeeping
+    assert "Reserved Instances: 38% of eligible hours covered" in housekeeping  # its use: the post's headline
 
 
 def test_the_chart_marks_today_as_part_of_a_day_and_writes_each_days_idle_cost() -> None:
@@ -145,7 +146,8 @@ def test_a_commitment_figure_that_could_not_be_read_is_left_out_and_the_last_lin
     assert "not read used" not in housekeeping
     assert "not read of" not in housekeeping
     assert "Reserved Instances:" not in housekeeping  # neither of its figures was read
-    assert "Savings Plans: 91% used" in housekeeping  # its coverage, not refused, simply not there
+    assert "Savings Plans:" not in housekeeping  # its use is the post's headline; its coverage simply not there
+    assert "Least-used commitment: Savings Plans, *91%* used." in json.dumps(digest_message(data).slack_blocks())
     assert "Not read this week: Reserved Instance use, Reserved Instance coverage. The figures leave them out." in (
         housekeeping
     )
@@ -160,19 +162,11 @@ def test_commitments_none_of_which_was_read_leave_no_empty_section() -> None:
     assert "not read used" not in housekeeping
 
 
-def test_a_machine_without_gpu_telemetry_is_said_as_not_measured_not_at_not_measured_use() -> None:
-    data = member_data()
-    data.this_week.per_owner["bob"]._util_hours = 0.0  # no hour of GPU use measured: no telemetry
-    owners = json.dumps(digest_thread(data)[0].message.slack_blocks())
-    assert "*bob*: *$4.02* idle (4 of 4 GPU-h), 1 machine, GPU use not measured" in owners
-    assert "at not measured" not in owners
-
-
 def test_stops_that_stayed_off_under_an_hour_say_their_minutes_not_zero_hours() -> None:
     data = member_data()
     data.saved_hours, data.saved_usd = 0.42, 0.47
     housekeeping = json.dumps(digest_thread(data)[-1].message.slack_blocks())
-    assert "Stopped machines stayed off 25 min: *$0.47 saved*" in housekeeping
+    assert "Stopped machines stayed off 25 min until each ran again." in housekeeping
     assert "0 h" not in housekeeping
 
 
@@ -181,5 +175,28 @@ def test_an_owner_idle_only_on_paid_capacity_is_listed_without_zero_dollars() ->
     bob = data.this_week.per_owner["bob"]
     bob.waste_usd, bob.paid_idle_hours = 0.0, 4.0
     owners = json.dumps(digest_thread(data)[0].message.slack_blocks())
-    assert "*bob*: no idle cost, 4 GPU-h, 1 machine at 0% GPU use, 4 idle machine-hours on paid capacity" in owners
+    assert "1 owner had none" in owners  # counted with those who had none: the commitments say paid hours
+    assert "*bob*" not in owners
     assert "$0.00" not in owners
+
+
+def test_the_owners_list_is_eight_lines_at_most_the_rest_summed_on_its_last() -> None:
+    data = member_data()
+    for k in range(10):
+        data.this_week.per_owner[f"user{k}"] = Figures(instances=1, idle_gpu_hours=2.0 + k, waste_usd=1.0 + k)
+    owners = digest_thread(data)[0].message
+    [listed] = [b["text"]["text"] for b in owners.blocks if b["type"] == "section" and "Idle cost by owner" in str(b)]
+    lines = listed.split("\n")[1:]
+    assert len(lines) == 8
+    assert lines[0] == "• *alice*: *$34.03* (24 idle GPU-h)"  # the most first
+    # 12 owners with idle cost: 7 named, the other 5 (user0-user3 at $1-$4, bob at $4.02) summed
+    assert lines[-1] == "• and 5 more, $14.02 together: each has their week by direct message"
+
+
+def test_the_digest_says_the_top_owner_s_share_in_the_post_and_their_dollars_in_the_thread_only() -> None:
+    data = member_data()
+    post = json.dumps(digest_message(data).slack_blocks())
+    owners = json.dumps(digest_thread(data)[0].message.slack_blocks())
+    assert "The most: *alice*, 89% of it." in post  # $34.03 of $38.06
+    assert "$34.03" not in post
+    assert "*alice*: *$34.03*" in owners

@@ -22,7 +22,7 @@ from costguard.digest.owners import SPOT_WARNING, Suggestion, priced, refused_st
 from costguard.digest.weekly.rules.advice import Advice
 from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.exempt import SHOWN, ExemptIdle
-from costguard.digest.weekly.rules.figures import Figures, worst_idle
+from costguard.digest.weekly.rules.figures import Figures
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.slack.blocks import (
     DAY,
@@ -42,7 +42,10 @@ from costguard.slack.blocks import (
 )
 from costguard.state.entries import EntryKind
 
-OWNERS_SHOWN = 15  # rows of the by-owner table; each owner has the rest by direct message
+OWNERS_SHOWN = 8  # lines of the by-owner list, its "and 7 more, $12 together" included
+TEAMS_SHOWN = 3  # teams of several owners with idle cost: a team of one owner would repeat that owner's line
+ADVICE_SHOWN = 3  # suggestions in the channel; each owner has theirs, with the figures they rest on, by message
+DASHBOARDS_SHOWN = 3
 EXEMPT_REASON = 60  # characters of an exemption's reason a line shows
 NO_OWNER = "(no owner)"
 
@@ -83,7 +86,9 @@ def digest_message(data: DigestData) -> Message:
         lines = ["No GPU machine sat idle this week."]
     stops = data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
     if stops:
-        lines.append(f"The stops costguard made saved *{usd(data.saved_usd)}* {priced}.")
+        # The stops were priced by the sweeps, on the bill where theirs was read, whatever this week's reads.
+        where = "on the bill" if data.saved_list_usd - data.saved_usd >= 0.005 else priced
+        lines.append(f"The stops costguard made saved *{usd(data.saved_usd)}* {where}.")
     else:
         lines.append("costguard stopped no machine this week.")
     lines.append(_commitments_headline(data))
@@ -92,7 +97,7 @@ def digest_message(data: DigestData) -> Message:
         section(join(" ", (line for line in lines if line))),
         context(
             mrkdwn(
-                "{0} to {1}. By owner, advice, hygiene, commitments and spend: in the thread.",
+                "{0} to {1}. More in the thread.",
                 when(data.start, style=DAY),
                 when(data.end),
             )
@@ -111,15 +116,23 @@ def _who_drives_it(data: DigestData) -> str:
         return ""
     name, figures = max(owners, key=lambda kv: (kv[1].waste_usd, kv[0]))
     who = "machines without an owner" if name == NO_OWNER else mrkdwn("*{0}*", name)
-    return mrkdwn("The most: {0}, *{1}*.", who, usd(figures.waste_usd))
+    # A share, not their dollars: the thread's owners list says those (each number once).
+    share = figures.waste_usd / data.this_week.fleet.waste_usd * 100 if data.this_week.fleet.waste_usd else 0.0
+    return mrkdwn("The most: {0}, {1} of it.", who, f"{share:.0f}%")
 
 
-def _commitments_headline(data: DigestData) -> str:
+def _least_used(data: DigestData) -> tuple[float, str] | None:
+    """The least-used kind of commitment, as the post's headline says it; None when none was read."""
     c = data.commitments
     used = [(v, what) for v, what in ((c.ri_utilization, "Reserved Instances"), (c.sp_utilization, "Savings Plans"))]
     read = [(v, what) for v, what in used if v is not None]
-    if read:
-        value, what = min(read)
+    return min(read) if read else None
+
+
+def _commitments_headline(data: DigestData) -> str:
+    least = _least_used(data)
+    if least is not None:
+        value, what = least
         return f"Least-used commitment: {what}, *{value:.0f}%* used."
     if any(g.call in ("GetReservationUtilization", "GetSavingsPlansUtilization") for g in data.gaps):
         return "Commitments' use: not read this week."
@@ -131,7 +144,7 @@ def digest_thread(data: DigestData) -> list[Reply]:
     """The post's thread, a reply a topic, in the order they are read."""
     replies = [Reply("owners", _owners(data))]
     if data.advice:
-        replies.append(Reply("advice", _advice(data.advice, data.end)))
+        replies.append(Reply("advice", _advice(data.advice)))
     if data.sections:
         replies.append(Reply("sections", Message("GPU week: other resources", tuple(data.sections))))
     replies.append(Reply("housekeeping", _housekeeping(data)))
@@ -139,61 +152,47 @@ def digest_thread(data: DigestData) -> list[Reply]:
 
 
 def _row(name: str, figures: Figures, warned: int = 0) -> Mrkdwn:
-    if round(figures.waste_usd, 2) == 0:  # idle only on capacity already paid: its news is not "$0.00"
-        line = mrkdwn(
-            "*{0}*: no idle cost, {1} GPU-h, {2}",
-            name,
-            f"{figures.gpu_hours:,.0f}",
-            gpu_use(figures.instances, figures.avg_gpu_util),
-        )
-    else:
-        line = mrkdwn(
-            "*{0}*: *{1}* idle ({2} of {3} GPU-h), {4}",
-            name,
-            usd(figures.waste_usd),
-            f"{figures.idle_gpu_hours:,.0f}",
-            f"{figures.gpu_hours:,.0f}",
-            gpu_use(figures.instances, figures.avg_gpu_util),
-        )
-    if figures.paid_idle_hours:
-        line += f", {figures.paid_idle_hours:,.0f} idle machine-hours on paid capacity"
-    if warned:
-        line += f", {plural(warned, 'idle warning')}"
-    return line
+    """An owner's (or a team's) idle cost and hours; the warnings costguard sent them."""
+    line = mrkdwn("*{0}*: *{1}* ({2} idle GPU-h", name, usd(figures.waste_usd), f"{figures.idle_gpu_hours:,.0f}")
+    return line + (f", {plural(warned, 'warning')})" if warned else ")")
 
 
 def _owners(data: DigestData) -> Message:
+    """Who the idle cost is, at most OWNERS_SHOWN lines (the rest summed on the last); the teams where a team is
+    several of them; the price basis. Owners idle only on capacity already paid are counted with those who had
+    none: the commitments say those hours."""
     week = data.this_week
-    owners = sorted(week.per_owner.items(), key=lambda kv: (-kv[1].waste_usd, -kv[1].paid_idle_hours, kv[0]))
-    costly = [(n, f) for n, f in owners if f.waste_usd > 0 or f.paid_idle_hours]
-    rows = [_row(n, f, data.warnings_to(n)) for n, f in costly[:OWNERS_SHOWN]]
-    if len(costly) > OWNERS_SHOWN:
-        rows.append(Mrkdwn(f"and {len(costly) - OWNERS_SHOWN} more: each owner has their week by direct message"))
+    owners = sorted(week.per_owner.items(), key=lambda kv: (-kv[1].waste_usd, kv[0]))
+    costly = [(n, f) for n, f in owners if round(f.waste_usd, 2) > 0]
+    shown = costly if len(costly) <= OWNERS_SHOWN else costly[: OWNERS_SHOWN - 1]
+    rows = [_row(n, f, data.warnings_to(n)) for n, f in shown]
+    rest = costly[len(shown) :]
+    if rest:
+        together = usd(sum(f.waste_usd for _, f in rest))
+        rows.append(Mrkdwn(f"and {len(rest)} more, {together} together: each has their week by direct message"))
     quiet = len(owners) - len(costly)
     title = Mrkdwn(f"*Idle cost by owner*, the most first ({_on_the_bill(data)})")
     if quiet:
         title += f"; {plural(quiet, 'owner')} had none"
     blocks: list[Block] = [section(title + "\n" + bullet_list(rows) if rows else title)]
-    teams = sorted(week.per_team.items(), key=lambda kv: (-kv[1].waste_usd, kv[0]))
+    teams = _teams(data, {n for n, _ in costly})
     if teams:
-        blocks.append(section(Mrkdwn("*By team*\n") + bullet_list([_row(n, f) for n, f in teams])))
-    worst = worst_idle(data.instances, week)
-    if worst:
-        lines = [
-            mrkdwn(
-                "`{0}` {1} ({2}): idle {3} h this week, {4}/day",
-                i.instance_id,
-                i.instance_type,
-                i.owner or "no owner",
-                f"{hours:.0f}",
-                usd(per_day),
-            )
-            for i, hours, per_day in worst
-        ]
-        blocks.append(section(Mrkdwn("*Worst idle machines still running*\n") + bullet_list(lines)))
+        blocks.append(section(Mrkdwn("*By team*\n") + bullet_list(teams)))
     if data.basis:
         blocks.append(context(data.basis))
     return Message("GPU week: idle cost by owner", tuple(blocks))
+
+
+def _teams(data: DigestData, costly: set[str]) -> list[Mrkdwn]:
+    """The teams whose idle cost is two owners' or more (a team of one would repeat its owner's line)."""
+    members: dict[str, set[str]] = {}
+    for instance in data.instances:
+        owner = instance.owner or NO_OWNER
+        if instance.team and owner in costly:
+            members.setdefault(instance.team, set()).add(owner)
+    several = [(n, f) for n, f in data.this_week.per_team.items() if len(members.get(n, ())) > 1]
+    several.sort(key=lambda kv: (-kv[1].waste_usd, kv[0]))
+    return [_row(n, f) + Mrkdwn(f", {plural(len(members[n]), 'owner')}") for n, f in several[:TEAMS_SHOWN]]
 
 
 def suggestion(advice: Advice) -> Suggestion:
@@ -214,17 +213,39 @@ def advice_line(advice: Advice, now: datetime) -> Mrkdwn:
     return suggestion_line(suggestion(advice), advice.instance.owner, now=now)
 
 
-def _advice(advice: Sequence[Advice], now: datetime, limit: int = 5) -> Message:
-    title = "*Right-sizing, Spot and working hours*, the largest savings first (each from a week of its data)\n"
-    blocks: list[Block] = [section(Mrkdwn(title) + bullet_list([advice_line(a, now) for a in advice[:limit]]))]
+def _advice(advice: Sequence[Advice], limit: int = ADVICE_SHOWN) -> Message:
+    """The largest savings, a line each: what to do and what it saves; the figures each rests on are in its
+    owner's message (digest/owners.py), where they are acted on."""
+    title = "*The same work for less*, the largest savings first\n"
+    lines = [short_advice_line(a) for a in advice[:limit]]
+    if len(advice) > limit:
+        lines.append(Mrkdwn(f"and {len(advice) - limit} more, each in its owner's message"))
+    blocks: list[Block] = [section(Mrkdwn(title) + bullet_list(lines))]
     if any(a.kind == "spot" for a in advice[:limit]):
         blocks.append(context(SPOT_WARNING))
     return Message("GPU week: the same work for less", tuple(blocks))
 
 
+def short_advice_line(advice: Advice) -> Mrkdwn:
+    machine = advice.instance
+    who = machine.owner or "no owner"
+    if advice.kind == "schedule":
+        what = mrkdwn("tag `costguard:schedule` = `{0}`", advice.suggested)
+    else:
+        what = mrkdwn("*{0}* instead", "Spot" if advice.kind == "spot" else advice.suggested)
+    return mrkdwn(
+        "`{0}` {1} ({2}): {3}, *{4} less* this week",
+        machine.instance_id,
+        machine.instance_type,
+        who,
+        what,
+        usd(advice.saving_usd),
+    )
+
+
 def _housekeeping(data: DigestData) -> Message:
     blocks: list[Block] = [section(_costguard_did(data))]
-    if data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK):
+    if data.saved_unknown:
         blocks.append(context(stayed_off_basis(data.saved_unknown)))
     if data.failed_starts:
         blocks.append(section(refused_starts_text(data.failed_starts)))
@@ -235,15 +256,18 @@ def _housekeeping(data: DigestData) -> Message:
     if commitments:
         blocks.append(section(commitments))
     if data.spend_this_week is not None and data.spend_last_week is not None:
-        blocks.append(
-            section(
-                f"*Spend*: {usd(data.spend_this_week)} this week, {usd(data.spend_last_week)} the week before "
-                f"({_against(data.spend_this_week, data.spend_last_week)})."
-            )
+        this, before = usd(data.spend_this_week), usd(data.spend_last_week)
+        against = (
+            "the same as the week before"
+            if this == before
+            else f"{before} the week before ({_against(data.spend_this_week, data.spend_last_week)})"
         )
+        blocks.append(section(f"*Spend*: {this} this week, {against}."))
     if data.dashboards:
-        links = join(" · ", (link(url, team) for team, url in sorted(data.dashboards.items())))
-        blocks.append(context("Dashboards: " + links))
+        dashboards = sorted(data.dashboards.items())
+        links = join(" · ", (link(url, team) for team, url in dashboards[:DASHBOARDS_SHOWN]))
+        more = f" and {len(dashboards) - DASHBOARDS_SHOWN} more" if len(dashboards) > DASHBOARDS_SHOWN else ""
+        blocks.append(context("Dashboards: " + links + more))
     gaps = not_read(data.gaps)
     if gaps:
         blocks.append(context(gaps))
@@ -254,19 +278,15 @@ def _costguard_did(data: DigestData) -> str:
     warned = data.count(EntryKind.WARN)
     stopped = data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
     kept = data.count(EntryKind.KEEP)
-    return (
-        f"*What costguard did*: {plural(warned, 'warning')}, {plural(stopped, 'stop')}, "
-        f"{plural(kept, 'machine')} kept from Slack. Stopped machines stayed off "
-        f"{hours_off(data.saved_hours)}: *{usd(data.saved_usd)} saved*{_beside(data.saved_usd, data.saved_list_usd)}."
-        + learned_starts_line(data)
-    )
-
-
-def gpu_use(machines: int, average: float | None) -> str:
-    """ "2 machines at 25% GPU use"; "1 machine, GPU use not measured" (no GPU telemetry)."""
-    if average is None:
-        return f"{plural(machines, 'machine')}, GPU use not measured"
-    return f"{plural(machines, 'machine')} at {average:.0f}% GPU use"
+    done = [plural(n, what) for n, what in ((warned, "warning"), (stopped, "stop")) if n]
+    line = "*What costguard did*: " + (" and ".join(done) if done else "no warning, no stop")
+    if kept:
+        line += f"; {plural(kept, 'machine')} kept from Slack"
+    if stopped:  # what they saved on the bill is the post's: said once
+        line += f". Stopped machines stayed off {hours_off(data.saved_hours)} until each ran again"
+        if data.saved_list_usd - data.saved_usd >= 0.005:  # on demand, those hours were worth more than on the bill
+            line += f" ({usd(data.saved_list_usd)} at on-demand prices)"
+    return line + "." + learned_starts_line(data)
 
 
 def hours_off(hours: float) -> str:
@@ -276,10 +296,7 @@ def hours_off(hours: float) -> str:
 
 def stayed_off_basis(unknown: int) -> str:
     """How the stops' hours off were reckoned, in one line."""
-    line = (
-        "Stayed off: from each stop until the machine ran again (costguard's starts, EC2's state changes, "
-        "CloudTrail's StartInstances), each hour at what the bill saved then"
-    )
+    line = "Stayed off: from each stop until the machine ran again, each hour at what the bill saved then"
     if unknown:
         line += f"; {plural(unknown, 'stop')} whose machine ran again at a time unknown "
         line += "is not counted" if unknown == 1 else "are not counted"
@@ -300,10 +317,9 @@ def learned_starts_line(data: DigestData) -> str:
     if made:
         wasted = data.count(EntryKind.LEARNED_START_WASTED)
         hours = sum(e.gpu_hours for e in data.entries if e.kind is EntryKind.LEARNED_START and e.applied)
-        line += (
-            f" {plural(made, 'learned start')} before recurring work ({wasted} found no work), "
-            f"after {hours:,.0f} GPU-hours stopped between runs."
-        )
+        line += f" {plural(made, 'learned start')} before recurring work"
+        line += f" ({wasted} found no work)" if wasted else ""
+        line += f", after {hours:,.0f} GPU-hours stopped between runs." if round(hours) else "."
     if days:
         line += f" {plural(days, 'machine')} started before {'its' if days == 1 else 'their'} person's working day."
     return line
@@ -318,16 +334,21 @@ def _some(ids: Sequence[str], shown: int = 5) -> str:
 def _hygiene(data: DigestData) -> Mrkdwn:
     no_owner = [i.instance_id for i in data.no_owner]
     silent = [i.instance_id for i in data.instances if not i.telemetry]
-    exempt = [i for i in data.raw.values() if tags.EXEMPT in i.tags or tags.KEEP_UNTIL in i.tags]
-    lines: list[str] = [
-        f"{len(no_owner)} without an owner" + (": " + _some(no_owner) if no_owner else ""),
-        f"{len(silent)} without GPU telemetry" + (": " + _some(silent) if silent else ""),
+    told = {e.instance_id for e in data.exempt_idle[:SHOWN]}  # the exempt section says these: once
+    exempt = [
+        i
+        for i in data.raw.values()
+        if (tags.EXEMPT in i.tags or tags.KEEP_UNTIL in i.tags) and i.instance_id not in told
     ]
+    lines: list[str] = []
+    if no_owner:
+        lines.append(f"{len(no_owner)} without an owner: {_some(no_owner)}")
+    if silent:
+        lines.append(f"{len(silent)} without GPU telemetry: {_some(silent)}")
     if data.no_activity_check:
         lines.append(
-            f"{len(data.no_activity_check)} without the activity check (no SSM agent: judged on metrics alone): "
-            f"{_some(data.no_activity_check)}. Install the SSM agent and an instance profile with "
-            "AmazonSSMManagedInstanceCore."
+            f"{len(data.no_activity_check)} judged on metrics alone (no SSM agent for the activity check): "
+            f"{_some(data.no_activity_check)}"
         )
     for instance in exempt[:5]:
         reason = instance.tags.get(tags.EXEMPT)
@@ -353,7 +374,7 @@ def _hygiene(data: DigestData) -> Mrkdwn:
                 usd(keep.waste_usd),
             )
         )
-    return Mrkdwn("*Hygiene*\n") + bullet_list(lines)
+    return Mrkdwn("*Hygiene*\n") + bullet_list(lines) if lines else Mrkdwn("*Hygiene*: nothing to fix.")
 
 
 def exempt_text(data: DigestData) -> Mrkdwn:
@@ -361,25 +382,22 @@ def exempt_text(data: DigestData) -> Mrkdwn:
     shows runs, that keeping them for their runs would stop them between those instead."""
     found = data.exempt_idle
     which = f"the {SHOWN} costliest of {len(found)}" if len(found) > SHOWN else "the costliest first"
-    title = Mrkdwn(f"*Exempt machines that sat idle* (`{tags.EXEMPT}`: never stopped), {which}, {_on_the_bill(data)}")
+    title = Mrkdwn(f"*Exempt machines that sat idle* (never stopped), {which}, {_on_the_bill(data)}")
     if any(e.runs for e in found[:SHOWN]):
-        title += Mrkdwn(
-            f". Where work recurs, *Keep it for its runs* (`{tags.KEEP_FOR_RUNS}=on`, in place of the exemption) "
-            "stops it between runs and starts it before each"
-        )
+        title += Mrkdwn(f". Where work recurs, `{tags.KEEP_FOR_RUNS}=on` stops it between runs instead")
     title += Mrkdwn("\n")
     return title + bullet_list([_exempt_line(e, data.end) for e in found[:SHOWN]], limit=MAX_SECTION - len(title))
 
 
 def _exempt_line(exempt: ExemptIdle, now: datetime) -> Mrkdwn:
     line = mrkdwn(
-        "`{0}` {1} ({2}, exempt: {3}): idle {4} GPU-h, *{5}*",
+        "`{0}` {1} ({2}, exempt: {3}): idle {4} GPU-h{5}",
         exempt.instance_id,
         exempt.instance_type,
         exempt.owner or "no owner",
         exempt.reason[:EXEMPT_REASON] or "no reason given",
         f"{exempt.idle_gpu_hours:,.0f}",
-        usd(exempt.idle_usd),
+        f", *{usd(exempt.idle_usd)}*" if round(exempt.idle_usd, 2) else " on capacity already paid",
     )
     return line + Mrkdwn(" · ") + times_in(exempt.runs, now) + Mrkdwn(": keep it for its runs") if exempt.runs else line
 
@@ -388,14 +406,18 @@ def _commitments(data: DigestData) -> Mrkdwn:
     c = data.commitments
     gaps = {g.call for g in data.gaps}
 
+    headline = _least_used(data)
+
     def kind(what: str, used: float | None, covered: float | None, of: str, calls: tuple[str, str]) -> str:
         """What was read of one kind of commitment; a figure not read is left out (the thread's last line says
-        which and why), and a kind with none read and none refused has none in force."""
-        said = [f"{used:.0f}% used"] if used is not None else []
+        which and why), and a kind with none read and none refused has none in force. The use the post's
+        headline gives is not said again."""
+        said = [f"{used:.0f}% used"] if used is not None and headline != (used, what) else []
         said += [f"{covered:.0f}% of eligible {of} covered"] if covered is not None else []
         if said:
             return f"{what}: {', '.join(said)}"
-        return "" if gaps & set(calls) else f"{what}: none in force"
+        in_headline = headline is not None and headline[1] == what
+        return "" if in_headline or gaps & set(calls) else f"{what}: none in force"
 
     lines: list[str] = [
         line
@@ -419,8 +441,8 @@ def _commitments(data: DigestData) -> Mrkdwn:
     ]
     lines += [mrkdwn("{0} ends {1}", x.label, when(x.end, style=DAY)) for x in c.expiring]
     week = data.this_week.fleet
-    if week.paid_idle_hours:
-        lines.append(f"{week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid:")
+    if week.paid_idle_hours and not data.paid_idle:
+        lines.append(f"{week.paid_idle_hours:,.0f} idle machine-hours were on capacity already paid")
     lines += [paid_idle_line(p) for p in data.paid_idle[:5]]
     return Mrkdwn("*Commitments*\n") + bullet_list(lines) if lines else Mrkdwn("")
 
@@ -428,12 +450,11 @@ def _commitments(data: DigestData) -> Mrkdwn:
 def paid_idle_line(paid: PaidIdle) -> Mrkdwn:
     """Idle hours a commitment paid for: what they would have cost on demand, and what to do next time."""
     return mrkdwn(
-        "{0} idle machine-hours on {1} ({2} on demand, already paid: not stopped for money): {3}. {4}",
+        "{0} idle machine-hours on {1}, already paid ({2} on demand): {3}.",
         f"{paid.idle_hours:,.0f}",
         paid.paid_by,
         usd(paid.on_demand_usd),
         paid.advice[:1].upper() + paid.advice[1:],
-        _some(paid.machines, 3),
     )
 
 
