@@ -88,7 +88,8 @@ def test_a_start_refused_for_capacity_is_told_at_once_tried_again_and_made_when_
     third = run(SWEEP, runtime, now + timedelta(minutes=20), lambda_context, monkeypatch)
     assert third["regions"][REGION]["started"] == [iid]
     assert state_of(iid) in ("pending", "running")
-    assert [e["kind"]["S"] for e in entries("morning-start")] == ["morning-start"]
+    [morning] = entries("morning-start")
+    assert [step["M"]["why"]["S"] for step in morning["trail"]["L"]] == [morning["reason"]["S"]]
 
 
 def test_a_start_refused_for_another_reason_is_not_taken_for_scarcity_nor_tried_again_late(

@@ -159,6 +159,9 @@ def test_a_nightly_box_is_stopped_with_its_start_time_and_started_again_before_i
     [entry] = ledger("learned-start")
     assert entry["instance_id"]["S"] == iid
     assert float(entry["gpu_hours"]["N"]) == pytest.approx((start_at - now).total_seconds() / 3600, abs=0.01)
+    [step] = entry["trail"]["L"]  # why it was started: the rule whose promise it keeps
+    assert step["M"]["rule"]["S"] == "recurring work"
+    assert "is expected at" in step["M"]["why"]["S"]
     # A retry of that sweep does not start it a second time.
     assert sweep(runtime, start_at, lambda_context, monkeypatch)["started"] == []
 

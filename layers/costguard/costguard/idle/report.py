@@ -12,7 +12,7 @@ from typing import Any
 from costguard.core.records import Instance, Price
 from costguard.core.settings import Mode
 from costguard.idle.rules.decision import Action
-from costguard.idle.rules.trail import Step, as_json
+from costguard.idle.rules.trail import Rule, Step, as_json
 from costguard.state.entries import Entry, EntryKind
 
 
@@ -152,9 +152,10 @@ def machine_entry(
     applied: bool = True,
     idle_hours: float = 0.0,
     gpu_hours: float = 0.0,
+    rule: Rule | None = None,
 ) -> Entry:
     """The ledger's record of something done to one machine outside a decision: a morning or learned start,
-    a learned start judged wasted."""
+    a learned start judged wasted. `rule`: the rule the start keeps the promise of, its trail's one step."""
     return Entry(
         at=at,
         kind=kind,
@@ -167,4 +168,5 @@ def machine_entry(
         reason=reason,
         idle_hours=idle_hours,
         gpu_hours=gpu_hours,
+        trail=(Step(rule, kind.value, reason).to_json(),) if rule is not None else (),
     )

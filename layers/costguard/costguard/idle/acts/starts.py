@@ -54,6 +54,7 @@ from costguard.idle.rules.restarts import (
     working_hours_start,
 )
 from costguard.idle.rules.schedule import ScheduleError, parse_schedule
+from costguard.idle.rules.trail import Rule
 from costguard.idle.words.messages import morning_start_note, schedule_unreadable_notice
 from costguard.slack.blocks import Message, Mrkdwn, person
 from costguard.state.claims import Claims, ClaimState
@@ -150,6 +151,7 @@ class DueStarts:
             owner_tag_key=self.owner_tag_key,
             reason=f"its working hours ({instance.tags[tags.SCHEDULE]}) open at {opens:%H:%M} UTC",
             applied=self.mode.mutates,
+            rule=Rule.VERDICT,  # its schedule: the verdict's working hours
         )
         try:
             records = self.effects.before([effect_record(START, instance, opens, entry, now=now)], now)
@@ -315,6 +317,7 @@ class LearnedStarts:
                 reason=f"its {'working day' if day else 'recurring work'} is expected at {expected:%H:%M} UTC",
                 idle_hours=round(hours, 2),
                 gpu_hours=round(hours * (record.gpus if record else 0), 2),
+                rule=Rule.PERSONS_DAY if day else Rule.RECURRING,
             )
         )
         if self.starts is not None and record is not None:
