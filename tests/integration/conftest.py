@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -164,3 +164,73 @@ def run_instance(client: Any, instance_type: str, tags: dict[str, str]) -> str:
         ImageId="ami-12c6146b", MinCount=1, MaxCount=1, InstanceType=instance_type, TagSpecifications=specs
     )
     return str(launched["Instances"][0]["InstanceId"])
+
+
+# The activity check's answers, as a sweep's SSM client hears them (test_activity_check.py and the tests of what
+# a machine's own schedule leads to: keep it for its runs, Stop now's promise, the messages that change in place).
+DOCUMENT = "costguard-ActivityCheckDocument-ABC123"
+CMD_C1 = "00000000-0000-4000-8000-000000000001"
+
+
+def report(**fields: Any) -> str:
+    """A machine's activity check output (its fields over an answer that saw nothing alive)."""
+    return json.dumps({"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None, **fields})
+
+
+def ssm_client() -> Any:
+    return boto3.client("ssm", region_name=REGION)
+
+
+def invocation(instance_id: str, status: str = "Success", output: str = "") -> dict[str, Any]:
+    return {
+        "CommandId": CMD_C1,
+        "InstanceId": instance_id,
+        "Status": status,
+        "CommandPlugins": [{"Name": "activityCheck", "Status": status, "Output": output}],
+    }
+
+
+@pytest.fixture
+def answers(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """Each machine's activity check output (None: managed by SSM but no answer); machines not named
+    have no SSM agent. The sweep's SSM client answers from it."""
+    given: dict[str, str | None] = {}
+    client = ssm_client()
+    monkeypatch.setattr("costguard.idle.reads.checks.POLL_SECONDS", 0.01)
+
+    def describe(params: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        wanted = params["Filters"][0]["Values"]
+        return {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in wanted if i in given]}
+
+    def invocations(**_: Any) -> dict[str, Any]:
+        return {
+            "CommandInvocations": [
+                invocation(i, output=out) if out is not None else invocation(i, "InProgress")
+                for i, out in given.items()
+            ]
+        }
+
+    class Fake:
+        meta = client.meta
+        exceptions = client.exceptions
+
+        def get_paginator(self, name: str) -> Any:
+            return {"describe_instance_information": _Pages(describe), "list_command_invocations": _Pages(invocations)}[
+                name
+            ]
+
+        def send_command(self, **params: Any) -> dict[str, Any]:
+            assert params["DocumentName"] == DOCUMENT
+            assert all(i in given for i in params["InstanceIds"])  # only managed machines are asked
+            return {"Command": {"CommandId": CMD_C1}}
+
+    runtime.clients._clients[("ssm", REGION)] = Fake()
+    return given
+
+
+class _Pages:
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def paginate(self, **params: Any) -> list[dict[str, Any]]:
+        return [self.answer(params=params) if "Filters" in params else self.answer()]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,32 +29,24 @@ from costguard.state.capacity import CapacityLog
 from testing.jobs import next_job
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import marked
-from tests.integration.conftest import REGION, TABLE, ec2, make_runtime, tags_of
+from tests.integration.conftest import (
+    CMD_C1,
+    DOCUMENT,
+    REGION,
+    TABLE,
+    ec2,
+    invocation,
+    make_runtime,
+    report,
+    ssm_client,
+    tags_of,
+)
 from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of, warn_tags
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
-DOCUMENT = "costguard-ActivityCheckDocument-ABC123"
-CMD_C1 = "00000000-0000-4000-8000-000000000001"
 CMD_C2 = "00000000-0000-4000-8000-000000000002"
 POLICY = IdlePolicy(activity_check_document=DOCUMENT, activity_check_seconds=1)  # a second for the silent ones
-
-
-def report(**fields: Any) -> str:
-    return json.dumps({"v": 1, "at": 0, "sessions": [], "kernels": [], "cpu": [], "gpu": [], "hook": None, **fields})
-
-
-def ssm_client() -> Any:
-    return boto3.client("ssm", region_name=REGION)
-
-
-def invocation(instance_id: str, status: str = "Success", output: str = "") -> dict[str, Any]:
-    return {
-        "CommandId": CMD_C1,
-        "InstanceId": instance_id,
-        "Status": status,
-        "CommandPlugins": [{"Name": "activityCheck", "Status": status, "Output": output}],
-    }
 
 
 class Clock:
@@ -253,52 +244,6 @@ def test_the_wait_never_eats_the_time_the_rest_of_the_sweep_needs(aws: None) -> 
 
 
 # ------------------------------------------------------------------ whole sweeps
-
-
-@pytest.fixture
-def answers(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
-    """Each machine's activity check output (None: managed by SSM but no answer); machines not named
-    have no SSM agent. The sweep's SSM client answers from it."""
-    given: dict[str, str | None] = {}
-    client = ssm_client()
-    monkeypatch.setattr("costguard.idle.reads.checks.POLL_SECONDS", 0.01)
-
-    def describe(params: Mapping[str, Any], **_: Any) -> dict[str, Any]:
-        wanted = params["Filters"][0]["Values"]
-        return {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in wanted if i in given]}
-
-    def invocations(**_: Any) -> dict[str, Any]:
-        return {
-            "CommandInvocations": [
-                invocation(i, output=out) if out is not None else invocation(i, "InProgress")
-                for i, out in given.items()
-            ]
-        }
-
-    class Fake:
-        meta = client.meta
-        exceptions = client.exceptions
-
-        def get_paginator(self, name: str) -> Any:
-            return {"describe_instance_information": _Pages(describe), "list_command_invocations": _Pages(invocations)}[
-                name
-            ]
-
-        def send_command(self, **params: Any) -> dict[str, Any]:
-            assert params["DocumentName"] == DOCUMENT
-            assert all(i in given for i in params["InstanceIds"])  # only managed machines are asked
-            return {"Command": {"CommandId": CMD_C1}}
-
-    runtime.clients._clients[("ssm", REGION)] = Fake()
-    return given
-
-
-class _Pages:
-    def __init__(self, answer: Any) -> None:
-        self.answer = answer
-
-    def paginate(self, **params: Any) -> list[dict[str, Any]]:
-        return [self.answer(params=params) if "Filters" in params else self.answer()]
 
 
 def sweep(runtime: Runtime, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:

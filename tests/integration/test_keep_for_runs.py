@@ -19,15 +19,15 @@ from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read
-from tests.integration.conftest import REGION, SECRET, TABLE, tags_of
-from tests.integration.test_activity_check import POLICY, answers, report
+from tests.integration.conftest import REGION, SECRET, TABLE, report, tags_of
+from tests.integration.test_activity_check import POLICY
 from tests.integration.test_buttons import SIGNING_SECRET, env
 from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of, warn_tags
 from tests.integration.test_live_messages import buttons, header, press
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
-__all__ = ["answers", "env"]
+__all__ = ["env"]
 NO_LEARNED_STARTS = replace(POLICY, learned_starts=False)  # LearnedStarts=false: no start for anyone's runs
 KEPT = {tags.KEEP_FOR_RUNS: tags.ON}
 

@@ -19,15 +19,15 @@ from costguard.runtime import Runtime
 from testing.handlers import load_event
 from testing.slack_standin import Posted, SlackStandIn
 from testing.slack_text import as_read, dates_in, marked, notices
-from tests.integration.conftest import REGION, ec2, tags_of
-from tests.integration.test_activity_check import POLICY, answers, report
+from tests.integration.conftest import REGION, ec2, report, tags_of
+from tests.integration.test_activity_check import POLICY
 from tests.integration.test_buttons import call as click_call
 from tests.integration.test_buttons import env, http_event, queued, runtime_for
 from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
-__all__ = ["answers", "env"]
+__all__ = ["env"]
 SWEEP = {"costguard": "sweep"}
 
 

@@ -21,7 +21,7 @@ from costguard.state.capacity import CapacityLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, dates_in
 from tests.integration.conftest import REGION, SECRET, TABLE, tags_of
-from tests.integration.test_activity_check import POLICY, answers
+from tests.integration.test_activity_check import POLICY
 from tests.integration.test_buttons import SIGNING_SECRET, env
 from tests.integration.test_idle_stopper import idle, launch, publish, state_of, warn_tags
 from tests.integration.test_keep_for_runs import nightly, sweep
@@ -29,7 +29,7 @@ from tests.integration.test_live_messages import buttons, header, press
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
-__all__ = ["answers", "env"]
+__all__ = ["env"]
 
 
 def warned_nightly_box(
