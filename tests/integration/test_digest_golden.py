@@ -13,8 +13,10 @@ hub (not the account) began telling each owner, once across accounts, only with 
 34: the post's figures moved to the thread's replies; the owners' messages are the hub's, by email), and
 when the working hours a schedule suggestion rests on became Slack dates, each reader's own time (issue 34:
 "within 02:00-18:00 UTC" now two Slack dates; nothing else changed), and when the digest's times came from the
-one Slack date writer (a day's fallback names UTC, a day and time reads "Nov 23, 2026 at 9:00 AM").
-Sections added to a message since are allowed (each
+one Slack date writer (a day's fallback names UTC, a day and time reads "Nov 23, 2026 at 9:00 AM"), and by
+`--commit 2de6880` when the channel's thread was cut to be read to the end (issue 46, item 7: 8 owners' lines,
+each figure once, a line of advice each; the owners' messages, the week kept and handed over, the dashboards and
+the answer unchanged). Sections added to a message since are allowed (each
 block the old code posted must still be there, the same, in the same order); a change to what an old
 block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
 """
