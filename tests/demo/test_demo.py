@@ -140,6 +140,23 @@ def test_every_time_and_day_the_story_s_messages_show_is_in_each_reader_s_own_zo
 
 
 @pytest.mark.slow
+def test_no_message_the_demo_posts_or_edits_has_a_bracketed_plural_or_a_figure_said_as_not_read(
+    first_run: Run,
+) -> None:
+    said = json.loads((first_run.out / "said.json").read_text())
+    assert len(said) > 40  # every post and every edit of the story
+    broken = [
+        f"{s['how']} to {s['channel']}: {phrase!r} in {s['text'][:80]!r}"
+        for s in said
+        for phrase in ("(s)", "not read used", "not read of", "at not measured", "*$0.00* idle", ": not read;")
+        if phrase in s["text"] + json.dumps(s["blocks"])
+    ]
+    assert not broken, "\n".join(broken)
+    previews = [s["text"] for s in said]
+    assert not [p for p in previews if re.match(r"[^$]*: \$0\.00\b", p)]  # no preview leads with nothing
+
+
+@pytest.mark.slow
 def test_the_page_draws_every_emoji_code_its_messages_carry(first_run: Run) -> None:
     messages = (first_run.out / "messages.json").read_text()
     slack = slack_part((first_run.out / "index.html").read_text())

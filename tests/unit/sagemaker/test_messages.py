@@ -111,3 +111,26 @@ def test_the_digest_s_zombie_endpoints_say_their_last_invocation_as_each_reader_
     assert "last invoked Fri 13 Nov 2026 UTC" in as_read(blocks)
     assert dates_in(blocks) == [int(datetime(2026, 11, 13, 12, tzinfo=UTC).timestamp())]
     assert not plain_times(blocks)
+
+
+def test_the_digest_s_sagemaker_part_names_what_runs_in_real_plurals_and_leaves_out_the_zeros() -> None:
+    week = SageMakerWeek(
+        endpoints=1, daily_usd=17.67, zombie_days=7, idle_usd=130, warned=2, stopped=1, idle_shutdown_off=["a", "b"]
+    )
+    said = as_read(digest_section(week, NOW))
+    assert "*SageMaker on GPUs*: 1 real-time endpoint, $17.67/day together." in said
+    assert "Idle this week: *7 endpoint-days* without an invocation: *$130*." in said
+    assert "costguard warned 2 times and stopped 1 notebook instance." in said
+    assert "2 Studio domain, profile or space settings without idle shutdown: `a`, `b`" in said
+    assert "(s)" not in said
+    for zero in ("0 h", "deleted 0", "0 kept"):
+        assert zero not in said
+
+
+def test_one_studio_setting_or_one_resource_without_an_owner_is_said_in_the_singular() -> None:
+    one = idle_settings_report([IdleSetting("domain", "d-1", "research", "JupyterLab", False, None)], 120)
+    assert one.text == "1 Studio setting let idle GPU apps run on"
+    three = idle_settings_report([IdleSetting("domain", "d-1", "research", "JupyterLab", False, None)] * 3, 120)
+    assert three.text == "3 Studio settings let idle GPU apps run on"
+    assert unattributed([("nb", "us-east-1", "no create event")], "Owner").text == "1 SageMaker resource has no owner"
+    assert unattributed([("nb", "r", "w")] * 2, "Owner").text == "2 SageMaker resources have no owner"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from costguard.core import tags
-from costguard.core.formatting import usd
+from costguard.core.formatting import plural, usd
 from costguard.core.records import Price
 from costguard.core.sagemaker import IdleSetting, Kind, Resource
 from costguard.sagemaker.rules.activity import Verdict
@@ -217,7 +217,7 @@ def idle_settings_report(findings: Sequence[IdleSetting], window_minutes: int) -
         f'{{"LifecycleManagement":"ENABLED","IdleTimeoutInMinutes":{window_minutes}}}}}}}}}\''
     )
     return Message(
-        f"{len(findings)} Studio setting(s) let idle GPU apps run on",
+        f"{plural(len(findings), 'Studio setting')} let idle GPU apps run on",
         (
             header("Studio apps without idle shutdown"),
             section(
@@ -242,9 +242,9 @@ def unattributed(resources: Sequence[tuple[str, str, str]], owner_tag_key: str) 
     lines = [mrkdwn("`{0}` in {1}: {2}", key, region, why) for key, region, why in resources]
     count = len(lines)
     return Message(
-        f"{count} SageMaker resource(s) have no owner",
+        f"{plural(count, 'SageMaker resource')} {'has' if count == 1 else 'have'} no owner",
         (
-            header(f"{count} SageMaker resource(s) have no owner"),
+            header(f"{plural(count, 'SageMaker resource')} {'has' if count == 1 else 'have'} no owner"),
             section(
                 f"costguard could not tell who created these, so nobody can be warned about them. Tag each "
                 f"with `{owner_tag_key}=<name or email>`."
@@ -260,19 +260,39 @@ def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
     hygiene (no activity reporting, no idle shutdown)."""
     if week.empty:
         return []
-    counts = (
-        f"*SageMaker on GPUs*: {week.notebooks} notebook instance(s), {week.apps} Studio app(s), "
-        f"{week.endpoints} real-time endpoint(s) InService, {usd(week.daily_usd)}/day together."
-    )
-    idle = (
-        f"Idle this week: *{week.idle_hours:,.0f} h* on notebook instances and Studio apps, *{week.zombie_days:,.0f} "
-        f"endpoint-days* without an invocation: *{usd(week.idle_usd)}*."
-    )
-    did = (
-        f"costguard warned {week.warned} time(s), stopped {week.stopped} notebook instance(s), deleted "
-        f"{week.deleted} endpoint(s) or app(s); {week.kept} kept from Slack."
-    )
-    blocks: list[Block] = [section(counts + "\n" + idle + "\n" + did)]
+    running = [
+        plural(n, noun)
+        for n, noun in (
+            (week.notebooks, "notebook instance"),
+            (week.apps, "Studio app"),
+            (week.endpoints, "real-time endpoint"),
+        )
+        if n
+    ]
+    counts = f"*SageMaker on GPUs*: {_listed(running) or 'nothing running'}, {usd(week.daily_usd)}/day together."
+    wasted = [
+        text
+        for n, text in (
+            (round(week.idle_hours), f"*{week.idle_hours:,.0f} h* on notebook instances and Studio apps"),
+            (round(week.zombie_days), f"*{week.zombie_days:,.0f} endpoint-days* without an invocation"),
+        )
+        if n
+    ]
+    idle = f"Idle this week: {_listed(wasted)}: *{usd(week.idle_usd)}*." if wasted else "Nothing sat idle this week."
+    done = [
+        text
+        for n, text in (
+            (week.warned, f"warned {plural(week.warned, 'time')}"),
+            (week.stopped, f"stopped {plural(week.stopped, 'notebook instance')}"),
+            (week.deleted, f"deleted {plural(week.deleted, 'endpoint or app', 'endpoints or apps')}"),
+        )
+        if n
+    ]
+    did = [f"costguard {_listed(done)}." if done else ""]
+    if week.kept:
+        did.append(f"{plural(week.kept, 'resource')} kept from Slack.")
+    said = " ".join(d for d in did if d)
+    blocks: list[Block] = [section(counts + "\n" + idle + ("\n" + said if said else ""))]
     if week.zombies:
         lines = [
             mrkdwn(
@@ -285,17 +305,18 @@ def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
     if week.unwatched:
         hygiene.append(
             mrkdwn(
-                "{0} GPU notebook instance(s) report no kernel activity (never stopped on guesswork): {1}. Attach "
+                "{0} no kernel activity (never stopped on guesswork): {1}. Attach "
                 "costguard's lifecycle configuration to have idle ones stopped.",
-                len(week.unwatched),
+                plural(len(week.unwatched), "GPU notebook instance")
+                + (" reports" if len(week.unwatched) == 1 else " report"),
                 ", ".join(f"`{n}`" for n in week.unwatched[:5]),
             )
         )
     if week.idle_shutdown_off:
         hygiene.append(
             mrkdwn(
-                "{0} Studio domain, profile or space setting(s) without idle shutdown: {1}",
-                len(week.idle_shutdown_off),
+                "{0} without idle shutdown: {1}",
+                plural(len(week.idle_shutdown_off), "Studio domain, profile or space setting"),
                 ", ".join(f"`{n}`" for n in week.idle_shutdown_off[:5]),
             )
         )
@@ -304,3 +325,8 @@ def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
     if week.errors:
         blocks.append(context("SageMaker not available this week: " + "; ".join(week.errors)))
     return blocks
+
+
+def _listed(parts: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
