@@ -138,13 +138,14 @@ _CLOCK_TIMES = re.compile(
 )
 
 
-def times_in(text: str, now: datetime) -> Mrkdwn:
+def times_in(text: str, now: datetime, *, reader: str | tzinfo | None = None) -> Mrkdwn:
     """Text costguard's rules wrote (a reason, what the machine said, a learned pattern), escaped, each of its
     times shown in the reader's own: a clock time ("12:50 UTC", "12:00 and 12:50 UTC", "08:00-10:00 UTC",
     "09:00 Europe/Paris"), the nearest such time to `now` on the clock of the zone it names; with its day ("Wed
     12:50 UTC", "Wed 04 Nov 12:50 UTC"), the nearest such day's; a day alone ("Wed 04 Nov", a UTC day, as the
     rules write one), the nearest such day. Code (`daily 08:00-10:00 UTC`, a value as it is written) is left as
-    it is."""
+    it is. `reader`: the zone of every fallback, where the sentence has other times in it (one zone a sentence);
+    by default the zone each time names."""
     escaped = escape(text)
 
     def nearest(found: re.Match[str], hour: str, minute: str, zone: tzinfo) -> Mrkdwn:
@@ -163,7 +164,7 @@ def times_in(text: str, now: datetime) -> Mrkdwn:
         else:
             days = [base + timedelta(days=d) for d in (-1, 0, 1)]
         moment = min(days, key=lambda t: abs(t - now))
-        return when(moment, zone, style=DAY_AND_TIME if found["weekday"] else CLOCK)
+        return when(moment, zone if reader is None else reader, style=DAY_AND_TIME if found["weekday"] else CLOCK)
 
     def shown(found: re.Match[str]) -> str:
         if found["code"]:

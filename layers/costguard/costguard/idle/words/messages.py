@@ -142,7 +142,7 @@ def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
     before = decision.start_for.value
     return (
         Mrkdwn("It ")
-        + times_in(decision.next_work, now)
+        + times_in(decision.next_work, now, reader=zone)
         + Mrkdwn(": costguard starts it again *")
         + when(decision.start_at, zone)
         + Mrkdwn(f"*, before {before}.")
