@@ -49,6 +49,31 @@ def offers(slack: SlackStandIn) -> list[Any]:
     return [m for m in slack.messages if m.blocks and header(m).startswith(OFFER)]
 
 
+def exempted_after_stop(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, context: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, datetime, datetime]:
+    """A box whose job runs an hour a day (far from now and from the next morning, so that neither holds it),
+    stopped by costguard now; its owner starts it again 7 hours later and exempts it for good. It, the next
+    weekday morning and its last run."""
+    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url, "signing_secret": SIGNING_SECRET}
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    secrets.put_secret_value(SecretId=SECRET, SecretString=json.dumps(secret))  # the receiver verifies the click
+    restarted = now + timedelta(hours=7)  # when its job found it stopped (not at once: no hold after an undo)
+    morning = next_morning(restarted, POLICY.team_timezone)
+    run = next(r for k in (2, 3, 4, 5) if apart(r := morning + timedelta(hours=4 * k), now) >= timedelta(hours=4))
+    last_run = quarter(run - timedelta(days=(run - now).days + 1))
+    iid = launch(now, instance_type="g5.xlarge", hours=24 * 20, tags=warn_tags(now, warned_minutes_ago=40))
+    nightly_history(iid, last_run)
+    publish(iid, now, gpus=[[1.0] * 30])
+    assert sweep(runtime, now, context, monkeypatch)["stopped"] == [iid]  # costguard's stop
+
+    ec2().start_instances(InstanceIds=[iid])
+    moto_fixes.set_launch_time(iid, REGION, restarted)
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.EXEMPT, "Value": "the nightly job must run"}])
+    publish(iid, morning, gpus=[[1.0] * 36])  # idle through the morning
+    return iid, morning, last_run
+
+
 def test_an_exemption_right_after_costguards_stop_is_offered_back_the_next_morning_as_a_keep_for_its_runs(
     runtime: Runtime,
     slack: SlackStandIn,
@@ -57,24 +82,7 @@ def test_an_exemption_right_after_costguards_stop_is_offered_back_the_next_morni
     lambda_context: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url, "signing_secret": SIGNING_SECRET}
-    secrets = boto3.client("secretsmanager", region_name=REGION)
-    secrets.put_secret_value(SecretId=SECRET, SecretString=json.dumps(secret))  # the receiver verifies the click
-    restarted = now + timedelta(hours=7)  # when its job found it stopped (not at once: no hold after an undo)
-    morning = next_morning(restarted, POLICY.team_timezone)
-    # Its job runs an hour a day, far from the stop and from the morning (so that neither holds for it).
-    run = next(r for k in (2, 3, 4, 5) if apart(r := morning + timedelta(hours=4 * k), now) >= timedelta(hours=4))
-    last_run = quarter(run - timedelta(days=(run - now).days + 1))
-    iid = launch(now, instance_type="g5.xlarge", hours=24 * 20, tags=warn_tags(now, warned_minutes_ago=40))
-    nightly_history(iid, last_run)
-    publish(iid, now, gpus=[[1.0] * 30])
-    assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == [iid]  # costguard's stop
-
-    # Its owner starts it again and exempts it for good.
-    ec2().start_instances(InstanceIds=[iid])
-    moto_fixes.set_launch_time(iid, REGION, restarted)
-    ec2().create_tags(Resources=[iid], Tags=[{"Key": tags.EXEMPT, "Value": "the nightly job must run"}])
-    publish(iid, morning, gpus=[[1.0] * 36])  # idle through the morning
+    iid, morning, last_run = exempted_after_stop(runtime, slack, now, lambda_context, monkeypatch)
 
     sweep(runtime, morning, lambda_context, monkeypatch)
 
@@ -110,3 +118,31 @@ def test_an_exemption_right_after_costguards_stop_is_offered_back_the_next_morni
     next_run = last_run + timedelta(days=(stop_at - last_run).days + 1)
     start_at = next_run - timedelta(minutes=POLICY.schedule_lead_minutes)
     assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
+
+
+def test_no_keep_it_exempt_changes_nothing_and_the_offer_is_not_made_again(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    env: str,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iid, morning, _ = exempted_after_stop(runtime, slack, now, lambda_context, monkeypatch)
+    sweep(runtime, morning, lambda_context, monkeypatch)
+    [offer] = offers(slack)
+
+    at = morning + timedelta(minutes=5)
+    result = press(slack, offer, Button.KEEP_EXEMPT.value, runtime, env, at, lambda_context, monkeypatch)
+
+    assert result["clicks"] == [{"instance_id": iid, "button": Button.KEEP_EXEMPT.value, "status": "done"}]
+    assert tags_of(iid)[tags.EXEMPT] == "the nightly job must run"
+    assert tags.KEEP_FOR_RUNS not in tags_of(iid)
+    assert "will not ask again" in as_read(offer.blocks)
+    assert buttons(offer) == []
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
+    assert not [i for i in items if i["pk"]["S"].startswith("action#") and i["kind"]["S"] == "keep"]
+    tomorrow = next_morning(morning, POLICY.team_timezone)
+    publish(iid, tomorrow, gpus=[[1.0] * 36])
+    sweep(runtime, tomorrow, lambda_context, monkeypatch)
+    assert len(offers(slack)) == 1  # asked once
