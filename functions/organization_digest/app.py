@@ -15,7 +15,7 @@ from costguard.core.settings import OrganizationSettings
 from costguard.core.shapes import shape
 from costguard.digest.organization.flow import organization_digest, tell_stackset_failure
 from costguard.digest.organization.stacksets import is_stackset_event
-from costguard.digest.organization.units import expected_with_units
+from costguard.digest.organization.units import accounts_of_units
 from costguard.runtime import Runtime
 from costguard.state.handoffs import HandedWeeks
 
@@ -41,16 +41,25 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
         raise EventValidationError(f"organization_digest expects {ORGANIZATION_INPUT}, got {shape(event)}")
     runtime = (runtime or Runtime.current()).start(context)
     settings = _settings()
+    units = accounts_of_units(
+        settings.expected(runtime.account),
+        runtime.client("organizations"),
+        runtime.client("cloudformation"),
+        HandedWeeks(runtime.client("dynamodb"), runtime.settings.state_table),
+        units=settings.units,
+        stack_set=settings.stack_set,
+    )
     return organization_digest(
         Mailbox(runtime.client("sqs"), settings.queue_url),
         HandedWeeks(runtime.client("dynamodb"), runtime.settings.state_table),
-        expected_with_units(settings.expected(runtime.account), runtime.client("organizations"), settings.units),
+        units.expected,
         notifier=runtime.notifier,
         claims=runtime.claims,
         channel=runtime.settings.digest_channel,
         now=runtime.now(),
         time_left=runtime.time_left,
         any_account=bool(settings.organization_id),
+        units=units if settings.units else None,
     )
 
 

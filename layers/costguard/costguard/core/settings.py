@@ -418,6 +418,7 @@ class OrganizationSettings:
     reports_itself: bool = True  # the hub's own weekly digest hands its week over too
     organization_id: str = ""  # make org-deploy's hub: any account of it may report (its queue policy checks who)
     units: tuple[str, ...] = ()  # make org-deploy's units: their accounts are expected (digest/organization/units.py)
+    stack_set: str = ""  # make org-deploy's StackSet: its stack instances say why a unit's account has no figures
 
     def expected(self, own_account: str) -> list[str]:
         accounts = ([own_account] if self.reports_itself and own_account else []) + list(self.members)
@@ -439,6 +440,7 @@ class OrganizationSettings:
             reports_itself=read.flag("HUB_WEEKLY_DIGEST", True),
             organization_id=read.optional("ORGANIZATION_ID"),
             units=read.csv("ORGANIZATION_UNITS"),
+            stack_set=read.optional("MEMBERS_STACK_SET"),
         )
         read.check()
         return settings

@@ -20,6 +20,7 @@ from costguard.digest.chart import week_chart
 from costguard.digest.handoff import OWNERS_KIND, AccountWeek, OwnersPart, decode, decode_owners, kind_of
 from costguard.digest.organization.rules import OrganizationWeek, chart_days, chart_source, organization_message
 from costguard.digest.organization.stacksets import failure_message, read_instance_failure
+from costguard.digest.organization.units import Accounts, remember
 from costguard.digest.owners import OwnerWeek
 from costguard.digest.posting import DigestIncomplete, chart, post_with_files, tell_owners
 from costguard.slack.notifier import SlackNotifier
@@ -50,11 +51,16 @@ def organization_digest(
     now: datetime,
     time_left: Callable[[], float] = lambda: float("inf"),
     any_account: bool = False,
+    units: Accounts | None = None,
 ) -> dict[str, Any]:
     """The week gathered and posted, once a week, and each person told once; what it said, for the handler.
     `any_account`: an organization's hub, whose figures queue only its organization may send to, takes the week
-    of an account it was not told of (one created since), after the expected ones."""
+    of an account it was not told of (one created since), after the expected ones. `units`: what the hub read of
+    the chosen units (why an account may have no figures, which accounts have gone); the accounts covered are then
+    kept for the next digest to tell which have gone."""
     org = gather(mailbox, kept, expected, now=now, time_left=time_left, any_account=any_account)
+    if units is not None:
+        org.why, org.left, org.moved = units.why, units.left, units.moved
     week = f"{now:%G-W%V}"
     posted = post_with_files(
         notifier,
@@ -71,6 +77,8 @@ def organization_digest(
         now=now,
     )
     metrics.add_metric(name="OrganizationAccountsMissing", unit=MetricUnit.Count, value=len(org.missing))
+    if units is not None:
+        remember(kept, org.expected, now)
     people = owners_of(org, kept)
     told = tell_owners(
         notifier,
@@ -88,6 +96,9 @@ def organization_digest(
         "status": "posted" if posted.posted else "already-posted",
         "accounts": [w.account for w in org.fresh],
         "missing": [account for account, _ in org.missing],
+        "why": {account: org.why[account] for account, _ in org.missing if account in org.why},
+        "left": list(org.left),
+        "moved": list(org.moved),
         "refused": org.refused,
         "idle_gpu_hours": round(sum(w.idle_gpu_hours for w in org.fresh), 3),
         "waste_usd": round(sum(w.waste_usd for w in org.fresh), 2),

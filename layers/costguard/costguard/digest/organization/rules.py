@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
 
@@ -40,6 +40,9 @@ class OrganizationWeek:
     expected: Sequence[str]  # the accounts that should report, in the order the operator gave them
     reported: Mapping[str, AccountWeek]  # the latest hand-off of each account
     refused: int = 0  # hand-offs that could not be read or came from an account not expected
+    why: Mapping[str, str] = field(default_factory=dict)  # why an account may have no figures (its stack instances)
+    left: Sequence[str] = ()  # covered by the last digest, since gone from the organization: removed
+    moved: Sequence[str] = ()  # covered by the last digest, still in the organization but out of the chosen units
 
     @cached_property
     def fresh(self) -> list[AccountWeek]:
@@ -140,12 +143,21 @@ def organization_message(org: OrganizationWeek) -> Message:
                 ]
             )
         )
-        blocks += [divider(), section(mrkdwn("*By account, most waste first*\n") + bullet_list(_rows(weeks)))]
+        running = [w for w in weeks if w.machines]
+        if running:
+            blocks += [divider(), section(mrkdwn("*By account, most waste first*\n") + bullet_list(_rows(running)))]
+        if len(running) < len(weeks):
+            idle_accounts = join(", ", [w.name for w in weeks if not w.machines])
+            blocks.append(context(mrkdwn("Reporting, no GPU machines this week: ") + idle_accounts + Mrkdwn(".")))
         owners = _top_owners(weeks)
         if owners:
             blocks.append(section(mrkdwn("*Most idle, across accounts*\n") + bullet_list(owners)))
     if org.missing:
         blocks += [divider(), section(_missing(org))]
+    gone = [mrkdwn("`{0}` left the organization", a) for a in org.left]
+    gone += [mrkdwn("`{0}` is no longer in the chosen units", a) for a in org.moved]
+    if gone:
+        blocks.append(context(join("; ", gone) + Mrkdwn(": removed from this digest.")))
     notes: list[Mrkdwn] = []
     unread = [mrkdwn("{0}: {1}", w.name, ", ".join(_said(w.gaps))) for w in weeks if w.gaps]
     if unread:
@@ -210,9 +222,12 @@ def _top_owners(weeks: Sequence[AccountWeek], limit: int = 5) -> list[str]:
 
 def _missing(org: OrganizationWeek) -> str:
     lines = [
-        mrkdwn("`{0}`: last figures {1}", account, when(last.end, style=DAY))
-        if last is not None
-        else mrkdwn("`{0}`: never reported", account)
+        (
+            mrkdwn("`{0}`: last figures {1}", account, when(last.end, style=DAY))
+            if last is not None
+            else mrkdwn("`{0}`: never reported", account)
+        )
+        + (mrkdwn(": {0}", org.why[account]) if account in org.why else Mrkdwn(""))
         for account, last in org.missing
     ]
     return Mrkdwn(

@@ -11,7 +11,7 @@ region (docs.aws.amazon.com, "StackSet Stack Instance Status Change event detail
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,3 +100,33 @@ def failure_message(failure: InstanceFailure, admin_region: str) -> Message:
     ]
     text = f"costguard's StackSet {failure.stack_set} failed in account {failure.account} ({failure.region})"
     return Message(text, tuple(blocks))
+
+
+# A stack instance's detailed status (ListStackInstances' StackInstanceStatus.DetailedStatus), as the digest says it.
+_BUSY = ("PENDING", "RUNNING")
+
+
+def why_not_reporting(instances: Sequence[Mapping[str, Any]], accounts: Sequence[str]) -> dict[str, str]:
+    """Why each of `accounts` may have no figures, from the members' StackSet's instances (ListStackInstances'
+    summaries): its stack failed (CloudFormation's reason), is still being deployed, or was never deployed there.
+    An account whose every instance is current says nothing here: its own digest did not hand its week over."""
+    by_account: dict[str, list[Mapping[str, Any]]] = {}
+    for instance in instances:
+        by_account.setdefault(str(instance.get("Account", "")), []).append(instance)
+    why: dict[str, str] = {}
+    for account in accounts:
+        found = by_account.get(account)
+        if not found:
+            why[account] = "costguard is not deployed there yet (the StackSet has no stack in it)"
+            continue
+        for instance in found:
+            detailed = str((instance.get("StackInstanceStatus") or {}).get("DetailedStatus") or "")
+            status = str(instance.get("Status") or "")
+            region = str(instance.get("Region") or "")
+            reason = str(instance.get("StatusReason") or "no reason given")
+            if detailed in FAILED or status == "INOPERABLE" or (status == "OUTDATED" and detailed not in _BUSY):
+                why[account] = f"its stack in {region} failed: {reason}"
+                break
+            if detailed in _BUSY:
+                why[account] = f"its stack in {region} is being deployed"
+    return why
