@@ -281,11 +281,6 @@ def test_the_deep_dive_reads_cost_anomaly_detection_once_the_demo_posted_one_of_
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the SageMaker alert counts Studio settings by app type (3), the weekly digest by domain or space (2): "
-    "for the owners of costguard/sagemaker and costguard/digest (issue 46, item 2)",
-)
 def test_the_studio_settings_without_idle_shutdown_are_counted_alike_in_the_alert_and_the_digest(
     first_run: Run,
 ) -> None:

@@ -130,7 +130,28 @@ def test_the_digest_s_sagemaker_part_names_what_runs_in_real_plurals_and_leaves_
 def test_one_studio_setting_or_one_resource_without_an_owner_is_said_in_the_singular() -> None:
     one = idle_settings_report([IdleSetting("domain", "d-1", "research", "JupyterLab", False, None)], 120)
     assert one.text == "1 Studio setting let idle GPU apps run on"
-    three = idle_settings_report([IdleSetting("domain", "d-1", "research", "JupyterLab", False, None)] * 3, 120)
+    three = idle_settings_report(
+        [
+            IdleSetting("domain", "d-1", "research", "JupyterLab", False, None),
+            IdleSetting("domain spaces", "d-1", "research", "JupyterLab", False, None),
+            IdleSetting("space", "d-1", "lab", "JupyterLab", False, None),
+        ],
+        120,
+    )
     assert three.text == "3 Studio settings let idle GPU apps run on"
+
+
+def test_a_studio_setting_is_counted_once_whatever_app_types_it_leaves_without_idle_shutdown() -> None:
+    # the demo's domain: its users' JupyterLab and Code Editor, its spaces' JupyterLab: two settings, three lines
+    findings = [
+        IdleSetting("domain", "d-research", "research", "JupyterLab", False, None),
+        IdleSetting("domain", "d-research", "research", "CodeEditor", False, None),
+        IdleSetting("domain spaces", "d-research", "research", "JupyterLab", False, None),
+    ]
+    report = idle_settings_report(findings, 120)
+    assert report.text == "2 Studio settings let idle GPU apps run on"
+    assert as_read(report.blocks).count("idle shutdown off") == 3
+    week = SageMakerWeek(endpoints=1, idle_shutdown_off=sorted({f"{f.scope} {f.name}" for f in findings}))
+    assert "2 Studio domain, profile or space settings without idle shutdown" in as_read(digest_section(week, NOW))
     assert unattributed([("nb", "us-east-1", "no create event")], "Owner").text == "1 SageMaker resource has no owner"
     assert unattributed([("nb", "r", "w")] * 2, "Owner").text == "2 SageMaker resources have no owner"

@@ -217,7 +217,9 @@ def idle_settings_report(findings: Sequence[IdleSetting], window_minutes: int) -
         f'{{"LifecycleManagement":"ENABLED","IdleTimeoutInMinutes":{window_minutes}}}}}}}}}\''
     )
     return Message(
-        f"{plural(len(findings), 'Studio setting')} let idle GPU apps run on",
+        # A setting is a domain's (for its users or its spaces), a profile's or a space's, whatever app types it
+        # covers: counted as the weekly digest counts it, a line an app type below.
+        f"{plural(len({(s.scope, s.name) for s in findings}), 'Studio setting')} let idle GPU apps run on",
         (
             header("Studio apps without idle shutdown"),
             section(
