@@ -6,6 +6,7 @@ units), each removed with one line."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -176,8 +177,10 @@ def test_accounts_reporting_no_gpu_machines_are_named_in_one_line() -> None:
         )
 
     weeks = {"111111111111": week("111111111111", "training", 2), "222222222222": week("222222222222", "sandbox", 0)}
+    weeks["333333333333"] = dataclasses.replace(week("333333333333", "research", 0), stopped=1, saved_usd=40.0)
     text = json.dumps(organization_message(OrganizationWeek(NOW, list(weeks), weeks)).slack_blocks())
-    assert "*2 of 2 accounts* reported" in text
+    assert "*3 of 3 accounts* reported" in text
+    assert "*research (333333333333)*: 0 machines" in text, "its machine stopped all week: its saving is shown"
     assert "*training (111111111111)*: 2 machines" in text
     assert "Reporting, no GPU machines this week: sandbox (222222222222)." in text
     assert "*sandbox (222222222222)*" not in text

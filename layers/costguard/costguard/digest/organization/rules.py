@@ -143,11 +143,12 @@ def organization_message(org: OrganizationWeek) -> Message:
                 ]
             )
         )
-        running = [w for w in weeks if w.machines]
+        # An account whose machines were all stopped all week still has its saving to show: it keeps its row.
+        running = [w for w in weeks if w.machines or w.gpu_hours or w.stopped or w.saved_usd]
         if running:
             blocks += [divider(), section(mrkdwn("*By account, most waste first*\n") + bullet_list(_rows(running)))]
         if len(running) < len(weeks):
-            idle_accounts = join(", ", [w.name for w in weeks if not w.machines])
+            idle_accounts = join(", ", [w.name for w in weeks if w not in running])
             blocks.append(context(mrkdwn("Reporting, no GPU machines this week: ") + idle_accounts + Mrkdwn(".")))
         owners = _top_owners(weeks)
         if owners:
