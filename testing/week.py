@@ -180,10 +180,11 @@ class Fleet:
             self.exempted.append((instance_id, self.index))
 
     def interrupted(self, instance_id: str) -> bool:
-        """Whether the machine's last stop found it at work, or work came due while it stayed stopped."""
+        """Whether the machine's last stop found it at work, or work came due while it stayed stopped (before now:
+        the work its owner starts it for now is no interruption, as the figures count them)."""
         at = max((i for iid, i in self.stops if iid == instance_id), default=None)
         slots = self.by_id[instance_id].slots
-        return at is not None and any(slots[i].work for i in range(at, self.index + 1))
+        return at is not None and any(slots[i].work for i in range(at, self.index))
 
     def advance(self, to: datetime) -> None:
         while self.now < to:
