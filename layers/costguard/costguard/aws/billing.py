@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
 
 from costguard.aws.clients import READ_ERRORS, error_code, utc_time
-from costguard.aws.commitments import active_plans, reserved_zone
+from costguard.aws.commitments import ReadOnce, reserved_zone
 from costguard.core.money import (
     LINUX,
     UNREAD_HOLDS,
@@ -62,12 +62,14 @@ class BillingReader:
     unread: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # "DescribeReservedInstances: AccessDenied", to say why
 
-    def read(self, running: Sequence[Instance], now: datetime) -> Billing:
-        """What the bill knows of the region now, for the `running` machines an RI could cover."""
+    def read(self, running: Sequence[Instance], now: datetime, *, once: ReadOnce | None = None) -> Billing:
+        """What the bill knows of the region now, for the `running` machines an RI could cover. `once`: the
+        invocation's listings of Reserved Instances and Savings Plans, shared with its other readers."""
         self.unread, self.errors = [], []
-        reserved = self._reserved()
+        once = once or ReadOnce()
+        reserved = self._reserved(once)
         holds = self._holds()
-        plans, spill = self._plans(now)
+        plans, spill = self._plans(now, once)
         spot = self._spot_prices([i for i in running if i.lifecycle == "spot"], now)
         return Billing(
             region=self.region,
@@ -80,14 +82,14 @@ class BillingReader:
             unread=tuple(self.unread),
         )
 
-    def _reserved(self) -> list[Reserved]:
+    def _reserved(self, once: ReadOnce) -> list[Reserved]:
         try:
-            response = self.ec2.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
+            listed = once.reserved(self.ec2)
         except READ_ERRORS as exc:
             self._failed(UNREAD_RIS, "DescribeReservedInstances", exc)
             return []
         out = []
-        for ri in response.get("ReservedInstances", []):
+        for ri in listed:
             out.append(
                 Reserved(
                     reservation_id=ri["ReservedInstancesId"],
@@ -132,11 +134,11 @@ class BillingReader:
             if not token:
                 return out
 
-    def _plans(self, now: datetime) -> tuple[list[Plan], float | None]:
+    def _plans(self, now: datetime, once: ReadOnce) -> tuple[list[Plan], float | None]:
         if self.savingsplans is None:
             return [], None
         try:
-            raw = active_plans(self.savingsplans)
+            raw = once.plans(self.savingsplans)
         except READ_ERRORS as exc:
             self._failed(UNREAD_PLANS, "DescribeSavingsPlans", exc)
             return [], None

@@ -5,7 +5,7 @@ reported and leave the value unknown; failing to list the commitments themselves
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import cached_property
@@ -29,6 +29,42 @@ def reserved_zone(ri: Mapping[str, Any]) -> str:
     return zone if scope == "Availability Zone" else ""
 
 
+class ReadOnce:
+    """The commitments' listings of one invocation, each asked once per client (so once per region) and shared
+    by every reader handed it: the weekly digest's bill and its commitments section list the same Reserved
+    Instances and Savings Plans. A refused read is refused once, and raised again to each reader, which says so."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[Any, str], list[Mapping[str, Any]] | BaseException] = {}
+
+    def reserved(self, client: Any) -> list[Mapping[str, Any]]:
+        """The active Reserved Instances of the client's region (DescribeReservedInstances)."""
+        return self._once(client, "DescribeReservedInstances", lambda: active_reserved(client))
+
+    def plans(self, client: Any) -> list[Mapping[str, Any]]:
+        """Every active Savings Plan (DescribeSavingsPlans)."""
+        return self._once(client, "DescribeSavingsPlans", lambda: active_plans(client))
+
+    def _once(self, client: Any, call: str, read: Callable[[], list[Mapping[str, Any]]]) -> list[Mapping[str, Any]]:
+        key = (client, call)
+        if key not in self._answers:
+            try:
+                self._answers[key] = read()
+            except READ_ERRORS as exc:
+                self._answers[key] = exc
+        answer = self._answers[key]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+def active_reserved(client: Any) -> list[Mapping[str, Any]]:
+    """The active Reserved Instances of the client's region (DescribeReservedInstances). Raises what the client
+    raises."""
+    response = client.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
+    return list(response.get("ReservedInstances", []))
+
+
 def active_plans(client: SavingsPlansClient) -> list[Mapping[str, Any]]:
     """Every active Savings Plan, page by page (DescribeSavingsPlans). Raises what the client raises."""
     found: list[Mapping[str, Any]] = []
@@ -50,12 +86,13 @@ class CommitmentReader:
     savingsplans: SavingsPlansClient
     ce: CostExplorerClient
     errors: list[str] = field(default_factory=list)
+    once: ReadOnce | None = None  # the listings already read this invocation (the weekly digest's bill read them)
 
     def commitments(self) -> list[Commitment]:
         found: list[Commitment] = []
+        once = self.once or ReadOnce()
         for region, client in self.ec2.items():
-            response = client.describe_reserved_instances(Filters=[{"Name": "state", "Values": ["active"]}])
-            for ri in response.get("ReservedInstances", []):
+            for ri in once.reserved(client):
                 found.append(
                     Commitment(
                         kind="reserved-instance",
@@ -70,7 +107,7 @@ class CommitmentReader:
                         payment_option=ri.get("OfferingType", ""),
                     )
                 )
-        for plan in active_plans(self.savingsplans):
+        for plan in once.plans(self.savingsplans):
             found.append(
                 Commitment(
                     kind="savings-plan",

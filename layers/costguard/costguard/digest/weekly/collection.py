@@ -12,7 +12,7 @@ from costguard.aws.clients import READ_ERRORS, error_code
 from costguard.aws.cloudtrail import CloudTrail
 from costguard.aws.cloudwatch.reads import MetricReader
 from costguard.aws.cloudwatch.series import GpuSeriesFinder
-from costguard.aws.commitments import CommitmentReader
+from costguard.aws.commitments import CommitmentReader, ReadOnce
 from costguard.aws.ec2 import LIVE_STATES, Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
@@ -114,8 +114,10 @@ class DigestCollector:
                 tally_into(last_week, week, self.policy)
                 weeks.append(week.since(start))
         this_week = summarize(weeks, start, end, self.policy)
-        # The idle hours priced on the bill, this week's and last week's alike; those already paid, apart.
-        billings, bill_errors = read_bills(self.regions, raw, now)
+        # The idle hours priced on the bill, this week's and last week's alike; those already paid, apart. The
+        # Reserved Instances and Savings Plans are listed once for the bill and the commitments section both.
+        once = ReadOnce()
+        billings, bill_errors = read_bills(self.regions, raw, now, once)
         priced: dict[str, IdlePrice] = {}
         for billing in billings:
             machines = [(i, self._list(i)) for i in raw.values() if i.region == billing.region]
@@ -137,9 +139,10 @@ class DigestCollector:
         entries = list(self.ledger.entries_between(start, end))
         started = self._restarts(entries, raw, start, end)
         saved = saved_by_stops(entries, raw, end, self.prices, week_worth(self.worth, start, end), started=started)
-        commitments = commitment_use(self.ce, self.reader, start, end, now=now, errors=errors)
+        reader = replace(self.reader, once=once)
+        commitments = commitment_use(self.ce, reader, start, end, now=now, errors=errors)
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
-        errors += self.reader.errors
+        errors += reader.errors
         dashboards = update_dashboards({r.name: r.dashboards for r in self.regions}, weeks)
         keeps = [
             (e.instance_id, e.reason.rpartition(" by ")[2], e.at, until)
@@ -225,7 +228,7 @@ class DigestCollector:
 
 
 def read_bills(
-    regions: Sequence[Region], raw: Mapping[str, Instance], now: datetime
+    regions: Sequence[Region], raw: Mapping[str, Instance], now: datetime, once: ReadOnce | None = None
 ) -> tuple[list[Billing], list[str]]:
     """Each region's bill as it stands now; a read that fails prices on demand, and is said in the basis
     line. Without a reader, only what a machine says of itself counts (a hold it names)."""
@@ -238,7 +241,7 @@ def read_bills(
             continue
         running = [i for i in raw.values() if i.region == region.name and i.state == "running"]
         try:
-            billings.append(region.bill.read(running, now))
+            billings.append(region.bill.read(running, now, once=once))
             errors += region.bill.errors
         except Exception as exc:  # an answer costguard cannot read must not cost the digest: on demand, said
             logger.exception("bill not read: priced on demand", region=region.name)
