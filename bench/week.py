@@ -175,6 +175,8 @@ def harder(
             "interrupted": figures["interrupted"],
             "exempted_by_owners": figures["exempted_by_owners"],
             "machines_without_ssm_agent": figures["machines_without_ssm_agent"],
+            "reclaimed_percent_by_kind": figures["reclaimed_percent_by_kind"],
+            "oracle_reclaimed_percent_by_kind": oracle["reclaimed_percent_by_kind"],
         }
         print(f"  seed {seed}: {row}", flush=True)
         rows.append(row)
