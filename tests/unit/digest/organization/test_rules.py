@@ -299,3 +299,14 @@ def test_what_a_member_could_not_read_is_said_at_the_hub_without_an_aws_error_co
     assert ": not read" not in text
     assert "AccessDenied" not in text
     assert "Throttling" not in text
+
+
+def test_stops_that_stayed_off_under_an_hour_across_the_accounts_say_their_minutes() -> None:
+    week = replace(
+        week_of(HUB, label="research", end=END - timedelta(hours=1), waste=10.0, idle=5.0, gpu=70.0, util=20.0,
+                stopped=1, saved=0.47),
+        saved_hours=0.92,
+    )  # fmt: skip
+    text = json.dumps(organization_message(OrganizationWeek(END, [HUB], {HUB: week})).blocks)
+    assert "costguard stopped 1 machine; stopped machines stayed off 55 min: *$0.47 saved*" in text
+    assert "off 1 h" not in text

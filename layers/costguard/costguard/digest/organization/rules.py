@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
 
-from costguard.core.formatting import plural, usd
+from costguard.core.formatting import duration, plural, usd
 from costguard.digest.chart import Bar, day_label
 from costguard.digest.gaps import gaps_of
 from costguard.digest.handoff import AccountWeek
@@ -115,6 +115,7 @@ def organization_message(org: OrganizationWeek) -> Message:
     saved_usd = sum(w.saved_usd for w in weeks)
     saved_hours = sum(w.saved_hours for w in weeks)
     expected = len(org.expected)
+    off = duration(round(saved_hours * 60)) if saved_hours < 1 else f"{saved_hours:,.0f} h"  # never "0 h"
     blocks = [
         header("GPU fleet across the organization, this week"),
         context(mrkdwn("The week to {0}.", when(org.now))),
@@ -122,7 +123,7 @@ def organization_message(org: OrganizationWeek) -> Message:
             f"*{len(weeks)} of {expected} accounts* reported: *{machines}* GPU machines ran *{gpu_hours:,.0f} "
             f"GPU-hours* at {_pct(_average_util(weeks))} average GPU use. *{idle:,.0f} GPU-hours were idle*: "
             f"*{usd(waste)}* on the bill that stops would have saved{_paid(weeks)}. costguard stopped {stopped} "
-            f"machine{'' if stopped == 1 else 's'}; stopped machines stayed off {saved_hours:,.0f} h: "
+            f"machine{'' if stopped == 1 else 's'}; stopped machines stayed off {off}: "
             f"*{usd(saved_usd)} saved*{_beside(weeks)}."
         ),
     ]
