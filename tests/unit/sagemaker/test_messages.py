@@ -155,3 +155,15 @@ def test_a_studio_setting_is_counted_once_whatever_app_types_it_leaves_without_i
     assert "2 Studio domain, profile or space settings without idle shutdown" in as_read(digest_section(week, NOW))
     assert unattributed([("nb", "us-east-1", "no create event")], "Owner").text == "1 SageMaker resource has no owner"
     assert unattributed([("nb", "r", "w")] * 2, "Owner").text == "2 SageMaker resources have no owner"
+
+
+def test_a_lone_zombie_endpoint_s_cost_a_day_is_said_once_in_the_digest() -> None:
+    reason = "no invocation in 7 days while its instances ran"
+    alone = SageMakerWeek(endpoints=1, daily_usd=17.67, zombies=[Zombie("churn-v2", "bob", 17.67, reason)])
+    said = as_read(digest_section(alone, NOW))
+    assert said.count("$17.67") == 1
+    assert "`churn-v2` (bob): no invocation in 7 days" in said
+    two = SageMakerWeek(
+        endpoints=2, daily_usd=30.0, zombies=[Zombie("a", "bob", 17.67, reason), Zombie("b", "bob", 12.33, reason)]
+    )
+    assert "`a` (bob): $17.67/day; no invocation" in as_read(digest_section(two, NOW))

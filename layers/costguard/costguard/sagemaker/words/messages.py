@@ -296,10 +296,12 @@ def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
     said = " ".join(d for d in did if d)
     blocks: list[Block] = [section(counts + "\n" + idle + ("\n" + said if said else ""))]
     if week.zombies:
+        # What one costs a day, where the day's total above is not already theirs alone (each number once).
+        alone = week.notebooks + week.apps + week.endpoints == 1
         lines = [
-            mrkdwn(
-                "`{0}` ({1}): {2}/day; {3}", z.name, z.owner or "no owner", usd(z.daily_usd), times_in(z.reason, now)
-            )
+            mrkdwn("`{0}` ({1}): ", z.name, z.owner or "no owner")
+            + ("" if alone else f"{usd(z.daily_usd)}/day; ")
+            + times_in(z.reason, now)
             for z in week.zombies
         ]
         blocks.append(section(mrkdwn("*Zombie endpoints left*\n") + bullet_list(lines)))
