@@ -68,6 +68,7 @@ def instance_from_api(raw: Mapping[str, Any], region: str, account: str = "") ->
         state_reason=str(raw.get("StateTransitionReason") or ""),
         capacity_reservation_id=str(raw.get("CapacityReservationId") or ""),
         tenancy=intern(str((raw.get("Placement") or {}).get("Tenancy") or "default")),
+        metadata_endpoint=intern(str((raw.get("MetadataOptions") or {}).get("HttpEndpoint") or "enabled")),
     )
 
 

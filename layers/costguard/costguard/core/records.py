@@ -31,6 +31,7 @@ class Instance:
     state_reason: str = ""  # StateTransitionReason: "User initiated (2026-11-21 14:00:05 GMT)" after a stop
     capacity_reservation_id: str = ""  # the On-Demand Capacity Reservation or Capacity Block it runs in
     tenancy: str = "default"  # Placement.Tenancy: "default", "dedicated" or "host"
+    metadata_endpoint: str = "enabled"  # MetadataOptions.HttpEndpoint: "disabled" leaves the SSM agent no credentials
 
     @property
     def auto_scaling_group(self) -> str:
