@@ -98,8 +98,19 @@ class Week:
 
 
 def is_idle(hour: Hour, instance: InstanceWeek, policy: IdlePolicy) -> bool:
-    """The idle stopper's rule (core/idleness.py), for one hour of the week."""
-    return judge_of(instance, policy)(hour.cpu_max, hour.gpu_max, hour.core_max)
+    """The idle stopper's rule (core/idleness.py), for one hour of the week. The advice asks it of each machine's
+    hours in turn: the machine's judge is kept while the machine is the same one (looking it up again for each
+    hour cost 5 times the verdict)."""
+    global _last  # noqa: PLW0603 (one entry, read and replaced whole)
+    kept = _last
+    if kept[0] is not instance or kept[1] is not policy:
+        kept = _last = (instance, policy, judge_of(instance, policy))
+    return kept[2](hour.cpu_max, hour.gpu_max, hour.core_max)
+
+
+# The machine and policy is_idle last judged for, and their judge (holding the machine, so that no other
+# can be given its identity while it is kept).
+_last: tuple[object, object, Judge] = (None, None, lambda *_: False)
 
 
 # The judges made, by policy (its identity: the one the digest runs with), vCPUs and GPU telemetry: a judge

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from functools import lru_cache
-from itertools import repeat
+from functools import lru_cache, partial
+from itertools import compress, repeat
 from math import inf, isnan
-from operator import add
-from typing import overload
+from operator import add, le, not_, truediv
+from typing import NamedTuple, overload
 
 from costguard.core.idleness import Judge
 
@@ -19,8 +18,10 @@ NAN = float("nan")
 UNKNOWN_BUSY = 255  # an HourGrid's busy-GPU count for an hour not every GPU reported
 
 
-@dataclass(frozen=True)
-class Hour:
+class Hour(NamedTuple):
+    """One hour of a machine. A named tuple, not a dataclass: the advice reads a fleet's week of them, and a
+    frozen dataclass costs several times as much to make."""
+
     at: datetime
     cpu_max: float | None
     gpu_max: float | None = None  # the highest of the instance's GPUs
@@ -33,6 +34,7 @@ class Hour:
         return self.cpu_max is not None
 
 
+_hour_of = partial(tuple.__new__, Hour)  # an Hour from a tuple of its fields, made without a Python call
 HOUR = timedelta(hours=1)
 Counted = tuple[int, int, list[float], dict[date, tuple[int, int]]]  # running, idle, GPU means, (used, idle) a day
 
@@ -104,34 +106,48 @@ class HourGrid(Sequence[Hour]):
         )
 
     def between(self, start: datetime, end: datetime) -> list[Hour]:
-        """The hours it ran in [start, end), oldest first."""
-        times = _hours_of(self.origin, len(self.cpu))[0]
-        cpu = self.cpu
-        return [self._hour(k, times[k]) for k in _slot_range(self.origin, len(cpu), start, end) if not isnan(cpu[k])]
+        """The hours it ran in [start, end), oldest first: made a column at a time (a NaN slot is a missing
+        value, None in an Hour)."""
+        span = _slot_range(self.origin, len(self.cpu), start, end)
+        a, b = span.start, span.stop
+        if a >= b:
+            return []
+        times = _hours_of(self.origin, len(self.cpu))[0][a:b]
+        cpu = self.cpu[a:b]
+        gpu_max = [None if isnan(v) else v for v in self.gpu_max[a:b]]
+        gpu_avg = [None if isnan(v) else v for v in self.gpu_avg[a:b]]
+        busy = [None if v == UNKNOWN_BUSY else v for v in self.busy[a:b]]
+        core = [None if isnan(v) else v for v in self.core[a:b]]
+        ran = map(not_, map(isnan, cpu))
+        return list(map(_hour_of, compress(zip(times, cpu, gpu_max, gpu_avg, busy, core, strict=True), ran)))
 
     def tally(self, idle_hour: Judge, start: datetime, end: datetime) -> Counted | None:
         """What summarize counts of the hours in [start, end), off the slots (as figures._count does off
         Hour objects, by `idle_hour`, the machine's judge: the stopper's rule, core/idleness.py; a NaN slot is
         a missing value)."""
-        cpu, gpu_max, gpu_avg, core = self.cpu, self.gpu_max, self.gpu_avg, self.core
-        dates = _hours_of(self.origin, len(cpu))[1]
+        span = _slot_range(self.origin, len(self.cpu), start, end)
+        a, b = span.start, span.stop
         running = idle = 0
         averages: list[float] = []
         days: dict[date, tuple[int, int]] = {}
-        for k in _slot_range(self.origin, len(cpu), start, end):
-            load = cpu[k]
+        if a >= b:
+            return None
+        dates = _hours_of(self.origin, len(self.cpu))[1][a:b]
+        # the columns walked in step (a NaN slot is a missing value)
+        for day, load, top, busiest, mean in zip(
+            dates, self.cpu[a:b], self.gpu_max[a:b], self.core[a:b], self.gpu_avg[a:b], strict=True
+        ):
             if isnan(load):
                 continue
             running += 1
-            used, wasted = days.get(dates[k], (0, 0))
-            top, busiest = gpu_max[k], core[k]
+            used, wasted = days.get(day, (0, 0))
             if idle_hour(load, None if isnan(top) else top, None if isnan(busiest) else busiest):
                 idle += 1
-                days[dates[k]] = (used, wasted + 1)
+                days[day] = (used, wasted + 1)
             else:
-                days[dates[k]] = (used + 1, wasted)
-            if not isnan(gpu_avg[k]):
-                averages.append(gpu_avg[k])
+                days[day] = (used + 1, wasted)
+            if not isnan(mean):
+                averages.append(mean)
         return (running, idle, averages, days) if running else None
 
     def __len__(self) -> int:
@@ -160,9 +176,12 @@ class HourGrid(Sequence[Hour]):
 
 
 class HourFolder:
-    """Folds hourly series into an HourGrid as they are read, so no point outlives its answer. A series
+    """Folds hourly series into an HourGrid as they are read, so no point outlives its grid. A series
     that covers a run of consecutive hours (as CloudWatch sends a machine's hours) is folded a run at a
-    time, in C; any other, a point at a time. Either way each slot gets the same float32 arithmetic."""
+    time, in C; any other, a point at a time. Either way each slot gets the same float32 arithmetic. The
+    GPUs' maxima over the same run are kept until the grid is made and folded together there: the highest
+    of n GPUs and how many were in use, in one pass over the hours instead of n (a float32 rounding keeps
+    the order of values, so the highest rounded is the rounded highest)."""
 
     def __init__(self, origin: datetime, slots: int, gpus: int, busy_percent: float = 5.0) -> None:
         self.origin, self.slots, self.gpus, self.busy_percent = origin, slots, gpus, busy_percent
@@ -173,7 +192,9 @@ class HourFolder:
         self.gpu_sum = array("f", [0.0]) * slots
         self.reported = array("H", [0]) * slots  # how many GPUs gave a maximum that hour
         self.averaged = array("H", [0]) * slots
-        self._index = _hours_of(origin, slots)[2]
+        self._times, _, self._index = _hours_of(origin, slots)
+        self._maxima: dict[tuple[int, int], list[Sequence[float]]] = {}  # each run's GPUs' maxima, to fold
+        self._folded = False  # whether a maximum was folded into the columns yet
 
     def _slot(self, at: datetime) -> int:
         slot = self._index.get(at)
@@ -186,7 +207,7 @@ class HourFolder:
         if not times:
             return None
         first = self._index.get(times[0])
-        if first is None or list(map(self._index.get, times)) != list(range(first, first + len(times))):
+        if first is None or tuple(times) != self._times[first : first + len(times)]:
             return None
         return slice(first, first + len(times))
 
@@ -227,12 +248,10 @@ class HourFolder:
     def add_gpu_max_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
         """One GPU's hourly maxima."""
         run = self._run(times)
-        if run is not None:
-            self.gpu_max[run] = array("f", map(max, self.gpu_max[run], values))
-            self.reported[run] = array("H", map(add, self.reported[run], repeat(1)))
-            in_use = [value >= self.busy_percent for value in values]
-            self.busy[run] = array("B", map(min, map(add, self.busy[run], in_use), repeat(UNKNOWN_BUSY - 1)))
+        if run is not None and len(values) == len(times):
+            self._maxima.setdefault((run.start, run.stop), []).append(values)
             return
+        self._folded = True
         for at, value in zip(times, values, strict=True):
             if (slot := self._slot(at)) >= 0:
                 self.gpu_max[slot] = max(self.gpu_max[slot], value)
@@ -252,14 +271,41 @@ class HourFolder:
                 self.gpu_sum[slot] += value
                 self.averaged[slot] += 1
 
+    def _fold_maxima(self) -> None:
+        """Each run's GPUs' maxima into the columns: the highest of them, how many reported, how many in use."""
+        cap = UNKNOWN_BUSY - 1
+        for (a, b), runs in self._maxima.items():
+            top = runs[0] if len(runs) == 1 else list(map(max, *runs))
+            in_use: list[int] = list(map(le, repeat(self.busy_percent), runs[0]))  # the threshold <= the value
+            for values in runs[1:]:
+                in_use = list(map(add, in_use, map(le, repeat(self.busy_percent), values)))
+            if self._folded:
+                self.gpu_max[a:b] = array("f", map(max, self.gpu_max[a:b], top))
+                self.reported[a:b] = array("H", map(add, self.reported[a:b], repeat(len(runs))))
+                self.busy[a:b] = array("B", map(min, map(add, self.busy[a:b], in_use), repeat(cap)))
+            else:
+                self.gpu_max[a:b] = array("f", top)
+                self.reported[a:b] = array("H", [len(runs)]) * (b - a)
+                self.busy[a:b] = array("B", map(min, in_use, repeat(cap)))
+            self._folded = True
+        self._maxima = {}
+
     def grid(self) -> HourGrid:
-        gpus = self.gpus
-        if gpus:  # an hour some GPU did not report is never read as idle, nor as using fewer GPUs than it has
+        self._fold_maxima()
+        gpus, slots = self.gpus, self.slots
+        if not gpus:
+            gpu_max, busy = array("f", [NAN]) * slots, array("B", [UNKNOWN_BUSY]) * slots
+        elif self.reported.count(gpus) == slots:  # every GPU reported every hour
+            gpu_max, busy = self.gpu_max, self.busy
+        else:  # an hour some GPU did not report is never read as idle, nor as using fewer GPUs than it has
             gpu_max = array("f", [m if n == gpus else NAN for m, n in zip(self.gpu_max, self.reported, strict=True)])
             busy = array("B", [b if n == gpus else UNKNOWN_BUSY for b, n in zip(self.busy, self.reported, strict=True)])
+        if self.averaged.count(0) == 0:
+            gpu_avg = array("f", map(truediv, self.gpu_sum, self.averaged))
+        elif self.averaged.count(0) == slots:
+            gpu_avg = array("f", [NAN]) * slots
         else:
-            gpu_max, busy = array("f", [NAN]) * self.slots, array("B", [UNKNOWN_BUSY]) * self.slots
-        gpu_avg = array("f", [s / n if n else NAN for s, n in zip(self.gpu_sum, self.averaged, strict=True)])
+            gpu_avg = array("f", [s / n if n else NAN for s, n in zip(self.gpu_sum, self.averaged, strict=True)])
         return HourGrid(self.origin, self.cpu, gpu_max, gpu_avg, busy, core=self.core)
 
 
