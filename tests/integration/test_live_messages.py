@@ -212,7 +212,7 @@ def test_a_grouped_warning_follows_each_machine_a_keep_by_click_and_two_stops_by
     assert [state_of(i) in ("stopping", "stopped") for i in ids] == [True, False, True]
     assert header(warning) == "3 GPU machines: 1 kept, 2 stopped"
     assert next(b for b in warning.blocks if kept in json.dumps(b)) == kept_line, "the kept machine's line stays"
-    starts = [json.loads(b["accessory"]["value"])["i"] for b in warning.blocks if "accessory" in b]
+    starts = [json.loads(b["accessory"]["options"][0]["value"])["i"] for b in warning.blocks if "accessory" in b]
     assert sorted(starts) == sorted([ids[0], ids[2]]), "each stopped machine's line offers Start it again"
     [reply] = notices(slack.messages, "stop")  # both stops told in one reply
     assert sorted(m.split("-")[3] for m in marked(reply, "stop")) == sorted(i[2:] for i in (ids[0], ids[2]))

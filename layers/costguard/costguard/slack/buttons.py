@@ -220,13 +220,25 @@ def as_menu(buttons: Sequence[Block]) -> Block:
     chosen = {json.loads(o["value"])["b"] for o in options}
     keeping = {*KEEPS, Button.KEEP_WHILE_BUSY, Button.KEEP_FOR_RUNS}
     stops = chosen & {Button.STOP_NOW, Button.STOP_NO_START}
+    acts = [o for o in options if json.loads(o["value"])["b"] != Button.WHY]
     said = "Choose…"
-    if chosen <= {*keeping, Button.WHY}:
+    if len(acts) == 1 and len(options) > 1:  # one act and its Why?: the menu is named by its act ("Start it again…")
+        said = f"{acts[0]['text']['text']}…"
+    elif chosen <= {*keeping, Button.WHY}:
         said = "Keep it…"
     elif stops and chosen & keeping:
         said = "Keep or stop…"
     placeholder = {"type": "plain_text", "text": said}
     return {"type": "static_select", "action_id": MENU, "placeholder": placeholder, "options": options}
+
+
+def line_accessory(buttons: Sequence[Block]) -> Block | None:
+    """A line's buttons as the one element Block Kit lets a section carry: a lone button as it is (a *Why?* alone
+    too); several as one menu (as_menu), its acts first and *Why?* last, so that a line whose only act is
+    *Start it again* still answers why. None for a line with nothing to press."""
+    if len(buttons) == 1:
+        return dict(buttons[0])
+    return as_menu(buttons) if buttons else None
 
 
 def _options(buttons: Sequence[Block]) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from costguard.slack.blocks import (
     section,
     when,
 )
-from costguard.slack.buttons import Button, as_menu, laid_out
+from costguard.slack.buttons import laid_out, line_accessory
 
 
 class Phase(StrEnum):
@@ -227,11 +227,8 @@ def _line(part: Part) -> Block:
     """A part among others: its line, its status under it, its buttons as one button or a menu."""
     line = part.settled_line if part.phase in SETTLED and part.settled_line else part.line
     block: dict[str, Any] = {**section(Mrkdwn(line) + Mrkdwn("\n") + Mrkdwn(part.status)), **_marked(part)}
-    acting = [b for b in part.buttons if b.get("action_id") != Button.WHY]  # a line's one act stays a button
-    if len(acting) == 1:
-        block["accessory"] = dict(acting[0])
-    elif part.buttons:  # its acts first (its stop among them): Why?, last, where the menu has room
-        block["accessory"] = as_menu(part.buttons)
+    if (accessory := line_accessory(part.buttons)) is not None:  # one button, or a menu with Why? last
+        block["accessory"] = accessory
     return block
 
 

@@ -154,12 +154,15 @@ def test_sixty_machines_are_split_in_order_across_as_few_messages_as_the_block_l
     ]
 
 
-def test_stops_of_an_owner_are_one_notice_each_machine_with_its_start_button() -> None:
+def test_stops_of_an_owner_are_one_notice_each_machine_with_start_it_again_and_its_why() -> None:
     [gathered] = gather([stop(1), stop(2), stop(3)])
     message = gathered.message
     assert message.blocks[0]["text"]["text"] == "3 GPU machines stopped · saves $408/day"
-    starts = [b["accessory"] for b in message.blocks if "accessory" in b]
-    assert [e["action_id"] for e in starts] == [Button.START] * 3
+    menus = [b["accessory"] for b in message.blocks if "accessory" in b]
+    assert [m["placeholder"]["text"] for m in menus] == ["Start it again…"] * 3  # the line's one act names it
+    chosen = [[json.loads(o["value"]) for o in m["options"]] for m in menus]
+    assert [[c["b"] for c in line] for line in chosen] == [[Button.START, Button.WHY]] * 3
+    assert [{c["i"] for c in line} for line in chosen] == [{f"i-{k:017d}"} for k in (1, 2, 3)]
     assert all("Stopped Fri 20 Nov 14:00 UTC by costguard." in as_read(b) for b in message.blocks[2:5])
 
 
