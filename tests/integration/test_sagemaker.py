@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 import boto3
 import pytest
@@ -238,6 +239,26 @@ def test_an_idle_gpu_notebook_is_warned_then_stopped_and_started_again_from_slac
         sagemaker().describe_notebook_instance(NotebookInstanceName="alice-research")["NotebookInstanceStatus"]
         == "InService"
     )
+
+
+def test_a_notebook_warning_says_its_stop_time_in_the_teams_zone_where_slack_cannot_show_the_readers(
+    aws: None, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = runtime_for(slack)
+    notebook("alice-research", now)
+    kernels("alice-research", now - timedelta(hours=3), now + timedelta(minutes=40))
+
+    sweep(runtime, now, monkeypatch, lambda_context, team_timezone="Asia/Tokyo")
+    [warning] = slack.messages
+    stop_at = (now + timedelta(minutes=30)).astimezone(ZoneInfo("Asia/Tokyo"))
+    fallback = json.dumps(warning.blocks[1]).split("|", 1)[1]  # <!date^...|the text shown where dates are not>
+    assert f"{stop_at:%H:%M}" in fallback
+    assert "UTC" not in fallback
+
+
+def test_the_sagemaker_stopper_reads_the_teams_zone() -> None:
+    assert SageMakerPolicy.from_env({"TEAM_TIMEZONE": "Europe/Berlin"}).team_timezone == "Europe/Berlin"
+    assert SageMakerPolicy.from_env({}).team_timezone == "UTC"
 
 
 def test_a_notebook_whose_kernel_worked_is_left_alone(

@@ -488,6 +488,7 @@ class SageMakerPolicy:
     studio_apps_delete: bool = False
     studio_idle_minutes: int = 120  # the team's window: idle shutdown off or longer than this is reported
     governed: bool = True  # SageMakerGovernance: owner tagging and the backfill cover SageMaker too
+    team_timezone: str = "UTC"  # TeamTimezone: a time's fallback text where Slack cannot show it in its reader's
 
     def is_accelerated(self, instance_type: str) -> bool:
         """True for an ml.* type of the accelerator families (ml.g5.xlarge is the g5.xlarge family's)."""
@@ -510,6 +511,7 @@ class SageMakerPolicy:
             studio_apps_delete=read.flag("STUDIO_APPS_DELETE", cls.studio_apps_delete),
             studio_idle_minutes=window,
             governed=read.flag("SAGEMAKER_GOVERNANCE", cls.governed),
+            team_timezone=read.team_timezone(),
         )
         if policy.endpoint_idle_days > LAST_INVOCATION_DAYS:
             # The last invocation is looked for this far back (CloudWatch keeps hourly data 455 days).

@@ -66,7 +66,8 @@ class SageMakerActs:
         self.notifier = notifier
         self.settings, self.mode, self.policy = settings, settings.mode, policy
         self.time_left = time_left or (lambda: float("inf"))
-        self.said = Said(notifier, settings, LiveMessages(claims.client, claims.table, notifier))
+        live = LiveMessages(claims.client, claims.table, notifier)
+        self.said = Said(notifier, settings, live, zone=policy.team_timezone)
 
     def price(self, resource: Resource) -> Price:
         return self.prices.sagemaker_hourly(resource.instance_type, resource.region, resource.kind.value)
@@ -100,7 +101,9 @@ class SageMakerActs:
         price = self.price(resource)
         if self.mode is Mode.DRY_RUN:
             key = f"dry-run:sagemaker:{resource.key}:{now:%Y-%m-%d}"
-            posted = self.report_once(key, dry_run_notice(resource, decision, price, owner), now)
+            posted = self.report_once(
+                key, dry_run_notice(resource, decision, price, owner, self.policy.team_timezone), now
+            )
             outcome.applied, outcome.detail = False, "" if posted else "reported already"
             return
         # Delivered first; only a delivered warning is recorded on the resource, so that nothing is ever
@@ -141,7 +144,7 @@ class SageMakerActs:
             raise
         self.claims.done(claim)
         if warned_in is not None and outcome.applied:  # done: its warning says so, with what undoes it
-            self.said.live.change_at(warned_in, resource.key, acted(resource, now, "UTC"))
+            self.said.live.change_at(warned_in, resource.key, acted(resource, now, self.said.zone))
         kind = EntryKind.SAGEMAKER_STOP if resource.kind is Kind.NOTEBOOK else EntryKind.SAGEMAKER_DELETE
         self._record(resource, kind, outcome, now, saving=hourly_cost(resource, price) or 0.0)
 
@@ -197,20 +200,25 @@ class Said:
     """What the SageMaker sweep tells owners: the warning (kept, to change in place), and the stop or deletion,
     a reply under its warning where there is one, else a message of its own with what undoes it."""
 
-    def __init__(self, notifier: Callable[[], SlackNotifier], settings: Settings, live: LiveMessages) -> None:
+    def __init__(
+        self, notifier: Callable[[], SlackNotifier], settings: Settings, live: LiveMessages, *, zone: str = "UTC"
+    ) -> None:
         self.notifier, self.settings, self.live = notifier, settings, live
+        self.zone = zone  # the team's: a time's fallback text
 
     def warn(self, resource: Resource, decision: Decision, price: Price, now: datetime) -> None:
         owner = resource.owner(self.settings.owner_tag_key)
         who = self.person(owner)
-        part = warning(resource, decision, price, who, now, whose=whose(who))
+        part = warning(resource, decision, price, who, now, zone=self.zone, whose=whose(who))
         message = Live((replace(part, marker=_marker(resource, now)),))
         self.live.record([(self.tell(owner, message.message()), message)], now)
 
     def act(self, resource: Resource, decision: Decision, price: Price, now: datetime) -> Where | None:
         """Told before it is done; where its warning is (changed once it is done), if it is kept."""
         owner = resource.owner(self.settings.owner_tag_key)
-        part = replace(act_notice(resource, decision, price, self.person(owner), now), marker=_marker(resource, now))
+        part = replace(
+            act_notice(resource, decision, price, self.person(owner), now, self.zone), marker=_marker(resource, now)
+        )
         warned_in = self.live.where([resource.key]).get(resource.key)
         if warned_in is not None:  # a reply under the warning, which offers its undo once done
             self.notifier().post(
