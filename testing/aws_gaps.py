@@ -84,6 +84,7 @@ class AwsGaps:
             "query.DescribeSpotPriceHistory": self._ec2_answer,
             "rest./DescribeSavingsPlans": self.describe_savings_plans,
             "AmazonSSM.DescribeInstanceInformation": self._answered(self.ssm.describe_instance_information),
+            "AmazonSSM.GetServiceSetting": self._answered(self.ssm.get_service_setting),
             "AmazonSSM.SendCommand": self._answered(self.ssm.send_command),
             "AmazonSSM.ListCommandInvocations": self._answered(self.ssm.list_command_invocations),
         }

@@ -76,6 +76,7 @@ class DigestStandIn(StandIn):
                 "GraniteServiceVersion20100801.GetMetricData": self.cloudwatch.get_metric_data,
                 "GraniteServiceVersion20100801.PutDashboard": self.cloudwatch.put_dashboard,
                 "AmazonSSM.DescribeInstanceInformation": self.ssm.describe_instance_information,
+                "AmazonSSM.GetServiceSetting": self.ssm.get_service_setting,
                 **json_targets(self.costexplorer),
                 "AmazonSQS.SendMessage": self.sqs.send_message,
                 # The digest's SageMaker part (SageMakerGovernance is on by default): an account without any.

@@ -21,6 +21,7 @@ PAGE_MIN, PAGE_MAX, PAGE_DEFAULT = 5, 50, 10
 MAX_FILTER_VALUES = 100
 MAX_TARGETS = 50
 MAX_OUTPUT = 2_500
+HOST_MANAGEMENT = "/ssm/managed-instance/default-ec2-instance-management-role"  # the one service setting answered
 
 
 class ManagedNodes(Protocol):
@@ -43,6 +44,7 @@ class SystemsManager:
         self.commands: dict[str, list[str]] = {}
         self.documents: dict[str, str] = {}
         self.checked = 0  # instances a command was sent to
+        self.host_management_role = ""  # Default Host Management Configuration's role: "" unset, as a new account
         self._lock = threading.Lock()
 
     def describe_instance_information(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,6 +71,23 @@ class SystemsManager:
         if start + size < len(pool):
             out["NextToken"] = str(start + size)
         return out
+
+    def get_service_setting(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Default Host Management Configuration's setting, by its id or its ARN (arn:…:servicesetting/ssm/…);
+        any other setting is refused, not guessed."""
+        setting = str(params.get("SettingId", ""))
+        if not (
+            setting == HOST_MANAGEMENT
+            or (setting.startswith("arn:") and setting.endswith(f":servicesetting{HOST_MANAGEMENT}"))
+        ):
+            raise unsupported(f"GetServiceSetting of {setting!r}")
+        role = self.host_management_role
+        found = {
+            "SettingId": HOST_MANAGEMENT,
+            "SettingValue": role or "$None",
+            "Status": "Customized" if role else "Default",
+        }
+        return {"ServiceSetting": found}
 
     def send_command(self, params: Mapping[str, Any]) -> dict[str, Any]:
         if params.get("Targets"):

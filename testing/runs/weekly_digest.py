@@ -42,7 +42,8 @@ def floor(
     - one DescribeSpotPriceHistory per instance type asked (every zone in one answer), one GetProducts
       per type priced (the fleet's, and those advice compares them with): each asked once;
     - DescribeInstanceInformation: 50 a page, over the managed machines (one unfiltered walk) or the
-      running ones (filtered by id), whichever is fewer;
+      running ones (filtered by id), whichever is fewer; one GetServiceSetting (Default Host Management
+      Configuration) where a running machine is not managed;
     - the ledger's week: one Query per day partition (8: seven days and today); the sweeps' prices of the
       machines costguard kept stopped (`worth#<day>`): one Query per day partition (8);
     - Cost Explorer: the four commitment reports and one daily cost; one DescribeReservedInstances per
@@ -75,6 +76,7 @@ def floor(
         "ec2:DescribeSpotPriceHistory": spot_types,
         "pricing:GetProducts": priced,
         "ssm:DescribeInstanceInformation": math.ceil(min(len(managed), len(running)) / SSM_PAGE),
+        "ssm:GetServiceSetting": 1 if len(managed) < len(running) else 0,  # why the unmanaged cannot answer
         "dynamodb:Query": 8 + 8,
         "ce:GetReservationUtilization": 1,
         "ce:GetReservationCoverage": 1,

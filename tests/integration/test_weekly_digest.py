@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -507,3 +508,114 @@ def test_a_stop_whose_machine_ran_again_at_a_time_nothing_recorded_is_counted_as
         "Stayed off: from each stop until the machine ran again, each hour at what the bill saved then; "
         "1 stop whose machine ran again at a time unknown is not counted."
     ) in said
+
+
+@pytest.fixture
+def activity_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The deployment runs the activity check: the digest asks Systems Manager which machines answer it."""
+    monkeypatch.setenv("ACTIVITY_CHECK_DOCUMENT", "costguard-ActivityCheckDocument-ABC123")
+    app._settings.cache_clear()
+    yield
+    app._settings.cache_clear()
+
+
+SETTING_ARN = (
+    f"arn:aws:ssm:{REGION}:123456789012:servicesetting/ssm/managed-instance/default-ec2-instance-management-role"
+)
+
+
+def ssm_answers(client: Any, online: list[str], asked: list[tuple[str, dict[str, Any]]], setting: Any) -> None:
+    """DescribeInstanceInformation answered with `online` machines Online, and GetServiceSetting (which moto lacks)
+    with `setting` (a response, or an error code); each request kept in `asked` as sent."""
+
+    def answer(model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        asked.append((model.name, json.loads(params["body"])))
+        http = AWSResponse("https://ssm", 200, HTTPHeaders(), None)
+        if model.name == "DescribeInstanceInformation":
+            listed = [{"InstanceId": i, "PingStatus": "Online"} for i in online]
+            return http, {"InstanceInformationList": listed, "ResponseMetadata": {"HTTPStatusCode": 200}}
+        if isinstance(setting, str):
+            http = AWSResponse("https://ssm", 400, HTTPHeaders(), None)
+            error = {"Code": setting, "Message": "denied"}
+            return http, {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}
+        return http, {"ServiceSetting": setting, "ResponseMetadata": {"HTTPStatusCode": 200}}
+
+    for operation in ("DescribeInstanceInformation", "GetServiceSetting"):
+        client.meta.events.register(f"before-call.ssm.{operation}", answer)
+
+
+def housekeeping(slack: SlackStandIn) -> str:
+    [reply] = [m for m in slack.messages if m.channel == "C0DIGEST" and "*Hygiene*" in json.dumps(m.blocks)]
+    return as_read(reply.blocks)
+
+
+@pytest.mark.usefixtures("activity_check")
+def test_the_digests_thread_says_why_the_check_cannot_reach_a_machine_and_the_setting_or_command_that_fixes_it(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    threads: dict[str, str],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    now: datetime,
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    managed = launch("g5.xlarge", "alice@example.com", "nlp", now)
+    unmanaged = [launch("g5.xlarge", "bob@example.com", "nlp", now) for _ in range(2)]
+    blind = run_instance_with_metadata_off()
+    asked: list[tuple[str, dict[str, Any]]] = []
+    unset = {"SettingId": "/ssm/managed-instance/default-ec2-instance-management-role", "SettingValue": "$None"}
+    ssm_answers(runtime.client("ssm", REGION), [managed], asked, {**unset, "Status": "Default", "ARN": SETTING_ARN})
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    # One listing of the running machines, and one read of the region's setting, by the ARN IAM allows
+    assert [name for name, _ in asked] == ["DescribeInstanceInformation", "GetServiceSetting"]
+    assert asked[1][1] == {"SettingId": SETTING_ARN}
+    digest = next(m for m in slack.messages if m.channel == "C0DIGEST")
+    text = housekeeping(slack)
+    assert "judged on metrics alone" not in as_read(digest.blocks)  # the thread's, never the post's
+    first, second = sorted(unmanaged)
+    assert (
+        f"2 machines judged on metrics alone (`{first}`, `{second}`): Systems Manager does not manage them: no "
+        "instance profile with AmazonSSMManagedInstanceCore, and Default Host Management Configuration is off in the "
+        "region. *Fix*: DefaultHostManagement=true (costguard's deploy turns it on), or an instance profile with "
+        "AmazonSSMManagedInstanceCore"
+    ) in text
+    assert (
+        f"1 machine judged on metrics alone (`{blind}`): the instance metadata service is off, so the SSM agent gets "
+        f"no credentials. *Fix*: `aws ec2 modify-instance-metadata-options --instance-id {blind} --http-endpoint "
+        "enabled --http-tokens required`"
+    ) in text
+    assert text.count("judged on metrics alone") == 2  # alice's machine answers the check: on neither line
+
+
+@pytest.mark.usefixtures("activity_check")
+def test_a_setting_the_digest_may_not_read_is_one_line_and_the_machines_still_get_both_fixes(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    unmanaged = launch("g5.xlarge", "bob@example.com", "nlp", now)
+    ssm_answers(runtime.client("ssm", REGION), [], [], "AccessDeniedException")
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    assert result["status"] == "posted"
+    text = housekeeping(slack)
+    assert f"1 machine judged on metrics alone (`{unmanaged}`): Systems Manager does not list them" in text
+    assert "*Fix*: DefaultHostManagement=true or an instance profile with AmazonSSMManagedInstanceCore" in text
+    assert "whether Default Host Management Configuration is on." in text  # in the not-read line
+    [alert] = [m for m in slack.messages if m.channel == "C0ALERTS"]
+    assert "`ssm:GetServiceSetting`" in json.dumps(alert.blocks)
+    assert "AccessDeniedException" not in text
+
+
+def run_instance_with_metadata_off() -> str:
+    launched = ec2().run_instances(
+        ImageId="ami-12c6146b",
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="g5.xlarge",
+        MetadataOptions={"HttpEndpoint": "disabled"},
+        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "Owner", "Value": "dan@example.com"}]}],
+    )
+    return str(launched["Instances"][0]["InstanceId"])

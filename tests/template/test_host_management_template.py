@@ -77,3 +77,21 @@ def test_the_custom_resource_hands_its_function_what_it_reads(cfn: dict[str, Any
     # As deployed: GovernedRegions empty means the stack's own region, as for every other function.
     assert regions_of({"Regions": "", "HomeRegion": "eu-west-1"}) == ["eu-west-1"]
     assert regions_of({"Regions": "us-east-1,us-west-2", "HomeRegion": "eu-west-1"}) == ["us-east-1", "us-west-2"]
+
+
+def test_the_weekly_digest_may_only_read_the_one_setting_in_its_own_region(cfn: dict[str, Any]) -> None:
+    # The digest says why a machine Systems Manager does not list cannot answer the activity check: it reads
+    # whether Default Host Management Configuration is on where the check runs (the stack's region), nothing more.
+    granted = [s for role, s in statements(cfn) if role == "WeeklyDigestFunctionRole"]
+    settings = [s for s in granted if any("ServiceSetting" in a for a in as_list(s["Action"]))]
+    assert settings == [
+        {
+            "Sid": "ReadDefaultHostManagement",
+            "Effect": "Allow",
+            "Action": "ssm:GetServiceSetting",
+            "Resource": {
+                "Fn::Sub": SETTING_ARN.replace("ssm:*:", "ssm:${AWS::Region}:"),
+            },
+        }
+    ]
+    assert SETTING_ARN.endswith(HOST_MANAGEMENT_SETTING)  # the setting the digest reads (digest/weekly/reach.py)

@@ -37,6 +37,7 @@ CALLS: dict[str, tuple[str, str]] = {
     "DescribeSpotPriceHistory": ("ec2", "Spot prices"),
     "DescribeSavingsPlans": ("savingsplans", "Savings Plans"),
     "DescribeInstanceInformation": ("ssm", "which machines run the SSM agent"),
+    "GetServiceSetting": ("ssm", "whether Default Host Management Configuration is on"),
 }
 
 

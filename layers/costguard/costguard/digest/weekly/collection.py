@@ -25,6 +25,7 @@ from costguard.digest.gaps import gaps_of
 from costguard.digest.spend import commitment_use, weekly_spend
 from costguard.digest.weekly.dashboards import update_dashboards
 from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.reach import read_unanswered
 from costguard.digest.weekly.restarts import RestartReader
 from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
 from costguard.digest.weekly.rules.bill import IdlePrice, basis_line, idle_prices, paid_idle
@@ -174,7 +175,8 @@ class DigestCollector:
         data.basis = basis_line(billings, now)
         data.paid_idle = paid_idle(priced, this_week.idle_hours_by_instance, list_prices)
         data.failed_starts = failed_starts(entries, raw, end)
-        data.no_activity_check = self._without_activity_check(raw.values(), errors)
+        data.unanswered = read_unanswered(((r.name, r.ssm) for r in self.regions), raw.values(), errors)
+        data.no_activity_check = [u.instance_id for u in data.unanswered]
         data.gaps = gaps_of(errors)
         data.bill_gaps = gaps_of(bill_errors)
         return data
@@ -211,20 +213,6 @@ class DigestCollector:
                 errors.append(f"DescribeSpotPriceHistory: {error_code(exc)}")
         found = [*weighed.sizes, *spot_advice(weighed.spot, price, spot), *weighed.schedules]
         return sorted(found, key=lambda a: -a.saving_usd)
-
-    def _without_activity_check(self, instances: Iterable[Instance], errors: list[str]) -> list[str]:
-        missing: list[str] = []
-        for region in self.regions:
-            running = [i.instance_id for i in instances if i.region == region.name and i.state == "running"]
-            if region.ssm is None or not running:
-                continue
-            try:
-                managed = region.ssm.ping_status(running)
-            except READ_ERRORS as exc:
-                errors.append(f"DescribeInstanceInformation: {error_code(exc)}")
-                continue
-            missing += [iid for iid in running if iid not in managed]
-        return sorted(missing)
 
 
 def read_bills(

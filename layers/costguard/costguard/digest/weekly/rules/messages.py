@@ -24,6 +24,7 @@ from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.exempt import SHOWN, ExemptIdle
 from costguard.digest.weekly.rules.figures import Figures
 from costguard.digest.weekly.rules.records import DigestData
+from costguard.setup.reach import reach_lines
 from costguard.slack.blocks import (
     DAY,
     MAX_SECTION,
@@ -345,7 +346,9 @@ def _hygiene(data: DigestData) -> Mrkdwn:
         lines.append(f"{len(no_owner)} without an owner: {_some(no_owner)}")
     if silent:
         lines.append(f"{len(silent)} without GPU telemetry: {_some(silent)}")
-    if data.no_activity_check:
+    if data.unanswered:  # why the check cannot reach them, and the fix: a line a reason
+        lines += reach_lines(data.unanswered)
+    elif data.no_activity_check:
         lines.append(
             f"{len(data.no_activity_check)} judged on metrics alone (no SSM agent for the activity check): "
             f"{_some(data.no_activity_check)}"

@@ -14,6 +14,7 @@ from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.exempt import ExemptIdle
 from costguard.digest.weekly.rules.figures import InstanceWeek, Week
 from costguard.digest.weekly.rules.keeps import OutlivedKeep
+from costguard.setup.reach import Unanswered
 from costguard.slack.blocks import Block
 from costguard.state.entries import Entry, EntryKind
 
@@ -47,6 +48,7 @@ class DigestData:
     gaps: list[Gap] = field(default_factory=list)  # the reads that failed (errors, as the digest says them)
     bill_gaps: list[Gap] = field(default_factory=list)  # the bill's reads that failed (the basis line says them)
     exempt_idle: list[ExemptIdle] = field(default_factory=list)  # exempt machines that idled, the costliest first
+    unanswered: list[Unanswered] = field(default_factory=list)  # running, the check cannot reach them: why, the fix
 
     @property
     def no_owner(self) -> list[Instance]:
