@@ -240,7 +240,8 @@ def warning_of(
     price = price_of(notices.prices, instance, decision)
     who = notices.person(instance.owner(notices.settings.owner_tag_key))
     whose, zone = notices.whose(who), notices.zone
-    return idle_warning(instance, decision, price, who, now, hours=hours, whose=whose, zone=zone), who
+    mode = notices.mode  # notify-only: what enforce mode would do, and no button the mode refuses
+    return idle_warning(instance, decision, price, who, now, hours=hours, whose=whose, zone=zone, mode=mode), who
 
 
 def cancel_telling(

@@ -18,7 +18,7 @@ from typing import Any
 
 from costguard.idle.words.messages import JUDGED, TAGS
 from costguard.slack.blocks import MAX_BLOCKS, Block, Message, Mrkdwn, context, header, safe, section
-from costguard.slack.buttons import as_menu
+from costguard.slack.buttons import KEEPS, Button, as_menu
 from costguard.slack.live import Live, Phase
 from costguard.slack.live import Part as LivePart
 
@@ -31,6 +31,9 @@ LEADS = {  # what the owner is told above their machines' lines (a warning's, wh
     "stop": "costguard stopped these after their warning.",
     "cancel": "these are at work after all: not stopped.",
 }
+# A warning none of whose machines can be kept (costguard stops none: notify-only mode, or no GPU use to judge by)
+NO_STOP_LEAD = "costguard stops none of these: each line says why."
+KEEPING = {*KEEPS, Button.KEEP_WHILE_BUSY, Button.KEEP_FOR_RUNS}
 LEAD_WHILE = {"warn": Phase.IDLE}  # a stop's and a cancel's leads tell what happened: true after it
 
 
@@ -78,8 +81,11 @@ def _live(parts: Sequence[Part], *, channel: bool, why: str) -> list[Gathered]:
         single = Live((marked[0],))
         return [Gathered(single.message(), [0], single)]
     kind, who = parts[0].kind, Mrkdwn(parts[0].who)  # made by slack.blocks.person
-    lead = "" if channel or not who else who + Mrkdwn(f", {LEADS.get(kind, '')}")
-    footer = safe(why) if channel else Mrkdwn(JUDGED_AND_TAGS if kind == "warn" else "")
+    # The lead and the footer promise a stop and tell how to keep from it only where a line offers a keep.
+    keeps = kind == "warn" and any(b.get("action_id") in KEEPING for p in marked for b in p.buttons)
+    said = NO_STOP_LEAD if kind == "warn" and not keeps else LEADS.get(kind, "")
+    lead = "" if channel or not who else who + Mrkdwn(f", {said}")
+    footer = safe(why) if channel else Mrkdwn(JUDGED_AND_TAGS if keeps else JUDGED if kind == "warn" else "")
     room = MAX_BLOCKS - 1 - bool(lead) - bool(footer)
     runs = _runs(len(parts), room)
     out = []

@@ -16,6 +16,7 @@ from costguard.core.formatting import duration
 from costguard.core.keeping import kept_for_runs
 from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance, Price
+from costguard.core.settings import Mode
 from costguard.idle.rules.automation import BLIND, LET_IT_SEE
 from costguard.idle.rules.decision import Decision
 from costguard.idle.words.money import saving_line
@@ -79,13 +80,17 @@ def idle_warning(
     hours: str | None = None,
     whose: str = "your time",
     zone: str = "UTC",
+    mode: Mode = Mode.ENFORCE,
 ) -> Part:
     """The warning. `who`: the owner (slack.blocks.person); `hours`: working hours its starts and stops of the
-    last two weeks suggest, offered; `whose`: whose clock the keep buttons read ("your time", "Paris time")."""
+    last two weeks suggest, offered; `whose`: whose clock the keep buttons read ("your time", "Paris time").
+    In notify-only `mode` costguard stops (and so starts) nothing: the warning says what it would do in enforce
+    mode, with no keep (nothing to keep it from) and no stop (the buttons worker refuses it): its *Why?* alone."""
     idle = idle_for(decision, now)
     iid = instance.instance_id
     start_at = formatting.format_time(decision.start_at) if decision.start_at else ""
-    promise = _restart(decision, now, zone)
+    acts = mode is not Mode.NOTIFY_ONLY
+    promise = _restart(decision, now, zone) if acts else NOTHING
     buttons = warning_buttons(
         iid,
         instance.region,
@@ -96,6 +101,8 @@ def idle_warning(
         for_runs=bool(decision.runs) and decision.will_stop,
         kept_for_runs=kept_for_runs(instance.tags),
     )
+    if not acts:
+        buttons = []
     buttons.append(why_button(iid, instance.region, instance.account, decided=now.isoformat()))
     return Part(
         key=iid,
@@ -104,18 +111,24 @@ def idle_warning(
         daily=daily(decision, price),
         sentence=sentence(who, instance, idle),
         line=line(who, instance, idle, daily(decision, price)),
-        status=warned(instance, decision, zone) + (Mrkdwn(" ") + promise if promise else NOTHING),
+        status=warned(instance, decision, zone, mode) + (Mrkdwn(" ") + promise if promise else NOTHING),
         promise=promise,
         buttons=tuple(buttons),
-        detail=_detail(decision, price, hours, now),
+        detail=_detail(decision, price, hours, now, keeps=acts),
         settled_sentence=settled_sentence(who, instance),
         settled_line=settled_line(who, instance, daily(decision, price)),
     )
 
 
-def warned(instance: Instance, decision: Decision, zone: str) -> Mrkdwn:
+def warned(instance: Instance, decision: Decision, zone: str, mode: Mode = Mode.ENFORCE) -> Mrkdwn:
     """What a warning says is coming: the stop and its time, or that there will be none (the start promised after
-    the stop is the part's promise, apart)."""
+    the stop is the part's promise, apart); in notify-only, the stop enforce mode would make, and none made."""
+    if decision.will_stop and decision.stop_after is not None and mode is Mode.NOTIFY_ONLY:
+        return (
+            Mrkdwn("In enforce mode costguard would stop it *")
+            + when(decision.stop_after, zone)
+            + Mrkdwn("*; in notify-only mode it stops nothing.")
+        )
     if decision.will_stop and decision.stop_after is not None:
         status = Mrkdwn("costguard stops it *") + when(decision.stop_after, zone) + Mrkdwn("* unless you keep it.")
         if instance.hibernation_configured:
@@ -149,9 +162,10 @@ def _restart(decision: Decision, now: datetime, zone: str) -> Mrkdwn:
     )
 
 
-def _detail(decision: Decision, price: Price, hours: str | None, now: datetime) -> Mrkdwn:
-    """The one context line: what idle was judged on, the tags, and what the price or the judgement lacks."""
-    said = [Mrkdwn(JUDGED), Mrkdwn(TAGS)]
+def _detail(decision: Decision, price: Price, hours: str | None, now: datetime, *, keeps: bool = True) -> Mrkdwn:
+    """The one context line: what idle was judged on, the tags that keep it (`keeps`: where there is a stop to keep
+    it from), and what the price or the judgement lacks."""
+    said = [Mrkdwn(JUDGED), *([Mrkdwn(TAGS)] if keeps else [])]
     if decision.bill is not None and _priced_apart(decision.bill):
         said.append(safe(saving_line(decision.bill, decision.worth) + "."))
     elif price.source == "bundled":
