@@ -45,7 +45,8 @@ class SpillProfile:
 
     def at(self, key: str, moment: datetime) -> float | None:
         """The layer's spill at this quarter-hour of the week; one not seen yet is taken from the same quarter-hour
-        of the nearest day before that was seen, a day of the same kind first (a weekday's for a weekday)."""
+        of the nearest day before of the same kind that was seen (a weekday's for a weekday, a weekend day's for a
+        weekend day: a weekend's plans may have room all day); None where no such day was seen."""
         slots = self.layers.get(key)
         if slots is None:
             return None
@@ -54,7 +55,7 @@ class SpillProfile:
             return slots[slot]
         weekend = slot // 96 >= 5
         earlier = [(slot - 96 * days) % WEEK_SLOTS for days in range(1, 7)]
-        for candidate in sorted(earlier, key=lambda s: (s // 96 >= 5) != weekend):  # stable: nearest first
+        for candidate in (s for s in earlier if (s // 96 >= 5) == weekend):  # nearest first
             if slots[candidate] is not None:
                 return slots[candidate]
         return None
