@@ -39,7 +39,7 @@ from costguard.core.formatting import format_time
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
 from costguard.slack.blocks import Message, actions, section
-from costguard.slack.buttons import Button, warning_buttons
+from costguard.slack.buttons import Button, laid_out, warning_buttons
 from costguard.slack.interactions import Click
 from testing import moto_fixes
 from testing.handlers import LambdaContext, load_event, load_handler
@@ -326,7 +326,8 @@ def click_world(button: Button) -> Callable[[SlackStandIn], dict[str, Any]]:
             )["Instances"][0]["InstanceId"]
         )
         warning = Message(
-            "idle", (section(f"`{iid}` is idle"), actions(f"costguard:{iid}", warning_buttons(iid, REGION, True)))
+            "idle",
+            (section(f"`{iid}` is idle"), actions(f"costguard:{iid}", laid_out(warning_buttons(iid, REGION, True)))),
         )
         runtime = fresh_runtime(slack)
         ts = runtime.notifier.post("U0ALICE", warning).ts

@@ -41,8 +41,10 @@ from costguard.state.live import ERRORS, LiveMessages, Where, reshow
 from costguard.state.outbox import Notice, Outbox, unsaid
 
 # A warning whose stop time passed this long ago, and that a sweep still does not carry out, is withdrawn: the
-# sweep at its time may wait for one late answer (a check, a read), the next one says so (sweeps are 15 min apart).
-OVERDUE = timedelta(minutes=10)
+# first sweep past its time may wait for one late answer (a check, a read: asked again by the next sweep), the one
+# after says so. A sweep interval (15 min by default): at 10 min, a first sweep landing 10-15 min after the stop
+# time withdrew the warning on its first try.
+OVERDUE = timedelta(minutes=15)
 
 # Warnings changed for a stop only with this much of the invocation left: the stop notices must not wait for
 # edits (Slack's chat.update is Tier 3) and go out with the next sweep instead.
