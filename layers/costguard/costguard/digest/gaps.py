@@ -92,9 +92,7 @@ def permission_alert(gaps: Sequence[Gap], *, who: str, week: str) -> Message | N
     refused = {g.action: g for g in gaps if g.denied and g.action}
     if not refused:
         return None
-    lines = [
-        mrkdwn("`{0}`: the digest leaves out {1} until it is granted", a, g.what) for a, g in refused.items()
-    ]
+    lines = [mrkdwn("`{0}`: the digest leaves out {1} until it is granted", a, g.what) for a, g in refused.items()]
     where = (
         "costguard's template grants these to the digest's role, so a policy above it refuses them: a service "
         "control policy or a permissions boundary. For Cost Explorer (`ce:`) in a member account, the management "
