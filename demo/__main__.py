@@ -1,7 +1,8 @@
 """`make demo`: costguard's governance cycle against a local emulated AWS account and Slack.
 
 Starts moto's server on 127.0.0.1 behind the gap proxy (testing/aws_gaps.py) and the Slack stand-in,
-seeds the fleet (demo/fleet.py), then runs each function's handler in-process on the payloads in
+seeds the fleet (demo/fleet.py), runs the idle stopper over the evenings of the five days before the story
+(demo/week.py: the week the weekly digest reads), then runs each function's handler in-process on the payloads in
 events/, with the real boto3 and slack-sdk clients, on a demo clock pinned to one Monday morning
 (demo/clock.py) that lets an hour pass. It prints what happened, checks that every scene happened as
 told (demo/story.py), and writes demo-output/index.html: every Slack message as Slack shows it, then the
@@ -36,7 +37,7 @@ from costguard.core.observability import logger
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
-from demo import accounts, anomaly, fleet, grouped, learned, render, sagemaker
+from demo import accounts, anomaly, fleet, grouped, learned, render, sagemaker, week
 from demo.clock import PRESENT, TEAM_ZONE, DemoClock
 from demo.story import SceneLog
 from testing.account import LocalAccount
@@ -676,6 +677,39 @@ def instance_tags(demo: Demo) -> dict[str, dict[str, str]]:
 SWEEP_EVENT = "(events/idle_stopper/sweep.json)"
 
 
+def week_before(demo: Demo, seeded: fleet.SeededFleet) -> week.Week:
+    """The idle stopper's evenings of the days before the story (demo/week.py), summed up in one line: the
+    ledger the weekly digest reads holds them; the page shows the story's messages only. Then the fortnight's
+    hourly metrics, but while a machine was stopped."""
+
+    def running(machine: fleet.Machine) -> Any:
+        changed = event("idle_stopper/ec2-state-running.json", **{"instance-id": machine.instance_id})
+        changed.update(region=machine.region, time=f"{demo.clock:%Y-%m-%dT%H:%M:%SZ}")
+        changed["resources"] = [f"arn:aws:ec2:{machine.region}:{HUB}:instance/{machine.instance_id}"]
+        return demo.invoke("idle_stopper", changed, "running")
+
+    slack = demo.slack
+    posted, said, files = len(slack.messages), len(slack.said), len(slack.files)
+    with step(f"The {week.DAYS} days before the story: the idle stopper's evenings (demo/week.py)"):
+        done = week.run(
+            demo,
+            seeded,
+            partial(demo.invoke, "idle_stopper", event("idle_stopper/sweep.json"), "sweep"),
+            running,
+            demo.t0,
+        )
+        print(
+            f"   a week of sweeps before: {plural(done.sweeps, 'sweep')}, {plural(done.warnings, 'warning')}, "
+            f"{plural(done.stops, 'stop')}, {plural(done.starts, 'start')} by their people in the morning"
+        )
+        hourly = fleet.seed_week(demo.client, seeded, demo.t0, done.off)
+        print(f"   and {hourly:,} hourly points of the fortnight before, none while a machine was stopped")
+    del slack.messages[posted:], slack.said[said:], slack.files[files:]
+    del demo.invocations[:], demo.timeline[:]
+    logged_decisions(demo)  # the story's sweeps read their own decisions from the log
+    return done
+
+
 def first_deploy(demo: Demo, seeded: fleet.SeededFleet) -> None:
     """`sam deploy` leaves costguard in Mode=dry-run: its first sweep changes nothing and tells only the alerts
     channel what it would have done (docs/deploying.md#modes). The rest of the story is the same fleet once the
@@ -770,17 +804,17 @@ def main() -> int:
             quinn = grouped.seed(demo.client, demo.slack.users, demo.t0)
             demo.names.update(zip(quinn, grouped.NAMES, strict=True))
             demo.names.update({i: f"{fleet.ASG_NAME} #{n + 1}" for n, i in enumerate(seeded.asg_instances)})
-            hourly = fleet.seed_week(demo.client, seeded, demo.t0)
             daily_run = learned.seed(demo.client, demo.account.gaps, seeded, demo.t0)  # demo/learned.py
             demo.account.set_env(SHORTEST_STOP_MINUTES=learned.SHORTEST_STOP_MINUTES)
             history = sum(len(v) for v in demo.account.gaps.trail.values())
             print(
                 f"   {len(seeded.machines) + len(seeded.asg_instances)} instances in {fleet.HOME} and {fleet.OTHER}, "
-                f"4 h of CPU and GPU metrics up to {demo.t0:%H:%M} UTC and {hourly:,} hourly points before, "
+                f"4 h of CPU and GPU metrics up to {demo.t0:%H:%M} UTC, "
                 f"{history} launches in CloudTrail history"
             )
         demo.runtime()  # the Lambda environment is complete: the hub's costguard, as its first invocation builds it
         gc.freeze()  # the fleet and its history live as long as the demo
+        week_before(demo, seeded)
         first_deploy(demo, seeded)
         demo.clock = demo.t0 - timedelta(minutes=45)
         owner_tagging(demo, seeded)

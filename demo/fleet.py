@@ -485,10 +485,29 @@ def _week_pattern(name: str, at: datetime) -> str | None:
 
 
 _NOW: list[datetime] = []
+# The machines `_week_pattern` tells the days of (the others: an office day, demo/week.py).
+WEEK_NAMED = frozenset(
+    {
+        "alice-train",
+        "carol-eval",
+        "bob-notebook",
+        "root-test",
+        "erin-spot",
+        "frank-west",
+        "pat-finetune",
+        "grace-west",
+        "mystery-west",
+        "inference-g5 #1",
+        "inference-g5 #2",
+    }
+)
 
 
-def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
-    """Hourly CPU and GPU points for the 14 days before the last four hours (the digest's fortnight)."""
+def seed_week(
+    clients: Any, seeded: SeededFleet, now: datetime, off: dict[str, list[tuple[datetime, datetime]]] | None = None
+) -> int:
+    """Hourly CPU and GPU points for the 14 days before the last four hours (the digest's fortnight), none while a
+    machine was stopped (`off`: its stopped spans, by instance id)."""
     _NOW[:] = [now]
     rng = random.Random(7)
     members = [
@@ -503,7 +522,7 @@ def seed_week(clients: Any, seeded: SeededFleet, now: datetime) -> int:
         gpus = GPUS.get(machine.instance_type, ("", "", 0)) if machine.gpu_pattern else ("", "", 0)
         for at in hours:
             state = _week_pattern(machine.name, at)
-            if state is None:
+            if state is None or any(start <= at < end for start, end in (off or {}).get(machine.instance_id, ())):
                 continue
             low, high = (60.0, 98.0) if state == "busy" else (0.2, 3.0)
             ec2.append(percent("CPUUtilization", by_instance, at, round(rng.uniform(low / 2, high / 2), 2)))
