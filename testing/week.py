@@ -944,7 +944,12 @@ def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:
 
 
 # The weekly digest's own words for what costguard's stops saved (digest/weekly/rules/messages.py).
-CLAIM = re.compile(r"Stopped machines stayed off [\d,]+ h: \*\$([\d,]+(?:\.\d+)?) saved\*")
+# The digest's claim, in its words now ("The stops costguard made saved *$68,159* on the bill.") and before (a tree
+# measured from an older commit: "Stopped machines stayed off 4,820 h: *$42,167 saved*").
+CLAIM = re.compile(
+    r"The stops costguard made saved \*\$([\d,]+(?:\.\d+)?)\*"
+    r"|Stopped machines stayed off [\d,]+ h: \*\$([\d,]+(?:\.\d+)?) saved\*"
+)
 
 
 def posted_claim(messages: Sequence[Any]) -> float | None:
@@ -954,7 +959,7 @@ def posted_claim(messages: Sequence[Any]) -> float | None:
     for message in messages:
         said = json.dumps([message.text, message.blocks])
         if found := CLAIM.search(said):
-            return float(found.group(1).replace(",", ""))
+            return float((found.group(1) or found.group(2)).replace(",", ""))
     if any("costguard stopped no machine" in json.dumps(m.blocks) for m in messages):
         return 0.0
     return None

@@ -97,7 +97,8 @@ class Exposure:
 @dataclass(frozen=True)
 class OffWorth:
     """What a stop is expected to save over the hours it keeps the machine off, against what its restart is
-    expected to cost. `usd` None: no profile of the bill's week yet, the stop was priced on this hour alone."""
+    expected to cost. `usd` None: no profile of the bill's week for its hours off yet (none, or an hour of them
+    not seen), the stop was priced on this hour alone."""
 
     usd: float | None
     until: datetime
@@ -116,7 +117,7 @@ class OffWorth:
     def text(self) -> str:
         """ "saves about $130 by Mon 09:00 UTC on the bill: the Savings Plan spills from 08:00 UTC"."""
         if self.usd is None:
-            return "no profile of the bill's week yet: priced on this hour alone"
+            return "no profile of the bill's week for its hours off yet: priced on this hour alone"
         out = f"saves about ${self.usd:,.0f} by {self.until:%a %H:%M} UTC on the bill"
         if self.spills_from is not None and self.what:
             out += f": {self.what} spills from {self.spills_from:%H:%M} UTC"

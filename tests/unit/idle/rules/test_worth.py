@@ -98,6 +98,24 @@ def test_a_night_that_stays_under_the_plan_until_the_team_comes_in_saves_nothing
     assert "nor until Tue 08:00 UTC" in after.reason
 
 
+def test_a_first_weeks_friday_night_stop_is_priced_on_this_hour_when_the_weekend_was_never_seen() -> None:
+    # A profile of the weekdays only (a deploy on Monday): the plan has room now, Friday 22:00, and the weekend's
+    # quarter-hours were never seen. Monday morning spills, but the machine may well be back before then: the
+    # stop is judged on this hour alone (it saves nothing now: not made), never on hours the bill has not shown.
+    friday = TUESDAY + timedelta(days=3, hours=22)
+    week = SpillProfile("us-east-1")
+    moment = TUESDAY - timedelta(days=1)
+    while moment < friday:
+        week = week.learned({"sp:Compute": 40.0 if 8 <= moment.hour < 19 else 0.0}, moment)
+        moment += SLOT
+    fleet = [p4d(0), p4d(1)]
+    after = priced(on_plan(fleet, compute_plan(35.0)), fleet[0], stop(fleet[0]), week, friday)
+    assert after.action is Action.CLEAR_WARNING
+    assert after.worth is not None
+    assert not after.worth.profiled
+    assert "priced on this hour alone" in after.reason
+
+
 def test_a_small_spill_worth_less_than_a_restart_is_not_stopped_for() -> None:
     # $2/h of spill for an hour (07:00-08:00) saves $2: less than a restart is expected to cost ($50 x 0.1).
     now = TUESDAY + timedelta(hours=2)
@@ -166,12 +184,13 @@ def test_with_no_profile_yet_a_stop_is_priced_on_this_hour_and_the_trail_says_so
     fleet = [p4d(0), p4d(1)]
     covered = priced(on_plan(fleet, compute_plan(35.0)), fleet[0], stop(fleet[0]), None, now)
     assert covered.action is Action.CLEAR_WARNING  # today's rule: it saves nothing this hour
-    assert covered.reason.endswith("no profile of the bill's week yet: priced on this hour alone")
+    assert covered.reason.endswith("no profile of the bill's week for its hours off yet: priced on this hour alone")
     on_demand = priced(Billing("us-east-1", running=tuple(fleet)), fleet[0], stop(fleet[0]), None, now)
     assert on_demand.action is Action.STOP
     step = stepped(Rule.BILL, stop(fleet[0]), on_demand).trail[-1]
     assert step.why == (
-        "a stop saves $21.96/h on the bill now: on demand; no profile of the bill's week yet: priced on this hour alone"
+        "a stop saves $21.96/h on the bill now: on demand; "
+        "no profile of the bill's week for its hours off yet: priced on this hour alone"
     )
 
 

@@ -71,8 +71,10 @@ def over_off_period(  # noqa: PLR0917 (the stop's facts, each its own)
     taken: Taken | None = None,
 ) -> Priced | None:
     """What a stop saves from `now` to `until`, quarter-hour by quarter-hour: this quarter-hour at the bill's
-    price now (the sweep's other stops taken off in turn), the next ones on the profile (a quarter-hour never
-    seen: as now). None where nothing is known by hour: no profile yet, a plan judged on its recent use, no price."""
+    price now (the sweep's other stops taken off in turn), the next ones on the profile. None where nothing is
+    known by hour: no profile yet, a quarter-hour of its off-period the profile has not seen (nor a day of its
+    kind: a first week's weekend), a plan judged on its recent use, no price. A guess for an unseen hour made 30
+    of a week's 266 stops save nothing over their whole off-period, and people undid 18 more stops."""
     marginal = exposure.marginal
     layers = (*exposure.plan_keys, *((exposure.ri.key,) if exposure.ri else ()))
     by_hour = marginal.prepaid or marginal.basis is Basis.SPOT or not layers or _known(profile, layers)
@@ -156,7 +158,9 @@ def _rate(
     ri = exposure.ri
     if ri is not None:
         seen = profile.at(ri.key, moment)
-        over = (ri.over if seen is None else seen) + sum(n for end, n in ri.ends if end <= moment)
+        if seen is None:  # never seen: not guessed
+            return None, {}
+        over = seen + sum(n for end, n in ri.ends if end <= moment)
         over = max(0.0, over - taken.get((ri.key, slot), 0.0))
         share = min(ri.mine, over) / ri.mine if ri.mine else 0.0
         took[(ri.key, slot)] = min(ri.mine, over)
@@ -166,7 +170,9 @@ def _rate(
     spills = []
     for key in exposure.plan_keys:
         seen = profile.at(key, moment)
-        spill = (exposure.spill_now.get(key, 0.0) if seen is None else seen) + sum(
+        if seen is None:  # never seen: not guessed
+            return None, {}
+        spill = seen + sum(
             room for k, end, room in exposure.plan_ends if k == key and end <= moment
         )
         spills.append(max(0.0, spill - taken.get((key, slot), 0.0)))
