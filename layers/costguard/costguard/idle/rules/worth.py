@@ -172,9 +172,7 @@ def _rate(
         seen = profile.at(key, moment)
         if seen is None:  # never seen: not guessed
             return None, {}
-        spill = seen + sum(
-            room for k, end, room in exposure.plan_ends if k == key and end <= moment
-        )
+        spill = seen + sum(room for k, end, room in exposure.plan_ends if k == key and end <= moment)
         spills.append(max(0.0, spill - taken.get((key, slot), 0.0)))
     saved = min(flow, *spills)
     for key in exposure.plan_keys:
