@@ -12,7 +12,7 @@ import pytest
 
 from costguard.slack import live
 from costguard.slack.blocks import Mrkdwn, mention
-from costguard.slack.buttons import Button, start_buttons, warning_buttons
+from costguard.slack.buttons import Button, as_menu, start_buttons, warning_buttons
 from costguard.slack.live import Live, Part, Phase
 from testing.slack_text import as_read, dates_in
 
@@ -91,6 +91,17 @@ def test_among_others_a_part_is_one_line_its_keeps_and_its_stop_in_one_menu() ->
     chosen = [json.loads(o["value"])["b"] for o in menu["options"]]
     assert chosen == [Button.KEEP_2H, Button.KEEP_TOMORROW, Button.KEEP_MONDAY, Button.KEEP_WHILE_BUSY, Button.STOP_NOW]
     assert message.blocks[2]["block_id"] == "cg-warn-i-1"
+    assert menu["confirm"]["title"]["text"] == "Do it now?"  # a stop among its choices: one slip stops nothing
+
+
+def test_a_menu_without_a_stop_asks_nothing() -> None:
+    keeps = [
+        b
+        for b in warning_buttons("i-1", "us-east-1", True)
+        if b["action_id"] not in (Button.STOP_NOW, Button.STOP_NO_START)
+    ]
+    menu = as_menu(keeps)
+    assert "confirm" not in menu
 
 
 def test_alone_a_part_shows_at_most_four_buttons_and_the_rest_in_its_overflow_menu() -> None:

@@ -215,7 +215,8 @@ def sagemaker_act_buttons(kind: str, name: str, region: str, account: str = "", 
 def as_menu(buttons: Sequence[Block]) -> Block:
     """Buttons as one menu (a select, placeholder first: "Keep it…", or "Keep or stop…" where Stop now is among
     them): each option carries its button's action and its machine. A line among many has one accessory, so its
-    Stop now is an option too: a menu asks no question, and Start it again undoes it."""
+    Stop now is an option too: a menu with a stop among its choices asks before any choice is made (Slack asks per
+    menu, not per option), so that one slip never stops a machine at work."""
     options = _options(buttons)[:MENU_OPTIONS]
     chosen = {json.loads(o["value"])["b"] for o in options}
     keeping = {*KEEPS, Button.KEEP_WHILE_BUSY, Button.KEEP_FOR_RUNS}
@@ -229,7 +230,15 @@ def as_menu(buttons: Sequence[Block]) -> Block:
     elif stops and chosen & keeping:
         said = "Keep or stop…"
     placeholder = {"type": "plain_text", "text": said}
-    return {"type": "static_select", "action_id": MENU, "placeholder": placeholder, "options": options}
+    menu = {"type": "static_select", "action_id": MENU, "placeholder": placeholder, "options": options}
+    if stops:
+        menu["confirm"] = {
+            "title": {"type": "plain_text", "text": "Do it now?"},
+            "text": {"type": "mrkdwn", "text": "A stop takes the machine down now, its work with it; a keep keeps it."},
+            "confirm": {"type": "plain_text", "text": "Yes"},
+            "deny": {"type": "plain_text", "text": "Cancel"},
+        }
+    return menu
 
 
 def line_accessory(buttons: Sequence[Block]) -> Block | None:
