@@ -226,16 +226,46 @@ class HourlyPlan:
         return Billing("us-east-1", running=tuple(running), plans=(plan,))
 
 
+def seen(bill: SweepBill, machine: Instance, at: datetime) -> None:
+    """A sweep's bill read (pricing a stop of `machine`) and its spill kept, as each sweep does."""
+    bill.priced([(machine, Decision(machine.instance_id, Action.STOP, "idle"))])
+    keep_spill(bill, at)
+
+
 def swept(now: datetime, fleet: list[Instance], log: SpillLog | None) -> SweepBill:
     reader = HourlyPlan()
     return SweepBill(reader, PriceBook(None), lambda: fleet, now, "us-east-1", policy=IdlePolicy(), profile=log)  # type: ignore[arg-type]
+
+
+def test_a_spill_profile_whose_read_failed_is_not_written_over_with_one_quarter_hour() -> None:
+    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    at = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
+    seen(swept(at, FLEET, log), FLEET[0], at)
+    kept = log.read("us-east-1")
+    assert kept is not None
+
+    def throttled(region: str) -> None:
+        raise RuntimeError("ThrottlingException")
+
+    later = at + timedelta(minutes=15)
+    read = log.read
+    log.read = throttled  # type: ignore[method-assign]
+    seen(swept(later, FLEET, log), FLEET[0], later)
+    log.read = read  # type: ignore[method-assign]
+    assert log.read("us-east-1") == kept  # the week kept as it was, not replaced by this quarter-hour alone
 
 
 def test_the_spill_a_sweep_finds_is_kept_and_prices_next_weeks_night_stop_over_its_morning() -> None:
     # Four Tuesday-morning sweeps see 4 p4d spill past the plan ($87.84 of usage on $50 of room). A week on, at
     # 02:00, two p4d run inside the plan: a stop saves $0 now, but its machine stays off to its run at 09:00,
     # and from 08:00 the plan spills: the stop is made, and says what it saves.
+    # The night before, every quarter-hour from 02:00 is seen too, two p4d inside the plan: a profile prices only
+    # the hours it has seen (an hour never seen would leave the stop priced on this hour alone).
     log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    night_before = datetime(2026, 11, 17, 2, 0, tzinfo=UTC)
+    for quarter in range(24):
+        at = night_before + timedelta(minutes=15 * quarter)
+        seen(swept(at, FLEET[:2], log), FLEET[0], at)
     morning = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
     for quarter in range(4):
         at = morning + timedelta(minutes=15 * quarter)

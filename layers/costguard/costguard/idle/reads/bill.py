@@ -56,6 +56,7 @@ class SweepBill:
         self._waiting: list[Instance] = []
         self._billing: Billing | None = None  # read for this sweep's pricing
         self._week: SpillProfile | None = None  # the region's spill profile, once read
+        self.week_unread = False  # its read failed (a throttle): not written over this sweep
         self._week_read = False
 
     def note(self, instance: Instance, decision: Decision) -> None:
@@ -116,7 +117,7 @@ class SweepBill:
                 self._week = self.profile.read(self.region)
             except Exception as exc:  # a profile that cannot be read is no profile: priced on this hour
                 logger.warning("spill profile not read: priced on this hour", region=self.region, error=str(exc)[:200])
-                self._week = None
+                self._week, self.week_unread = None, True
         return self._week
 
     def worth(self, stopped: Sequence[Instance]) -> dict[str, float]:
