@@ -743,6 +743,20 @@ def test_only_the_buttons_may_write_keep_for_runs_the_idle_stopper_reads_it(cfn:
     assert writers == [("ButtonsFunctionRole", "TagKeepAndStopOnly")]  # "Keep it for its runs"
 
 
+def test_the_buttons_may_remove_an_exemption_for_the_offers_keep_for_its_runs_and_never_add_one(
+    cfn: dict[str, Any],
+) -> None:
+    """The offer's click deletes costguard:exempt (AWS refused it before: moto checks no IAM); nothing of the
+    buttons' may create it."""
+    touching = [
+        (r, s.get("Sid"), sorted(as_list(s["Action"])))
+        for r, s in statements(cfn)
+        if tags.EXEMPT in s.get("Condition", {}).get("ForAllValues:StringEquals", {}).get("aws:TagKeys", [])
+        and r == "ButtonsFunctionRole"
+    ]
+    assert touching == [("ButtonsFunctionRole", "ExemptionGivesWayToKeepForRuns", ["ec2:DeleteTags"])]
+
+
 def test_the_new_idle_parameters_reach_the_idle_stopper_with_the_codes_defaults(
     sam_template: dict[str, Any], cfn: dict[str, Any]
 ) -> None:
