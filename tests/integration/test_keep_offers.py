@@ -146,3 +146,16 @@ def test_no_keep_it_exempt_changes_nothing_and_the_offer_is_not_made_again(
     publish(iid, tomorrow, gpus=[[1.0] * 36])
     sweep(runtime, tomorrow, lambda_context, monkeypatch)
     assert len(offers(slack)) == 1  # asked once
+
+
+def test_an_offer_that_fails_in_an_unexpected_way_costs_the_sweep_nothing(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid = launch(now, tags=warn_tags(now, warned_minutes_ago=40))
+    publish(iid, now, gpus=[[0.0] * 48])
+
+    def broken(*_: Any) -> list[str]:
+        raise ValueError("an offer's words could not be made")
+
+    monkeypatch.setattr("costguard.idle.acts.daily.KeepOffers.run", broken)
+    assert sweep(runtime, now, lambda_context, monkeypatch)["stopped"] == [iid]  # the sweep's own work is done

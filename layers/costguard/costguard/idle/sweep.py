@@ -30,6 +30,7 @@ from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
 from costguard.aws.ssm import Ssm
 from costguard.core.clock import forever
+from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.regions import each_region
 from costguard.core.settings import IdlePolicy, Settings
@@ -158,7 +159,10 @@ class IdleStopper:
             self.due_starts.settle_running(candidates, report, capacity)  # 3. learned starts not yet recorded
             recovered = self._recover(now)  # 4.
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
-        self.offers.run(candidates, gpu, now)  # a weekday morning: exemptions after a stop offered back as keeps
+        try:  # a weekday morning: exemptions after a stop offered back as keeps (a nicety: never the sweep's end)
+            self.offers.run(candidates, gpu, now)
+        except Exception:
+            logger.exception("keep offers not made", region=self.region)
         self.notices.shown.stale()  # the messages whose edit Slack did not take before, as they stand now
         if self.manage_alarms:  # 16.
             self.alarms.reconcile(candidates, gpu, report)
