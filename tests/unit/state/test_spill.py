@@ -47,19 +47,13 @@ def test_an_item_that_does_not_read_as_a_profile_is_ignored_and_logged(caplog: p
     assert "spill profile unreadable: ignored" in caplog.text
 
 
-def test_a_quarter_hour_not_seen_yet_is_the_same_time_on_the_nearest_day_seen_before_of_its_kind() -> None:
+def test_a_quarter_hour_not_seen_yet_is_unknown_whatever_the_days_around_it() -> None:
+    """A first week's Friday-night stop must not be priced on the days it has seen: a Sunday is not the Saturday
+    some worked, nor a weekend the weekday mornings (a quarter-hour of no day seen: the stop is priced on this hour
+    alone)."""
     monday, saturday = NOW - timedelta(days=1), NOW + timedelta(days=4)
     week = SpillProfile("us-east-1").learned({"sp:Compute": 40.0}, monday).learned({"sp:Compute": 5.0}, saturday)
-    assert week.at("sp:Compute", NOW) == 40.0  # Tuesday 08:00 not seen: Monday's
-    assert week.at("sp:Compute", NOW + timedelta(days=5)) == 5.0  # Sunday 08:00: Saturday's
-    assert week.at("sp:Compute", NOW + timedelta(hours=1)) is None  # 09:00 never seen
-
-
-def test_a_weekend_quarter_hour_is_never_taken_from_a_weekday_nor_a_weekday_from_a_weekend() -> None:
-    """A first week's Friday-night stop must not be priced on the weekday mornings it has seen: on a weekend the
-    plans may have room all day (a quarter-hour of no kind seen is priced as now)."""
-    monday, saturday = NOW - timedelta(days=1), NOW + timedelta(days=4)
-    weekdays = SpillProfile("us-east-1").learned({"sp:Compute": 40.0}, monday)
-    assert weekdays.at("sp:Compute", saturday) is None
-    weekend = SpillProfile("us-east-1").learned({"sp:Compute": 5.0}, saturday)
-    assert weekend.at("sp:Compute", monday + timedelta(days=7)) is None
+    assert week.at("sp:Compute", monday) == 40.0
+    assert week.at("sp:Compute", saturday + timedelta(days=7)) == 5.0  # the same quarter-hour a week on
+    assert week.at("sp:Compute", NOW) is None  # Tuesday 08:00: not Monday's
+    assert week.at("sp:Compute", NOW + timedelta(days=5)) is None  # Sunday 08:00: not Saturday's
