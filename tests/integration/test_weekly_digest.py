@@ -576,10 +576,9 @@ def test_the_digests_thread_says_why_the_check_cannot_reach_a_machine_and_the_se
     assert "judged on metrics alone" not in as_read(digest.blocks)  # the thread's, never the post's
     first, second = sorted(unmanaged)
     assert (
-        f"2 machines judged on metrics alone (`{first}`, `{second}`): Systems Manager does not manage them: no "
-        "instance profile with AmazonSSMManagedInstanceCore, and Default Host Management Configuration is off in the "
-        "region. *Fix*: DefaultHostManagement=true (costguard's deploy turns it on), or an instance profile with "
-        "AmazonSSMManagedInstanceCore"
+        f"2 machines judged on metrics alone (`{first}`, `{second}`): Systems Manager does not manage them (no "
+        "instance profile, Default Host Management off). *Fix*: DefaultHostManagement=true, or an instance profile "
+        "with AmazonSSMManagedInstanceCore"
     ) in text
     assert (
         f"1 machine judged on metrics alone (`{blind}`): the instance metadata service is off, so the SSM agent gets "

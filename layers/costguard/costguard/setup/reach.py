@@ -65,10 +65,8 @@ def unanswered(
     if host_management is False:
         return Unanswered(
             iid,
-            "Systems Manager does not manage them: no instance profile with AmazonSSMManagedInstanceCore, and "
-            "Default Host Management Configuration is off in the region",
-            "DefaultHostManagement=true (costguard's deploy turns it on), or an instance profile with "
-            "AmazonSSMManagedInstanceCore",
+            "Systems Manager does not manage them (no instance profile, Default Host Management off)",
+            "DefaultHostManagement=true, or an instance profile with AmazonSSMManagedInstanceCore",
         )
     if host_management is None:
         return Unanswered(
