@@ -39,11 +39,12 @@ def keep_spill(bill: SweepBill, now: datetime) -> None:
         return
     try:
         spill = bill.spill_found()
+        if not spill:
+            return
         week = bill.week()
         if bill.week_unread:  # a week of quarter-hours must not be written over with this one alone
             return
-        if spill:
-            bill.profile.write((week or SpillProfile(bill.region)).learned(spill, now), now)
+        bill.profile.write((week or SpillProfile(bill.region)).learned(spill, now), now)
     except Exception as exc:  # for the sweeps to come alone
         logger.warning("spill profile not kept", region=bill.region, error=str(exc)[:200])
 
