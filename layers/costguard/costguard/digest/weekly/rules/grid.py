@@ -227,23 +227,21 @@ class HourFolder:
         self.add_gpu_avg_series(*_columns(points))
 
     def add_cpu_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
-        run = self._run(times)
-        if run is not None:
-            self.cpu[run] = array("f", values)
-            return
-        for at, value in zip(times, values, strict=True):
-            if (slot := self._slot(at)) >= 0:
-                self.cpu[slot] = value
+        self._fill(self.cpu, times, values)
 
     def add_core_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
         """The busiest core's hourly maxima: the agent rolls every core up into one series per instance."""
+        self._fill(self.core, times, values)
+
+    def _fill(self, column: array[float], times: Sequence[datetime], values: Sequence[float]) -> None:
+        """A series laid into its column: in one slice where its hours are the grid's own run, else hour by hour."""
         run = self._run(times)
         if run is not None:
-            self.core[run] = array("f", values)
+            column[run] = array("f", values)
             return
         for at, value in zip(times, values, strict=True):
             if (slot := self._slot(at)) >= 0:
-                self.core[slot] = value
+                column[slot] = value
 
     def add_gpu_max_series(self, times: Sequence[datetime], values: Sequence[float]) -> None:
         """One GPU's hourly maxima."""
