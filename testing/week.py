@@ -1222,10 +1222,28 @@ def answer(
         return
     if pressed not in offers:
         return  # nothing to keep it with here (a message about something else)
-    user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
     # What the button carries, as Slack hands it over (a stop that keeps a learned start says when).
     value = offers[pressed]
     extra = {"start_at": value["s"]} if "s" in value and "start_at" in click.__dataclass_fields__ else {}
+    press(fleet, buttons, runtime, click, message, instance_id, context, response_url, pressed, **extra)
+
+
+def press(
+    fleet: Fleet,
+    buttons: Any,
+    runtime: Any,
+    click: Any,
+    message: Any,
+    instance_id: str,
+    context: Any,
+    response_url: str,
+    pressed: str,
+    **extra: Any,
+) -> None:
+    """The machine's owner presses `pressed` on `message`: the click as Slack hands it over, through the buttons
+    worker, delivered again by SQS after a failure, a few minutes later."""
+    machine = fleet.by_id[instance_id]
+    user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
     payload = click(
         button=_button(pressed),
         instance_id=instance_id,
@@ -1238,7 +1256,7 @@ def answer(
         action_ts=f"{fleet.now.timestamp():.6f}",  # Slack's time of the press: the ledger's time of the click
         **extra,
     )
-    for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
+    for attempt in range(4):
         runtime.now = lambda k=attempt: fleet.now + timedelta(minutes=3 * k)
         try:
             buttons({"Records": [{"body": payload.to_json()}]}, context(), runtime=runtime)
@@ -1268,27 +1286,8 @@ def accept_offer(
     read."""
     if rng.random() >= ANSWER_RATE:
         return True
-    machine = fleet.by_id[iid]
-    user = f"U{sorted({m.owner for m in fleet.world.machines}).index(machine.owner):04d}"
-    payload = click(
-        button=_button("costguard.keep_for_runs"),
-        instance_id=iid,
-        region=REGION,
-        user_id=user,
-        user_name=machine.owner.split("@")[0],
-        response_url=slack.response_url(message.ts),
-        message_ts=message.ts,
-        blocks=tuple(message.blocks),
-        action_ts=f"{fleet.now.timestamp():.6f}",
-    )
-    for attempt in range(4):  # SQS delivers again after a failure, a few minutes later
-        runtime.now = lambda k=attempt: fleet.now + timedelta(minutes=3 * k)
-        try:
-            buttons({"Records": [{"body": payload.to_json()}]}, context(), runtime=runtime)
-            break
-        except (Exception, Killed):
-            continue
-    del runtime.now
+    response_url = slack.response_url(message.ts)
+    press(fleet, buttons, runtime, click, message, iid, context, response_url, "costguard.keep_for_runs")
     return True
 
 
