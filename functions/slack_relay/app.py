@@ -1,7 +1,8 @@
 """slack_relay (an organization's hub only): a member account's Slack Web API call, made with the hub's bot token,
 the only copy, and Slack's answer returned as it was. Input: {"method", "verb", "json", "params"}
-(costguard/slack/relay.py), invoked synchronously by the members' functions, which aws:PrincipalOrgID lets invoke
-it. A request the relay does not make is answered 400 (not_relayed), so the member knows nothing reached Slack."""
+(costguard/slack/relay.py), invoked synchronously by the members' functions, the only principals its resource
+policy admits (template.yaml, SlackRelayMemberPolicy). A request the relay does not make is answered 400
+(not_relayed), so the member knows nothing reached Slack."""
 
 from __future__ import annotations
 

@@ -4,15 +4,18 @@ relay's name, may invoke that one function from every function that posts, and r
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from costguard.core.settings import Settings
 from costguard.slack.relay import relay_arn
 from scripts.org_deploy import Caller, OrgDeployment, member_parameters
-from testing.template import _Resolver, lambda_environment
+from testing.template import _Resolver, lambda_environment, template
 from tests.template.test_template import as_list
 
-ORG, HUB = "o-a1b2c3d4e5", "123456789012"
+ORG, HUB, MEMBER = "o-a1b2c3d4e5", "123456789012", "111122223333"
+RELAY = relay_arn("aws", "us-east-1", HUB, "costguard")
+MEMBER_UNIT = f"{ORG}/r-ab12/ou-ab12-11111111/"  # the member account's aws:PrincipalOrgPaths
 POSTING = {
     "IdleStopperFunction",
     "ButtonsFunction",
@@ -74,15 +77,84 @@ def test_the_relay_is_named_as_members_derive_it_and_exists_at_the_organizations
     assert at.condition({"Condition": "PostsThroughHub"})
 
 
-def test_the_relay_can_be_invoked_by_principals_of_its_organization_only(sam_template: dict[str, Any]) -> None:
-    permission = sam_template["Resources"]["SlackRelayOrganizationPermission"]
-    assert permission["Condition"] == "IsOrganizationsHub"
-    props = permission["Properties"]
-    assert props["FunctionName"] == {"Fn::GetAtt": ["SlackRelayFunction", "Arn"]}
-    assert (props["Action"], props["Principal"]) == ("lambda:InvokeFunction", "*")
-    # Lambda writes PrincipalOrgID as the condition StringEquals aws:PrincipalOrgID in the function's policy.
-    assert props["PrincipalOrgID"] == {"Ref": "OrganizationId"}
-    assert set(props) == {"FunctionName", "Action", "Principal", "PrincipalOrgID"}
+def relay_may_be_invoked_by(sam_template: dict[str, Any], principal_arn: str, org: str, paths: str = "") -> bool:
+    """The relay's resource policy at a hub stack `costguard` deployed with OrganizationPaths `paths`, evaluated as
+    IAM would for a principal of `org` whose account is in MEMBER_UNIT: StringEquals, ArnLike and StringLike (whose
+    wildcards match across `/`)."""
+    hub = {"OrganizationId": ORG, "OrganizationPaths": paths, "AWS::StackName": "costguard"}
+    at = _Resolver(sam_template, hub, {"SlackRelayFunction.Arn": RELAY})
+    policy = sam_template["Resources"]["SlackRelayMemberPolicy"]
+    assert policy["Properties"]["ResourceArn"] == {"Fn::GetAtt": ["SlackRelayFunction", "Arn"]}
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert (statement["Effect"], statement["Principal"], statement["Action"]) == (
+        "Allow",
+        {"AWS": "*"},
+        "lambda:InvokeFunction",
+    )
+    assert at.value(statement["Resource"]) == RELAY
+    condition, yes, no = statement["Condition"]["Fn::If"]
+    context = {"aws:PrincipalOrgID": [org], "aws:PrincipalArn": [principal_arn], "aws:PrincipalOrgPaths": [MEMBER_UNIT]}
+    for operator, keys in (yes if at.condition({"Condition": condition}) else no).items():
+        for key, wanted in keys.items():
+            patterns = [p.strip() for p in paths.split(",")] if "Fn::Split" in wanted else [at.value(wanted)]
+            match = fnmatch.fnmatchcase if operator != "StringEquals" else str.__eq__
+            if not any(match(value, p) for value in context[key] for p in patterns):
+                return False
+    return True
+
+
+def member_role_arn(account: str, logical_id: str) -> str:
+    """A member function's role as the StackSet's stack names it: a generated name, under its Globals' RolePath."""
+    sam = template()
+    path = _Resolver(sam, member_parameters(DEPLOYMENT, CALLER), {}).value(sam["Globals"]["Function"]["RolePath"])
+    return f"arn:aws:iam::{account}:role{path}StackSet-costguard-members-1f2e3d4c-{logical_id}Role-AbC123dEf456"
+
+
+def test_the_relay_is_invoked_by_the_member_stacks_function_roles_of_its_organization(
+    sam_template: dict[str, Any],
+) -> None:
+    assert relay_may_be_invoked_by(sam_template, member_role_arn(MEMBER, "IdleStopperFunction"), ORG)
+    assert relay_may_be_invoked_by(sam_template, member_role_arn("210987654321", "ButtonsFunction"), ORG)
+
+
+def test_no_other_principal_of_the_organization_may_invoke_the_relay(sam_template: dict[str, Any]) -> None:
+    for other in (
+        f"arn:aws:iam::{MEMBER}:role/Admin",
+        f"arn:aws:iam::{MEMBER}:role/costguard-IdleStopperFunctionRole-AbC123",  # a stack by hand, root path
+        f"arn:aws:iam::{MEMBER}:user/costguard-member/alice",
+        f"arn:aws:iam::{MEMBER}:role/other-member/StackSet-x-IdleStopperFunctionRole-AbC123",  # another hub's
+    ):
+        assert not relay_may_be_invoked_by(sam_template, other, ORG), other
+    assert not relay_may_be_invoked_by(sam_template, member_role_arn(MEMBER, "IdleStopperFunction"), "o-zzzzzzzzzz")
+
+
+def test_with_organization_paths_the_relay_admits_member_roles_under_those_paths_only(
+    sam_template: dict[str, Any],
+) -> None:
+    role = member_role_arn(MEMBER, "IdleStopperFunction")
+    assert relay_may_be_invoked_by(sam_template, role, ORG, paths=f"{MEMBER_UNIT}*")
+    assert not relay_may_be_invoked_by(sam_template, role, ORG, paths=f"{ORG}/r-ab12/ou-ab12-22222222/*")
+
+
+def test_every_function_role_of_a_member_stack_lives_under_the_path_the_relay_admits(cfn: dict[str, Any]) -> None:
+    function_roles = [
+        resource["Properties"]["Role"]["Fn::GetAtt"][0]
+        for resource in cfn["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    ]
+    assert len(function_roles) > len(POSTING)
+    function_roles.remove("SlackRelayFunctionRole")  # the hub's, never in a member
+    assert cfn["Resources"]["SlackRelayFunctionRole"]["Properties"]["Path"] == "/"
+    for role in function_roles:
+        assert cfn["Resources"][role]["Properties"]["Path"] == {
+            "Fn::If": ["PostsThroughHub", {"Fn::Sub": "/${HubStackName}-member/"}, {"Ref": "AWS::NoValue"}]
+        }, role
+
+
+def test_the_relays_concurrency_is_bounded_where_the_hub_can_reserve_any(sam_template: dict[str, Any]) -> None:
+    relay = sam_template["Resources"]["SlackRelayFunction"]["Properties"]
+    assert relay["ReservedConcurrentExecutions"] == {"Fn::If": ["HasReceiverConcurrency", 10, {"Ref": "AWS::NoValue"}]}
+    assert "SlackRelayOrganizationPermission" not in sam_template["Resources"]  # one policy, the one above
 
 
 def test_the_relay_holds_the_slack_secret_and_nothing_else(cfn: dict[str, Any]) -> None:

@@ -8,8 +8,8 @@ it is sent again, the pace per channel, the people's ids kept in the member's ta
 member straight to the upload URL Slack gave, which needs no token.
 
 The relay makes only the Web API methods costguard uses (`RELAYED_METHODS`), never a file upload, an auth or a
-token of the caller's, so a principal of the organization allowed to invoke it can post, edit its posts and read
-what the bot may read, nothing else with the token (docs/security.md).
+token of the caller's, so a member's function (the only principals the relay's resource policy admits) can post,
+edit its posts and read what the bot may read, nothing else with the token (docs/security.md).
 """
 
 from __future__ import annotations
