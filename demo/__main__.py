@@ -37,6 +37,7 @@ from costguard.core.observability import logger
 from costguard.core.settings import Mode, Settings
 from costguard.runtime import Runtime
 from costguard.slack.signature import sign
+from costguard.state.weeks import WeekRecords
 from demo import accounts, anomaly, fleet, grouped, learned, render, sagemaker, week
 from demo.clock import PRESENT, TEAM_ZONE, DemoClock
 from demo.story import SceneLog
@@ -523,11 +524,18 @@ def billing(demo: Demo, seeded: fleet.SeededFleet) -> None:
 
 def deep_dive(demo: Demo, seeded: fleet.SeededFleet) -> None:
     member = (accounts.MEMBER, accounts.REGION, accounts.MACHINE_TYPE, accounts.OWNER)
-    # The quarter's bill, and Cost Anomaly Detection's findings in it. costguard's own weekly records start
-    # with this morning's first digest: the quarter before holds none, and the deep dive says so.
+    # The quarter's bill, and Cost Anomaly Detection's findings in it.
     fleet.seed_quarter(demo.account.gaps, seeded, demo.clock, member)
     title = f"{demo.clock:%H:%M} deep_dive: the quarterly deep dive into EC2 spend (events/deep_dive/quarterly.json)"
     with step(title):
+        # costguard's weekly records of the quarter: the demo simulates one week, the one this morning's digest
+        # kept; the quarter is that record repeated (said here and on the page), so the two agree.
+        records = WeekRecords(demo.client("dynamodb"), demo.runtime().settings.state_table)
+        weeks = week.quarter(records, HUB, demo.clock)
+        print(
+            f"   costguard's quarter: {plural(weeks, 'weekly record')}, each the week the demo simulated "
+            "(demo/week.py) as this morning's digest kept it: one week, repeated, not a quarter's sweeps"
+        )
         result = demo.invoke("deep_dive", event("deep_dive/quarterly.json"), "quarterly")
         print(
             f"   {result['quarter']}: ${result['total_usd']:,.0f} of EC2 compute, {result['lines']} lines, "
@@ -536,8 +544,12 @@ def deep_dive(demo: Demo, seeded: fleet.SeededFleet) -> None:
         )
     demo.scenes.expect(
         title,
-        {"anomalies found": True, "chart and CSV": 2},
-        {"anomalies found": result["anomalies"] > 0, "chart and CSV": len(result["files"])},
+        {"anomalies found": True, "chart and CSV": 2, "weekly records read": weeks},
+        {
+            "anomalies found": result["anomalies"] > 0,
+            "chart and CSV": len(result["files"]),
+            "weekly records read": result["weeks_recorded"],
+        },
     )
 
 
@@ -702,8 +714,11 @@ def week_before(demo: Demo, seeded: fleet.SeededFleet) -> week.Week:
             f"   a week of sweeps before: {plural(done.sweeps, 'sweep')}, {plural(done.warnings, 'warning')}, "
             f"{plural(done.stops, 'stop')}, {plural(done.starts, 'start')} by their people in the morning"
         )
-        hourly = fleet.seed_week(demo.client, seeded, demo.t0, done.off)
-        print(f"   and {hourly:,} hourly points of the fortnight before, none while a machine was stopped")
+        hourly = fleet.seed_week(demo.client, seeded, demo.t0, done.off, done.fortnight)
+        print(
+            f"   and {hourly:,} hourly points of the fortnight before, none while a machine was stopped; the week "
+            "before the sweeps is the same fleet, which nothing stopped at night"
+        )
     del slack.messages[posted:], slack.said[said:], slack.files[files:]
     del demo.invocations[:], demo.timeline[:]
     logged_decisions(demo)  # the story's sweeps read their own decisions from the log
@@ -711,14 +726,15 @@ def week_before(demo: Demo, seeded: fleet.SeededFleet) -> week.Week:
 
 
 def first_deploy(demo: Demo, seeded: fleet.SeededFleet) -> None:
-    """`sam deploy` leaves costguard in Mode=dry-run: its first sweep changes nothing and tells only the alerts
-    channel what it would have done (docs/deploying.md#modes). The rest of the story is the same fleet once the
-    team deploys again with Mode=enforce (in life, after a week of such reports)."""
+    """A first `sam deploy` leaves costguard in Mode=dry-run: a sweep changes nothing and tells only the alerts
+    channel what it would have done (docs/deploying.md#modes). In life such reports come first, for a week or so,
+    before Mode=enforce; the demo's week before the story already ran in enforce (demo/week.py), so this scene
+    shows what a first deploy would report, on this morning's fleet, and says so; the hour after is in enforce."""
     hub = demo.runtime()
     dry_run = Runtime(dataclasses.replace(hub.settings, mode=Mode.DRY_RUN), hub.clients)
     demo.clock = demo.t0 - timedelta(minutes=50)
     before, tags = len(demo.slack.messages), instance_tags(demo)
-    title = f"{demo.clock:%H:%M} The first deploy, Mode=dry-run: idle_stopper's first sweep " + SWEEP_EVENT
+    title = f"{demo.clock:%H:%M} What a first deploy reports, Mode=dry-run: an idle_stopper sweep " + SWEEP_EVENT
     with step(title):
         result = demo.invoke("idle_stopper", event("idle_stopper/sweep.json"), "sweep (dry-run)", runtime=dry_run)
         actions = print_decisions(demo, seeded, result, f"{demo.clock:%H:%M} (dry-run)")
@@ -730,7 +746,10 @@ def first_deploy(demo: Demo, seeded: fleet.SeededFleet) -> None:
             f"   {plural(len(posted), 'message')}, to {', '.join(where) or 'nobody'}: what it would have done; "
             f"{'no tag changed' if unchanged else 'TAGS CHANGED'}, nothing stopped, {len(alarms)} alarms"
         )
-        print("   (in life, a week of these reports; then `sam deploy` with Mode=enforce, and the story goes on)")
+        print(
+            "   (a first deploy's report, shown on this morning's fleet: in life a week of these comes before "
+            "Mode=enforce; the demo's week above, and its hour below, run in enforce)"
+        )
     demo.scenes.expect(
         title,
         {"told": [ALERTS], "tags unchanged": True, "alarms": 0, "bob-notebook": "warn", "kim-notebook": "warn"},
@@ -776,8 +795,10 @@ def page(demo: Demo, transcript: str, rows: list[list[str]]) -> str:
     when = demo.t0.astimezone(ZoneInfo(TEAM_ZONE))
     intro = (
         f"What costguard posted to Slack in the demo's story, {when:%A %d %B %Y}, {when:%H:%M} in {TEAM_ZONE} "
-        f"({demo.t0:%H:%M} UTC): a first deploy in dry-run, then an hour of the governance cycle in enforce, "
-        "two accounts. The story, the fleet and every decision are folded below the messages."
+        f"({demo.t0:%H:%M} UTC): what a first deploy in dry-run would report on this morning's fleet, then an hour "
+        "of the governance cycle in enforce, two accounts. costguard ran in enforce the week before (its messages "
+        "are not shown): the weekly digest reads that week, and the quarterly deep dive repeats the one week the "
+        "demo simulates over the quarter. The story, the fleet and every decision are folded below the messages."
     )
     return render.page(
         "costguard demo", folded, demo.slack.messages, demo.slack.users, uploads=demo.slack.files, intro=intro

@@ -9,6 +9,7 @@ notebook left idle, a machine that gets back to work during its grace period, on
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -504,10 +505,15 @@ WEEK_NAMED = frozenset(
 
 
 def seed_week(
-    clients: Any, seeded: SeededFleet, now: datetime, off: dict[str, list[tuple[datetime, datetime]]] | None = None
+    clients: Any,
+    seeded: SeededFleet,
+    now: datetime,
+    off: dict[str, list[tuple[datetime, datetime]]] | None = None,
+    pattern: Callable[[Machine, datetime], str | None] | None = None,
 ) -> int:
     """Hourly CPU and GPU points for the 14 days before the last four hours (the digest's fortnight), none while a
-    machine was stopped (`off`: its stopped spans, by instance id)."""
+    machine was stopped (`off`: its stopped spans, by instance id). `pattern` tells whether a machine was busy,
+    idle or not running at an hour (by default `_week_pattern`, which knows only the machines it names)."""
     _NOW[:] = [now]
     rng = random.Random(7)
     members = [
@@ -521,11 +527,13 @@ def seed_week(
         by_instance = [{"Name": "InstanceId", "Value": machine.instance_id}]
         gpus = GPUS.get(machine.instance_type, ("", "", 0)) if machine.gpu_pattern else ("", "", 0)
         for at in hours:
-            state = _week_pattern(machine.name, at)
+            state = pattern(machine, at) if pattern else _week_pattern(machine.name, at)
             if state is None or any(start <= at < end for start, end in (off or {}).get(machine.instance_id, ())):
                 continue
             low, high = (60.0, 98.0) if state == "busy" else (0.2, 3.0)
             ec2.append(percent("CPUUtilization", by_instance, at, round(rng.uniform(low / 2, high / 2), 2)))
+            if gpus[2]:  # the agent's busiest core, as the sweeps' own points (demo/week.py) carry it
+                agent.append(percent("cpu_usage_active", by_instance, at, round(rng.uniform(low, high), 2)))
             for index in range(gpus[2]):
                 dims = gpu_dims(machine.instance_id, index, gpus[0], gpus[1])
                 spare = machine.gpus_used and index >= machine.gpus_used

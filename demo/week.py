@@ -13,12 +13,16 @@ week posted to Slack is left off the page: one line of the transcript sums it up
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from costguard.digest.handoff import decode, encode
+from costguard.digest.quarterly.rules import quarter_bounds
+from costguard.state.weeks import WeekRecords
 from demo import fleet
 from testing import moto_fixes
 
@@ -37,9 +41,21 @@ class Week:
     stops: int = 0
     starts: int = 0
     off: dict[str, list[tuple[datetime, datetime]]] = field(default_factory=dict)  # instance -> stopped spans
+    swept: set[str] = field(default_factory=set)  # the instances the week's sweeps saw (`pattern` tells their days)
+    began: datetime | None = None  # the first day's midnight
+
+    def fortnight(self, machine: fleet.Machine, at: datetime) -> str | None:
+        """How the fortnight's hourly points (fleet.seed_week) find a machine at `at`: before the sweeps began, a
+        machine they saw works as in the week, with nothing to stop it at night (the week before is the same
+        fleet); from then on, the machines fleet._week_pattern names have hourly points, the others the sweeps'
+        own. (Their office mornings in hourly points would teach the idle stopper that they start work at 08:00 on
+        3 of the last 7 days, and it would rightly not warn about them at 07:30 on the story's Monday.)"""
+        if machine.instance_id in self.swept and self.began is not None and at < self.began:
+            return pattern(machine, at)
+        return fleet._week_pattern(machine.name, at)
 
 
-def _pattern(machine: fleet.Machine, at: datetime) -> str | None:
+def pattern(machine: fleet.Machine, at: datetime) -> str | None:
     """ "busy", "idle", or None (not running, or no agent's points at that hour): the fleet's week pattern, and
     for the machines it does not name, an office day of work and idle evenings."""
     named = fleet._week_pattern(machine.name, at)
@@ -74,7 +90,7 @@ def run(
         moto_fixes.set_launch_time(machine.instance_id, machine.region, first - timedelta(days=1))
     by_id = {m.instance_id: m for m in machines}
     rng = random.Random(11)
-    week, stopped = Week(), dict[str, datetime]()
+    week, stopped = Week(swept={m.instance_id for m in machines}, began=first), dict[str, datetime]()
     for day in range(DAYS):
         base = first + timedelta(days=day)
         if base.weekday() < 5:  # a working day: its people start what costguard stopped
@@ -133,7 +149,7 @@ def _publish(demo: Any, machines: list[fleet.Machine], since: datetime, until: d
         by_instance = [{"Name": "InstanceId", "Value": machine.instance_id}]
         name, arch, count = fleet.GPUS.get(machine.instance_type, ("", "", 0)) if machine.gpu_pattern else ("", "", 0)
         for moment in moments:
-            state = _pattern(machine, moment)
+            state = pattern(machine, moment)
             if state is None:
                 continue
             low, high = (60.0, 98.0) if state == "busy" else (0.2, 3.0)
@@ -167,3 +183,28 @@ def _restore_tags(demo: Any, region: str, before: dict[str, dict[str, str]]) -> 
         changed = [{"Key": k, "Value": v} for k, v in was.items() if now.get(k) != v]
         if changed:
             ec2.create_tags(Resources=[instance_id], Tags=changed)
+
+
+def quarter(records: WeekRecords, account: str, now: datetime) -> int:
+    """The deep dive's quarter as costguard's weekly records would hold it, made of the one week the demo
+    simulates: the record this morning's weekly digest kept (the week `run` swept), repeated into each week that
+    starts in the quarter, its days moved with it. How many weeks that is (the transcript says so)."""
+    first, after, _ = quarter_bounds(now.date())
+    [kept] = records.between(account, (now - timedelta(days=8)).date(), (now + timedelta(days=1)).date())
+    week = decode(kept)
+    weeks, back = 0, 1
+    while (week.start - timedelta(weeks=back)).date() >= first:
+        shift = timedelta(weeks=back)
+        back += 1
+        if (week.start - shift).date() >= after:
+            continue
+        moved = dataclasses.replace(
+            week,
+            start=week.start - shift,
+            end=week.end - shift,
+            days=tuple((day - shift, used, idle) for day, used, idle in week.days),
+            days_usd=tuple((day - shift, usd) for day, usd in week.days_usd),
+        )
+        records.keep(account, moved.start, encode(moved))
+        weeks += 1
+    return weeks

@@ -301,6 +301,41 @@ def test_the_weekly_digest_s_saving_is_consistent_with_its_fleet_s_week(first_ru
 
 
 @pytest.mark.slow
+def test_the_deep_dive_s_quarter_is_the_weekly_digest_s_week_repeated_and_the_transcript_says_so(
+    first_run: Run,
+) -> None:
+    messages = json.loads((first_run.out / "messages.json").read_text())
+    week = figures(said_in(messages, "#ml-weekly", "GPU week: $"))
+    deep_dive = said_in(messages, "#ml-weekly", "EC2 deep dive")
+    found = re.search(
+        r"costguard's quarter\* \((\d+) weekly records?\): [\d,]+ idle GPU-hours \(\$([\d,.]+) that stops would "
+        r"have saved.*?(\d+) idle machines? stopped, saving \$([\d,.]+)",
+        deep_dive,
+    )
+    assert found, deep_dive[-1500:]
+    weeks, idle, stopped, saved = int(found[1]), *(float(x.replace(",", "")) for x in found.group(2, 3, 4))
+    assert 12 <= weeks <= 14  # every week that starts in the quarter
+    # Each week is the one the weekly digest posted: its figures, `weeks` times, within what their rounding hides.
+    assert stopped == weeks * week["stops"]
+    assert abs(saved - weeks * week["saved"]) <= weeks * shown_to(week["saved"]) + shown_to(saved)
+    assert abs(idle - weeks * week["idle"]) <= weeks * shown_to(week["idle"]) + shown_to(idle)
+    # Said where the story is told: the quarter is one simulated week, repeated.
+    assert f"{weeks} weekly records, each the week the demo simulated" in first_run.output
+    assert "repeats the one week the demo simulates" in (first_run.out / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_weekly_digest_compares_its_idle_cost_with_a_week_before_of_the_same_fleet(first_run: Run) -> None:
+    messages = json.loads((first_run.out / "messages.json").read_text())
+    [headline] = [m["text"] for m in messages if m["channel"] == "#ml-weekly" and m["text"].startswith("GPU week: $")]
+    # The week before had the same machines and nothing to stop them at night: this week, with costguard's
+    # stops, idled less. (With the week before holding 11 of its machines, it said "+250% on last week".)
+    found = re.search(r"\(−(\d+)% on last week\)", headline)
+    assert found, headline
+    assert 0 < int(found[1]) < 100
+
+
+@pytest.mark.slow
 def test_the_deep_dive_reads_cost_anomaly_detection_once_the_demo_posted_one_of_its_anomalies(first_run: Run) -> None:
     messages = json.loads((first_run.out / "messages.json").read_text())
     anomalies = [m for m in messages if m["text"].startswith("Cost anomaly:")]
