@@ -147,7 +147,7 @@ def test_a_digest_run_posts_a_headline_its_chart_and_a_thread_and_tells_each_own
     assert "*bob@example.com*: *$20.12* (20 idle GPU-h)" in owners
     assert "*By team*" not in owners  # each team is one owner with idle cost: its line would repeat theirs
     # what the stop saved is the post's; here, how long it stayed off
-    assert "*What costguard did*: 1 stop. Stopped machines stayed off 5 h until each ran again." in housekeeping
+    assert "*What costguard did*: 1 stop. Stopped machines stayed off 5 h." in housekeeping
     assert "$5.03" not in housekeeping
     # moto has no Cost Explorer reports: said as not read, neutrally, and not as a permission to grant
     assert "Not read this week: Reserved Instance use, Reserved Instance coverage" in housekeeping
@@ -319,14 +319,14 @@ def test_the_digest_prices_waste_and_savings_on_the_bill_keeps_paid_idle_hours_a
     assert (result["idle_gpu_hours"], result["waste_usd"]) == (20 + 10 + 40, 20.12)
     digest, owners, housekeeping = (m for m in slack.messages if m.channel == "C0DIGEST")
     basis = (
-        "Prices as your bill shows them: on demand less a Reserved Instance and a capacity reservation; Spot at its "
-        "price. Idle hours priced on the bill as it stands now, not hour by hour."
+        "Prices as your bill shows them now, not hour by hour: on demand less a Reserved Instance and a capacity "
+        "reservation; Spot at its price."
     )
     assert "Idle GPU machines cost *$20.12* on the bill this week" in json.dumps(digest.blocks)
     assert "The stops costguard made saved *$2.50* on the bill." in json.dumps(digest.blocks)
     assert owners.blocks[-1]["elements"][0]["text"] == basis  # under the idle cost by owner
     body = json.dumps(owners.blocks) + json.dumps(housekeeping.blocks)
-    assert "Stopped machines stayed off 5 h until each ran again ($5.03 at on-demand prices)." in body
+    assert "Stopped machines stayed off 5 h ($5.03 at on-demand prices)." in body
     assert "$2.50" not in body  # the post's figure, said once
     assert (
         "10 idle machine-hours on capacity reservation cr-0held, already paid ($56.72 on demand): "
@@ -474,7 +474,7 @@ def test_a_machine_stopped_started_by_its_person_and_stopped_again_stayed_off_th
     app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
 
     # 24 h from the first stop to its person's start, 12 h from the second to the last; not the day it ran.
-    assert "Stopped machines stayed off 36 h until each ran again ($36.22 at on-demand prices)." in stayed_off(slack)
+    assert "Stopped machines stayed off 36 h ($36.22 at on-demand prices)." in stayed_off(slack)
     assert "The stops costguard made saved *$18.00* on the bill." in everything(slack.messages)
 
 
@@ -487,7 +487,7 @@ def test_a_start_seen_only_in_cloudtrail_ends_the_off_period_of_the_stop_before_
 
     app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
 
-    assert "Stopped machines stayed off 36 h until each ran again ($36.22 at on-demand prices)." in stayed_off(slack)
+    assert "Stopped machines stayed off 36 h ($36.22 at on-demand prices)." in stayed_off(slack)
     assert "The stops costguard made saved *$18.00* on the bill." in everything(slack.messages)
 
 
@@ -502,11 +502,11 @@ def test_a_stop_whose_machine_ran_again_at_a_time_nothing_recorded_is_counted_as
 
     said = stayed_off(slack)
     # The first stop: it was started before the second, nobody knows when: not counted. The second: 12 h.
-    assert "Stopped machines stayed off 12 h until each ran again ($12.07 at on-demand prices)." in said
+    assert "Stopped machines stayed off 12 h ($12.07 at on-demand prices)." in said
     assert "The stops costguard made saved *$6.00* on the bill." in everything(slack.messages)
     assert (
         "Stayed off: from each stop until the machine ran again, each hour at what the bill saved then; "
-        "1 stop whose machine ran again at a time unknown is not counted."
+        "1 stop with no known restart is not counted."
     ) in said
 
 

@@ -22,10 +22,7 @@ from costguard.slack.blocks import Block, Message, Mrkdwn, bullet_list, context,
 OWNER_MESSAGE_MIN_USD = 10.0  # about ten idle hours of a one-GPU machine
 SHOWN = 3  # of each kind of line, in a message and in a hand-off
 
-SPOT_WARNING = (
-    ":warning: Spot capacity can be taken back with two minutes' notice: move only jobs that save checkpoints "
-    "and resume from them."
-)
+SPOT_WARNING = ":warning: Spot can be taken back at two minutes' notice: move only jobs that checkpoint and resume."
 
 
 @dataclass(frozen=True)

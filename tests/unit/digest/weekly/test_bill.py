@@ -91,9 +91,8 @@ def test_the_basis_line_names_the_commitments_the_prices_are_net_of() -> None:
     hold = Hold("cr-1", "p4d.24xlarge", "us-east-1a", total=2, available=1, end=None, block=False)
     line = basis_line([Billing("us-east-1", reserved=[ris(3)], holds=[hold], plans=[plan])], NOW)
     assert line == (
-        "Prices as your bill shows them: on demand less 3 Reserved Instances, a capacity reservation and a Savings "
-        "Plan (its recent use from Cost Explorer); Spot at its price. Idle hours priced on the bill as it stands "
-        "now, not hour by hour."
+        "Prices as your bill shows them now, not hour by hour: on demand less 3 Reserved Instances, a capacity "
+        "reservation and a Savings Plan (its recent use from Cost Explorer); Spot at its price."
     )
 
 
@@ -106,7 +105,8 @@ def test_a_bill_that_could_not_be_read_is_said_to_be_the_on_demand_list_without_
 def test_a_bill_partly_read_says_what_was_not_read_and_that_it_is_priced_on_demand_there() -> None:
     partly = Billing("us-east-1", reserved=[ris(2)], unread=(UNREAD_PLANS,))
     line = basis_line([partly], NOW)
-    assert line.startswith("Prices as your bill shows them: on demand less 2 Reserved Instances; Spot at its price.")
+    assert line.startswith("Prices as your bill shows them now, not hour by hour: on demand less 2 Reserved Instances")
+    assert "; Spot at its price. " in line
     assert line.endswith("Not read: Savings Plans: on demand there.")
 
 
@@ -145,7 +145,7 @@ def test_the_digest_names_its_price_basis_saves_on_the_bill_beside_on_demand_and
     assert owners[-1]["elements"][0]["text"] == data.basis
     body = json.dumps(thread["housekeeping"].slack_blocks())
     # the bill's saving is the post's (said once); its on-demand worth beside the hours off
-    assert "Stopped machines stayed off 10 h until each ran again ($43.92 at on-demand prices)." in body
+    assert "Stopped machines stayed off 10 h ($43.92 at on-demand prices)." in body
     assert "$10.06" not in body
     assert (
         "10 idle machine-hours on Reserved Instances (p4d, us-east-1), already paid ($220 on demand): "

@@ -166,7 +166,7 @@ def test_stops_that_stayed_off_under_an_hour_say_their_minutes_not_zero_hours() 
     data = member_data()
     data.saved_hours, data.saved_usd = 0.42, 0.47
     housekeeping = json.dumps(digest_thread(data)[-1].message.slack_blocks())
-    assert "Stopped machines stayed off 25 min until each ran again." in housekeeping
+    assert "Stopped machines stayed off 25 min." in housekeeping
     assert "0 h" not in housekeeping
 
 

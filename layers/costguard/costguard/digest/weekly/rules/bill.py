@@ -158,9 +158,9 @@ def basis_line(billings: Sequence[Billing], now: datetime) -> str:
         less[-1] += " (its room judged on what runs now)"
     elif plans and any(p.used_percent is not None for p in plans.values()):
         less[-1] += " (its recent use from Cost Explorer)"
-    line = "Prices as your bill shows them"
+    line = "Prices as your bill shows them now, not hour by hour"
     line += f": on demand less {_and(less)}" if less else ": on demand (no commitments in force)"
-    line += "; Spot at its price. Idle hours priced on the bill as it stands now, not hour by hour"
+    line += "; Spot at its price"
     unread = sorted({u for b in billings for u in b.unread})
     if unread:
         line += f". Not read: {', '.join(unread)}: on demand there"

@@ -58,11 +58,12 @@ class Reply(NamedTuple):
     message: Message
 
 
-def _against(now: float, before: float) -> str:
+def _against(now: float, before: float, *, short: bool = False) -> str:
+    """The change on last week; `short` where the sentence has said "the week before" already."""
     if before == 0:
         return "none last week" if now else "none last week either"
     delta = (now - before) / before * 100
-    return f"{'+' if delta >= 0 else '−'}{abs(delta):.0f}% on last week"
+    return f"{'+' if delta >= 0 else '−'}{abs(delta):.0f}%" + ("" if short else " on last week")
 
 
 def _on_the_bill(data: DigestData) -> str:
@@ -172,7 +173,7 @@ def _owners(data: DigestData) -> Message:
         together = usd(sum(f.waste_usd for _, f in rest))
         rows.append(Mrkdwn(f"and {len(rest)} more, {together} together: each has their week by direct message"))
     quiet = len(owners) - len(costly)
-    title = Mrkdwn(f"*Idle cost by owner*, the most first ({_on_the_bill(data)})")
+    title = Mrkdwn(f"*Idle cost by owner* ({_on_the_bill(data)})")
     if quiet:
         title += f"; {plural(quiet, 'owner')} had none"
     blocks: list[Block] = [section(title + "\n" + bullet_list(rows) if rows else title)]
@@ -261,7 +262,7 @@ def _housekeeping(data: DigestData) -> Message:
         against = (
             "the same as the week before"
             if this == before
-            else f"{before} the week before ({_against(data.spend_this_week, data.spend_last_week)})"
+            else f"{before} the week before ({_against(data.spend_this_week, data.spend_last_week, short=True)})"
         )
         blocks.append(section(f"*Spend*: {this} this week, {against}."))
     if data.dashboards:
@@ -284,7 +285,7 @@ def _costguard_did(data: DigestData) -> str:
     if kept:
         line += f"; {plural(kept, 'machine')} kept from Slack"
     if stopped:  # what they saved on the bill is the post's: said once
-        line += f". Stopped machines stayed off {hours_off(data.saved_hours)} until each ran again"
+        line += f". Stopped machines stayed off {hours_off(data.saved_hours)}"
         if data.saved_list_usd - data.saved_usd >= 0.005:  # on demand, those hours were worth more than on the bill
             line += f" ({usd(data.saved_list_usd)} at on-demand prices)"
     return line + "." + learned_starts_line(data)
@@ -299,7 +300,7 @@ def stayed_off_basis(unknown: int) -> str:
     """How the stops' hours off were reckoned, in one line."""
     line = "Stayed off: from each stop until the machine ran again, each hour at what the bill saved then"
     if unknown:
-        line += f"; {plural(unknown, 'stop')} whose machine ran again at a time unknown "
+        line += f"; {plural(unknown, 'stop')} with no known restart "
         line += "is not counted" if unknown == 1 else "are not counted"
     return line + "."
 
