@@ -55,6 +55,7 @@ def lambda_handler(event: Any, context: Any, runtime: Runtime | None = None) -> 
                         ce=runtime.client("ce", GLOBAL_ENDPOINT_REGION),
                         region=name,
                     ),
+                    metrics_client=runtime.clients.get("cloudwatch", name, bulk=True),
                 )
                 for name in settings.governed_regions
             ],

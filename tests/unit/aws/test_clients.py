@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import botocore.session
+import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+from botocore.exceptions import ParamValidationError
 from botocore.parsers import JSONParser
 from botocore.utils import parse_timestamp
 
-from costguard.aws.clients import ResponseParsers, ScalarListsJSONParser, fast_timestamp, new_session
+from costguard.aws.clients import ClientFactory, ResponseParsers, ScalarListsJSONParser, fast_timestamp, new_session
 
 
 def parse(parser: Any, service: str, operation: str, body: dict[str, Any]) -> Any:
@@ -70,3 +73,59 @@ def test_the_utc_times_ec2_sends_are_read_as_botocore_reads_them() -> None:
     # anything else goes to botocore: offsets, RFC 822, a time without a zone
     for text in ("2026-10-24T09:17:00+02:00", "Sat, 24 Oct 2026 09:17:00 GMT", "2026-10-24T09:17:00"):
         assert fast_timestamp(text) == parse_timestamp(text)
+
+
+def _sent(client: Any, **params: Any) -> bytes:
+    """The body `client` sends for GetMetricData(**params), answered by a stand-in before it leaves."""
+    sent: list[bytes] = []
+
+    def answer(request: Any, **_: Any) -> Any:
+        sent.append(request.body)
+        raw = type("Raw", (), {"stream": lambda self, **_: iter([b'{"MetricDataResults": []}'])})()
+        headers = HTTPHeaders()
+        headers["Content-Type"] = "application/x-amz-json-1.0"
+        return AWSResponse(request.url, 200, headers, raw)
+
+    client.meta.events.register("before-send.cloudwatch.GetMetricData", answer)
+    client.get_metric_data(**params)
+    return sent[0]
+
+
+def test_a_bulk_client_sends_the_same_request_without_checking_its_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    factory = ClientFactory(default_region="us-east-1")
+    checked, bulk = factory.get("cloudwatch"), factory.get("cloudwatch", bulk=True)
+    assert bulk is not checked  # apart from the checked one,
+    assert factory.get("cloudwatch", bulk=True) is bulk  # and one per container
+    by_id = [{"Name": "InstanceId", "Value": "i-1"}]
+    metric = {"Namespace": "AWS/EC2", "MetricName": "CPUUtilization", "Dimensions": by_id}
+    query = {"Id": "q0", "MetricStat": {"Metric": metric, "Period": 3600, "Stat": "Maximum"}, "ReturnData": True}
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 15, tzinfo=UTC)
+    params = {"MetricDataQueries": [query], "StartTime": start, "EndTime": end, "ScanBy": "TimestampAscending"}
+    assert _sent(bulk, **params) == _sent(checked, **params)
+    wrong = {**params, "MetricDataQueries": [{**query, "Id": 7}]}  # an Id must be a string
+    with pytest.raises(ParamValidationError):
+        _sent(checked, **wrong)
+    assert b'"Id": 7' in _sent(bulk, **wrong)  # sent as given: the check is the caller's, who built it
+
+
+def test_a_session_drops_the_models_documentation_and_sends_the_requests_botocore_sends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    lean = new_session().client("cloudwatch", region_name="us-east-1")
+    plain = botocore.session.get_session().create_client("cloudwatch", region_name="us-east-1")
+    operation = lean.meta.service_model.operation_model("GetMetricData")
+    assert operation.documentation == ""
+    assert plain.meta.service_model.operation_model("GetMetricData").documentation != ""
+    assert lean.meta.service_model.operation_names == plain.meta.service_model.operation_names
+    by_id = [{"Name": "InstanceId", "Value": "i-1"}]
+    metric = {"Namespace": "AWS/EC2", "MetricName": "CPUUtilization", "Dimensions": by_id}
+    query = {"Id": "q0", "MetricStat": {"Metric": metric, "Period": 3600, "Stat": "Maximum"}, "ReturnData": True}
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 15, tzinfo=UTC)
+    params = {"MetricDataQueries": [query], "StartTime": start, "EndTime": end}
+    assert _sent(lean, **params) == _sent(plain, **params)

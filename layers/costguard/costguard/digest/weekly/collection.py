@@ -61,12 +61,16 @@ class Region:
         policy: IdlePolicy,
         activity_check: bool,
         bill: BillingReader | None = None,
+        metrics_client: Any = None,
     ) -> Region:
-        """The region's readers over its clients (`client(service)`); SSM's only where the activity check runs."""
+        """The region's readers over its clients (`client(service)`); SSM's only where the activity check runs.
+        `metrics_client`: the CloudWatch client of the fortnight's ListMetrics and GetMetricData, whose requests
+        costguard builds itself (one that skips botocore's parameter check); else the region's own."""
         cloudwatch = client("cloudwatch")
         ec2 = Ec2(client("ec2"), name, mode)
         ssm = Ssm(client("ssm")) if activity_check else None
-        finder, reader = GpuSeriesFinder(cloudwatch), MetricReader(cloudwatch, policy)
+        bulk = metrics_client or cloudwatch
+        finder, reader = GpuSeriesFinder(bulk), MetricReader(bulk, policy)
         return cls(name, ec2, finder, reader, cloudwatch, ssm, bill, CloudTrail(client("cloudtrail")))
 
 

@@ -30,12 +30,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from math import ceil
+from operator import itemgetter
 from typing import NamedTuple
 
 from costguard.core.records import vcpus_of_type
 from costguard.core.settings import IdlePolicy
 from costguard.core.working_hours import working_hours
-from costguard.digest.weekly.rules.figures import InstanceWeek, is_idle
+from costguard.digest.weekly.rules.figures import InstanceWeek, judge_of
 from costguard.digest.weekly.rules.grid import Hour, HourGrid
 
 MIN_HOURS = 24
@@ -43,6 +44,8 @@ MIN_DAYS = 5
 LOW_GPU_PERCENT = 20.0
 SPOT_RUN_HOURS = (2, 6)  # the runs of work Spot is advised for: a run Spot takes back is redone, at most 6 h
 SCHEDULE_IDLE_HOURS = 10
+ONE_HOUR = timedelta(hours=1)
+_at = itemgetter(0)  # an Hour's time: its hours sorted in C, not by a Python call each
 
 # type -> (GPUs, the GPU, its memory in GB). The accelerated sizes costguard can suggest.
 _SIZES_1_4_8 = {
@@ -190,11 +193,12 @@ def schedule_advice(
     for instance, hours in observed:
         if instance.instance_id in exclude or not instance.usd_per_hour:
             continue
-        working = [h for h in hours if h.gpu_max is not None and not is_idle(h, instance, policy)]
+        idle = judge_of(instance, policy)
+        working = [h for h in hours if h.gpu_max is not None and not idle(h.cpu_max, h.gpu_max, h.core_max)]
         found = working_hours(h.at for h in working)
         if found is None:
             continue
-        idle_outside = [h for h in hours if not found.holds(h.at) and is_idle(h, instance, policy)]
+        idle_outside = [h for h in hours if not found.holds(h.at) and idle(h.cpu_max, h.gpu_max, h.core_max)]
         if len(idle_outside) < SCHEDULE_IDLE_HOURS:
             continue
         tag, window = found.tag, f"{found.opens:02d}:00-{found.closes:02d}:00 UTC"
@@ -242,7 +246,8 @@ def _cheaper_gpu(
     instance: InstanceWeek, hours: Sequence[Hour], now: float, price: Price, policy: IdlePolicy
 ) -> Advice | None:
     gpus, gpu, memory = GPU_TYPES[instance.instance_type]
-    working = [h for h in hours if h.gpu_avg is not None and not is_idle(h, instance, policy)]
+    idle = judge_of(instance, policy)
+    working = [h for h in hours if h.gpu_avg is not None and not idle(h.cpu_max, h.gpu_max, h.core_max)]
     if len(working) < MIN_HOURS:
         return None
     average = sum(h.gpu_avg or 0.0 for h in working) / len(working)
@@ -275,9 +280,10 @@ def _working_stretches(hours: Sequence[Hour], instance: InstanceWeek, policy: Id
     """Lengths of the runs of consecutive working hours (running, every GPU reporting, not idle)."""
     runs: list[int] = []
     length, previous = 0, None
-    for h in sorted(hours, key=lambda h: h.at):
-        working = h.gpu_max is not None and not is_idle(h, instance, policy)
-        if working and length and previous is not None and h.at - previous == timedelta(hours=1):
+    idle = judge_of(instance, policy)
+    for h in sorted(hours, key=_at):
+        working = h.gpu_max is not None and not idle(h.cpu_max, h.gpu_max, h.core_max)
+        if working and length and previous is not None and h.at - previous == ONE_HOUR:
             length += 1
         else:
             if length:
