@@ -245,6 +245,14 @@ def posted_at(ts: str) -> str:
     return _date(f"!date^{epoch}^{{time}}|{fallback}").replace('class="slack-date"', 'class="slack-date posted"', 1)
 
 
+def _moment(ts: str) -> float:
+    """A message's or an upload's ts as a number to order by (Slack's order); one without a ts goes last."""
+    try:
+        return float(ts)
+    except ValueError:
+        return float("inf")
+
+
 def threads(messages: Sequence[Posted]) -> list[tuple[Posted, list[Posted]]]:
     """The conversation as Slack shows it: each message that is not a reply, in order, with the replies of its
     thread (oldest first); a reply whose parent is not among `messages` is shown on its own."""
@@ -344,7 +352,7 @@ def page(
             f'<div class="notification">Notification: {plain(m.text, users)}</div>{blocks}</div></div>'
         )
 
-    rendered = []
+    rendered: list[tuple[float, str]] = []  # (when, html): an upload is drawn at its moment among the messages
     for parent, replies in threads(messages):
         shown = drawn(parent)
         if replies:
@@ -354,7 +362,7 @@ def page(
                 + "".join(drawn(r, reply=True) for r in replies)
                 + "</div>"
             )
-        rendered.append(f'<div class="conversation">{shown}</div>')
+        rendered.append((_moment(parent.ts), f'<div class="conversation">{shown}</div>'))
     for upload in uploads:
         content: bytes = upload.get("bytes", b"")
         data = base64.b64encode(content).decode()
@@ -367,12 +375,17 @@ def page(
                 f'<pre class="file">{html.escape(head)}\n…</pre>'
                 f'<a download="{name}" href="data:text/csv;base64,{data}">{name}</a>'
             )
+        at = str(upload.get("ts", ""))
         rendered.append(
-            f'<div class="message"><div class="avatar">cg</div><div class="content">'
-            f'<div class="meta"><b>costguard</b> <span class="app">APP</span> <span class="where">'
-            f"{html.escape(str(upload.get('channel', '')))}: uploaded a file</span></div>"
-            f'<div class="header">{html.escape(str(upload.get("title", "")))}</div>{shown}</div></div>'
+            (
+                _moment(at),
+                f'<div class="message"><div class="avatar">cg</div><div class="content">'
+                f'<div class="meta"><b>costguard</b> <span class="app">APP</span> {posted_at(at)} <span class="where">'
+                f"{html.escape(str(upload.get('channel', '')))}: uploaded a file</span></div>"
+                f'<div class="header">{html.escape(str(upload.get("title", "")))}</div>{shown}</div></div>',
+            )
         )
+    rendered.sort(key=lambda drawn_at: drawn_at[0])  # stable: messages of one moment keep their order
     folded = "".join(
         f'<details class="folded"><summary>{html.escape(s.title)}</summary>{s.body_html}</details>' for s in sections
     )
@@ -423,6 +436,6 @@ details.folded {{ margin: 12px 0; }} details.folded > summary {{ font-size: 18px
 </style></head><body><main><h1>{html.escape(title)}</h1><p class="intro">{html.escape(intro)}</p>
 <h2>Slack, as costguard's messages would appear ({len(messages)})</h2>
 <p class="intro">Dates and times are drawn in your browser's time zone, as Slack shows each reader; hover one for
-the text costguard wrote beside it.</p><div class="slack">{"".join(rendered)}</div>
+the text costguard wrote beside it.</p><div class="slack">{"".join(h for _, h in rendered)}</div>
 <h2>The story behind the messages</h2>{folded}
 </main>{DATES_SCRIPT}</body></html>"""

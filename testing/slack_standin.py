@@ -339,7 +339,7 @@ class SlackStandIn(local_http.Served):
             for entry in args.get("files") or []:
                 for f in self.files:
                     if f["id"] == entry.get("id"):
-                        f.update(title=entry.get("title", ""), channel=channel)
+                        f.update(title=entry.get("title", ""), channel=channel, ts=f"{self.clock():.6f}")
             return {"ok": True, "files": [{"id": e.get("id")} for e in args.get("files") or []]}
         if method == "conversations.open":  # a direct message's channel: D + the user's id, here
             user = str(args.get("users", ""))

@@ -208,7 +208,9 @@ def test_the_page_draws_every_slack_date_and_leaves_no_raw_token(first_run: Run)
     assert dates > 0
     slack = slack_part(page)
     assert slack.count('<time class="slack-date"') == dates  # each one drawn in the reader's zone
-    assert slack.count('<time class="slack-date posted"') == len(messages)  # each message's own time too
+    uploads = slack.count(": uploaded a file</span>")
+    assert uploads >= 2  # the charts and the deep dive's CSV, each drawn at its moment
+    assert slack.count('<time class="slack-date posted"') == len(messages) + uploads  # each one's own time too
 
 
 @pytest.mark.slow

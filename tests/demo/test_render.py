@@ -104,6 +104,16 @@ def test_replies_are_drawn_in_their_thread_under_the_parent_with_a_count() -> No
     assert "repl" not in conversations[1]
 
 
+def test_an_uploaded_chart_is_drawn_at_its_moment_among_the_messages_not_after_them_all() -> None:
+    digest = message("100.000001", "GPU week: $2,665 idle")
+    later = message("200.000002", "Your GPU week", channel="U0BOB")
+    chart = {"bytes": b"\x89PNG\r\n\x1a\nrest", "channel": "#ml-weekly", "title": "GPU-hours a day", "ts": "150.5"}
+    page = slack_part(render.page("t", [], [digest, later], USERS, uploads=[chart]))
+    assert page.index("GPU week: $2,665 idle") < page.index("GPU-hours a day") < page.index("Your GPU week")
+    drawn = page[page.index("uploaded a file") - 400 : page.index("uploaded a file")]
+    assert 'data-epoch="150"' in drawn  # its time beside its author, as a message's
+
+
 def test_a_reply_whose_parent_is_not_shown_is_drawn_on_its_own() -> None:
     page = slack_part(render.page("t", [], [message("5.000001", "Lost reply", thread_ts="4.000000")], USERS))
     assert page.count('<div class="message">') == 1
