@@ -15,14 +15,17 @@ from botocore.exceptions import ClientError
 from costguard.core import tags
 from costguard.idle.sweep import idle_stopper  # noqa: F401 (the sweep's modules loaded before a hook is set)
 from costguard.runtime import Runtime
+from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, notices
+from tests.faults.conftest import armed_on, switch
 from tests.faults.test_sweep_faults import state, sweep
 from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_idle_stopper import idle, launch, publish
 
 PROMISE = "costguard stops it"
 WITHDRAWN = "costguard will not stop it now"
+__all__ = ["switch"]
 
 
 def storm(client: Any, operation: str, *, event: str = "before-call") -> Callable[[bool], None]:
@@ -42,9 +45,28 @@ def busy(n: int = 6) -> list[float]:
     return [90.0] * n
 
 
+def stale_marks() -> list[str]:
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=TABLE, Key={"pk": {"S": "live-stale"}, "sk": {"S": "live-stale"}}
+    )
+    return list(item.get("Item", {}).get("messages", {}).get("SS", []))
+
+
 def outbox_keys() -> list[str]:
     items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
     return [i["sk"]["S"] for i in items if i["pk"]["S"].startswith("outbox#")]
+
+
+def warned_a_sweep_ago(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """An idle machine whose warning, posted by the sweep a sweep interval ago, promises its stop: its id."""
+    iid = launch(now)
+    publish(iid, now - timedelta(minutes=15), gpus=[idle(), idle()])
+    sweep(runtime, now - timedelta(minutes=15), lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+    return iid
 
 
 def test_a_warning_posted_while_batch_writes_are_refused_says_so_when_its_machine_works_again(
@@ -73,11 +95,7 @@ def test_a_warning_posted_while_batch_writes_are_refused_says_so_when_its_machin
 def test_a_withdrawal_its_message_could_not_show_in_a_put_item_storm_is_shown_by_the_next_sweep(
     runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    iid = launch(now)
-    publish(iid, now - timedelta(minutes=15), gpus=[idle(), idle()])
-    sweep(runtime, now - timedelta(minutes=15), lambda_context, monkeypatch)
-    [warning] = notices(slack.messages, "warn")
-    assert PROMISE in as_read(warning.blocks)
+    iid = warned_a_sweep_ago(runtime, slack, now, lambda_context, monkeypatch)
 
     end = storm(runtime.client("dynamodb", REGION), "PutItem")  # the message's record cannot be changed
     publish(iid, now, gpus=[busy(), busy()])
@@ -132,3 +150,32 @@ def test_a_warning_past_its_stop_time_that_a_read_keeps_the_sweeps_from_carrying
     assert PROMISE not in said
     assert WITHDRAWN in said
     assert tags.IDLE_WARNED_AT not in tags_of(iid)
+
+
+def test_a_withdrawal_killed_between_its_record_and_slacks_edit_is_shown_by_the_next_sweep(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    switch: KillSwitch,
+) -> None:
+    """The message's record says the machine is at work again, then Lambda ends the invocation before Slack's edit:
+    the next sweep, which has nothing new to say about the machine, shows the message as its record says."""
+    iid = warned_a_sweep_ago(runtime, slack, now, lambda_context, monkeypatch)
+
+    publish(iid, now, gpus=[busy(), busy()])
+    with armed_on(switch, "slack:chat.update"):
+        sweep(runtime, now, lambda_context, monkeypatch)
+    assert switch.passed[-2:] == ["dynamodb:PutItem", "slack:chat.update"]  # the record written, then killed
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    assert PROMISE in as_read(notices(slack.messages, "warn")[0].blocks)
+
+    publish(iid, now + timedelta(minutes=15), gpus=[busy(3), busy(3)])
+    sweep(runtime, now + timedelta(minutes=15), lambda_context, monkeypatch)
+
+    [warning] = notices(slack.messages, "warn")  # changed in place, as the killed sweep's record says
+    said = as_read(warning.blocks)
+    assert PROMISE not in said
+    assert "At work again: costguard does not stop it." in said
+    assert stale_marks() == []

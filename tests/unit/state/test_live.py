@@ -8,6 +8,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from costguard.core.errors import SlackDeliveryError
 from costguard.slack import live
 from costguard.slack.blocks import Message, Mrkdwn, mention
@@ -180,7 +182,8 @@ def test_an_edit_slack_did_not_take_is_shown_again_as_the_message_stands_then_an
     messages = store(table, slack)
     posted(messages, "i-1")
     assert messages.change("i-1", kept_by(ALICE)) is None  # Slack is down: logged, never raised
-    assert table.items["live-stale"]["messages"]["SS"] == ["D0ALICE#1.1"]
+    [mark] = table.items["live-stale"]["messages"]["SS"]
+    assert mark.startswith("D0ALICE#1.1#")  # the message, with its change's own mark
     assert reshow(messages) == 0  # still down: left for the next sweep
     assert "live-stale" in table.items
     assert slack.shown == []
@@ -197,6 +200,35 @@ def test_an_edit_slack_did_not_take_is_shown_again_as_the_message_stands_then_an
     assert reshow(store(table, gone)) == 0
     assert "messages" not in table.items["live-stale"]
     assert store(table, gone).change("i-1", live.stopped(NOW, Mrkdwn(""), "UTC")) is None
+    assert "messages" not in table.items["live-stale"]
+
+
+class Ended(BaseException):
+    """Lambda ending the invocation at its timeout: no except clause of costguard's sees it."""
+
+
+def test_a_change_whose_invocation_ends_between_its_record_and_its_edit_is_shown_by_the_next_sweep() -> None:
+    table, others, ours = Table(), Slack(), Slack()
+    posted(store(table, others), "i-1", "i-2")
+    # Another invocation's change of the same message, made and shown in full while ours is on its way: it
+    # clears its own mark, not ours.
+    table.meanwhile.append(lambda: store(table, others).change("i-2", kept_by(ALICE)))
+
+    def ended(channel: str, ts: str, message: Message) -> Delivery:
+        raise Ended  # after our record was written, before Slack had the edit
+
+    ours.update = ended  # type: ignore[method-assign]
+    with pytest.raises(Ended):
+        store(table, ours).change("i-1", live.stopped(NOW, Mrkdwn(""), "UTC"))
+    [theirs] = others.shown
+    assert theirs.blocks[0]["text"]["text"] == "1 idle GPU machine · $136/day · 1 kept"  # Slack shows no stop
+    assert "messages" in table.items["live-stale"]
+
+    later = Slack()
+    assert reshow(store(table, later)) == 1
+
+    [shown] = later.shown
+    assert shown.blocks[0]["text"]["text"] == "2 GPU machines: 1 kept, 1 stopped"  # both changes
     assert "messages" not in table.items["live-stale"]
 
 

@@ -13,17 +13,21 @@ so Slack ends on the last one.
 
 An edit is presentation. It comes after the effect it tells of (a stop, a keep), never before, and never
 blocks or undoes it: a change that fails is logged and counted (`MessageUpdatesFailed`), and the next
-change of the message draws every part again. A message whose edit Slack did not take (an outage, a rate
-limit past its retries) is also marked stale (`live-stale`, one item: the messages' channels and ts): each
-sweep shows the stale ones again as their record says (`reshow`), so that Slack comes back to the current
-state even where nothing changes after the outage. A message Slack refuses for good (deleted, its channel
-archived) is not marked, and is let go. A message with no record here (posted before, or by the
+change of the message draws every part again. A message is marked stale (`live-stale`, one item: the
+messages' channel#ts, each with the mark of the change that set it) BEFORE its record changes, and the mark is
+cleared once Slack took the edit (or there was nothing to change, or Slack refuses the message for good:
+deleted, its channel archived, and it is let go). So a message whose edit Slack did not take (an outage, a rate
+limit past its retries) or never got (the invocation ended between the record and the edit, at Lambda's
+timeout) stays marked, and each sweep shows the stale ones again as their record says (`reshow`): Slack comes
+back to the current state even where nothing changes afterwards. A mark is the change's own, so one change
+clearing its mark never clears another's still on its way. A message with no record here (posted before, or by the
 webhook, or whose record could not be written) is not edited by the sweep; a click on it still updates
 it through the click's own response_url.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
@@ -130,7 +134,14 @@ class LiveMessages:
         by_message: dict[Where, list[tuple[str, Change]]] = defaultdict(list)
         for at, key, change in changes:
             by_message[at].append((key, change))
+        if not by_message:
+            return set()
+        mark = uuid.uuid4().hex[:12]
+        marks = {at: f"{at[0]}#{at[1]}#{mark}" for at in by_message}
+        # Before any record changes: an invocation ended between a record and its edit leaves its message marked.
+        _stale(self.client, self.table, list(marks.values()), "ADD")
         done: set[str] = set()
+        settled: list[str] = []  # the messages Slack shows as their record says (or lets go): marks cleared
         for at, parts in by_message.items():
             try:
                 shown = self._change(at, parts)
@@ -138,8 +149,12 @@ class LiveMessages:
                 keys = [k for k, _ in parts]
                 logger.warning("message not changed in place", keys=keys[:10], ts=at[1], error=str(exc)[:200])
                 metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
-                continue
+                if isinstance(exc, SlackDeliveryError) and exc.lasting:
+                    settled.append(marks[at])  # gone for good: let go
+                continue  # else its record may be ahead of Slack: the next sweep shows it again
             done |= shown
+            settled.append(marks[at])
+        _stale(self.client, self.table, settled, "DELETE")
         return done
 
     def _change(self, at: Where, changes: Sequence[tuple[str, Change]]) -> set[str]:
@@ -176,12 +191,7 @@ class LiveMessages:
         return said
 
     def _show(self, at: Where, live: Live) -> None:
-        try:
-            self.notifier().update(at[0], at[1], live.message())
-        except SlackDeliveryError as refused:
-            if not refused.lasting:  # shown again by the next sweep, as its record will say then
-                _stale(self.client, self.table, f"{at[0]}#{at[1]}", "ADD")
-            raise
+        self.notifier().update(at[0], at[1], live.message())  # refused: its message stays marked (change_many)
 
     def read(self, at: Where) -> tuple[Live, int, dict[str, str]] | None:
         item = self.client.get_item(TableName=self.table, Key=_message_key(*at), ConsistentRead=True).get("Item")
@@ -194,12 +204,16 @@ _STALE = {"pk": {"S": "live-stale"}, "sk": {"S": "live-stale"}}
 
 
 def reshow(messages: LiveMessages, at_most: int = RESHOW_AT_MOST) -> int:
-    """The messages whose last edit Slack did not take, shown again as their record says (the current
-    state), then no longer stale; the first that fails again ends the round (Slack is still not taking
-    edits: they wait for the next sweep). How many were shown. Never raises."""
+    """The messages whose last edit Slack did not take, or never got (an invocation ended between a record and
+    its edit), shown again as their record says (the current state), then no longer stale; the first that fails
+    again ends the round (Slack is still not taking edits: they wait for the next sweep). How many were shown.
+    Never raises."""
     shown = 0
-    for member in _stale_ones(messages.client, messages.table)[:at_most]:
-        channel, _, ts = member.partition("#")
+    by_message: dict[Where, list[str]] = defaultdict(list)  # a message's marks: one per change not known shown
+    for member in _stale_ones(messages.client, messages.table):
+        channel, _, rest = member.partition("#")
+        by_message[(channel, rest.partition("#")[0])].append(member)
+    for (channel, ts), members in list(by_message.items())[:at_most]:
         try:
             read = messages.read((channel, ts))
             if read is not None:
@@ -217,7 +231,7 @@ def reshow(messages: LiveMessages, at_most: int = RESHOW_AT_MOST) -> int:
             break
         else:
             shown += 1 if read is not None else 0
-        _stale(messages.client, messages.table, member, "DELETE")
+        _stale(messages.client, messages.table, members, "DELETE")
     if shown:
         metrics.add_metric(name="StaleMessagesShown", unit=MetricUnit.Count, value=shown)
     return shown
@@ -233,18 +247,20 @@ def _stale_ones(client: DynamoDBClient, table: str) -> list[str]:
     return sorted(item.get("messages", {}).get("SS", []))
 
 
-def _stale(client: DynamoDBClient, table: str, member: str, how: str) -> None:
-    """A message marked stale (`ADD`) or no longer (`DELETE`). A write that fails is logged: a mark lost is a
-    message shown at its next change instead; an unmark lost, one edit more that changes nothing."""
+def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str) -> None:
+    """Messages marked stale (`ADD`) or no longer (`DELETE`), in one write. A write that fails is logged: a mark
+    lost is a message shown at its next change instead; an unmark lost, one edit more that changes nothing."""
+    if not members:
+        return
     try:
         client.update_item(
             TableName=table,
             Key=_STALE,
             UpdateExpression=f"{how} messages :m",
-            ExpressionAttributeValues={":m": {"SS": [member]}},
+            ExpressionAttributeValues={":m": {"SS": list(dict.fromkeys(members))}},
         )
     except (ClientError, BotoCoreError) as exc:
-        logger.warning("stale mark not kept", member=member, how=how, error=str(exc)[:200])
+        logger.warning("stale mark not kept", members=list(members)[:10], how=how, error=str(exc)[:200])
 
 
 def _message_key(channel: str, ts: str) -> dict[str, dict[str, str]]:
