@@ -30,6 +30,7 @@ from demo.clock import PRESENT
 from demo.fleet import GPUS
 from demo.story import read
 from testing.slack_text import plain_times_in
+from tests.integration.test_digest_words import shown, words
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -324,6 +325,23 @@ def test_the_deep_dive_s_quarter_is_the_weekly_digest_s_week_repeated_and_the_tr
     # Said where the story is told: the quarter is one simulated week, repeated.
     assert f"{weeks} weekly records, each the week the demo simulated" in first_run.output
     assert "repeats the one week the demo simulates" in (first_run.out / "index.html").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 46, item 7: the research team's digest (23 machines, SageMaker, commitments) is 458 words in all "
+    "its posts at c1dcbc9 (485 before its words were cut); at most 400 is not reached yet",
+)
+def test_every_team_digest_the_demo_posts_is_at_most_400_words_in_all_its_posts(first_run: Run) -> None:
+    messages = json.loads((first_run.out / "messages.json").read_text())
+    posts = [m for m in messages if m["text"].startswith("GPU week: ") and not m.get("thread_ts")]
+    assert len(posts) == 2  # research's and training's
+    counted = {}
+    for post in posts:
+        thread = [m for m in messages if m["channel"] == post["channel"] and m.get("thread_ts") == post["ts"]]
+        counted[post["channel"]] = sum(words(shown(m["blocks"])) for m in [post, *thread])
+    assert max(counted.values()) <= 400, counted
 
 
 @pytest.mark.slow
