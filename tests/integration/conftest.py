@@ -23,6 +23,7 @@ from testing.template import install_costguard
 REGION = "us-east-1"
 TABLE = "costguard-state"
 SECRET = "costguard/slack"
+SIGNING_SECRET = "test-signing-secret"  # the Slack app's: what the receiver verifies a click with
 # A second account of the organization, served by moto through STS AssumeRole credentials.
 MEMBER, MEMBER_REGION = "111122223333", "eu-west-1"
 
@@ -125,6 +126,15 @@ def make_runtime(slack: SlackStandIn | None, mode: Mode = Mode.ENFORCE, **overri
 @pytest.fixture
 def runtime(aws: None, slack: SlackStandIn) -> Runtime:
     return make_runtime(slack)
+
+
+@pytest.fixture
+def clicks_verified(runtime: Runtime, slack: SlackStandIn) -> None:
+    """The Slack secret with the app's signing secret, so that the receiver verifies the clicks a test presses
+    (signed with it: tests/integration/test_buttons.py)."""
+    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url, "signing_secret": SIGNING_SECRET}
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    secrets.put_secret_value(SecretId=SECRET, SecretString=json.dumps(secret))
 
 
 class MemberContext(LambdaContext):

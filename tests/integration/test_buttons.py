@@ -23,14 +23,14 @@ from costguard.slack.signature import sign
 from testing.handlers import load_event, load_handler
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, dates_in
-from tests.integration.conftest import REGION, ec2, make_runtime, tags_of
+from tests.integration.conftest import REGION, SIGNING_SECRET, ec2, make_runtime, tags_of
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
 app = load_handler("buttons")
 receiver = load_handler("slack_receiver")
 NOW = datetime(2026, 11, 21, 14, 8, 20, tzinfo=UTC)
-SIGNING_SECRET = "test-signing-secret"
+__all__ = ["SIGNING_SECRET"]  # the other tests that press sign with it
 
 
 @pytest.fixture

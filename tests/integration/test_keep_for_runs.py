@@ -19,9 +19,9 @@ from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read
-from tests.integration.conftest import REGION, SECRET, TABLE, report, tags_of
+from tests.integration.conftest import REGION, TABLE, report, tags_of
 from tests.integration.test_activity_check import POLICY
-from tests.integration.test_buttons import SIGNING_SECRET, env
+from tests.integration.test_buttons import env
 from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of, warn_tags
 from tests.integration.test_live_messages import buttons, header, press
 
@@ -50,6 +50,25 @@ def warned(now: datetime, extra: dict[str, str]) -> str:
     iid = launch(now, tags=warn_tags(now, warned_minutes_ago=40) | extra)
     publish(iid, now, gpus=[idle(), idle(), idle(), idle()])
     return iid
+
+
+def warned_nightly_box(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[str, datetime, Any]:
+    """An idle box whose crontab runs `nightly.sh` ten hours from now, warned by the sweep: it, its job's time and
+    the warning."""
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
+    job = (now + timedelta(hours=10)).replace(minute=0)
+    answers[iid] = nightly(job)
+    assert sweep(runtime, now, context, monkeypatch, policy=POLICY)["warned"] == [iid]
+    [warning] = slack.messages
+    return iid, job, warning
 
 
 def test_a_machine_kept_for_its_runs_is_stopped_when_idle_and_started_before_its_nightly_job_with_starts_off(
@@ -113,6 +132,7 @@ def test_a_machine_kept_for_its_runs_is_not_stopped_within_the_hold_before_its_j
     assert tags.START_AT not in tags_of(iid)
 
 
+@pytest.mark.usefixtures("clicks_verified")  # the receiver verifies the click
 def test_keep_it_for_its_runs_on_a_warning_writes_the_tag_changes_the_warning_in_place_and_is_a_ledger_keep(
     runtime: Runtime,
     slack: SlackStandIn,
@@ -122,14 +142,7 @@ def test_keep_it_for_its_runs_on_a_warning_writes_the_tag_changes_the_warning_in
     lambda_context: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url, "signing_secret": SIGNING_SECRET}
-    secrets = boto3.client("secretsmanager", region_name=REGION)
-    secrets.put_secret_value(SecretId=SECRET, SecretString=json.dumps(secret))  # the receiver verifies the click
-    iid = launch(now)
-    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
-    answers[iid] = nightly((now + timedelta(hours=10)).replace(minute=0))
-    sweep(runtime, now, lambda_context, monkeypatch, policy=POLICY)
-    [warning] = slack.messages
+    iid, _, warning = warned_nightly_box(runtime, slack, answers, now, lambda_context, monkeypatch)
     assert Button.KEEP_FOR_RUNS.value in buttons(warning)
     assert Button.KEEP_MONDAY.value not in buttons(warning)  # in its place: the buttons stay as few
 

@@ -20,38 +20,17 @@ from costguard.slack.buttons import Button
 from costguard.state.capacity import CapacityLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, dates_in
-from tests.integration.conftest import REGION, SECRET, TABLE, tags_of
+from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_activity_check import POLICY
-from tests.integration.test_buttons import SIGNING_SECRET, env
+from tests.integration.test_buttons import env
 from tests.integration.test_idle_stopper import idle, launch, publish, state_of, warn_tags
-from tests.integration.test_keep_for_runs import nightly, sweep
+from tests.integration.test_keep_for_runs import nightly, sweep, warned_nightly_box
 from tests.integration.test_live_messages import buttons, header, press
 
-pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+# Every time in a reader's own zone; the clicks pressed, verified by the receiver.
+pytestmark = pytest.mark.usefixtures("times_in_readers_zones", "clicks_verified")
 
 __all__ = ["env"]
-
-
-def warned_nightly_box(
-    runtime: Runtime,
-    slack: SlackStandIn,
-    answers: dict[str, str | None],
-    now: datetime,
-    context: Any,
-    monkeypatch: pytest.MonkeyPatch,
-) -> tuple[str, datetime, Any]:
-    """An idle box whose crontab runs `nightly.sh` ten hours from now, warned by the sweep: it, its job's time and
-    the warning."""
-    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url, "signing_secret": SIGNING_SECRET}
-    secrets = boto3.client("secretsmanager", region_name=REGION)
-    secrets.put_secret_value(SecretId=SECRET, SecretString=json.dumps(secret))  # the receiver verifies the click
-    iid = launch(now)
-    publish(iid, now, gpus=[idle(48)], cpu=idle(48))
-    job = (now + timedelta(hours=10)).replace(minute=0)
-    answers[iid] = nightly(job)
-    assert sweep(runtime, now, context, monkeypatch, policy=POLICY)["warned"] == [iid]
-    [warning] = slack.messages
-    return iid, job, warning
 
 
 def test_stop_now_on_a_box_with_a_crontab_job_starts_it_before_the_job_and_says_so(
@@ -154,10 +133,6 @@ def scarce_box_held_for_its_job(
 ) -> tuple[str, datetime, Any]:
     """A box of a type EC2 lately refused to start, its crontab job due before its owner is back: left running for
     the job (capacity.py), its owner told once a day with Stop anyway. It, its job's time and that notice."""
-    secret = {"bot_token": slack.token, "webhook_url": slack.webhook_url, "signing_secret": SIGNING_SECRET}
-    boto3.client("secretsmanager", region_name=REGION).put_secret_value(
-        SecretId=SECRET, SecretString=json.dumps(secret)
-    )
     job = (now + timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
     iid = launch(now, tags=warn_tags(now, warned_minutes_ago=40))
     publish(iid, now, gpus=[idle(), idle(), idle(), idle()])

@@ -116,9 +116,24 @@ def world(zones: dict[str, str], *, kept: bool = True) -> tuple[ClickWorker, Peo
     return worker, people, machines, ledger, answers
 
 
-def click(button: Button, user: str = "U0ALICE") -> Click:
-    original = ({"type": "actions", "block_id": f"costguard:{IID}", "elements": []},)
-    return Click(button, IID, "us-east-1", user, user.lower(), "https://hooks", "1.1", str(NOW.timestamp()), original)
+def click(
+    button: Button, user: str = "U0ALICE", *, key: str = IID, ts: str = "1.1", at: datetime = NOW, **details: Any
+) -> Click:
+    """A press of `button` about `key` on alice's message `ts` by `user` (U0ALICE: alice), as the receiver queues
+    it (the block it came from; `details`: what the button's value adds, its start_at, kind, decided...)."""
+    original = ({"type": "actions", "block_id": f"costguard:{key}", "elements": []},)
+    return Click(
+        button,
+        key,
+        "us-east-1",
+        user,
+        user.removeprefix("U0").lower(),
+        "https://hooks",
+        ts,
+        str(at.timestamp()),
+        original,
+        **details,
+    )
 
 
 def test_keep_until_tomorrow_is_nine_in_the_owners_own_zone_and_the_message_says_so_in_place() -> None:
@@ -195,7 +210,7 @@ def test_keep_it_for_its_runs_tags_the_machine_records_the_keep_and_says_so_in_p
     assert machines.tags[tags.KEEP_FOR_RUNS] == "on"
     assert machines.tags[tags.STOP_AFTER] == "2026-11-20T20:00:00Z"  # not a keep from the stop: its warning stands
     [entry] = ledger.entries
-    assert (entry.kind.value, entry.reason, entry.until) == ("keep", "costguard.keep_for_runs by u0alice", "")
+    assert (entry.kind.value, entry.reason, entry.until) == ("keep", "costguard.keep_for_runs by alice", "")
     [shown] = people.shown
     assert shown.blocks[0]["text"]["text"] == "Idle GPU machine · $24/day"  # still idle: its stop still comes
     said = as_read(shown.blocks[1])
@@ -221,12 +236,7 @@ def test_skip_the_planned_start_on_a_machine_kept_for_its_runs_since_is_refused_
 def test_stop_now_on_a_machine_kept_for_its_runs_keeps_the_start_its_warning_promised_despite_starts_off() -> None:
     worker, _, machines, _, _ = world({})
     machines.tags |= {tags.LEARNED_START: "off", tags.KEEP_FOR_RUNS: "on"}
-    pressed = Click(
-        Button.STOP_NOW, IID, "us-east-1", "U0ALICE", "alice", "https://hooks", "1.1", str(NOW.timestamp()),
-        start_at="2026-11-21T01:45:00Z",
-    )  # fmt: skip
-
-    worker.handle(pressed, NOW)
+    worker.handle(click(Button.STOP_NOW, start_at="2026-11-21T01:45:00Z"), NOW)
 
     assert machines.tags[tags.START_AT] == "2026-11-21T01:45:00Z"
 
@@ -234,12 +244,7 @@ def test_stop_now_on_a_machine_kept_for_its_runs_keeps_the_start_its_warning_pro
 def test_stop_now_on_a_machine_kept_for_its_runs_does_not_offer_to_skip_the_start_its_owner_asked_for() -> None:
     worker, people, machines, _, _ = world({})
     machines.tags |= {tags.KEEP_FOR_RUNS: "on"}
-    pressed = Click(
-        Button.STOP_NOW, IID, "us-east-1", "U0ALICE", "alice", "https://hooks", "1.1", str(NOW.timestamp()),
-        start_at="2026-11-21T01:45:00Z",
-    )  # fmt: skip
-
-    worker.handle(pressed, NOW)
+    worker.handle(click(Button.STOP_NOW, start_at="2026-11-21T01:45:00Z"), NOW)
 
     [shown] = people.shown
     assert Button.START.value in str(shown.blocks)  # it can still be started by hand

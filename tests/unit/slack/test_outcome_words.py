@@ -30,13 +30,12 @@ from costguard.sagemaker.words import messages as sagemaker_words
 from costguard.slack import live
 from costguard.slack.blocks import Message
 from costguard.slack.buttons import Button
-from costguard.slack.interactions import Click
 from costguard.slack.live import Live, Part
 from costguard.slack.notifier import Delivery
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.live import LiveMessages
 from testing.slack_text import as_read
-from tests.unit.buttons.test_worker_messages import Claims, Ledger, People
+from tests.unit.buttons.test_worker_messages import Claims, Ledger, People, click
 from tests.unit.idle.words.test_keep_for_runs import ALICE, NOW, PRICE, RUNS, START_AT, decided
 from tests.unit.sagemaker.resources import notebook_resource
 from tests.unit.state.test_live import Table
@@ -143,11 +142,10 @@ def press(worker: ClickWorker, part: Part, button: Button, *, kind: str = "insta
     target = json.loads(element["value"])
     name = target.get("n") or target["i"]
     at = NOW + timedelta(minutes=5)
-    click = Click(
-        button, name, "us-east-1", "U0ALICE", "alice", "https://hooks", ts, str(at.timestamp()),
-        kind=target.get("k", kind), decided=target.get("w", ""), channel="D0ALICE",
-    )  # fmt: skip
-    reply = worker.handle(click, at)
+    pressed = click(
+        button, key=name, ts=ts, at=at, kind=target.get("k", kind), decided=target.get("w", ""), channel="D0ALICE"
+    )
+    reply = worker.handle(pressed, at)
     assert reply.status == "done", reply.text
     return reply.status
 
