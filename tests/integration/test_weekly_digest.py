@@ -618,3 +618,26 @@ def run_instance_with_metadata_off() -> str:
         TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "Owner", "Value": "dan@example.com"}]}],
     )
     return str(launched["Instances"][0]["InstanceId"])
+
+
+def test_the_digest_reads_with_what_the_container_keeps_out_of_the_collectors_passes_and_gives_it_back(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    import gc  # noqa: PLC0415
+
+    from costguard.digest.weekly.flow import WeeklyDigest  # noqa: PLC0415
+
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    frozen_while_run: list[int] = []
+    run = WeeklyDigest.run
+
+    def counted(self: WeeklyDigest, at: datetime) -> dict[str, Any]:
+        frozen_while_run.append(gc.get_freeze_count())
+        return run(self, at)
+
+    monkeypatch.setattr(WeeklyDigest, "run", counted)
+    gc.unfreeze()
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    assert result["status"] == "posted"
+    assert frozen_while_run[0] > 10_000  # the modules and service models, at least
+    assert gc.get_freeze_count() == 0  # in the collector's care again after the run
