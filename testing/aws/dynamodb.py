@@ -4,10 +4,10 @@ DynamoDB about what it is sent.
 
 Kept as DynamoDB keeps them: condition expressions (testing/conditions.py) on PutItem, UpdateItem,
 DeleteItem and each TransactWriteItems action; the update expressions costguard writes (SET with values,
-list_append and if_not_exists; REMOVE); ReturnValues; Query by partition with an optional sort-key
-BETWEEN / begins_with / comparison, in sort-key order; BatchWriteItem at most 25 requests, BatchGetItem at
-most 100 keys, TransactWriteItems at most 100 actions and never two on one item, all or nothing (a failed
-condition cancels the lot and says which, as CancellationReasons). Refused as DynamoDB refuses them: an
+list_append and if_not_exists; REMOVE; ADD to a set, DELETE from a set); ReturnValues; Query by partition with
+an optional sort-key BETWEEN / begins_with / comparison, in sort-key order; BatchWriteItem at most 25 requests,
+BatchGetItem at most 100 keys, TransactWriteItems at most 100 actions and never two on one item, all or nothing
+(a failed condition cancels the lot and says which, as CancellationReasons). Refused as DynamoDB refuses them: an
 ExpressionAttributeValues or ExpressionAttributeNames entry no expression uses, or an expression naming
 one that is not given (ValidationException). An expression this module cannot read is refused too.
 """
@@ -284,7 +284,7 @@ class _Update:
         seen_clauses: set[str] = set()
         while self._peek():
             clause = self._take().upper()
-            if clause not in ("SET", "REMOVE") or clause in seen_clauses:
+            if clause not in ("SET", "REMOVE", "ADD", "DELETE") or clause in seen_clauses:
                 raise unsupported(f"the update clause {clause} in {self.expression!r}")
             seen_clauses.add(clause)
             while True:
@@ -295,8 +295,10 @@ class _Update:
                 if clause == "SET":
                     self._take("=")
                     item[path] = self._operand(item)
-                else:
+                elif clause == "REMOVE":
                     item.pop(path, None)
+                else:
+                    _add_or_delete(item, path, clause, self._operand(item))
                 if self._peek() != ",":
                     break
                 self._take(",")
@@ -326,6 +328,28 @@ class _Update:
         if path not in item:
             raise _validation(f"The provided expression refers to an attribute that does not exist in the item: {path}")
         return copy.deepcopy(item[path])
+
+
+def _add_or_delete(item: dict[str, Any], path: str, clause: str, value: Mapping[str, Any]) -> None:
+    """ADD members to a set (made if absent); DELETE members from a set (a set left empty is no attribute, as
+    DynamoDB keeps no empty set)."""
+    [(kind, given)] = value.items()
+    old = item.get(path)
+    if kind == "N" and clause == "ADD":
+        raise unsupported(f"ADD of a number to {path}")
+    if kind not in ("SS", "NS", "BS"):
+        raise _validation(f"Invalid UpdateExpression: {clause} takes a set{' or a number' if clause == 'ADD' else ''}")
+    if old is not None and kind not in old:
+        raise _validation(f"An operand in the update expression has an incorrect data type: {path}")
+    members = list(old[kind]) if old else []
+    if clause == "ADD":
+        members += [m for m in given if m not in members]
+    else:
+        members = [m for m in members if m not in given]
+    if members:
+        item[path] = {kind: members}
+    else:
+        item.pop(path, None)
 
 
 # ---------------------------------------------------------------------- key conditions

@@ -154,6 +154,44 @@ def test_an_update_appends_to_a_list_it_creates_and_removes_what_it_is_told() ->
     assert "lease_until" not in db.get_item({"TableName": TABLE, "Key": key("history#i-1")})["Item"]
 
 
+def test_an_update_adds_to_and_deletes_from_a_string_set_as_dynamodb_does() -> None:
+    db = DynamoDB()
+
+    def update(expression: str, *members: str) -> dict[str, Any]:
+        return db.update_item(
+            {
+                "TableName": TABLE,
+                "Key": key("live-stale"),
+                "UpdateExpression": expression,
+                "ExpressionAttributeValues": {":m": {"SS": list(members)}},
+            }
+        )
+
+    update("DELETE messages :m", "C1#1.1")  # nothing to delete from: no error, no attribute
+    assert "messages" not in db.get_item({"TableName": TABLE, "Key": key("live-stale")})["Item"]
+    update("ADD messages :m", "C1#1.1#a", "C1#2.2#a")
+    update("ADD messages :m", "C1#1.1#a", "C1#1.1#b")  # a set: each member once
+    assert sorted(db.get_item({"TableName": TABLE, "Key": key("live-stale")})["Item"]["messages"]["SS"]) == [
+        "C1#1.1#a",
+        "C1#1.1#b",
+        "C1#2.2#a",
+    ]
+    update("DELETE messages :m", "C1#1.1#a", "C1#2.2#a", "C1#9.9#z")
+    assert db.get_item({"TableName": TABLE, "Key": key("live-stale")})["Item"]["messages"] == {"SS": ["C1#1.1#b"]}
+    update("DELETE messages :m", "C1#1.1#b")  # an empty set is no attribute
+    assert "messages" not in db.get_item({"TableName": TABLE, "Key": key("live-stale")})["Item"]
+    with pytest.raises(ApiError) as refused:
+        db.update_item(
+            {
+                "TableName": TABLE,
+                "Key": key("live-stale"),
+                "UpdateExpression": "ADD messages :m",
+                "ExpressionAttributeValues": {":m": {"S": "C1#1.1"}},  # ADD takes a set or a number
+            }
+        )
+    assert refused.value.code == "ValidationException"
+
+
 def test_a_transaction_is_all_or_nothing_and_never_two_actions_on_one_item() -> None:
     db = DynamoDB()
     db.put_item({"TableName": TABLE, "Item": key("taken")})
