@@ -400,3 +400,48 @@ def test_a_persons_morning_start_is_learned_from_when_they_start_the_machine_in_
     alone = learn(fortnight(work, hours=3), NOW, zones=("UTC", "Europe/Paris"))
     assert alone.pattern is not None
     assert alone.pattern.next_start(NOW) > found.pattern.next_start(NOW)
+
+
+def since(start: datetime, runs: Iterable[datetime], *, until: datetime, hours: float = 1.0) -> list[Quarter]:
+    """A machine costguard has known only from `start` (a deploy on a fresh account): its quarter-hours from then."""
+    return [q for q in fortnight(runs, hours=hours, until=until) if q.at >= start]
+
+
+def test_on_a_fresh_deploy_a_night_job_seen_once_is_learned_and_its_stop_starts_it_before_the_next_run() -> None:
+    deployed = datetime(2026, 11, 8, tzinfo=UTC)  # a Sunday: one day of CloudWatch before the week
+    monday = datetime(2026, 11, 9, 0, 30, tzinfo=UTC)
+    found = learn(since(deployed, [datetime(2026, 11, 8, 6, 0, tzinfo=UTC)], until=monday), monday)
+    assert found.pattern is not None
+    assert found.reason == "starts work at about 06:00 UTC (1 of the last 7 days)"
+    stop = Decision("i-1", Action.STOP, "idle for 2 h", stop_after=monday)
+    decided = with_pattern(stop, found, POLICY, monday)
+    assert decided.action is Action.STOP
+    assert decided.start_at == datetime(2026, 11, 9, 5, 45, tzinfo=UTC)
+
+
+def test_seen_twice_in_its_first_week_it_is_learned_at_its_earliest_time() -> None:
+    deployed = datetime(2026, 11, 15, tzinfo=UTC)
+    runs = [datetime(2026, 11, 18, 22, 10, tzinfo=UTC), datetime(2026, 11, 19, 22, 0, tzinfo=UTC)]
+    found = learn(since(deployed, runs, until=NOW), NOW)
+    assert found.pattern is not None
+    assert found.reason == "starts work at about 22:00 UTC (2 of the last 7 days)"
+
+
+def test_a_single_run_on_a_machine_known_for_two_weeks_is_not_learned() -> None:
+    found = learn(fortnight([datetime(2026, 11, 20, 6, 0, tzinfo=UTC)]), NOW)
+    assert found.pattern is None
+    assert found.reason == "no work starts at the same time on 3 of the last 7 days"
+
+
+def test_a_one_off_night_training_run_in_the_first_week_does_not_hold_the_machine_for_ever() -> None:
+    deployed = datetime(2026, 11, 15, tzinfo=UTC)
+    run = datetime(2026, 11, 17, 23, 0, tzinfo=UTC)  # one night's training, six hours, never again
+    made = [
+        LearnedStart(datetime(2026, 11, 18, 23, 0, tzinfo=UTC)),
+        LearnedStart(datetime(2026, 11, 19, 23, 0, tzinfo=UTC)),
+    ]
+    quarters = since(deployed, [run], until=NOW, hours=6)
+    assert learn(quarters, NOW).pattern is not None  # learned from its one night
+    after_two = learn(quarters, NOW, made=made)  # costguard started it twice for it, and no work came
+    assert after_two.pattern is None
+    assert after_two.broken == "UTC 23:00"
