@@ -95,6 +95,38 @@ def test_a_relay_that_could_not_be_invoked_posted_nothing() -> None:
     assert not _maybe_delivered(refused.value)
 
 
+class BusyHubLambda(HubLambda):
+    """A hub whose relay Lambda throttles the first `busy` invocations (its reserved concurrency in use)."""
+
+    def __init__(self, busy: int) -> None:
+        super().__init__()
+        self.busy = busy
+
+    def invoke(self, **request: Any) -> dict[str, Any]:
+        if self.busy:
+            self.busy -= 1
+            self.requests.append(request)
+            raise ClientError({"Error": {"Code": "TooManyRequestsException", "Message": "Rate Exceeded."}}, "Invoke")
+        return super().invoke(**request)
+
+
+def test_a_relay_throttled_by_its_concurrency_is_invoked_again_since_nothing_reached_slack() -> None:
+    hub, waits = BusyHubLambda(busy=2), list[float]()
+    client = RelayedWebClient(hub, RELAY, sleep=waits.append)
+    assert client.chat_postMessage(channel="C0ALERTS", text="idle")["ts"] == "1.2"
+    assert len(hub.requests) == 3
+    assert len(waits) == 2
+    assert all(0 < w <= 8 for w in waits)
+
+
+def test_a_relay_throttled_past_its_tries_is_refused_as_not_delivered() -> None:
+    hub = BusyHubLambda(busy=100)
+    with pytest.raises(SlackClientError) as refused:
+        RelayedWebClient(hub, RELAY, sleep=lambda _: None).chat_postMessage(channel="C0ALERTS", text="idle")
+    assert not _maybe_delivered(refused.value)
+    assert 2 < len(hub.requests) < 10
+
+
 @pytest.mark.parametrize(
     ("event", "why"),
     [

@@ -15,7 +15,9 @@ edit its posts and read what the bot may read, nothing else with the token (docs
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import random
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +58,12 @@ RELAY_CLIENT_CONFIG = Config(
     connect_timeout=5,
     read_timeout=40,
 )
+
+
+# The relay's reserved concurrency is shared by every member: a call Lambda throttles (TooManyRequestsException)
+# never ran, so nothing reached Slack, and it is invoked again after a jittered wait, a few times, within seconds.
+THROTTLED_TRIES = 5
+THROTTLED_FIRST_WAIT = 0.5  # seconds, doubled each time, jittered, so members that collided spread out
 
 
 def relay_arn(partition: str, region: str, account: str, hub_stack: str) -> str:
@@ -118,12 +126,14 @@ class RelayAnswerLost(TimeoutError):
 
 class RelayedWebClient(WebClient):
     """A member's Slack Web client without a token: every call goes to the hub's relay (one Lambda invocation,
-    never retried blind: `lambda_client` must make one attempt, see `Runtime.notifier`)."""
+    never retried blind: `lambda_client` must make one attempt, see `Runtime.notifier`; only an invocation Lambda
+    throttled, which never ran, is made again)."""
 
-    def __init__(self, lambda_client: Any, function_arn: str) -> None:
+    def __init__(self, lambda_client: Any, function_arn: str, *, sleep: Callable[[float], None] = time.sleep) -> None:
         super().__init__(token=None)
         self.lambda_client = lambda_client
         self.function_arn = function_arn
+        self.sleep = sleep
 
     def api_call(
         self,
@@ -162,6 +172,18 @@ class RelayedWebClient(WebClient):
         raise SlackApiError(f"The request to the Slack API failed. (url: {api_method})", response)  # type: ignore[no-untyped-call]
 
     def _invoke(self, api_method: str, request: dict[str, Any]) -> dict[str, Any]:
+        for attempt in range(THROTTLED_TRIES):
+            try:
+                return self._invoke_once(api_method, request)
+            except ClientError as exc:
+                throttled = exc.response.get("Error", {}).get("Code") == "TooManyRequestsException"
+                if not throttled or attempt == THROTTLED_TRIES - 1:
+                    raise SlackClientError(f"{api_method}: the hub's Slack relay could not be invoked: {exc}") from exc
+                self.sleep(THROTTLED_FIRST_WAIT * 2**attempt * random.uniform(0.5, 1.0))  # noqa: S311 (a jitter)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _invoke_once(self, api_method: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One invocation; a ClientError (not invoked: nothing reached Slack) is the caller's to retry or refuse."""
         try:
             result = self.lambda_client.invoke(
                 FunctionName=self.function_arn,
@@ -171,7 +193,7 @@ class RelayedWebClient(WebClient):
             payload = result["Payload"].read()
         except ReadTimeoutError as exc:  # the relay may have made the call
             raise RelayAnswerLost(f"{api_method}: the hub's Slack relay timed out: {exc}") from exc
-        except (ClientError, BotoCoreError) as exc:  # not invoked: nothing reached Slack
+        except BotoCoreError as exc:  # not invoked: nothing reached Slack
             raise SlackClientError(f"{api_method}: the hub's Slack relay could not be invoked: {exc}") from exc
         if result.get("FunctionError"):
             raise RelayAnswerLost(f"{api_method}: the hub's Slack relay failed during the call: {payload[:200]!r}")
