@@ -339,7 +339,11 @@ class SlackStandIn(local_http.Served):
             for entry in args.get("files") or []:
                 for f in self.files:
                     if f["id"] == entry.get("id"):
-                        f.update(title=entry.get("title", ""), channel=channel, ts=f"{self.clock():.6f}")
+                        f.update(
+                            title=entry.get("title", ""),
+                            channel=channel,
+                            ts=f"{int(self.clock())}.{next(self._ts):06d}",
+                        )
             return {"ok": True, "files": [{"id": e.get("id")} for e in args.get("files") or []]}
         if method == "conversations.open":  # a direct message's channel: D + the user's id, here
             user = str(args.get("users", ""))

@@ -111,3 +111,16 @@ def test_a_runtime_waits_on_the_wall_clock_unless_given_another(monkeypatch: pyt
     Runtime.sleep(0.25)
     assert slept == [0.25]
     assert abs(Runtime.monotonic() - time.monotonic()) < 1.0
+
+
+def test_a_file_uploaded_after_a_post_in_the_same_second_is_after_it_in_the_channel() -> None:
+    # A digest's chart goes up right after its post, within the clock's second: Slack orders them as sent.
+    standin = SlackStandIn(clock=lambda: 1794816000.0).start()  # a simulation's whole seconds
+    try:
+        sender = notifier(standin)
+        posted = sender.post("C0WEEKLY", MESSAGE)
+        sender.upload_file("C0WEEKLY", b"\x89PNG\r\n\x1a\nrest", filename="week.png", title="GPU-hours a day")
+        [uploaded] = [f for f in standin.files if f.get("title") == "GPU-hours a day"]
+        assert float(uploaded["ts"]) > float(posted.ts)
+    finally:
+        standin.stop()
