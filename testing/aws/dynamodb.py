@@ -339,6 +339,10 @@ def _add_or_delete(item: dict[str, Any], path: str, clause: str, value: Mapping[
         raise unsupported(f"ADD of a number to {path}")
     if kind not in ("SS", "NS", "BS"):
         raise _validation(f"Invalid UpdateExpression: {clause} takes a set{' or a number' if clause == 'ADD' else ''}")
+    if not given:  # as DynamoDB: "One or more parameter values were invalid: An string set may not be empty"
+        raise _validation(f"One or more parameter values were invalid: a {kind} set may not be empty")
+    if len(set(map(str, given))) != len(given):  # as DynamoDB: "Input collection ... contains duplicates"
+        raise _validation(f"One or more parameter values were invalid: the {kind} set given contains duplicates")
     if old is not None and kind not in old:
         raise _validation(f"An operand in the update expression has an incorrect data type: {path}")
     members = list(old[kind]) if old else []

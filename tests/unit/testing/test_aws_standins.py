@@ -190,6 +190,10 @@ def test_an_update_adds_to_and_deletes_from_a_string_set_as_dynamodb_does() -> N
             }
         )
     assert refused.value.code == "ValidationException"
+    for members in ((), ("C1#1.1#a", "C1#1.1#a")):  # DynamoDB refuses an empty set and a set given twice a member
+        with pytest.raises(ApiError) as refused:
+            update("ADD messages :m", *members)
+        assert refused.value.code == "ValidationException"
 
 
 def test_a_transaction_is_all_or_nothing_and_never_two_actions_on_one_item() -> None:
