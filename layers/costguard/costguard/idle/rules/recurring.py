@@ -5,10 +5,7 @@ its machine idle for hours between runs. Stopped there, it must be running again
 From two weeks of a machine's activity in quarter-hours (any GPU busy, or a core busy for half an hour:
 the system's few minutes of apt are not work) and its starts (EC2's `running`), `learn` finds work that
 starts at about the same time of day: on at least 3 of the last 7 days, within 30 minutes of the most
-recent start, from idle or from a stop. On a machine costguard has known for less than a week (a deploy on a
-fresh account: CloudWatch holds a day or so of it), one day is enough: waiting for three runs would stop it
-before each of its first ones, and a start made for work that does not come twice breaks the pattern, as ever.
-It looks on UTC's clock (a cron on a UTC box) and on the team's
+recent start, from idle or from a stop. It looks on UTC's clock (a cron on a UTC box) and on the team's
 (a pipeline that follows the office across a change of clocks), and keeps the clock that explains more.
 A machine may start work at more than one time a day (a person's notebook at 09:30 every weekday, and
 again after a long meeting on some): each time that recurs is learned, the one on most days first, and a
@@ -38,7 +35,6 @@ QUARTER = timedelta(minutes=15)
 DAYS = 7  # the days a pattern must recur in: 3 of the last 7
 HISTORY_DAYS = 14  # the days looked at, for its weekdays and its broken starts
 MIN_DAYS = 3
-FIRST_WEEK_MIN_DAYS = 1  # ... on a machine whose data reaches back less than DAYS days
 TOLERANCE = 30  # minutes: starts this close to the latest one's time of day are the same work
 LATE = timedelta(minutes=60)  # a run may come this late and still be the expected one
 EARLY = timedelta(minutes=TOLERANCE)
@@ -174,7 +170,6 @@ def learn(
     """The recurring work of one machine, if any, from its last two weeks of quarter-hours."""
     since = now - timedelta(days=HISTORY_DAYS)
     recent = [q for q in quarters if since <= q.at < now]
-    need = days_needed(recent, now)
     starts = [s for s in work_starts(recent, running_at) if since <= s < now]
     outcomes = tuple(
         (m.expected, _found(recent, m.expected)) for m in made if not m.outcome and m.expected + LATE <= now
@@ -182,11 +177,11 @@ def learn(
     wasted = [m.expected for m in made if m.outcome == "wasted"] + [e for e, found in outcomes if not found]
     found: list[Pattern] = []
     for zone in dict.fromkeys(zones):
-        these = _patterns(recent, starts, now, zone, need)
+        these = _patterns(recent, starts, now, zone)
         if these and (not found or these[0].days > found[0].days):
             found = these
     if not found:
-        return Learned(None, f"no work starts at the same time on {need} of the last {DAYS} days", outcomes)
+        return Learned(None, "no work starts at the same time on 3 of the last 7 days", outcomes)
     kept = [p for p in found if p.key not in broken and sum(1 for e in wasted if _near(p, e)) < BROKEN_AFTER]
     newly = next((p.key for p in found if p not in kept and p.key not in broken), "")
     if not kept:
@@ -195,17 +190,8 @@ def learn(
     return Learned(kept[0], kept[0].describe(), outcomes, broken=newly, more=tuple(kept[1:]))
 
 
-def days_needed(quarters: Sequence[Quarter], now: datetime) -> int:
-    """The days of the last DAYS a time of day must have work on to be learned: MIN_DAYS; FIRST_WEEK_MIN_DAYS on a
-    machine whose data (a quarter-hour it ran) reaches back less than DAYS days."""
-    first = min((q.at for q in quarters if q.busy is not None), default=now)
-    return FIRST_WEEK_MIN_DAYS if now - first < timedelta(days=DAYS) else MIN_DAYS
-
-
-def _patterns(
-    quarters: Sequence[Quarter], starts: Sequence[datetime], now: datetime, zone_name: str, need: int = MIN_DAYS
-) -> list[Pattern]:
-    """Each time of day work starts at on `need` (3) of the last 7 days, on this clock, taken from the most recent start
+def _patterns(quarters: Sequence[Quarter], starts: Sequence[datetime], now: datetime, zone_name: str) -> list[Pattern]:
+    """Each time of day work starts at on 3 of the last 7 days, on this clock, taken from the most recent start
     back (a start within the tolerance of a pattern taken is that pattern's work): the one on most days
     first."""
     zone = ZoneInfo(zone_name)
@@ -219,7 +205,7 @@ def _patterns(
             continue
         near = [s for s in local if s not in covered and _gap(s.hour * 60 + s.minute, minute) <= TOLERANCE]
         days = {s.date() for s in near if s >= week.astimezone(zone)}
-        if len(days) < need:
+        if len(days) < MIN_DAYS:
             continue
         this_week = [s for s in near if s >= week.astimezone(zone)]
         covered += near
