@@ -178,4 +178,5 @@ def test_a_withdrawal_killed_between_its_record_and_slacks_edit_is_shown_by_the_
     said = as_read(warning.blocks)
     assert PROMISE not in said
     assert "At work again: costguard does not stop it." in said
+    sweep(runtime, now + timedelta(minutes=30), lambda_context, monkeypatch)  # its mark, found twice, cleared
     assert stale_marks() == []

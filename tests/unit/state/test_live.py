@@ -192,7 +192,9 @@ def test_an_edit_slack_did_not_take_is_shown_again_as_the_message_stands_then_an
     assert reshow(messages) == 1
     [shown] = slack.shown
     assert shown.blocks[0]["text"]["text"] == "Kept: GPU machine · $136/day"  # the change it missed
+    assert reshow(messages) == 1  # a mark first found at the previous round: shown once more, then cleared
     assert "messages" not in table.items["live-stale"]  # no longer stale
+    assert "seen" not in table.items["live-stale"]
     assert reshow(messages) == 0
 
     gone = Slack(refuse=True)  # deleted in Slack meanwhile: a refusal for good is not marked, nor kept marked
@@ -229,7 +231,27 @@ def test_a_change_whose_invocation_ends_between_its_record_and_its_edit_is_shown
 
     [shown] = later.shown
     assert shown.blocks[0]["text"]["text"] == "2 GPU machines: 1 kept, 1 stopped"  # both changes
+    assert reshow(store(table, later)) == 1  # found at the round before: shown once more, cleared
     assert "messages" not in table.items["live-stale"]
+
+
+def test_a_sweep_showing_stale_messages_while_a_change_is_on_its_way_does_not_clear_that_changes_mark() -> None:
+    table, ours = Table(), Slack()
+    posted(store(table, Slack()), "i-1")
+    # Another sweep shows the stale messages after our change marked the message, before our record is written:
+    # it shows the message as it stands (no stop yet). Our invocation then ends before its edit.
+    table.meanwhile.append(lambda: reshow(store(table, Slack())))
+
+    def ended(channel: str, ts: str, message: Message) -> Delivery:
+        raise Ended
+
+    ours.update = ended  # type: ignore[method-assign]
+    with pytest.raises(Ended):
+        store(table, ours).change("i-1", live.stopped(NOW, Mrkdwn(""), "UTC"))
+    later = Slack()
+    assert reshow(store(table, later)) == 1  # our mark is still there: the next sweep shows the stop
+    [shown] = later.shown
+    assert shown.blocks[0]["text"]["text"] == "Stopped: GPU machine · saves $136/day"
 
 
 def test_a_change_made_already_is_not_made_or_shown_again() -> None:

@@ -20,9 +20,11 @@ deleted, its channel archived, and it is let go). So a message whose edit Slack 
 limit past its retries) or never got (the invocation ended between the record and the edit, at Lambda's
 timeout) stays marked, and each sweep shows the stale ones again as their record says (`reshow`): Slack comes
 back to the current state even where nothing changes afterwards. A mark is the change's own, so one change
-clearing its mark never clears another's still on its way. A message with no record here (posted before, or by the
-webhook, or whose record could not be written) is not edited by the sweep; a click on it still updates
-it through the click's own response_url.
+clearing its mark never clears another's still on its way; and a sweep clears only the marks it found at its
+previous round too (`seen`): a mark set a moment ago may be a change still on its way to its record and its
+edit, which the sweep's showing would miss, so it is shown again, once more, a sweep later. A message with no
+record here (posted before, or by the webhook, or whose record could not be written) is not edited by the sweep;
+a click on it still updates it through the click's own response_url.
 """
 
 from __future__ import annotations
@@ -201,6 +203,7 @@ class LiveMessages:
 
 
 _STALE = {"pk": {"S": "live-stale"}, "sk": {"S": "live-stale"}}
+MARKS, SEEN = "messages", "seen"  # the stale item's marks, and those a sweep's round found (cleared at the next)
 
 
 def reshow(messages: LiveMessages, at_most: int = RESHOW_AT_MOST) -> int:
@@ -209,11 +212,15 @@ def reshow(messages: LiveMessages, at_most: int = RESHOW_AT_MOST) -> int:
     again ends the round (Slack is still not taking edits: they wait for the next sweep). How many were shown.
     Never raises."""
     shown = 0
+    marks, seen = _stale_ones(messages.client, messages.table)
     by_message: dict[Where, list[str]] = defaultdict(list)  # a message's marks: one per change not known shown
-    for member in _stale_ones(messages.client, messages.table):
+    for member in marks:
         channel, _, rest = member.partition("#")
         by_message[(channel, rest.partition("#")[0])].append(member)
+    newly_seen: list[str] = []
+    cleared: list[str] = []
     for (channel, ts), members in list(by_message.items())[:at_most]:
+        gone = False  # Slack refuses the message for good, or it has no record: let go, every mark with it
         try:
             read = messages.read((channel, ts))
             if read is not None:
@@ -226,28 +233,39 @@ def reshow(messages: LiveMessages, at_most: int = RESHOW_AT_MOST) -> int:
                 logger.warning("stale message not shown again: next sweep", ts=ts, error=str(refused)[:200])
                 break
             logger.warning("stale message gone: no longer shown", ts=ts, error=str(refused)[:200])
+            gone = True
         except (ClientError, BotoCoreError, StateTableBusy) as exc:
             logger.warning("stale message not shown again: next sweep", ts=ts, error=str(exc)[:200])
             break
         else:
             shown += 1 if read is not None else 0
-        _stale(messages.client, messages.table, members, "DELETE")
+            gone = read is None
+        # A mark seen at the previous round too is no change on its way: shown as its record says, cleared. A new
+        # one may be a change between its mark and its record (shown above without it): cleared a round later.
+        old = members if gone else [m for m in members if m in seen]
+        _stale(messages.client, messages.table, old, "DELETE")
+        cleared += old
+        newly_seen += [m for m in members if m not in old]
+    _stale(messages.client, messages.table, newly_seen, "ADD", SEEN)
+    # No longer seen: those cleared now, and those their own change cleared since (found seen, no longer marked).
+    _stale(messages.client, messages.table, sorted({*cleared, *(seen - set(marks))}), "DELETE", SEEN)
     if shown:
         metrics.add_metric(name="StaleMessagesShown", unit=MetricUnit.Count, value=shown)
     return shown
 
 
-def _stale_ones(client: DynamoDBClient, table: str) -> list[str]:
-    """The stale messages' channel#ts ([] when the table will not say: shown again at a later sweep)."""
+def _stale_ones(client: DynamoDBClient, table: str) -> tuple[list[str], set[str]]:
+    """The stale messages' marks (channel#ts#mark), and those a sweep found already (nothing when the table will
+    not say: shown again at a later sweep)."""
     try:
         item = client.get_item(TableName=table, Key=_STALE, ConsistentRead=True).get("Item") or {}
     except (ClientError, BotoCoreError) as exc:
         logger.warning("stale messages not read: shown again later", error=str(exc)[:200])
-        return []
-    return sorted(item.get("messages", {}).get("SS", []))
+        return [], set()
+    return sorted(item.get(MARKS, {}).get("SS", [])), set(item.get(SEEN, {}).get("SS", []))
 
 
-def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str) -> None:
+def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str, attribute: str = "") -> None:
     """Messages marked stale (`ADD`) or no longer (`DELETE`), in one write. A write that fails is logged: a mark
     lost is a message shown at its next change instead; an unmark lost, one edit more that changes nothing."""
     if not members:
@@ -256,7 +274,7 @@ def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str)
         client.update_item(
             TableName=table,
             Key=_STALE,
-            UpdateExpression=f"{how} messages :m",
+            UpdateExpression=f"{how} {attribute or MARKS} :m",
             ExpressionAttributeValues={":m": {"SS": list(dict.fromkeys(members))}},
         )
     except (ClientError, BotoCoreError) as exc:
