@@ -799,6 +799,8 @@ def run_costguard(
     for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
         runtime.clients._clients[(service, REGION)] = aws.client(service)
     runtime.clients._clients[("cloudtrail", REGION)] = aws.client("cloudtrail")
+    # The weekly digest reads the fortnight through a CloudWatch client of its own (ClientFactory's bulk one).
+    runtime.clients._clients[("cloudwatch:bulk", REGION)] = aws.client("cloudwatch")
     for service in ("pricing", "savingsplans", "ce"):
         runtime.clients._clients[(service, "us-east-1")] = aws.client(service)
     network = refuse_the_network()  # a call the fakes do not answer must not reach for a real endpoint
