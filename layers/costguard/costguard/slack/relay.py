@@ -124,6 +124,10 @@ class RelayAnswerLost(TimeoutError):
     """The hub's relay was invoked but its answer did not come back: Slack may have taken the call."""
 
 
+class RelayThrottled(SlackClientError):
+    """Lambda throttled the invocation (the relay's reserved concurrency in use): it never ran."""
+
+
 class RelayedWebClient(WebClient):
     """A member's Slack Web client without a token: every call goes to the hub's relay (one Lambda invocation,
     never retried blind: `lambda_client` must make one attempt, see `Runtime.notifier`; only an invocation Lambda
@@ -175,15 +179,13 @@ class RelayedWebClient(WebClient):
         for attempt in range(THROTTLED_TRIES):
             try:
                 return self._invoke_once(api_method, request)
-            except ClientError as exc:
-                throttled = exc.response.get("Error", {}).get("Code") == "TooManyRequestsException"
-                if not throttled or attempt == THROTTLED_TRIES - 1:
-                    raise SlackClientError(f"{api_method}: the hub's Slack relay could not be invoked: {exc}") from exc
+            except RelayThrottled:
+                if attempt == THROTTLED_TRIES - 1:
+                    raise
                 self.sleep(THROTTLED_FIRST_WAIT * 2**attempt * random.uniform(0.5, 1.0))  # noqa: S311 (a jitter)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _invoke_once(self, api_method: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One invocation; a ClientError (not invoked: nothing reached Slack) is the caller's to retry or refuse."""
         try:
             result = self.lambda_client.invoke(
                 FunctionName=self.function_arn,
@@ -193,8 +195,10 @@ class RelayedWebClient(WebClient):
             payload = result["Payload"].read()
         except ReadTimeoutError as exc:  # the relay may have made the call
             raise RelayAnswerLost(f"{api_method}: the hub's Slack relay timed out: {exc}") from exc
-        except BotoCoreError as exc:  # not invoked: nothing reached Slack
-            raise SlackClientError(f"{api_method}: the hub's Slack relay could not be invoked: {exc}") from exc
+        except (ClientError, BotoCoreError) as exc:  # not invoked: nothing reached Slack
+            throttled = isinstance(exc, ClientError) and exc.response["Error"]["Code"] == "TooManyRequestsException"
+            refusal = RelayThrottled if throttled else SlackClientError
+            raise refusal(f"{api_method}: the hub's Slack relay could not be invoked: {exc}") from exc
         if result.get("FunctionError"):
             raise RelayAnswerLost(f"{api_method}: the hub's Slack relay failed during the call: {payload[:200]!r}")
         answer = _loads(payload)

@@ -265,7 +265,7 @@ def _stale_ones(client: DynamoDBClient, table: str) -> tuple[list[str], set[str]
     return sorted(item.get(MARKS, {}).get("SS", [])), set(item.get(SEEN, {}).get("SS", []))
 
 
-def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str, attribute: str = "") -> None:
+def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str, attribute: str = MARKS) -> None:
     """Messages marked stale (`ADD`) or no longer (`DELETE`), in one write. A write that fails is logged: a mark
     lost is a message shown at its next change instead; an unmark lost, one edit more that changes nothing."""
     if not members:
@@ -274,7 +274,7 @@ def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str,
         client.update_item(
             TableName=table,
             Key=_STALE,
-            UpdateExpression=f"{how} {attribute or MARKS} :m",
+            UpdateExpression=f"{how} {attribute} :m",
             ExpressionAttributeValues={":m": {"SS": list(dict.fromkeys(members))}},
         )
     except (ClientError, BotoCoreError) as exc:
