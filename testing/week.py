@@ -796,13 +796,10 @@ def run_costguard(
     if dry_days:
         fleet.now = world.start - timedelta(days=dry_days)
         runtime.settings = dataclasses.replace(enforced, mode=type(enforced.mode)("dry-run"))
-    for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling"):
-        runtime.clients._clients[(service, REGION)] = aws.client(service)
-    runtime.clients._clients[("cloudtrail", REGION)] = aws.client("cloudtrail")
-    # The weekly digest reads the fortnight through a CloudWatch client of its own (ClientFactory's bulk one).
-    runtime.clients._clients[("cloudwatch:bulk", REGION)] = aws.client("cloudwatch")
+    for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling", "cloudtrail"):
+        runtime.clients.use(service, REGION, aws.client(service))
     for service in ("pricing", "savingsplans", "ce"):
-        runtime.clients._clients[(service, "us-east-1")] = aws.client(service)
+        runtime.clients.use(service, "us-east-1", aws.client(service))
     network = refuse_the_network()  # a call the fakes do not answer must not reach for a real endpoint
     Runtime.now = staticmethod(lambda: fleet.now)  # type: ignore[method-assign]
     sweep, buttons = handler("idle_stopper"), handler("buttons")

@@ -129,3 +129,11 @@ def test_a_session_drops_the_models_documentation_and_sends_the_requests_botocor
     start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 15, tzinfo=UTC)
     params = {"MetricDataQueries": [query], "StartTime": start, "EndTime": end}
     assert _sent(lean, **params) == _sent(plain, **params)
+
+
+def test_a_client_put_in_use_is_handed_out_for_every_kind_of_that_service_and_region() -> None:
+    factory, stand_in = ClientFactory(default_region="us-east-1"), object()
+    factory.use("cloudwatch", "us-east-1", stand_in)
+    assert factory.get("cloudwatch") is stand_in
+    assert factory.get("cloudwatch", "us-east-1", quick=True) is stand_in
+    assert factory.get("cloudwatch", "us-east-1", bulk=True) is stand_in

@@ -191,3 +191,10 @@ class ClientFactory:
                 client = session.client(service, region_name=region, config=config)  # type: ignore[call-overload]
                 self._clients[key] = client
             return client
+
+    def use(self, service: str, region: str, client: Any) -> None:
+        """Hand out `client` for this service and region, whichever kind is asked for (a stand-in's, in a
+        simulation: no kind may reach past it to a real endpoint)."""
+        with self._lock:
+            for kind in (service, f"{service}:quick", f"{service}:bulk"):
+                self._clients[(kind, region)] = client
