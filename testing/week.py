@@ -796,6 +796,12 @@ def run_costguard(
     if dry_days:
         fleet.now = world.start - timedelta(days=dry_days)
         runtime.settings = dataclasses.replace(enforced, mode=type(enforced.mode)("dry-run"))
+    # BENCH_WARM_DAYS: as many days enforced before the measured week, on the world's history (its days of the
+    # same kinds of work, before the week), the state table kept: the week measured is costguard's second. Only
+    # the measured week's figures are reported (the warm days' stops count where work came due in the week).
+    warm_days = int(os.environ.get("BENCH_WARM_DAYS", "0"))
+    if warm_days:
+        fleet.now = world.start - timedelta(days=warm_days)
     for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling", "cloudtrail"):
         runtime.clients.use(service, REGION, aws.client(service))
     for service in ("pricing", "savingsplans", "ce"):
@@ -818,6 +824,7 @@ def run_costguard(
             if fleet.now >= world.start:
                 runtime.settings = enforced
             sweeps += 1
+
             if plan is not None:
                 plan.sweep_started(sweeps)
             if faults and faults.get("slack") and slack_rng.random() < 0.3:  # Slack has a bad quarter-hour
@@ -1062,11 +1069,8 @@ def people_and_starts(world: World, fleet: Fleet, *, days: int = 7) -> dict[str,
     first = world.index(world.start)
     last = min(world.slots, first + days * 24 * SLOTS_PER_HOUR)
     window = 90 // 5
-    wasted = [
-        (iid, at)
-        for iid, at in fleet.costguard_starts
-        if not any(s.work for s in fleet.by_id[iid].slots[at : at + window])
-    ]
+    starts = [(iid, at) for iid, at in fleet.costguard_starts if at >= first]  # a warm week's are not the week's
+    wasted = [(iid, at) for iid, at in starts if not any(s.work for s in fleet.by_id[iid].slots[at : at + window])]
     restarts = [iid for iid, at in fleet.owner_restarts if first <= at < last]
     return {
         "owner_restarts": len(restarts),
@@ -1074,8 +1078,9 @@ def people_and_starts(world: World, fleet: Fleet, *, days: int = 7) -> dict[str,
         "owner_boot_wait_minutes": sum(
             BOOT_MINUTES.get(fleet.by_id[iid].instance_type.partition(".")[0], 3) for iid in restarts
         ),
-        "exempted_by_owners": len(fleet.exempted),
-        "costguard_starts": len(fleet.costguard_starts),
+        "exempted_by_owners": sum(1 for _, at in fleet.exempted if at >= first),
+        "exempted_before_the_week": sum(1 for _, at in fleet.exempted if at < first),
+        "costguard_starts": len(starts),
         "costguard_starts_wasted": len(wasted),
     }
 
@@ -1333,7 +1338,11 @@ def outcome(
             if running[instance_id][i]:
                 break
             off.append(i)
-        if m.slots[at].work:  # stopped while at work
+        if at < first:  # a warm week's stop: an interruption of this week only if work came due in it while off
+            off = [i for i in off if i >= first]
+            if not any(m.slots[i].work for i in off):
+                continue
+        if at >= first and m.slots[at].work:  # stopped while at work
             interrupted.add((instance_id, at))
             causes[cause := f"stopped during {m.slots[at].work}"] += 1
             which.append(f"{instance_id} {m.instance_type} {world.at(at):%a %H:%M}: {cause}")
@@ -1354,7 +1363,7 @@ def outcome(
         "idle_gpu_hours": round(idle, 1),
         "reclaimed_gpu_hours": round(reclaimed, 1),
         "reclaimed_percent": round(100 * reclaimed / idle, 1) if idle else 0.0,
-        "stops": len(stops),
+        "stops": sum(1 for _, at in stops if at >= first),  # a warm week's are not this week's
         "interruptions": len(interrupted),
         "interruptions_by_cause": dict(sorted(causes.items())),
         "interrupted": sorted(which),
@@ -1377,11 +1386,13 @@ def costguard_week(
     bill: bool = True,
     hard: bool = False,
     history_days: float | None = None,
+    warm_days: int = 0,
 ) -> dict[str, Any]:
     """costguard's week in a child process, so that any code tree (an older commit) can be measured.
     `commitments`: the commitments world; `bill`: False for costguard with its bill reader off (as before it);
     `hard`: the harder week (testing/worlds/week.py's harder()); `history_days`: what CloudWatch has before the
-    week (None: the world's two weeks)."""
+    week (None: the world's two weeks); `warm_days`: that many days enforced before the week, on the world's
+    history, with the state table carried into the week (the figures are the week's only)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "week.json"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -1394,6 +1405,8 @@ def costguard_week(
             env["BENCH_HISTORY_DAYS"] = str(history_days)
         if not bill:
             env["BENCH_BILL"] = "off"
+        if warm_days:
+            env["BENCH_WARM_DAYS"] = str(warm_days)
         subprocess.run(
             [sys.executable, "-m", "testing.week", str(code_root), str(out), str(seed), str(no_ssm_share), *extra],
             check=True,
