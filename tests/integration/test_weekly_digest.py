@@ -505,8 +505,8 @@ def test_a_stop_whose_machine_ran_again_at_a_time_nothing_recorded_is_counted_as
     assert "Stopped machines stayed off 12 h ($12.07 at on-demand prices)." in said
     assert "The stops costguard made saved *$6.00* on the bill." in everything(slack.messages)
     assert (
-        "Stayed off: from each stop until the machine ran again, each hour at what the bill saved then; "
-        "1 stop with no known restart is not counted."
+        "Saved: from each stop to the next start, hour by hour on the bill; 1 stop with no known restart is not "
+        "counted."
     ) in said
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -163,6 +164,27 @@ def test_the_digest_shows_the_advice_and_warns_about_spot_interruptions() -> Non
     assert "`i-0a` p4d.24xlarge (ana): *Spot* instead, *$949 less* this week" in text
     assert "72 h of work" not in text
     assert json.dumps(SPOT_WARNING)[1:-1] in text
+
+
+def test_the_digest_shows_the_two_largest_savings_and_leaves_a_spot_warning_out_when_no_spot_line_is_shown() -> None:
+    from costguard.digest.weekly.rules.messages import digest_thread  # noqa: PLC0415
+    from tests.unit.digest.organization.test_rules import member_data  # noqa: PLC0415
+
+    box = machine("g5.12xlarge", 4, [], zone="us-east-1a")
+    smaller = Advice(box, "fewer-gpus", "g5.8xlarge", 5.0, 2.0, 87.0, "")  # $261 less
+    hours = Advice(replace(box, instance_id="i-0b"), "schedule", "daily 08:00-10:00 UTC", 1.0, 0.0, 163.0, "")
+    spot = Advice(replace(box, instance_id="i-0c"), "spot", "", 1.0, 0.5, 16.9, "")  # $8.45 less
+    data = member_data()
+    data.advice = [smaller, hours, spot]
+    [advice] = [r.message for r in digest_thread(data) if r.name == "advice"]
+    [section] = [b["text"]["text"] for b in advice.slack_blocks() if b["type"] == "section"]
+    assert section == (
+        "*The same work for less*\n"
+        "• `i-0a` g5.12xlarge (ana): *g5.8xlarge* instead, *$261 less* this week\n"
+        "• `i-0b` g5.12xlarge (ana): tag `costguard:schedule` = `daily 08:00-10:00 UTC`, *$163 less* this week\n"
+        "• and 1 more in its owner's message"
+    )
+    assert "Spot" not in json.dumps(advice.slack_blocks())  # its warning goes with the Spot line
 
 
 def test_a_machine_that_works_the_same_hours_and_idles_after_them_is_offered_a_working_hours_tag() -> None:

@@ -96,6 +96,15 @@ def test_the_basis_line_names_the_commitments_the_prices_are_net_of() -> None:
     )
 
 
+def test_the_basis_line_of_a_savings_plan_whose_room_is_judged_on_what_runs_now_says_no_more_than_its_now() -> None:
+    plan = Plan("sp-1", "Compute", NOW + timedelta(days=90), commitment_usd_per_hour=10.0, rate=0.7)
+    line = basis_line([Billing("us-east-1", reserved=[ris(6)], plans=[plan])], NOW)
+    assert line == (
+        "Prices as your bill shows them now, not hour by hour: on demand less 6 Reserved Instances and a Savings "
+        "Plan; Spot at its price."
+    )
+
+
 def test_a_bill_that_could_not_be_read_is_said_to_be_the_on_demand_list_without_an_aws_error_code() -> None:
     denied = Billing("us-east-1", unread=(UNREAD_RIS, UNREAD_HOLDS, UNREAD_PLANS))
     # why (AccessDenied) goes to the alerts channel with the permission to grant (digest/gaps.py), not here

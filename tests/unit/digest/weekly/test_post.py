@@ -170,27 +170,29 @@ def test_stops_that_stayed_off_under_an_hour_say_their_minutes_not_zero_hours() 
     assert "0 h" not in housekeeping
 
 
-def test_an_owner_idle_only_on_paid_capacity_is_listed_without_zero_dollars() -> None:
+def test_an_owner_idle_only_on_paid_capacity_is_left_out_of_the_owners_list() -> None:
     data = member_data()
     bob = data.this_week.per_owner["bob"]
     bob.waste_usd, bob.paid_idle_hours = 0.0, 4.0
-    owners = json.dumps(digest_thread(data)[0].message.slack_blocks())
-    assert "1 owner had none" in owners  # counted with those who had none: the commitments say paid hours
-    assert "*bob*" not in owners
-    assert "$0.00" not in owners
+    owners = digest_thread(data)[0].message
+    [listed] = [b["text"]["text"] for b in owners.blocks if b["type"] == "section" and "Idle cost by owner" in str(b)]
+    # the commitments say the paid hours; owners with no idle cost are not counted in words either
+    assert listed == "*Idle cost by owner* (on the bill)\n• *alice*: *$34.03* (24 idle GPU-h)"
+    assert "$0.00" not in json.dumps(owners.slack_blocks())
 
 
-def test_the_owners_list_is_eight_lines_at_most_the_rest_summed_on_its_last() -> None:
+def test_the_owners_list_is_six_lines_at_most_the_rest_summed_on_its_last() -> None:
     data = member_data()
     for k in range(10):
         data.this_week.per_owner[f"user{k}"] = Figures(instances=1, idle_gpu_hours=2.0 + k, waste_usd=1.0 + k)
     owners = digest_thread(data)[0].message
     [listed] = [b["text"]["text"] for b in owners.blocks if b["type"] == "section" and "Idle cost by owner" in str(b)]
     lines = listed.split("\n")[1:]
-    assert len(lines) == 8
+    assert len(lines) == 6
     assert lines[0] == "• *alice*: *$34.03* (24 idle GPU-h)"  # the most first
-    # 12 owners with idle cost: 7 named, the other 5 (user0-user3 at $1-$4, bob at $4.02) summed
-    assert lines[-1] == "• and 5 more, $14.02 together: each has their week by direct message"
+    # 12 owners with idle cost: 5 named, the other 7 (user0-user5 at $1-$6, bob at $4.02) summed; only those
+    # with something to act on get a direct message (digest/owners.py), so the line promises none
+    assert lines[-1] == "• and 7 more, $25.02 together"
 
 
 def test_the_digest_says_the_top_owner_s_share_in_the_post_and_their_dollars_in_the_thread_only() -> None:

@@ -154,9 +154,9 @@ def basis_line(billings: Sequence[Billing], now: datetime) -> str:
         _many(len(plans), "Savings Plan"),
     ]
     less = [x for x in less if x]
-    if plans and all(p.hourly for p in plans.values()):
-        less[-1] += " (its room judged on what runs now)"
-    elif plans and any(p.used_percent is not None for p in plans.values()):
+    # A plan whose room is judged on what runs now needs no word more: "now" says it. One judged on its recent
+    # use says so.
+    if plans and not all(p.hourly for p in plans.values()) and any(p.used_percent is not None for p in plans.values()):
         less[-1] += " (its recent use from Cost Explorer)"
     line = "Prices as your bill shows them now, not hour by hour"
     line += f": on demand less {_and(less)}" if less else ": on demand (no commitments in force)"

@@ -43,9 +43,9 @@ from costguard.slack.blocks import (
 )
 from costguard.state.entries import EntryKind
 
-OWNERS_SHOWN = 8  # lines of the by-owner list, its "and 7 more, $12 together" included
+OWNERS_SHOWN = 6  # lines of the by-owner list, its "and 7 more, $12 together" included
 TEAMS_SHOWN = 3  # teams of several owners with idle cost: a team of one owner would repeat that owner's line
-ADVICE_SHOWN = 3  # suggestions in the channel; each owner has theirs, with the figures they rest on, by message
+ADVICE_SHOWN = 2  # suggestions in the channel; each owner has theirs, with the figures they rest on, by message
 DASHBOARDS_SHOWN = 3
 EXEMPT_REASON = 60  # characters of an exemption's reason a line shows
 NO_OWNER = "(no owner)"
@@ -161,8 +161,9 @@ def _row(name: str, figures: Figures, warned: int = 0) -> Mrkdwn:
 
 def _owners(data: DigestData) -> Message:
     """Who the idle cost is, at most OWNERS_SHOWN lines (the rest summed on the last); the teams where a team is
-    several of them; the price basis. Owners idle only on capacity already paid are counted with those who had
-    none: the commitments say those hours."""
+    several of them; the price basis. Owners with no idle cost, or idle only on capacity already paid, are left
+    out: the commitments say those hours. The summed line promises no direct message: only owners with something
+    to act on get one (digest/owners.py)."""
     week = data.this_week
     owners = sorted(week.per_owner.items(), key=lambda kv: (-kv[1].waste_usd, kv[0]))
     costly = [(n, f) for n, f in owners if round(f.waste_usd, 2) > 0]
@@ -171,11 +172,8 @@ def _owners(data: DigestData) -> Message:
     rest = costly[len(shown) :]
     if rest:
         together = usd(sum(f.waste_usd for _, f in rest))
-        rows.append(Mrkdwn(f"and {len(rest)} more, {together} together: each has their week by direct message"))
-    quiet = len(owners) - len(costly)
+        rows.append(Mrkdwn(f"and {len(rest)} more, {together} together"))
     title = Mrkdwn(f"*Idle cost by owner* ({_on_the_bill(data)})")
-    if quiet:
-        title += f"; {plural(quiet, 'owner')} had none"
     blocks: list[Block] = [section(title + "\n" + bullet_list(rows) if rows else title)]
     teams = _teams(data, {n for n, _ in costly})
     if teams:
@@ -216,12 +214,15 @@ def advice_line(advice: Advice, now: datetime) -> Mrkdwn:
 
 
 def _advice(advice: Sequence[Advice], limit: int = ADVICE_SHOWN) -> Message:
-    """The largest savings, a line each: what to do and what it saves; the figures each rests on are in its
-    owner's message (digest/owners.py), where they are acted on."""
-    title = "*The same work for less*, the largest savings first\n"
+    """The largest savings, a line each, in their order (their dollars say it): what to do and what it saves; the
+    figures each rests on are in its owner's message (digest/owners.py), where they are acted on. The Spot
+    warning comes only with a Spot line."""
+    title = "*The same work for less*\n"
     lines = [short_advice_line(a) for a in advice[:limit]]
-    if len(advice) > limit:
-        lines.append(Mrkdwn(f"and {len(advice) - limit} more, each in its owner's message"))
+    more = len(advice) - limit
+    if more > 0:
+        where = "its owner's message" if more == 1 else "their owners' messages"
+        lines.append(Mrkdwn(f"and {more} more in {where}"))
     blocks: list[Block] = [section(Mrkdwn(title) + bullet_list(lines))]
     if any(a.kind == "spot" for a in advice[:limit]):
         blocks.append(context(SPOT_WARNING))
@@ -297,8 +298,9 @@ def hours_off(hours: float) -> str:
 
 
 def stayed_off_basis(unknown: int) -> str:
-    """How the stops' hours off were reckoned, in one line."""
-    line = "Stayed off: from each stop until the machine ran again, each hour at what the bill saved then"
+    """How the post's saving was reckoned, in one line: the hours each stop kept its machine off, each at what
+    the bill saved that hour."""
+    line = "Saved: from each stop to the next start, hour by hour on the bill"
     if unknown:
         line += f"; {plural(unknown, 'stop')} with no known restart "
         line += "is not counted" if unknown == 1 else "are not counted"
