@@ -13,7 +13,9 @@ from botocore.exceptions import ParamValidationError
 from botocore.parsers import JSONParser
 from botocore.utils import parse_timestamp
 
+from costguard.aws import clients
 from costguard.aws.clients import ClientFactory, ResponseParsers, ScalarListsJSONParser, fast_timestamp, new_session
+from costguard.aws.operations import OPERATIONS
 
 
 def parse(parser: Any, service: str, operation: str, body: dict[str, Any]) -> Any:
@@ -117,7 +119,7 @@ def test_a_session_drops_the_models_documentation_and_sends_the_requests_botocor
     for key, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    lean = new_session().client("cloudwatch", region_name="us-east-1")
+    lean = new_session(slim=False).client("cloudwatch", region_name="us-east-1")
     plain = botocore.session.get_session().create_client("cloudwatch", region_name="us-east-1")
     operation = lean.meta.service_model.operation_model("GetMetricData")
     assert operation.documentation == ""
@@ -137,3 +139,113 @@ def test_a_client_put_in_use_is_handed_out_for_every_kind_of_that_service_and_re
     assert factory.get("cloudwatch") is stand_in
     assert factory.get("cloudwatch", "us-east-1", quick=True) is stand_in
     assert factory.get("cloudwatch", "us-east-1", bulk=True) is stand_in
+
+
+EC2_XML = b'<?xml version="1.0" encoding="UTF-8"?>\n'
+
+
+def _answering(client: Any, body: bytes, content_type: str = "text/xml") -> list[tuple[str, str]]:
+    """Every request `client` (or a client of the session `client` is) sends, answered with `body` before it
+    leaves: what was sent, by operation."""
+    sent: list[tuple[str, str]] = []
+
+    def answer(request: Any, **kwargs: Any) -> Any:
+        text = request.body.decode() if isinstance(request.body, bytes) else str(request.body)
+        sent.append((kwargs["event_name"].rsplit(".", 1)[-1], text))
+        raw = type("Raw", (), {"stream": lambda self, **_: iter([body])})()
+        headers = HTTPHeaders()
+        headers["Content-Type"] = content_type
+        return AWSResponse(request.url, 200, headers, raw)
+
+    events = client.meta.events if hasattr(client, "meta") else client._session
+    events.register("before-send", answer)
+    return sent
+
+
+@pytest.fixture
+def credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
+@pytest.fixture
+def full_session(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The session a slim client falls back to, made here so that its requests can be answered and seen."""
+    session = clients.new_session(slim=False)
+    monkeypatch.setattr(clients, "_full_sessions", [session])
+    return session
+
+
+def test_a_slim_client_holds_only_the_operations_costguard_calls_and_sends_what_botocore_sends(
+    credentials: None,
+) -> None:
+    slim = ClientFactory(default_region="us-east-1").get("ec2")
+    plain = botocore.session.get_session().create_client("ec2", region_name="us-east-1")
+    assert set(slim.meta.service_model.operation_names) == OPERATIONS["ec2"]
+    assert len(plain.meta.service_model.operation_names) > 10 * len(OPERATIONS["ec2"])
+    assert slim.exceptions.ClientError is plain.exceptions.ClientError
+    answer = EC2_XML + b"<DescribeInstancesResponse><reservationSet/></DescribeInstancesResponse>"
+    filters = [{"Name": "instance-type", "Values": ["g5.*"]}, {"Name": "instance-state-name", "Values": ["running"]}]
+    asked = []
+    for client in (slim, plain):
+        sent = _answering(client, answer)
+        pages = client.get_paginator("describe_instances").paginate(
+            Filters=filters, PaginationConfig={"PageSize": 1000}
+        )
+        assert [page["Reservations"] for page in pages] == [[]]
+        asked.append(sent)
+    assert asked[0] == asked[1] == [("DescribeInstances", asked[1][0][1])]
+    assert "Filter.1.Name=instance-type" in asked[0][0][1]
+
+
+def test_a_slim_dynamodb_client_keeps_every_error_class_of_the_full_model(credentials: None) -> None:
+    slim = ClientFactory(default_region="us-east-1").get("dynamodb")
+    plain = botocore.session.get_session().create_client("dynamodb", region_name="us-east-1")
+    names = [shape.name for shape in plain.meta.service_model.error_shapes]
+    assert "ConditionalCheckFailedException" in names
+    assert sorted(shape.name for shape in slim.meta.service_model.error_shapes) == sorted(names)
+    assert slim.exceptions.TransactionCanceledException.__name__ == "TransactionCanceledException"
+
+
+def test_an_operation_outside_the_slim_model_is_sent_by_a_full_client_made_once(
+    credentials: None, full_session: Any
+) -> None:
+    slim = ClientFactory(default_region="eu-west-1").get("ec2", quick=True)
+    assert "DescribeRegions" not in slim.meta.service_model.operation_names
+    sent = _answering(full_session, EC2_XML + b"<DescribeRegionsResponse><regionInfo/></DescribeRegionsResponse>")
+    assert slim.describe_regions(AllRegions=True)["Regions"] == []
+    assert slim.describe_regions()["Regions"] == []
+    assert [operation for operation, _ in sent] == ["DescribeRegions", "DescribeRegions"]
+    assert "AllRegions=true" in sent[0][1]
+    full = slim.__dict__["_costguard_full"]  # one full client, of the slim one's region and configuration
+    assert full.meta.region_name == "eu-west-1"
+    assert full.meta.config.read_timeout == slim.meta.config.read_timeout == 10  # the quick client's
+    assert full.meta.config.retries == {"mode": "standard", "total_max_attempts": 4}  # botocore's words for 3 retries
+    assert len(full.meta.service_model.operation_names) > 100
+
+
+def test_a_paginator_and_a_waiter_outside_the_slim_model_work_through_the_full_client(
+    credentials: None, full_session: Any
+) -> None:
+    slim = ClientFactory(default_region="us-east-1").get("ec2")
+    sent = _answering(
+        full_session,
+        EC2_XML + b"<DescribeImagesResponse><imagesSet><item><imageId>ami-1</imageId>"
+        b"<imageState>available</imageState></item></imagesSet></DescribeImagesResponse>",
+    )
+    assert slim.can_paginate("describe_images")
+    assert slim.can_paginate("describe_instances")
+    assert not slim.can_paginate("stop_instances")
+    images = [image["ImageId"] for page in slim.get_paginator("describe_images").paginate() for image in page["Images"]]
+    assert images == ["ami-1"]
+    slim.get_waiter("image_available").wait(ImageIds=["ami-1"], WaiterConfig={"Delay": 0, "MaxAttempts": 1})
+    assert [operation for operation, _ in sent] == ["DescribeImages", "DescribeImages"]
+
+
+def test_a_name_no_model_has_is_still_an_attribute_error(credentials: None, full_session: Any) -> None:
+    slim = ClientFactory(default_region="us-east-1").get("ec2")
+    with pytest.raises(AttributeError):
+        slim.describe_everything()
+    with pytest.raises(AttributeError):
+        slim._not_a_thing  # noqa: B018  # private names never reach for the full client

@@ -7,8 +7,10 @@ business: AWS_ENDPOINT_URL points every client at the local emulated account in 
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +21,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.loaders import Loader
 from botocore.parsers import JSONParser, ResponseParserFactory
 from botocore.utils import parse_timestamp
+
+from costguard.aws.operations import OPERATIONS
+from costguard.core.observability import logger
 
 # Cost Explorer, Savings Plans and the Pricing API answer from this region, whatever the fleet's.
 GLOBAL_ENDPOINT_REGION = "us-east-1"
@@ -131,18 +136,69 @@ class ResponseParsers(ResponseParserFactory):
 
 
 class LeanLoader(Loader):
-    """botocore's loader of service models, each model's documentation dropped as it is loaded.
+    """botocore's loader of service models, each model's documentation dropped as it is loaded, and the
+    models of the services in `slim` cut down to the operations named there (`slim_model`).
 
     A client keeps its service's whole model for the container's life, and the words of the API reference
     are much of it: they only make docstrings (help(client.method)), never a request or the reading of an
     answer. The eleven clients of the weekly digest held about 44 MB of models with them, 37 without.
     """
 
+    def __init__(self, *args: Any, slim: Mapping[str, frozenset[str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slim = dict(slim or {})
+        self._slim_models: dict[tuple[str, str | None], Any] = {}
+
     def load_service_model(self, service_name: str, type_name: str, api_version: str | None = None) -> Any:
+        if type_name == "service-2" and (service_name, api_version) in self._slim_models:
+            return self._slim_models[service_name, api_version]
         model = super().load_service_model(service_name, type_name, api_version)
-        if type_name == "service-2":  # the model itself (not its paginators, waiters or endpoint rules)
-            _without_documentation(model)
-        return model
+        if type_name != "service-2":  # the model itself (not its paginators, waiters or endpoint rules)
+            return model
+        _without_documentation(model)
+        if service_name not in self._slim:
+            return model
+        slim = self._slim_models[service_name, api_version] = slim_model(model, self._slim[service_name])
+        # botocore's loader caches what it loaded (the model, and the file's data with its path): the full
+        # model would stay for the container's life.
+        cache = getattr(self, "_cache", {})
+        for key in [key for key, value in cache.items() if value is model or _holds(value, model)]:
+            del cache[key]
+        return slim
+
+
+def _holds(value: Any, model: Any) -> bool:
+    return isinstance(value, tuple) and any(item is model for item in value)
+
+
+def slim_model(model: dict[str, Any], operations: frozenset[str]) -> dict[str, Any]:
+    """A service model with only `operations` (those the model has), the operation that discovers
+    endpoints, and the shapes they reach; every error shape is kept, so `client.exceptions` is whole.
+
+    What is kept is copied, so that the full model, once dropped, frees its memory whole."""
+    kept = {
+        name: operation
+        for name, operation in model.get("operations", {}).items()
+        if name in operations or operation.get("endpointoperation")
+    }
+    shapes = model.get("shapes", {})
+    todo = [name for name, shape in shapes.items() if shape.get("exception")]
+    for operation in kept.values():
+        todo += [operation[part]["shape"] for part in ("input", "output") if part in operation]
+        todo += [error["shape"] for error in operation.get("errors", ())]
+    reached: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        shape = shapes[name]
+        todo += [member["shape"] for member in shape.get("members", {}).values()]
+        todo += [shape[part]["shape"] for part in ("member", "key", "value") if part in shape]
+    slim = {key: value for key, value in model.items() if key not in ("operations", "shapes")}
+    slim["operations"] = kept
+    slim["shapes"] = {name: shape for name, shape in shapes.items() if name in reached}
+    return copy.deepcopy(slim)
 
 
 def _without_documentation(model: dict[str, Any]) -> None:
@@ -157,14 +213,73 @@ def _without_documentation(model: dict[str, Any]) -> None:
             member.pop("documentation", None)
 
 
-def new_session() -> boto3.session.Session:
+def new_session(*, slim: bool = True) -> boto3.session.Session:
+    """costguard's boto3 session: fast answers, models without documentation and, unless `slim` is False,
+    the large services' models cut to the operations costguard calls (aws/operations.py), each client of
+    such a service falling back to the full model for any other operation (`FullOnDemand`)."""
     core = botocore.session.get_session()
     core.register_component("response_parser_factory", ResponseParsers())
     # where botocore's own loader looks (AWS_DATA_PATH and the bundled models), as botocore.loaders.create_loader
     data_path = core.get_config_variable("data_path")
     extra = [os.path.expanduser(os.path.expandvars(p)) for p in data_path.split(os.pathsep)] if data_path else None
-    core.register_component("data_loader", LeanLoader(extra_search_paths=extra))
+    core.register_component("data_loader", LeanLoader(extra_search_paths=extra, slim=OPERATIONS if slim else None))
+    if slim:
+        core.register("creating-client-class", _full_on_demand)
     return boto3.session.Session(botocore_session=core)
+
+
+def _full_on_demand(**event: Any) -> None:
+    event["base_classes"].insert(0, FullOnDemand)
+
+
+_full_lock = threading.Lock()
+_full_sessions: list[boto3.session.Session] = []
+
+
+class FullOnDemand:
+    """What a client of a slim session adds to botocore's: an operation, paginator or waiter its slim
+    model lacks is handed to a client of the full model, made once (the first time) with the same region
+    and configuration. A name costguard forgot to list in aws/operations.py costs memory, never a call."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)  # type: ignore[misc]  # botocore's BaseClient, next in line
+        except AttributeError:
+            full = None if name.startswith("_") else self._full_client(name)
+            if full is None:
+                raise
+            return getattr(full, name)
+
+    def can_paginate(self, operation_name: str) -> bool:
+        if operation_name in self._PY_TO_OP_NAME:
+            return bool(super().can_paginate(operation_name))  # type: ignore[misc]
+        full = self._full_client(operation_name)
+        return bool(full.can_paginate(operation_name)) if full is not None else False
+
+    def get_paginator(self, operation_name: str) -> Any:
+        full = None if operation_name in self._PY_TO_OP_NAME else self._full_client(operation_name)
+        if full is None:
+            return super().get_paginator(operation_name)  # type: ignore[misc]
+        return full.get_paginator(operation_name)
+
+    _PY_TO_OP_NAME: dict[str, str]  # botocore's, set on the client class: the slim model's operations
+    meta: Any
+
+    def _full_client(self, asked: str) -> Any:
+        """The full model's client of this one's service, region and configuration; None for a service
+        that is not slimmed (its model is whole: nothing more to find)."""
+        service = self.meta.service_model.service_name
+        if service not in OPERATIONS:
+            return None
+        with _full_lock:
+            full = self.__dict__.get("_costguard_full")
+            if full is None:
+                logger.warning("operation outside the slim model: full client made", service=service, asked=asked)
+                if not _full_sessions:
+                    _full_sessions.append(new_session(slim=False))
+                full = _full_sessions[0].client(service, region_name=self.meta.region_name, config=self.meta.config)
+                self.__dict__["_costguard_full"] = full
+        return full
 
 
 class ClientFactory:
