@@ -98,6 +98,7 @@ def test_an_endpoint_is_a_zombie_only_when_its_instances_proved_the_metrics_flow
     zombie = endpoint_activity(endpoint_resource(), cpu, window_start=window, now=NOW)
     assert zombie.verdict is Verdict.IDLE
     assert zombie.last_invoked == NOW - timedelta(days=20)
+    assert zombie.reason == f"no invocation in 7 days; last invoked {NOW - timedelta(days=20):%a %d %b}"
     invoked = {
         "churn-v2/AllTraffic": {**cpu["churn-v2/AllTraffic"], Signal.INVOCATIONS: [(NOW - timedelta(days=2), 1.0)]}
     }

@@ -271,7 +271,9 @@ def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
         )
         if n
     ]
-    counts = f"*SageMaker on GPUs*: {_listed(running) or 'nothing running'}, {usd(week.daily_usd)}/day together."
+    alone = week.notebooks + week.apps + week.endpoints == 1
+    together = "" if alone else " together"
+    counts = f"*SageMaker on GPUs*: {_listed(running) or 'nothing running'}, {usd(week.daily_usd)}/day{together}."
     wasted = [
         text
         for n, text in (
@@ -297,7 +299,6 @@ def digest_section(week: SageMakerWeek, now: datetime) -> list[Block]:
     blocks: list[Block] = [section(counts + "\n" + idle + ("\n" + said if said else ""))]
     if week.zombies:
         # What one costs a day, where the day's total above is not already theirs alone (each number once).
-        alone = week.notebooks + week.apps + week.endpoints == 1
         lines = [
             mrkdwn("`{0}` ({1}): ", z.name, z.owner or "no owner")
             + ("" if alone else f"{usd(z.daily_usd)}/day; ")
