@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import botocore
 import botocore.session
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ParamValidationError
+from botocore.loaders import JSONFileLoader
 from botocore.parsers import JSONParser
 from botocore.utils import parse_timestamp
 
 from costguard.aws import clients
-from costguard.aws.clients import ClientFactory, ResponseParsers, ScalarListsJSONParser, fast_timestamp, new_session
+from costguard.aws.clients import (
+    ClientFactory,
+    PlainJSONFileLoader,
+    ResponseParsers,
+    ScalarListsJSONParser,
+    fast_timestamp,
+    new_session,
+)
 from costguard.aws.operations import OPERATIONS
 
 
@@ -249,3 +260,25 @@ def test_a_name_no_model_has_is_still_an_attribute_error(credentials: None, full
         slim.describe_everything()
     with pytest.raises(AttributeError):
         slim._not_a_thing  # noqa: B018  # private names never reach for the full client
+
+
+def test_botocore_files_are_read_into_plain_dicts_holding_what_botocore_reads() -> None:
+    data = Path(botocore.__file__).parent / "data"
+    for name in ("endpoints", "partitions", "ec2/2016-11-15/paginators-1", "sdk-default-configuration"):
+        plain, botocores = (
+            PlainJSONFileLoader().load_file(str(data / name)),
+            JSONFileLoader().load_file(str(data / name)),
+        )
+        assert type(plain) is dict
+        assert type(botocores) is OrderedDict
+        assert json.dumps(plain) == json.dumps(botocores)  # the same keys, values and order
+    assert PlainJSONFileLoader().load_file(str(data / "no-such-file")) is None
+
+
+def test_a_session_loads_its_endpoints_as_plain_dicts(credentials: None) -> None:
+    session = new_session()
+    session.client("sqs", region_name="eu-west-1")
+    loader = session._session.get_component("data_loader")
+    endpoints, _ = loader.load_data_with_path("endpoints")
+    assert type(endpoints) is dict
+    assert type(endpoints["partitions"][0]["services"]["ec2"]) is dict

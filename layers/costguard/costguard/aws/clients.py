@@ -8,6 +8,7 @@ business: AWS_ENDPOINT_URL points every client at the local emulated account in 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import threading
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from botocore.loaders import Loader
+from botocore.loaders import JSONFileLoader, Loader
 from botocore.parsers import JSONParser, ResponseParserFactory
 from botocore.utils import parse_timestamp
 
@@ -201,6 +202,19 @@ def slim_model(model: dict[str, Any], operations: frozenset[str]) -> dict[str, A
     return copy.deepcopy(slim)
 
 
+class PlainJSONFileLoader(JSONFileLoader):
+    """botocore's reader of its JSON files, into plain dicts where botocore makes OrderedDicts.
+
+    A dict keeps its keys' order as an OrderedDict does, in less memory: botocore's table of endpoints, which
+    every session keeps, is 4.1 MB in dicts and 7.0 MB in OrderedDicts on the dev machine."""
+
+    def _load_file(self, full_path: str, open_method: Any) -> Any:
+        if not os.path.isfile(full_path):
+            return None
+        with open_method(full_path, "rb") as fp:
+            return json.loads(fp.read().decode("utf-8"))
+
+
 def _without_documentation(model: dict[str, Any]) -> None:
     model.get("metadata", {}).pop("documentation", None)
     model.pop("documentation", None)
@@ -222,7 +236,8 @@ def new_session(*, slim: bool = True) -> boto3.session.Session:
     # where botocore's own loader looks (AWS_DATA_PATH and the bundled models), as botocore.loaders.create_loader
     data_path = core.get_config_variable("data_path")
     extra = [os.path.expanduser(os.path.expandvars(p)) for p in data_path.split(os.pathsep)] if data_path else None
-    core.register_component("data_loader", LeanLoader(extra_search_paths=extra, slim=OPERATIONS if slim else None))
+    loader = LeanLoader(extra_search_paths=extra, file_loader=PlainJSONFileLoader(), slim=OPERATIONS if slim else None)
+    core.register_component("data_loader", loader)
     if slim:
         core.register("creating-client-class", _full_on_demand)
     return boto3.session.Session(botocore_session=core)
