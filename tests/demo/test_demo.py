@@ -328,11 +328,6 @@ def test_the_deep_dive_s_quarter_is_the_weekly_digest_s_week_repeated_and_the_tr
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 46, item 7: the research team's digest (23 machines, SageMaker, commitments) is 458 words in all "
-    "its posts at c1dcbc9 (485 before its words were cut); at most 400 is not reached yet",
-)
 def test_every_team_digest_the_demo_posts_is_at_most_400_words_in_all_its_posts(first_run: Run) -> None:
     messages = json.loads((first_run.out / "messages.json").read_text())
     posts = [m for m in messages if m["text"].startswith("GPU week: ") and not m.get("thread_ts")]
