@@ -66,12 +66,16 @@ def _baseline(world: World, run: Any, *, by_owner: bool) -> dict[str, Any]:
     return {"running": running, "stops": stops, "restarts": restarts, "blocked": blocked}
 
 
-def measure(seed: int, days: int = 7, code_root: Any = ROOT, before: Path | None = None) -> dict[str, Any]:
-    """One seed's week for each tool; `before`: a tree of costguard before issue 32 (no money, no scarcity)."""
+def measure(
+    seed: int, days: int = 7, code_root: Any = ROOT, before: Path | None = None, warm_days: int = 0
+) -> dict[str, Any]:
+    """One seed's week for each tool; `before`: a tree of costguard before issue 32 (no money, no scarcity);
+    `warm_days`: costguard enforced that many days before the week with its state table carried into it (what it
+    learned: the spill profile, runs, people's days), the week measured being its second (testing/week.py)."""
     world = World(seed, commitments=True)
     judge = Judge(world)
     nobody = judge.total(always_on(world), week_slots(world, days))
-    out: dict[str, Any] = {"seed": seed}
+    out: dict[str, Any] = {"seed": seed, "warm_days": warm_days}
     for name, run in (
         ("oracle", oracle(world, judge)),
         ("night_and_weekend_schedule", _baseline(world, schedule_running, by_owner=False)),
@@ -86,7 +90,7 @@ def measure(seed: int, days: int = 7, code_root: Any = ROOT, before: Path | None
     if before is not None:
         runs.append(("costguard_before_issue_32", before, True))
     for name, tree, bill in runs:
-        week = costguard_week(tree, seed, 0.0, None, days, commitments=True, bill=bill)
+        week = costguard_week(tree, seed, 0.0, None, days, commitments=True, bill=bill, warm_days=warm_days)
         figures = dict(week["money"])
         figures["interruptions"] = week["interruptions"]
         figures["interruptions_by_cause"] = week["interruptions_by_cause"]
@@ -132,9 +136,11 @@ def targets(week: dict[str, Any]) -> dict[str, bool]:
     }
 
 
-def main(seeds: tuple[int, ...] = SEEDS, days: int = 7) -> dict[str, Any]:
+def main(seeds: tuple[int, ...] = SEEDS, days: int = 7, warm_days: int = 0) -> dict[str, Any]:
+    """Every tool on each seed's week; `warm_days=7`: costguard's second week (its first enforced on the world's
+    history, its state carried), the oracle's and the baselines' the same week."""
     with tree_at(BEFORE) as before:
-        weeks = [measure(seed, days, before=before) for seed in seeds]
+        weeks = [measure(seed, days, before=before, warm_days=warm_days) for seed in seeds]
     worst = min(weeks, key=lambda w: w["costguard"]["saved_usd"] / max(1.0, w["oracle"]["saved_usd"]))
     for week in weeks:
         print(f"  seed {week['seed']}: bill with nobody stopping ${week['oracle']['bill_nobody_stops']:,.0f}")
@@ -146,7 +152,7 @@ def main(seeds: tuple[int, ...] = SEEDS, days: int = 7) -> dict[str, Any]:
         week["targets"] = targets(week)
         print("    targets: " + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in week["targets"].items()))
     print(f"  worst seed: {worst['seed']} (costguard saved the least of the oracle's dollars)")
-    return {"seeds": list(seeds), "days": days, "worst_seed": worst["seed"], "weeks": weeks}
+    return {"seeds": list(seeds), "days": days, "warm_days": warm_days, "worst_seed": worst["seed"], "weeks": weeks}
 
 
 @contextlib.contextmanager
