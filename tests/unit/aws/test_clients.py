@@ -15,12 +15,14 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ParamValidationError
 from botocore.loaders import JSONFileLoader
 from botocore.parsers import JSONParser
+from botocore.serialize import JSONSerializer
 from botocore.utils import parse_timestamp
 
 from costguard.aws import clients
 from costguard.aws.clients import (
     ClientFactory,
     PlainJSONFileLoader,
+    PlainJSONSerializer,
     ResponseParsers,
     ScalarListsJSONParser,
     fast_timestamp,
@@ -282,3 +284,51 @@ def test_a_session_loads_its_endpoints_as_plain_dicts(credentials: None) -> None
     endpoints, _ = loader.load_data_with_path("endpoints")
     assert type(endpoints) is dict
     assert type(endpoints["partitions"][0]["services"]["ec2"]) is dict
+
+
+def test_the_bulk_serializer_writes_the_bodies_botocore_writes_with_plain_lists_taken_as_given() -> None:
+    model = botocore.session.get_session().get_service_model("cloudwatch")
+    by_id = [{"Name": "InstanceId", "Value": "i-1"}, {"Name": "index", "Value": "0"}]
+    metric = {"Namespace": "CWAgent", "MetricName": "nvidia_smi_utilization_gpu", "Dimensions": by_id}
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 15, tzinfo=UTC)
+    requests: dict[str, dict[str, Any]] = {
+        "GetMetricData": {
+            "MetricDataQueries": [
+                {"Id": f"q{i}", "MetricStat": {"Metric": metric, "Period": 3600, "Stat": "Maximum"}, "ReturnData": True}
+                for i in range(3)
+            ],
+            "StartTime": start,
+            "EndTime": end,
+            "ScanBy": "TimestampAscending",
+        },
+        "ListMetrics": {"Namespace": "CWAgent", "Dimensions": [{"Name": "InstanceId"}], "RecentlyActive": "PT3H"},
+        # timestamps and doubles in the list's items: botocore's own walk, item by item
+        "PutMetricData": {
+            "Namespace": "costguard",
+            "MetricData": [{"MetricName": "Stops", "Timestamp": start, "Value": float("inf"), "Dimensions": by_id}],
+        },
+    }
+    for operation, params in requests.items():
+        shape = model.operation_model(operation)
+        fast = PlainJSONSerializer().serialize_to_request(params, shape)
+        slow = JSONSerializer().serialize_to_request(params, shape)
+        assert fast["body"] == slow["body"], operation
+        assert fast["headers"] == slow["headers"]
+    put_shape = model.operation_model("PutMetricData")
+    put = json.loads(PlainJSONSerializer().serialize_to_request(requests["PutMetricData"], put_shape)["body"])
+    assert put["MetricData"][0]["Timestamp"] == int(start.timestamp())
+    assert put["MetricData"][0]["Value"] == "Infinity"
+    # the queries are taken as given, where botocore walks each down its shape (and stops at a key it lacks)
+    odd = {**requests["GetMetricData"], "MetricDataQueries": [{"Id": "q0", "Unmodelled": 1}]}
+    assert (
+        b'"Unmodelled": 1'
+        in PlainJSONSerializer().serialize_to_request(odd, model.operation_model("GetMetricData"))["body"]
+    )
+    with pytest.raises(KeyError):
+        JSONSerializer().serialize_to_request(odd, model.operation_model("GetMetricData"))
+
+
+def test_only_the_bulk_client_serializes_plain_lists_as_given(credentials: None) -> None:
+    factory = ClientFactory(default_region="us-east-1")
+    assert type(factory.get("cloudwatch", bulk=True)._serializer) is PlainJSONSerializer
+    assert type(factory.get("cloudwatch")._serializer) is not PlainJSONSerializer  # checked, then botocore's
