@@ -18,7 +18,7 @@ from costguard.runtime import Runtime
 from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, notices
-from tests.faults.conftest import armed_on, switch
+from tests.faults.conftest import Killed, armed_on, switch
 from tests.faults.test_sweep_faults import state, sweep
 from tests.integration.conftest import REGION, TABLE, tags_of
 from tests.integration.test_idle_stopper import idle, launch, publish
@@ -180,3 +180,41 @@ def test_a_withdrawal_killed_between_its_record_and_slacks_edit_is_shown_by_the_
     assert "At work again: costguard does not stop it." in said
     sweep(runtime, now + timedelta(minutes=30), lambda_context, monkeypatch)  # its mark, found twice, cleared
     assert stale_marks() == []
+
+
+def test_a_withdrawal_killed_after_its_tags_went_and_before_its_message_changed_is_shown_by_the_retry(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep that finds the machine at work again removes the warning's tags, then Lambda ends it before it
+    changes the message: the retry finds no warning on the machine, so only what the sweep kept before its
+    writes can tell it that the message still promises the stop."""
+    iid = warned_a_sweep_ago(runtime, slack, now, lambda_context, monkeypatch)
+
+    publish(iid, now, gpus=[busy(), busy()])
+    cleared = [False]  # the kill: at the sweep's first read of its messages once the tags are gone
+
+    def tags_gone(**_: Any) -> None:
+        cleared[0] = True
+
+    def dead(**_: Any) -> None:
+        if cleared[0]:
+            raise Killed("after the clear, before the edit")
+
+    runtime.client("ec2", REGION).meta.events.register("after-call.ec2.DeleteTags", tags_gone)
+    dynamodb = runtime.client("dynamodb", REGION)
+    for operation in ("GetItem", "BatchGetItem"):
+        dynamodb.meta.events.register(f"before-call.dynamodb.{operation}", dead)
+    with pytest.raises(Killed):
+        sweep(runtime, now, lambda_context, monkeypatch)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)  # withdrawn on the machine
+    assert PROMISE in as_read(notices(slack.messages, "warn")[0].blocks)  # not yet in its message
+
+    cleared[0] = False
+    sweep(runtime, now + timedelta(minutes=1), lambda_context, monkeypatch)  # Lambda's retry
+
+    [warning] = notices(slack.messages, "warn")
+    said = as_read(warning.blocks)
+    assert PROMISE not in said
+    assert WITHDRAWN in said or "At work again: costguard does not stop it." in said
+    assert len(slack.messages) == 1  # said in place, nothing posted
+    assert outbox_keys() == []

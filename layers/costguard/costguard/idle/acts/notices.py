@@ -171,6 +171,7 @@ class SweepNotices(OwnerMessages):
         delivered, by machine, with why."""
         with self._lock:
             tellings, self._tellings = self._tellings, []
+        self.shown.before_writes(now)  # the withdrawals to show once the writes are made, kept first
         return by_machine(tellings, self.dispatch.send(tellings, now))
 
     def tell_stops(self, stopped: Stopped, now: datetime, *, left: Stopped | None = None) -> dict[str, Settled]:

@@ -66,6 +66,7 @@ class Shown:
         self.time_left = time_left
         self.outbox = outbox  # where a withdrawal its message could not show waits for the next sweep
         self._later: list[tuple[str, live.Change, str]] = []
+        self._ahead: dict[str, Where] = {}  # withdrawals kept as unsaid before the writes (their messages)
         self._lock = threading.Lock()
 
     def later(self, instance_id: str, change: live.Change, *, why: str = "") -> None:
@@ -74,17 +75,47 @@ class Shown:
         with self._lock:
             self._later.append((instance_id, change, why))
 
+    def before_writes(self, now: datetime) -> None:
+        """The withdrawals queued, each kept in the outbox as unsaid (its message, and why) before the writes that
+        take its warning's tags off: a sweep that ends between those writes and its edit (Lambda's timeout, a
+        kill) leaves a machine with no warning to withdraw, and only this record tells the next sweep (or the
+        retry) that the message still promises the stop. Never raises: one not kept is logged (and changed in place
+        as before)."""
+        with self._lock:
+            withdrawn = [(iid, why) for iid, _, why in self._later if why and iid not in self._ahead]
+        if not withdrawn or self.mode is Mode.DRY_RUN or self.outbox is None:
+            return
+        where = self.live.where(iid for iid, _ in withdrawn)
+        ahead = {iid: where[iid] for iid, _ in withdrawn if iid in where}
+        if not ahead:
+            return
+        try:
+            self.outbox.add([unsaid(iid, where[iid], why, now) for iid, why in withdrawn if iid in ahead])
+        except AWS_ERRORS as exc:
+            logger.warning("withdrawn warnings not kept before their writes", count=len(ahead), error=str(exc)[:200])
+            return
+        with self._lock:
+            self._ahead.update(ahead)
+
     def edit_queued(self, now: datetime | None = None) -> None:
         """Each change queued, said in place in its machine's latest message. A withdrawal the message could not
-        show (its record or Slack refused the change) is kept in the outbox for the next sweep to show."""
+        show (its record or Slack refused the change) is kept in the outbox for the next sweep to show; one kept
+        before the writes (before_writes) goes once its message shows it."""
         with self._lock:
             shown, self._later = self._later, []
+            ahead, self._ahead = self._ahead, {}
         if not shown or self.mode is Mode.DRY_RUN:
             return
-        where = self.live.where(iid for iid, _, _ in shown)
+        where = {**self.live.where(iid for iid, _, _ in shown if iid not in ahead), **ahead}
         done = self.live.change_many([(where[iid], iid, change) for iid, change, _ in shown if iid in where])
         left = [(iid, where[iid], why) for iid, _, why in shown if why and iid in where and iid not in done]
-        self.keep_unsaid(left, now)
+        self.keep_unsaid([w for w in left if w[0] not in ahead], now)
+        said = [unsaid(iid, at, "", now or datetime.now(tz=UTC)) for iid, at in ahead.items() if iid in done]
+        if said and self.outbox is not None:
+            try:
+                self.outbox.remove(said)
+            except AWS_ERRORS as exc:  # shown again by the next sweep, as it stands: an edit that changes nothing
+                logger.warning("withdrawals shown, their records left", count=len(said), error=str(exc)[:200])
 
     def keep_unsaid(self, left: Sequence[tuple[str, Where, str]], now: datetime | None = None) -> None:
         """Withdrawals their messages do not show yet (machine, message, why), kept for the next sweep. Never
