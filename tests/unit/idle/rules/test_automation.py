@@ -9,8 +9,18 @@ from datetime import UTC, datetime, timedelta
 
 from costguard.core.records import Instance, Price
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.automation import BLIND, CANNOT_SEE, LET_IT_SEE, night_work, with_night_work
+from costguard.idle.rules.activity import ActivityReport, Session
+from costguard.idle.rules.automation import (
+    BLIND,
+    CANNOT_SEE,
+    LET_IT_SEE,
+    night_work,
+    runs_by_itself,
+    unseen_nights,
+    with_night_work,
+)
 from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
 from costguard.idle.rules.recurring import QUARTER, Quarter
 from costguard.idle.words.messages import idle_warning
 from costguard.slack.blocks import mention
@@ -187,3 +197,99 @@ def test_the_earliest_and_latest_starts_are_those_of_any_night() -> None:
     found = night_work(fortnight(now, two_jobs), [], now, "UTC")
     assert found is not None
     assert (found.earliest, found.latest) == (timedelta(hours=1), timedelta(hours=5))
+
+
+# A box that answers the check and runs by itself: its nights on its own clock (its owners' zone), and every night
+# held while costguard has not watched it for a week.
+
+HOUSEKEEPING = (
+    Job(JobKind.CRON, "*/10 * * * *", "healthcheck.sh"),
+    Job(JobKind.CRON, "0 * * * *", "logrotate"),
+    Job(JobKind.CRON, "@reboot", "mount-data.sh"),
+)
+
+
+def by_itself(zone: str | None, *jobs: Job, sessions: tuple[Session, ...] = ()) -> ActivityReport:
+    return ActivityReport(sessions=sessions, jobs=MachineJobs(jobs=jobs or HOUSEKEEPING, zone=zone, found=3))
+
+
+def test_a_box_whose_crontab_is_housekeeping_only_and_nobody_logged_in_runs_by_itself_on_its_own_clock() -> None:
+    now = MONDAY + timedelta(hours=10)
+    window = timedelta(minutes=POLICY.window_minutes)
+    assert runs_by_itself(by_itself("Asia/Kolkata"), now, window) == "Asia/Kolkata"
+    assert runs_by_itself(by_itself(None), now, window) == "UTC"  # a check that does not say: the machine's UTC
+    assert runs_by_itself(by_itself("Asia/Kolkata", sessions=(Session("pts/0", 60),)), now, window) is None
+    nightly = Job(JobKind.CRON, "0 1 * * *", "nightly.py")
+    assert runs_by_itself(by_itself("UTC", *HOUSEKEEPING, nightly), now, window) is None  # its crontab says when
+    assert runs_by_itself(ActivityReport(jobs=MachineJobs()), now, window) is None  # no crontab: nothing says so
+    assert runs_by_itself(ActivityReport(), now, window) is None  # an older check, without its jobs
+
+
+def test_a_box_that_runs_by_itself_watched_for_a_day_is_stopped_in_the_day_and_started_before_its_owners_evening() -> (
+    None
+):
+    now = MONDAY + timedelta(hours=9)  # 14:30 in Kolkata, a day after the deploy
+    quarters = [q for q in fortnight(now, []) if q.at >= now - timedelta(days=1)]
+    found = unseen_nights(quarters, now, "Asia/Kolkata")
+    assert found is not None
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.WARN
+    assert decided.start_at == MONDAY.replace(hour=12, minute=15)  # 18:00 in Kolkata, less the lead
+    assert (
+        decided.next_work
+        == "runs by itself (a crontab of its own, nobody logged in): its nights not yet known (Asia/Kolkata)"
+    )
+
+
+def test_a_new_box_that_runs_by_itself_is_held_through_its_owners_evening_in_new_york_until_work_has_run() -> None:
+    evening = MONDAY + timedelta(days=1, hours=1)  # Monday 20:00 in New York, Tuesday 01:00 UTC
+    quarters = [q for q in fortnight(evening, []) if q.at >= evening - timedelta(days=2)]
+    held = with_night_work(
+        warn(evening), unseen_nights(quarters, evening, "America/New_York"), POLICY, evening, may_start=True
+    )
+    assert held.action is Action.NONE
+    assert "held until its night's work has run (until 11:00 UTC at the latest)" in held.reason  # 06:00 there
+    assert CANNOT_SEE not in held.reason  # it answers the check: nothing to let costguard see
+    ran = [
+        q
+        for q in fortnight(evening, [(MONDAY.replace(hour=23, minute=30), timedelta(minutes=30))])
+        if q.at >= evening - timedelta(days=2)
+    ]
+    stopped = with_night_work(
+        warn(evening), unseen_nights(ran, evening, "America/New_York"), POLICY, evening, may_start=True
+    )
+    assert stopped.action is Action.WARN  # tonight's work came and went: stopped, and started before tomorrow's
+    assert stopped.start_at == (MONDAY + timedelta(days=1)).replace(hour=22, minute=45)
+
+
+def test_a_box_that_runs_by_itself_watched_for_a_week_is_held_only_for_the_nights_it_worked() -> None:
+    now = MONDAY + timedelta(days=8, hours=9)
+    assert unseen_nights(fortnight(now, []), now, "Asia/Kolkata") is None
+
+
+def test_a_nightly_job_at_six_utc_is_night_work_on_its_new_york_owners_clock_not_on_utc() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    seen = fortnight(now, [pipeline_night(MONDAY + timedelta(days=1), 6, 1)])  # 01:00 in New York
+    assert night_work(seen, [], now, "UTC") is None  # 06:00 UTC: the morning, on the team's clock
+    found = night_work(seen, [], now, "America/New_York", blind=False)
+    assert found is not None
+    assert found.describe() == "runs GPU work of its own at night (last night, starting by 01:00 America/New_York)"
+    assert not found.cannot_see()
+
+
+def test_an_evening_pipeline_in_kolkata_is_night_work_on_its_clock_and_its_start_comes_before_that_evening() -> None:
+    now = MONDAY + timedelta(days=1, hours=6)  # Tuesday 11:30 in Kolkata
+    seen = fortnight(now, [(MONDAY.replace(hour=13, minute=15), timedelta(hours=2))])  # 18:45 there
+    assert night_work(seen, [], now, "UTC") is None  # 13:15 UTC: the team's afternoon
+    found = night_work(seen, [], now, "Asia/Kolkata", blind=False)
+    assert found is not None
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.start_at == (MONDAY + timedelta(days=1)).replace(hour=12, minute=15)
+
+
+def test_a_nightly_box_just_after_its_job_ran_is_not_taken_for_one_whose_crontab_is_housekeeping() -> None:
+    after_its_job = MONDAY + timedelta(hours=2, minutes=30)  # its 01:00 job ran within the idle window just judged
+    nightly = Job(JobKind.CRON, "0 1 * * *", "nightly.py")
+    window = timedelta(minutes=POLICY.window_minutes)
+    assert runs_by_itself(by_itself("UTC", *HOUSEKEEPING, nightly), after_its_job, window) is None
+    assert runs_by_itself(by_itself("UTC", Job(JobKind.CRON, "not a schedule", "x")), after_its_job, window) is None

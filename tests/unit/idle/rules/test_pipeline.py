@@ -49,8 +49,15 @@ class World:
     def answers(self, instance_id: str) -> Sequence[Answer]:
         return ()
 
-    def past(self, decided: Sequence[Decided], now: datetime, *, blind: Collection[str] = ()) -> Mapping[str, Past]:
-        self.asked.append(f"past blind={sorted(blind)}")
+    def past(
+        self,
+        decided: Sequence[Decided],
+        now: datetime,
+        *,
+        blind: Collection[str] = (),
+        clocks: Mapping[str, str] | None = None,
+    ) -> Mapping[str, Past]:
+        self.asked.append(f"past blind={sorted(blind)}" + (f" clocks={dict(clocks)}" if clocks else ""))
         return self.pasts
 
     def keep(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> bool:
@@ -252,6 +259,23 @@ def test_a_machine_that_cannot_answer_is_held_into_its_night_work_by_the_night_w
     step = decided.trail[-1]
     assert step.rule is Rule.NIGHT_WORK
     assert "held until its night's work has run" in step.why
+
+
+def test_a_box_whose_check_says_it_runs_by_itself_has_its_nights_read_on_its_clock_and_is_held_into_them() -> None:
+    housekeeping = MachineJobs(jobs=(Job(JobKind.CRON, "*/10 * * * *", "healthcheck.sh"),), zone="Asia/Kolkata")
+    unseen = NightWork("Asia/Kolkata", (), timedelta(0), timedelta(hours=10), None, blind=False)
+    world = World(
+        checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, ActivityReport(jobs=housekeeping))},
+        pasts={G5.instance_id: Past(night=unseen)},
+    )
+    night = EVENING.replace(hour=16)  # 21:30 in Kolkata
+    decided = run(stop(night), world, night)
+    assert world.asked[:2] == ["checks", f"past blind=[] clocks={{'{G5.instance_id}': 'Asia/Kolkata'}}"]
+    assert decided.action is Action.NONE
+    step = decided.trail[-1]
+    assert step.rule is Rule.NIGHT_WORK
+    assert step.why.startswith("it runs by itself (a crontab of its own, nobody logged in)")
+    assert "held until its night's work has run (until 00:30 UTC at the latest)" in step.why
 
 
 def test_a_trail_survives_the_ledger_and_a_damaged_step_is_left_out() -> None:

@@ -48,10 +48,17 @@ class SweepFacts:
     def answers(self, instance_id: str) -> Sequence[Answer]:
         return self.earlier.get(instance_id, ())
 
-    def past(self, decided: Sequence[Decided], now: datetime, *, blind: Collection[str] = ()) -> Mapping[str, Past]:
+    def past(
+        self,
+        decided: Sequence[Decided],
+        now: datetime,
+        *,
+        blind: Collection[str] = (),
+        clocks: Mapping[str, str] | None = None,
+    ) -> Mapping[str, Past]:
         if self.learner is None:
             return {}
-        found = self.learner.past(decided, self.gpu_series, now, blind=blind)
+        found = self.learner.past(decided, self.gpu_series, now, blind=blind, clocks=clocks)
         self.judged += [
             (i, learned)
             for i, _ in decided

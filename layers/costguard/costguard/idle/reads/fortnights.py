@@ -19,7 +19,7 @@ from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
-from costguard.idle.rules.automation import night_work
+from costguard.idle.rules.automation import night_work, unseen_nights
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.rules.recurring import (
@@ -61,15 +61,18 @@ class Learner:
         now: datetime,
         *,
         blind: Collection[str] = (),
+        clocks: Mapping[str, str] | None = None,
     ) -> dict[str, Past]:
         """What the last two weeks say of each machine a warning or a stop would stop: its recurring work, its
         person's day, whether its fortnight could be read in full; for a machine its person started again soon
         after costguard's stop, when (restarts.py: its start log says which starts were costguard's; unread,
         every start is taken for a person's) and its list price; for one that cannot answer the activity check
-        (`blind`), the work it runs by itself at night (rules/automation.py)."""
+        (`blind`), the work it runs by itself at night (rules/automation.py); and for a box that runs by itself
+        (`clocks`: the zone of its own clock), its nights read on that clock, or all of them while it is new."""
+        clocks = clocks or {}
         stops = [(i, d) for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop]
         learning = {i.instance_id for i, _ in stops if learns(i, self.policy)}
-        targets = [i for i, _ in stops if i.instance_id in learning or i.instance_id in blind]
+        targets = [i for i, _ in stops if i.instance_id in learning or i.instance_id in {*blind, *clocks}]
         # Started again soon after costguard's stop, by a person unless its start log says costguard did.
         undone = [i for i, d in decided if d.action in (Action.WARN, Action.STOP) and undone_stop(i, [], self.policy)]
         if not targets and not undone:
@@ -87,6 +90,10 @@ class Learner:
                 if iid in blind:
                     ours = records[iid].started()
                     night = night_work(quarters[iid], people, now, self.policy.team_timezone, ours=ours)
+                elif iid in clocks:
+                    ours, clock = records[iid].started(), clocks[iid]
+                    night = night_work(quarters[iid], people, now, clock, ours=ours, blind=False)
+                    night = night or unseen_nights(quarters[iid], now, clock)
                 if iid not in learning:  # only its nights: costguard learns nothing else of it
                     out[iid] = Past(night=night, nights_unread=iid in failed)
                     continue
@@ -95,7 +102,7 @@ class Learner:
                     unread=iid in failed,
                     arrival=self._arrival(instance, quarters[iid], histories[iid], people, now),
                     night=night,
-                    nights_unread=iid in failed and iid in blind,
+                    nights_unread=iid in failed and (iid in blind or iid in clocks),
                 )
         by_id = {i.instance_id: i for i in undone}
         for iid, at in undid.items():

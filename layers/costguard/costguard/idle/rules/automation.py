@@ -12,6 +12,15 @@ for hours), so such a machine is not warned or stopped from its evening until it
 seen tonight no sooner than the earliest its nights began, then the idle window), or until HOLD_AFTER past the
 latest start of work seen on its nights; stopped during the day, it is started again before its evening, as
 before a job.
+
+A machine that answers the check can run by itself too: a box set up to run unattended (a crontab of its own
+whose lines are all housekeeping, none of them its work: a health ping every few minutes, an hourly log rotation,
+a mount at boot; nobody logged in, no notebook kernel), whose work an upstream system triggers at its owners'
+evening. Its nights are read the same way, on its own clock (the zone its check reports: the one its owners set
+it to, where "evening" is theirs, not the team's). Until costguard has watched it for a week (`SEEN_FOR`), such a
+box whose nights showed no work yet is held the same way from every evening on its clock until its night is over
+(`unseen_nights`), and stopped in the day with a start before its next evening: a box that runs by itself may
+have weekday runs that a shorter watch has not seen (a deploy on a Sunday sees none).
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.activity import ActivityReport
 from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.jobs import Job, JobKind, next_run
 from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
 
 EVENING = time(18, 0)  # the team's clock: work that begins after it, on a machine left running, is its own
@@ -30,6 +41,7 @@ NIGHT_ENDS = time(6, 0)
 QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again
 RUNNING_BEFORE = timedelta(hours=1)  # up and idle this long before its work began: nobody started it for this
 HOLD_AFTER = timedelta(hours=2)  # past the latest start of work seen: a night whose work did not come
+SEEN_FOR = timedelta(days=7)  # a box that runs by itself, watched this long: its weekdays' runs have all been seen
 BLIND = "costguard cannot look inside it (no SSM agent answers its activity check)"
 LET_IT_SEE = (
     "turn on Default Host Management (DefaultHostManagement=true) or give it an instance profile with "
@@ -47,6 +59,12 @@ class NightWork:
     earliest: timedelta  # after its evening's EVENING, the earliest start of such work seen
     latest: timedelta  # ... and the latest
     last_busy: datetime | None  # the last quarter-hour with work, of the data read
+    blind: bool = True  # it cannot answer the check (False: a box that runs by itself, answering)
+
+    @property
+    def unseen(self) -> bool:
+        """No night of its work seen yet: held through every night (`unseen_nights`)."""
+        return not self.nights
 
     def evening(self, day: date) -> datetime:
         """That day's evening (UTC)."""
@@ -69,10 +87,54 @@ class NightWork:
         return next(e for d in range(3) if (e := self.evening(today + timedelta(days=d))) > after)
 
     def describe(self) -> str:
+        if self.unseen:
+            return f"runs by itself (a crontab of its own, nobody logged in): its nights not yet known ({self.zone})"
         seen = len(self.nights)
         latest = (datetime.combine(date(2000, 1, 1), EVENING) + self.latest).time()
         nights = "last night" if seen == 1 else f"{seen} of the last nights"
         return f"runs GPU work of its own at night ({nights}, starting by {latest:%H:%M} {self.zone})"
+
+    def cannot_see(self) -> str:
+        """What costguard cannot see on it, and how to let it ("" for a box that answers the check)."""
+        return f"; {CANNOT_SEE}" if self.blind else ""
+
+
+def runs_by_itself(report: ActivityReport | None, now: datetime, window: timedelta) -> str | None:
+    """The zone of its own clock, where its check says it is a box set up to run by itself: a crontab (or timers)
+    of its own whose every job is housekeeping (`housekeeping`), nobody logged in and no notebook kernel. None
+    otherwise: a job of its crontab that is work says when its work comes (machine_jobs.py starts it before)."""
+    jobs = report.jobs if report is not None else None
+    if report is None or jobs is None or not jobs.jobs or report.sessions or report.kernels:
+        return None
+    if not all(housekeeping(job, now, window, jobs.zone) for job in jobs.jobs):
+        return None
+    try:
+        return ZoneInfo(jobs.zone).key if jobs.zone else "UTC"
+    except (KeyError, ValueError, OSError):  # not a zone the machine's clock could be read on
+        return "UTC"
+
+
+def housekeeping(job: Job, now: datetime, window: timedelta, zone: str | None) -> bool:
+    """A job that keeps the box, not its work: one that runs at boot only (`@reboot`), or again and again within
+    the idle window (a health ping every 10 minutes, an hourly log rotation: the machine stays idle through them).
+    A job whose runs are unknown is not taken for housekeeping."""
+    if job.kind is JobKind.CRON and job.schedule.strip().lower() == "@reboot":
+        return True
+    first = next_run(job, now, zone)
+    second = next_run(job, first, zone) if first is not None else None
+    return first is not None and second is not None and first - now <= window and second - first <= window
+
+
+def unseen_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> NightWork | None:
+    """A box that runs by itself, watched for less than SEEN_FOR: held from each evening on its clock until its
+    night ends (its work may start at any hour of it, and by waiting), stopped in the day, started before its
+    evening. None once a week of its quarter-hours is known."""
+    known = [q.at for q in quarters if q.busy is not None]
+    if known and min(known) <= now - SEEN_FOR:
+        return None
+    whole_night = datetime.combine(date(2000, 1, 2), NIGHT_ENDS) - datetime.combine(date(2000, 1, 1), EVENING)
+    busy = [q.at for q in quarters if q.busy]
+    return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(busy, default=None), blind=False)
 
 
 def night_work(
@@ -82,6 +144,7 @@ def night_work(
     zone: str,
     *,
     ours: Sequence[datetime] = (),
+    blind: bool = True,
 ) -> NightWork | None:
     """Its night work, if any night of the data had such work and fewer than QUIET_NIGHTS nights have passed
     since (`people`: the starts people made; `ours`: costguard's own, before its evening, which leave it
@@ -114,7 +177,7 @@ def night_work(
         return None
     busy = [q.at for q in quarters if q.busy]
     starts = [after for night in found.values() for after in night]
-    return NightWork(zone, tuple(sorted(found)), min(starts), max(starts), max(busy, default=None))
+    return NightWork(zone, tuple(sorted(found)), min(starts), max(starts), max(busy, default=None), blind=blind)
 
 
 def with_night_work(
@@ -130,17 +193,19 @@ def with_night_work(
     evening = found.tonight(stop_at)  # the night its stop would fall in
     if evening is not None and (found.last_busy is None or found.last_busy < evening + found.earliest):
         until = found.held_until(evening)
-        why = f"it {said}: held until its night's work has run (until {until:%H:%M} UTC at the latest); {CANNOT_SEE}"
+        why = f"it {said}: held until its night's work has run (until {until:%H:%M} UTC at the latest)"
+        why += found.cannot_see()
         return replace(decision, action=Action.NONE, reason=why, next_work=said)
     # In the day, or tonight's work has come and the machine idled since for the window: stopped, and started
     # again before its next evening.
     next_evening = found.next_evening(stop_at if evening is None else found.held_until(evening))
     if not may_start:
-        why = f"it {said}, and costguard does not start machines again here (LearnedStarts is off); {CANNOT_SEE}"
+        why = f"it {said}, and costguard does not start machines again here (LearnedStarts is off){found.cannot_see()}"
         return replace(decision, action=Action.NONE, reason=why, next_work=said)
     start_at = next_evening - timedelta(minutes=policy.schedule_lead_minutes)
     if start_at - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
-        why = f"it {said}: its evening, at {next_evening:%H:%M} UTC, is too soon after a stop to pay; {CANNOT_SEE}"
+        why = f"it {said}: its evening, at {next_evening:%H:%M} UTC, is too soon after a stop to pay"
+        why += found.cannot_see()
         return replace(decision, action=Action.NONE, reason=why, next_work=said)
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # a learned run comes first: started for it, and running for its evening

@@ -13,8 +13,9 @@ The order, as `ORDER` declares it and `decide` runs it:
 6. `Rule.AFTER_UNDO` (restarts.py): its person undid costguard's last stop: held until its idling pays.
 7. `Rule.PROMISED`: a start again kept among the promises costguard honours (else none, and no stop).
 8. `Rule.MACHINE_JOBS` (machine_jobs.py): its crontab, timers and at queue; then kept as a promise (7).
-9. `Rule.NIGHT_WORK` (automation.py): a machine that cannot answer the check and runs work of its own at night:
-   held from its evening until that work has run; stopped in the day, started before its evening (then 7).
+9. `Rule.NIGHT_WORK` (automation.py): a machine that cannot answer the check and runs work of its own at night,
+   or a box its check says runs by itself (on its own clock; every night while costguard has not watched it a
+   week): held from its evening until that work has run; stopped in the day, started before its evening (then 7).
 10. `Rule.SCARCE` (capacity.py): a type EC2 lately could not start: spared while its owner works, readied
    before the day (then kept as a promise, 7), left running for its run, never stopped too shortly.
 11. `Rule.BILL` (money.py): what each stop saves on the bill, the region's stops priced together.
@@ -33,7 +34,7 @@ from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.arrival import Arrival, with_arrival
-from costguard.idle.rules.automation import BLIND, NightWork, with_night_work
+from costguard.idle.rules.automation import BLIND, NightWork, runs_by_itself, with_night_work
 from costguard.idle.rules.capacity import (
     for_its_run,
     ready_for_the_day,
@@ -94,9 +95,17 @@ class Facts(Protocol):
         """The answers its check gave in earlier sweeps."""
         ...
 
-    def past(self, decided: Sequence[Decided], now: datetime, *, blind: Collection[str] = ()) -> Mapping[str, Past]:
+    def past(
+        self,
+        decided: Sequence[Decided],
+        now: datetime,
+        *,
+        blind: Collection[str] = (),
+        clocks: Mapping[str, str] | None = None,
+    ) -> Mapping[str, Past]:
         """The last two weeks of the machines a warning or a stop would stop (`blind`: those whose check cannot
-        answer, whose nights are read too)."""
+        answer, whose nights are read too; `clocks`: boxes that run by themselves, whose nights are read on their
+        own clock, by its zone)."""
         ...
 
     def scarcity(self, instance: Instance) -> Scarcity | None:
@@ -141,9 +150,10 @@ def decide(
     checks = facts.checks([*(i for i, _ in to_check), *watched], now)
     out = [(i, _reviewed(i, d, checks, facts=facts, policy=policy, now=now)) for i, d in to_check]
     blind = {i.instance_id for i, _ in out if cannot_answer(checks.get(i.instance_id))}
+    clocks = _runs_by_itself(out, checks, policy, now)
     past: Mapping[str, Past] = {}
-    if promises is not None or blind:
-        past = facts.past(out, now, blind=blind)
+    if promises is not None or blind or clocks:
+        past = facts.past(out, now, blind=blind, clocks=clocks)
     if promises is not None:
         out = [(i, _recurring(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
     out = [(i, _jobs(i, d, checks.get(i.instance_id), promises=promises, policy=policy, now=now)) for i, d in out]
@@ -228,6 +238,22 @@ def cannot_answer(check: ActivityCheck | None) -> bool:
     """A machine the activity check was asked about and cannot answer for: no SSM agent online. (Where the check
     is off, or not asked in dry-run, nothing is known of any machine's agent: the machines are judged as before.)"""
     return check is not None and check.state is CheckState.NO_AGENT
+
+
+def _runs_by_itself(
+    decided: Sequence[Decided], checks: Mapping[str, ActivityCheck], policy: IdlePolicy, now: datetime
+) -> dict[str, str]:
+    """The machines about to be warned or stopped whose check says they run by themselves, with their clock's
+    zone (automation.runs_by_itself)."""
+    window = timedelta(minutes=policy.window_minutes)
+    out: dict[str, str] = {}
+    for instance, decision in decided:
+        check = checks.get(instance.instance_id)
+        if decision.action not in (Action.WARN, Action.STOP) or check is None or check.state is not CheckState.ANSWERED:
+            continue
+        if (zone := runs_by_itself(check.report, now, window)) is not None:
+            out[instance.instance_id] = zone
+    return out
 
 
 def _night(  # noqa: PLR0917
