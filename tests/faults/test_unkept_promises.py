@@ -17,15 +17,17 @@ from costguard.idle.sweep import idle_stopper  # noqa: F401 (the sweep's modules
 from costguard.runtime import Runtime
 from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
-from testing.slack_text import as_read, notices
+from testing.slack_text import as_read, marked, notices
 from tests.faults.conftest import Killed, armed_on, switch
 from tests.faults.test_sweep_faults import state, sweep
-from tests.integration.conftest import REGION, TABLE, tags_of
+from tests.integration.conftest import REGION, TABLE, answers, report, tags_of
+from tests.integration.test_activity_check import sweep as check_sweep
+from tests.integration.test_activity_check import warned_machine
 from tests.integration.test_idle_stopper import idle, launch, publish
 
 PROMISE = "costguard stops it"
 WITHDRAWN = "costguard will not stop it now"
-__all__ = ["switch"]
+__all__ = ["answers", "switch"]
 
 
 def storm(client: Any, operation: str, *, event: str = "before-call") -> Callable[[bool], None]:
@@ -218,3 +220,38 @@ def test_a_withdrawal_killed_after_its_tags_went_and_before_its_message_changed_
     assert WITHDRAWN in said or "At work again: costguard does not stop it." in said
     assert len(slack.messages) == 1  # said in place, nothing posted
     assert outbox_keys() == []
+
+
+def test_a_warning_withdrawn_soon_after_an_earlier_one_of_its_machine_says_so_too(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under faults a machine may be warned again minutes after a warning of it was withdrawn (a sweep that could
+    not ask the machine judges it on its metrics). The first withdrawal's record, kept 40 minutes, is that
+    warning's: the second warning, withdrawn in turn, says so too, instead of promising its stop for good."""
+    iid = warned_machine(now)
+    answers[iid] = report(sessions=[{"tty": "pts/1", "idle_s": 50}])
+    check_sweep(runtime, now, lambda_context, monkeypatch)
+    [first] = slack.messages
+    assert marked(first, "cancel")
+
+    del answers[iid]  # not asked: judged on its metrics alone, and warned again
+    publish(iid, now + timedelta(minutes=1), gpus=[idle(), idle(), idle(), idle()])
+    check_sweep(runtime, now + timedelta(minutes=1), lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+
+    stop_time = datetime.fromisoformat(tags_of(iid)[tags.STOP_AFTER].replace("Z", "+00:00"))
+    assert stop_time - now < timedelta(minutes=40)  # the first withdrawal's record still stands
+    answers[iid] = report(sessions=[{"tty": "pts/1", "idle_s": 50}])
+    publish(iid, stop_time, gpus=[idle(), idle(), idle(), idle()])
+    check_sweep(runtime, stop_time, lambda_context, monkeypatch)
+
+    assert state(iid) == "running"
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE not in as_read(warning.blocks), [m.text for m in slack.messages]

@@ -148,7 +148,7 @@ class SweepNotices(OwnerMessages):
             tell_unreadable_schedule(
                 self.claims, self.tell, instance=instance, owner=outcome.owner, now=now, who=self.person
             )
-        elif decision.action is Action.CANCEL_STOP and iid in recovered.withdrawn:
+        elif decision.action is Action.CANCEL_STOP and withdrew(recovered.withdrawn.get(iid), instance):
             writes.clear(instance, outcome)  # told by an attempt that died before its clear
         elif decision.action is Action.CANCEL_STOP:
             # Warned on metrics, but the machine says it is working: the owner learns why it stays up.
@@ -278,6 +278,12 @@ def kept_since(instance: Instance, told: datetime, now: datetime) -> bool:
     until = formatting.parse_time(instance.tags.get(tags.KEEP_UNTIL))
     busy = formatting.parse_time(instance.tags.get(tags.KEEP_WHILE_BUSY))
     return (until is not None and until > now) or (busy is not None and busy >= told)
+
+
+def withdrew(told: Notice | None, instance: Instance) -> bool:
+    """Whether a withdrawal told (its record, kept for a while) is of the warning the machine carries now: a record
+    of an earlier warning of it (withdrawn, then the machine warned again) tells nothing of this one."""
+    return told is not None and told.at == instance.tags.get(tags.IDLE_WARNED_AT)
 
 
 def by_machine(tellings: Sequence[Telling], told: Mapping[str, Settled]) -> dict[str, Settled]:
