@@ -255,3 +255,48 @@ def test_a_warning_withdrawn_soon_after_an_earlier_one_of_its_machine_says_so_to
     assert tags.IDLE_WARNED_AT not in tags_of(iid)
     [warning] = notices(slack.messages, "warn")
     assert PROMISE not in as_read(warning.blocks), [m.text for m in slack.messages]
+
+
+def test_a_withdrawal_told_apart_after_its_warning_could_not_change_says_so_in_the_warning_later(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The warning's message is found, but its record cannot be read to change it, and a second read of where it
+    is fails too: the withdrawal goes out as a message of its own, and the warning, whose place was found once,
+    is kept to be changed by the next sweep, instead of promising its stop for good."""
+    iid = launch(now)
+    answers[iid] = report()  # nothing alive: warned
+    publish(iid, now - timedelta(minutes=30), gpus=[idle(), idle()])
+    check_sweep(runtime, now - timedelta(minutes=30), lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+
+    pointers: list[str] = []
+
+    def refused(params: dict[str, Any], **_: Any) -> None:
+        key = str(params.get("Key", {}).get("pk", {}).get("S", ""))
+        if key.startswith("live-of#"):
+            pointers.append(key)
+        if key.startswith("live#") or len(pointers) > 1:  # the message's record, then where it is, unread
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "injected"}}, "GetItem")
+
+    dynamodb = runtime.client("dynamodb", REGION)
+    dynamodb.meta.events.register("provide-client-params.dynamodb.GetItem", refused)
+    answers[iid] = report(sessions=[{"tty": "pts/1", "idle_s": 50}])
+    publish(iid, now, gpus=[idle(), idle()])
+    check_sweep(runtime, now, lambda_context, monkeypatch)
+    dynamodb.meta.events.unregister("provide-client-params.dynamodb.GetItem", refused)
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    assert [m for m in slack.messages if marked(m, "cancel")]  # told apart
+    assert PROMISE in as_read(notices(slack.messages, "warn")[0].blocks)
+
+    publish(iid, now + timedelta(minutes=15), gpus=[idle(), idle()])
+    check_sweep(runtime, now + timedelta(minutes=15), lambda_context, monkeypatch)
+
+    said = as_read(notices(slack.messages, "warn")[0].blocks)
+    assert PROMISE not in said
+    assert WITHDRAWN in said

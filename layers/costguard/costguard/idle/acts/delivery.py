@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -157,18 +157,20 @@ class Dispatch:
     def _changed(self, tellings: list[Telling], now: datetime) -> list[Telling]:
         """Notices told by changing their machine's part of an earlier message, recorded; those whose message
         could not be changed are returned, to be told as messages of their own."""
-        done, left = changed_in_place(self.live, tellings, now)
+        done, left, found = changed_in_place(self.live, tellings, now)
         if done:
             self._record(done)
-        self._unsaid(left, now)
+        self._unsaid(left, now, found)
         return left
 
-    def _unsaid(self, tellings: list[Telling], now: datetime) -> None:
+    def _unsaid(self, tellings: list[Telling], now: datetime, found: Mapping[str, Where]) -> None:
         """Withdrawals whose warnings could not be changed (told in messages of their own): each warning kept to
-        be changed by the next sweep that can (acts/shown.py), so that it stops promising its stop. Never raises."""
+        be changed by the next sweep that can (acts/shown.py), so that it stops promising its stop. Where a warning
+        is was `found` already, unless its read failed (read again). Never raises."""
         if not tellings or self.live is None:
             return
-        where = self.live.where(t.notice.instance_id for t in tellings)
+        unknown = [t.notice.instance_id for t in tellings if t.notice.instance_id not in found]
+        where = {**(self.live.where(unknown) if unknown else {}), **found}
         left = [
             unsaid(t.notice.instance_id, where[t.notice.instance_id], why_withdrawn(t.notice), now)
             for t in tellings
@@ -277,9 +279,9 @@ def kept(notice: Notice, telling: Telling, to: str) -> Notice:
 
 def changed_in_place(
     live: LiveMessages | None, tellings: list[Telling], now: datetime
-) -> tuple[list[Notice], list[Telling]]:
-    """The notices told by changing their machines' parts of earlier messages (as delivered), and the tellings
-    whose messages could not be changed."""
+) -> tuple[list[Notice], list[Telling], dict[str, Where]]:
+    """The notices told by changing their machines' parts of earlier messages (as delivered), the tellings whose
+    messages could not be changed, and where the messages found are (by machine)."""
     where = live.where(t.notice.instance_id for t in tellings) if live is not None and tellings else {}
     asked = [
         (where[t.notice.instance_id], t.notice.instance_id, t.change)
@@ -294,7 +296,7 @@ def changed_in_place(
             done.append(delivered(telling.notice, Delivery("bot", *where[telling.notice.instance_id]), now))
         else:
             left.append(telling)
-    return done, left
+    return done, left, where
 
 
 def as_posted(message: Live, owner: str, *, noted: bool, known: bool) -> Live:
