@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from costguard.core.errors import SlackDeliveryError
 from costguard.slack import live
@@ -277,3 +278,32 @@ def test_a_sweeps_changes_to_one_message_are_one_write_and_one_edit() -> None:
     [shown] = slack.shown
     assert shown.blocks[0]["text"]["text"] == "1 idle GPU machine · $136/day · 2 stopped"
     assert table.items["live#D0ALICE#1.1"]["version"]["N"] == "2"
+
+
+def throttled() -> ClientError:
+    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "injected"}}, "PutItem")
+
+
+def test_a_message_whose_batch_is_refused_is_kept_item_by_item_though_one_item_is_throttled_once() -> None:
+    """A warning not kept could never be withdrawn in place: when BatchWriteItem is refused (a storm), every item is
+    written on its own, and one PutItem that fails is not the end of the others, nor of itself (tried again)."""
+    table, slack = Table(), Slack()
+    refused = ["live-of#i-1"]  # where i-1's part lives: refused once
+    put = table.put_item
+
+    def refused_batch(**_: Any) -> dict[str, Any]:
+        raise throttled()
+
+    def put_item(Item: dict[str, Any], **params: Any) -> dict[str, Any]:
+        if Item["pk"]["S"] in refused:
+            refused.remove(Item["pk"]["S"])
+            raise throttled()
+        return put(Item, **params)
+
+    table.batch_write_item = refused_batch  # type: ignore[method-assign,assignment]
+    table.put_item = put_item  # type: ignore[method-assign]
+    messages = store(table, slack)
+    posted(messages, "i-1", "i-2")
+
+    assert sorted(table.items) == ["live#D0ALICE#1.1", "live-of#i-1", "live-of#i-2"]
+    assert messages.change("i-1", kept_by(ALICE)) == ("D0ALICE", "1.1")

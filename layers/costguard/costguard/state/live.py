@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 KEEP_FOR = timedelta(days=14)  # a warning's story (kept until Monday, stopped, started again) ends within it
 RESHOW_AT_MOST = 25  # stale messages shown again in one sweep: the rest wait for the next
+ITEM_TRIES = 2  # a message's items written one by one (its batch refused): each tried this often
 TRIES = 3  # a change that keeps losing the race to others' changes of the same message gives up, said so
 ERRORS = (ClientError, BotoCoreError, StateTableBusy, SlackDeliveryError)
 Where = tuple[str, str]  # a message's channel and ts
@@ -86,13 +87,25 @@ class LiveMessages:
         try:
             write_batch(self.client, self.table, [{"PutRequest": {"Item": item}} for item in items])
         except (ClientError, BotoCoreError, StateTableBusy):
-            # A warning not kept could never be withdrawn in place: a refused batch is written an item at a time.
+            # A warning not kept could never be withdrawn in place: a refused batch is written an item at a time,
+            # each on its own (one refused is not the end of the others), and those refused tried once more.
+            for _ in range(ITEM_TRIES):
+                items, error = self._put_each(items)
+                if not items:
+                    return
+            logger.warning("live messages not kept: they will not change in place", error=error[:200])
+            metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
+
+    def _put_each(self, items: Sequence[Any]) -> tuple[list[Any], str]:
+        """Each item written on its own: those refused, and the last refusal."""
+        refused, error = [], ""
+        for item in items:
             try:
-                for item in items:
-                    self.client.put_item(TableName=self.table, Item=item)
+                self.client.put_item(TableName=self.table, Item=item)
             except (ClientError, BotoCoreError) as exc:
-                logger.warning("live messages not kept: they will not change in place", error=str(exc)[:200])
-                metrics.add_metric(name="MessageUpdatesFailed", unit=MetricUnit.Count, value=1)
+                refused.append(item)
+                error = str(exc)
+        return refused, error
 
     def where(self, keys: Iterable[str]) -> dict[str, Where]:
         """Where the latest live message about each of these machines is (those that have one). A read that
