@@ -14,6 +14,9 @@ and each operation against its floor (`floor`): what any implementation needs, d
 `python -m bench.digest_whole [N ...] [--latency S] [--commit REV] [--save NAME] [--profile cpu|memory]`
 runs chosen sizes, of this tree or of the commit REV (its library and handlers; this tree's account and
 stand-ins), and saves bench/results/NAME.json; `make bench` runs them all into digest_whole.json.
+`--against BASE [--rounds K]` runs each size K times (2 unless told) on the tree and K times on BASE, one after
+the other in turn, and reports each side's range of CPU seconds and peak RSS: on a shared machine the load
+drifts, and runs taken in turn see the same drift.
 bench/results/digest_whole_before.json is the commit before the digest's performance work (issue 27).
 """
 
@@ -64,6 +67,26 @@ def main(
     return {"weekly_digest": runs}
 
 
+def alternate(sizes: tuple[int, ...], latency: float, code: Path | None, base: Path, rounds: int) -> dict[str, Any]:
+    """Each size `rounds` times on `code` (None: this tree) and on `base`, in turn; each side's ranges."""
+    result: dict[str, Any] = {"alternated": []}
+    for n in sizes:
+        sides: dict[str, list[dict[str, Any]]] = {"tree": [], "base": []}
+        for _ in range(rounds):
+            for side, tree in (("tree", code), ("base", base)):
+                before = load()
+                run = run_weekly(n, latency, code=tree)
+                run["load_before"], run["load_after"] = before, load()
+                print(f"  {side}:", end="")
+                show(run)
+                sides[side].append(run)
+        for side, runs in sides.items():
+            cpu, peak = [r["cpu_s"] for r in runs], [r["peak_rss_mb"] for r in runs]
+            print(f"  {n:,} machines, {side}: CPU {min(cpu)}-{max(cpu)} s, peak {min(peak)}-{max(peak)} MB")
+        result["alternated"].append({"instances": n, **sides})
+    return result
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     options = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
@@ -73,7 +96,13 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         commit = options.get("--commit")
         tree = tree_of(commit, Path(tmp)) if commit else None
-        if profile:
+        if "--against" in options:
+            base = tree_of(options["--against"], Path(tmp) / "base")
+            rounds = int(options.get("--rounds", "2"))
+            outcome = alternate(numbers or SIZES, chosen[0], tree, base, rounds)
+            if "--save" in options:
+                print(f"  saved {save(options['--save'], outcome)}")
+        elif profile:
             keep = Path(tempfile.gettempdir()) / "costguard-profiles"
             keep.mkdir(parents=True, exist_ok=True)
             for n in numbers or SIZES:
