@@ -208,7 +208,7 @@ class Recovery:
         unsaid = [n for n in records if n.kind == UNSAID]
         records = [n for n in records if n.kind != UNSAID]
         if unsaid and not dry:
-            show_unsaid(self.live, self.outbox, unsaid)
+            show_unsaid(self.live, self.outbox, self._withdrawn_for_good(unsaid))
         if not dry:
             recovered.started = self.effects.recover([n for n in records if n.kind in EFFECTS], now)
         notices = [n for n in records if n.kind in REPORTS or (n.kind not in EFFECTS and not dry)]
@@ -247,6 +247,24 @@ class Recovery:
             ] = notice
         recovered.stops = self._stops([n for n in expired if n.kind == STOP], found)
         return recovered
+
+    def _withdrawn_for_good(self, records: list[Notice]) -> list[Notice]:
+        """The withdrawals to show: those whose machine no longer carries the warning they withdrew. One kept
+        before its sweep's writes (acts/shown.py's before_writes) whose sweep ended before its clear left the
+        warning standing: it is not shown (the sweep judges the standing warning afresh: its stop keeps the
+        message's promise, or it is withdrawn again), and its record goes. None when EC2 cannot say: shown by a
+        sweep that can."""
+        try:
+            machines = {i.instance_id: i for i in self.ec2.describe(sorted({r.instance_id for r in records}))}
+        except AWS_ERRORS as exc:
+            logger.warning("withdrawn warnings kept until their machines can be read", error=str(exc)[:200])
+            return []
+        standing = [r for r in records if _still_warned(machines.get(r.instance_id), r.time)]
+        if standing:
+            logger.info("withdrawals whose clear was never made, dropped", count=len(standing))
+            with contextlib.suppress(*AWS_ERRORS):
+                self.outbox.remove(standing)
+        return [r for r in records if r not in standing]
 
     def _untagged(self, warnings: list[Notice]) -> list[Notice]:
         """The warnings whose machines run, since before them, without a warning's tags; all of them when EC2
@@ -339,3 +357,12 @@ class Recovery:
 def unconfirmed_too_long(notice: Notice, now: datetime) -> bool:
     """A post whose lease ran out this long ago and that Slack's history still cannot confirm is judged anew."""
     return now - datetime.fromtimestamp(notice.lease_until, tz=UTC) > UNCONFIRMED_FOR
+
+
+def _still_warned(machine: Instance | None, withdrawn_at: datetime) -> bool:
+    """Whether `machine` still carries a warning given before its withdrawal at `withdrawn_at`: the withdrawal's
+    clear was never made."""
+    if machine is None:
+        return False
+    warned = formatting.parse_time(machine.tags.get(tags.IDLE_WARNED_AT))
+    return warned is not None and warned <= withdrawn_at
