@@ -13,12 +13,13 @@ import pytest
 from botocore.exceptions import ClientError
 
 from costguard.core import tags
+from costguard.core.formatting import format_time
 from costguard.idle.sweep import idle_stopper  # noqa: F401 (the sweep's modules loaded before a hook is set)
 from costguard.runtime import Runtime
 from testing.killpoints import KillSwitch
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, marked, notices
-from tests.faults.conftest import Killed, armed_on, switch
+from tests.faults.conftest import Killed, armed_on, kill_at, switch
 from tests.faults.test_sweep_faults import state, sweep
 from tests.integration.conftest import REGION, TABLE, answers, report, tags_of
 from tests.integration.test_activity_check import sweep as check_sweep
@@ -300,3 +301,27 @@ def test_a_withdrawal_told_apart_after_its_warning_could_not_change_says_so_in_t
     said = as_read(notices(slack.messages, "warn")[0].blocks)
     assert PROMISE not in said
     assert WITHDRAWN in said
+
+
+def test_a_warning_killed_before_its_tags_on_a_machine_tagged_by_an_older_warning_is_completed_by_the_retry(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine carries an older warning's tag, one that promised no stop (it had no GPU data then). The sweep
+    warns it again, promising a stop, and is killed after recording the warning, before its tags. The record is the
+    newer warning: the retry completes it (its tags), instead of taking the older tag for it and leaving the
+    message promising a stop no sweep will make."""
+    older = format_time(now - timedelta(hours=1))
+    iid = launch(now, tags={tags.IDLE_WARNED_AT: older})
+    publish(iid, now, gpus=[idle(), idle()])
+    kill_at(runtime.client("ec2", REGION), "CreateTags")
+    with pytest.raises(Killed):
+        sweep(runtime, now, lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == older
+
+    sweep(runtime, now + timedelta(minutes=1), lambda_context, monkeypatch)  # Lambda's retry
+
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == format_time(now)
+    assert tags_of(iid)[tags.STOP_AFTER] == format_time(now + timedelta(minutes=30))
+    assert len(notices(slack.messages, "warn")) == 1

@@ -121,7 +121,7 @@ class SweepNotices(OwnerMessages):
         iid = instance.instance_id
         told = recovered.told.get(iid)
         if told is not None and (
-            tags.IDLE_WARNED_AT in instance.tags
+            tagged_since(instance, told.time)
             or told.time < instance.launch_time
             or kept_since(instance, told.time, now)
         ):
@@ -278,6 +278,14 @@ def kept_since(instance: Instance, told: datetime, now: datetime) -> bool:
     until = formatting.parse_time(instance.tags.get(tags.KEEP_UNTIL))
     busy = formatting.parse_time(instance.tags.get(tags.KEEP_WHILE_BUSY))
     return (until is not None and until > now) or (busy is not None and busy >= told)
+
+
+def tagged_since(instance: Instance, told: datetime) -> bool:
+    """Whether the machine carries the tags of this warning (told at `told`) or of a later one. The tags of an older
+    warning (one that promised no stop, say) are not this one's: its record is the warning, to complete or
+    withdraw."""
+    tagged = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
+    return tagged is not None and tagged >= told
 
 
 def withdrew(told: Notice | None, instance: Instance) -> bool:
