@@ -110,3 +110,46 @@ def test_a_stopped_hour_is_counted_at_the_price_the_sweeps_last_found_for_it() -
     assert round(usd, 2) == round(8 * 4.5 + 10 * 21.96 + 2 * 3.0, 2)
     assert round(list_usd, 2) == round(20 * 21.96, 2)
     assert saved_by_stops([night], {"i-p": machine}, END, PriceBook(None)).usd == 20 * 4.5  # without: the stop's
+
+
+def test_a_stop_made_before_the_week_and_still_off_counts_its_hours_inside_the_week_only() -> None:
+    # Stopped Friday 18:00 of the week before, still off Monday 00:00, started Monday 09:00 by its person
+    # (its launch time). The bill of this week saved its 9 hours; the 54 before Monday were last week's.
+    friday = stop(START - timedelta(days=2, hours=6), saving=4.5, list_hourly=21.96)
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", START + timedelta(hours=9))
+    hours, usd, list_usd = saved_by_stops([friday], {"i-p": machine}, END, PriceBook(None), start=START)
+    assert (hours, round(usd, 2), round(list_usd, 2)) == (9.0, round(9 * 4.5, 2), round(9 * 21.96, 2))
+    assert unknown_ends([friday], {"i-p": machine}, END, {}, start=START) == 0
+
+
+def test_a_stop_before_the_week_whose_machine_ran_again_before_it_counts_nothing_and_is_not_unknown() -> None:
+    # Stopped Friday, started Saturday by its person (EC2's state change), stopped again Tuesday of this week.
+    friday, tuesday = stop(START - timedelta(days=3)), stop(START + timedelta(days=1))
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START - timedelta(days=2))
+    started = {"i-p": [START - timedelta(days=2)]}
+    hours, *_ = saved_by_stops([friday, tuesday], {"i-p": machine}, END, PriceBook(None), started=started, start=START)
+    assert hours == 6 * 24  # Tuesday's stop to the week's end
+    assert unknown_ends([friday, tuesday], {"i-p": machine}, END, started, start=START) == 0
+
+
+def test_stops_before_the_week_that_ended_before_the_last_one_are_neither_counted_nor_unknown() -> None:
+    # Stopped Wednesday and Friday of the week before with no start known between them: the Wednesday stop
+    # ended before Friday's, before this week; Friday's is still in force Monday, until now.
+    stops = [stop(START - timedelta(days=5)), stop(START - timedelta(days=3))]
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "stopped", START - timedelta(days=10))
+    hours, *_ = saved_by_stops(stops, {"i-p": machine}, END, PriceBook(None), start=START)
+    assert hours == 7 * 24
+    assert unknown_ends(stops, {"i-p": machine}, END, {}, start=START) == 0
+
+
+def test_a_stop_before_the_week_is_priced_from_the_weeks_start_at_the_price_the_sweeps_last_found() -> None:
+    # Stopped Sunday 20:00 at $4.50/h; the sweep of 23:45 found it saves $21.96/h, the one of Monday 06:00 $3.
+    sunday = stop(START - timedelta(hours=4), saving=4.5, list_hourly=21.96)
+    machine = Instance("i-p", "us-east-1", "p4d.24xlarge", "running", START + timedelta(hours=10))
+    worth = [
+        Worth(START - timedelta(minutes=15), "us-east-1", {"i-p": 21.96}),
+        Worth(START + timedelta(hours=6), "us-east-1", {"i-p": 3.0}),
+    ]
+    hours, usd, _ = saved_by_stops([sunday], {"i-p": machine}, END, PriceBook(None), worth, start=START)
+    assert hours == 10
+    assert round(usd, 2) == round(6 * 21.96 + 4 * 3.0, 2)

@@ -3,13 +3,20 @@
 A stop's machine is off from the stop until it ran again: the first start known after it (costguard's own,
 in its ledger and start log; EC2's state changes the idle stopper received; CloudTrail's StartInstances; the
 machine's own launch time, its last start). A stop followed by another with no start known between them ran
-again at a time nobody knows: its hours are unknown, never counted as off."""
+again at a time nobody knows: its hours are unknown, never counted as off.
+
+A stop made before the week whose machine was still off when the week began saved money on this week's bill
+too: its hours inside the week count, from the week's start until the machine ran again, by the same
+reckoning and at the same prices. Such stops are found by reading the ledger `LOOKBACK` (7 days) before the
+week: the previous digest's whole week, so that a stop is counted in every week it overlaps as long as it
+ends within the week after its own. A stop older than that (a machine left off more than a week before this
+one) is not found: its hours this week are left out, and the claim errs low, never high."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from costguard.aws.pricing import PriceBook
@@ -19,6 +26,8 @@ from costguard.state.worth import Worth
 
 # costguard's own starts, as its ledger keeps them
 STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.DAY_START, EntryKind.START_FROM_SLACK)
+# how far before the week the digest reads the ledger for the stops still in force at its start (module docstring)
+LOOKBACK = timedelta(days=7)
 
 
 class Saved(NamedTuple):
@@ -27,14 +36,18 @@ class Saved(NamedTuple):
     list_usd: float  # the same hours at the on-demand price, beside it
 
 
-def stops_of(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
-    """Each machine's stops this week, in order."""
+def stops_of(entries: Sequence[Entry], start: datetime | None = None) -> dict[str, list[Entry]]:
+    """Each machine's stops, in order: those of the week (from `start`), and the last one before it, the only
+    one that can have kept its machine off into the week (an earlier one ended by the next stop at the latest)."""
     stops: dict[str, list[Entry]] = defaultdict(list)
     for entry in entries:
         if entry.kind.stopped and entry.applied:
             stops[entry.instance_id].append(entry)
-    for made in stops.values():
+    for instance_id, made in stops.items():
         made.sort(key=lambda e: e.at)
+        if start is not None:
+            before = sum(1 for e in made if e.at < start)
+            stops[instance_id] = made[max(0, before - 1) :]
     return stops
 
 
@@ -70,10 +83,13 @@ def ends(
     raw: Mapping[str, Instance],
     end: datetime,
     started: Mapping[str, Sequence[datetime]] | None = None,
+    start: datetime | None = None,
 ) -> Iterator[tuple[Instance, Entry, datetime | None]]:
-    """Each stop of a machine still there, and when it ran again (None: unknown)."""
+    """Each stop of a machine still there that can have kept it off after `start` (stops_of), and when it ran
+    again (None: unknown). A stop before `start` whose machine ran again before it is yielded too: its
+    hours inside the week are none."""
     known = _known(entries, started)
-    for instance_id, made in stops_of(entries).items():
+    for instance_id, made in stops_of(entries, start).items():
         instance = raw.get(instance_id)
         if instance is None:
             continue  # terminated since: nothing more to say about it
@@ -82,17 +98,25 @@ def ends(
 
 
 def unsettled(
-    entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, started: Mapping[str, Sequence[datetime]]
+    entries: Sequence[Entry],
+    raw: Mapping[str, Instance],
+    end: datetime,
+    started: Mapping[str, Sequence[datetime]],
+    start: datetime | None = None,
 ) -> set[str]:
     """The machines a stop of which ran again at a time not yet known (worth asking CloudTrail about)."""
-    return {instance.instance_id for instance, _, until in ends(entries, raw, end, started) if until is None}
+    return {instance.instance_id for instance, _, until in ends(entries, raw, end, started, start) if until is None}
 
 
 def unknown_ends(
-    entries: Sequence[Entry], raw: Mapping[str, Instance], end: datetime, started: Mapping[str, Sequence[datetime]]
+    entries: Sequence[Entry],
+    raw: Mapping[str, Instance],
+    end: datetime,
+    started: Mapping[str, Sequence[datetime]],
+    start: datetime | None = None,
 ) -> int:
     """The stops whose machine ran again at a time nothing recorded: left out of the hours off."""
-    return sum(1 for *_, until in ends(entries, raw, end, started) if until is None)
+    return sum(1 for *_, until in ends(entries, raw, end, started, start) if until is None)
 
 
 def _known(entries: Sequence[Entry], started: Mapping[str, Sequence[datetime]] | None) -> dict[str, list[datetime]]:
@@ -103,12 +127,12 @@ def _known(entries: Sequence[Entry], started: Mapping[str, Sequence[datetime]] |
     return known
 
 
-def ran_again(entries: Sequence[Entry], raw: Mapping[str, Instance]) -> set[str]:
-    """The machines stopped this week that were started after a stop (their launch time says so): their
-    starts are worth reading, since one before their last may end an off-period sooner."""
+def ran_again(entries: Sequence[Entry], raw: Mapping[str, Instance], start: datetime | None = None) -> set[str]:
+    """The machines stopped this week, or off into it (stops_of), that were started after a stop (their launch
+    time says so): their starts are worth reading, since one before their last may end an off-period sooner."""
     return {
         instance_id
-        for instance_id, made in stops_of(entries).items()
+        for instance_id, made in stops_of(entries, start).items()
         if (instance := raw.get(instance_id)) is not None and instance.launch_time > made[0].at
     }
 
@@ -121,6 +145,7 @@ def saved_by_stops(
     worth: Sequence[Worth] = (),
     *,
     started: Mapping[str, Sequence[datetime]] | None = None,
+    start: datetime | None = None,
 ) -> Saved:
     """Hours each stopped machine stayed stopped this week, and what that saved: from the stop, the saving on
     the bill the stop recorded (`list_hourly` says it was priced on the bill, $0 included; for older records
@@ -129,27 +154,39 @@ def saved_by_stops(
     beside it: the list price the stop recorded, else the price book's.
 
     Each stop counts until the machine ran again (`started`: the starts known of each machine, besides its
-    launch time and costguard's starts in `entries`); a stop whose end is unknown is not counted."""
+    launch time and costguard's starts in `entries`); a stop whose end is unknown is not counted. Only the
+    hours from `start` (the week's) count: a stop made before it counts from it, at the price the sweeps
+    last found before it (`worth` read from a little before the week), else its own."""
     found: dict[str, list[tuple[datetime, float]]] = defaultdict(list)  # instance -> (when, USD/h), in order
     for record in sorted(worth, key=lambda w: w.at):
         for instance_id, price in record.usd_per_hour.items():
             found[instance_id].append((record.at, price))
     hours = usd = list_usd = 0.0
-    for instance, entry, until in ends(entries, raw, end, started):
+    for instance, entry, until in ends(entries, raw, end, started, start):
         if until is None:
             continue  # unknown, never counted as off (unknown_ends says how many)
-        stopped = max(0.0, (until - entry.at).total_seconds() / 3600)
+        since = entry.at if start is None else max(entry.at, start)
+        stopped = max(0.0, (until - since).total_seconds() / 3600)
+        if not stopped:
+            continue  # ran again before the week
         hours += stopped
-        usd += _priced(entry.at, until, _hourly(entry, instance, prices), found.get(instance.instance_id, []))
+        first = _hourly(entry, instance, prices)
+        usd += _priced(entry.at, since, until, first, found.get(instance.instance_id, []))
         list_usd += stopped * _list_hourly(entry, prices)
     return Saved(hours, usd, list_usd)
 
 
-def _priced(start: datetime, until: datetime, first: float, later: Sequence[tuple[datetime, float]]) -> float:
-    """USD from `start` to `until`: `first` an hour, then each later price from its time on."""
+def _priced(
+    stopped: datetime, start: datetime, until: datetime, first: float, later: Sequence[tuple[datetime, float]]
+) -> float:
+    """USD from `start` to `until` of a stop made at `stopped`: `first` an hour (the stop's own), then each
+    price found after the stop from its time on (those found before `start` set the price it starts at)."""
     total, at, price = 0.0, start, first
     for when, then in later:
+        if when <= stopped:
+            continue
         if when <= start:
+            price = then
             continue
         if when >= until:
             break
