@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
+from costguard.idle.rules.judgement import Judgement, Verdict
 from costguard.idle.rules.machine_jobs import with_jobs
 
 POLICY = IdlePolicy()  # window 120 min, shortest stop 90 min, lead 15 min
@@ -114,3 +115,27 @@ def test_no_jobs_reported_or_none_with_a_known_next_run_change_nothing() -> None
     assert with_jobs(stop(), unknown, POLICY, EVENING, may_start=True) == stop()
     blind = Decision("i-1", Action.WARN, "idle", will_stop=False)
     assert with_jobs(blind, crontab(("0 2 * * *", "x")), POLICY, EVENING, may_start=True) == blind
+
+
+def test_a_job_that_fired_moments_before_the_stop_holds_it_its_work_may_not_show_yet() -> None:
+    # The nightly job fires at 00:30 and begins by waiting (nothing in the metrics, its process not yet up at the
+    # check): a stop at 00:30 would stop it as it starts.
+    at = datetime(2026, 11, 24, 0, 30, tzinfo=UTC)
+    decided = with_jobs(stop(at), crontab(("30 0 * * *", "nightly.py")), POLICY, at, may_start=True)
+    assert decided.action is Action.NONE
+    assert (
+        decided.reason == "it runs `nightly.py` at 00:30 UTC (its crontab), too soon after a stop at 00:30 UTC to pay"
+    )
+    later = at + timedelta(minutes=15)  # a sweep later its run had the time to show (the check saw nothing alive)
+    assert with_jobs(stop(later), crontab(("30 0 * * *", "nightly.py")), POLICY, later, may_start=True) == stop(later)
+
+
+def test_a_nightly_job_before_a_shorter_idle_window_is_not_taken_for_one_that_ran_while_the_machine_was_idle() -> None:
+    # Certain idleness judged the 45 minutes after the 04:00 job's work: the job ran before them, not inside them,
+    # so tomorrow's run is still work, and the stop carries its start.
+    at = datetime(2026, 11, 24, 5, 30, tzinfo=UTC)
+    judged = Judgement(Verdict.IDLE, "idle for 45 min", judged_from=at - timedelta(minutes=45))
+    early = replace(stop(at), judgement=judged, early=True)
+    decided = with_jobs(early, crontab(("0 4 * * *", "nightly.py")), POLICY, at, may_start=True)
+    assert decided.action is Action.STOP
+    assert decided.start_at == datetime(2026, 11, 25, 3, 45, tzinfo=UTC)

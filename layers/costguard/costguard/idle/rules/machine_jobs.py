@@ -33,6 +33,7 @@ from costguard.idle.rules.jobs import Job, MachineJobs, Upcoming, next_run
 
 WHERE = {"cron": "crontab", "timer": "systemd timer", "at": "at queue"}
 HELD_FOR = timedelta(days=1)  # where costguard may not start machines: how far ahead a job holds a stop
+SETTLE = timedelta(minutes=15)  # a run this recent may not show yet: not its process at the check, nor its metrics
 # A monotonic timer's repetition as systemd normalises it: "OnUnitActiveUSec=5min", "OnBootUSec=1h 30min".
 _MONOTONIC = re.compile(r"On(?:Unit(?:Active|Inactive)|Boot|Startup|Active)USec=([0-9a-z ]+)")
 _SPAN = re.compile(r"([0-9]+)\s*(us|ms|s|min|h|d|w)")
@@ -54,7 +55,7 @@ def with_jobs(
     if jobs is None or declined or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
     stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
-    due = next_due(jobs, stop_at, now, timedelta(minutes=policy.window_minutes))
+    due = next_due(jobs, stop_at, now, judged_window(decision, policy, now))
     if due is None:
         return decision
     said = describe(due)
@@ -72,16 +73,31 @@ def with_jobs(
     return replace(decision, next_work=said, start_at=start_at, start_for=StartFor.RUN, runs=said)
 
 
+def judged_window(decision: Decision, policy: IdlePolicy, now: datetime) -> timedelta:
+    """The idle span the decision judged: from the start of its data to `now` (a shorter one where certain
+    idleness cut the wait), else the idle window."""
+    since = decision.judgement.judged_from if decision.judgement is not None else None
+    if since is None or since >= now:
+        return timedelta(minutes=policy.window_minutes)
+    return now - since
+
+
 def next_due(jobs: MachineJobs, after: datetime, now: datetime, window: timedelta) -> Upcoming | None:
     """The nearest run after `after` of a job that is work: not one that ran inside the idle window that
-    ends `now` (the machine stayed idle through it), nor a monotonic timer that repeats within it."""
+    ends `now` (the machine stayed idle through it), nor a monotonic timer that repeats within it. A run that
+    fired within SETTLE before `now` is due now: its work may not show yet (a job that starts by waiting)."""
     upcoming = []
     for job in jobs.jobs:
         if _repeats_within(job, window):
             continue
         ran = next_run(job, now - window, jobs.zone)
-        if ran is not None and ran <= now:
+        if ran is not None and ran <= now - SETTLE:
             continue  # it ran while the machine was judged idle: not work a stop interrupts
+        if ran is not None and ran <= now:
+            again = next_run(job, ran, jobs.zone)
+            if again is None or again - ran > window:  # not a job that runs in every idle window (a poll)
+                upcoming.append(Upcoming(ran, job))
+            continue
         first = next_run(job, after, jobs.zone)
         if first is not None:
             upcoming.append(Upcoming(first, job))
