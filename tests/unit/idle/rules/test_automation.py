@@ -235,10 +235,8 @@ def test_a_box_that_runs_by_itself_watched_for_a_day_is_stopped_in_the_day_and_s
     decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
     assert decided.action is Action.WARN
     assert decided.start_at == MONDAY.replace(hour=12, minute=15)  # 18:00 in Kolkata, less the lead
-    assert (
-        decided.next_work
-        == "runs by itself (a crontab of its own, nobody logged in): its nights not yet known (Asia/Kolkata)"
-    )
+    said = "runs by itself (housekeeping crontab, nobody logged in) and may work any evening on its clock"
+    assert decided.next_work == f"{said} (Asia/Kolkata)"
 
 
 def test_a_new_box_that_runs_by_itself_is_held_through_its_owners_evening_in_new_york_until_work_has_run() -> None:
@@ -293,3 +291,15 @@ def test_a_nightly_box_just_after_its_job_ran_is_not_taken_for_one_whose_crontab
     window = timedelta(minutes=POLICY.window_minutes)
     assert runs_by_itself(by_itself("UTC", *HOUSEKEEPING, nightly), after_its_job, window) is None
     assert runs_by_itself(by_itself("UTC", Job(JobKind.CRON, "not a schedule", "x")), after_its_job, window) is None
+
+
+def test_the_warning_of_a_new_box_that_runs_by_itself_says_it_is_started_before_its_owners_evening() -> None:
+    now = MONDAY + timedelta(hours=9)
+    found = unseen_nights([q for q in fortnight(now, []) if q.at >= now - timedelta(days=1)], now, "Asia/Kolkata")
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    g5 = Instance("i-1", "us-east-1", "g5.12xlarge", "running", now - timedelta(days=3), {})
+    part = idle_warning(g5, decided, Price(5.672, "pricing-api"), mention("U0ALICE"), now)
+    said = f"{part.status} {part.detail}"
+    assert "It runs by itself (housekeeping crontab, nobody logged in) and may work any evening on its clock" in said
+    assert "costguard starts it again" in said
+    assert "metrics alone" not in said  # it answers the check

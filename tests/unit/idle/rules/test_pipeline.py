@@ -274,7 +274,7 @@ def test_a_box_whose_check_says_it_runs_by_itself_has_its_nights_read_on_its_clo
     assert decided.action is Action.NONE
     step = decided.trail[-1]
     assert step.rule is Rule.NIGHT_WORK
-    assert step.why.startswith("it runs by itself (a crontab of its own, nobody logged in)")
+    assert step.why.startswith("it runs by itself (housekeeping crontab, nobody logged in) and may work any evening")
     assert "held until its night's work has run (until 00:30 UTC at the latest)" in step.why
 
 

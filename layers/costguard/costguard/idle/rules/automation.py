@@ -88,7 +88,8 @@ class NightWork:
 
     def describe(self) -> str:
         if self.unseen:
-            return f"runs by itself (a crontab of its own, nobody logged in): its nights not yet known ({self.zone})"
+            clock = f"may work any evening on its clock ({self.zone})"
+            return f"runs by itself (housekeeping crontab, nobody logged in) and {clock}"
         seen = len(self.nights)
         latest = (datetime.combine(date(2000, 1, 1), EVENING) + self.latest).time()
         nights = "last night" if seen == 1 else f"{seen} of the last nights"
