@@ -44,8 +44,10 @@ def floor(
     - DescribeInstanceInformation: 50 a page, over the managed machines (one unfiltered walk) or the
       running ones (filtered by id), whichever is fewer; one GetServiceSetting (Default Host Management
       Configuration) where a running machine is not managed;
-    - the ledger's week: one Query per day partition (8: seven days and today); the sweeps' prices of the
-      machines costguard kept stopped (`worth#<day>`): one Query per day partition (8);
+    - the ledger's week and the 7 days before it (the stops still in force at the week's start): one Query
+      per day partition (15: fourteen days and today); the sweeps' prices of the machines costguard kept
+      stopped (`worth#<day>`): one Query per day partition (9: the day before the week, for the price a stop
+      still in force starts it at, seven days and today);
     - Cost Explorer: the four commitment reports and one daily cost; one DescribeReservedInstances per
       region, one DescribeSavingsPlans;
     - the bill the idle hours are priced on (aws/billing.py): one DescribeCapacityReservations per region,
@@ -77,7 +79,7 @@ def floor(
         "pricing:GetProducts": priced,
         "ssm:DescribeInstanceInformation": math.ceil(min(len(managed), len(running)) / SSM_PAGE),
         "ssm:GetServiceSetting": 1 if len(managed) < len(running) else 0,  # why the unmanaged cannot answer
-        "dynamodb:Query": 8 + 8,
+        "dynamodb:Query": 15 + 9,
         "ce:GetReservationUtilization": 1,
         "ce:GetReservationCoverage": 1,
         "ce:GetSavingsPlansUtilization": 1,

@@ -510,6 +510,73 @@ def test_a_stop_whose_machine_ran_again_at_a_time_nothing_recorded_is_counted_as
     ) in said
 
 
+def test_a_stop_made_before_the_week_still_off_at_its_start_counts_its_hours_inside_the_week(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    start = (now - timedelta(days=7)).replace(hour=0)  # the digest's week: the seven full days before today
+    # bob's g5.xlarge, stopped by costguard two days before the week and still off when it began; started by
+    # bob 9 hours into the week (its launch time); no stop this week. This week's bill saved those 9 hours.
+    bob = launch("g5.xlarge", "bob@example.com", "vision", now)
+    moto_fixes.set_launch_time(bob, REGION, start + timedelta(hours=9))
+    runtime.ledger.record(
+        Entry(
+            start - timedelta(days=2),
+            EntryKind.STOP,
+            bob,
+            REGION,
+            "enforce",
+            owner="bob@example.com",
+            instance_type="g5.xlarge",
+            hourly_saving=0.5,
+            list_hourly=1.006,
+        )
+    )
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    # The 9 hours inside the week, none of the 48 before it.
+    assert "Stopped machines stayed off 9 h ($9.05 at on-demand prices)." in stayed_off(slack)
+    assert "saved *$4.50* on the bill" in everything(slack.messages)
+
+
+def test_a_stop_before_the_week_whose_machine_cloudtrail_saw_started_before_it_counts_nothing_and_is_not_unknown(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    monkeypatch.setattr(runtime, "now", lambda: now)
+    start = (now - timedelta(days=7)).replace(hour=0)
+    # stopped_twice's machine, stopped also two days before the week; bob started it the day after, seen only
+    # in CloudTrail: that stop ended before the week, and its end is known.
+    bob = stopped_twice(runtime, now)
+    runtime.ledger.record(
+        Entry(
+            start - timedelta(days=2),
+            EntryKind.STOP,
+            bob,
+            REGION,
+            "enforce",
+            owner="bob@example.com",
+            instance_type="g5.xlarge",
+            hourly_saving=0.5,
+            list_hourly=1.006,
+        )
+    )
+    trail = runtime.client("cloudtrail", REGION)
+    asked: list[float] = []
+    trail.meta.events.register(
+        "before-call.cloudtrail.LookupEvents", lambda params, **_: asked.append(json.loads(params["body"])["StartTime"])
+    )
+    cloudtrail_answers(trail, [start_event(bob, start - timedelta(days=1))])
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    assert asked == [(start - timedelta(days=2)).timestamp()]  # CloudTrail asked from the stop before the week
+    said = stayed_off(slack)
+    # This week's first stop ran again at a time nobody knows; its second, 12 h; the one before the week, none.
+    assert "Stopped machines stayed off 12 h ($12.07 at on-demand prices)." in said
+    assert "1 stop with no known restart is not counted." in said
+
+
 @pytest.fixture
 def activity_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The deployment runs the activity check: the digest asks Systems Manager which machines answer it."""

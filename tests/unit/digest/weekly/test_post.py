@@ -70,9 +70,21 @@ def test_machines_without_an_owner_are_named_as_such_and_a_week_with_no_stop_say
     data = member_data()
     data.this_week.per_owner["(no owner)"] = data.this_week.per_owner.pop("alice")
     data.entries = [e for e in data.entries if e.kind is not EntryKind.STOP]
+    data.saved_hours = data.saved_usd = 0.0  # and no machine stopped before the week was still off in it
     text = json.dumps(digest_message(data).slack_blocks())
     assert "The most: machines without an owner, 89% of it." in text
     assert "costguard stopped no machine this week." in text
+
+
+def test_a_week_with_no_stop_but_machines_stopped_before_it_still_off_says_what_they_saved() -> None:
+    data = member_data()
+    data.entries = [e for e in data.entries if e.kind is not EntryKind.STOP]
+    data.saved_hours, data.saved_usd, data.saved_list_usd = 9.0, 4.5, 9.05
+    text = json.dumps(digest_message(data).slack_blocks())
+    assert (
+        "costguard stopped no machine this week; those it stopped before stayed off into it and saved *$4.50* "
+        "on the bill."
+    ) in text
 
 
 def test_no_time_in_a_header_and_each_time_in_the_readers_zone() -> None:
@@ -129,6 +141,7 @@ def test_a_week_of_no_idle_time_says_so_without_a_dollar() -> None:
     for figures in (data.this_week.fleet, *data.this_week.per_owner.values()):
         figures.waste_usd = figures.idle_gpu_hours = 0.0
     data.entries = [Entry(START, EntryKind.WARN, "i-a", "eu-west-1", "enforce")]
+    data.saved_hours = data.saved_usd = 0.0  # no machine stopped before the week was still off in it
     post = digest_message(data)
     [headline] = [b["text"]["text"] for b in post.blocks if b["type"] == "section"]
     assert headline == "No GPU machine sat idle this week. costguard stopped no machine this week."

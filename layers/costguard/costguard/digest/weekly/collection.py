@@ -34,10 +34,14 @@ from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, sett
 from costguard.digest.weekly.rules.keeps import outlived_keeps
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.starts import failed_starts
-from costguard.digest.weekly.savings import saved_by_stops, unknown_ends
+from costguard.digest.weekly.savings import LOOKBACK, saved_by_stops, unknown_ends
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
 from costguard.state.worth import Worth, WorthLog
+
+# the sweeps price the stopped machines every 15 minutes: the last price before the week is within this (one
+# more Query, the day before's partition)
+PRICED_BEFORE = timedelta(hours=1)
 
 
 @dataclass
@@ -141,9 +145,14 @@ class DigestCollector:
         advice = self._advice(observe(weeks, start, end), now, errors, exclude)
         # A machine on paid capacity saves nothing on a cheaper size or Spot until the commitment ends.
         advice = [a for a in advice if not a.instance.paid_by]
-        entries = list(self.ledger.entries_between(start, end))
-        started = self._restarts(entries, raw, start, end)
-        saved = saved_by_stops(entries, raw, end, self.prices, week_worth(self.worth, start, end), started=started)
+        # The ledger from LOOKBACK before the week: its stops still in force at the week's start saved on this
+        # week's bill too (savings.py); the rest of the digest tells of the week's entries alone.
+        read = list(self.ledger.entries_between(start - LOOKBACK, end))
+        entries = [e for e in read if e.at >= start]
+        started = self._restarts(read, raw, start, end)
+        # The sweeps' prices from a little before the week: the price a stop still in force starts the week at.
+        worth = week_worth(self.worth, start - PRICED_BEFORE, end)
+        saved = saved_by_stops(read, raw, end, self.prices, worth, started=started, start=start)
         reader = replace(self.reader, once=once)
         commitments = commitment_use(self.ce, reader, start, end, now=now, errors=errors)
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
@@ -175,7 +184,7 @@ class DigestCollector:
         data.exempt_idle = exempt_idle(raw, weeks, this_week, self.policy)
         data.advice = advice
         data.saved_list_usd = saved.list_usd
-        data.saved_unknown = unknown_ends(entries, raw, end, started)
+        data.saved_unknown = unknown_ends(read, raw, end, started, start)
         data.basis = basis_line(billings, now)
         data.paid_idle = paid_idle(priced, this_week.idle_hours_by_instance, list_prices)
         data.failed_starts = failed_starts(entries, raw, end)

@@ -1,7 +1,8 @@
 """When the machines costguard stopped this week ran again, as far as anything recorded it: the EC2 state
 changes the idle stopper received (state/history.py), costguard's own starts (state/startlog.py), and,
-for a stop whose end is still unknown, CloudTrail's StartInstances. Only the machines stopped this week
-are read, and CloudTrail only where the others leave an off-period's end unknown."""
+for a stop whose end is still unknown, CloudTrail's StartInstances. Only the machines stopped this week, or
+still off into it from a stop before it, are read, and CloudTrail only where the others leave an off-period's
+end unknown (from the earliest such stop)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from costguard.aws.cloudtrail import CloudTrail
 from costguard.core import formatting
 from costguard.core.observability import logger
 from costguard.core.records import Instance
-from costguard.digest.weekly.savings import ran_again, unsettled
+from costguard.digest.weekly.savings import ran_again, stops_of, unsettled
 from costguard.state.entries import Entry
 from costguard.state.history import MachineHistory
 from costguard.state.startlog import StartLog
@@ -38,22 +39,25 @@ class RestartReader:
         start: datetime,
         end: datetime,
     ) -> dict[str, list[datetime]]:
-        """The starts known of each machine stopped this week and started since (its launch time says so)."""
+        """The starts known of each machine stopped this week, or off into it from a stop in `entries` before
+        `start`, and started since (its launch time says so)."""
         out: dict[str, list[datetime]] = defaultdict(list)
-        ids = sorted(ran_again(entries, raw))
+        ids = sorted(ran_again(entries, raw, start))
         if ids:
             for instance_id, changes in self.history.changes_of(ids).items():
                 out[instance_id] += [at for at, state in changes if state == "running"]
             for instance_id, record in self.starts.read_many(ids).items():
                 out[instance_id] += record.started()
-        unknown = unsettled(entries, raw, end, out)
+        unknown = unsettled(entries, raw, end, out, start)
+        stops = stops_of(entries, start)
+        since = min([start, *(e.at for i in unknown for e in stops[i])])  # a stop before the week: from it
         for region in sorted({raw[i].region for i in unknown}):
             trail = trails.get(region)
             if trail is None:
                 continue
             wanted = {i for i in unknown if raw[i].region == region}
             try:
-                for read, (events, more) in enumerate(trail.pages(("EventName", "StartInstances"), start, end), 1):
+                for read, (events, more) in enumerate(trail.pages(("EventName", "StartInstances"), since, end), 1):
                     for instance_id, at in started_in(events):
                         if instance_id in wanted:
                             out[instance_id].append(at)

@@ -87,10 +87,15 @@ def digest_message(data: DigestData) -> Message:
     else:
         lines = ["No GPU machine sat idle this week."]
     stops = data.count(EntryKind.STOP, EntryKind.STOP_FROM_SLACK)
+    # The stops were priced by the sweeps, on the bill where theirs was read, whatever this week's reads.
+    where = "on the bill" if data.saved_list_usd - data.saved_usd >= 0.005 else priced
     if stops:
-        # The stops were priced by the sweeps, on the bill where theirs was read, whatever this week's reads.
-        where = "on the bill" if data.saved_list_usd - data.saved_usd >= 0.005 else priced
         lines.append(f"The stops costguard made saved *{usd(data.saved_usd)}* {where}.")
+    elif data.saved_hours:  # machines stopped before the week, still off into it
+        lines.append(
+            f"costguard stopped no machine this week; those it stopped before stayed off into it and saved "
+            f"*{usd(data.saved_usd)}* {where}."
+        )
     else:
         lines.append("costguard stopped no machine this week.")
     lines.append(_commitments_headline(data))
@@ -285,7 +290,7 @@ def _costguard_did(data: DigestData) -> str:
     line = "*What costguard did*: " + (" and ".join(done) if done else "no warning, no stop")
     if kept:
         line += f"; {plural(kept, 'machine')} kept from Slack"
-    if stopped:  # what they saved on the bill is the post's: said once
+    if stopped or data.saved_hours:  # what they saved on the bill is the post's: said once
         line += f". Stopped machines stayed off {hours_off(data.saved_hours)}"
         if data.saved_list_usd - data.saved_usd >= 0.005:  # on demand, those hours were worth more than on the bill
             line += f" ({usd(data.saved_list_usd)} at on-demand prices)"
