@@ -325,3 +325,48 @@ def test_a_warning_killed_before_its_tags_on_a_machine_tagged_by_an_older_warnin
     assert tags_of(iid)[tags.IDLE_WARNED_AT] == format_time(now)
     assert tags_of(iid)[tags.STOP_AFTER] == format_time(now + timedelta(minutes=30))
     assert len(notices(slack.messages, "warn")) == 1
+
+
+def test_a_warning_found_in_slacks_history_is_kept_to_change_though_the_outbox_cleanup_is_refused(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    switch: KillSwitch,
+) -> None:
+    """The sweep is killed right after Slack took its warning. The next one finds the post in Slack's history and
+    records it, but a BatchWriteItem storm refuses the outbox's cleanup (an old record to drop): the warning's
+    message is still kept, to be changed later, so the sweep that finds the machine at work says so in it."""
+    iid = launch(now)
+    publish(iid, now - timedelta(minutes=30), gpus=[idle(), idle()])
+    with armed_on(switch, "slack:chat.postMessage", after=True):
+        sweep(runtime, now - timedelta(minutes=30), lambda_context, monkeypatch)
+    [warning] = notices(slack.messages, "warn")
+    assert PROMISE in as_read(warning.blocks)
+
+    old = (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    boto3.client("dynamodb", region_name=REGION).put_item(  # a delivered warning of a machine long gone: dropped
+        TableName=TABLE,
+        Item={
+            "pk": {"S": f"outbox#{REGION}"},
+            "sk": {"S": "warn#i-0gone"},
+            "kind": {"S": "warn"},
+            "instance_id": {"S": "i-0gone"},
+            "at": {"S": old},
+            "status": {"S": "delivered"},
+            "lease_until": {"N": "1"},
+        },
+    )
+    end = storm(runtime.client("dynamodb", REGION), "BatchWriteItem")
+    publish(iid, now - timedelta(minutes=15), gpus=[idle(), idle()])
+    sweep(runtime, now - timedelta(minutes=15), lambda_context, monkeypatch)
+    end(False)
+    assert len(notices(slack.messages, "warn")) == 1  # found, not posted again
+
+    publish(iid, now, gpus=[busy(), busy()])
+    sweep(runtime, now, lambda_context, monkeypatch)
+
+    [warning] = notices(slack.messages, "warn")
+    assert tags.IDLE_WARNED_AT not in tags_of(iid)
+    assert PROMISE not in as_read(warning.blocks)

@@ -232,13 +232,16 @@ class Recovery:
         try:
             if settled:  # posted before the attempt died: recorded now, with their ledger entries
                 self.outbox.delivered([delivered(n, found[n.sk], now) for n in settled])
-            if stale or dropped:
-                self.outbox.remove(stale + dropped)
         except AWS_ERRORS as exc:
             # Posted, but not recorded yet: these machines are left alone until the next sweep records them.
             logger.warning("outbox left as it was for the next sweep", error=str(exc)[:200])
             recovered.busy |= {n.instance_id for n in settled}
             settled = []
+        try:  # apart: a cleanup refused does not undo the records just written (their messages kept below)
+            if stale or dropped:
+                self.outbox.remove(stale + dropped)
+        except AWS_ERRORS as exc:
+            logger.warning("old outbox records left for the next sweep", error=str(exc)[:200])
         recovered.reported |= {n.sk for n in settled if n.kind in REPORTS}
         self._keep([n for n in settled if n.kind == WARN], found, now)
         for notice in [n for n in notices if n.status == DELIVERED and n not in stale] + settled:
