@@ -52,7 +52,9 @@ class Bill:
         self.fails = fails
         self.asked: list[str] = []
         self.learned = False
+        self.learned_with: list[str] = []
         self.profile = object()
+        self.region = "us-east-1"
 
     def worth(self, machines: Sequence[Instance]) -> dict[str, float]:
         self.asked = [i.instance_id for i in machines]
@@ -60,8 +62,9 @@ class Bill:
             raise ValueError("a price costguard could not read")
         return {i.instance_id: 21.96 for i in machines}
 
-    def spill_found(self) -> dict[str, float]:
+    def spill_found(self, stopped: Sequence[Instance] = ()) -> dict[str, float]:
         self.learned = True
+        self.learned_with = [i.instance_id for i in stopped]
         return {}
 
 
@@ -78,3 +81,23 @@ def test_a_failure_of_any_kind_is_logged_and_never_fails_the_sweep() -> None:
     reprice_stopped(Fleet(), IdlePolicy(), log, bill, NOW)  # type: ignore[arg-type]
     assert log.kept == []
     assert bill.learned  # the spill the sweep's bill found is kept all the same
+
+
+def test_the_spill_is_learned_as_if_the_machines_costguard_keeps_stopped_ran() -> None:
+    bill = Bill()
+    reprice_stopped(Fleet(), IdlePolicy(), Log(), bill, NOW)  # type: ignore[arg-type]
+    assert bill.learned_with == ["i-ours"]
+
+
+class Unread:
+    region = "us-east-1"
+
+    def iter_instances(self, filters: Sequence[Any] = ()) -> Iterator[Instance]:
+        raise RuntimeError("RequestLimitExceeded")
+
+
+def test_no_spill_is_learned_when_the_stopped_machines_could_not_be_read() -> None:
+    # Learned without them, the spill would be net of their stops, and each would take its share twice.
+    bill = Bill()
+    reprice_stopped(Unread(), IdlePolicy(), Log(), bill, NOW)  # type: ignore[arg-type]
+    assert not bill.learned

@@ -96,6 +96,8 @@ class OffWorth:
     restart_usd: float = 0.0
     spills_from: datetime | None = None  # the first quarter-hour it saves in, where that is not now
     what: str = ""  # "the Savings Plan", "the Reserved Instances", "the capacity reservation"
+    room_taken_usd: float = 0.0  # what it would save more were the machines costguard keeps stopped running
+    taken_by: int = 0  # how many of those machines take of the spill it draws on
 
     @property
     def profiled(self) -> bool:
@@ -112,7 +114,16 @@ class OffWorth:
         out = f"saves about ${self.usd:,.0f} by {self.until:%a %H:%M} UTC on the bill"
         if self.spills_from is not None and self.what:
             out += f": {self.what} spills from {self.spills_from:%H:%M} UTC"
-        return out
+        room = self.room_text()
+        return f"{out}; {room}" if room else out
+
+    def room_text(self) -> str:
+        """ "12 machines costguard keeps stopped already take $45 of that spill", or "" where none takes of it."""
+        if not self.taken_by or self.room_taken_usd <= 0:
+            return ""
+        who = "1 machine" if self.taken_by == 1 else f"{self.taken_by} machines"
+        take = "takes" if self.taken_by == 1 else "take"
+        return f"{who} costguard keeps stopped already {take} ${self.room_taken_usd:,.0f} of that spill"
 
 
 class Bill:

@@ -46,7 +46,7 @@ from costguard.idle.acts.starts import DueStarts, hours_offer
 from costguard.idle.acts.worth import reprice_stopped
 from costguard.idle.acts.writes import PendingWrites, SweepWriter
 from costguard.idle.events import AlarmFired, StateChanged, Sweep
-from costguard.idle.reads.bill import SweepBill
+from costguard.idle.reads.bill import SweepBill, kept_stopped
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.facts import SweepFacts
 from costguard.idle.reads.fortnights import Learner
@@ -245,7 +245,14 @@ class IdleStopper:
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
         running = (lambda: accelerated(self.ec2, self.policy)) if one_instance else (lambda: candidates)  # RI pools
         bill = SweepBill(
-            self.bill_reader, self.prices, running, now, self.region, policy=self.policy, profile=self.spill
+            self.bill_reader,
+            self.prices,
+            running,
+            now,
+            self.region,
+            policy=self.policy,
+            profile=self.spill,
+            stopped=lambda: kept_stopped(self.ec2, self.policy),  # the stops still in force: asked with a profile
         )
 
         def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued

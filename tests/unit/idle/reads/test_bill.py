@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costguard.aws.pricing import PriceBook
+from costguard.core import formatting, tags
+from costguard.core.bill import SLOT, SpillProfile
 from costguard.core.money import Billing, Plan, Reserved
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
@@ -232,9 +234,18 @@ def seen(bill: SweepBill, machine: Instance, at: datetime) -> None:
     keep_spill(bill, at)
 
 
-def swept(now: datetime, fleet: list[Instance], log: SpillLog | None) -> SweepBill:
+def swept(now: datetime, fleet: list[Instance], log: SpillLog | None, kept: Sequence[Instance] = ()) -> SweepBill:
     reader = HourlyPlan()
-    return SweepBill(reader, PriceBook(None), lambda: fleet, now, "us-east-1", policy=IdlePolicy(), profile=log)  # type: ignore[arg-type]
+    return SweepBill(
+        reader,  # type: ignore[arg-type]
+        PriceBook(None),
+        lambda: fleet,
+        now,
+        "us-east-1",
+        policy=IdlePolicy(),
+        profile=log,
+        stopped=lambda: kept,
+    )
 
 
 def test_a_spill_profile_whose_read_failed_is_not_written_over_with_one_quarter_hour() -> None:
@@ -284,3 +295,83 @@ def test_the_spill_a_sweep_finds_is_kept_and_prices_next_weeks_night_stop_over_i
     fresh = swept(night, FLEET[:2], None)
     [(_, today)] = fresh.priced([(FLEET[0], stop)])  # no profile: priced on this hour, as before
     assert today.action is Action.CLEAR_WARNING
+
+
+def kept_off(n: int, stopped_at: datetime, start_at: datetime | None = None) -> Instance:
+    """A p4d costguard stopped at `stopped_at` and keeps stopped (to its start-at, if any)."""
+    marks = {tags.STOPPED_AT: formatting.format_time(stopped_at)}
+    if start_at is not None:
+        marks[tags.START_AT] = formatting.format_time(start_at)
+    return replace(p4d(n), state="stopped", launch_time=stopped_at - timedelta(hours=5), tags=marks)
+
+
+def test_the_spill_is_learned_as_if_the_machines_costguard_keeps_stopped_were_running() -> None:
+    # Two p4d run inside the $50/h plan; costguard keeps two more stopped. Running, the four would spill $37.84/h
+    # past it: that is the spill kept (the stops still in force then take it again when stops are priced).
+    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    at = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
+    kept = [kept_off(2, at - timedelta(hours=10)), kept_off(3, at - timedelta(hours=10))]
+    bill = swept(at, FLEET[:2], log, kept)
+    bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.STOP, "idle"))])
+    keep_spill(bill, at, kept)
+    week = log.read("us-east-1")
+    assert week is not None
+    assert week.at("sp:Compute", at) == round(4 * 21.96 - 50.0, 4)
+
+
+def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new_stop_and_the_stop_says_so() -> None:
+    # The week before spilled $30/h from 08:00 to 10:00 (learned with every machine running). At 02:00 one p4d
+    # costguard stopped last night is off until its run at 10:00: it takes $21.96/h of that spill. A new stop of
+    # a p4d off until 10:00 saves the $8.04/h left, not its whole price, and its words say why.
+    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    week = SpillProfile("us-east-1")
+    moment = datetime(2026, 11, 17, tzinfo=UTC)
+    while moment < datetime(2026, 11, 18, tzinfo=UTC):
+        week = week.learned({"sp:Compute": 30.0 if 8 <= moment.hour < 10 else 0.0}, moment)
+        moment += SLOT
+    log.write(week, moment)
+    night = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
+    run = night + timedelta(hours=8)
+    stop = Decision(FLEET[0].instance_id, Action.STOP, "idle", start_at=run)
+    [(_, alone)] = swept(night, FLEET[:2], log).priced([(FLEET[0], stop)])
+    assert alone.worth is not None
+    assert alone.worth.usd == round(2 * 21.96, 2)
+    kept = [kept_off(5, night - timedelta(hours=3), start_at=run)]
+    [(_, after)] = swept(night, FLEET[:2], log, kept).priced([(FLEET[0], stop)])
+    assert after.action is Action.STOP
+    assert after.worth is not None
+    assert after.worth.usd == round(2 * (30.0 - 21.96), 2)
+    assert after.worth.text() == (
+        "saves about $16 by Tue 10:00 UTC on the bill: the Savings Plan spills from 08:00 UTC; "
+        "1 machine costguard keeps stopped already takes $28 of that spill"
+    )
+
+
+def test_a_profiled_stop_is_priced_on_this_hour_when_the_machines_costguard_keeps_stopped_cannot_be_read() -> None:
+    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    week = SpillProfile("us-east-1")
+    night = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
+    moment = night - timedelta(days=7)
+    while moment < night - timedelta(days=6):
+        week = week.learned({"sp:Compute": 30.0}, moment)
+        moment += SLOT
+    log.write(week, moment)
+
+    def unread() -> Sequence[Instance]:
+        raise RuntimeError("RequestLimitExceeded")
+
+    bill = SweepBill(
+        HourlyPlan(),  # type: ignore[arg-type]
+        PriceBook(None),
+        lambda: FLEET[:2],
+        night,
+        "us-east-1",
+        policy=IdlePolicy(),
+        profile=log,
+        stopped=unread,
+    )
+    stop = Decision(FLEET[0].instance_id, Action.STOP, "idle", start_at=night + timedelta(hours=8))
+    [(_, after)] = bill.priced([(FLEET[0], stop)])
+    assert after.worth is not None
+    assert not after.worth.profiled  # priced on this hour alone, and said
+    assert after.action is Action.CLEAR_WARNING

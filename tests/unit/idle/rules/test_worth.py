@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from costguard.core.bill import SLOT, Bill, SpillProfile
-from costguard.core.money import Billing, Hold, Plan, Reserved
+from costguard.core import tags
+from costguard.core.bill import SLOT, Bill, Exposure, SpillProfile
+from costguard.core.money import Basis, Billing, Hold, Marginal, Plan, Reserved
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.pipeline import stepped
 from costguard.idle.rules.trail import Rule
-from costguard.idle.rules.worth import judged, off_until, over_off_period, restart_usd
+from costguard.idle.rules.worth import (
+    in_force,
+    judged,
+    off_until,
+    over_off_period,
+    restart_usd,
+    stopped_until,
+)
 
 TUESDAY = datetime(2026, 11, 24, tzinfo=UTC)  # a Tuesday
 P4D = 21.96
@@ -206,3 +215,88 @@ def test_two_stops_in_one_sweep_share_the_mornings_spill_in_turn() -> None:
     second = over_off_period(bill.exposure(fleet[1], P4D), week, now, until, 5.0, first.takes)
     assert second is not None
     assert (first.worth.usd, second.worth.usd) == (round(2 * P4D, 2), round(2 * (30 - P4D), 2))
+
+
+SATURDAY = TUESDAY + timedelta(days=4)
+MONDAY = TUESDAY + timedelta(days=6)
+
+
+def mondays_spill(usd: float) -> SpillProfile:
+    """A week learned the Monday before: `usd` an hour spilling from 08:00 to 10:00, nothing else."""
+    learned = MONDAY - timedelta(days=7)
+    return profile("sp:Compute", usd, learned + timedelta(hours=8), learned + timedelta(hours=10))
+
+
+def covered_now(on_demand: float) -> Exposure:
+    """A machine the Compute plan covers now, whose usage is on demand where the plan spills."""
+    marginal = Marginal(0.0, on_demand, Basis.SAVINGS_PLAN, "covered: the plan has room now")
+    return Exposure(marginal, plan_keys=("sp:Compute",))
+
+
+def test_stops_of_earlier_sweeps_still_off_take_their_share_of_the_spill_before_a_new_stop() -> None:
+    # $10/h spills on Monday 08:00-10:00. Three Saturday sweeps each stop a $4/h machine off until Monday 10:00:
+    # the first two, still off, take $8/h of it; the third saves the $2/h left, not its full $4/h, and says so.
+    week = mondays_spill(10.0)
+    until = MONDAY + timedelta(hours=10)
+    kept: list[tuple[str, Exposure, datetime]] = []
+    saved = []
+    for n in range(3):
+        now = SATURDAY + timedelta(minutes=15 * n)
+        found = over_off_period(covered_now(4.0), week, now, until, 1.0, kept=in_force(kept, week, now))
+        assert found is not None
+        saved.append(found.worth.usd)
+        kept.append((f"i-{n}", covered_now(4.0), until))
+    assert saved == [8.0, 8.0, 4.0]
+    assert found is not None
+    assert found.worth.room_taken_usd == 4.0
+    assert found.worth.text() == (
+        "saves about $4 by Mon 10:00 UTC on the bill: the Savings Plan spills from 08:00 UTC; "
+        "2 machines costguard keeps stopped already take $4 of that spill"
+    )
+
+
+def test_a_stop_whose_spill_the_machines_kept_stopped_took_is_not_made_and_the_reason_says_who_took_it() -> None:
+    week = mondays_spill(10.0)
+    until = MONDAY + timedelta(hours=10)
+    now = SATURDAY + timedelta(hours=1)
+    kept = in_force([("i-a", covered_now(6.0), until), ("i-b", covered_now(6.0), until)], week, now)
+    found = over_off_period(covered_now(4.0), week, now, until, 1.0, kept=kept)
+    assert found is not None
+    assert found.worth.usd == 0.0
+    machine = p4d(9)
+    after = judged(stop(machine), covered_now(4.0).marginal, found, until)
+    assert after.action is Action.CLEAR_WARNING
+    assert after.kept_for is KeptFor.NOTHING_SAVED
+    assert "nor until Mon 10:00 UTC; 2 machines costguard keeps stopped already take $8 of that spill" in after.reason
+
+
+def test_a_machine_kept_stopped_takes_the_spill_only_until_it_is_expected_to_run_again() -> None:
+    # Back at 09:00 (its start-at): from then the spill is the new stop's again.
+    week = mondays_spill(10.0)
+    until = MONDAY + timedelta(hours=10)
+    now = SATURDAY
+    kept = in_force([("i-a", covered_now(10.0), MONDAY + timedelta(hours=9))], week, now)
+    found = over_off_period(covered_now(4.0), week, now, until, 1.0, kept=kept)
+    assert found is not None
+    assert found.worth.usd == 4.0  # 09:00-10:00 alone
+
+
+def test_a_machine_kept_stopped_is_expected_off_until_its_start_at_else_its_owners_next_working_hours() -> None:
+    now = SATURDAY + timedelta(hours=1)
+    start_at = MONDAY + timedelta(hours=6)
+    promised = replace(p4d(1), state="stopped", tags={tags.START_AT: start_at.isoformat()})
+    assert stopped_until(promised, POLICY, now) == start_at
+    plain = replace(p4d(2), state="stopped")
+    assert stopped_until(plain, POLICY, now) == MONDAY + timedelta(hours=8)  # the team's hours open
+    past = replace(p4d(3), state="stopped", tags={tags.START_AT: (now - timedelta(hours=2)).isoformat()})
+    assert stopped_until(past, POLICY, now) == MONDAY + timedelta(hours=8)
+
+
+def test_with_no_machine_kept_stopped_a_stop_is_priced_and_said_as_before() -> None:
+    week = mondays_spill(10.0)
+    until = MONDAY + timedelta(hours=10)
+    alone = over_off_period(covered_now(4.0), week, SATURDAY, until, 1.0)
+    none_kept = over_off_period(covered_now(4.0), week, SATURDAY, until, 1.0, kept=in_force([], week, SATURDAY))
+    assert alone == none_kept
+    assert alone is not None
+    assert alone.worth.text() == "saves about $8 by Mon 10:00 UTC on the bill: the Savings Plan spills from 08:00 UTC"

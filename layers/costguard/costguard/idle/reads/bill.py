@@ -9,6 +9,12 @@ demand, the last one made is then the cheapest, and the room it frees cannot mak
 (stopped cheapest first, a $55/h p5 taking the last $25/h of spill would free room for the g5 stopped
 before it, and that stop would have saved nothing).
 
+Over its off-period, a stop is priced on the region's spill profile, learned gross of costguard's own stops (the
+spill had the machines costguard kept stopped then been running: `spill_found`): the machines costguard keeps
+stopped now take their share of it first, each until it is expected to run again (`worth.in_force`), read once
+a sweep where a profile prices a warning or a stop. A Saturday's thirtieth stop, priced on the spill of Monday's
+morning as if the twenty-nine still off did not take it, saved nothing on the bill.
+
 The machines costguard keeps stopped are priced on the same bill (`worth`): what each saves now, as if it
 were stopped first from a fleet where it runs. A stop priced at night, while a Savings Plan had room for
 most of it, saves its whole price once the day's work fills the plan; the digest counts each stopped hour
@@ -20,17 +26,21 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from costguard.aws.billing import BillingReader
+from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
-from costguard.core.bill import Bill, SpillProfile
+from costguard.core import tags
+from costguard.core.bill import Bill, Exposure, SpillProfile
 from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Billing
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.money import PRICED, priced
-from costguard.idle.rules.worth import judged, off_until, over_off_period, restart_usd
+from costguard.idle.rules.restarts import costguards_stop
+from costguard.idle.rules.worth import InForce, in_force, judged, off_until, over_off_period, restart_usd, stopped_until
 from costguard.state.spill import SpillLog
 
 Decided = tuple[Instance, Decision]
@@ -47,12 +57,14 @@ class SweepBill:
         *,
         policy: IdlePolicy | None = None,
         profile: SpillLog | None = None,
+        stopped: Callable[[], Sequence[Instance]] | None = None,
     ) -> None:
         """`running`: the region's running accelerated machines, asked only when a bill is read. `profile`: the
         region's spill by quarter-hour of the week, read to price a stop over its off-period and learned from
-        this sweep's bill (None, or no `policy`: priced on this hour alone)."""
+        this sweep's bill (None, or no `policy`: priced on this hour alone). `stopped`: the machines costguard
+        keeps stopped (`kept_stopped`), asked only where a profile prices a stop (None: none kept)."""
         self.reader, self.prices, self.running, self.now, self.region = reader, prices, running, now, region
-        self.policy, self.profile = policy, profile
+        self.policy, self.profile, self.stopped = policy, profile, stopped
         self._waiting: list[Instance] = []
         self._billing: Billing | None = None  # read for this sweep's pricing
         self._week: SpillProfile | None = None  # the region's spill profile, once read
@@ -76,6 +88,9 @@ class SweepBill:
             bill.stopped(instance, bill.price(instance, self._list(instance)))
         out: dict[str, Decision] = {}
         week = self._profile()
+        kept = self._in_force(self._billing, week) if week is not None and self.policy is not None else None
+        if kept is None:
+            week = None  # the stops still in force unknown: the profile's spill is not all there is to take
         taken: dict[tuple[str, int], float] = defaultdict(float)
         for instance, decision in sorted(pricing, key=lambda item: (_going_first(item), self._dearest_first(item[0]))):
             exposure = bill.exposure(instance, self._list(instance))
@@ -86,7 +101,7 @@ class SweepBill:
                 out[instance.instance_id] = verdict = priced(decision, marginal)
             else:
                 until = off_until(decision, instance, self.policy, self.now)
-                found = over_off_period(exposure, week, self.now, until, restart_usd(self.policy), taken)
+                found = over_off_period(exposure, week, self.now, until, restart_usd(self.policy), taken, kept)
                 out[instance.instance_id] = verdict = judged(decision, marginal, found, until)
                 if found is not None and verdict.action in PRICED and verdict.will_stop:
                     for key, amount in found.takes.items():
@@ -95,13 +110,33 @@ class SweepBill:
                 bill.stopped(instance, marginal)
         return [(i, out.get(i.instance_id, d)) for i, d in decided]
 
-    def spill_found(self) -> dict[str, float]:
-        """What the plans and RIs leave billed on demand now, on the bill read for this sweep (by layer), for the
-        region's profile; nothing where no bill was read whole this sweep."""
+    def spill_found(self, stopped: Sequence[Instance] = ()) -> dict[str, float]:
+        """What the plans and RIs would leave billed on demand now were the machines costguard keeps `stopped`
+        running, on the bill read for this sweep (by layer), for the region's profile: learned gross of
+        costguard's own stops, which each take their share again while they are in force. Nothing where no
+        bill was read whole this sweep."""
         billing = self._billing
         if billing is None or billing.unread:
             return {}
-        return Bill(billing, self.now, list_price=self._list).spill_now()
+        return Bill(_with_running(billing, stopped), self.now, list_price=self._list).spill_now()
+
+    def _in_force(self, billing: Billing | None, week: SpillProfile) -> InForce | None:
+        """What the machines costguard keeps stopped take of the profile's spill until each is expected to run
+        again, priced in turn dearest first as if they ran; None where they could not be read (logged)."""
+        if self.stopped is None or billing is None or self.policy is None:
+            return InForce()
+        try:
+            stopped = list(self.stopped())
+        except Exception as exc:  # priced on this hour, as with no profile: never the sweep's end
+            logger.warning("stopped machines not read: priced on this hour", region=self.region, error=str(exc)[:200])
+            return None
+        gross = Bill(_with_running(billing, stopped), self.now, list_price=self._list)
+        exposed: list[tuple[str, Exposure, datetime]] = []
+        for instance in sorted((replace(i, state="running") for i in stopped), key=self._dearest_first):
+            exposure = gross.exposure(instance, self._list(instance))
+            gross.stopped(instance, exposure.marginal)
+            exposed.append((instance.instance_id, exposure, stopped_until(instance, self.policy, self.now)))
+        return in_force(exposed, week, self.now)
 
     def week(self) -> SpillProfile | None:
         """The region's spill profile as this sweep read it (None: none kept yet, or not read)."""
@@ -134,12 +169,11 @@ class SweepBill:
         self._billing = billing
         if billing.unread:
             return {}
-        back = [replace(i, state="running") for i in stopped]
-        bill = Bill(replace(billing, running=(*billing.running, *back)), self.now, list_price=self._list)
+        bill = Bill(_with_running(billing, stopped), self.now, list_price=self._list)
         if billing.plans and not bill.judges_plans_hourly:
             return {}
         out: dict[str, float] = {}
-        for instance in sorted(back, key=self._dearest_first):
+        for instance in sorted((replace(i, state="running") for i in stopped), key=self._dearest_first):
             marginal = bill.price(instance, self._list(instance))
             if marginal.usd_per_hour is not None:
                 out[instance.instance_id] = marginal.usd_per_hour
@@ -163,6 +197,32 @@ class SweepBill:
 
     def _list(self, instance: Instance) -> float | None:
         return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
+
+
+def kept_stopped(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
+    """The region's accelerated machines costguard stopped and that are still off (its last stop was costguard's):
+    one DescribeInstances walk, filtered server-side."""
+    return [
+        i
+        for i in ec2.iter_instances(stopped_filters(policy))
+        if i.state == "stopped" and policy.is_accelerated(i.instance_type) and costguards_stop(i) is not None
+    ]
+
+
+def stopped_filters(policy: IdlePolicy) -> list[Any]:
+    """The region's stopped accelerated machines that costguard stopped."""
+    return [
+        {"Name": "instance-state-name", "Values": ["stopped"]},
+        {"Name": "tag-key", "Values": [tags.STOPPED_AT]},
+        {"Name": "instance-type", "Values": list(policy.accelerator_families)},
+    ]
+
+
+def _with_running(billing: Billing, stopped: Sequence[Instance]) -> Billing:
+    """The bill as if these stopped machines ran too (a machine already among the running counts once)."""
+    if not stopped:
+        return billing
+    return replace(billing, running=(*billing.running, *(replace(i, state="running") for i in stopped)))
 
 
 def _going_first(item: Decided) -> int:

@@ -9,14 +9,21 @@ it again for its work (a job, a learned run, its person's day), else when its ow
 and at most LONGEST_OFF on. A stop is made for money when that sum exceeds what its restart is expected to cost: a
 person's cold start (`cold_start_usd`) times how often a stop is undone (UNDO_RATE). A region with no profile yet
 is priced on this hour alone (`money.priced`), and the trail says so.
+
+The profile is learned gross of costguard's own stops: what would have spilled had the machines costguard kept
+stopped then been running (`SweepBill.spill_found`). So every stop still in force takes its share first, over the
+hours it is expected to stay off (`in_force`), then this sweep's stops in turn (`Taken`). Learned net of them, the
+stops of earlier sweeps could not be told apart from those already off the week before; priced on a spill they
+had taken, the thirtieth stop of a Saturday believed Monday's whole spill its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from costguard.core import formatting, tags
 from costguard.core.bill import SLOT, Exposure, OffWorth, SpillProfile, slot_of
 from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance
@@ -40,6 +47,15 @@ Taken = Mapping[tuple[str, int], float]
 
 
 @dataclass(frozen=True)
+class InForce:
+    """What costguard's stops of earlier sweeps, their machines still off, take of each layer's spill at each
+    quarter-hour they are expected to stay off, and which machines took of each layer."""
+
+    taken: Mapping[tuple[str, int], float] = field(default_factory=dict)
+    by: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Priced:
     """A stop priced over its off-period, and what it takes of each layer's spill there."""
 
@@ -50,11 +66,42 @@ class Priced:
 def off_until(decision: Decision, instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
     """When the machine is expected to run again: costguard's start for its next work, else its owner's next
     working hours; never later than LONGEST_OFF, nor sooner than a quarter-hour on."""
-    if decision.start_at is not None and decision.start_at > now:
-        end = decision.start_at
+    return _until(decision.start_at, instance, policy, now)
+
+
+def stopped_until(instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
+    """When a machine costguard keeps stopped is expected to run again, as `off_until` from now: the start its
+    start-at promises, else its owner's next working hours."""
+    return _until(formatting.parse_time(instance.tags.get(tags.START_AT)), instance, policy, now)
+
+
+def _until(start_at: datetime | None, instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
+    if start_at is not None and start_at > now:
+        end = start_at
     else:
         end = owners_hours(instance, policy.team_timezone).next_start(now)
     return max(now + SLOT, min(end, now + LONGEST_OFF))
+
+
+def in_force(stopped: Sequence[tuple[str, Exposure, datetime]], profile: SpillProfile, now: datetime) -> InForce:
+    """What the machines costguard keeps stopped take of the profile's spill, each (its id, its exposure as if it
+    ran, when it is expected to run again) in turn, from the next quarter-hour to its expected start: their
+    hours now are already off the bill. A quarter-hour the profile has not seen is taken by none."""
+    taken: dict[tuple[str, int], float] = {}
+    by: dict[str, set[str]] = {}
+    for instance_id, exposure, until in stopped:
+        if not exposure.hourly:
+            continue
+        moment = now + SLOT
+        while moment < until:
+            rate, took = _rate(exposure, profile, moment, taken)
+            if rate is not None:
+                for key, amount in took.items():
+                    if amount > 0:
+                        taken[key] = taken.get(key, 0.0) + amount
+                        by.setdefault(key[0], set()).add(instance_id)
+            moment += SLOT
+    return InForce(taken, {key: frozenset(ids) for key, ids in by.items()})
 
 
 def restart_usd(policy: IdlePolicy, undo_rate: float = UNDO_RATE) -> float:
@@ -69,9 +116,11 @@ def over_off_period(  # noqa: PLR0917 (the stop's facts, each its own)
     until: datetime,
     restart: float,
     taken: Taken | None = None,
+    kept: InForce | None = None,
 ) -> Priced | None:
     """What a stop saves from `now` to `until`, quarter-hour by quarter-hour: this quarter-hour at the bill's
-    price now (the sweep's other stops taken off in turn), the next ones on the profile. None where nothing is
+    price now (the sweep's other stops taken off in turn), the next ones on the profile, less what the stops
+    still in force (`kept`) and the sweep's stops decided before (`taken`) take of it. None where nothing is
     known by hour: no profile yet, a quarter-hour of its off-period the profile has not seen (nor a day of its
     kind: a first week's weekend), a plan judged on its recent use, no price. A guess for an unseen hour made 30
     of a week's 266 stops save nothing over their whole off-period, and people undid 18 more stops."""
@@ -80,11 +129,34 @@ def over_off_period(  # noqa: PLR0917 (the stop's facts, each its own)
     by_hour = marginal.prepaid or marginal.basis is Basis.SPOT or not layers or _known(profile, layers)
     if not exposure.hourly or marginal.usd_per_hour is None or profile is None or not by_hour:
         return None
-    taken = taken or {}
+    own = taken or {}
+    before = kept.taken if kept is not None else {}
+    both = {key: own.get(key, 0.0) + before.get(key, 0.0) for key in {*own, *before}}
+    walked = _walk(exposure, profile, now, until, both)
+    if walked is None:
+        return None
+    usd, first, takes = walked
+    room, by = 0.0, 0
+    if kept is not None and before:
+        alone = _walk(exposure, profile, now, until, own)
+        room = max(0.0, alone[0] - usd) if alone is not None else 0.0
+        by = len(frozenset().union(*(kept.by.get(key, frozenset()) for key in layers)))
+    spills_from = first if first is not None and first > now else None
+    worth = OffWorth(
+        round(usd, 2), until, round(restart, 2), spills_from, _what(exposure), round(room, 2), by if room else 0
+    )
+    return Priced(worth, takes)
+
+
+def _walk(
+    exposure: Exposure, profile: SpillProfile, now: datetime, until: datetime, taken: Taken
+) -> tuple[float, datetime | None, dict[tuple[str, int], float]] | None:
+    """The stop's saving over its off-period on what is left of the spill, the first quarter-hour it saves in,
+    and what it takes of each layer's spill; None where a quarter-hour's price is unknown."""
     usd, first, takes = 0.0, None, {}
     moment = now
     while moment < until:
-        rate: float | None = marginal.usd_per_hour  # the bill's own price now: `Bill.stopped` takes its share
+        rate: float | None = exposure.marginal.usd_per_hour  # the bill's own price now: `Bill.stopped` takes its share
         took: dict[tuple[str, int], float] = {}
         if moment > now:
             rate, took = _rate(exposure, profile, moment, taken)
@@ -95,9 +167,7 @@ def over_off_period(  # noqa: PLR0917 (the stop's facts, each its own)
             first = moment
         takes.update(took)
         moment += SLOT
-    spills_from = first if first is not None and first > now else None
-    worth = OffWorth(round(usd, 2), until, round(restart, 2), spills_from, _what(exposure))
-    return Priced(worth, takes)
+    return usd, first, takes
 
 
 def judged(decision: Decision, marginal: Marginal, found: Priced | None, until: datetime) -> Decision:
@@ -117,12 +187,13 @@ def judged(decision: Decision, marginal: Marginal, found: Priced | None, until: 
         return replace(decision, bill=marginal, worth=worth)
     action = Action.CLEAR_WARNING if decision.action is Action.STOP else Action.NONE
     off = f"{worth.until:%a %H:%M} UTC"
+    room = f"; {worth.room_text()}" if worth.room_text() else ""
     if not worth.usd:
-        why = f"{NOT_FOR_MONEY} nor until {off} ({marginal.why})"
+        why = f"{NOT_FOR_MONEY} nor until {off}{room} ({marginal.why})"
     else:
         why = (
             f"not stopped for money: until {off} a stop saves about ${worth.usd:,.2f} on the bill, no more than "
-            f"its restart is expected to cost (${worth.restart_usd:,.2f}) ({marginal.why})"
+            f"its restart is expected to cost (${worth.restart_usd:,.2f}){room} ({marginal.why})"
         )
     return replace(
         decision,
