@@ -225,6 +225,25 @@ def test_a_box_whose_crontab_is_housekeeping_only_and_nobody_logged_in_runs_by_i
     assert runs_by_itself(ActivityReport(), now, window) is None  # an older check, without its jobs
 
 
+def test_a_box_whose_check_names_a_zone_that_cannot_be_read_runs_on_the_teams_clock_not_utc() -> None:
+    now = MONDAY + timedelta(hours=10)
+    window = timedelta(minutes=POLICY.window_minutes)
+    assert runs_by_itself(by_itself("IST"), now, window, "Asia/Kolkata") == "Asia/Kolkata"
+    assert runs_by_itself(by_itself("../../etc/passwd"), now, window, "Europe/Berlin") == "Europe/Berlin"
+    assert runs_by_itself(by_itself(None), now, window, "Europe/Berlin") == "UTC"  # it says nothing: its UTC
+
+
+def test_a_day_job_running_into_its_evening_does_not_end_a_new_boxs_hold_through_its_night() -> None:
+    # New York, watched two days. A day job 16:15-18:15 there (21:15-23:15 UTC); at 21:00 there (02:00 UTC) it
+    # has idled 2 h 45 min. Nothing of its night has been seen: its night's work may still come.
+    now = MONDAY + timedelta(days=1, hours=2)
+    day_job = (MONDAY.replace(hour=21, minute=15), timedelta(hours=2))
+    quarters = [q for q in fortnight(now, [day_job]) if q.at >= now - timedelta(days=2)]
+    held = with_night_work(warn(now), unseen_nights(quarters, now, "America/New_York"), POLICY, now, may_start=True)
+    assert held.action is Action.NONE
+    assert "held until its night's work has run" in held.reason
+
+
 def test_a_box_that_runs_by_itself_watched_for_a_day_is_stopped_in_the_day_and_started_before_its_owners_evening() -> (
     None
 ):

@@ -58,7 +58,7 @@ class NightWork:
     nights: tuple[date, ...]  # the dates of the evenings whose night had such work, oldest first
     earliest: timedelta  # after its evening's EVENING, the earliest start of such work seen
     latest: timedelta  # ... and the latest
-    last_busy: datetime | None  # the last quarter-hour with work, of the data read
+    last_busy: datetime | None  # the last quarter-hour with work, of the data read (unseen nights: the last start)
     blind: bool = True  # it cannot answer the check (False: a box that runs by itself, answering)
 
     @property
@@ -100,19 +100,22 @@ class NightWork:
         return f"; {CANNOT_SEE}" if self.blind else ""
 
 
-def runs_by_itself(report: ActivityReport | None, now: datetime, window: timedelta) -> str | None:
+def runs_by_itself(
+    report: ActivityReport | None, now: datetime, window: timedelta, team_zone: str = "UTC"
+) -> str | None:
     """The zone of its own clock, where its check says it is a box set up to run by itself: a crontab (or timers)
     of its own whose every job is housekeeping (`housekeeping`), nobody logged in and no notebook kernel. None
-    otherwise: a job of its crontab that is work says when its work comes (machine_jobs.py starts it before)."""
+    otherwise: a job of its crontab that is work says when its work comes (machine_jobs.py starts it before).
+    A check that names no zone: the machine's UTC; one that names a zone that cannot be read (an abbreviation
+    such as "IST"): its clock is not UTC, and the team's zone is the nearer guess."""
     jobs = report.jobs if report is not None else None
     if report is None or jobs is None or not jobs.jobs or report.sessions or report.kernels:
         return None
-    if not all(housekeeping(job, now, window, jobs.zone) for job in jobs.jobs):
-        return None
     try:
-        return ZoneInfo(jobs.zone).key if jobs.zone else "UTC"
+        zone = ZoneInfo(jobs.zone).key if jobs.zone else "UTC"
     except (KeyError, ValueError, OSError):  # not a zone the machine's clock could be read on
-        return "UTC"
+        zone = team_zone
+    return zone if all(housekeeping(job, now, window, zone) for job in jobs.jobs) else None
 
 
 def housekeeping(job: Job, now: datetime, window: timedelta, zone: str | None) -> bool:
@@ -134,8 +137,10 @@ def unseen_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> Nigh
     if known and min(known) <= now - SEEN_FOR:
         return None
     whole_night = datetime.combine(date(2000, 1, 2), NIGHT_ENDS) - datetime.combine(date(2000, 1, 1), EVENING)
-    busy = [q.at for q in quarters if q.busy]
-    return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(busy, default=None), blind=False)
+    # Its night's work has run once work *began* after its evening: a day's job running on into the evening is
+    # not its night's (its night may still bring work of its own).
+    began = work_starts(quarters)
+    return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(began, default=None), blind=False)
 
 
 def night_work(

@@ -251,7 +251,7 @@ def _runs_by_itself(
         check = checks.get(instance.instance_id)
         if decision.action not in (Action.WARN, Action.STOP) or check is None or check.state is not CheckState.ANSWERED:
             continue
-        if (zone := runs_by_itself(check.report, now, window)) is not None:
+        if (zone := runs_by_itself(check.report, now, window, policy.team_timezone)) is not None:
             out[instance.instance_id] = zone
     return out
 
