@@ -319,6 +319,21 @@ def test_the_spill_is_learned_as_if_the_machines_costguard_keeps_stopped_were_ru
     assert week.at("sp:Compute", at) == round(4 * 21.96 - 50.0, 4)
 
 
+def test_a_machine_costguard_stopped_days_ago_does_not_swell_the_learned_spill() -> None:
+    # Two p4d run inside the $50/h plan. costguard keeps two more stopped: one since 10 hours ago (off for the
+    # night: counted as running), one since 9 days ago, which nothing says comes back (not counted).
+    # The spill is learned as if only the first ran: 3 x $21.96 - $50.
+    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    at = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
+    kept = [kept_off(2, at - timedelta(hours=10)), kept_off(3, at - timedelta(days=9))]
+    bill = swept(at, FLEET[:2], log, kept)
+    bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.STOP, "idle"))])
+    keep_spill(bill, at, kept)
+    week = log.read("us-east-1")
+    assert week is not None
+    assert week.at("sp:Compute", at) == round(3 * 21.96 - 50.0, 4)
+
+
 def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new_stop_and_the_stop_says_so() -> None:
     # The week before spilled $30/h from 08:00 to 10:00 (learned with every machine running). At 02:00 one p4d
     # costguard stopped last night is off until its run at 10:00: it takes $21.96/h of that spill. A new stop of

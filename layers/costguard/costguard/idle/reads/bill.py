@@ -40,7 +40,16 @@ from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.money import PRICED, priced
 from costguard.idle.rules.restarts import costguards_stop
-from costguard.idle.rules.worth import InForce, in_force, judged, off_until, over_off_period, restart_usd, stopped_until
+from costguard.idle.rules.worth import (
+    LONGEST_OFF,
+    InForce,
+    in_force,
+    judged,
+    off_until,
+    over_off_period,
+    restart_usd,
+    stopped_until,
+)
 from costguard.state.spill import SpillLog
 
 Decided = tuple[Instance, Decision]
@@ -118,7 +127,7 @@ class SweepBill:
         billing = self._billing
         if billing is None or billing.unread:
             return {}
-        return Bill(_with_running(billing, stopped), self.now, list_price=self._list).spill_now()
+        return Bill(_with_running(billing, lately(stopped, self.now)), self.now, list_price=self._list).spill_now()
 
     def _in_force(self, billing: Billing | None, week: SpillProfile) -> InForce | None:
         """What the machines costguard keeps stopped take of the profile's spill until each is expected to run
@@ -126,7 +135,7 @@ class SweepBill:
         if self.stopped is None or billing is None or self.policy is None:
             return InForce()
         try:
-            stopped = list(self.stopped())
+            stopped = lately(self.stopped(), self.now)
         except Exception as exc:  # priced on this hour, as with no profile: never the sweep's end
             logger.warning("stopped machines not read: priced on this hour", region=self.region, error=str(exc)[:200])
             return None
@@ -207,6 +216,14 @@ def kept_stopped(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
         for i in ec2.iter_instances(stopped_filters(policy))
         if i.state == "stopped" and policy.is_accelerated(i.instance_type) and costguards_stop(i) is not None
     ]
+
+
+def lately(stopped: Sequence[Instance], now: datetime) -> list[Instance]:
+    """The machines costguard stopped within LONGEST_OFF of now: those the spill profile is learned gross of, and
+    that take their share of it while they are off. One stopped longer ago is not expected back by anything
+    costguard knows: counted as running, it would swell the learned spill for good (every stop would then look
+    worth more than the bill saves), and it is in no plan's hours today."""
+    return [i for i in stopped if (at := costguards_stop(i)) is not None and now - at <= LONGEST_OFF]
 
 
 def stopped_filters(policy: IdlePolicy) -> list[Any]:
