@@ -515,10 +515,12 @@ def test_a_stop_made_before_the_week_still_off_at_its_start_counts_its_hours_ins
 ) -> None:
     monkeypatch.setattr(runtime, "now", lambda: now)
     start = (now - timedelta(days=7)).replace(hour=0)  # the digest's week: the seven full days before today
+    since = now - timedelta(days=7)  # its saving: the seven days to now (the digest before ended there)
     # bob's g5.xlarge, stopped by costguard two days before the week and still off when it began; started by
-    # bob 9 hours into the week (its launch time); no stop this week. This week's bill saved those 9 hours.
+    # bob 9 hours after the last digest ran (its launch time); no stop this week. This week's bill saved those 9
+    # hours; the hours before `since` were the last digest's to claim.
     bob = launch("g5.xlarge", "bob@example.com", "vision", now)
-    moto_fixes.set_launch_time(bob, REGION, start + timedelta(hours=9))
+    moto_fixes.set_launch_time(bob, REGION, since + timedelta(hours=9))
     runtime.ledger.record(
         Entry(
             start - timedelta(days=2),

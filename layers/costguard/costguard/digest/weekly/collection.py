@@ -43,6 +43,8 @@ from costguard.state.worth import Worth, WorthLog
 # more Query, the day before's partition)
 PRICED_BEFORE = timedelta(hours=1)
 
+WEEK = timedelta(days=7)  # what a weekly digest claims the saving of: the seven days to its run
+
 
 @dataclass
 class Region:
@@ -152,7 +154,10 @@ class DigestCollector:
         started = self._restarts(read, raw, start, end)
         # The sweeps' prices from a little before the week: the price a stop still in force starts the week at.
         worth = week_worth(self.worth, start - PRICED_BEFORE, end)
-        saved = saved_by_stops(read, raw, end, self.prices, worth, started=started, start=start)
+        # The saving counts the hours of the seven days to now (`since`): the digest before this one ended there,
+        # so an hour off (a weekend stop's Monday morning) is claimed by one digest only, never by two.
+        since = end - WEEK
+        saved = saved_by_stops(read, raw, end, self.prices, worth, started=started, start=since)
         reader = replace(self.reader, once=once)
         commitments = commitment_use(self.ce, reader, start, end, now=now, errors=errors)
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
@@ -184,7 +189,7 @@ class DigestCollector:
         data.exempt_idle = exempt_idle(raw, weeks, this_week, self.policy)
         data.advice = advice
         data.saved_list_usd = saved.list_usd
-        data.saved_unknown = unknown_ends(read, raw, end, started, start)
+        data.saved_unknown = unknown_ends(read, raw, end, started, since)
         data.basis = basis_line(billings, now)
         data.paid_idle = paid_idle(priced, this_week.idle_hours_by_instance, list_prices)
         data.failed_starts = failed_starts(entries, raw, end)
