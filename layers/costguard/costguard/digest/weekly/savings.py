@@ -9,9 +9,10 @@ A stop made before the week whose machine was still off when the week began save
 too: its hours inside the week count, from the week's start until the machine ran again, by the same
 reckoning and at the same prices. Such stops are found by reading the ledger `LOOKBACK` (7 days) before the
 week: the previous digest's whole week, so that a stop is counted in every week it overlaps as long as it
-ends within the week after its own. The weekly digest counts the hours of the seven days to its run
-(collection.WEEK), where the one before ended: an hour off is claimed by one digest, never by two. A stop older than that (a machine left off more than a week before this
-one) is not found: its hours this week are left out, and the claim errs low, never high."""
+ends within the week after its own. A stop older than that (a machine left off more than a week before this
+one) is not found: its hours this week are left out, and the claim errs low, never high. The weekly digest
+counts the hours of the seven days to its run (collection.WEEK), where the one before ended: an hour off is
+claimed by one digest, never by two."""
 
 from __future__ import annotations
 
