@@ -351,15 +351,17 @@ def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new
     [(_, alone)] = swept(night, FLEET[:2], log).priced([(FLEET[0], stop)])
     assert alone.worth is not None
     assert alone.worth.usd == round(2 * 21.96, 2)
-    kept = [kept_off(5, night - timedelta(hours=3), start_at=run)]
-    [(_, after)] = swept(night, FLEET[:2], log, kept).priced([(FLEET[0], stop)])
-    assert after.action is Action.STOP
-    assert after.worth is not None
-    assert after.worth.usd == round(2 * (30.0 - 21.96), 2)
-    assert after.worth.text() == (
-        "saves about $16 by Tue 10:00 UTC on the bill: the Savings Plan spills from 08:00 UTC; "
-        "1 machine costguard keeps stopped already takes $28 of that spill"
-    )
+    # Stopped last night, or before a long weekend (73 h ago): its start-at says it runs at 10:00 all the same.
+    for stopped_ago in (timedelta(hours=3), timedelta(hours=73)):
+        kept = [kept_off(5, night - stopped_ago, start_at=run)]
+        [(_, after)] = swept(night, FLEET[:2], log, kept).priced([(FLEET[0], stop)])
+        assert after.action is Action.STOP
+        assert after.worth is not None
+        assert after.worth.usd == round(2 * (30.0 - 21.96), 2), stopped_ago
+        assert after.worth.text() == (
+            "saves about $16 by Tue 10:00 UTC on the bill: the Savings Plan spills from 08:00 UTC; "
+            "1 machine costguard keeps stopped already takes $28 of that spill"
+        )
 
 
 def test_a_profiled_stop_is_priced_on_this_hour_when_the_machines_costguard_keeps_stopped_cannot_be_read() -> None:

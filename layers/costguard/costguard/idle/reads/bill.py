@@ -31,7 +31,7 @@ from typing import Any
 from costguard.aws.billing import BillingReader
 from costguard.aws.ec2 import Ec2
 from costguard.aws.pricing import PriceBook
-from costguard.core import tags
+from costguard.core import formatting, tags
 from costguard.core.bill import Bill, Exposure, SpillProfile
 from costguard.core.money import UNREAD_HOLDS, UNREAD_PLANS, UNREAD_RIS, Billing
 from costguard.core.observability import logger
@@ -219,11 +219,20 @@ def kept_stopped(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
 
 
 def lately(stopped: Sequence[Instance], now: datetime) -> list[Instance]:
-    """The machines costguard stopped within LONGEST_OFF of now: those the spill profile is learned gross of, and
-    that take their share of it while they are off. One stopped longer ago is not expected back by anything
-    costguard knows: counted as running, it would swell the learned spill for good (every stop would then look
-    worth more than the bill saves), and it is in no plan's hours today."""
-    return [i for i in stopped if (at := costguards_stop(i)) is not None and now - at <= LONGEST_OFF]
+    """The machines costguard keeps stopped that are expected back: those the spill profile is learned gross of,
+    and that take their share of it while they are off. Expected back: a start costguard promised (`start-at`)
+    still to come, or a stop within LONGEST_OFF of now. One stopped longer ago with no start promised is not
+    expected back by anything costguard knows: counted as running, it would swell the learned spill for good
+    (every stop would then look worth more than the bill saves)."""
+    return [i for i in stopped if _expected_back(i, now)]
+
+
+def _expected_back(instance: Instance, now: datetime) -> bool:
+    start_at = formatting.parse_time(instance.tags.get(tags.START_AT))
+    if start_at is not None and start_at > now:
+        return True
+    stopped_at = costguards_stop(instance)
+    return stopped_at is not None and now - stopped_at <= LONGEST_OFF
 
 
 def stopped_filters(policy: IdlePolicy) -> list[Any]:
