@@ -16,7 +16,7 @@ from costguard.slack import live
 from costguard.slack.blocks import Message, Mrkdwn, mention
 from costguard.slack.live import Live, Part, Phase
 from costguard.slack.notifier import Delivery
-from costguard.state.live import LiveMessages, reshow
+from costguard.state.live import LiveMessages, older, reshow
 
 NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
 ALICE = mention("U0ALICE")
@@ -64,6 +64,11 @@ class Table:
         else:
             item.pop(name, None)
         return {}
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        [(table, request)] = RequestItems.items()
+        found = [self.items[k["pk"]["S"]] for k in request["Keys"] if k["pk"]["S"] in self.items]
+        return {"Responses": {table: found}}
 
     def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
         for request in next(iter(RequestItems.values())):
@@ -307,3 +312,34 @@ def test_a_message_whose_batch_is_refused_is_kept_item_by_item_though_one_item_i
 
     assert sorted(table.items) == ["live#D0ALICE#1.1", "live-of#i-1", "live-of#i-2"]
     assert messages.change("i-1", kept_by(ALICE)) == ("D0ALICE", "1.1")
+
+
+def test_a_message_whose_keep_failed_is_kept_again_and_one_kept_already_is_left_as_it_changed() -> None:
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1")
+    messages.change("i-1", kept_by(ALICE))
+    messages.record([(Delivery("bot", "D0ALICE", "3.1"), Live((part("i-3"),)))], NOW)  # a later message of i-3
+
+    messages.kept_again(
+        [
+            (("D0ALICE", "1.1"), Live((part("i-1"),))),
+            (("D0ALICE", "2.1"), Live((part("i-2"),))),
+            (("D0ALICE", "2.5"), Live((part("i-3"),))),
+        ],
+        NOW,
+    )
+
+    assert table.items["live#D0ALICE#1.1"]["version"]["N"] == "2"  # kept already: as it changed
+    assert messages.where(["i-1"]) == {"i-1": ("D0ALICE", "1.1")}
+    assert messages.where(["i-2"]) == {"i-2": ("D0ALICE", "2.1")}
+    assert messages.where(["i-3"]) == {"i-3": ("D0ALICE", "3.1")}
+    assert "live#D0ALICE#2.5" not in table.items
+    read = messages.read(("D0ALICE", "2.1"))
+    assert read is not None
+    assert read[0].part("i-2") == part("i-2")
+    assert older(None, "2.1")
+    assert older(("D0ALICE", "1.999999"), "2.000001")
+    assert older(("D0ALICE", "9.1"), "10.1")
+    assert not older(("D0ALICE", "2.1"), "2.1")
+    assert not older(("D0ALICE", "3.1"), "2.1")

@@ -73,15 +73,35 @@ class LiveMessages:
             if not delivery.ts or delivery.route != "bot":
                 continue
             items.append(_message_item(delivery.channel, delivery.ts, live, 1, expires))
-            for part in live.parts:
-                items.append(
-                    {
-                        **_pointer_key(part.key),
-                        "channel": {"S": delivery.channel},
-                        "ts": {"S": delivery.ts},
-                        "expires_at": expires,
-                    }
-                )
+            items += [_pointer_item(part.key, (delivery.channel, delivery.ts), expires) for part in live.parts]
+        self._write(items)
+
+    def kept_again(self, posted: Sequence[tuple[Where, Live]], now: datetime) -> None:
+        """Messages posted whose keep failed (every write of it refused), kept now as posted, so that a change of
+        them (a withdrawal) changes these and not an older message of their machines. A message whose record is
+        there is left as it is (it may have changed since), and so is one whose machines' latest kept message is
+        as new or newer. Never raises: one not kept is logged, and kept again later."""
+        lost: list[tuple[Where, Live]] = []
+        for at, live in posted:
+            try:
+                if self.read(at) is None:
+                    lost.append((at, live))
+            except (ClientError, BotoCoreError) as exc:
+                logger.warning("live message not read: kept again later", ts=at[1], error=str(exc)[:200])
+        if not lost:
+            return
+        known = self.where(p.key for _, live in lost for p in live.parts)
+        items: list[Any] = []
+        expires = {"N": str(int((now + KEEP_FOR).timestamp()))}
+        for at, live in lost:
+            if any(older(known.get(p.key), at[1]) for p in live.parts):
+                items.append(_message_item(*at, live, 1, expires))
+                items += [_pointer_item(p.key, at, expires) for p in live.parts if older(known.get(p.key), at[1])]
+        if items:
+            logger.info("messages whose keep failed, kept now", count=sum(1 for i in items if "body" in i))
+        self._write(items)
+
+    def _write(self, items: list[Any]) -> None:
         if not items:
             return
         try:
@@ -300,6 +320,21 @@ def _message_key(channel: str, ts: str) -> dict[str, dict[str, str]]:
 
 def _pointer_key(key: str) -> dict[str, dict[str, str]]:
     return {"pk": {"S": f"live-of#{key}"}, "sk": {"S": "live-of"}}
+
+
+def _pointer_item(key: str, at: Where, expires: dict[str, str]) -> dict[str, Any]:
+    return {**_pointer_key(key), "channel": {"S": at[0]}, "ts": {"S": at[1]}, "expires_at": expires}
+
+
+def older(found: Where | None, ts: str) -> bool:
+    """Whether a machine's latest kept message (`found`) is missing, or older than the message posted at `ts`."""
+    return found is None or _moment(found[1]) < _moment(ts)
+
+
+def _moment(ts: str) -> tuple[int, int]:
+    """A Slack ts ("1795968366.000012") in order: its seconds, then its sequence."""
+    seconds, _, sequence = ts.partition(".")
+    return (int(seconds or 0), int(sequence or 0)) if (seconds + sequence).isdigit() else (0, 0)
 
 
 def _message_item(channel: str, ts: str, live: Live, version: int, expires: dict[str, str]) -> dict[str, Any]:

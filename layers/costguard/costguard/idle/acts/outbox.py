@@ -244,6 +244,7 @@ class Recovery:
             logger.warning("old outbox records left for the next sweep", error=str(exc)[:200])
         recovered.reported |= {n.sk for n in settled if n.kind in REPORTS}
         self._keep([n for n in settled if n.kind == WARN], found, now)
+        self._keep_lost([n for n in notices if n.kind == WARN and n.status == DELIVERED and n not in stale], now)
         for notice in [n for n in notices if n.status == DELIVERED and n not in stale] + settled:
             (recovered.told if notice.kind == WARN else recovered.withdrawn if notice.kind == CANCEL else {})[
                 notice.instance_id
@@ -301,6 +302,20 @@ class Recovery:
         new = [(at, parts) for at, parts in posts.items() if not any(known.get(p.key) == at for p in parts)]
         if new:
             self.live.record([(Delivery("bot", *at), Live(tuple(parts))) for at, parts in new], now)
+
+    def _keep_lost(self, warnings: list[Notice], now: datetime) -> None:
+        """Warnings delivered and recorded whose message was never kept (every write of its record refused): kept
+        now, drawn from their parts as the posts found are (_keep). Else the latest message kept for the machine
+        is an older one (an earlier warning, saying "At work" already), and a withdrawal of this warning would
+        change that one, counted as shown, while this one goes on promising its stop. A machine whose latest kept
+        message is this one, or a later one, is left as it is."""
+        posts: dict[tuple[str, str], list[Part]] = defaultdict(list)
+        for notice in warnings:
+            part = notice.live_part
+            if part is not None and notice.to and notice.ts:
+                posts[notice.to, notice.ts].append(part)
+        if posts:
+            self.live.kept_again([(at, Live(tuple(parts))) for at, parts in posts.items()], now)
 
     def _look(self, notices: list[Notice]) -> tuple[dict[str, Delivery], set[str]]:
         """The notices Slack's history shows were posted, by their key (one read per recipient), and those whose
