@@ -510,6 +510,23 @@ def test_a_stop_whose_machine_ran_again_at_a_time_nothing_recorded_is_counted_as
     ) in said
 
 
+def stopped_before_the_week(runtime: Runtime, machine: str, start: datetime) -> None:
+    """bob's g5.xlarge stopped by costguard two days before the week that begins at `start`, priced on the bill."""
+    runtime.ledger.record(
+        Entry(
+            start - timedelta(days=2),
+            EntryKind.STOP,
+            machine,
+            REGION,
+            "enforce",
+            owner="bob@example.com",
+            instance_type="g5.xlarge",
+            hourly_saving=0.5,
+            list_hourly=1.006,
+        )
+    )
+
+
 def test_a_stop_made_before_the_week_still_off_at_its_start_counts_its_hours_inside_the_week(
     runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
 ) -> None:
@@ -521,19 +538,7 @@ def test_a_stop_made_before_the_week_still_off_at_its_start_counts_its_hours_ins
     # hours; the hours before `since` were the last digest's to claim.
     bob = launch("g5.xlarge", "bob@example.com", "vision", now)
     moto_fixes.set_launch_time(bob, REGION, since + timedelta(hours=9))
-    runtime.ledger.record(
-        Entry(
-            start - timedelta(days=2),
-            EntryKind.STOP,
-            bob,
-            REGION,
-            "enforce",
-            owner="bob@example.com",
-            instance_type="g5.xlarge",
-            hourly_saving=0.5,
-            list_hourly=1.006,
-        )
-    )
+    stopped_before_the_week(runtime, bob, start)
 
     app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
 
@@ -550,19 +555,7 @@ def test_a_stop_before_the_week_whose_machine_cloudtrail_saw_started_before_it_c
     # stopped_twice's machine, stopped also two days before the week; bob started it the day after, seen only
     # in CloudTrail: that stop ended before the week, and its end is known.
     bob = stopped_twice(runtime, now)
-    runtime.ledger.record(
-        Entry(
-            start - timedelta(days=2),
-            EntryKind.STOP,
-            bob,
-            REGION,
-            "enforce",
-            owner="bob@example.com",
-            instance_type="g5.xlarge",
-            hourly_saving=0.5,
-            list_hourly=1.006,
-        )
-    )
+    stopped_before_the_week(runtime, bob, start)
     trail = runtime.client("cloudtrail", REGION)
     asked: list[float] = []
     trail.meta.events.register(
