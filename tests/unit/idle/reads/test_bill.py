@@ -305,33 +305,33 @@ def kept_off(n: int, stopped_at: datetime, start_at: datetime | None = None) -> 
     return replace(p4d(n), state="stopped", launch_time=stopped_at - timedelta(hours=5), tags=marks)
 
 
-def test_the_spill_is_learned_as_if_the_machines_costguard_keeps_stopped_were_running() -> None:
-    # Two p4d run inside the $50/h plan; costguard keeps two more stopped. Running, the four would spill $37.84/h
-    # past it: that is the spill kept (the stops still in force then take it again when stops are priced).
+LEARNED_AT = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
+
+
+def spill_learned(kept: Sequence[Instance]) -> float | None:
+    """The Savings Plan's spill a sweep at LEARNED_AT keeps in a fresh profile, two p4d running inside the $50/h
+    plan and costguard keeping `kept` stopped."""
     log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
-    at = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
-    kept = [kept_off(2, at - timedelta(hours=10)), kept_off(3, at - timedelta(hours=10))]
-    bill = swept(at, FLEET[:2], log, kept)
+    bill = swept(LEARNED_AT, FLEET[:2], log, kept)
     bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.STOP, "idle"))])
-    keep_spill(bill, at, kept)
+    keep_spill(bill, LEARNED_AT, kept)
     week = log.read("us-east-1")
     assert week is not None
-    assert week.at("sp:Compute", at) == round(4 * 21.96 - 50.0, 4)
+    return week.at("sp:Compute", LEARNED_AT)
+
+
+def test_the_spill_is_learned_as_if_the_machines_costguard_keeps_stopped_were_running() -> None:
+    # costguard keeps two more p4d stopped. Running, the four would spill $37.84/h past the plan: that is the
+    # spill kept (the stops still in force then take it again when stops are priced).
+    kept = [kept_off(2, LEARNED_AT - timedelta(hours=10)), kept_off(3, LEARNED_AT - timedelta(hours=10))]
+    assert spill_learned(kept) == round(4 * 21.96 - 50.0, 4)
 
 
 def test_a_machine_costguard_stopped_days_ago_does_not_swell_the_learned_spill() -> None:
-    # Two p4d run inside the $50/h plan. costguard keeps two more stopped: one since 10 hours ago (off for the
-    # night: counted as running), one since 9 days ago, which nothing says comes back (not counted).
-    # The spill is learned as if only the first ran: 3 x $21.96 - $50.
-    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
-    at = datetime(2026, 11, 17, 8, 0, tzinfo=UTC)
-    kept = [kept_off(2, at - timedelta(hours=10)), kept_off(3, at - timedelta(days=9))]
-    bill = swept(at, FLEET[:2], log, kept)
-    bill.priced([(FLEET[0], Decision(FLEET[0].instance_id, Action.STOP, "idle"))])
-    keep_spill(bill, at, kept)
-    week = log.read("us-east-1")
-    assert week is not None
-    assert week.at("sp:Compute", at) == round(3 * 21.96 - 50.0, 4)
+    # costguard keeps two more p4d stopped: one since 10 hours ago (off for the night: counted as running), one
+    # since 9 days ago, which nothing says comes back (not counted). The spill is learned as if only the first ran.
+    kept = [kept_off(2, LEARNED_AT - timedelta(hours=10)), kept_off(3, LEARNED_AT - timedelta(days=9))]
+    assert spill_learned(kept) == round(3 * 21.96 - 50.0, 4)
 
 
 def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new_stop_and_the_stop_says_so() -> None:
