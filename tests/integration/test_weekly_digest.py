@@ -547,6 +547,24 @@ def test_a_stop_made_before_the_week_still_off_at_its_start_counts_its_hours_ins
     assert "saved *$4.50* on the bill" in everything(slack.messages)
 
 
+def test_after_last_weeks_digest_ran_two_hours_late_this_weeks_saving_counts_from_where_it_ended(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    # Last week's digest was retried two hours late (the scheduler retries for 6 h); it kept where it ended.
+    last_run = now - timedelta(days=7) + timedelta(hours=2)
+    bob = launch("g5.xlarge", "bob@example.com", "vision", now)
+    moto_fixes.set_launch_time(bob, REGION, now - timedelta(days=1))  # bob started it yesterday
+    stopped_before_the_week(runtime, bob, now - timedelta(days=7))  # nine days before now
+    monkeypatch.setattr(runtime, "now", lambda: last_run)
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    monkeypatch.setattr(runtime, "now", lambda: now)
+
+    app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    # From where last week's digest ended to bob's start: 142 h, not the 144 h of the seven days before now.
+    assert "Stopped machines stayed off 142 h" in stayed_off(slack)
+
+
 def test_a_stop_before_the_week_whose_machine_cloudtrail_saw_started_before_it_counts_nothing_and_is_not_unknown(
     runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
 ) -> None:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 KEEP = timedelta(days=400)
+LOOK_BACK = timedelta(days=14)  # how far back the week before is looked for
 
 
 class WeekRecords:
@@ -17,17 +18,37 @@ class WeekRecords:
         self.client = client
         self.table = table_name
 
-    def keep(self, account: str, start: datetime, body: str) -> None:
-        """The week starting `start` (a rerun of the digest replaces it). Raises on a failed write."""
-        self.client.put_item(
+    def keep(self, account: str, start: datetime, body: str, end: datetime | None = None) -> None:
+        """The week starting `start` (a rerun of the digest replaces it), and where its digest ended (`end`: the
+        next digest's saving counts from there). Raises on a failed write."""
+        item = {
+            "pk": {"S": f"week#{account}"},
+            "sk": {"S": start.date().isoformat()},
+            "body": {"S": body},
+            "expires_at": {"N": str(int((start + KEEP).timestamp()))},
+        }
+        if end is not None:
+            item["end"] = {"S": end.isoformat()}
+        self.client.put_item(TableName=self.table, Item=item)
+
+    def ended_before(self, account: str, start: datetime) -> datetime | None:
+        """Where the digest of the latest week starting before `start`'s day ended (within the LOOK_BACK days
+        before it), or None: no such week kept, or kept before its end was recorded. One Query."""
+        answer = self.client.query(
             TableName=self.table,
-            Item={
-                "pk": {"S": f"week#{account}"},
-                "sk": {"S": start.date().isoformat()},
-                "body": {"S": body},
-                "expires_at": {"N": str(int((start + KEEP).timestamp()))},
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :a AND :b",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"week#{account}"},
+                ":a": {"S": (start - LOOK_BACK).date().isoformat()},
+                ":b": {"S": (start.date() - timedelta(days=1)).isoformat()},
             },
+            ScanIndexForward=False,
+            Limit=1,
         )
+        items = answer.get("Items", [])
+        if not items or "end" not in items[0]:
+            return None
+        return datetime.fromisoformat(items[0]["end"]["S"])
 
     def between(self, account: str, start: date, end: date) -> list[str]:
         """The weeks that start in [start, end), oldest first."""

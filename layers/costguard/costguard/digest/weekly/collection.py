@@ -34,7 +34,7 @@ from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, sett
 from costguard.digest.weekly.rules.keeps import outlived_keeps
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.starts import failed_starts
-from costguard.digest.weekly.savings import LOOKBACK, saved_by_stops, unknown_ends
+from costguard.digest.weekly.savings import LOOKBACK, claimed_since, saved_by_stops, unknown_ends
 from costguard.state.entries import Entry, EntryKind
 from costguard.state.ledger import Ledger
 from costguard.state.worth import Worth, WorthLog
@@ -42,8 +42,6 @@ from costguard.state.worth import Worth, WorthLog
 # the sweeps price the stopped machines every 15 minutes: the last price before the week is within this (one
 # more Query, the day before's partition)
 PRICED_BEFORE = timedelta(hours=1)
-
-WEEK = timedelta(days=7)  # what a weekly digest claims the saving of: the seven days to its run
 
 
 @dataclass
@@ -93,7 +91,8 @@ class DigestCollector:
     worth: WorthLog | None = None  # what the sweeps found the stopped machines save (None: the stops' prices)
     restarts: RestartReader | None = None  # when the stopped machines ran again (None: the ledger and launch times)
 
-    def collect(self, now: datetime) -> DigestData:
+    def collect(self, now: datetime, last_ended: datetime | None = None) -> DigestData:
+        # `last_ended`: where the digest before this one ended, if known (its saving counts from there).
         # The seven full days before today, and today so far; compared with the seven days before them.
         end = now
         start = (now - timedelta(days=7)).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -154,9 +153,9 @@ class DigestCollector:
         started = self._restarts(read, raw, start, end)
         # The sweeps' prices from a little before the week: the price a stop still in force starts the week at.
         worth = week_worth(self.worth, start - PRICED_BEFORE, end)
-        # The saving counts the hours of the seven days to now (`since`): the digest before this one ended there,
-        # so an hour off (a weekend stop's Monday morning) is claimed by one digest only, never by two.
-        since = end - WEEK
+        # The saving counts the hours from where the digest before this one ended (`since`), so that an hour off
+        # (a weekend stop's Monday morning) is claimed by one digest only, never by two, nor left out.
+        since = claimed_since(end, last_ended)
         saved = saved_by_stops(read, raw, end, self.prices, worth, started=started, start=since)
         reader = replace(self.reader, once=once)
         commitments = commitment_use(self.ce, reader, start, end, now=now, errors=errors)

@@ -11,11 +11,13 @@ from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
 
 from costguard.aws.queues import Mailbox
-from costguard.core.observability import metrics
+from costguard.core.observability import logger, metrics
 from costguard.digest.posting import DigestIncomplete
 from costguard.digest.weekly.collection import DigestCollector
+from costguard.digest.weekly.savings import WEEK
 from costguard.digest.weekly.sending import Owners, record_week, send_digest
 from costguard.slack.blocks import Block
 from costguard.slack.notifier import SlackNotifier
@@ -65,7 +67,7 @@ class WeeklyDigest:
     time_left: Callable[[], float] = lambda: float("inf")
 
     def run(self, now: datetime) -> dict[str, Any]:
-        data = self.collector.collect(now)
+        data = self.collector.collect(now, last_ended=self._last_ended(now))
         data.sections = [block for section in self.sections for block in section(data.entries, data.start, now)]
         kept = record_week(
             data,
@@ -107,3 +109,12 @@ class WeeklyDigest:
             "handed_over": self.mailbox is not None,
             "errors": data.errors,
         }
+
+    def _last_ended(self, now: datetime) -> datetime | None:
+        """Where the digest before this one ended, from the week it kept (None when it cannot be read: the
+        saving then counts the seven days to now, and the log says so)."""
+        try:
+            return self.records.ended_before(self.account.account, now - WEEK)
+        except ClientError as exc:
+            logger.warning("the digest before not read: the saving counts the seven days to now", error=str(exc))
+            return None

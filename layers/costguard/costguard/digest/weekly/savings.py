@@ -11,8 +11,9 @@ reckoning and at the same prices. Such stops are found by reading the ledger `LO
 week: the previous digest's whole week, so that a stop is counted in every week it overlaps as long as it
 ends within the week after its own. A stop older than that (a machine left off more than a week before this
 one) is not found: its hours this week are left out, and the claim errs low, never high. The weekly digest
-counts the hours of the seven days to its run (collection.WEEK), where the one before ended: an hour off is
-claimed by one digest, never by two."""
+counts the hours from where the digest before ended (`claimed_since`: the week kept by that digest says when
+it ran; seven days before the run when none is known): an hour off is claimed by one digest, never by two, across
+a clock change or a run retried late."""
 
 from __future__ import annotations
 
@@ -30,6 +31,18 @@ from costguard.state.worth import Worth
 STARTS = (EntryKind.MORNING_START, EntryKind.LEARNED_START, EntryKind.DAY_START, EntryKind.START_FROM_SLACK)
 # how far before the week the digest reads the ledger for the stops still in force at its start (module docstring)
 LOOKBACK = timedelta(days=7)
+WEEK = timedelta(days=7)  # what a weekly digest claims the saving of when the digest before it is not known
+# how far from seven days before a digest the one before it may have ended and still be taken as the one before
+# (a clock change: an hour; a run retried late: hours); one further off was run by hand, or weeks ago
+NEAR_A_WEEK = timedelta(days=1)
+
+
+def claimed_since(end: datetime, before: datetime | None) -> datetime:
+    """Where the saving of the digest run at `end` starts: where the digest before it ended (`before`), when that
+    was about a week ago; else seven days before `end` (the first digest, one missed, or one run by hand)."""
+    if before is not None and abs(end - WEEK - before) <= NEAR_A_WEEK:
+        return before
+    return end - WEEK
 
 
 class Saved(NamedTuple):
