@@ -2,9 +2,13 @@
 machines: the harness's costguard week (testing/week.py) and the benchmarks' oracle and baselines
 (bench/commitments.py) are judged by the same figures.
 
-- dollars truly saved: the bill with nobody stopping anything, less the tool's bill, over the week;
+- dollars truly saved: the bill with nobody stopping anything, less the tool's bill, over the week (every
+  figure but a stop's worth is the week's);
 - stops that saved nothing: a stop whose stopped hours lowered the true bill by $0 (less than a cent),
-  the rest of that run held fixed;
+  the rest of that run held fixed, over its whole off-period: from the stop until its machine ran again, past
+  the week's end where it stayed off across it (the world goes on, testing/worlds/week.py's `AFTER`, and so
+  does the run); a stop still off when the run was last seen is censored (its worth not known): counted apart,
+  with its hours, never as one that saved nothing nor as one that saved;
 - person-hours blocked: the boot waits of the restarts people made, and the hours work was due on a machine
   that someone tried to start while EC2 had no capacity for it;
 - restarts owners made.
@@ -17,7 +21,7 @@ from typing import Any
 
 from testing.bill import HourBill, Machine, bill
 from testing.worlds.commitments import ON_DEMAND
-from testing.worlds.week import SLOTS_PER_HOUR, World
+from testing.worlds.week import SLOTS_PER_HOUR, STEP, World
 
 HOURS = 1 / SLOTS_PER_HOUR
 CENT = 0.01
@@ -92,22 +96,31 @@ def money(
     days: int = 7,
     judge: Judge | None = None,
     nobody: float | None = None,
+    seen: int | None = None,
 ) -> dict[str, Any]:
-    """The week's figures on the true bill (`nobody`: the bill with nobody stopping anything, if known)."""
+    """The week's figures on the true bill (`nobody`: the bill with nobody stopping anything, if known). `seen`:
+    the slot the run was last seen in (exclusive; None: the week's end and the world's time after it), to which a
+    stop's off-period is followed."""
     judge = judge or Judge(world)
     slots = week_slots(world, days)
+    if seen is None:
+        seen = min(world.slots, slots.stop + int(world.after / STEP))
     if nobody is None:
         nobody = judge.total(always_on(world), slots)
     paid = judge.total(running, slots)
     by_id = {m.instance_id: m for m in world.machines}
     assert world.bought is not None
-    nothing = []
+    nothing, censored, censored_hours = [], [], 0.0
     for iid, at in stops:
         if at not in slots:
             continue
-        off = judge.off_run(running, iid, at, slots.stop)
-        if off and judge.saved_by(running, iid, off) < CENT:
-            nothing.append({"instance_id": iid, "at": f"{world.at(at):%a %H:%M}", "hours": round(len(off) / 12, 1)})
+        off = judge.off_run(running, iid, at, seen)
+        told = {"instance_id": iid, "at": f"{world.at(at):%a %H:%M}", "hours": round(len(off) / SLOTS_PER_HOUR, 1)}
+        if off and off[-1] == seen - 1:  # still off when last seen: what it will save is not known
+            censored.append(told | {"saved_so_far_usd": round(judge.saved_by(running, iid, off), 2)})
+            censored_hours += len(off) / SLOTS_PER_HOUR
+        elif off and judge.saved_by(running, iid, off) < CENT:
+            nothing.append(told)
     restarts = [(iid, at) for iid, at in owner_restarts if at in slots]
     waits = sum(world.bought.boot_minutes(by_id[iid].instance_type) for iid, _ in restarts) / 60
     blocked_hours = sum(1 for _, i in set(blocked) if i in slots) / SLOTS_PER_HOUR
@@ -118,6 +131,9 @@ def money(
         "stops_in_week": sum(1 for _, at in stops if at in slots),
         "stops_that_saved_nothing": len(nothing),
         "stops_that_saved_nothing_list": nothing,
+        "stops_censored": len(censored),
+        "stops_censored_hours": round(censored_hours, 1),
+        "stops_censored_list": censored,
         "owner_restarts_in_week": len(restarts),
         "boot_wait_person_hours": round(waits, 2),
         "ice_blocked_work_hours": round(blocked_hours, 2),

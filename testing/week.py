@@ -819,8 +819,20 @@ def run_costguard(
     most_in_a_sweep = 0
     slack_rng = random.Random(seed * 7)
     digest_posts: list[Any] = []  # what the weekly digest posted at the week's end
+    # The commitments world goes on past the week (its `after`): costguard and its people too, until every stop
+    # of the week has had its machine running again or that time ends, so that each stop's off-period is seen
+    # whole (testing/measured.py). The digest is posted at the week's end; the figures are the week's.
+    digested, pending = world.bought is None, set()
     try:
-        while fleet.now < end:
+        while fleet.now < end + world.after:
+            if fleet.now >= end:
+                if not digested:
+                    digest_posts = weekly_digest(handler, runtime, slack, parameters, resources, template)
+                    digested = True
+                    pending = {(iid, at) for iid, at in fleet.stops if at >= world.index(world.start)}
+                pending = {(iid, at) for iid, at in pending if not fleet.running[iid][fleet.index]}
+                if not pending:
+                    break
             if fleet.now >= world.start:
                 runtime.settings = enforced
             sweeps += 1
@@ -857,14 +869,13 @@ def run_costguard(
                     dead_lettered += 1
                     by_costguard += raised
                 del runtime.now
-            this_sweep = Counter(
-                m.channel for m in slack.messages[seen:] if warned_in(m, world) and fleet.now >= world.start
-            )
+            in_week = world.start <= fleet.now < end
+            this_sweep = Counter(m.channel for m in slack.messages[seen:] if warned_in(m, world) and in_week)
             messages_per_owner.update(this_sweep)
             most_in_a_sweep = max(most_in_a_sweep, *this_sweep.values(), 0)
             for message in slack.messages[seen:]:
                 for instance_id in warned_in(message, world):  # each machine a warning tells about
-                    if fleet.now >= world.start:  # the measured week's (not a dry-run week's reports)
+                    if in_week:  # the measured week's (not a dry-run week's reports, nor those after it)
                         warnings.append((instance_id, fleet.index))
                     url = slack.response_url(message.ts)
                     # Under faults, owners only keep: every stop counted is the sweep's, with its notice.
@@ -887,14 +898,8 @@ def run_costguard(
             for _ in range(2):
                 sweep({"costguard": "sweep"}, LambdaContext(), runtime=runtime)
                 fleet.advance(fleet.now + STEP * SWEEP_EVERY)
-        if world.bought is not None:  # the week's claim: what the real weekly digest posts at its end
-            os.environ.update(lambda_environment("weekly_digest", parameters, resources, template))
-            posted = len(slack.messages)
-            try:
-                handler("weekly_digest")({"costguard": "digest"}, LambdaContext(), runtime=runtime)
-            except Exception as exc:  # said, and the claim left unknown: never a figure made up in its place
-                print(f"  weekly digest raised {type(exc).__name__}: {exc}", file=sys.stderr)
-            digest_posts = slack.messages[posted:]
+        if not digested:  # the week's claim: what the real weekly digest posts at its end
+            digest_posts = weekly_digest(handler, runtime, slack, parameters, resources, template)
     finally:
         slack.stop()
     figures = outcome(world, fleet.running, fleet.stops, warnings, days=days)
@@ -906,7 +911,9 @@ def run_costguard(
         ]
         Path(os.environ["BENCH_DUMP"]).write_text(json.dumps(dump(aws, fleet) | {"messages": told}, default=str))
     if world.bought is not None:
-        figures["money"] = money(world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days)
+        figures["money"] = money(
+            world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days, seen=fleet.index
+        )
         figures["money"]["claimed_usd"] = posted_claim(digest_posts)
         figures["money"]["costguard_start_refusals"] = sum(
             1 for r in fleet.trail if r["userIdentity"]["userName"] == "costguard-idle-stopper"
@@ -930,6 +937,25 @@ def run_costguard(
             "attempts_raised_not_for_an_unreadable_region": failed_on_writes,
         }
     return figures
+
+
+def weekly_digest(
+    handler: Callable[[str], Any], runtime: Any, slack: Any, parameters: Any, resources: Any, template: Path
+) -> list[Any]:
+    """The real weekly digest's run at the week's end, in the idle stopper's process: what it posted to Slack."""
+    from testing.handlers import LambdaContext  # noqa: PLC0415 (after the code tree is on the path)
+
+    idle_stopper = dict(os.environ)
+    os.environ.update(lambda_environment("weekly_digest", parameters, resources, template))
+    posted = len(slack.messages)
+    try:
+        handler("weekly_digest")({"costguard": "digest"}, LambdaContext(), runtime=runtime)
+    except Exception as exc:  # said, and the claim left unknown: never a figure made up in its place
+        print(f"  weekly digest raised {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:  # the sweeps after the week run with the idle stopper's environment again
+        os.environ.clear()
+        os.environ.update(idle_stopper)
+    return list(slack.messages[posted:])
 
 
 def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:

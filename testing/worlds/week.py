@@ -32,10 +32,16 @@ others (`mixed_clocks`), housekeeping crontab lines on every automation box (eve
 moving (`waiting_jobs`), and the boxes of the schedules world (`schedules`). What the account saw before the
 deploy (one day of metrics or two weeks) and the share of machines without the SSM agent are the harness's
 (testing/week.py).
+
+The commitments world goes on a day past the week (`AFTER`): the same hours of the week's first day again (its
+people's Monday, its jobs' clocks), so that a stop made in the week is judged over its whole off-period, until its
+machine runs again, and not cut at the week's end (testing/measured.py). The week's own slots are the same with it
+or without it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -48,6 +54,7 @@ STEP = timedelta(minutes=5)
 SLOTS_PER_HOUR = 12
 HISTORY = timedelta(days=14)  # before the week: a window to judge, and two weeks for recurring work
 WEEK = timedelta(days=7)
+AFTER = timedelta(days=1)  # the commitments world past its week: its stops' off-periods seen to their end
 TYPES = {  # GPUs, vCPUs
     "g5.xlarge": (1, 4),
     "g5.2xlarge": (1, 8),
@@ -182,12 +189,14 @@ class World:
         mixed_clocks: bool = False,
         housekeeping: bool = False,
         waiting_jobs: bool = False,
+        after: timedelta | None = None,
     ) -> None:
         """`copies`: that many teams of the same kinds of work (and of 16 people each), for the calls at scale.
         `commitments`: the same team and weeks, with six machines more, in Availability Zones, on the bill's
         commitments and short capacity of testing/worlds/commitments.py (`bought`). `schedules`: the same team
         and weeks, with the boxes whose job begins by waiting (`WAITING`). The harder knobs: the module's
-        docstring, and `harder()`."""
+        docstring, and `harder()`. `after`: how long the world goes on past the week (None: `AFTER` for the
+        commitments world, none for the others)."""
         self.mixed_clocks, self.housekeeping, self.waiting_jobs = mixed_clocks, housekeeping, waiting_jobs
         self.rng = random.Random(seed)
         self.start = start or datetime(2026, 11, 9, tzinfo=UTC)  # a Monday
@@ -212,6 +221,8 @@ class World:
                 self._add(people, persona, instance_type)
         if commitments:
             self._commitments(seed, people)
+        self.after = (AFTER if commitments else timedelta(0)) if after is None else after
+        self._go_on(self.after)
 
     def _add(self, people: list[tuple[str, str]], persona: str, instance_type: str) -> Machine:
         k = len(self.machines)
@@ -237,6 +248,20 @@ class World:
             if gone is not None:  # terminated with its Capacity Block: no work, no signal after
                 for i in range(max(0, self.index(gone)), self.slots):
                     machine.slots[i] = Slot(gpu=(0.0,) * machine.gpus, core=0.0, cpu=0.0, gpu_agent=False)
+
+    def _go_on(self, after: timedelta) -> None:
+        """The world past its week, for `after`: each slot a copy of the same hour of the same weekday a week
+        before (drawn after the week is whole, with no draw of its own: the week's slots are unchanged). A
+        machine its Capacity Block took is gone in them too."""
+        more, week = int(after / STEP), int(WEEK / STEP)
+        for machine in self.machines:
+            gone = self.bought.gone.get(machine.instance_id) if self.bought else None
+            for i in range(self.slots, self.slots + more):
+                slot = dataclasses.replace(machine.slots[i - week])
+                if gone is not None and i >= self.index(gone):
+                    slot = Slot(gpu=(0.0,) * machine.gpus, core=0.0, cpu=0.0, gpu_agent=False)
+                machine.slots.append(slot)
+        self.slots += more
 
     def exists(self, machine: Machine, index: int) -> bool:
         """The machine is there (not yet terminated) in this slot."""
