@@ -123,6 +123,7 @@ class RateLimits:
 @dataclass
 class SlackStandIn(local_http.Served):
     users: dict[str, str] = field(default_factory=dict)  # email -> user id
+    zones: dict[str, str] = field(default_factory=dict)  # user id -> the time zone the person set (`tz`)
     channels: set[str] = field(default_factory=set)  # empty: every channel exists
     token: str = BOT_TOKEN
     messages: list[Posted] = field(default_factory=list)
@@ -296,9 +297,14 @@ class SlackStandIn(local_http.Served):
             user = self.users.get(str(args.get("email", "")).lower())
             if user is None:
                 return {"ok": False, "error": "users_not_found"}
-            return {"ok": True, "user": {"id": user, "profile": {"email": args["email"]}}}
+            return {"ok": True, "user": self._user(user, str(args["email"]))}
+        if method == "users.info":
+            email = next((e for e, uid in self.users.items() if uid == args.get("user")), None)
+            if email is None:
+                return {"ok": False, "error": "user_not_found"}
+            return {"ok": True, "user": self._user(str(args["user"]), email)}
         if method == "users.list":  # 200 a page by default, a cursor in response_metadata, as Slack pages it
-            members = [{"id": uid, "profile": {"email": email}} for email, uid in sorted(self.users.items())]
+            members = [self._user(uid, email) for email, uid in sorted(self.users.items())]
             start, limit = int(str(args.get("cursor") or 0)), int(str(args.get("limit") or 200))
             following = str(start + limit) if start + limit < len(members) else ""
             return {
@@ -362,6 +368,13 @@ class SlackStandIn(local_http.Served):
         if method == "auth.test":
             return {"ok": True, "user_id": "UCOSTGUARD", "team": "demo"}
         return {"ok": False, "error": "unknown_method"}
+
+    def _user(self, user_id: str, email: str) -> dict[str, Any]:
+        """A user object as Slack returns it: `tz` where the person set a zone (Slack omits none: absent here)."""
+        user: dict[str, Any] = {"id": user_id, "profile": {"email": email}}
+        if self.zones.get(user_id):
+            user["tz"] = self.zones[user_id]
+        return user
 
     def _history(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """A conversation's messages since `oldest`, newest first, a page at a time (as Slack pages it)."""

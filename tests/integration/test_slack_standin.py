@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,6 +16,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
 from costguard.core.errors import SlackDeliveryError
+from costguard.core.records import Instance
+from costguard.core.settings import Settings
+from costguard.idle.reads.facts import OwnerZones
 from costguard.slack.blocks import Message, section
 from costguard.slack.notifier import SlackCredentials, SlackNotifier, post_response
 from testing.slack_standin import SlackStandIn
@@ -168,3 +172,22 @@ def test_a_valid_costguard_message_is_accepted(standin: SlackStandIn) -> None:
     web(standin).chat_postMessage(channel="C0ALERTS", text=message.text, blocks=message.slack_blocks())
     standin.assert_all_accepted()
     assert len(standin.messages) == 1
+
+
+def test_the_zone_a_person_set_is_read_for_their_machines_and_none_set_reads_as_unknown() -> None:
+    users = {"asha@example.com": "U0ASHA", "bob@example.com": "U0BOB"}
+    slack = SlackStandIn(users=users, zones={"U0ASHA": "Asia/Kolkata"}).start()
+    try:
+        notifier = SlackNotifier(SlackCredentials(bot_token=slack.token), base_url=slack.api_url)
+        env = {"STATE_TABLE": "t", "SLACK_SECRET_NAME": "s", "ALERTS_CHANNEL": "C0A", "AWS_REGION": "us-east-1"}
+        settings = Settings.from_env(env | {"EMAIL_DOMAIN": "example.com"})
+        zone = OwnerZones(lambda: notifier, settings)
+        launched = datetime(2026, 11, 1, tzinfo=UTC)
+        machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", launched, {"Owner": "asha"})
+        assert zone(machine) == "Asia/Kolkata"
+        assert zone(Instance("i-2", "us-east-1", "g5.xlarge", "running", launched, {"Owner": "bob"})) == ""
+        assert web(slack).users_info(user="U0ASHA")["user"]["tz"] == "Asia/Kolkata"
+        with pytest.raises(SlackApiError, match="user_not_found"):
+            web(slack).users_info(user="U0NOBODY")
+    finally:
+        slack.stop()

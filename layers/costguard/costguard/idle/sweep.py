@@ -48,7 +48,7 @@ from costguard.idle.acts.writes import PendingWrites, SweepWriter
 from costguard.idle.events import AlarmFired, StateChanged, Sweep
 from costguard.idle.reads.bill import SweepBill, kept_stopped
 from costguard.idle.reads.checks import ActivityChecker
-from costguard.idle.reads.facts import SweepFacts
+from costguard.idle.reads.facts import OwnerZones, SweepFacts
 from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import Sorted, SweepPlan, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Status
@@ -216,6 +216,7 @@ class IdleStopper:
             earlier=sorted_out.answers,
             report=report,
             watched=frozenset(i.instance_id for i in sorted_out.watched),
+            owner_zone=OwnerZones(self.notices.notifier, self.settings),
         )
         try:
             final = pipeline.decide(to_check, facts, self.promises, self.policy, now, watched=sorted_out.watched)

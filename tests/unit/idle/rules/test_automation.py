@@ -15,8 +15,10 @@ from costguard.idle.rules.automation import (
     CANNOT_SEE,
     LET_IT_SEE,
     night_work,
+    on_its_clocks,
     runs_by_itself,
     unseen_nights,
+    unwatched_nights,
     with_night_work,
 )
 from costguard.idle.rules.decision import Action, Decision, StartFor
@@ -322,3 +324,66 @@ def test_the_warning_of_a_new_box_that_runs_by_itself_says_it_is_started_before_
     assert "It runs by itself (housekeeping crontab, nobody logged in) and may work any evening on its clock" in said
     assert "costguard starts it again" in said
     assert "metrics alone" not in said  # it answers the check
+
+
+# A machine that cannot answer: its nights on its owner's clock (Slack's `tz`) and the team's; unwatched weekday nights.
+SUNDAY = MONDAY - timedelta(days=1)
+PARIS_AND_UTC = ("Europe/Paris", "UTC")
+
+
+def since_sunday(now: datetime, busy: Sequence[tuple[datetime, timedelta]] = ()) -> list[Quarter]:
+    """A deploy on a fresh account: CloudWatch has the machine from Sunday 00:00 UTC only."""
+    return [q for q in fortnight(now, busy) if q.at >= SUNDAY]
+
+
+def test_a_blind_pipeline_at_one_in_new_york_is_read_on_its_owners_clock_where_utc_sees_a_morning() -> None:
+    now = MONDAY + timedelta(days=1, hours=14)
+    seen = fortnight(now, [pipeline_night(MONDAY + timedelta(days=1), 6, 1)])  # 01:00 in New York
+    assert night_work(seen, [], now, "UTC") is None
+    found = on_its_clocks(seen, [], now, ("America/New_York", "UTC"))
+    assert found is not None
+    assert found.zone == "America/New_York"
+    assert found.describe() == "runs GPU work of its own at night (last night, starting by 01:00 America/New_York)"
+
+
+def test_a_blind_box_on_utc_whose_owner_is_in_kolkata_keeps_the_clock_that_saw_its_nights() -> None:
+    now = MONDAY + timedelta(days=2, hours=14)
+    nights = [pipeline_night(MONDAY, 2, 1), pipeline_night(MONDAY + timedelta(days=1), 2, 1)]  # 07:30 in Kolkata
+    found = on_its_clocks(fortnight(now, nights), [], now, ("Asia/Kolkata", "UTC"))
+    assert found is not None
+    assert (found.zone, len(found.nights)) == ("UTC", 2)
+
+
+def test_a_blind_machine_watched_only_on_a_sunday_is_held_through_the_night_its_weekday_work_may_come() -> None:
+    now = MONDAY + timedelta(hours=0, minutes=30)  # 01:30 in Paris: the stop would fall in its night
+    found = on_its_clocks(since_sunday(now), [], now, PARIS_AND_UTC)
+    assert found is not None
+    assert found.unseen
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.NONE
+    assert "has not watched yet" in decided.reason
+    assert "held until its night's work has run (until 06:00 UTC at the latest)" in decided.reason  # UTC's night end
+    assert CANNOT_SEE in decided.reason
+
+
+def test_in_its_day_it_is_stopped_and_started_again_before_the_earliest_of_its_evenings() -> None:
+    now = MONDAY + timedelta(hours=9)
+    found = unwatched_nights(since_sunday(now), now, PARIS_AND_UTC)
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.WARN
+    assert decided.start_at == MONDAY.replace(hour=16, minute=45)  # 18:00 in Paris, less the lead
+    assert decided.start_for is StartFor.RUN
+
+
+def test_a_weekday_night_watched_idle_ends_the_hold() -> None:
+    tuesday = MONDAY + timedelta(days=1, hours=9)
+    assert unwatched_nights(since_sunday(tuesday), tuesday, PARIS_AND_UTC) is None
+    sunday_night_only = since_sunday(MONDAY + timedelta(hours=9))
+    assert unwatched_nights(sunday_night_only, MONDAY + timedelta(hours=9), PARIS_AND_UTC) is not None
+
+
+def test_work_begun_in_its_persons_day_makes_it_a_persons_machine_not_an_unwatched_one() -> None:
+    now = MONDAY + timedelta(hours=15)
+    run = [(MONDAY.replace(hour=9), timedelta(hours=3))]  # 10:00 in Paris
+    assert unwatched_nights(since_sunday(now, run), now, PARIS_AND_UTC) is None
+    assert on_its_clocks(since_sunday(now, run), [], now, PARIS_AND_UTC) is None

@@ -5,13 +5,15 @@ checks' answers, the learned starts judged) is kept by acts/kept.py from `checke
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from costguard.aws.cloudwatch.series import Dimensions
+from costguard.core.people import owner_email
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
+from costguard.core.settings import Settings
 from costguard.idle.reads.bill import SweepBill
 from costguard.idle.reads.checks import ActivityChecker
 from costguard.idle.reads.fortnights import Learner
@@ -20,7 +22,23 @@ from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.evidence import Answer
 from costguard.idle.rules.pipeline import Decided, Past
 from costguard.idle.rules.recurring import Learned
+from costguard.slack.notifier import SlackNotifier
 from costguard.state.scarcity import Capacity
+
+
+@dataclass(frozen=True)
+class OwnerZones:
+    """A machine's owner's own time zone, as they set it in Slack (users.info `tz`); "" where Slack does not know
+    them or say it (the team's is read then). The clock of the nights of a machine that cannot answer its check."""
+
+    notifier: Callable[[], SlackNotifier]
+    settings: Settings
+
+    def __call__(self, instance: Instance) -> str:
+        owner = instance.owner(self.settings.owner_tag_key)
+        email = owner_email(owner, self.settings.email_domain) if owner else None
+        user = self.notifier().user_id_for(email) if email else None
+        return self.notifier().zone_of(user) if user else ""
 
 
 @dataclass(kw_only=True, eq=False)
@@ -33,6 +51,7 @@ class SweepFacts:
     earlier: Mapping[str, Sequence[Answer]]  # the answers kept from earlier sweeps, by machine
     report: RegionReport
     watched: frozenset[str] = frozenset()  # asked for their check for the evidence alone
+    owner_zone: Callable[[Instance], str] | None = None  # an owner's own zone ("" unknown; None: never asked)
     checked: dict[str, ActivityCheck] = field(init=False, default_factory=dict)  # this sweep's answers
     judged: list[tuple[Instance, Learned]] = field(init=False, default_factory=list)  # learned starts judged
 
@@ -58,7 +77,10 @@ class SweepFacts:
     ) -> Mapping[str, Past]:
         if self.learner is None:
             return {}
-        found = self.learner.past(decided, self.gpu_series, now, blind=blind, clocks=clocks)
+        zones = {}  # the nights of a machine that cannot answer are read on its owner's clock, where Slack says it
+        if self.owner_zone is not None and blind:
+            zones = {i.instance_id: z for i, _ in decided if i.instance_id in blind and (z := self.owner_zone(i))}
+        found = self.learner.past(decided, self.gpu_series, now, blind=blind, clocks=clocks, zones=zones)
         self.judged += [
             (i, learned)
             for i, _ in decided

@@ -19,7 +19,7 @@ from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
-from costguard.idle.rules.automation import night_work, unseen_nights
+from costguard.idle.rules.automation import night_work, on_its_clocks, unseen_nights
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.rules.recurring import (
@@ -62,14 +62,17 @@ class Learner:
         *,
         blind: Collection[str] = (),
         clocks: Mapping[str, str] | None = None,
+        zones: Mapping[str, str] | None = None,
     ) -> dict[str, Past]:
         """What the last two weeks say of each machine a warning or a stop would stop: its recurring work, its
         person's day, whether its fortnight could be read in full; for a machine its person started again soon
         after costguard's stop, when (restarts.py: its start log says which starts were costguard's; unread,
         every start is taken for a person's) and its list price; for one that cannot answer the activity check
         (`blind`), the work it runs by itself at night (rules/automation.py); and for a box that runs by itself
-        (`clocks`: the zone of its own clock), its nights read on that clock, or all of them while it is new."""
-        clocks = clocks or {}
+        (`clocks`: the zone of its own clock), its nights read on that clock, or all of them while it is new. A
+        machine that cannot answer has its nights read on its owner's clock (`zones`: the zone its owner set in
+        Slack), else the team's: an evening job is its owners' evening, not the team's."""
+        clocks, zones = clocks or {}, zones or {}
         stops = [(i, d) for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop]
         learning = {i.instance_id for i, _ in stops if learns(i, self.policy)}
         targets = [i for i, _ in stops if i.instance_id in learning or i.instance_id in {*blind, *clocks}]
@@ -88,8 +91,9 @@ class Learner:
                 people = _people_starts(histories[iid], records[iid])  # read once, for all
                 night = None
                 if iid in blind:
-                    ours = records[iid].started()
-                    night = night_work(quarters[iid], people, now, self.policy.team_timezone, ours=ours)
+                    team = self.policy.team_timezone
+                    mine = list(dict.fromkeys([owners_clock(zones.get(iid, ""), team), team]))
+                    night = on_its_clocks(quarters[iid], people, now, mine, ours=records[iid].started())
                 elif iid in clocks:
                     ours, clock = records[iid].started(), clocks[iid]
                     night = night_work(quarters[iid], people, now, clock, ours=ours, blind=False)
@@ -203,6 +207,11 @@ class Fortnights:
         refs.append(MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", ec2_dims, "Average"))
         refs.append(MetricRef(iid, Signal.BUSIEST_CORE, "core", GPU_NAMESPACE, CORE_METRIC, ec2_dims, "Average"))
         return refs
+
+
+def owners_clock(zone: str, team_zone: str) -> str:
+    """The zone an owner set in Slack where it can be read, else the team's."""
+    return formatting.zone_of(zone, default=team_zone).key
 
 
 def _people_starts(history: Sequence[tuple[datetime, str]], record: StartRecord) -> list[datetime]:

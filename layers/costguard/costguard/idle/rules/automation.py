@@ -41,6 +41,7 @@ NIGHT_ENDS = time(6, 0)
 QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again
 RUNNING_BEFORE = timedelta(hours=1)  # up and idle this long before its work began: nobody started it for this
 HOLD_AFTER = timedelta(hours=2)  # past the latest start of work seen: a night whose work did not come
+WATCHED = 0.75  # a weekday night watched: this share of its quarter-hours known (the machine running)
 SEEN_FOR = timedelta(days=7)  # a box that runs by itself, watched this long: its weekdays' runs have all been seen
 BLIND = "costguard cannot look inside it (no SSM agent answers its activity check)"
 LET_IT_SEE = (
@@ -87,6 +88,8 @@ class NightWork:
         return next(e for d in range(3) if (e := self.evening(today + timedelta(days=d))) > after)
 
     def describe(self) -> str:
+        if self.unseen and self.blind:
+            return f"may run work of its own on a weekday night costguard has not watched yet (evenings, {self.zone})"
         if self.unseen:
             clock = f"may work any evening on its clock ({self.zone})"
             return f"runs by itself (housekeeping crontab, nobody logged in) and {clock}"
@@ -143,6 +146,42 @@ def unseen_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> Nigh
     return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(began, default=None), blind=False)
 
 
+def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zones: Sequence[str]) -> NightWork | None:
+    """A machine that cannot answer the check, none of whose weekday nights costguard has watched yet, and whose
+    data shows no work begun in its person's day: it may be a box whose work comes on weekday nights (an evening
+    export, a nightly job) that a short watch (a deploy on a Sunday) has not seen. Held from each evening until its
+    night ends, stopped in the day and started before its evening. `zones`: its owner's clock first, then any other
+    its jobs may follow (the team's); its evening is the earliest of theirs, its night ends at the latest. None once
+    a weekday night of it was watched (its nights are then `night_work`'s) or its person's day work was seen (a
+    person's machine: its work comes with its person)."""
+    owners = ZoneInfo(zones[0])
+    began = work_starts(quarters)
+    if any(NIGHT_ENDS <= b.astimezone(owners).time() < EVENING for b in began):
+        return None
+    known = {q.at for q in quarters if q.busy is not None}
+    if not known:
+        return None
+    first = min(known)
+    day = first.astimezone(owners).date() - timedelta(days=1)
+    while (night := _night_of(day, zones))[1] <= now:
+        if day.weekday() < 5 and night[0] >= first - QUARTER:
+            quarters_in = int((night[1] - night[0]) / QUARTER)
+            seen = sum(1 for k in range(quarters_in) if night[0] + k * QUARTER in known)
+            if seen >= WATCHED * quarters_in:
+                return None
+        day += timedelta(days=1)
+    evening, end = _night_of(now.astimezone(owners).date(), zones)
+    clock = min(zones, key=lambda z: datetime.combine(now.date(), EVENING, tzinfo=ZoneInfo(z)))
+    return NightWork(clock, (), timedelta(0), end - evening - HOLD_AFTER, max(began, default=None))
+
+
+def _night_of(day: date, zones: Sequence[str]) -> tuple[datetime, datetime]:
+    """That day's night on any of the clocks: from the earliest evening to the latest night's end (UTC)."""
+    evenings = [datetime.combine(day, EVENING, tzinfo=ZoneInfo(z)) for z in zones]
+    ends = [datetime.combine(day + timedelta(days=1), NIGHT_ENDS, tzinfo=ZoneInfo(z)) for z in zones]
+    return min(evenings).astimezone(UTC), max(ends).astimezone(UTC)
+
+
 def night_work(
     quarters: Sequence[Quarter],
     people: Sequence[datetime],
@@ -184,6 +223,23 @@ def night_work(
     busy = [q.at for q in quarters if q.busy]
     starts = [after for night in found.values() for after in night]
     return NightWork(zone, tuple(sorted(found)), min(starts), max(starts), max(busy, default=None), blind=blind)
+
+
+def on_its_clocks(
+    quarters: Sequence[Quarter],
+    people: Sequence[datetime],
+    now: datetime,
+    zones: Sequence[str],
+    *,
+    ours: Sequence[datetime] = (),
+) -> NightWork | None:
+    """A machine that cannot answer: its nights read on each clock its jobs may follow (its owner's first, then the
+    team's: a box's clock is its owners' or a server's), the clock on which more nights had such work kept (the
+    first on a tie); while no weekday night of it was watched, `unwatched_nights`."""
+    found = [n for z in zones if (n := night_work(quarters, people, now, z, ours=ours)) is not None]
+    if found:
+        return max(found, key=lambda n: len(n.nights))  # max keeps the first of equals
+    return unwatched_nights(quarters, now, zones)
 
 
 def with_night_work(
