@@ -543,7 +543,7 @@ class FakeAws:
 
             def get_paginator(self, name: str) -> Pages:
                 fake.calls[f"{service}:{name}"] += 1
-                answer = refusing(name, getattr(fake, name))
+                answer = refusing(name, getattr(fake, f"{name}_pages", None) or getattr(fake, name))
                 faults = fake.faults
                 if faults is None:
                     return Pages(answer)
@@ -665,7 +665,12 @@ class FakeAws:
     def delete_item(self, **params: Any) -> dict[str, Any]:
         return self.dynamodb.delete_item(params)
 
-    def query(self, **params: Any) -> list[dict[str, Any]]:
+    def query(self, **params: Any) -> dict[str, Any]:
+        """One page, as DynamoDB's Query answers a call (its LastEvaluatedKey for the next)."""
+        return self.dynamodb.query(params)
+
+    def query_pages(self, **params: Any) -> list[dict[str, Any]]:
+        """Every page, for the Query paginator."""
         return list(paginate(lambda **p: self.dynamodb.query(p), params, "LastEvaluatedKey"))
 
     def get_secret_value(self, **params: Any) -> dict[str, Any]:
