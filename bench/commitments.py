@@ -3,7 +3,8 @@ commitments.py: RIs, a Savings Plan, a Capacity Block, a capacity reservation, s
 through costguard's real sweep, costguard with its bill reader off (as before it priced on the bill), an
 oracle priced the same way, and the two baselines, each judged on the true bill (testing/bill.py).
 
-Figures (testing/measured.py): dollars truly saved, stops that saved nothing, person-hours blocked (boot
+Figures (testing/measured.py): dollars truly saved, stops that saved nothing over their whole off-period (the world
+and the run go on a day past the week; a stop still off then is counted apart), person-hours blocked (boot
 waits and work blocked by short capacity), restarts owners made, interruptions, and costguard's claimed
 saving (the figure its real weekly digest posted to Slack at the week's end, parsed from the message)
 against the true one. The worst seed is the one where costguard saved the least of the oracle's dollars.
@@ -107,6 +108,7 @@ COLUMNS = (
     ("saved_usd", "true $ saved"),
     ("stops_in_week", "stops"),
     ("stops_that_saved_nothing", "saved $0"),
+    ("stops_censored", "still off at the end"),
     ("person_hours_blocked", "person-h blocked"),
     ("owner_restarts_in_week", "owner restarts"),
     ("interruptions", "interruptions"),
@@ -128,8 +130,9 @@ def targets(week: dict[str, Any]) -> dict[str, bool]:
     cg, oracle_ = week["costguard"], week["oracle"]
     before = week.get("costguard_before_issue_32") or week["costguard_as_before"]
     return {
-        "0 stops that saved nothing": cg["stops_that_saved_nothing"] == 0,
-        "true $ saved >= 90 % of oracle": cg["saved_usd"] >= 0.9 * oracle_["saved_usd"],
+        "at most 5 % of stops saved nothing over their whole off-period": cg["stops_that_saved_nothing"]
+        <= 0.05 * cg["stops_in_week"],
+        "true $ saved >= 95 % of oracle": cg["saved_usd"] >= 0.95 * oracle_["saved_usd"],
         "claimed within 5 % of true": cg["claimed_over_true"] is not None and abs(cg["claimed_over_true"] - 1) <= 0.05,
         "person-hours blocked <= half of before": cg["person_hours_blocked"] <= before["person_hours_blocked"] / 2,
         "0 interruptions": cg["interruptions"] == 0,
