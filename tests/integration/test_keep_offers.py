@@ -1,7 +1,8 @@
 """A keep that ends, through the handlers against moto: an owner who starts a nightly box costguard stopped and
 tags it `costguard:exempt` is offered, the next weekday morning, in a message of their own, to keep it for its
 runs instead; one click replaces the exemption with the keep (recorded in the ledger), the machine is stopped
-between its runs again with its start before the next, and the offer is not made twice."""
+between its runs again with its start before the next; an offer left unanswered is made again the next morning,
+and an answer ("No" too) ends the asking."""
 
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ def test_no_keep_it_exempt_changes_nothing_and_the_offer_is_not_made_again(
 
     assert result["clicks"] == [{"instance_id": iid, "button": Button.KEEP_EXEMPT.value, "status": "done"}]
     assert tags_of(iid)[tags.EXEMPT] == "the nightly job must run"
-    assert tags.KEEP_FOR_RUNS not in tags_of(iid)
+    assert tags_of(iid)[tags.KEEP_FOR_RUNS] == tags.OFF  # the answer, kept where a person sees it
     assert "will not ask again" in as_read(offer.blocks)
     assert buttons(offer) == []
     items = boto3.client("dynamodb", region_name=REGION).scan(TableName=TABLE)["Items"]
@@ -146,6 +147,25 @@ def test_no_keep_it_exempt_changes_nothing_and_the_offer_is_not_made_again(
     publish(iid, tomorrow, gpus=[[1.0] * 36])
     sweep(runtime, tomorrow, lambda_context, monkeypatch)
     assert len(offers(slack)) == 1  # asked once
+
+
+def test_an_offer_left_unanswered_is_asked_again_the_next_morning_and_once_that_morning(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    iid, morning, _ = exempted_after_stop(runtime, slack, now, lambda_context, monkeypatch)
+    sweep(runtime, morning, lambda_context, monkeypatch)
+    publish(iid, morning + timedelta(minutes=15), gpus=[[1.0] * 36])
+    sweep(runtime, morning + timedelta(minutes=15), lambda_context, monkeypatch)  # the same morning's next sweep
+    assert len(offers(slack)) == 1
+
+    tomorrow = next_morning(morning, POLICY.team_timezone)
+    publish(iid, tomorrow, gpus=[[1.0] * 36])
+    sweep(runtime, tomorrow, lambda_context, monkeypatch)
+
+    first, again = offers(slack)
+    assert again.channel == first.channel == "U0ALICE"
+    assert buttons(again) == [Button.KEEP_FOR_RUNS.value, Button.KEEP_EXEMPT.value]
+    assert tags_of(iid)[tags.EXEMPT] == "the nightly job must run"  # nothing changed without its owner's click
 
 
 def test_an_offer_that_fails_in_an_unexpected_way_costs_the_sweep_nothing(

@@ -179,9 +179,14 @@ def exemption_replaced(click: Click) -> Done:
 
 
 def kept_exempt(click: Click) -> Done:
-    """ "No, keep it exempt": nothing changes, and costguard does not ask again."""
+    """ "No, keep it exempt": exempt as it was, the answer in its tags, and costguard does not ask again."""
     who = mention(click.user_id)
-    text = mrkdwn("{} kept `{}` exempt: costguard leaves it alone and will not ask again.", who, click.instance_id)
+    text = mrkdwn(
+        "{} kept `{}` exempt (`{}`: their answer): costguard leaves it alone and will not ask again.",
+        who,
+        click.instance_id,
+        f"{tags.KEEP_FOR_RUNS}={tags.OFF}",
+    )
     return with_after(text, live.without(Button.KEEP_EXEMPT, mrkdwn("Kept exempt by {}.", who)))
 
 

@@ -161,7 +161,7 @@ class ClickWorker:
         for_runs = kept_for_runs(instance.tags)
         exempt = tags.EXEMPT in instance.tags
         reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode, for_runs=for_runs, exempt=exempt)
-        if reply.status == "done" and click.button is not Button.KEEP_EXEMPT:  # a "No" changes nothing to record
+        if reply.status == "done" and click.button is not Button.KEEP_EXEMPT:  # a "No" keeps nothing to record
             at = click_time(click, now)
             self.ledger.record(
                 click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=zone)
@@ -281,8 +281,9 @@ def act(  # noqa: PLR0917
         if exempt:  # the offer of a keep that ends: the exemption gives way to it, in the same click
             ec2.delete_tags([click.instance_id], [tags.EXEMPT])
         done = words.exemption_replaced(click) if exempt else words.kept_for_runs(click)
-    elif click.button is Button.KEEP_EXEMPT:  # that offer declined: nothing changes, and it is not asked again
-        applied, done = True, words.kept_exempt(click)
+    elif click.button is Button.KEEP_EXEMPT:  # that offer declined: exempt as it was, and the answer kept in its tags
+        # (the offer is asked again only while unanswered: `off` is the "No" that ends it, and keeps nothing else)
+        applied, done = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.OFF}), words.kept_exempt(click)
     elif click.button in KEEPS:
         until = keep_until(click.button, now, zone)
         applied = ec2.create_tags(

@@ -1,5 +1,6 @@
 """A keep that ends: an exemption added right after costguard's stop interrupted the machine, offered back the
-next weekday morning (the team's clock) as "Keep it for its runs", once, and only where its runs are known. Pure."""
+next weekday morning (the team's clock) as "Keep it for its runs", until its owner answers (once a morning, within
+a week), and only where its runs are known. Pure."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_an_exemption_right_after_costguards_stop_is_offered_back_the_next_morni
     offer = keep_offer(box(EXEMPT), RUNS, NEXT_MORNING, ZONE)
     assert offer is not None
     assert (offer.stopped_at, offer.restarted_at, offer.runs) == (STOPPED, RESTARTED, RUNS)
-    assert offer.key == f"keep-offer:i-0123456789abcdef0:{formatting.format_time(STOPPED)}"
+    assert offer.key == f"keep-offer:i-0123456789abcdef0:{formatting.format_time(STOPPED)}:2026-11-25"
 
 
 def test_no_offer_the_evening_of_the_restart_nor_in_the_afternoon_but_on_a_later_morning() -> None:
@@ -36,6 +37,22 @@ def test_no_offer_the_evening_of_the_restart_nor_in_the_afternoon_but_on_a_later
     assert keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(hours=5), ZONE) is None  # 14:00: not a morning
     assert keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(days=1), ZONE) is not None  # runs known a day late
     assert keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(days=8), ZONE) is None  # asked within a week only
+
+
+def test_an_offer_left_unanswered_is_asked_again_on_the_next_morning_once_that_morning() -> None:
+    first = keep_offer(box(EXEMPT), RUNS, NEXT_MORNING, ZONE)
+    again = keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(minutes=15), ZONE)  # the same morning's sweeps
+    tomorrow = keep_offer(box(EXEMPT), RUNS, NEXT_MORNING + timedelta(days=1), ZONE)
+    assert first is not None
+    assert again is not None
+    assert tomorrow is not None
+    assert again.key == first.key  # once a morning
+    assert tomorrow.key != first.key  # a morning of its own: asked again while its owner has not answered
+
+
+def test_an_owners_answer_ends_the_asking_yes_or_no() -> None:
+    assert keep_offer(box(EXEMPT | {tags.KEEP_FOR_RUNS: tags.OFF}), RUNS, NEXT_MORNING, ZONE) is None  # "No"
+    assert keep_offer(box(EXEMPT | {tags.KEEP_FOR_RUNS: tags.ON}), RUNS, NEXT_MORNING, ZONE) is None  # "Yes"
 
 
 def test_a_machine_whose_runs_costguard_does_not_know_is_never_offered_a_keep_for_them() -> None:

@@ -5,8 +5,10 @@ them, the team's clock and `now` in.
 An owner whose nightly job found its box stopped starts it again and tags it `costguard:exempt`: the box then
 idles between its runs for good. Once costguard knows those runs (a scheduled job, recurring work learned, its
 own night work), one click replaces the exemption with a keep for its runs: held for each run, started before
-it, stopped between. Asked once for each such stop (its owner's "No" stands), on a weekday morning, and never
-about a machine whose runs costguard does not know (nothing would hold it for them).
+it, stopped between. Asked on a weekday morning, and never about a machine whose runs costguard does not know
+(nothing would hold it for them). An offer left without an answer (neither button: its owner did not see it, or
+had no time for it that morning) is asked again on the next weekday mornings within ASKED_FOR, at most once a
+morning; its owner's "No" stands for good (`costguard:keep-for-runs=off`, written by that click), as their "Yes".
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from costguard.core import formatting, tags
-from costguard.core.keeping import kept_for_runs
 from costguard.core.records import Instance
 
 RIGHT_AFTER = timedelta(days=2)  # started again by its owner this soon after costguard's stop: its answer to it
 MORNING = time(9, 0)  # the offer's time, on the team's clock
 MORNING_LOOK = timedelta(minutes=30)  # the sweeps of a morning that look (one or two): its runs read once a day
-ASKED_FOR = timedelta(days=7)  # mornings on which the offer may still be made, its runs unknown before
+ASKED_FOR = timedelta(days=7)  # mornings on which the offer may still be made: its runs unknown, or no answer
 FROM_SLACK = "stopped from Slack"  # a person's own stop (Stop now) interrupted nothing of costguard's doing
 
 
@@ -35,16 +36,19 @@ class KeepOffer:
     restarted_at: datetime  # when its owner started it again
     runs: str  # its runs, as the rules say them after "it": "runs `nightly.sh` at 22:00 UTC (its crontab)"
 
+    asked_on: str = ""  # the morning it is asked on (YYYY-MM-DD, the team's clock)
+
     @property
     def key(self) -> str:
-        """Once for each such stop: a "No" (or no answer) is never asked again for it."""
-        return f"keep-offer:{self.instance_id}:{formatting.format_time(self.stopped_at)}"
+        """Once a morning for each such stop (an answer, "Yes" or "No", ends the asking: its tag)."""
+        return f"keep-offer:{self.instance_id}:{formatting.format_time(self.stopped_at)}:{self.asked_on}"
 
 
 def exempt_after_interruption(instance: Instance) -> datetime | None:
     """When costguard stopped the machine, if its owner answered that stop by starting it again within RIGHT_AFTER
-    and exempting it (`costguard:exempt`), and it is not kept for its runs already; else None."""
-    if tags.EXEMPT not in instance.tags or kept_for_runs(instance.tags):
+    and exempting it (`costguard:exempt`), and has not answered the offer yet (`costguard:keep-for-runs` with any
+    value: `on`, kept for its runs already; `off`, their "No"); else None."""
+    if tags.EXEMPT not in instance.tags or tags.KEEP_FOR_RUNS in instance.tags:
         return None
     stopped = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
     if stopped is None or instance.tags.get(tags.STOP_REASON, "").startswith(FROM_SLACK):
@@ -79,4 +83,5 @@ def keep_offer(instance: Instance, runs: str, now: datetime, zone: str) -> KeepO
     stopped = exempt_after_interruption(instance)
     if stopped is None or not runs.strip() or not looks_now(instance, now, zone):
         return None
-    return KeepOffer(instance.instance_id, stopped, instance.launch_time, runs)
+    day = now.astimezone(ZoneInfo(zone)).date().isoformat()
+    return KeepOffer(instance.instance_id, stopped, instance.launch_time, runs, asked_on=day)
