@@ -1,6 +1,7 @@
 """A withdrawal is kept as unsaid before the sweep's writes (acts/shown.py's before_writes). When the sweep ends
 before the writes that clear the warning, the warning still stands. The withdrawal must then never be shown, because
-the next sweep may carry out the standing warning's stop. The killed case fails on 1798d7b."""
+the next sweep may carry out the standing warning's stop: neither the sweep whose clear was refused nor the next
+one shows it. The killed case fails on 1798d7b, the refused one on 6959ec0 (its withdrawal shown at once)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ def test_a_withdrawal_whose_clear_was_not_made_does_not_end_in_a_stop_its_messag
     for minutes in (-30, -15):  # the fortnight unread: the warning stands past its stop time
         publish(iid, now + timedelta(minutes=minutes), gpus=[idle(3), idle(3)])
         sweep(runtime, now + timedelta(minutes=minutes), lambda_context, monkeypatch)
+    updates: list[str] = []  # watched from the faulty sweep on: it must not show the withdrawal either
+    original = slack._api
+
+    def watched(method: str, args: Any) -> Any:
+        if method == "chat.update":
+            updates.append(str(args.get("blocks")))
+        return original(method, args)
+
+    monkeypatch.setattr(slack, "_api", watched)
     # the sweep that withdraws the overdue warning: it ends, or its DeleteTags is refused, before the clear
     publish(iid, now, gpus=[idle(3), idle(3)])
     faulty[0] = True
@@ -71,15 +81,6 @@ def test_a_withdrawal_whose_clear_was_not_made_does_not_end_in_a_stop_its_messag
     assert tags.IDLE_WARNED_AT in tags_of(iid)  # the warning still stands on the machine
 
     failing[0] = False  # the read is back; the machine is still idle
-    updates: list[str] = []
-    original = slack._api
-
-    def watched(method: str, args: Any) -> Any:
-        if method == "chat.update":
-            updates.append(str(args.get("blocks")))
-        return original(method, args)
-
-    monkeypatch.setattr(slack, "_api", watched)
     publish(iid, now + timedelta(minutes=15), gpus=[idle(3), idle(3)])
     sweep(runtime, now + timedelta(minutes=15), lambda_context, monkeypatch)
     shown_withdrawn = [u for u in updates if WITHDRAWN in u]

@@ -279,7 +279,8 @@ class IdleStopper:
         # took (and each a dead attempt left) is told to its owner.
         told = self.notices.send(now)  # 9.
         written = self.writer.apply(writes, now)  # 10.
-        self.notices.shown.edit_queued(now)  # the warnings of machines kept or at work again say so, in place
+        # the warnings of machines kept or at work again say so, in place: those whose tags came off
+        self.notices.shown.edit_queued(now, uncleared=written.uncleared)
         reported = self.notices.report_refused(written.refused, now)  # 11.
         stops_told = self.notices.tell_stops(written.stopped, now, left=recovered.stops)  # 12.
         outcomes = [  # 13. each outcome as the steps that carried it out left it

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -97,13 +97,23 @@ class Shown:
         with self._lock:
             self._ahead.update(ahead)
 
-    def edit_queued(self, now: datetime | None = None) -> None:
+    def edit_queued(self, now: datetime | None = None, *, uncleared: Collection[str] = ()) -> None:
         """Each change queued, said in place in its machine's latest message. A withdrawal the message could not
         show (its record or Slack refused the change) is kept in the outbox for the next sweep to show; one kept
-        before the writes (before_writes) goes once its message shows it."""
+        before the writes (before_writes) goes once its message shows it. The machines `uncleared` (their
+        warning's tags still on them: the clear's record or DeleteTags refused) show nothing: their warning still
+        stands, and a later sweep may stop them as it promised; a withdrawal kept for one of them goes."""
         with self._lock:
-            shown, self._later = self._later, []
+            queued, self._later = self._later, []
             ahead, self._ahead = self._ahead, {}
+        shown = [(iid, change, why) for iid, change, why in queued if iid not in uncleared]
+        standing = [unsaid(iid, at, "", now or datetime.now(tz=UTC)) for iid, at in ahead.items() if iid in uncleared]
+        ahead = {iid: at for iid, at in ahead.items() if iid not in uncleared}
+        if standing and self.outbox is not None:
+            try:
+                self.outbox.remove(standing)
+            except AWS_ERRORS as exc:  # dropped by the next sweep's recovery: its machine still carries the warning
+                logger.warning("withdrawals not made, their records left", count=len(standing), error=str(exc)[:200])
         if not shown or self.mode is Mode.DRY_RUN:
             return
         where = {**self.live.where(iid for iid, _, _ in shown if iid not in ahead), **ahead}

@@ -44,11 +44,13 @@ Results = dict[str, Settled]  # by instance id: what became of each write that d
 @dataclass(frozen=True)
 class Written:
     """What the writer did: the machines it stopped (with their notices, to be told), the stops AWS refused
-    for good (to be reported), and what became of each write that did not simply happen."""
+    for good (to be reported), what became of each write that did not simply happen, and the machines whose
+    warning was to be cleared and still carries its tags (its record or its DeleteTags refused)."""
 
     stopped: Stopped
     refused: Refused
     results: Results
+    uncleared: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -118,9 +120,11 @@ class SweepWriter:
         stopped, refused = self._stop(writes, now, results)
         for state, queued in writes.tags.items():
             results.update(_settle(queued, _write(queued, partial(self.ec2.create_tags, tags=dict(state)))))
-        results.update(self._clear(writes.clears))
+        clears = self._clear(writes.clears)
+        results.update(clears)
         self._record_left(writes.left_running)
-        return Written(stopped, refused, results)
+        uncleared = frozenset(iid for iid, settled in clears.items() if settled.status is not Status.DONE)
+        return Written(stopped, refused, results, uncleared)
 
     def _record_left(self, entries: list[Entry]) -> None:
         """The day's records of machines left running: a record, not a promise, so one the table refuses is
