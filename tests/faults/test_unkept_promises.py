@@ -327,6 +327,34 @@ def test_a_warning_killed_before_its_tags_on_a_machine_tagged_by_an_older_warnin
     assert len(notices(slack.messages, "warn")) == 1
 
 
+@pytest.mark.parametrize("older_tag", [False, True], ids=["untagged machine", "older warning's tag"])
+def test_a_warning_killed_before_its_tags_is_completed_once_its_record_is_past_its_lease(
+    older_tag: bool,
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As above, but the sweep that completes the warning comes once its record's lease has run out (the sweeps in
+    between had their CreateTags refused): an older warning's tag is still not this warning's. Before, the record
+    was dropped as stale, the machine warned a second time, and the first message went on promising its stop
+    (fails on fd767fe)."""
+    older = format_time(now - timedelta(hours=1))
+    iid = launch(now, tags={tags.IDLE_WARNED_AT: older} if older_tag else {})
+    publish(iid, now, gpus=[idle(), idle()])
+    kill_at(runtime.client("ec2", REGION), "CreateTags")
+    with pytest.raises(Killed):
+        sweep(runtime, now, lambda_context, monkeypatch)
+    later = now + timedelta(minutes=45)  # past the record's 40-minute lease
+    publish(iid, later, gpus=[idle(), idle()])
+
+    sweep(runtime, later, lambda_context, monkeypatch)
+
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == format_time(now)
+    assert len(notices(slack.messages, "warn")) == 1
+
+
 def test_a_warning_found_in_slacks_history_is_kept_to_change_though_the_outbox_cleanup_is_refused(
     runtime: Runtime,
     slack: SlackStandIn,

@@ -29,7 +29,7 @@ from costguard.idle.acts.delivery import (
     Telling,
     lease_length,
 )
-from costguard.idle.acts.outbox import Recovered
+from costguard.idle.acts.outbox import Recovered, tagged_since
 from costguard.idle.acts.owners import OwnerMessages
 from costguard.idle.acts.reports import notice_for, report_of, reported
 from costguard.idle.acts.shown import Shown
@@ -278,14 +278,6 @@ def kept_since(instance: Instance, told: datetime, now: datetime) -> bool:
     until = formatting.parse_time(instance.tags.get(tags.KEEP_UNTIL))
     busy = formatting.parse_time(instance.tags.get(tags.KEEP_WHILE_BUSY))
     return (until is not None and until > now) or (busy is not None and busy >= told)
-
-
-def tagged_since(instance: Instance, told: datetime) -> bool:
-    """Whether the machine carries the tags of this warning (told at `told`) or of a later one. The tags of an older
-    warning (one that promised no stop, say) are not this one's: its record is the warning, to complete or
-    withdraw."""
-    tagged = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
-    return tagged is not None and tagged >= told
 
 
 def withdrew(told: Notice | None, instance: Instance) -> bool:

@@ -271,8 +271,9 @@ class Recovery:
         return [r for r in records if r not in standing]
 
     def _untagged(self, warnings: list[Notice]) -> list[Notice]:
-        """The warnings whose machines run, since before them, without a warning's tags; all of them when EC2
-        cannot say (kept for a sweep that can)."""
+        """The warnings whose machines run, since before them, without their tags or a later warning's (an older
+        warning's tags are not theirs: its message promised no stop, say); all of them when EC2 cannot say (kept
+        for a sweep that can)."""
         if not warnings:
             return []
         try:
@@ -286,7 +287,7 @@ class Recovery:
             if (machine := machines.get(n.instance_id)) is not None
             and machine.state == "running"
             and machine.launch_time <= n.time
-            and tags.IDLE_WARNED_AT not in machine.tags
+            and not tagged_since(machine, n.time)
         ]
 
     def _keep(self, warnings: list[Notice], found: dict[str, Delivery], now: datetime) -> None:
@@ -375,6 +376,14 @@ class Recovery:
 def unconfirmed_too_long(notice: Notice, now: datetime) -> bool:
     """A post whose lease ran out this long ago and that Slack's history still cannot confirm is judged anew."""
     return now - datetime.fromtimestamp(notice.lease_until, tz=UTC) > UNCONFIRMED_FOR
+
+
+def tagged_since(instance: Instance, told: datetime) -> bool:
+    """Whether the machine carries the tags of this warning (told at `told`) or of a later one. The tags of an older
+    warning (one that promised no stop, say) are not this one's: its record is the warning, to complete or
+    withdraw."""
+    tagged = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
+    return tagged is not None and tagged >= told
 
 
 def _still_warned(machine: Instance | None, withdrawn_at: datetime) -> bool:
