@@ -343,3 +343,33 @@ def test_a_message_whose_keep_failed_is_kept_again_and_one_kept_already_is_left_
     assert older(("D0ALICE", "9.1"), "10.1")
     assert not older(("D0ALICE", "2.1"), "2.1")
     assert not older(("D0ALICE", "3.1"), "2.1")
+
+
+def test_a_message_whose_record_alone_was_refused_is_kept_again_by_the_next_recovery() -> None:
+    """Written item by item (its batch refused), a message's record can be refused while its pointer is written: the
+    machine's latest message is then one with no record, and nothing changes it (a withdrawal would leave it
+    promising its stop). The next sweep's recovery keeps it again (fails on 2af117e: its pointer was not older)."""
+    table, slack = Table(), Slack()
+    put = table.put_item
+    storm = [True]
+
+    def refused_batch(**_: Any) -> dict[str, Any]:
+        raise throttled()
+
+    def put_item(Item: dict[str, Any], **params: Any) -> dict[str, Any]:
+        if storm[0] and Item["pk"]["S"].startswith("live#"):  # the message's record refused, its pointer not
+            raise throttled()
+        return put(Item, **params)
+
+    table.batch_write_item = refused_batch  # type: ignore[method-assign,assignment]
+    table.put_item = put_item  # type: ignore[method-assign]
+    messages = store(table, slack)
+    posted(messages, "i-1")
+    assert sorted(table.items) == ["live-of#i-1"]
+    storm[0] = False
+
+    messages.kept_again([(("D0ALICE", "1.1"), Live((part("i-1"),)))], NOW)
+
+    assert messages.change("i-1", kept_by(ALICE)) == ("D0ALICE", "1.1")
+    [shown] = slack.shown
+    assert shown.blocks[0]["text"]["text"] == "Kept: GPU machine · $136/day"

@@ -80,7 +80,9 @@ class LiveMessages:
         """Messages posted whose keep failed (every write of it refused), kept now as posted, so that a change of
         them (a withdrawal) changes these and not an older message of their machines. A message whose record is
         there is left as it is (it may have changed since), and so is one whose machines' latest kept message is
-        as new or newer. Never raises: one not kept is logged, and kept again later."""
+        as new or newer. A pointer to the message itself is written again with it (written one by one, the
+        pointer may have been kept while the record was refused: the message would never change). Never raises:
+        one not kept is logged, and kept again later."""
         lost: list[tuple[Where, Live]] = []
         for at, live in posted:
             try:
@@ -94,9 +96,11 @@ class LiveMessages:
         items: list[Any] = []
         expires = {"N": str(int((now + KEEP_FOR).timestamp()))}
         for at, live in lost:
-            if any(older(known.get(p.key), at[1]) for p in live.parts):
+            # its record is missing: a pointer to it points nowhere, as good as an older one
+            keys = [p.key for p in live.parts if known.get(p.key) == at or older(known.get(p.key), at[1])]
+            if keys:
                 items.append(_message_item(*at, live, 1, expires))
-                items += [_pointer_item(p.key, at, expires) for p in live.parts if older(known.get(p.key), at[1])]
+                items += [_pointer_item(key, at, expires) for key in keys]
         if items:
             logger.info("messages whose keep failed, kept now", count=sum(1 for i in items if "body" in i))
         self._write(items)
