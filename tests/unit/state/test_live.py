@@ -373,3 +373,33 @@ def test_a_message_whose_record_alone_was_refused_is_kept_again_by_the_next_reco
     assert messages.change("i-1", kept_by(ALICE)) == ("D0ALICE", "1.1")
     [shown] = slack.shown
     assert shown.blocks[0]["text"]["text"] == "Kept: GPU machine · $136/day"
+
+
+def test_the_recovery_reads_the_records_of_all_its_messages_in_one_consistent_batch() -> None:
+    """A sweep's recovery asks after every warning message of its outbox: one BatchGetItem for them all, strongly
+    consistent (a record missing is written again over whatever it says), not a GetItem each."""
+    table, slack = Table(), Slack()
+    messages = store(table, slack)
+    posted(messages, "i-1")
+    asked: list[dict[str, Any]] = []
+    batch_get, get = table.batch_get_item, table.get_item
+
+    def batch_get_item(RequestItems: dict[str, Any]) -> dict[str, Any]:
+        asked.append(RequestItems["costguard-state"])
+        return batch_get(RequestItems)
+
+    def get_item(Key: dict[str, Any], **params: Any) -> dict[str, Any]:
+        asked.append({"GetItem": Key["pk"]["S"]})
+        return get(Key, **params)
+
+    table.batch_get_item = batch_get_item  # type: ignore[method-assign]
+    table.get_item = get_item  # type: ignore[method-assign]
+
+    messages.kept_again([(("D0ALICE", f"{n}.1"), Live((part(f"i-{n}"),))) for n in (1, 2, 3)], NOW)
+
+    assert asked[0] == {
+        "Keys": [{"pk": {"S": f"live#D0ALICE#{n}.1"}, "sk": {"S": "live"}} for n in (1, 2, 3)],
+        "ConsistentRead": True,
+    }
+    assert not [a for a in asked if "GetItem" in a]
+    assert sorted(k for k in table.items if k.startswith("live#")) == [f"live#D0ALICE#{n}.1" for n in (1, 2, 3)]

@@ -16,14 +16,21 @@ MAX_ATTEMPTS = 5
 
 
 def read_batch(
-    client: DynamoDBClient, table: str, keys: Sequence[Mapping[str, Any]], projection: str = ""
+    client: DynamoDBClient,
+    table: str,
+    keys: Sequence[Mapping[str, Any]],
+    projection: str = "",
+    *,
+    consistent: bool = False,
 ) -> Iterator[Mapping[str, Any]]:
-    """The items that exist among `keys` (in no particular order). Raises ClientError as DynamoDB does, and
-    StateTableBusy when part of a batch stays unprocessed after MAX_ATTEMPTS."""
+    """The items that exist among `keys` (in no particular order; `consistent`: strongly consistent reads). Raises
+    ClientError as DynamoDB does, and StateTableBusy when part of a batch stays unprocessed after MAX_ATTEMPTS."""
     for start in range(0, len(keys), KEYS_PER_CALL):
         batch: list[Any] = [dict(k) for k in keys[start : start + KEYS_PER_CALL]]
         for attempt in range(MAX_ATTEMPTS):
             request: Any = {"Keys": batch, **({"ProjectionExpression": projection} if projection else {})}
+            if consistent:
+                request["ConsistentRead"] = True
             answer = client.batch_get_item(RequestItems={table: request})
             responses: Mapping[str, Any] = answer.get("Responses") or {}
             yield from responses.get(table) or []

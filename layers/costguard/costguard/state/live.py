@@ -83,13 +83,15 @@ class LiveMessages:
         as new or newer. A pointer to the message itself is written again with it (written one by one, the
         pointer may have been kept while the record was refused: the message would never change). Never raises:
         one not kept is logged, and kept again later."""
-        lost: list[tuple[Where, Live]] = []
-        for at, live in posted:
-            try:
-                if self.read(at) is None:
-                    lost.append((at, live))
-            except (ClientError, BotoCoreError) as exc:
-                logger.warning("live message not read: kept again later", ts=at[1], error=str(exc)[:200])
+        if not posted:
+            return
+        try:  # one read for them all, not a GetItem per warning every sweep: the messages whose record is there
+            found = read_batch(self.client, self.table, _message_keys(posted), consistent=True)
+            kept = {str(item["pk"]["S"]) for item in found}
+        except (ClientError, BotoCoreError, StateTableBusy) as exc:
+            logger.warning("live messages not read: kept again later", count=len(posted), error=str(exc)[:200])
+            return
+        lost = [(at, live) for at, live in posted if _message_key(*at)["pk"]["S"] not in kept]
         if not lost:
             return
         known = self.where(p.key for _, live in lost for p in live.parts)
@@ -320,6 +322,11 @@ def _stale(client: DynamoDBClient, table: str, members: Sequence[str], how: str,
 
 def _message_key(channel: str, ts: str) -> dict[str, dict[str, str]]:
     return {"pk": {"S": f"live#{channel}#{ts}"}, "sk": {"S": "live"}}
+
+
+def _message_keys(posted: Sequence[tuple[Where, Live]]) -> list[dict[str, dict[str, str]]]:
+    """The keys of these messages' records, each once (BatchGetItem refuses a key twice)."""
+    return [_message_key(*at) for at in dict.fromkeys(at for at, _ in posted)]
 
 
 def _pointer_key(key: str) -> dict[str, dict[str, str]]:
