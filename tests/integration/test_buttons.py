@@ -204,7 +204,7 @@ def test_keep_2h_tags_the_instance_clears_the_warning_and_updates_the_message(
     assert [b["type"] for b in message.blocks] == ["section", "context"], "buttons replaced by who did what"
     assert "<@U0ALICE> kept" in message.blocks[-1]["elements"][0]["text"]
     # Slack shows each reader the time in their own zone; the fallback is the owner's clock (here the team's:
-    # the stand-in has no users.info), and names it.
+    # the stand-in's people set no zone), and names it.
     assert "until Sat 21 Nov 17:08 CET" in as_read(message.text)
     assert dates_in(message.text) == [int((NOW + timedelta(hours=2)).timestamp())]
 
