@@ -354,7 +354,7 @@ def test_a_blind_box_on_utc_whose_owner_is_in_kolkata_keeps_the_clock_that_saw_i
     assert (found.zone, len(found.nights)) == ("UTC", 2)
 
 
-def test_a_blind_machine_watched_only_on_a_sunday_is_held_through_the_night_its_weekday_work_may_come() -> None:
+def test_a_blind_machine_watched_only_on_a_sunday_is_held_through_its_owners_night_not_into_their_day() -> None:
     now = MONDAY + timedelta(hours=0, minutes=30)  # 01:30 in Paris: the stop would fall in its night
     found = on_its_clocks(since_sunday(now), [], now, PARIS_AND_UTC)
     assert found is not None
@@ -362,13 +362,13 @@ def test_a_blind_machine_watched_only_on_a_sunday_is_held_through_the_night_its_
     decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
     assert decided.action is Action.NONE
     assert "has not watched yet" in decided.reason
-    assert "held until its night's work has run (until 06:00 UTC at the latest)" in decided.reason  # UTC's night end
+    assert "held until its night's work has run (until 05:00 UTC at the latest)" in decided.reason  # 06:00 in Paris
     assert CANNOT_SEE in decided.reason
 
 
-def test_in_its_day_it_is_stopped_and_started_again_before_the_earliest_of_its_evenings() -> None:
+def test_in_its_day_it_is_stopped_and_started_again_before_its_owners_evening() -> None:
     now = MONDAY + timedelta(hours=9)
-    found = unwatched_nights(since_sunday(now), now, PARIS_AND_UTC)
+    found = unwatched_nights(since_sunday(now), now, "Europe/Paris")
     decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
     assert decided.action is Action.WARN
     assert decided.start_at == MONDAY.replace(hour=16, minute=45)  # 18:00 in Paris, less the lead
@@ -377,13 +377,21 @@ def test_in_its_day_it_is_stopped_and_started_again_before_the_earliest_of_its_e
 
 def test_a_weekday_night_watched_idle_ends_the_hold() -> None:
     tuesday = MONDAY + timedelta(days=1, hours=9)
-    assert unwatched_nights(since_sunday(tuesday), tuesday, PARIS_AND_UTC) is None
+    assert unwatched_nights(since_sunday(tuesday), tuesday, "Europe/Paris") is None
     sunday_night_only = since_sunday(MONDAY + timedelta(hours=9))
-    assert unwatched_nights(sunday_night_only, MONDAY + timedelta(hours=9), PARIS_AND_UTC) is not None
+    assert unwatched_nights(sunday_night_only, MONDAY + timedelta(hours=9), "Europe/Paris") is not None
 
 
 def test_work_begun_in_its_persons_day_makes_it_a_persons_machine_not_an_unwatched_one() -> None:
     now = MONDAY + timedelta(hours=15)
     run = [(MONDAY.replace(hour=9), timedelta(hours=3))]  # 10:00 in Paris
-    assert unwatched_nights(since_sunday(now, run), now, PARIS_AND_UTC) is None
+    assert unwatched_nights(since_sunday(now, run), now, "Europe/Paris") is None
     assert on_its_clocks(since_sunday(now, run), [], now, PARIS_AND_UTC) is None
+
+
+def test_an_unwatched_machine_in_kolkata_is_not_held_into_its_persons_day_on_the_teams_night() -> None:
+    now = MONDAY  # 05:30 in Kolkata: its stop would come at 06:00 there, the team's (UTC) night still on
+    found = on_its_clocks(since_sunday(now), [], now, ("Asia/Kolkata", "UTC"))
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.WARN
+    assert decided.start_at == MONDAY.replace(hour=12, minute=15)  # before 18:00 in Kolkata

@@ -146,40 +146,33 @@ def unseen_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> Nigh
     return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(began, default=None), blind=False)
 
 
-def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zones: Sequence[str]) -> NightWork | None:
+def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> NightWork | None:
     """A machine that cannot answer the check, none of whose weekday nights costguard has watched yet, and whose
     data shows no work begun in its person's day: it may be a box whose work comes on weekday nights (an evening
-    export, a nightly job) that a short watch (a deploy on a Sunday) has not seen. Held from each evening until its
-    night ends, stopped in the day and started before its evening. `zones`: its owner's clock first, then any other
-    its jobs may follow (the team's); its evening is the earliest of theirs, its night ends at the latest. None once
-    a weekday night of it was watched (its nights are then `night_work`'s) or its person's day work was seen (a
-    person's machine: its work comes with its person)."""
-    owners = ZoneInfo(zones[0])
+    export, a nightly job) that a short watch (a deploy on a Sunday) has not seen. Held from each evening on its
+    owner's clock (`zone`) until its night ends, never into its person's day (where a stop may meet work they
+    start); stopped in the day and started before its evening. None once a weekday night of it was watched (its
+    nights are then `night_work`'s) or its person's day work was seen (a person's machine: its work comes with
+    its person)."""
+    clock = ZoneInfo(zone)
     began = work_starts(quarters)
-    if any(NIGHT_ENDS <= b.astimezone(owners).time() < EVENING for b in began):
+    if any(NIGHT_ENDS <= b.astimezone(clock).time() < EVENING for b in began):
         return None
     known = {q.at for q in quarters if q.busy is not None}
     if not known:
         return None
     first = min(known)
-    day = first.astimezone(owners).date() - timedelta(days=1)
-    while (night := _night_of(day, zones))[1] <= now:
-        if day.weekday() < 5 and night[0] >= first - QUARTER:
-            quarters_in = int((night[1] - night[0]) / QUARTER)
-            seen = sum(1 for k in range(quarters_in) if night[0] + k * QUARTER in known)
+    day = first.astimezone(clock).date()
+    while (ends := datetime.combine(day + timedelta(days=1), NIGHT_ENDS, tzinfo=clock)) <= now:
+        evening = datetime.combine(day, EVENING, tzinfo=clock)
+        if day.weekday() < 5 and evening >= first:
+            quarters_in = int((ends - evening) / QUARTER)
+            seen = sum(1 for k in range(quarters_in) if (evening + k * QUARTER).astimezone(UTC) in known)
             if seen >= WATCHED * quarters_in:
                 return None
         day += timedelta(days=1)
-    evening, end = _night_of(now.astimezone(owners).date(), zones)
-    clock = min(zones, key=lambda z: datetime.combine(now.date(), EVENING, tzinfo=ZoneInfo(z)))
-    return NightWork(clock, (), timedelta(0), end - evening - HOLD_AFTER, max(began, default=None))
-
-
-def _night_of(day: date, zones: Sequence[str]) -> tuple[datetime, datetime]:
-    """That day's night on any of the clocks: from the earliest evening to the latest night's end (UTC)."""
-    evenings = [datetime.combine(day, EVENING, tzinfo=ZoneInfo(z)) for z in zones]
-    ends = [datetime.combine(day + timedelta(days=1), NIGHT_ENDS, tzinfo=ZoneInfo(z)) for z in zones]
-    return min(evenings).astimezone(UTC), max(ends).astimezone(UTC)
+    whole_night = datetime.combine(date(2000, 1, 2), NIGHT_ENDS) - datetime.combine(date(2000, 1, 1), EVENING)
+    return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(began, default=None))
 
 
 def night_work(
@@ -235,11 +228,11 @@ def on_its_clocks(
 ) -> NightWork | None:
     """A machine that cannot answer: its nights read on each clock its jobs may follow (its owner's first, then the
     team's: a box's clock is its owners' or a server's), the clock on which more nights had such work kept (the
-    first on a tie); while no weekday night of it was watched, `unwatched_nights`."""
+    first on a tie); while no weekday night of it was watched, `unwatched_nights` on its owner's clock."""
     found = [n for z in zones if (n := night_work(quarters, people, now, z, ours=ours)) is not None]
     if found:
         return max(found, key=lambda n: len(n.nights))  # max keeps the first of equals
-    return unwatched_nights(quarters, now, zones)
+    return unwatched_nights(quarters, now, zones[0])
 
 
 def with_night_work(

@@ -1,0 +1,47 @@
+"""The past of a machine that cannot answer its check: its nights read on its owner's clock where Slack says it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from costguard.core.records import Instance
+from costguard.core.series import Signal
+from costguard.core.settings import IdlePolicy
+from costguard.idle.reads.fortnights import Learner
+from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.recurring import QUARTER
+from costguard.state.startlog import StartRecord
+
+NOW = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)  # a Tuesday
+JOB = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)  # 01:00 in New York: its nightly job, an hour of one busy core
+
+
+class OneNightlyJob:
+    """CloudWatch: two days of a machine's busiest core, idle but for its job."""
+
+    def fetch(self, refs: Any, start: datetime, end: datetime, *, period: int | None = None) -> Any:
+        at, points = NOW - timedelta(days=2), []
+        while at < end:
+            points.append((at, 100.0 if JOB <= at < JOB + timedelta(hours=1) else 2.0))
+            at += QUARTER
+        return {ref: points if ref.signal is Signal.BUSIEST_CORE else [(t, 1.0) for t, _ in points] for ref in refs}, {}
+
+
+class Nothing:
+    def changes_of(self, ids: Any) -> dict[str, list[Any]]:
+        return {i: [] for i in ids}
+
+    def read_many(self, ids: Any) -> dict[str, StartRecord]:
+        return {i: StartRecord() for i in ids}
+
+
+def test_a_blind_machines_nights_are_read_on_the_clock_its_owner_set_in_slack() -> None:
+    learner = Learner(metrics=OneNightlyJob(), history=Nothing(), starts=Nothing(), policy=IdlePolicy())  # type: ignore[arg-type]
+    machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", NOW - timedelta(days=20))
+    decided = [(machine, Decision("i-1", Action.WARN, "idle", stop_after=NOW + timedelta(minutes=30)))]
+    on_utc = learner.past(decided, {}, NOW, blind={"i-1"})["i-1"].night
+    assert on_utc is None  # 06:00 UTC: a morning on the team's clock, its person's day work
+    found = learner.past(decided, {}, NOW, blind={"i-1"}, zones={"i-1": "America/New_York"})["i-1"].night
+    assert found is not None
+    assert (found.zone, found.nights) == ("America/New_York", (datetime(2026, 11, 23).date(),))
