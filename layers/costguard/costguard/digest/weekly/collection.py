@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,10 +27,10 @@ from costguard.digest.weekly.dashboards import update_dashboards
 from costguard.digest.weekly.hours import iter_hours
 from costguard.digest.weekly.reach import read_unanswered
 from costguard.digest.weekly.restarts import RestartReader
-from costguard.digest.weekly.rules.advice import Advice, Observed, observe, spot_advice, weigh
+from costguard.digest.weekly.rules.advice import Advice, Observed, Weighed, Weighing, observe_one, spot_advice
 from costguard.digest.weekly.rules.bill import IdlePrice, basis_line, idle_prices, paid_idle
 from costguard.digest.weekly.rules.exempt import exempt_idle
-from costguard.digest.weekly.rules.figures import InstanceWeek, empty_week, settle, summarize, tally_into
+from costguard.digest.weekly.rules.figures import InstanceWeek, Week, empty_week, settle, tally_into
 from costguard.digest.weekly.rules.keeps import outlived_keeps
 from costguard.digest.weekly.rules.records import DigestData
 from costguard.digest.weekly.rules.starts import failed_starts
@@ -98,32 +98,18 @@ class DigestCollector:
         start = (now - timedelta(days=7)).replace(hour=0, minute=0, second=0, microsecond=0)
         earlier = start - timedelta(days=7)
         errors: list[str] = []
-        weeks: list[InstanceWeek] = []
-        raw: dict[str, Instance] = {}
-        last_week = empty_week(earlier, start)
-        for region in self.regions:
-            instances = [
-                i
-                for i in region.ec2.iter_instances([{"Name": "instance-state-name", "Values": list(LIVE_STATES)}])
-                if self.policy.is_accelerated(i.instance_type)
-            ]
-            raw.update({i.instance_id: i for i in instances})
-            for week in iter_hours(
-                region.name,
-                instances,
-                earlier,
-                end,
-                gpu_series=region.gpu_series,
-                metrics=region.metrics,
-                prices=self.prices,
-                owner_tag_key=self.owner_tag_key,
-                team_tag_key=self.team_tag_key,
-                busy_percent=self.policy.gpu_idle_percent,
-            ):
-                # Last week is counted as each instance is read; only this week's hours are kept.
-                tally_into(last_week, week, self.policy)
-                weeks.append(week.since(start))
-        this_week = summarize(weeks, start, end, self.policy)
+        # The ledger from LOOKBACK before the week: its stops still in force at the week's start saved on this
+        # week's bill too (savings.py); the rest of the digest tells of the week's entries alone. Read first: its
+        # keeps name the machines whose hours are read again once the fortnight is read (rules/keeps.py).
+        read = list(self.ledger.entries_between(start - LOOKBACK, end))
+        entries = [e for e in read if e.at >= start]
+        keeps = [
+            (e.instance_id, e.reason.rpartition(" by ")[2], e.at, until)
+            for e in entries
+            if e.kind is EntryKind.KEEP and e.applied and (until := formatting.parse_time(e.until))
+        ]
+        read_back = {instance_id for instance_id, *_ in keeps}
+        weeks, raw, last_week, this_week, weighed = self._fortnight(earlier, start, end, read_back)
         # The idle hours priced on the bill, this week's and last week's alike; those already paid, apart. The
         # Reserved Instances and Savings Plans are listed once for the bill and the commitments section both.
         once = ReadOnce()
@@ -140,16 +126,9 @@ class DigestCollector:
         settle(this_week, weeks)
         settle(last_week, weeks)
         list_prices = {w.instance_id: w.usd_per_hour for w in weeks}
-        # Working hours are not suggested for machines that have them, nor for Auto Scaling members
-        # (scheduled scaling is theirs).
-        exclude = frozenset(i for i, m in raw.items() if tags.SCHEDULE in m.tags or m.auto_scaling_group)
-        advice = self._advice(observe(weeks, start, end), now, errors, exclude)
+        advice = self._advice(on_the_bill(weighed, weeks), now, errors)
         # A machine on paid capacity saves nothing on a cheaper size or Spot until the commitment ends.
         advice = [a for a in advice if not a.instance.paid_by]
-        # The ledger from LOOKBACK before the week: its stops still in force at the week's start saved on this
-        # week's bill too (savings.py); the rest of the digest tells of the week's entries alone.
-        read = list(self.ledger.entries_between(start - LOOKBACK, end))
-        entries = [e for e in read if e.at >= start]
         started = self._restarts(read, raw, start, end)
         # The sweeps' prices from a little before the week: the price a stop still in force starts the week at.
         worth = week_worth(self.worth, start - PRICED_BEFORE, end)
@@ -162,11 +141,6 @@ class DigestCollector:
         spend_this, spend_last = weekly_spend(self.ce, earlier, start, end, errors)
         errors += reader.errors
         dashboards = update_dashboards({r.name: r.dashboards for r in self.regions}, weeks)
-        keeps = [
-            (e.instance_id, e.reason.rpartition(" by ")[2], e.at, until)
-            for e in entries
-            if e.kind is EntryKind.KEEP and e.applied and (until := formatting.parse_time(e.until))
-        ]
         data = DigestData(
             start,
             end,
@@ -198,6 +172,51 @@ class DigestCollector:
         data.bill_gaps = gaps_of(bill_errors)
         return data
 
+    def _fortnight(
+        self, earlier: datetime, start: datetime, end: datetime, read_back: Set[str]
+    ) -> tuple[list[InstanceWeek], dict[str, Instance], Week, Week, Weighed]:
+        """The fleet's fortnight, read region by region: each machine's week (its hours let go, but for the
+        exempt machines' and those of `read_back`), the machines as EC2 described them, last week and this week
+        counted, and the advice weighed."""
+        weeks: list[InstanceWeek] = []
+        raw: dict[str, Instance] = {}
+        last_week, this_week = empty_week(earlier, start), empty_week(start, end)
+        # Working hours are not suggested for machines that have them, nor for Auto Scaling members
+        # (scheduled scaling is theirs).
+        exclude: set[str] = set()
+        weighing = Weighing(self.policy, self._list_price, exclude)
+        for region in self.regions:
+            instances = [
+                i
+                for i in region.ec2.iter_instances([{"Name": "instance-state-name", "Values": list(LIVE_STATES)}])
+                if self.policy.is_accelerated(i.instance_type)
+            ]
+            raw.update({i.instance_id: i for i in instances})
+            exclude.update(i.instance_id for i in instances if tags.SCHEDULE in i.tags or i.auto_scaling_group)
+            for week in iter_hours(
+                region.name,
+                instances,
+                earlier,
+                end,
+                gpu_series=region.gpu_series,
+                metrics=region.metrics,
+                prices=self.prices,
+                owner_tag_key=self.owner_tag_key,
+                team_tag_key=self.team_tag_key,
+                busy_percent=self.policy.gpu_idle_percent,
+            ):
+                # Each machine's fortnight is counted and weighed for advice as it is read, then let go: a fleet's
+                # week of hours held was most of the digest's memory. Only the exempt machines and those kept from
+                # Slack keep this week's hours (what they idled through is read again).
+                tally_into(last_week, week, self.policy)
+                tally_into(this_week, week, self.policy)
+                light = replace(week, hours=())  # what the advice and the rest of the digest hold of it
+                if (seen := observe_one(week, start, end)) is not None:
+                    weighing.add(Observed(light, seen.hours))
+                again = week.instance_id in read_back or tags.EXEMPT in raw[week.instance_id].tags
+                weeks.append(week.since(start) if again else light)
+        return weeks, raw, last_week, this_week, weighing.weighed()
+
     def _restarts(
         self, entries: Sequence[Entry], raw: Mapping[str, Instance], start: datetime, end: datetime
     ) -> dict[str, list[datetime]]:
@@ -209,16 +228,13 @@ class DigestCollector:
     def _list(self, instance: Instance) -> float | None:
         return self.prices.hourly(instance.instance_type, instance.region).usd_per_hour
 
-    def _advice(
-        self, observed: Iterable[Observed], now: datetime, errors: list[str], exclude: frozenset[str]
-    ) -> list[Advice]:
-        """Right-sizing and working hours from the hours read; Spot from EC2's price history, for the machines
-        that need it. The largest savings first."""
+    def _list_price(self, instance_type: str, region: str) -> float | None:
+        return self.prices.hourly(instance_type, region).usd_per_hour
 
-        def price(instance_type: str, region: str) -> float | None:
-            return self.prices.hourly(instance_type, region).usd_per_hour
-
-        weighed = weigh(observed, self.policy, price, exclude=exclude)
+    def _advice(self, weighed: Weighed, now: datetime, errors: list[str]) -> list[Advice]:
+        """Right-sizing and working hours from the hours read (`weighed`); Spot from EC2's price history, for
+        the machines that need it. The largest savings first."""
+        price = self._list_price
         spot: dict[tuple[str, str], float] = {}
         for region in self.regions:
             wanted = [(i.instance_type, i.zone) for i, _, _ in weighed.spot if i.region == region.name]
@@ -230,6 +246,18 @@ class DigestCollector:
                 errors.append(f"DescribeSpotPriceHistory: {error_code(exc)}")
         found = [*weighed.sizes, *spot_advice(weighed.spot, price, spot), *weighed.schedules]
         return sorted(found, key=lambda a: -a.saving_usd)
+
+
+def on_the_bill(weighed: Weighed, weeks: Sequence[InstanceWeek]) -> Weighed:
+    """The advice weighed as the hours were read, on its machines as the bill then priced them (what pays
+    their hours whether they run or not says which advice is worth giving)."""
+    priced = {w.instance_id: w for w in weeks}
+
+    def again(advice: Advice) -> Advice:
+        return replace(advice, instance=priced[advice.instance.instance_id])
+
+    spot = [(priced[i.instance_id], hours, longest) for i, hours, longest in weighed.spot]
+    return Weighed([again(a) for a in weighed.sizes], spot, [again(a) for a in weighed.schedules])
 
 
 def read_bills(

@@ -26,7 +26,7 @@ A machine gets at most one size suggestion (the larger saving) and possibly the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from math import ceil
@@ -102,14 +102,19 @@ def observe(instances: Iterable[InstanceWeek], start: datetime, end: datetime) -
     one machine at a time: the kinds of advice share them (`weigh`), and no more than one machine's
     week of Hour objects is held (at 10,000 machines, all of them at once were hundreds of MB)."""
     for instance in instances:
-        if not instance.telemetry:
-            continue
-        if isinstance(instance.hours, HourGrid):
-            hours = instance.hours.between(start, end)
-        else:
-            hours = [h for h in instance.hours if start <= h.at < end and h.running]
-        if supported(hours):
-            yield Observed(instance, hours)
+        if (seen := observe_one(instance, start, end)) is not None:
+            yield seen
+
+
+def observe_one(instance: InstanceWeek, start: datetime, end: datetime) -> Observed | None:
+    """One machine as `observe` gives it: its running hours in [start, end), if a week of data supports it."""
+    if not instance.telemetry:
+        return None
+    if isinstance(instance.hours, HourGrid):
+        hours = instance.hours.between(start, end)
+    else:
+        hours = [h for h in instance.hours if start <= h.at < end and h.running]
+    return Observed(instance, hours) if supported(hours) else None
 
 
 class Weighed(NamedTuple):
@@ -118,17 +123,33 @@ class Weighed(NamedTuple):
     schedules: list[Advice]  # working hours, the largest savings first
 
 
-def weigh(observed: Iterable[Observed], policy: IdlePolicy, price: Price, *, exclude: frozenset[str]) -> Weighed:
+def weigh(observed: Iterable[Observed], policy: IdlePolicy, price: Price, *, exclude: Container[str]) -> Weighed:
     """Every kind of advice for each machine in turn, as `advise`, `spot_candidates` and `schedule_advice`
     give them for all the machines at once (the same suggestions, in the same order)."""
-    sizes: list[Advice] = []
-    spot: list[tuple[InstanceWeek, int, int]] = []
-    schedules: list[Advice] = []
+    weighing = Weighing(policy, price, exclude)
     for seen in observed:
-        sizes += advise((seen,), policy, price)
-        spot += spot_candidates((seen,), policy)
-        schedules += schedule_advice((seen,), policy, exclude=exclude)
-    return Weighed(sorted(sizes, key=lambda a: -a.saving_usd), spot, sorted(schedules, key=lambda a: -a.saving_usd))
+        weighing.add(seen)
+    return weighing.weighed()
+
+
+class Weighing:
+    """`weigh`, a machine at a time: each machine's advice taken as its hours are read, so that the digest
+    lets them go (a fleet's week of hours held for the advice was most of the digest's memory)."""
+
+    def __init__(self, policy: IdlePolicy, price: Price, exclude: Container[str]) -> None:
+        self.policy, self.price, self.exclude = policy, price, exclude
+        self.sizes: list[Advice] = []
+        self.spot: list[tuple[InstanceWeek, int, int]] = []
+        self.schedules: list[Advice] = []
+
+    def add(self, seen: Observed) -> None:
+        self.sizes += advise((seen,), self.policy, self.price)
+        self.spot += spot_candidates((seen,), self.policy)
+        self.schedules += schedule_advice((seen,), self.policy, exclude=self.exclude)
+
+    def weighed(self) -> Weighed:
+        sizes = sorted(self.sizes, key=lambda a: -a.saving_usd)
+        return Weighed(sizes, self.spot, sorted(self.schedules, key=lambda a: -a.saving_usd))
 
 
 def advise(observed: Iterable[Observed], policy: IdlePolicy, price: Price) -> list[Advice]:
@@ -185,7 +206,7 @@ def spot_advice(
 
 
 def schedule_advice(
-    observed: Iterable[Observed], policy: IdlePolicy, *, exclude: frozenset[str] = frozenset()
+    observed: Iterable[Observed], policy: IdlePolicy, *, exclude: Container[str] = frozenset()
 ) -> list[Advice]:
     """Working-hours tags for machines that keep regular hours and sit idle outside them (UTC); none for
     the machines in `exclude` (those that have working hours already, Auto Scaling members)."""

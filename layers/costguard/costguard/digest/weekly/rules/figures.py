@@ -14,6 +14,7 @@ Plan with room) are counted apart, as paid idle hours, not as waste.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
@@ -92,8 +93,9 @@ class Week:
     per_team: dict[str, Figures] = field(default_factory=dict)
     per_day: dict[date, tuple[float, float]] = field(default_factory=dict)  # used, idle GPU-hours
     idle_hours_by_instance: dict[str, float] = field(default_factory=dict)
-    # each machine's idle hours day by day (the days it had some), to price the days once the bill is read
-    idle_days_by_instance: dict[str, tuple[tuple[date, int], ...]] = field(default_factory=dict)
+    # each machine's idle hours day by day (item k: the week's k-th day), to price the days once the bill is read;
+    # a few bytes a machine, where a tuple of (day, hours) pairs was about 600 (18 MB over a fleet's two weeks)
+    idle_days_by_instance: dict[str, Sequence[int]] = field(default_factory=dict)
     per_day_usd: dict[date, float] = field(default_factory=dict)  # what the idle hours of each day cost
 
 
@@ -176,7 +178,7 @@ def tally_into(week: Week, instance: InstanceWeek, policy: IdlePolicy) -> None:
         figures._util_hours += len(averages)
     week.idle_hours_by_instance[instance.instance_id] = float(idle)
     if idle:
-        week.idle_days_by_instance[instance.instance_id] = tuple((d, n) for d, (_, n) in sorted(days.items()) if n)
+        week.idle_days_by_instance[instance.instance_id] = _by_day(week.start.date(), days)
     for day, (used_hours, idle_hours) in days.items():
         used, wasted = week.per_day.get(day, (0.0, 0.0))
         # GPU counts are whole numbers: adding them an hour at a time or at once is the same float
@@ -192,10 +194,13 @@ def settle(week: Week, instances: Iterable[InstanceWeek]) -> None:
     for figures in (week.fleet, *week.per_owner.values(), *week.per_team.values()):
         figures.waste_usd = figures.paid_idle_hours = 0.0
     week.per_day_usd = {}
+    first = week.start.date()
     for instance_id, days in week.idle_days_by_instance.items():
         if (priced := by_id.get(instance_id)) is not None:
-            for day, hours in days:
-                week.per_day_usd[day] = week.per_day_usd.get(day, 0.0) + hours * priced.idle_usd_per_hour
+            for k, hours in enumerate(days):
+                if hours:
+                    day = first + timedelta(days=k)
+                    week.per_day_usd[day] = week.per_day_usd.get(day, 0.0) + hours * priced.idle_usd_per_hour
     for instance_id, idle in week.idle_hours_by_instance.items():
         instance = by_id.get(instance_id)
         if instance is None:
@@ -207,6 +212,15 @@ def settle(week: Week, instances: Iterable[InstanceWeek]) -> None:
             figures.waste_usd += idle * instance.idle_usd_per_hour
             if instance.paid_by:
                 figures.paid_idle_hours += idle
+
+
+def _by_day(first: date, days: dict[date, tuple[int, int]]) -> Sequence[int]:
+    """The idle hours of each day from `first` (every day counted is on or after it) to the last counted: bytes
+    (a day has 24 hours), else, for hours given more than once, an array of 16-bit counts."""
+    counts = [0] * ((max(days) - first).days + 1)
+    for day, (_, idle) in days.items():
+        counts[(day - first).days] = idle
+    return bytes(counts) if max(counts) < 256 else array("H", counts)
 
 
 def _count(instance: InstanceWeek, start: datetime, end: datetime, policy: IdlePolicy) -> Counted | None:
