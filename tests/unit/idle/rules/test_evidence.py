@@ -4,6 +4,7 @@ keeps or drops a warning or a stop resting on them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -224,6 +225,33 @@ def test_consecutive_answers_with_every_gpu_at_zero_cover_the_window() -> None:
 )
 def test_a_gpu_in_use_unread_or_unwatched_for_a_while_is_not_idle(answers: list[Answer], why: str) -> None:
     assert gpus_quiet(answers, start=NOW - timedelta(hours=1), now=NOW) == why
+
+
+def test_an_idle_notebook_kernel_holding_gpu_memory_leaves_the_gpus_of_a_machine_without_gpu_metrics_idle() -> None:
+    # The forgotten notebook, on a machine whose GPUs only its check sees: the kernel's memory is not a job.
+    report = ActivityReport(
+        gpu=(Process("python -m ipykernel_launcher", gpu_mib=6000, notebook=True),), gpus=(Gpu(0, 0.0, 6003),)
+    )
+    kept_answer = Answer.from_json(answer_of(report, NOW).to_json())
+    assert kept_answer is not None
+    assert (kept_answer.gpu_holders, kept_answer.kernel_holders) == (1, 1)
+    answers = [replace(kept_answer, at=NOW - timedelta(minutes=15 * k)) for k in range(9)]
+    assert gpus_quiet(answers, start=NOW - timedelta(hours=2), now=NOW) is None
+
+
+def test_a_jobs_process_holding_gpu_memory_beside_a_kernel_is_gpu_use_and_an_older_answer_counts_every_holder() -> None:
+    report = ActivityReport(
+        gpu=(
+            Process("python -m ipykernel_launcher", gpu_mib=6000, notebook=True),
+            Process("python train.py", gpu_mib=30000),
+        ),
+        gpus=(Gpu(0, 0.0, 36003),),
+    )
+    job = answer_of(report, NOW)
+    assert gpus_quiet([job], start=NOW, now=NOW) == "a GPU was in use at 03:00 UTC"
+    older = Answer.from_json({"t": int(NOW.timestamp()), "g": 1, "u": 0.0})  # kept before kernels were counted apart
+    assert older is not None
+    assert gpus_quiet([older], start=NOW, now=NOW) == "a GPU was in use at 03:00 UTC"
 
 
 def test_an_answer_kept_in_the_log_keeps_a_gpu_at_zero_percent_as_a_fact() -> None:

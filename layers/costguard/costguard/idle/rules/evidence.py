@@ -12,7 +12,10 @@ machine's last answers, kept between sweeps (the check log), can say three thing
 - **that nothing was alive.** Every answer in a window showing nothing alive (no kernel, no process
   busy or holding GPU memory, no hook saying keep) and the newest showing no input for all of it.
 - **what the GPUs did, on a machine without GPU metrics.** Answers no more than MAX_GAP apart across the
-  window, every one with every GPU at 0 % and no process on any GPU.
+  window, every one with every GPU at 0 % and no job's process on any GPU: an idle notebook kernel holding GPU
+  memory is still idle (activity.py), on a machine without GPU metrics as on one with them, and the check's
+  fresh answer says whether its kernels were used within the window. An answer kept before the check's
+  kernels were counted apart counts every holder as a job.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Answer:
     kernels: int = 0
     top_cpu: float = 0.0  # the busiest non-system process, percent of a core
     gpu_holders: int = 0  # processes holding GPU memory, notebook kernels included
+    kernel_holders: int = 0  # ... of them, notebook kernels (an idle one holding memory is still idle)
     hook: bool = False  # the owner's hook said keep
     gpu_util: float | None = None  # the busiest GPU; None: GPUs not reported
     blind: bool = False  # the check could not ask Jupyter for its kernels, or nvidia-smi for the GPUs
@@ -63,6 +67,7 @@ class Answer:
             "k": self.kernels,
             "p": round(self.top_cpu, 1),
             "g": self.gpu_holders,
+            "n": self.kernel_holders,
             "h": int(self.hook),
             "e": int(self.blind),
         }
@@ -88,6 +93,7 @@ class Answer:
                 kernels=int(raw.get("k", 0)),
                 top_cpu=float(raw.get("p", 0.0)),
                 gpu_holders=int(raw.get("g", 0)),
+                kernel_holders=int(raw.get("n", 0)),
                 hook=bool(raw.get("h", 0)),
                 gpu_util=_opt_float(raw.get("u")),
                 blind=bool(raw.get("e", 0)),
@@ -113,6 +119,7 @@ def answer_of(report: ActivityReport, now: datetime) -> Answer:
         kernels=max(len(report.kernels), report.kernel_processes),
         top_cpu=max((p.cpu for p in report.cpu), default=0.0),
         gpu_holders=sum(1 for p in report.gpu if p.gpu_mib > 0),
+        kernel_holders=sum(1 for p in report.gpu if p.gpu_mib > 0 and p.notebook),
         hook=report.hook_exit == 0,
         gpu_util=max(g.util for g in gpus) if gpus else None,
         blind=bool(report.blind()),
@@ -202,8 +209,8 @@ def nothing_alive(
 
 def gpus_quiet(answers: Sequence[Answer], *, start: datetime, now: datetime) -> str | None:
     """Why the machine's own answers do not show its GPUs idle since `start`, or None: answers at most
-    MAX_GAP apart from `start` to `now` (the last one fresh), each with every GPU at 0 % and no process
-    holding GPU memory."""
+    MAX_GAP apart from `start` to `now` (the last one fresh), each with every GPU at 0 % and no process but
+    a notebook kernel holding GPU memory."""
     inside = sorted((a for a in answers if start - MAX_GAP <= a.at <= now + EDGE), key=_at)
     if not inside or inside[0].at > start + MAX_GAP:
         return f"no check answered near {start:%H:%M} UTC"
@@ -215,7 +222,7 @@ def gpus_quiet(answers: Sequence[Answer], *, start: datetime, now: datetime) -> 
     for answer in inside:
         if answer.gpu_util is None:
             return f"the check at {answer.at:%H:%M} UTC could not read the GPUs"
-        if answer.gpu_util > 0 or answer.gpu_holders:
+        if answer.gpu_util > 0 or answer.gpu_holders > answer.kernel_holders:
             return f"a GPU was in use at {answer.at:%H:%M} UTC"
     return None
 
