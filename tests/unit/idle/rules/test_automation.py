@@ -395,3 +395,46 @@ def test_an_unwatched_machine_in_kolkata_is_not_held_into_its_persons_day_on_the
     decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
     assert decided.action is Action.WARN
     assert decided.start_at == MONDAY.replace(hour=12, minute=15)  # before 18:00 in Kolkata
+
+
+BERLIN_TEAM_NEW_YORK_OWNER = ("America/New_York", "Europe/Berlin")
+
+
+def test_a_blind_box_with_a_job_on_its_owners_night_and_another_on_the_teams_evening_is_held_for_both() -> None:
+    days = [MONDAY + timedelta(days=d) for d in range(3)]
+    new_york = [(d.replace(hour=6), timedelta(hours=1)) for d in days]  # 01:00 in New York, 3 nights
+    berlin = [(d.replace(hour=19), timedelta(hours=1)) for d in days[:2]]  # 20:00 in Berlin, 2 nights
+    now = MONDAY + timedelta(days=2, hours=17, minutes=30)  # Wednesday: a stop would fall at 19:00 in Berlin
+    found = on_its_clocks(fortnight(now, new_york + berlin), [], now, BERLIN_TEAM_NEW_YORK_OWNER)
+    assert found is not None
+    assert found.zone == "America/New_York"  # more nights there
+    assert [n.zone for n in found.others] == ["Europe/Berlin"]
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.NONE  # held for its Berlin evening's job
+    assert "Europe/Berlin" in decided.reason
+
+
+def test_in_the_day_a_box_with_jobs_on_two_clocks_is_started_before_the_first_of_them() -> None:
+    days = [MONDAY + timedelta(days=d) for d in range(3)]
+    new_york = [(d.replace(hour=6), timedelta(hours=1)) for d in days]
+    berlin = [(d.replace(hour=19), timedelta(hours=1)) for d in days[:2]]
+    now = MONDAY + timedelta(days=2, hours=9)  # Wednesday 10:00 in Berlin
+    found = on_its_clocks(fortnight(now, new_york + berlin), [], now, BERLIN_TEAM_NEW_YORK_OWNER)
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.WARN
+    assert decided.start_at == now.replace(hour=16, minute=45)  # before 18:00 in Berlin, not 18:00 in New York
+
+
+def test_a_blind_box_whose_owners_day_work_is_the_teams_evening_is_held_for_the_teams_night() -> None:
+    # Deployed on a Sunday at 18:30 in Berlin; the only work seen began at 19:00 there, 13:00 in its owner's New
+    # York, half an hour after the data begins (not a night's work of a machine left running: none seen yet).
+    now = MONDAY + timedelta(hours=9)  # Monday 10:00 in Berlin
+    work = [(SUNDAY.replace(hour=18), timedelta(hours=3))]
+    seen = [q for q in fortnight(now, work) if q.at >= SUNDAY.replace(hour=17, minute=30)]
+    assert on_its_clocks(seen, [], now, ("Europe/Berlin",)) is not None  # the team's clock alone holds it
+    assert unwatched_nights(seen, now, "America/New_York") is None  # their day's work, on their clock
+    found = on_its_clocks(seen, [], now, BERLIN_TEAM_NEW_YORK_OWNER)
+    assert found is not None
+    assert found.zone == "Europe/Berlin"
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.start_at == MONDAY.replace(hour=16, minute=45)  # started before its Berlin evening

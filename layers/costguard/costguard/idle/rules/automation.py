@@ -61,6 +61,8 @@ class NightWork:
     latest: timedelta  # ... and the latest
     last_busy: datetime | None  # the last quarter-hour with work, of the data read (unseen nights: the last start)
     blind: bool = True  # it cannot answer the check (False: a box that runs by itself, answering)
+    # its nights on its other clocks (a job on its owner's clock and another on the team's): each holds it too
+    others: tuple[NightWork, ...] = ()
 
     @property
     def unseen(self) -> bool:
@@ -227,12 +229,16 @@ def on_its_clocks(
     ours: Sequence[datetime] = (),
 ) -> NightWork | None:
     """A machine that cannot answer: its nights read on each clock its jobs may follow (its owner's first, then the
-    team's: a box's clock is its owners' or a server's), the clock on which more nights had such work kept (the
-    first on a tie); while no weekday night of it was watched, `unwatched_nights` on its owner's clock."""
+    team's: a box's clock is its owners' or a server's). The clock on which more nights had such work first (the
+    first on a tie), and every other clock on which such work was seen with it (`others`): a job on its owner's
+    clock and another on the team's each hold it. While no weekday night of it was watched, `unwatched_nights` on
+    its owner's clock, or where work of their day was seen there, on the next clock on which that work was not of
+    the day (work begun at 13:00 in New York is a Berlin team's evening, and may be its job)."""
     found = [n for z in zones if (n := night_work(quarters, people, now, z, ours=ours)) is not None]
-    if found:
-        return max(found, key=lambda n: len(n.nights))  # max keeps the first of equals
-    return unwatched_nights(quarters, now, zones[0])
+    if not found:
+        return next((n for z in zones if (n := unwatched_nights(quarters, now, z)) is not None), None)
+    first = max(found, key=lambda n: len(n.nights))  # max keeps the first of equals
+    return replace(first, others=tuple(n for n in found if n is not first))
 
 
 def with_night_work(
@@ -240,7 +246,12 @@ def with_night_work(
 ) -> Decision:
     """A warning or a stop of a machine that runs work of its own at night: held from its evening until its
     night's work has run; stopped in the day (or after its night's work), started again before its next evening.
-    Where costguard may not start machines, such a machine is not stopped: its evening is never a day away."""
+    Where costguard may not start machines, such a machine is not stopped: its evening is never a day away.
+    Its nights on other clocks (`others`) are kept as well: held if any holds it, started before the earliest."""
+    if found is not None and found.others:
+        for night in (replace(found, others=()), *found.others):
+            decision = with_night_work(decision, night, policy, now, may_start=may_start)
+        return decision
     if found is None or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
     said = found.describe()
