@@ -130,8 +130,9 @@ def targets(week: dict[str, Any]) -> dict[str, bool]:
     cg, oracle_ = week["costguard"], week["oracle"]
     before = week.get("costguard_before_issue_32") or week["costguard_as_before"]
     return {
+        # of the stops judged: those still off when the run was last seen (censored) are neither
         "at most 5 % of stops saved nothing over their whole off-period": cg["stops_that_saved_nothing"]
-        <= 0.05 * cg["stops_in_week"],
+        <= 0.05 * (cg["stops_in_week"] - cg.get("stops_censored", 0)),
         "true $ saved >= 95 % of oracle": cg["saved_usd"] >= 0.95 * oracle_["saved_usd"],
         "claimed within 5 % of true": cg["claimed_over_true"] is not None and abs(cg["claimed_over_true"] - 1) <= 0.05,
         "person-hours blocked <= half of before": cg["person_hours_blocked"] <= before["person_hours_blocked"] / 2,

@@ -698,6 +698,13 @@ def refuse_the_network() -> list[str]:
     return attempts
 
 
+def followed_until(index: int, still_off: set[tuple[str, int]]) -> int:
+    """The slot (exclusive) to which the stops' off-periods were followed, when the run after the week broke off at
+    `index`: past it where every machine ran again there (its slot was seen: the last stop's off-period ended at
+    it, and is judged whole), else `index` (the stops still off then are censored)."""
+    return index + 1 if not still_off else index
+
+
 def run_costguard(
     code_root: Path, seed: int, no_ssm_share: float, faults: dict[str, Any] | None = None, days: int = 7
 ) -> dict[str, Any]:
@@ -828,6 +835,7 @@ def run_costguard(
     # of the week has had its machine running again or that time ends, so that each stop's off-period is seen
     # whole (testing/measured.py). The digest is posted at the week's end; the figures are the week's.
     digested, pending = world.bought is None, set()
+    followed = None  # the slot (exclusive) to which the week's stops' off-periods were followed
     try:
         while fleet.now < end + world.after:
             if fleet.now >= end:
@@ -837,6 +845,7 @@ def run_costguard(
                     pending = {(iid, at) for iid, at in fleet.stops if at >= world.index(world.start)}
                 pending = {(iid, at) for iid, at in pending if not fleet.running[iid][fleet.index]}
                 if not pending:
+                    followed = followed_until(fleet.index, pending)
                     break
             if fleet.now >= world.start:
                 runtime.settings = enforced
@@ -916,8 +925,9 @@ def run_costguard(
         ]
         Path(os.environ["BENCH_DUMP"]).write_text(json.dumps(dump(aws, fleet) | {"messages": told}, default=str))
     if world.bought is not None:
+        to = fleet.index if followed is None else followed
         figures["money"] = money(
-            world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days, seen=fleet.index
+            world, fleet.running, fleet.stops, fleet.owner_restarts, fleet.blocked, days=days, seen=to
         )
         figures["money"]["claimed_usd"] = posted_claim(digest_posts)
         figures["money"]["costguard_start_refusals"] = sum(

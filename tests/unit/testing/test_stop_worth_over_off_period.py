@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from testing.measured import Judge, always_on, money
+from testing.week import followed_until
 from testing.worlds.week import SLOTS_PER_HOUR, World
 
 DAY = 24 * SLOTS_PER_HOUR
@@ -86,3 +87,18 @@ def test_the_world_past_its_week_repeats_the_weeks_first_day_and_leaves_the_week
         else:  # its Capacity Block took it in the week: it stays gone
             assert not any(s.work or s.gpu_agent for s in long.slots[cut.slots :])
     assert any(m.slots[first + week + 10 * SLOTS_PER_HOUR].work for m in world.machines), "a Monday's work"
+
+
+def test_a_stop_whose_machine_ran_again_where_the_run_broke_off_is_judged_whole_not_censored(
+    world: World, judge: Judge
+) -> None:
+    # The run after the week breaks off at the first slot where every stop's machine runs again: that slot was seen.
+    first = world.index(world.start)
+    back = first + 7 * DAY + 6 * SLOTS_PER_HOUR  # on again Monday 06:00 (the weekend's hours covered)
+    running, iid, at = _weekend_off(world, back)
+    assert running[iid][back]
+    seen = followed_until(back, still_off=set())
+    figures = money(world, running, [(iid, at)], [], [], judge=judge, nobody=0.0, seen=seen)
+    assert figures["stops_censored"] == 0
+    assert figures["stops_that_saved_nothing"] == 1
+    assert followed_until(back, still_off={(iid, at)}) == back  # still off there: followed to it, censored
