@@ -18,9 +18,11 @@ from costguard.idle.rules.worth import (
     in_force,
     judged,
     off_until,
+    over_its_off_period,
     over_off_period,
     restart_usd,
     stopped_until,
+    undone_after,
 )
 
 TUESDAY = datetime(2026, 11, 24, tzinfo=UTC)  # a Tuesday
@@ -300,3 +302,57 @@ def test_with_no_machine_kept_stopped_a_stop_is_priced_and_said_as_before() -> N
     assert alone == none_kept
     assert alone is not None
     assert alone.worth.text() == "saves about $8 by Mon 10:00 UTC on the bill: the Savings Plan spills from 08:00 UTC"
+
+
+def undone(machine: Instance, *, stopped: datetime, started: datetime) -> Instance:
+    """The machine costguard stopped at `stopped`, running again since `started` (someone else's start)."""
+    return replace(machine, launch_time=started, tags={**machine.tags, tags.STOPPED_AT: stopped.isoformat()})
+
+
+def test_how_soon_a_person_undid_costguards_last_stop_is_known_and_a_days_start_is_no_undo() -> None:
+    machine = undone(p4d(4), stopped=SATURDAY + timedelta(hours=5), started=SATURDAY + timedelta(hours=7))
+    assert undone_after(machine, POLICY) == timedelta(hours=2)
+    assert undone_after(p4d(5), POLICY) is None  # never stopped by costguard
+    next_day = undone(p4d(6), stopped=SATURDAY - timedelta(hours=14), started=SATURDAY + timedelta(hours=7))
+    assert undone_after(next_day, POLICY) is None, "started 21 h on: the day's work, not an undo"
+
+
+def mondays_from_six(usd: float) -> SpillProfile:
+    """The plan has room all weekend and spills `usd` an hour on Monday from 06:00 to 10:00."""
+    learned = MONDAY - timedelta(days=7)
+    return profile("sp:Compute", usd, learned + timedelta(hours=6), learned + timedelta(hours=10))
+
+
+def test_a_weekend_stop_of_a_machine_its_person_keeps_starting_again_saves_nothing_and_is_not_made() -> None:
+    # Priced to Monday 08:00 (its owner's hours), the stop is worth $8 (06:00-08:00 at $4/h); its person started the
+    # machine again 2 h after costguard's last stop, and the plan has room until then: it saves nothing.
+    now = SATURDAY + timedelta(hours=9)
+    machine = undone(p4d(7), stopped=SATURDAY + timedelta(hours=5), started=SATURDAY + timedelta(hours=7))
+    exposure = covered_now(4.0)
+    found, until = over_its_off_period(exposure, mondays_from_six(10.0), now, stop(machine), machine, POLICY)
+    assert until == now + timedelta(hours=2)
+    after = judged(stop(machine), exposure.marginal, found, until)
+    assert after.action is Action.CLEAR_WARNING
+    assert after.kept_for is KeptFor.NOTHING_SAVED
+    assert "nor until Sat 11:00 UTC" in after.reason
+    plain = p4d(8)  # nobody undid its stops: priced to its owner's hours, and stopped
+    found, until = over_its_off_period(exposure, mondays_from_six(10.0), now, stop(plain), plain, POLICY)
+    assert until == MONDAY + timedelta(hours=8)
+    kept = judged(stop(plain), exposure.marginal, found, until)
+    assert kept.action is Action.STOP
+    assert kept.worth is not None
+    assert kept.worth.usd == 8.0
+
+
+def test_a_stop_of_a_machine_its_person_undid_that_saves_before_they_come_back_is_priced_to_its_whole_off_period() -> (
+    None
+):
+    # Sunday 05:00: the person may be back in 2 h, but the machine is on demand now ($21.96/h): the stop saves from
+    # its first quarter-hour, and is priced as any other, to its owner's hours.
+    now = SATURDAY + timedelta(days=1, hours=5)
+    machine = undone(p4d(9), stopped=now - timedelta(hours=4), started=now - timedelta(hours=2))
+    on_demand = Exposure(Marginal(P4D, P4D, Basis.ON_DEMAND, "on demand"))
+    found, until = over_its_off_period(on_demand, mondays_from_six(10.0), now, stop(machine), machine, POLICY)
+    assert until == MONDAY + timedelta(hours=8)
+    assert found is not None
+    assert found.worth.usd == round(27 * P4D, 2)

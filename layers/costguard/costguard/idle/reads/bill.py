@@ -45,9 +45,7 @@ from costguard.idle.rules.worth import (
     InForce,
     in_force,
     judged,
-    off_until,
-    over_off_period,
-    restart_usd,
+    over_its_off_period,
     stopped_until,
 )
 from costguard.state.spill import SpillLog
@@ -109,8 +107,9 @@ class SweepBill:
             if self.policy is None:
                 out[instance.instance_id] = verdict = priced(decision, marginal)
             else:
-                until = off_until(decision, instance, self.policy, self.now)
-                found = over_off_period(exposure, week, self.now, until, restart_usd(self.policy), taken, kept)
+                found, until = over_its_off_period(
+                    exposure, week, self.now, decision, instance, self.policy, taken, kept
+                )
                 out[instance.instance_id] = verdict = judged(decision, marginal, found, until)
                 if found is not None and verdict.action in PRICED and verdict.will_stop:
                     for key, amount in found.takes.items():

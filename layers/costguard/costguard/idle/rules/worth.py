@@ -6,9 +6,11 @@ its off-period, quarter-hour by quarter-hour, on the region's spill profile (wha
 on demand at that quarter-hour of the week, learned by the sweeps): the machine's share there is what its own
 usage takes off the spill (min of its on-demand price and the spill). The off-period ends when costguard starts
 it again for its work (a job, a learned run, its person's day), else when its owner's working hours next open,
-and at most LONGEST_OFF on. A stop is made for money when that sum exceeds what its restart is expected to cost: a
-person's cold start (`cold_start_usd`) times how often a stop is undone (UNDO_RATE). A region with no profile yet
-is priced on this hour alone (`money.priced`), and the trail says so.
+and at most LONGEST_OFF on; a machine whose person undid costguard's last stop may be back as soon as they took
+then (`undone_after`): they start it when they like, not when their hours open (`over_its_off_period`). A stop is made
+for money when that sum exceeds what its restart is expected to cost: a person's cold start (`cold_start_usd`)
+times how often a stop is undone (UNDO_RATE). A region with no profile yet is priced on this hour alone
+(`money.priced`), and the trail says so.
 
 The profile is learned gross of costguard's own stops: what would have spilled had the machines costguard kept
 stopped then been running (`SweepBill.spill_found`). So every stop still in force takes its share first, over the
@@ -31,7 +33,7 @@ from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.capacity import owners_hours
 from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.money import NOT_FOR_MONEY, PRICED, priced
-from costguard.idle.rules.restarts import cold_start_usd
+from costguard.idle.rules.restarts import cold_start_usd, undone_stop
 
 # The longest off-period a stop is priced over when nothing says when the machine is wanted again (a Friday
 # evening's stop reaches Monday's morning).
@@ -67,6 +69,41 @@ def off_until(decision: Decision, instance: Instance, policy: IdlePolicy, now: d
     """When the machine is expected to run again: costguard's start for its next work, else its owner's next
     working hours; never later than LONGEST_OFF, nor sooner than a quarter-hour on."""
     return _until(decision.start_at, instance, policy, now)
+
+
+def over_its_off_period(  # noqa: PLR0917 (the stop's facts, each its own)
+    exposure: Exposure,
+    profile: SpillProfile | None,
+    now: datetime,
+    decision: Decision,
+    instance: Instance,
+    policy: IdlePolicy,
+    taken: Taken | None = None,
+    kept: InForce | None = None,
+) -> tuple[Priced | None, datetime]:
+    """The stop priced over its off-period (`over_off_period` to `off_until`), and where that ends. A machine whose
+    person undid costguard's last stop may be back as soon as they took then (`undone_after`): where the stop
+    saves nothing until then, it is priced to then, and saves nothing. (A weekend's stops of machines their people
+    started again within hours each time saved nothing: priced to Monday's spill, they were undone while the Savings
+    Plan still had room.) A stop that saves something before then is priced to its whole off-period, as before."""
+    until = off_until(decision, instance, policy, now)
+    restart = restart_usd(policy)
+    found = over_off_period(exposure, profile, now, until, restart, taken, kept)
+    undone = undone_after(instance, policy)
+    if found is None or undone is None or now + undone >= until:
+        return found, until
+    back = max(now + SLOT, now + undone)
+    soon = over_off_period(exposure, profile, now, back, restart, taken, kept)
+    if soon is not None and not soon.worth.usd:
+        return soon, back
+    return found, until
+
+
+def undone_after(instance: Instance, policy: IdlePolicy) -> timedelta | None:
+    """How soon its person started this running machine again after costguard's last stop, where they undid it
+    (`restarts.undone_stop`: within UNDONE_WITHIN, not its working hours' start); None where they did not."""
+    stopped = undone_stop(instance, (), policy)
+    return None if stopped is None else instance.launch_time - stopped
 
 
 def stopped_until(instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
