@@ -547,9 +547,17 @@ def test_a_stop_made_before_the_week_still_off_at_its_start_counts_its_hours_ins
     assert "saved *$4.50* on the bill" in everything(slack.messages)
 
 
+def midweek(now: datetime) -> datetime:
+    """The last Wednesday at 12:00 UTC before `now`: runs a week apart, and hours after them, in the same ISO weeks
+    whatever day the test runs on (the digest's post is keyed by its week)."""
+    wednesday = (now - timedelta(days=(now.weekday() - 2) % 7)).replace(hour=12)
+    return wednesday if wednesday <= now else wednesday - timedelta(days=7)
+
+
 def test_after_last_weeks_digest_ran_two_hours_late_this_weeks_saving_counts_from_where_it_ended(
     runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
 ) -> None:
+    now = midweek(now)
     # Last week's digest was retried two hours late (the scheduler retries for 6 h); it kept where it ended.
     last_run = now - timedelta(days=7) + timedelta(hours=2)
     bob = launch("g5.xlarge", "bob@example.com", "vision", now)
@@ -563,6 +571,27 @@ def test_after_last_weeks_digest_ran_two_hours_late_this_weeks_saving_counts_fro
 
     # From where last week's digest ended to bob's start: 142 h, not the 144 h of the seven days before now.
     assert "Stopped machines stayed off 142 h" in stayed_off(slack)
+
+
+def test_a_retry_that_finds_last_weeks_digest_posted_does_not_move_where_the_next_counts_from(
+    runtime: Runtime, slack: SlackStandIn, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, now: datetime
+) -> None:
+    now = midweek(now)
+    # Last week's digest posted on time; a step after its post failed, so it ran again 3 h later and found the
+    # post made: the posted digest counted to its own run, and this week's counts from there.
+    last_run = now - timedelta(days=7)
+    bob = launch("g5.xlarge", "bob@example.com", "vision", now)
+    moto_fixes.set_launch_time(bob, REGION, now - timedelta(days=1))  # bob started it yesterday
+    stopped_before_the_week(runtime, bob, now - timedelta(days=7))  # nine days before now
+    for run in (last_run, last_run + timedelta(hours=3)):
+        monkeypatch.setattr(runtime, "now", lambda run=run: run)
+        app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+    monkeypatch.setattr(runtime, "now", lambda: now)
+
+    result = app.lambda_handler(load_event("weekly_digest/weekly.json"), lambda_context, runtime=runtime)
+
+    assert result["status"] == "posted"
+    assert "Stopped machines stayed off 144 h" in stayed_off(slack)  # not the 141 h from the retry
 
 
 def test_a_stop_before_the_week_whose_machine_cloudtrail_saw_started_before_it_counts_nothing_and_is_not_unknown(

@@ -18,22 +18,34 @@ class WeekRecords:
         self.client = client
         self.table = table_name
 
-    def keep(self, account: str, start: datetime, body: str, end: datetime | None = None) -> None:
-        """The week starting `start` (a rerun of the digest replaces it), and where its digest ended (`end`: the
-        next digest's saving counts from there). Raises on a failed write."""
-        item = {
-            "pk": {"S": f"week#{account}"},
-            "sk": {"S": start.date().isoformat()},
-            "body": {"S": body},
-            "expires_at": {"N": str(int((start + KEEP).timestamp()))},
-        }
-        if end is not None:
-            item["end"] = {"S": end.isoformat()}
-        self.client.put_item(TableName=self.table, Item=item)
+    def keep(self, account: str, start: datetime, body: str) -> None:
+        """The week starting `start` (a rerun of the digest replaces its figures, never where the digest that was
+        posted ended). Raises on a failed write."""
+        self.client.update_item(
+            TableName=self.table,
+            Key={"pk": {"S": f"week#{account}"}, "sk": {"S": start.date().isoformat()}},
+            UpdateExpression="SET body = :body, expires_at = :expires",
+            ExpressionAttributeValues={
+                ":body": {"S": body},
+                ":expires": {"N": str(int((start + KEEP).timestamp()))},
+            },
+        )
+
+    def posted(self, account: str, start: datetime, end: datetime) -> None:
+        """The week starting `start` was posted by a digest that counted to `end`: the next digest's saving counts
+        from there. Written by the run that posted it only (a retry that finds it posted counted to a later
+        time, which no digest showed). Raises on a failed write."""
+        self.client.update_item(
+            TableName=self.table,
+            Key={"pk": {"S": f"week#{account}"}, "sk": {"S": start.date().isoformat()}},
+            UpdateExpression="SET #end = :end",
+            ExpressionAttributeNames={"#end": "end"},
+            ExpressionAttributeValues={":end": {"S": end.isoformat()}},
+        )
 
     def ended_before(self, account: str, start: datetime) -> datetime | None:
-        """Where the digest of the latest week starting before `start`'s day ended (within the LOOK_BACK days
-        before it), or None: no such week kept, or kept before its end was recorded. One Query."""
+        """Where the posted digest of the latest week starting before `start`'s day ended (within the LOOK_BACK
+        days before it), or None: no such week kept, or its post's end not recorded. One Query."""
         answer = self.client.query(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND sk BETWEEN :a AND :b",
@@ -48,7 +60,10 @@ class WeekRecords:
         items = answer.get("Items", [])
         if not items or "end" not in items[0]:
             return None
-        return datetime.fromisoformat(items[0]["end"]["S"])
+        try:
+            return datetime.fromisoformat(items[0]["end"]["S"])
+        except ValueError:  # not written by costguard: unknown
+            return None
 
     def between(self, account: str, start: date, end: date) -> list[str]:
         """The weeks that start in [start, end), oldest first."""

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from costguard.aws.queues import Mailbox
 from costguard.core.observability import logger, metrics
@@ -89,6 +89,8 @@ class WeeklyDigest:
             now=now,
             time_left=self.time_left,
         )
+        if report.posted:
+            self._posted(data.start, data.end)
         if kept.unsent:
             raise DigestIncomplete(f"{kept.unsent}")  # the digest went out; the retry keeps and hands it over again
         fleet = data.this_week.fleet
@@ -115,6 +117,13 @@ class WeeklyDigest:
         saving then counts the seven days to now, and the log says so)."""
         try:
             return self.records.ended_before(self.account.account, now - WEEK)
-        except ClientError as exc:
+        except (ClientError, BotoCoreError, ValueError) as exc:  # refused, timed out, or an end not a time
             logger.warning("the digest before not read: the saving counts the seven days to now", error=str(exc))
             return None
+
+    def _posted(self, start: datetime, end: datetime) -> None:
+        """Where the posted digest counted to, for the next one (not written: the next counts seven days, logged)."""
+        try:
+            self.records.posted(self.account.account, start, end)
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning("where this digest ended not kept: the next counts the seven days to it", error=str(exc))

@@ -129,7 +129,7 @@ def record_week(
     )
     unsent = []
     steps: list[tuple[str, Callable[[], None]]] = [
-        ("the week's record", lambda: records.keep(account, data.start, body, end=data.end))
+        ("the week's record", lambda: records.keep(account, data.start, body))
     ]
     if mailbox is not None:
         # The owners' parts go first: the hub reads them for the week that says how many there are.
