@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
+import pytest
+
 from costguard.core.settings import IdlePolicy
+from costguard.digest.weekly import hours
 from costguard.digest.weekly.rules.advice import Observed, Weighing, observe, observe_one, weigh
 from costguard.digest.weekly.rules.figures import InstanceWeek, settle, summarize
 from costguard.digest.weekly.rules.grid import Hour
@@ -70,3 +74,22 @@ def test_advice_weighed_a_machine_at_a_time_is_the_advice_of_the_fleet_at_once()
         (a.kind, a.suggested, a.saving_usd, a.basis) for a in at_once.schedules
     ]
     assert one_at_a_time.schedules[0].instance.hours == ()  # the advice holds no machine's hours
+
+
+class CLibrary:
+    """A C library as ctypes opens it: glibc's has malloc_trim, others none."""
+
+    def __init__(self, trims: bool) -> None:
+        self.trimmed: list[int] = []
+        if trims:
+            self.malloc_trim = self.trimmed.append
+
+
+def test_each_answer_s_freed_memory_is_handed_back_where_the_c_library_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    for trims, asked in ((True, [0]), (False, [])):
+        library = CLibrary(trims)
+        monkeypatch.setattr(ctypes, "CDLL", lambda name, opened=library: opened)
+        hours._malloc_trim.cache_clear()
+        hours.give_back()
+        assert library.trimmed == asked
+    hours._malloc_trim.cache_clear()

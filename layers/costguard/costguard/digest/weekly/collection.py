@@ -24,7 +24,7 @@ from costguard.core.settings import IdlePolicy, Mode
 from costguard.digest.gaps import gaps_of
 from costguard.digest.spend import commitment_use, weekly_spend
 from costguard.digest.weekly.dashboards import update_dashboards
-from costguard.digest.weekly.hours import iter_hours
+from costguard.digest.weekly.hours import give_back, iter_hours
 from costguard.digest.weekly.reach import read_unanswered
 from costguard.digest.weekly.restarts import RestartReader
 from costguard.digest.weekly.rules.advice import Advice, Observed, Weighed, Weighing, observe_one, spot_advice
@@ -170,6 +170,7 @@ class DigestCollector:
         data.no_activity_check = [u.instance_id for u in data.unanswered]
         data.gaps = gaps_of(errors)
         data.bill_gaps = gaps_of(bill_errors)
+        give_back()  # what the reads freed, before the sending draws its chart
         return data
 
     def _fortnight(
