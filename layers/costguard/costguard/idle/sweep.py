@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
+from functools import cache, partial
 from typing import Any, Protocol
 
 from costguard.aws.autoscaling import AutoScaling
@@ -245,6 +245,9 @@ class IdleStopper:
         pool = ThreadPoolExecutor(max_workers=NOTIFY_WORKERS, thread_name_prefix="notify")
         self.notices.expect(candidates)  # their owners' Slack ids are resolved before the first message
         running = (lambda: accelerated(self.ec2, self.policy)) if one_instance else (lambda: candidates)  # RI pools
+        # the stops still in force: asked where a profile prices a stop, and by step 15, read once (a failed read
+        # is not kept: asked again)
+        stopped = cache(lambda: kept_stopped(self.ec2, self.policy))
         bill = SweepBill(
             self.bill_reader,
             self.prices,
@@ -253,7 +256,7 @@ class IdleStopper:
             self.region,
             policy=self.policy,
             profile=self.spill,
-            stopped=lambda: kept_stopped(self.ec2, self.policy),  # the stops still in force: asked with a profile
+            stopped=stopped,
         )
 
         def act(instance: Instance, decision: Decision) -> None:  # 8. told and written by notices.act, queued
@@ -298,7 +301,7 @@ class IdleStopper:
         report.outcomes += outcomes
         report.retryable_errors += [f"{o.instance_id}: {o.detail}" for o in outcomes if o.status is Status.RETRY]
         if not one_instance and self.worth is not None and self.time_left() > REPRICE_SECONDS:  # 15.
-            reprice_stopped(self.ec2, self.policy, self.worth, bill, now)
+            reprice_stopped(self.ec2, self.policy, self.worth, bill, now, read=stopped)
         return plan.gpu_series
 
 

@@ -4,7 +4,7 @@ bill found is kept then too, in the region's profile by quarter-hour of the week
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from costguard.aws.ec2 import Ec2
@@ -16,12 +16,21 @@ from costguard.idle.reads.bill import SweepBill, kept_stopped
 from costguard.state.worth import Worth, WorthLog
 
 
-def reprice_stopped(ec2: Ec2, policy: IdlePolicy, log: WorthLog, bill: SweepBill, now: datetime) -> None:
+def reprice_stopped(
+    ec2: Ec2,
+    policy: IdlePolicy,
+    log: WorthLog,
+    bill: SweepBill,
+    now: datetime,
+    *,
+    read: Callable[[], Sequence[Instance]] | None = None,
+) -> None:
     """What the machines costguard keeps stopped save now, on the bill the sweep read (or reads now), for
-    the digest: kept once per sweep; a failed read or write is logged and the stops' own prices stand."""
-    stopped: list[Instance] | None = None
+    the digest: kept once per sweep; a failed read or write is logged and the stops' own prices stand. `read`:
+    the sweep's read of them (made once, when a profile priced its stops), else they are read here."""
+    stopped: Sequence[Instance] | None = None
     try:
-        stopped = kept_stopped(ec2, policy)
+        stopped = read() if read is not None else kept_stopped(ec2, policy)
         log.record(Worth(now, ec2.region, bill.worth(stopped)))
     except Exception as exc:  # for the digest alone: it must never cost the region its sweep
         logger.warning("stopped machines not priced again", region=ec2.region, error=str(exc)[:200])
