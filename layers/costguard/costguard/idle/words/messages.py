@@ -167,7 +167,7 @@ def _detail(decision: Decision, price: Price, hours: str | None, now: datetime, 
     it from), and what the price or the judgement lacks."""
     said = [Mrkdwn(JUDGED), *([Mrkdwn(TAGS)] if keeps else [])]
     if decision.bill is not None and _priced_apart(decision.bill):
-        said.append(safe(saving_line(decision.bill, decision.worth) + "."))
+        said.append(times_in(saving_line(decision.bill, decision.worth) + ".", now))  # its times each reader's
     elif price.source == "bundled":
         said.append(Mrkdwn("Cost is a list price: the Pricing API could not be reached."))
     if decision.gpus_from_check and decision.will_stop:
@@ -208,7 +208,7 @@ def stopped_part(
         sentence=sentence(who, instance, idle),
         line=line(who, instance, idle, cost),
         status="",
-        detail=safe(saving_line(decision.bill, decision.worth) + ".") if decision.bill is not None else "",
+        detail=times_in(saving_line(decision.bill, decision.worth) + ".", now) if decision.bill is not None else "",
         settled_sentence=settled_sentence(who, instance),
         settled_line=settled_line(who, instance, cost),
     )
