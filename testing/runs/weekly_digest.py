@@ -47,15 +47,16 @@ def floor(
     - the ledger's week and the 7 days before it (the stops still in force at the week's start): one Query
       per day partition (15: fourteen days and today); the sweeps' prices of the machines costguard kept
       stopped (`worth#<day>`): one Query per day partition (9: the day before the week, for the price a stop
-      still in force starts it at, seven days and today);
+      still in force starts it at, seven days and today); where the digest before this one ended (one Query);
     - Cost Explorer: the four commitment reports and one daily cost; one DescribeReservedInstances per
       region, one DescribeSavingsPlans;
     - the bill the idle hours are priced on (aws/billing.py): one DescribeCapacityReservations per region,
       the plans' recent use (GetSavingsPlansUtilizationDetails) and spill (a second GetSavingsPlansCoverage:
       the last two days, day by day, not the week's);
     - one PutDashboard per team per region;
-    - the week kept (one PutItem) and handed over (one SendMessage), and the owners' weeks before it (one
-      SendMessage a part of 64 KB);
+    - the week kept (one UpdateItem, which leaves where a posted digest ended) and handed over (one SendMessage),
+      and the owners' weeks before it (one SendMessage a part of 64 KB); where this digest ended, once posted
+      (one UpdateItem);
     - each Slack delivery claimed and marked done (a PutItem and an UpdateItem each: the channel post,
       its chart, each reply in its thread, each owner told), so that a retry sends nothing twice;
     - owners' Slack ids, where this account tells its owners itself (no hub): BatchGetItem 100 a call, and
@@ -79,7 +80,7 @@ def floor(
         "pricing:GetProducts": priced,
         "ssm:DescribeInstanceInformation": math.ceil(min(len(managed), len(running)) / SSM_PAGE),
         "ssm:GetServiceSetting": 1 if len(managed) < len(running) else 0,  # why the unmanaged cannot answer
-        "dynamodb:Query": 15 + 9,
+        "dynamodb:Query": 15 + 9 + 1,
         "ce:GetReservationUtilization": 1,
         "ce:GetReservationCoverage": 1,
         "ce:GetSavingsPlansUtilization": 1,
@@ -90,8 +91,8 @@ def floor(
         "ec2:DescribeReservedInstances": 1,
         "savingsplans:DescribeSavingsPlans": 1,
         "cloudwatch:PutDashboard": len({m.team for m in world.machines}),
-        "dynamodb:PutItem": 1 + deliveries,
-        "dynamodb:UpdateItem": deliveries,
+        "dynamodb:PutItem": deliveries,
+        "dynamodb:UpdateItem": deliveries + 2,
         "dynamodb:BatchGetItem": math.ceil(owners / BATCH_GET),
         "dynamodb:BatchWriteItem": math.ceil(owners / BATCH_WRITE),
         "sqs:SendMessage": 1 + owner_parts,
