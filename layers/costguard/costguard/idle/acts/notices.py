@@ -28,6 +28,7 @@ from costguard.idle.acts.delivery import (
     Dispatch,
     Telling,
     lease_length,
+    why_withdrawn,
 )
 from costguard.idle.acts.outbox import Recovered, tagged_since
 from costguard.idle.acts.owners import OwnerMessages
@@ -130,8 +131,12 @@ class SweepNotices(OwnerMessages):
             return outcome.settled(Settled(Status.IN_FLIGHT, IN_FLIGHT))
         if out_of_time(decision, told, self.time_left()):
             return outcome.settled(Settled(Status.DEFERRED, DEFERRED))
-        # A warning recorded but not tagged, or past its stop time and not carried out: completed or withdrawn now.
-        if (settled := self.shown.unkept(instance, told, decision, outcome, writes=writes, now=now)) is not None:
+        # A warning recorded but not tagged, or past its stop time and not carried out: completed or withdrawn now;
+        # one whose stop a sweep cancelled, and said so, and did not clear: cleared now, never stopped.
+        settled = self.shown.unkept(instance, told, decision, outcome, writes=writes, now=now) or cancelled_already(
+            instance, decision, outcome, writes, recovered.withdrawn.get(iid)
+        )
+        if settled is not None:
             return settled
         if reported(self.mode, decision):
             return self._report(instance, decision, outcome, now, recovered)
@@ -284,6 +289,20 @@ def withdrew(told: Notice | None, instance: Instance) -> bool:
     """Whether a withdrawal told (its record, kept for a while) is of the warning the machine carries now: a record
     of an earlier warning of it (withdrawn, then the machine warned again) tells nothing of this one."""
     return told is not None and told.at == instance.tags.get(tags.IDLE_WARNED_AT)
+
+
+def cancelled_already(
+    instance: Instance, decision: Decision, outcome: Outcome, writes: PendingWrites, cancel: Notice | None
+) -> Outcome | None:
+    """A stop decided on a warning whose stop a sweep cancelled and said so in its message ("at work after all: not
+    stopped", `cancel` its record), its clear refused or never made (the sweep ended): the tags it left are no
+    warning any more, since the message promised a warning again before any stop. Cleared now, as the cancel would
+    have (its record under the warning), and no stop. The machine's outcome; None for any other decision."""
+    if cancel is None or decision.action is not Action.STOP or not withdrew(cancel, instance):
+        return None
+    cancelled_stop = replace(outcome, action=Action.CANCEL_STOP, reason=why_withdrawn(cancel))
+    writes.clear(instance, cancelled_stop)
+    return cancelled_stop
 
 
 def by_machine(tellings: Sequence[Telling], told: Mapping[str, Settled]) -> dict[str, Settled]:
