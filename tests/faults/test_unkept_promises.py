@@ -21,7 +21,7 @@ from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, marked, notices
 from tests.faults.conftest import Killed, armed_on, kill_at, switch
 from tests.faults.test_sweep_faults import state, sweep
-from tests.integration.conftest import REGION, TABLE, answers, report, tags_of
+from tests.integration.conftest import REGION, TABLE, answers, midday, report, tags_of
 from tests.integration.test_activity_check import sweep as check_sweep
 from tests.integration.test_activity_check import warned_machine
 from tests.integration.test_idle_stopper import idle, launch, publish
@@ -221,12 +221,6 @@ def test_a_withdrawal_killed_after_its_tags_went_and_before_its_message_changed_
     assert WITHDRAWN in said or "At work again: costguard does not stop it." in said
     assert len(slack.messages) == 1  # said in place, nothing posted
     assert outbox_keys() == []
-
-
-def midday(now: datetime) -> datetime:
-    """The last 12:00 UTC at or before `now` (the team's clock, UTC here: its day, whatever hour the test runs)."""
-    noon = now.replace(hour=12, minute=0)
-    return noon if noon <= now else noon - timedelta(days=1)
 
 
 def test_a_warning_withdrawn_soon_after_an_earlier_one_of_its_machine_says_so_too(

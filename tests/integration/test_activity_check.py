@@ -37,6 +37,7 @@ from tests.integration.conftest import (
     ec2,
     invocation,
     make_runtime,
+    midday,
     report,
     ssm_client,
     tags_of,
@@ -361,10 +362,26 @@ def test_a_machine_without_the_ssm_agent_is_stopped_on_its_metrics_and_listed(
     lambda_context: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    now = midday(now)  # in its day: in its evening, its nights not watched yet, it is held
     iid = warned_machine(now)
     result = sweep(runtime, now, lambda_context, monkeypatch)
     assert result["stopped"] == [iid]
     assert result["no_activity_check"] == [iid]
+
+
+def test_a_machine_without_the_ssm_agent_whose_nights_were_never_watched_is_not_stopped_into_its_evening(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    evening = midday(now) - timedelta(hours=12)  # 00:00 UTC, the team's night: a job of its own may run
+    iid = warned_machine(evening)
+    result = sweep(runtime, evening, lambda_context, monkeypatch)
+    assert result["stopped"] == []
+    assert state_of(iid) == "running"
 
 
 def test_a_warning_is_not_sent_about_a_machine_whose_job_waits_with_its_gpu_memory(
