@@ -794,7 +794,9 @@ def run_costguard(
     def slack_clock() -> float:
         return (attempt[0].now() if attempt else fleet.now).timestamp()
 
-    slack = SlackStandIn(users=users, clock=slack_clock).start()
+    # Each person's Slack profile says their zone (users.info `tz`), as Slack's does for everyone.
+    zones = {users[m.owner]: m.zone for m in world.machines}
+    slack = SlackStandIn(users=users, zones=zones, clock=slack_clock).start()
     plan = FaultPlan(**{k: v for k, v in (faults or {}).items() if k not in ("slack", "double")}) if faults else None
     aws = FakeAws(fleet, json.dumps({"bot_token": slack.token}), plan)
     aws.nodes.cgroups = '"cg"' in (code_root / "template.yaml").read_text()  # the check of this code tree
