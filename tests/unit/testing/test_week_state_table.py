@@ -34,5 +34,6 @@ def test_a_query_is_answered_with_one_page_of_items_and_the_paginator_with_every
 def test_the_weekly_digest_reads_where_the_week_before_it_ended() -> None:
     weeks = WeekRecords(_aws().client("dynamodb"), TABLE)
     ended = datetime(2026, 11, 9, 8, 0, tzinfo=UTC)
-    weeks.keep("123456789012", datetime(2026, 11, 2, tzinfo=UTC), "{}", end=ended)
+    weeks.keep("123456789012", datetime(2026, 11, 2, tzinfo=UTC), "{}")
+    weeks.posted("123456789012", datetime(2026, 11, 2, tzinfo=UTC), ended)
     assert weeks.ended_before("123456789012", datetime(2026, 11, 9, 8, 0, tzinfo=UTC)) == ended
