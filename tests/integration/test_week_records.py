@@ -58,3 +58,11 @@ def test_an_end_that_is_not_a_time_is_unknown_not_an_error(client: Any) -> None:
         Item={"pk": {"S": f"week#{ACCOUNT}"}, "sk": {"S": START.date().isoformat()}, "end": {"S": "last monday"}},
     )
     assert weeks.ended_before(ACCOUNT, START + timedelta(days=7)) is None
+
+
+def test_a_week_posted_whose_figures_were_never_kept_is_left_out_of_the_quarter_not_an_error(client: Any) -> None:
+    weeks = WeekRecords(client, TABLE)
+    weeks.posted(ACCOUNT, START, POSTED)  # every write of its record refused, its post made
+    weeks.keep(ACCOUNT, START + timedelta(days=7), '{"week": 2}')
+    assert weeks.between(ACCOUNT, START.date(), START.date() + timedelta(days=14)) == ['{"week": 2}']
+    assert weeks.ended_before(ACCOUNT, START + timedelta(days=7)) == POSTED
