@@ -32,9 +32,14 @@ KILLED = Killed("before the clear")
 THROTTLED = ClientError({"Error": {"Code": "ThrottlingException", "Message": "storm"}}, "DeleteTags")
 
 
-@pytest.mark.parametrize("fault", [KILLED, THROTTLED], ids=["killed before DeleteTags", "DeleteTags refused"])
+@pytest.mark.parametrize(
+    ("fault", "lasting"),
+    [(KILLED, False), (THROTTLED, False), (THROTTLED, True)],
+    ids=["killed before DeleteTags", "DeleteTags refused", "DeleteTags refused for longer than a record is kept"],
+)
 def test_a_cancelled_stop_whose_clear_was_not_made_does_not_end_in_a_stop_its_message_called_off(
     fault: Exception,
+    lasting: bool,
     runtime: Runtime,
     slack: SlackStandIn,
     answers: dict[str, str | None],
@@ -70,12 +75,12 @@ def test_a_cancelled_stop_whose_clear_was_not_made_does_not_end_in_a_stop_its_me
     faulty[0] = True
     with contextlib.suppress(type(fault)):  # the sweep may end on it: what it left is the point
         sweep(runtime, now, lambda_context, monkeypatch)
-    faulty[0] = False
+    faulty[0] = lasting
     assert state(iid) == "running"
     assert tags.IDLE_WARNED_AT in tags_of(iid)  # the warning still stands on the machine
 
     answers[iid] = report()  # they logged out; the machine is idle again
-    for minutes in (15, 30):
+    for minutes in (15, 30, 45, 60) if lasting else (15, 30):  # the cancel's record is kept 40 minutes
         publish(iid, now + timedelta(minutes=minutes), gpus=[idle(), idle()])
         sweep(runtime, now + timedelta(minutes=minutes), lambda_context, monkeypatch)
     shown_cancelled = [s for s in said if CANCELLED in s]

@@ -218,7 +218,11 @@ class Recovery:
         # warning: kept for the sweep to complete or withdraw, not forgotten (its machine would be warned again,
         # and the first message left promising a stop).
         untagged = self._untagged([n for n in stale if n.kind == WARN])
-        stale = [n for n in stale if n not in untagged]
+        # A withdrawal told (a cancelled stop: "at work after all") whose clear was refused for longer than its
+        # record is kept: its running machine still carries the warning it withdrew, and the record is what keeps
+        # a sweep from stopping it on those tags (notices.cancelled_already); kept until they come off.
+        carried = self._still_carried([n for n in stale if n.kind == CANCEL])
+        stale = [n for n in stale if n not in untagged and n not in carried]
         open_ = [n for n in notices if n.status != DELIVERED]
         recovered.busy = {n.instance_id for n in open_ if n.live(now)}
         expired = [n for n in open_ if not n.live(now)]
@@ -288,6 +292,24 @@ class Recovery:
             and machine.state == "running"
             and machine.launch_time <= n.time
             and not tagged_since(machine, n.time)
+        ]
+
+    def _still_carried(self, withdrawals: list[Notice]) -> list[Notice]:
+        """The withdrawals whose running machines still carry the warning they withdrew (its warned-at); all of
+        them when EC2 cannot say (kept for a sweep that can)."""
+        if not withdrawals:
+            return []
+        try:
+            machines = {i.instance_id: i for i in self.ec2.describe([n.instance_id for n in withdrawals])}
+        except AWS_ERRORS as exc:
+            logger.warning("told withdrawals kept until their machines can be read", error=str(exc)[:200])
+            return list(withdrawals)
+        return [
+            n
+            for n in withdrawals
+            if (machine := machines.get(n.instance_id)) is not None
+            and machine.state == "running"
+            and machine.tags.get(tags.IDLE_WARNED_AT) == n.at
         ]
 
     def _keep(self, warnings: list[Notice], found: dict[str, Delivery], now: datetime) -> None:
