@@ -19,7 +19,7 @@ from costguard.runtime import Runtime
 from testing.handlers import load_event
 from testing.slack_standin import Posted, SlackStandIn
 from testing.slack_text import as_read, dates_in, marked, notices
-from tests.integration.conftest import REGION, ec2, report, tags_of
+from tests.integration.conftest import REGION, ec2, midday, report, tags_of
 from tests.integration.test_activity_check import POLICY
 from tests.integration.test_buttons import call as click_call
 from tests.integration.test_buttons import env, http_event, queued, runtime_for
@@ -247,6 +247,7 @@ def test_a_warning_withdrawn_because_the_machine_is_at_work_says_so_in_place_not
     lambda_context: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    now = midday(now)  # its day: in the evening a machine that cannot answer, its nights not watched, is held
     earlier = now - timedelta(minutes=35)
     iid = idle_machine(earlier)  # no SSM agent yet: warned on its metrics
     monkeypatch.setattr(runtime, "now", lambda: earlier)

@@ -20,7 +20,7 @@ from costguard.slack.buttons import Button
 from costguard.state.capacity import CapacityLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, dates_in
-from tests.integration.conftest import REGION, TABLE, tags_of
+from tests.integration.conftest import REGION, TABLE, report, tags_of
 from tests.integration.test_activity_check import POLICY
 from tests.integration.test_buttons import env
 from tests.integration.test_idle_stopper import idle, launch, publish, state_of, warn_tags
@@ -101,6 +101,7 @@ def test_a_warning_that_promises_no_start_offers_no_stop_and_dont_start_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     iid = launch(now)
+    answers[iid] = report()  # its check answers, nothing alive: no job, no night work it may run unseen
     publish(iid, now, gpus=[idle(48)], cpu=idle(48))
     assert sweep(runtime, now, lambda_context, monkeypatch, policy=POLICY)["warned"] == [iid]
     [warning] = slack.messages
