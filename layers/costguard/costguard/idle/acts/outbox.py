@@ -217,12 +217,11 @@ class Recovery:
         # A warning told whose tags never made it (refused for longer than its record is kept) is still the
         # warning: kept for the sweep to complete or withdraw, not forgotten (its machine would be warned again,
         # and the first message left promising a stop).
-        untagged = self._untagged([n for n in stale if n.kind == WARN])
         # A withdrawal told (a cancelled stop: "at work after all") whose clear was refused for longer than its
         # record is kept: its running machine still carries the warning it withdrew, and the record is what keeps
         # a sweep from stopping it on those tags (notices.cancelled_already); kept until they come off.
-        carried = self._still_carried([n for n in stale if n.kind == CANCEL])
-        stale = [n for n in stale if n not in untagged and n not in carried]
+        kept = self._still_standing([n for n in stale if n.kind in (WARN, CANCEL)])
+        stale = [n for n in stale if n not in kept]
         open_ = [n for n in notices if n.status != DELIVERED]
         recovered.busy = {n.instance_id for n in open_ if n.live(now)}
         expired = [n for n in open_ if not n.live(now)]
@@ -274,42 +273,30 @@ class Recovery:
                 self.outbox.remove(standing)
         return [r for r in records if r not in standing]
 
-    def _untagged(self, warnings: list[Notice]) -> list[Notice]:
-        """The warnings whose machines run, since before them, without their tags or a later warning's (an older
-        warning's tags are not theirs: its message promised no stop, say); all of them when EC2 cannot say (kept
-        for a sweep that can)."""
-        if not warnings:
+    def _still_standing(self, records: list[Notice]) -> list[Notice]:
+        """Of stale warnings and withdrawals told, those still standing, their machines read in one call: a warning
+        whose machine runs, since before it, without its tags or a later warning's (an older warning's tags are not
+        its: its message promised no stop, say); a withdrawal whose running machine still carries the warning it
+        withdrew (its warned-at). All of them when EC2 cannot say (kept for a sweep that can)."""
+        if not records:
             return []
         try:
-            machines = {i.instance_id: i for i in self.ec2.describe([n.instance_id for n in warnings])}
+            machines = {i.instance_id: i for i in self.ec2.describe([n.instance_id for n in records])}
         except AWS_ERRORS as exc:
             logger.warning("told warnings kept until their machines can be read", error=str(exc)[:200])
-            return list(warnings)
-        return [
-            n
-            for n in warnings
-            if (machine := machines.get(n.instance_id)) is not None
-            and machine.state == "running"
-            and machine.launch_time <= n.time
-            and not tagged_since(machine, n.time)
-        ]
+            return list(records)
 
-    def _still_carried(self, withdrawals: list[Notice]) -> list[Notice]:
-        """The withdrawals whose running machines still carry the warning they withdrew (its warned-at); all of
-        them when EC2 cannot say (kept for a sweep that can)."""
-        if not withdrawals:
-            return []
-        try:
-            machines = {i.instance_id: i for i in self.ec2.describe([n.instance_id for n in withdrawals])}
-        except AWS_ERRORS as exc:
-            logger.warning("told withdrawals kept until their machines can be read", error=str(exc)[:200])
-            return list(withdrawals)
+        def standing(n: Notice, machine: Instance) -> bool:
+            if n.kind == WARN:
+                return machine.launch_time <= n.time and not tagged_since(machine, n.time)
+            return machine.tags.get(tags.IDLE_WARNED_AT) == n.at
+
         return [
             n
-            for n in withdrawals
+            for n in records
             if (machine := machines.get(n.instance_id)) is not None
             and machine.state == "running"
-            and machine.tags.get(tags.IDLE_WARNED_AT) == n.at
+            and standing(n, machine)
         ]
 
     def _keep(self, warnings: list[Notice], found: dict[str, Delivery], now: datetime) -> None:
