@@ -11,9 +11,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from testing.killpoints import Killed, KillSwitch, installed
+from testing.slack_text import as_read
 from tests.integration.conftest import aws, now, runtime, slack  # noqa: F401 (the integration fixtures)
 
-__all__ = ["Killed", "armed_on", "kill_at", "refuse", "switch"]
+__all__ = ["Killed", "armed_on", "kill_at", "refuse", "said_from_now", "switch"]
 
 
 @pytest.fixture
@@ -40,6 +41,23 @@ def armed_on(switch: KillSwitch, point: str, *, after: bool = False) -> Iterator
             yield
     finally:
         switch.call = original  # type: ignore[method-assign]
+
+
+def said_from_now(
+    monkeypatch: pytest.MonkeyPatch, standin: Any, methods: tuple[str, ...] = ("chat.update", "chat.postMessage")
+) -> list[str]:
+    """What costguard's messages say from now on (their blocks as read), each time a call of `methods` is made to
+    the Slack stand-in: a fault test watches what a faulty sweep showed."""
+    said: list[str] = []
+    original = standin._api
+
+    def watched(method: str, args: Any) -> Any:
+        if method in methods:
+            said.append(as_read(args.get("blocks")))
+        return original(method, args)
+
+    monkeypatch.setattr(standin, "_api", watched)
+    return said
 
 
 def kill_at(client: Any, operation: str, *, after: bool = False, times: int = 1, skip: int = 0) -> list[int]:

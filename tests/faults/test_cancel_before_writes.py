@@ -18,7 +18,7 @@ from costguard.idle.sweep import idle_stopper  # noqa: F401
 from costguard.runtime import Runtime
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, notices
-from tests.faults.conftest import Killed
+from tests.faults.conftest import Killed, said_from_now
 from tests.faults.test_sweep_faults import state
 from tests.faults.test_unkept_promises import PROMISE
 from tests.integration.conftest import REGION, answers, report, tags_of
@@ -60,15 +60,7 @@ def test_a_cancelled_stop_whose_clear_was_not_made_does_not_end_in_a_stop_its_me
             raise fault
 
     runtime.client("ec2", REGION).meta.events.register("before-call.ec2.DeleteTags", clear)
-    said: list[str] = []  # watched from the faulty sweep on: what its messages say, edited or posted
-    original = slack._api
-
-    def watched(method: str, args: Any) -> Any:
-        if method in ("chat.update", "chat.postMessage"):
-            said.append(as_read(args.get("blocks")))
-        return original(method, args)
-
-    monkeypatch.setattr(slack, "_api", watched)
+    said = said_from_now(monkeypatch, slack)  # from the faulty sweep on: what its messages say, edited or posted
     # at its stop time, someone typed on it a minute ago: the stop is cancelled, and its clear is not made
     answers[iid] = report(sessions=[{"tty": "pts/1", "idle_s": 50}])
     publish(iid, now, gpus=[idle(), idle()])

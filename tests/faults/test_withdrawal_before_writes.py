@@ -17,7 +17,7 @@ from costguard.idle.sweep import idle_stopper  # noqa: F401
 from costguard.runtime import Runtime
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, notices
-from tests.faults.conftest import Killed
+from tests.faults.conftest import Killed, said_from_now
 from tests.faults.test_sweep_faults import state, sweep
 from tests.faults.test_unkept_promises import PROMISE, WITHDRAWN
 from tests.integration.conftest import REGION, tags_of
@@ -63,15 +63,7 @@ def test_a_withdrawal_whose_clear_was_not_made_does_not_end_in_a_stop_its_messag
     for minutes in (-30, -15):  # the fortnight unread: the warning stands past its stop time
         publish(iid, now + timedelta(minutes=minutes), gpus=[idle(3), idle(3)])
         sweep(runtime, now + timedelta(minutes=minutes), lambda_context, monkeypatch)
-    updates: list[str] = []  # watched from the faulty sweep on: it must not show the withdrawal either
-    original = slack._api
-
-    def watched(method: str, args: Any) -> Any:
-        if method == "chat.update":
-            updates.append(str(args.get("blocks")))
-        return original(method, args)
-
-    monkeypatch.setattr(slack, "_api", watched)
+    updates = said_from_now(monkeypatch, slack, ("chat.update",))  # from the faulty sweep on: not the withdrawal either
     # the sweep that withdraws the overdue warning: it ends, or its DeleteTags is refused, before the clear
     publish(iid, now, gpus=[idle(3), idle(3)])
     faulty[0] = True
