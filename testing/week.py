@@ -989,6 +989,11 @@ def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:
         "costguard_starts": fleet.costguard_starts,
         "exempted": fleet.exempted,
         "ledger": ledger,
+        "spill_profiles": [  # what the sweeps learned of the bill's week, by quarter-hour (state/spill.py)
+            {k: next(iter(v.values())) for k, v in item.items()}
+            for item in aws.dynamodb.items()
+            if item["pk"]["S"].startswith("spill#")
+        ],
     }
 
 
