@@ -438,3 +438,61 @@ def test_a_blind_box_whose_owners_day_work_is_the_teams_evening_is_held_for_the_
     assert found.zone == "Europe/Berlin"
     decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
     assert decided.start_at == MONDAY.replace(hour=16, minute=45)  # started before its Berlin evening
+
+
+KOLKATA_OWNER_UTC_TEAM = ("Asia/Kolkata", "UTC")
+
+
+def kolkata_persons_machine(now: datetime) -> tuple[list[Quarter], list[datetime], list[datetime]]:
+    """Deployed on a Sunday; stopped by costguard overnight, started by its person at 05:15 UTC on Monday (10:45
+    in Kolkata) for a run, stopped after it and started by costguard at 17:45 UTC for the team's night; on
+    Tuesday its person's run began at 04:25 UTC (09:55 in Kolkata) on the machine left running. Quarters, the
+    starts people made, costguard's starts."""
+    person = MONDAY.replace(hour=5, minute=15)
+    ours = MONDAY.replace(hour=17, minute=45)
+    runs = [(person, timedelta(hours=7)), (MONDAY.replace(hour=4, minute=30) + timedelta(days=1), timedelta(hours=3))]
+    off = [
+        (MONDAY.replace(minute=30), timedelta(hours=4, minutes=45)),
+        (MONDAY.replace(hour=15), ours - MONDAY.replace(hour=15)),
+    ]
+    return [q for q in fortnight(now, runs, off=off) if q.at >= SUNDAY], [person], [ours]
+
+
+def test_a_persons_morning_run_in_kolkata_on_a_machine_costguard_started_is_not_night_work_on_utc() -> None:
+    now = MONDAY + timedelta(days=1, hours=10)  # Tuesday 15:30 in Kolkata: the run is over, the machine idle
+    quarters, people, ours = kolkata_persons_machine(now)
+    assert night_work(quarters, people, now, "UTC", ours=ours) is not None  # read on the team's clock alone
+    assert on_its_clocks(quarters, people, now, KOLKATA_OWNER_UTC_TEAM, ours=ours) is None
+    decided = with_night_work(warn(now), None, POLICY, now, may_start=True)
+    assert (decided.action, decided.start_at) == (Action.WARN, None)  # stopped, and started by its person
+
+
+def test_a_persons_machine_in_kolkata_is_not_held_through_the_teams_unwatched_night() -> None:
+    now = MONDAY + timedelta(hours=13)  # Monday 18:30 in Kolkata, after the person's run: no weekday night seen
+    quarters, people, _ = kolkata_persons_machine(now)
+    assert on_its_clocks(quarters, [], now, KOLKATA_OWNER_UTC_TEAM) is not None  # nobody's start: held on UTC
+    assert on_its_clocks(quarters, people, now, KOLKATA_OWNER_UTC_TEAM) is None
+
+
+def test_a_person_start_without_work_after_it_does_not_make_a_utc_nightly_box_a_persons_machine() -> None:
+    now = MONDAY + timedelta(days=2, hours=14)
+    nights = [pipeline_night(MONDAY, 2, 1), pipeline_night(MONDAY + timedelta(days=1), 2, 1)]  # 07:30 in Kolkata
+    started_idle = [MONDAY.replace(hour=8)]  # 13:30 in Kolkata: no work after it
+    found = on_its_clocks(fortnight(now, nights), started_idle, now, KOLKATA_OWNER_UTC_TEAM)
+    assert found is not None
+    assert (found.zone, len(found.nights)) == ("UTC", 2)
+
+
+def test_a_person_whose_run_began_at_their_evening_keeps_the_night_work_of_their_clock() -> None:
+    # A person in New York starts the box at 19:00 (their evening) for a run: not their day's work; the box's own
+    # job at 01:00 there, three nights, still holds it.
+    days = [MONDAY + timedelta(days=d) for d in range(3)]
+    jobs = [(d.replace(hour=6), timedelta(hours=1)) for d in days]
+    now = MONDAY + timedelta(days=2, hours=14)
+    person = MONDAY.replace(hour=23)
+    quarters = fortnight(
+        now, [*jobs, (person, timedelta(hours=2))], off=[(MONDAY.replace(hour=20), timedelta(hours=3))]
+    )
+    found = on_its_clocks(quarters, [person], now, ("America/New_York", "UTC"))
+    assert found is not None
+    assert found.zone == "America/New_York"

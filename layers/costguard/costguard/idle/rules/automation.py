@@ -185,10 +185,12 @@ def night_work(
     *,
     ours: Sequence[datetime] = (),
     blind: bool = True,
+    theirs: str | None = None,
 ) -> NightWork | None:
     """Its night work, if any night of the data had such work and fewer than QUIET_NIGHTS nights have passed
     since (`people`: the starts people made; `ours`: costguard's own, before its evening, which leave it
-    running for its night as surely as nobody stopping it would)."""
+    running for its night as surely as nobody stopping it would; `theirs`: the clock of a person whose work
+    comes in their day on it (`persons_day_work`): work begun in their day is theirs, not the machine's own)."""
     clock = ZoneInfo(zone)
     known = {q.at: q.busy for q in quarters}
     found: dict[date, list[timedelta]] = {}
@@ -198,6 +200,8 @@ def night_work(
         evening = datetime.combine(day, EVENING, tzinfo=clock)
         if local.time() < EVENING and local.time() >= NIGHT_ENDS:
             continue  # the day's work: its person's
+        if theirs is not None and in_the_day(began, theirs):
+            continue  # its person's day on their clock: their work, whatever this clock calls the hour
         before = [began - k * QUARTER for k in range(1, int(RUNNING_BEFORE / QUARTER) + 1)]
         brought = any(evening.astimezone(UTC) - 2 * RUNNING_BEFORE <= o <= began for o in ours)
         if not brought and any(known.get(t) is not False for t in before):
@@ -233,12 +237,37 @@ def on_its_clocks(
     first on a tie), and every other clock on which such work was seen with it (`others`): a job on its owner's
     clock and another on the team's each hold it. While no weekday night of it was watched, `unwatched_nights` on
     its owner's clock, or where work of their day was seen there, on the next clock on which that work was not of
-    the day (work begun at 13:00 in New York is a Berlin team's evening, and may be its job)."""
-    found = [n for z in zones if (n := night_work(quarters, people, now, z, ours=ours)) is not None]
+    the day (work begun at 13:00 in New York is a Berlin team's evening, and may be its job). A machine a person
+    started for work in their day (`persons_day_work`) is theirs: work begun in their day is not read as another
+    clock's night work, and its unwatched nights are read on their clock alone."""
+    theirs = zones[0] if zones and persons_day_work(quarters, people, zones[0]) else None
+    found = [
+        n
+        for z in zones
+        if (n := night_work(quarters, people, now, z, ours=ours, theirs=None if z == theirs else theirs)) is not None
+    ]
     if not found:
-        return next((n for z in zones if (n := unwatched_nights(quarters, now, z)) is not None), None)
+        read = zones[:1] if theirs is not None else zones  # a person's machine: their clock's nights alone
+        return next((n for z in read if (n := unwatched_nights(quarters, now, z)) is not None), None)
     first = max(found, key=lambda n: len(n.nights))  # max keeps the first of equals
     return replace(first, others=tuple(n for n in found if n is not first))
+
+
+def in_the_day(at: datetime, zone: str) -> bool:
+    """Whether `at` falls in the day (NIGHT_ENDS to EVENING) on the clock of `zone`."""
+    return NIGHT_ENDS <= at.astimezone(ZoneInfo(zone)).time() < EVENING
+
+
+def persons_day_work(quarters: Sequence[Quarter], people: Sequence[datetime], zone: str) -> bool:
+    """Whether a person started the machine for work in their day on their clock (`zone`): work began within
+    RUNNING_BEFORE after a start people made, between NIGHT_ENDS and EVENING there. Such a machine's work comes
+    with its person (their Monday's run, started at their desk): work begun in their day on a later morning, on
+    the machine costguard started for the night, is theirs too, and not work of its own on another clock's night
+    (10:00 in Kolkata is 04:30 UTC)."""
+    return any(
+        in_the_day(began, zone) and any(began - RUNNING_BEFORE <= p <= began for p in people)
+        for began in work_starts(quarters)
+    )
 
 
 def with_night_work(
