@@ -444,13 +444,16 @@ KOLKATA_OWNER_UTC_TEAM = ("Asia/Kolkata", "UTC")
 
 
 def kolkata_persons_machine(now: datetime) -> tuple[list[Quarter], list[datetime], list[datetime]]:
-    """Deployed on a Sunday; stopped by costguard overnight, started by its person at 05:15 UTC on Monday (10:45
+    """Deployed on a Sunday; stopped by costguard overnight, started by its person at 05:20 UTC on Monday (10:50
     in Kolkata) for a run, stopped after it and started by costguard at 17:45 UTC for the team's night; on
     Tuesday its person's run began at 04:25 UTC (09:55 in Kolkata) on the machine left running. Quarters, the
     starts people made, costguard's starts."""
-    person = MONDAY.replace(hour=5, minute=15)
+    person = MONDAY.replace(hour=5, minute=20)  # within the quarter-hour of 05:15, the first one busy
     ours = MONDAY.replace(hour=17, minute=45)
-    runs = [(person, timedelta(hours=7)), (MONDAY.replace(hour=4, minute=30) + timedelta(days=1), timedelta(hours=3))]
+    runs = [
+        (MONDAY.replace(hour=5, minute=15), timedelta(hours=7)),
+        (MONDAY.replace(hour=4, minute=30) + timedelta(days=1), timedelta(hours=3)),
+    ]
     off = [
         (MONDAY.replace(minute=30), timedelta(hours=4, minutes=45)),
         (MONDAY.replace(hour=15), ours - MONDAY.replace(hour=15)),

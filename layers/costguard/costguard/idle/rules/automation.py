@@ -264,8 +264,9 @@ def persons_day_work(quarters: Sequence[Quarter], people: Sequence[datetime], zo
     with its person (their Monday's run, started at their desk): work begun in their day on a later morning, on
     the machine costguard started for the night, is theirs too, and not work of its own on another clock's night
     (10:00 in Kolkata is 04:30 UTC)."""
+    # A quarter-hour is stamped with its beginning: work in the quarter of 05:15 may follow a start at 05:20.
     return any(
-        in_the_day(began, zone) and any(began - RUNNING_BEFORE <= p <= began for p in people)
+        in_the_day(began, zone) and any(began - RUNNING_BEFORE <= p < began + QUARTER for p in people)
         for began in work_starts(quarters)
     )
 
