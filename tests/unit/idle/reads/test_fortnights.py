@@ -45,3 +45,52 @@ def test_a_blind_machines_nights_are_read_on_the_clock_its_owner_set_in_slack() 
     found = learner.past(decided, {}, NOW, blind={"i-1"}, zones={"i-1": "America/New_York"})["i-1"].night
     assert found is not None
     assert (found.zone, found.nights) == ("America/New_York", (datetime(2026, 11, 23).date(),))
+
+
+MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
+PERSON = MONDAY.replace(hour=5, minute=20)  # 10:50 in Kolkata: its person starts it for a run
+
+
+class PersonsMornings:
+    """CloudWatch: a machine stopped until its person's start on Monday, at work until 12:15, stopped again from
+    15:00 until costguard's start at 17:45, and at work on Tuesday from 04:30 (10:00 in Kolkata)."""
+
+    def fetch(self, refs: Any, start: datetime, end: datetime, *, period: int | None = None) -> Any:
+        at, points = MONDAY - timedelta(days=1), []
+        while at < end:
+            off = at < MONDAY.replace(hour=5, minute=15) or MONDAY.replace(hour=15) <= at < MONDAY.replace(
+                hour=17, minute=45
+            )
+            busy = MONDAY.replace(hour=5, minute=15) <= at < MONDAY.replace(hour=12, minute=15) or MONDAY + timedelta(
+                hours=28, minutes=30
+            ) <= at < MONDAY + timedelta(hours=31, minutes=30)
+            if not off or at < MONDAY:
+                points.append((at, 100.0 if busy else 2.0))
+            at += QUARTER
+        return {ref: points if ref.signal is Signal.BUSIEST_CORE else [(t, 1.0) for t, _ in points] for ref in refs}, {}
+
+
+class PersonStarted(Nothing):
+    def changes_of(self, ids: Any) -> dict[str, list[Any]]:
+        return {i: [(PERSON, "running")] for i in ids}
+
+
+def test_a_blind_machine_its_owner_keeps_for_its_runs_is_not_taken_for_their_persons_machine() -> None:
+    now = MONDAY + timedelta(days=1, hours=10)
+    learner = Learner(metrics=PersonsMornings(), history=PersonStarted(), starts=Nothing(), policy=IdlePolicy())  # type: ignore[arg-type]
+    zones = {"i-1": "Asia/Kolkata"}
+    persons = Instance("i-1", "us-east-1", "g5.xlarge", "running", MONDAY.replace(hour=17, minute=45))
+    decided = [(persons, Decision("i-1", Action.WARN, "idle", stop_after=now + timedelta(minutes=30)))]
+    assert learner.past(decided, {}, now, blind={"i-1"}, zones=zones)["i-1"].night is None  # its person's mornings
+    kept = Instance(
+        "i-1",
+        "us-east-1",
+        "g5.xlarge",
+        "running",
+        MONDAY.replace(hour=17, minute=45),
+        tags={"costguard:keep-for-runs": "on"},
+    )
+    decided = [(kept, Decision("i-1", Action.WARN, "idle", stop_after=now + timedelta(minutes=30)))]
+    found = learner.past(decided, {}, now, blind={"i-1"}, zones=zones)["i-1"].night
+    assert found is not None
+    assert found.zone == "UTC"

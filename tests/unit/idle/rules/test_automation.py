@@ -499,3 +499,13 @@ def test_a_person_whose_run_began_at_their_evening_keeps_the_night_work_of_their
     found = on_its_clocks(quarters, [person], now, ("America/New_York", "UTC"))
     assert found is not None
     assert found.zone == "America/New_York"
+
+
+def test_a_machine_its_owner_keeps_for_its_runs_keeps_its_night_work_on_utc_after_their_own_start() -> None:
+    # Its owner started it in their day after a run failed, then asked costguard to keep it for its runs: their
+    # word that it has runs of its own outranks what their start suggests.
+    now = MONDAY + timedelta(days=1, hours=10)
+    quarters, people, ours = kolkata_persons_machine(now)
+    found = on_its_clocks(quarters, people, now, KOLKATA_OWNER_UTC_TEAM, ours=ours, for_runs=True)
+    assert found is not None
+    assert found.zone == "UTC"

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
 from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
 from costguard.core import formatting
-from costguard.core.keeping import starts_declined
+from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
@@ -93,7 +93,8 @@ class Learner:
                 if iid in blind:
                     team = self.policy.team_timezone
                     mine = list(dict.fromkeys([owners_clock(zones.get(iid, ""), team), team]))
-                    night = on_its_clocks(quarters[iid], people, now, mine, ours=records[iid].started())
+                    ours, for_runs = records[iid].started(), kept_for_runs(instance.tags)
+                    night = on_its_clocks(quarters[iid], people, now, mine, ours=ours, for_runs=for_runs)
                 elif iid in clocks:
                     ours, clock = records[iid].started(), clocks[iid]
                     night = night_work(quarters[iid], people, now, clock, ours=ours, blind=False)

@@ -231,6 +231,7 @@ def on_its_clocks(
     zones: Sequence[str],
     *,
     ours: Sequence[datetime] = (),
+    for_runs: bool = False,
 ) -> NightWork | None:
     """A machine that cannot answer: its nights read on each clock its jobs may follow (its owner's first, then the
     team's: a box's clock is its owners' or a server's). The clock on which more nights had such work first (the
@@ -239,8 +240,10 @@ def on_its_clocks(
     its owner's clock, or where work of their day was seen there, on the next clock on which that work was not of
     the day (work begun at 13:00 in New York is a Berlin team's evening, and may be its job). A machine a person
     started for work in their day (`persons_day_work`) is theirs: work begun in their day is not read as another
-    clock's night work, and its unwatched nights are read on their clock alone."""
-    theirs = zones[0] if zones and persons_day_work(quarters, people, zones[0]) else None
+    clock's night work, and its unwatched nights are read on their clock alone; unless its owner keeps it for its
+    runs (`for_runs`: their word that it has runs of its own, which their start after a failed one does not undo)."""
+    person = bool(zones) and not for_runs and persons_day_work(quarters, people, zones[0])
+    theirs = zones[0] if person else None
     found = [
         n
         for z in zones
