@@ -364,6 +364,32 @@ def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new
         )
 
 
+def test_a_machine_stopped_before_the_morning_the_spill_was_learned_and_off_since_takes_its_share_a_week_on() -> None:
+    # The spill of last Tuesday's 08:00-10:00 ($30/h) was learned while costguard kept a p4d stopped since that
+    # night (counted as running). It is still off a week later, with no start promised: its share of the morning
+    # is taken first, as it was counted, and a new stop off until 10:00 saves the $8.04/h left (before: priced on
+    # the whole $30/h, the stops of the second Monday after a deploy saved nothing). A p4d stopped four days before
+    # that morning was not counted then: it takes nothing now.
+    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
+    week = SpillProfile("us-east-1")
+    moment = datetime(2026, 11, 17, tzinfo=UTC)
+    while moment < datetime(2026, 11, 18, tzinfo=UTC):
+        week = week.learned({"sp:Compute": 30.0 if 8 <= moment.hour < 10 else 0.0}, moment)
+        moment += SLOT
+    log.write(week, moment)
+    night = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
+    stop = Decision(FLEET[0].instance_id, Action.STOP, "idle", start_at=night + timedelta(hours=8))
+    counted_then = [kept_off(5, datetime(2026, 11, 17, 2, 0, tzinfo=UTC))]
+    [(_, after)] = swept(night, FLEET[:2], log, counted_then).priced([(FLEET[0], stop)])
+    assert after.worth is not None
+    assert after.worth.usd == round(2 * (30.0 - 21.96), 2)
+    assert "1 machine costguard keeps stopped already takes $28 of that spill" in after.worth.text()
+    not_counted_then = [kept_off(6, datetime(2026, 11, 13, 2, 0, tzinfo=UTC))]
+    [(_, alone)] = swept(night, FLEET[:2], log, not_counted_then).priced([(FLEET[0], stop)])
+    assert alone.worth is not None
+    assert alone.worth.usd == round(2 * 21.96, 2)
+
+
 def test_a_profiled_stop_is_priced_on_this_hour_when_the_machines_costguard_keeps_stopped_cannot_be_read() -> None:
     log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
     week = SpillProfile("us-east-1")

@@ -15,6 +15,7 @@ from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.pipeline import stepped
 from costguard.idle.rules.trail import Rule
 from costguard.idle.rules.worth import (
+    LONGEST_OFF,
     in_force,
     judged,
     off_until,
@@ -292,6 +293,22 @@ def test_a_machine_kept_stopped_is_expected_off_until_its_start_at_else_its_owne
     assert stopped_until(plain, POLICY, now) == MONDAY + timedelta(hours=8)  # the team's hours open
     past = replace(p4d(3), state="stopped", tags={tags.START_AT: (now - timedelta(hours=2)).isoformat()})
     assert stopped_until(past, POLICY, now) == MONDAY + timedelta(hours=8)
+
+
+def test_a_machine_stopped_days_ago_that_nobody_started_stays_off_over_the_hours_a_week_ago_counted_it() -> None:
+    # Stopped on Tuesday 02:00, five days before Sunday 02:00 (past LONGEST_OFF, no start promised): nobody wanted it
+    # back through two working days, so it is taken as off to the horizon (not back at Monday 08:00), and only to
+    # the quarter-hours the sweeps a week before learned gross of it: its stop's week and LONGEST_OFF on.
+    now = SATURDAY + timedelta(days=1, hours=2)
+    five_days = replace(
+        p4d(1), state="stopped", tags={tags.STOPPED_AT: (now - timedelta(days=5)).isoformat()}, launch_time=TUESDAY
+    )
+    assert stopped_until(five_days, POLICY, now) == now + LONGEST_OFF
+    nine_days = replace(five_days, tags={tags.STOPPED_AT: (now - timedelta(days=9)).isoformat()})
+    nine_days = replace(nine_days, launch_time=now - timedelta(days=10))
+    assert stopped_until(nine_days, POLICY, now) == now - timedelta(days=9) + timedelta(days=7) + LONGEST_OFF
+    last_night = replace(five_days, tags={tags.STOPPED_AT: (now - timedelta(hours=4)).isoformat()})
+    assert stopped_until(last_night, POLICY, now) == MONDAY + timedelta(hours=8)  # the team's hours open
 
 
 def test_with_no_machine_kept_stopped_a_stop_is_priced_and_said_as_before() -> None:

@@ -43,6 +43,7 @@ from costguard.idle.rules.restarts import costguards_stop
 from costguard.idle.rules.worth import (
     LONGEST_OFF,
     InForce,
+    counted_until,
     in_force,
     judged,
     over_its_off_period,
@@ -134,7 +135,7 @@ class SweepBill:
         if self.stopped is None or billing is None or self.policy is None:
             return InForce()
         try:
-            stopped = lately(self.stopped(), self.now)
+            stopped = counted(self.stopped(), self.now)
         except Exception as exc:  # priced on this hour, as with no profile: never the sweep's end
             logger.warning("stopped machines not read: priced on this hour", region=self.region, error=str(exc)[:200])
             return None
@@ -218,12 +219,25 @@ def kept_stopped(ec2: Ec2, policy: IdlePolicy) -> list[Instance]:
 
 
 def lately(stopped: Sequence[Instance], now: datetime) -> list[Instance]:
-    """The machines costguard keeps stopped that are expected back: those the spill profile is learned gross of,
-    and that take their share of it while they are off. Expected back: a start costguard promised (`start-at`)
+    """The machines costguard keeps stopped that are expected back: those the spill profile is learned gross of
+    now (they take their share of it while they are off, as do those it counted a week ago: `counted`).
+    Expected back: a start costguard promised (`start-at`)
     still to come, or a stop within LONGEST_OFF of now. One stopped longer ago with no start promised is not
     expected back by anything costguard knows: counted as running, it would swell the learned spill for good
     (every stop would then look worth more than the bill saves)."""
     return [i for i in stopped if _expected_back(i, now)]
+
+
+def counted(stopped: Sequence[Instance], now: datetime) -> list[Instance]:
+    """The machines costguard keeps stopped that the profile's quarter-hours to come were learned gross of, and
+    that take their share of them (`worth.in_force`): those expected back now (`lately`), and those stopped
+    longer ago that the sweeps a week before still counted as running (`worth.counted_until`)."""
+    return [i for i in stopped if _expected_back(i, now) or _counted_a_week_ago(i, now)]
+
+
+def _counted_a_week_ago(instance: Instance, now: datetime) -> bool:
+    stopped_at = costguards_stop(instance)
+    return stopped_at is not None and counted_until(stopped_at) > now
 
 
 def _expected_back(instance: Instance, now: datetime) -> bool:

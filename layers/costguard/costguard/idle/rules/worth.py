@@ -14,9 +14,10 @@ times how often a stop is undone (UNDO_RATE). A region with no profile yet is pr
 
 The profile is learned gross of costguard's own stops: what would have spilled had the machines costguard kept
 stopped then been running (`SweepBill.spill_found`). So every stop still in force takes its share first, over the
-hours it is expected to stay off (`in_force`), then this sweep's stops in turn (`Taken`). Learned net of them, the
-stops of earlier sweeps could not be told apart from those already off the week before; priced on a spill they
-had taken, the thirtieth stop of a Saturday believed Monday's whole spill its own.
+hours it is expected to stay off (`in_force`), and so does every machine still off that the quarter-hours to come
+were learned gross of a week before (`counted_until`); then this sweep's stops in turn (`Taken`). Learned net of
+them, the stops of earlier sweeps could not be told apart from those already off the week before; priced on a
+spill they had taken, the thirtieth stop of a Saturday believed Monday's whole spill its own.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.capacity import owners_hours
 from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.money import NOT_FOR_MONEY, PRICED, priced
-from costguard.idle.rules.restarts import cold_start_usd, undone_stop
+from costguard.idle.rules.restarts import cold_start_usd, costguards_stop, undone_stop
 
 # The longest off-period a stop is priced over when nothing says when the machine is wanted again (a Friday
 # evening's stop reaches Monday's morning).
@@ -42,6 +43,7 @@ LONGEST_OFF = timedelta(hours=72)
 # stop is worth making when it saves more than this share of a cold start. (A machine whose person undid a stop
 # is held apart: restarts.held_after_undo.)
 UNDO_RATE = 0.1
+WEEK = timedelta(days=7)  # the profile's quarter-hours are the week before's
 _HOURS = SLOT / timedelta(hours=1)
 
 # What was taken off a layer's spill at a quarter-hour of the week by stops decided before in the same sweep
@@ -107,9 +109,26 @@ def undone_after(instance: Instance, policy: IdlePolicy) -> timedelta | None:
 
 
 def stopped_until(instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
-    """When a machine costguard keeps stopped is expected to run again, as `off_until` from now: the start its
-    start-at promises, else its owner's next working hours."""
-    return _until(formatting.parse_time(instance.tags.get(tags.START_AT)), instance, policy, now)
+    """How long a machine costguard keeps stopped takes its share of the profile's spill, from now: until it is
+    expected to run again: the start its start-at promises, else its owner's next working hours. One stopped
+    longer than LONGEST_OFF ago with no start promised, that nobody wanted back since, stays off to the horizon,
+    and takes only over the quarter-hours the profile learned gross of it (`counted_until`)."""
+    start_at = formatting.parse_time(instance.tags.get(tags.START_AT))
+    stopped_at = costguards_stop(instance)
+    promised = start_at is not None and start_at > now
+    if not promised and stopped_at is not None and now - stopped_at > LONGEST_OFF:
+        return min(now + LONGEST_OFF, counted_until(stopped_at))
+    return _until(start_at, instance, policy, now)
+
+
+def counted_until(stopped_at: datetime) -> datetime:
+    """The last quarter-hour of the week to come whose spill was learned gross of a machine costguard stopped at
+    `stopped_at`: the profile's quarter-hour is last week's, and a week ago the sweeps counted a stopped machine
+    as running only within LONGEST_OFF of its stop (`reads.bill.lately`). Counted while it was, it must take its
+    share again now, however long it has been off: taken only while it was expected back, the machines stopped
+    on the first Monday after a deploy, off all week, left that Monday's learned spill to the next Monday's
+    stops, and each of them saved nothing."""
+    return stopped_at + WEEK + LONGEST_OFF
 
 
 def _until(start_at: datetime | None, instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
