@@ -193,7 +193,8 @@ class Fleet:
                 iid = machine.instance_id
                 failed = machine.automation and not self.running[iid][self.index] and machine.slots[self.index].work
                 if failed and iid not in self.restart_at:  # the job failed: its owner hears of it at their desk
-                    self.restart_at[iid] = next_office_slot(self.world, machine, self.index)
+                    # ... after it failed (the next slot at the earliest): its slot stays stopped, an interruption
+                    self.restart_at[iid] = max(next_office_slot(self.world, machine, self.index), self.index + 1)
             for instance_id, at in list(self.restart_at.items()):
                 if at <= self.index:
                     self.start(instance_id, by_owner=True)
