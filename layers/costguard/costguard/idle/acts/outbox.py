@@ -281,9 +281,10 @@ class Recovery:
         if not records:
             return []
         try:
-            machines = {i.instance_id: i for i in self.ec2.describe([n.instance_id for n in records])}
+            # each machine asked once: one may have a stale warning and a stale withdrawal of it both
+            machines = {i.instance_id: i for i in self.ec2.describe(sorted({n.instance_id for n in records}))}
         except AWS_ERRORS as exc:
-            logger.warning("told warnings kept until their machines can be read", error=str(exc)[:200])
+            logger.warning("told warnings and withdrawals kept until their machines can be read", error=str(exc)[:200])
             return list(records)
 
         def standing(n: Notice, machine: Instance) -> bool:
