@@ -194,10 +194,16 @@ def test_without_cost_explorer_the_deep_dive_still_goes_out_and_says_what_it_cou
     for call in ("get_reservation_utilization", "get_reservation_coverage", "get_savings_plans_utilization"):
         ce.add_client_error(call, "AccessDeniedException")
     ce.add_client_error("get_savings_plans_coverage", "AccessDeniedException")
+    records = WeekRecords(boto3.client("dynamodb", region_name=REGION), TABLE)
+    records.posted("123456789012", datetime(2026, 9, 7, tzinfo=UTC), datetime(2026, 9, 14, 9, tzinfo=UTC))  # unkept
+    records.keep("123456789012", datetime(2026, 9, 14, tzinfo=UTC), "not a week")  # cannot be read
     result = app.lambda_handler(load_event("deep_dive/quarterly.json"), LambdaContext(), runtime=runtime)
     assert result["status"] == "posted"
     assert "spend by account: AccessDeniedException" in result["errors"]
     assert "Cost Anomaly Detection: AccessDeniedException" in result["errors"]
+    # the weeks whose digests' figures the quarter cannot add up are said, not silently short
+    assert "the figures of the weeks of 2026-09-07 (never kept)" in result["errors"]
+    assert "the figures of 1 week (unreadable)" in result["errors"]
     text = json.dumps(slack.messages[0].blocks)
     assert "Not available: spend by account: AccessDeniedException" in text
     assert slack.files[1]["bytes"].decode().splitlines() == [

@@ -66,3 +66,18 @@ def test_a_week_posted_whose_figures_were_never_kept_is_left_out_of_the_quarter_
     weeks.keep(ACCOUNT, START + timedelta(days=7), '{"week": 2}')
     assert weeks.between(ACCOUNT, START.date(), START.date() + timedelta(days=14)) == ['{"week": 2}']
     assert weeks.ended_before(ACCOUNT, START + timedelta(days=7)) == POSTED
+
+
+def test_a_week_posted_whose_figures_were_never_kept_is_said_and_expires_as_a_kept_week_would(client: Any) -> None:
+    weeks = WeekRecords(client, TABLE)
+    weeks.posted(ACCOUNT, START, POSTED)  # every write of its record refused, its post made
+    weeks.keep(ACCOUNT, START + timedelta(days=7), '{"week": 2}')
+    unkept: list[str] = []
+    assert weeks.between(ACCOUNT, START.date(), START.date() + timedelta(days=14), unkept) == ['{"week": 2}']
+    assert unkept == [START.date().isoformat()]
+    item = client.get_item(TableName=TABLE, Key={"pk": {"S": f"week#{ACCOUNT}"}, "sk": {"S": "2026-11-16"}})["Item"]
+    assert int(item["expires_at"]["N"]) == int((START + timedelta(days=400)).timestamp())  # not kept for ever
+    weeks.keep(ACCOUNT, START, '{"week": 1}')  # kept later: the expiry stands as the record's
+    weeks.posted(ACCOUNT, START, POSTED)
+    item = client.get_item(TableName=TABLE, Key={"pk": {"S": f"week#{ACCOUNT}"}, "sk": {"S": "2026-11-16"}})["Item"]
+    assert int(item["expires_at"]["N"]) == int((START + timedelta(days=400)).timestamp())

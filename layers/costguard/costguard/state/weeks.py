@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from costguard.core.observability import logger
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
@@ -38,9 +40,12 @@ class WeekRecords:
         self.client.update_item(
             TableName=self.table,
             Key={"pk": {"S": f"week#{account}"}, "sk": {"S": start.date().isoformat()}},
-            UpdateExpression="SET #end = :end",
+            UpdateExpression="SET #end = :end, expires_at = if_not_exists(expires_at, :expires)",
             ExpressionAttributeNames={"#end": "end"},
-            ExpressionAttributeValues={":end": {"S": end.isoformat()}},
+            ExpressionAttributeValues={
+                ":end": {"S": end.isoformat()},
+                ":expires": {"N": str(int((start + KEEP).timestamp()))},  # kept as long as its figures would be
+            },
         )
 
     def ended_before(self, account: str, start: datetime) -> datetime | None:
@@ -65,8 +70,10 @@ class WeekRecords:
         except ValueError:  # not written by costguard: unknown
             return None
 
-    def between(self, account: str, start: date, end: date) -> list[str]:
-        """The weeks that start in [start, end), oldest first."""
+    def between(self, account: str, start: date, end: date, unkept: list[str] | None = None) -> list[str]:
+        """The weeks that start in [start, end), oldest first. A week whose digest posted but whose figures were
+        never kept (its post's end written, its record refused) has none to add: its first day goes to `unkept`,
+        and it is logged."""
         params: dict[str, object] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :a AND :b",
@@ -77,10 +84,18 @@ class WeekRecords:
             },
         }
         bodies: list[str] = []
+        missing: list[str] = []
         while True:
             answer = self.client.query(**params)  # type: ignore[arg-type]
-            # a week whose figures were never kept (its post's end written, its record refused) has none to add
-            bodies += [item["body"]["S"] for item in answer.get("Items", []) if "body" in item]
+            for item in answer.get("Items", []):
+                if "body" in item:
+                    bodies.append(item["body"]["S"])
+                else:
+                    missing.append(item["sk"]["S"])
             if "LastEvaluatedKey" not in answer:
+                if missing:
+                    logger.warning("weeks posted whose figures were never kept", weeks=missing)
+                if unkept is not None:
+                    unkept += missing
                 return bodies
             params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]

@@ -16,6 +16,7 @@ from costguard.aws.commitments import CommitmentReader
 from costguard.aws.costexplorer import cost_anomalies, monthly_spend
 from costguard.aws.pricing import PriceBook
 from costguard.core.errors import EventValidationError
+from costguard.core.formatting import plural
 from costguard.core.observability import logger, metrics
 from costguard.core.settings import IdlePolicy
 from costguard.digest.handoff import AccountWeek, decode
@@ -73,7 +74,7 @@ class QuarterCollector:
             quarter.lines += [Line(name, key[0], tuple(by.get(m, 0.0) for m in months)) for key, by in spend.items()]
         self._types_and_regions(quarter, start, end)
         self._anomalies(quarter, start, end)
-        quarter.weeks = self._weeks(start, end)
+        quarter.weeks = self._weeks(start, end, quarter.errors)
         quarter.commitments = commitment_use(
             self.ce,
             self.reader,
@@ -130,13 +131,22 @@ class QuarterCollector:
         quarter.anomaly_source = "AWS Cost Anomaly Detection"
         quarter.anomalies = sorted((_anomaly(a) for a in found), key=lambda a: -a.impact_usd)
 
-    def _weeks(self, start: date, end: date) -> list[AccountWeek]:
-        weeks = []
-        for body in self.weeks.between(self.account, start, end):
+    def _weeks(self, start: date, end: date, errors: list[str]) -> list[AccountWeek]:
+        """The quarter's weeks as their digests counted them; a week posted whose figures were never kept, or
+        cannot be read, is said among what is not available (its digest's figures are not in the quarter's)."""
+        weeks: list[AccountWeek] = []
+        unkept: list[str] = []
+        unread = 0
+        for body in self.weeks.between(self.account, start, end, unkept):
             try:
                 weeks.append(decode(body))
             except EventValidationError as exc:
+                unread += 1
                 logger.warning("weekly record unreadable", reason=str(exc)[:300])
+        if unkept:
+            errors.append(f"the figures of the weeks of {', '.join(unkept)} (never kept)")
+        if unread:
+            errors.append(f"the figures of {plural(unread, 'week')} (unreadable)")
         return weeks
 
 
