@@ -94,3 +94,42 @@ def test_a_blind_machine_its_owner_keeps_for_its_runs_is_not_taken_for_their_per
     found = learner.past(decided, {}, now, blind={"i-1"}, zones=zones)["i-1"].night
     assert found is not None
     assert found.zone == "UTC"
+
+
+WAIT = datetime(2026, 11, 23, 5, 30, tzinfo=UTC)  # a job at 05:30 UTC that waits on a queue, its GPU memory held
+WORK = WAIT + timedelta(hours=1, minutes=45)  # ... and works from 07:15 UTC: the team's (UTC) day
+
+
+class WaitingJob:
+    """CloudWatch: a day of a machine left running, whose job waits 05:30-07:15 UTC, then works for an hour."""
+
+    def fetch(self, refs: Any, start: datetime, end: datetime, *, period: int | None = None) -> Any:
+        out = {}
+        for ref in refs:
+            at, points = WAIT - timedelta(hours=12), []
+            while at < end:
+                waiting, working = WAIT <= at < WORK, WORK <= at < WORK + timedelta(hours=1)
+                if ref.signal is Signal.GPU_MEMORY:
+                    value = 30000.0 if waiting or working else 3.0
+                elif ref.signal is Signal.GPU:
+                    value = 80.0 if working else 0.0
+                else:
+                    value = 2.0
+                points.append((at, value))
+                at += QUARTER
+            out[ref] = points
+        return out, {}
+
+
+def test_a_blind_machines_job_that_begins_by_waiting_with_its_gpu_memory_held_is_night_work_from_its_wait() -> None:
+    now = WAIT.replace(hour=14)
+    learner = Learner(metrics=WaitingJob(), history=Nothing(), starts=Nothing(), policy=IdlePolicy())  # type: ignore[arg-type]
+    machine = Instance("i-1", "us-east-1", "g5.xlarge", "running", now - timedelta(days=20))
+    decided = [(machine, Decision("i-1", Action.WARN, "idle", stop_after=now + timedelta(minutes=30)))]
+    gpu = {"i-1": [(("InstanceId", "i-1"), ("index", "0"))]}
+    assert learner.past(decided, gpu, now, blind={"i-1"})["i-1"].night is None  # 07:15 UTC: the day's work
+    found = learner.past(decided, gpu, now, blind={"i-1"}, memory_series=gpu)["i-1"].night
+    assert found is not None
+    assert (found.zone, found.earliest) == ("UTC", timedelta(hours=11, minutes=30))  # from 05:30, its wait
+    answering = learner.past(decided, gpu, now, memory_series=gpu).get("i-1")
+    assert answering is None or answering.night is None  # a machine that answers: its check says what runs

@@ -400,3 +400,12 @@ def test_a_persons_morning_start_is_learned_from_when_they_start_the_machine_in_
     alone = learn(fortnight(work, hours=3), NOW, zones=("UTC", "Europe/Paris"))
     assert alone.pattern is not None
     assert alone.pattern.next_start(NOW) > found.pattern.next_start(NOW)
+
+
+def test_a_quarter_whose_gpu_memory_was_held_at_zero_percent_is_busy_where_memory_is_read() -> None:
+    base = datetime(2026, 11, 23, tzinfo=UTC)
+    gpu = [[(base + QUARTER * k, 0.0) for k in range(4)]]
+    memory = [[(base + QUARTER * k, 30000.0 if k >= 2 else 3.0) for k in range(4)]]  # a job waiting from the third
+    assert not any(q.busy for q in quarters_of(gpu, [], [], POLICY, vcpus=8))
+    held = quarters_of(gpu, [], [], POLICY, vcpus=8, memory=memory)
+    assert [q.busy for q in held] == [False, False, True, True]

@@ -52,6 +52,8 @@ class SweepFacts:
     report: RegionReport
     watched: frozenset[str] = frozenset()  # asked for their check for the evidence alone
     owner_zone: Callable[[Instance], str] | None = None  # an owner's own zone ("" unknown; None: never asked)
+    # its GPUs' memory series where the agent publishes them: the nights of a machine that cannot answer read with it
+    memory_series: Mapping[str, Sequence[Dimensions]] = field(default_factory=dict)
     checked: dict[str, ActivityCheck] = field(init=False, default_factory=dict)  # this sweep's answers
     judged: list[tuple[Instance, Learned]] = field(init=False, default_factory=list)  # learned starts judged
 
@@ -80,7 +82,10 @@ class SweepFacts:
         zones = {}  # the nights of a machine that cannot answer are read on its owner's clock, where Slack says it
         if self.owner_zone is not None and blind:
             zones = {i.instance_id: z for i, _ in decided if i.instance_id in blind and (z := self.owner_zone(i))}
-        found = self.learner.past(decided, self.gpu_series, now, blind=blind, clocks=clocks, zones=zones)
+        memory = self.memory_series
+        found = self.learner.past(
+            decided, self.gpu_series, now, blind=blind, clocks=clocks, zones=zones, memory_series=memory
+        )
         self.judged += [
             (i, learned)
             for i, _ in decided

@@ -11,7 +11,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from costguard.aws.cloudwatch.reads import MetricReader, series_per_call
-from costguard.aws.cloudwatch.series import CORE_METRIC, GPU_METRIC, GPU_NAMESPACE, Dimensions, MetricRef
+from costguard.aws.cloudwatch.series import (
+    CORE_METRIC,
+    GPU_MEMORY_METRIC,
+    GPU_METRIC,
+    GPU_NAMESPACE,
+    Dimensions,
+    MetricRef,
+)
 from costguard.core import formatting
 from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.observability import logger
@@ -63,6 +70,7 @@ class Learner:
         blind: Collection[str] = (),
         clocks: Mapping[str, str] | None = None,
         zones: Mapping[str, str] | None = None,
+        memory_series: Mapping[str, Sequence[Dimensions]] | None = None,
     ) -> dict[str, Past]:
         """What the last two weeks say of each machine a warning or a stop would stop: its recurring work, its
         person's day, whether its fortnight could be read in full; for a machine its person started again soon
@@ -71,8 +79,11 @@ class Learner:
         (`blind`), the work it runs by itself at night (rules/automation.py); and for a box that runs by itself
         (`clocks`: the zone of its own clock), its nights read on that clock, or all of them while it is new. A
         machine that cannot answer has its nights read on its owner's clock (`zones`: the zone its owner set in
-        Slack), else the team's: an evening job is its owners' evening, not the team's."""
+        Slack), else the team's: an evening job is its owners' evening, not the team's. Its nights are read with
+        its GPUs' memory used where the agent publishes it (`memory_series`, discovered as the GPUs are): a job that
+        begins by waiting holds its memory at 0 %, and its wait is when its work began."""
         clocks, zones = clocks or {}, zones or {}
+        memory = {iid: d for iid, d in (memory_series or {}).items() if iid in blind}
         stops = [(i, d) for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop]
         learning = {i.instance_id for i, _ in stops if learns(i, self.policy)}
         targets = [i for i, _ in stops if i.instance_id in learning or i.instance_id in {*blind, *clocks}]
@@ -85,7 +96,7 @@ class Learner:
         undid = {i.instance_id: undone_stop(i, records[i.instance_id].started(), self.policy) for i in undone}
         histories = self.history.changes_of(ids) if ids else {}
         out: dict[str, Past] = {}
-        for run, quarters, failed in self.fortnights.read(targets, gpu_series, now):
+        for run, quarters, failed, held in self.fortnights.read(targets, gpu_series, now, memory=memory):
             for instance in run:
                 iid = instance.instance_id
                 people = _people_starts(histories[iid], records[iid])  # read once, for all
@@ -94,7 +105,8 @@ class Learner:
                     team = self.policy.team_timezone
                     mine = list(dict.fromkeys([owners_clock(zones.get(iid, ""), team), team]))
                     ours, for_runs = records[iid].started(), kept_for_runs(instance.tags)
-                    night = on_its_clocks(quarters[iid], people, now, mine, ours=ours, for_runs=for_runs)
+                    nights = held.get(iid, quarters[iid])
+                    night = on_its_clocks(nights, people, now, mine, ours=ours, for_runs=for_runs)
                 elif iid in clocks:
                     ours, clock = records[iid].started(), clocks[iid]
                     night = night_work(quarters[iid], people, now, clock, ours=ours, blind=False)
@@ -166,17 +178,24 @@ class Fortnights:
         self.metrics, self.policy = metrics, policy
 
     def read(
-        self, instances: Sequence[Instance], gpu_series: Mapping[str, Sequence[Dimensions]], now: datetime
-    ) -> Iterator[tuple[list[Instance], dict[str, list[Quarter]], set[str]]]:
-        """The machines in runs of one GetMetricData call's series, each run with its quarter-hours and the
-        machines a series of which CloudWatch could not answer: the points of one answer at a time, not
-        of the fleet (1,000 machines of 4 GPUs are 8 million points: 800 MB of Python objects at once)."""
+        self,
+        instances: Sequence[Instance],
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        now: datetime,
+        *,
+        memory: Mapping[str, Sequence[Dimensions]] | None = None,
+    ) -> Iterator[tuple[list[Instance], dict[str, list[Quarter]], set[str], dict[str, list[Quarter]]]]:
+        """The machines in runs of one GetMetricData call's series, each run with its quarter-hours, the
+        machines a series of which CloudWatch could not answer, and the quarter-hours with GPU memory held counted
+        as busy of those whose `memory` series are read: the points of one answer at a time, not of the fleet
+        (1,000 machines of 4 GPUs are 8 million points: 800 MB of Python objects at once)."""
+        memory = memory or {}
         start = now - timedelta(days=HISTORY_DAYS)
         per_call = series_per_call(start, now, PERIOD)
         run: list[Instance] = []
         refs: list[MetricRef] = []
         for instance in instances:
-            mine = self.refs(instance, gpu_series)
+            mine = self.refs(instance, gpu_series, memory)
             if run and len(refs) + len(mine) > per_call:
                 yield run, *self._fetch(run, refs, start, now)
                 run, refs = [], []
@@ -187,23 +206,36 @@ class Fortnights:
 
     def _fetch(
         self, run: Sequence[Instance], refs: Sequence[MetricRef], start: datetime, now: datetime
-    ) -> tuple[dict[str, list[Quarter]], set[str]]:
+    ) -> tuple[dict[str, list[Quarter]], set[str], dict[str, list[Quarter]]]:
         points, failed = self.metrics.fetch(refs, start, now, period=PERIOD)
         out: dict[str, list[Quarter]] = {}
+        held: dict[str, list[Quarter]] = {}
         for instance in run:
             mine = {ref: p for ref, p in points.items() if ref.instance_id == instance.instance_id}
             gpus: list[list[Point]] = [p for r, p in mine.items() if r.signal is Signal.GPU]
             core = next((p for r, p in mine.items() if r.signal is Signal.BUSIEST_CORE), [])
             cpu = next((p for r, p in mine.items() if r.signal is Signal.CPU), [])
             out[instance.instance_id] = quarters_of(gpus, core, cpu, self.policy, instance.vcpu_count)
-        return out, {ref.instance_id for ref in failed}
+            if memory := [p for r, p in mine.items() if r.signal is Signal.GPU_MEMORY]:
+                vcpus = instance.vcpu_count
+                held[instance.instance_id] = quarters_of(gpus, core, cpu, self.policy, vcpus, memory=memory)
+        return out, {ref.instance_id for ref in failed}, held
 
-    def refs(self, instance: Instance, gpu_series: Mapping[str, Sequence[Dimensions]]) -> list[MetricRef]:
+    def refs(
+        self,
+        instance: Instance,
+        gpu_series: Mapping[str, Sequence[Dimensions]],
+        memory: Mapping[str, Sequence[Dimensions]] | None = None,
+    ) -> list[MetricRef]:
         iid = instance.instance_id
         ec2_dims: Dimensions = (("InstanceId", iid),)
         refs = [
             MetricRef(iid, Signal.GPU, "GPU", GPU_NAMESPACE, GPU_METRIC, dims, "Maximum")
             for dims in gpu_series.get(iid, [])
+        ]
+        refs += [
+            MetricRef(iid, Signal.GPU_MEMORY, "GPU memory", GPU_NAMESPACE, GPU_MEMORY_METRIC, dims, "Maximum")
+            for dims in (memory or {}).get(iid, [])
         ]
         refs.append(MetricRef(iid, Signal.CPU, "CPU", "AWS/EC2", "CPUUtilization", ec2_dims, "Average"))
         refs.append(MetricRef(iid, Signal.BUSIEST_CORE, "core", GPU_NAMESPACE, CORE_METRIC, ec2_dims, "Average"))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from costguard.core.idleness import GPU_MEMORY_HELD_MB, is_work
 from costguard.core.keeping import kept_for_runs, starts_declined
 from costguard.core.records import Instance
 from costguard.core.series import Point
@@ -120,15 +121,26 @@ class Learned:
 
 
 def quarters_of(
-    gpus: Sequence[Sequence[Point]], core: Sequence[Point], cpu: Sequence[Point], policy: IdlePolicy, vcpus: int
+    gpus: Sequence[Sequence[Point]],
+    core: Sequence[Point],
+    cpu: Sequence[Point],
+    policy: IdlePolicy,
+    vcpus: int,
+    *,
+    memory: Sequence[Sequence[Point]] = (),
 ) -> list[Quarter]:
     """Quarter-hours from two weeks of CloudWatch points at a 15-minute period: busy when any GPU's
     Maximum reached its threshold, or the CPU's Average (the busiest core's where published) stayed at its
-    threshold for two quarters running; idle when there was data and neither; missing: not running."""
+    threshold for two quarters running, or (`memory`: its GPUs' memory used, for the nights of a machine that
+    cannot answer) a GPU's memory was held: a job that begins by waiting holds it at 0 %; idle when there was
+    data and neither; missing: not running."""
     gpu_busy: dict[datetime, bool] = {}
     for series in gpus:
         for t, v in series:
             gpu_busy[t] = gpu_busy.get(t, False) or v >= policy.gpu_idle_percent
+    for series in memory:
+        for t, v in series:
+            gpu_busy[t] = gpu_busy.get(t, False) or is_work(v, GPU_MEMORY_HELD_MB)
     level = policy.busiest_core_percent if core else policy.cpu_threshold(vcpus, busiest_core_known=False)
     cpu_high = {t: v >= level for t, v in (core or cpu)}
     times = sorted(set(gpu_busy) | set(cpu_high) | {t for t, _ in cpu})
