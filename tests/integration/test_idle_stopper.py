@@ -17,6 +17,8 @@ from costguard.aws.clients import ClientFactory
 from costguard.core import formatting, tags
 from costguard.core.errors import EventValidationError
 from costguard.core.settings import IdlePolicy, Mode
+from costguard.idle import sweep as module
+from costguard.idle.reads.facts import SweepFacts
 from costguard.runtime import Runtime
 from testing import moto_fixes
 from testing.handlers import load_event, load_handler
@@ -108,6 +110,23 @@ def publish(
             for k, v in enumerate(values)
         ]
         cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=gdata)
+
+
+def publish_memory(instance_id: str, now: datetime, used_mib: list[float], index: int = 0) -> None:
+    """A GPU's memory used (the agent's nvidia_smi_memory_used), every 5 minutes to 5 minutes before now."""
+    dims = [{"Name": "InstanceId", "Value": instance_id}, {"Name": "index", "Value": str(index)}] + [
+        {"Name": k, "Value": v} for k, v in A10G
+    ]
+    data: list[Any] = [
+        {
+            "MetricName": "nvidia_smi_memory_used",
+            "Dimensions": dims,
+            "Timestamp": now - timedelta(minutes=5 * (len(used_mib) - k)),
+            "Value": v,
+        }
+        for k, v in enumerate(used_mib)
+    ]
+    boto3.client("cloudwatch", region_name=REGION).put_metric_data(Namespace="CWAgent", MetricData=data)
 
 
 def idle(n: int = 36) -> list[float]:
@@ -903,3 +922,24 @@ def test_a_machine_without_regular_hours_is_offered_none(
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     [warning] = slack.messages
     assert "Keeps regular hours" not in json.dumps(warning.blocks)
+
+
+def test_the_rules_that_read_a_machines_nights_are_given_the_gpu_memory_series_the_sweep_found(
+    runtime: Runtime, slack: SlackStandIn, now: datetime, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A job that begins by waiting holds its GPU memory at 0 % use: a machine that cannot answer its check has
+    # its nights read with its memory (reads/fortnights.py), so the series the sweep discovers must reach them.
+    given: list[Any] = []
+    original = SweepFacts
+
+    def facts(**kwargs: Any) -> Any:
+        given.append(kwargs.get("memory_series"))
+        return original(**kwargs)
+
+    monkeypatch.setattr(module, "SweepFacts", facts)
+    iid = launch(now)
+    publish(iid, now, gpus=[idle(), idle()])
+    publish_memory(iid, now, [30_000.0] * 36)
+    run(SWEEP, runtime, now, lambda_context, monkeypatch)
+    assert given, "no warning or stop went through the rules"
+    assert [dict(dims).get("index") for dims in given[0][iid]] == ["0"]

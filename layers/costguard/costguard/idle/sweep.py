@@ -213,6 +213,7 @@ class IdleStopper:
             capacity=capacity,
             bill=bill,
             gpu_series=plan.gpu_series,
+            memory_series=plan.memory_series,  # a blind machine's nights read with its GPUs' memory held
             earlier=sorted_out.answers,
             report=report,
             watched=frozenset(i.instance_id for i in sorted_out.watched),

@@ -49,6 +49,7 @@ class Planned:
 class SweepPlan:
     gpu_series: Mapping[str, Sequence[Dimensions]]
     decisions: Iterator[Planned]
+    memory_series: Mapping[str, Sequence[Dimensions]] = field(default_factory=dict)  # GPU memory used, where published
 
 
 def live_warning(instance: Instance) -> datetime | None:
@@ -90,7 +91,7 @@ class SweepPlanner:
         # Memory held is read where the agent publishes it: one more ListMetrics walk, no query where it does not.
         memory = self.gpu_series.discover(candidates, one_instance=one_instance, name=GPU_MEMORY_METRIC)
         decisions = self._decide(candidates, gpu, start, now, spot_types=spot_types, protected=protected, memory=memory)
-        return SweepPlan(gpu, decisions)
+        return SweepPlan(gpu, decisions, memory)
 
     def _decide(
         self,
