@@ -16,6 +16,7 @@ from costguard.idle.rules.automation import (
     LET_IT_SEE,
     night_work,
     on_its_clocks,
+    persons_day_work,
     runs_by_itself,
     unseen_nights,
     unwatched_nights,
@@ -509,3 +510,21 @@ def test_a_machine_its_owner_keeps_for_its_runs_keeps_its_night_work_on_utc_afte
     found = on_its_clocks(quarters, people, now, KOLKATA_OWNER_UTC_TEAM, ours=ours, for_runs=True)
     assert found is not None
     assert found.zone == "UTC"
+
+
+def test_a_persons_start_at_their_desk_does_not_make_a_servers_night_job_at_another_hour_theirs() -> None:
+    # A machine that cannot answer runs a server's job at 02:00 UTC (07:30 in Kolkata) on three nights; its Kolkata
+    # owner started it once at their desk, Tuesday 05:00 UTC (10:30 there), and worked three hours on it. Their
+    # work is at 10:30 on their clock; the job at 07:30 is not theirs, and still holds the machine on UTC's night
+    # (it was read as theirs, and the machine stopped into its job the next night).
+    now = MONDAY + timedelta(days=2, hours=14)
+    nights = [pipeline_night(MONDAY + timedelta(days=d), 2, 1) for d in range(3)]
+    person = MONDAY + timedelta(days=1, hours=5)
+    quarters = fortnight(
+        now, [*nights, (person, timedelta(hours=3))], off=[(person - timedelta(hours=1), timedelta(hours=1))]
+    )
+    assert persons_day_work(quarters, [person], "Asia/Kolkata") == (timedelta(hours=10, minutes=30),)
+    found = on_its_clocks(quarters, [person], now, KOLKATA_OWNER_UTC_TEAM)
+    assert found is not None
+    assert found.zone == "UTC"
+    assert len(found.nights) == 3

@@ -40,6 +40,10 @@ EVENING = time(18, 0)  # the team's clock: work that begins after it, on a machi
 NIGHT_ENDS = time(6, 0)
 QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again
 RUNNING_BEFORE = timedelta(hours=1)  # up and idle this long before its work began: nobody started it for this
+# Work begun within this of the hour (on their clock) at which a person began work of their day after starting the
+# machine is theirs; work at another hour of their day may be a server's job on another clock (02:00 UTC is 07:30 in
+# Kolkata), and stays the machine's own.
+THEIR_HOUR = timedelta(hours=1)
 HOLD_AFTER = timedelta(hours=2)  # past the latest start of work seen: a night whose work did not come
 WATCHED = 0.75  # a weekday night watched: this share of its quarter-hours known (the machine running)
 SEEN_FOR = timedelta(days=7)  # a box that runs by itself, watched this long: its weekdays' runs have all been seen
@@ -186,11 +190,13 @@ def night_work(
     ours: Sequence[datetime] = (),
     blind: bool = True,
     theirs: str | None = None,
+    their_hours: Sequence[timedelta] = (),
 ) -> NightWork | None:
     """Its night work, if any night of the data had such work and fewer than QUIET_NIGHTS nights have passed
     since (`people`: the starts people made; `ours`: costguard's own, before its evening, which leave it
     running for its night as surely as nobody stopping it would; `theirs`: the clock of a person whose work
-    comes in their day on it (`persons_day_work`): work begun in their day is theirs, not the machine's own)."""
+    comes in their day on it (`persons_day_work`): work begun in their day at about the hours they began theirs
+    (`their_hours`, since midnight on their clock) is theirs, not the machine's own)."""
     clock = ZoneInfo(zone)
     known = {q.at: q.busy for q in quarters}
     found: dict[date, list[timedelta]] = {}
@@ -200,8 +206,8 @@ def night_work(
         evening = datetime.combine(day, EVENING, tzinfo=clock)
         if local.time() < EVENING and local.time() >= NIGHT_ENDS:
             continue  # the day's work: its person's
-        if theirs is not None and in_the_day(began, theirs):
-            continue  # its person's day on their clock: their work, whatever this clock calls the hour
+        if theirs is not None and in_the_day(began, theirs) and _at_their_hour(began, theirs, their_hours):
+            continue  # its person's day on their clock, at their hour: their work, whatever this clock calls it
         before = [began - k * QUARTER for k in range(1, int(RUNNING_BEFORE / QUARTER) + 1)]
         brought = any(evening.astimezone(UTC) - 2 * RUNNING_BEFORE <= o <= began for o in ours)
         if not brought and any(known.get(t) is not False for t in before):
@@ -242,12 +248,17 @@ def on_its_clocks(
     started for work in their day (`persons_day_work`) is theirs: work begun in their day is not read as another
     clock's night work, and its unwatched nights are read on their clock alone; unless its owner keeps it for its
     runs (`for_runs`: their word that it has runs of its own, which their start after a failed one does not undo)."""
-    person = bool(zones) and not for_runs and persons_day_work(quarters, people, zones[0])
-    theirs = zones[0] if person else None
+    hours = persons_day_work(quarters, people, zones[0]) if zones and not for_runs else ()
+    theirs = zones[0] if hours else None
     found = [
         n
         for z in zones
-        if (n := night_work(quarters, people, now, z, ours=ours, theirs=None if z == theirs else theirs)) is not None
+        if (
+            n := night_work(
+                quarters, people, now, z, ours=ours, theirs=None if z == theirs else theirs, their_hours=hours
+            )
+        )
+        is not None
     ]
     if not found:
         read = zones[:1] if theirs is not None else zones  # a person's machine: their clock's nights alone
@@ -261,17 +272,30 @@ def in_the_day(at: datetime, zone: str) -> bool:
     return NIGHT_ENDS <= at.astimezone(ZoneInfo(zone)).time() < EVENING
 
 
-def persons_day_work(quarters: Sequence[Quarter], people: Sequence[datetime], zone: str) -> bool:
-    """Whether a person started the machine for work in their day on their clock (`zone`): work began within
-    RUNNING_BEFORE after a start people made, between NIGHT_ENDS and EVENING there. Such a machine's work comes
-    with its person (their Monday's run, started at their desk): work begun in their day on a later morning, on
-    the machine costguard started for the night, is theirs too, and not work of its own on another clock's night
-    (10:00 in Kolkata is 04:30 UTC)."""
+def persons_day_work(quarters: Sequence[Quarter], people: Sequence[datetime], zone: str) -> tuple[timedelta, ...]:
+    """The hours (since midnight on their clock, `zone`) at which a person began work of their day on the machine
+    they started for it: work began within RUNNING_BEFORE after a start people made, between NIGHT_ENDS and
+    EVENING there; none where they did not. Such a machine's work comes with its person (their Monday's run,
+    started at their desk): work begun at about that hour of their day on a later morning, on the machine
+    costguard started for the night, is theirs too, and not work of its own on another clock's night (10:00 in
+    Kolkata is 04:30 UTC). Work at another hour stays the machine's own: one start at their desk does not make a
+    server's 02:00 UTC job theirs (it was stopped into it the next night)."""
+    clock = ZoneInfo(zone)
     # A quarter-hour is stamped with its beginning: work in the quarter of 05:15 may follow a start at 05:20.
-    return any(
-        in_the_day(began, zone) and any(began - RUNNING_BEFORE <= p < began + QUARTER for p in people)
+    return tuple(
+        _since_midnight(began.astimezone(clock))
         for began in work_starts(quarters)
+        if in_the_day(began, zone) and any(began - RUNNING_BEFORE <= p < began + QUARTER for p in people)
     )
+
+
+def _since_midnight(local: datetime) -> timedelta:
+    return timedelta(hours=local.hour, minutes=local.minute)
+
+
+def _at_their_hour(began: datetime, zone: str, hours: Sequence[timedelta]) -> bool:
+    at = _since_midnight(began.astimezone(ZoneInfo(zone)))
+    return any(abs(at - hour) <= THEIR_HOUR for hour in hours)
 
 
 def with_night_work(
