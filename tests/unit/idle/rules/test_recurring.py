@@ -17,6 +17,7 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
 from costguard.idle.acts.kept import Promises
 from costguard.idle.reads.fortnights import Learner
+from costguard.idle.rules.automation import on_its_clocks
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import learned_rules, promised
 from costguard.idle.rules.recurring import (
@@ -409,3 +410,28 @@ def test_a_quarter_whose_gpu_memory_was_held_at_zero_percent_is_busy_where_memor
     assert not any(q.busy for q in quarters_of(gpu, [], [], POLICY, vcpus=8))
     held = quarters_of(gpu, [], [], POLICY, vcpus=8, memory=memory)
     assert [q.busy for q in held] == [False, False, True, True]
+
+
+def test_gpu_memory_held_by_a_kernel_left_open_does_not_hide_the_start_of_a_nightly_job() -> None:
+    # A machine that cannot answer runs a job 02:00-03:00 UTC each night (GPU at 90 %); its person's notebook kernel
+    # holds 20 GB of GPU memory at 0 % from a day's 09:00 on. Memory held is work only while a job may be waiting
+    # (MEMORY_WAIT): read as work all night, it hid the job's start, and the machine was stopped into it.
+    monday = datetime(2026, 11, 16, tzinfo=UTC)
+    now = monday + timedelta(days=3, hours=14)
+    gpu, memory, cpu = [], [], []
+    t = now - timedelta(days=14)
+    while t < now:
+        gpu.append((t, 90.0 if t.hour == 2 and t >= monday else 0.0))
+        memory.append((t, 20_000.0 if t >= monday - timedelta(hours=15) else 5.0))
+        cpu.append((t, 0.1))
+        t += QUARTER
+    held = quarters_of([gpu], [], cpu, POLICY, 96, memory=[memory])
+    found = on_its_clocks(held, [], now, ("UTC",))
+    assert found is not None
+    assert len(found.nights) >= 2
+    # a job that begins by waiting: its memory held from its wait is work from then, as before
+    wait = monday + timedelta(days=2, hours=5, minutes=30)
+    waiting = [(wait + QUARTER * k, 0.0) for k in range(12)]
+    holding = [(wait + QUARTER * k, 20_000.0) for k in range(12)]
+    quarters = quarters_of([waiting], [], [(q, 0.1) for q, _ in waiting], POLICY, 96, memory=[holding])
+    assert next(q.at for q in quarters if q.busy) == wait

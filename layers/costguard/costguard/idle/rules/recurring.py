@@ -42,6 +42,9 @@ EARLY = timedelta(minutes=TOLERANCE)
 LOOSE = 90  # minutes: work this near a weekday's time keeps that weekday in the pattern
 BROKEN_AFTER = 2  # learned starts that found no work
 QUIET_BEFORE = 2  # quarter-hours without work before a start: a pause in a job is not a new start
+# A job that begins by waiting on data holds its GPU memory at 0 % this long at most before it computes; memory held
+# longer is a kernel left open, not a job waiting (`_waiting`).
+MEMORY_WAIT = timedelta(hours=4)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -138,9 +141,8 @@ def quarters_of(
     for series in gpus:
         for t, v in series:
             gpu_busy[t] = gpu_busy.get(t, False) or v >= policy.gpu_idle_percent
-    for series in memory:
-        for t, v in series:
-            gpu_busy[t] = gpu_busy.get(t, False) or is_work(v, GPU_MEMORY_HELD_MB)
+    for t in _waiting(memory):
+        gpu_busy[t] = True
     level = policy.busiest_core_percent if core else policy.cpu_threshold(vcpus, busiest_core_known=False)
     cpu_high = {t: v >= level for t, v in (core or cpu)}
     times = sorted(set(gpu_busy) | set(cpu_high) | {t for t, _ in cpu})
@@ -148,6 +150,20 @@ def quarters_of(
     for t in times:
         sustained = cpu_high.get(t, False) and (cpu_high.get(t - QUARTER, False) or cpu_high.get(t + QUARTER, False))
         out.append(Quarter(t, gpu_busy.get(t, False) or sustained))
+    return out
+
+
+def _waiting(memory: Sequence[Sequence[Point]]) -> list[datetime]:
+    """The quarter-hours a job may be waiting with its GPU memory held: the first MEMORY_WAIT of each span in which
+    a GPU's memory was held. Memory held longer, at 0 %, is a kernel left open (a notebook's, held from the day
+    into the night): counted as work through the night, it hid the start of the machine's own 02:00 job."""
+    held = sorted({t for series in memory for t, v in series if is_work(v, GPU_MEMORY_HELD_MB)})
+    out, since = [], None
+    for k, t in enumerate(held):
+        if k == 0 or t - held[k - 1] > QUARTER:
+            since = t
+        if since is not None and t - since < MEMORY_WAIT:
+            out.append(t)
     return out
 
 
