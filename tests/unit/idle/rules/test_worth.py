@@ -309,6 +309,11 @@ def test_a_machine_stopped_days_ago_that_nobody_started_stays_off_over_the_hours
     assert stopped_until(nine_days, POLICY, now) == now - timedelta(days=9) + timedelta(days=7) + LONGEST_OFF
     last_night = replace(five_days, tags={tags.STOPPED_AT: (now - timedelta(hours=4)).isoformat()})
     assert stopped_until(last_night, POLICY, now) == MONDAY + timedelta(hours=8)  # the team's hours open
+    # a start costguard will make brings it back: a start-at just due, or its working hours' schedule
+    due = {**five_days.tags, tags.START_AT: (now - timedelta(minutes=5)).isoformat()}
+    assert stopped_until(replace(five_days, tags=due), POLICY, now) == MONDAY + timedelta(hours=8)
+    hours = {**five_days.tags, tags.SCHEDULE: "Mon-Fri 08:00-19:00 UTC"}
+    assert stopped_until(replace(five_days, tags=hours), POLICY, now) == MONDAY + timedelta(hours=8)
 
 
 def test_with_no_machine_kept_stopped_a_stop_is_priced_and_said_as_before() -> None:

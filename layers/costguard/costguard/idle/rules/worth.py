@@ -111,12 +111,14 @@ def undone_after(instance: Instance, policy: IdlePolicy) -> timedelta | None:
 def stopped_until(instance: Instance, policy: IdlePolicy, now: datetime) -> datetime:
     """How long a machine costguard keeps stopped takes its share of the profile's spill, from now: until it is
     expected to run again: the start its start-at promises, else its owner's next working hours. One stopped
-    longer than LONGEST_OFF ago with no start promised, that nobody wanted back since, stays off to the horizon,
-    and takes only over the quarter-hours the profile learned gross of it (`counted_until`)."""
+    longer than LONGEST_OFF ago with no start costguard will make (no start-at, no working hours' schedule), that
+    nobody wanted back since, stays off to the horizon, and takes only over the quarter-hours the profile learned
+    gross of it (`counted_until`)."""
     start_at = formatting.parse_time(instance.tags.get(tags.START_AT))
     stopped_at = costguards_stop(instance)
-    promised = start_at is not None and start_at > now
-    if not promised and stopped_at is not None and now - stopped_at > LONGEST_OFF:
+    # a start costguard will make (its start-at, even one just due; its working hours' schedule) brings it back
+    starts = start_at is not None or tags.SCHEDULE in instance.tags
+    if not starts and stopped_at is not None and now - stopped_at > LONGEST_OFF:
         return min(now + LONGEST_OFF, counted_until(stopped_at))
     return _until(start_at, instance, policy, now)
 
