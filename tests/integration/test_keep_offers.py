@@ -93,6 +93,7 @@ def test_an_exemption_right_after_costguards_stop_is_offered_back_the_next_morni
     said = as_read(offer.blocks)
     assert "you exempted" in said
     assert f"it starts work at about {last_run:%H:%M} UTC" in said
+    assert "asks again on weekday mornings for a week until you answer" in said  # as `offers.ASKED_FOR` does
     assert buttons(offer) == [Button.KEEP_FOR_RUNS.value, Button.KEEP_EXEMPT.value]
 
     at = morning + timedelta(minutes=5)

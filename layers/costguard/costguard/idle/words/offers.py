@@ -37,7 +37,7 @@ def keep_offer_notice(instance: Instance, offer: KeepOffer, who: Mrkdwn, now: da
             ),
             context(
                 f"One click replaces `{tags.EXEMPT}` with `{tags.KEEP_FOR_RUNS}={tags.ON}`. costguard asks again "
-                "on the next mornings of this week until you answer; once you do, never again."
+                "on weekday mornings for a week until you answer; once you do, never again."
             ),
             actions(
                 f"cg-offer-{iid}"[:255],
