@@ -187,3 +187,24 @@ def test_work_that_comes_at_midnight_is_readied_the_evening_before_its_weekday_n
     assert found.next_start(friday_evening) == datetime(2026, 11, 29, 23, 45, tzinfo=UTC)  # Sunday, for Monday
     assert found.holding(datetime(2026, 11, 30, 1, 0, tzinfo=UTC)) == datetime(2026, 11, 30, 2, 15, tzinfo=UTC)
     assert found.holding(datetime(2026, 11, 28, 1, 0, tzinfo=UTC)) is None  # Saturday: no work, no wait
+
+
+def test_a_new_york_evenings_work_at_one_utc_is_readied_on_saturday_too_and_not_stopped_into() -> None:
+    """A machine put to work at about 01:00 UTC on Tuesday to Saturday (its New York person's or pipeline's
+    weekday evening, the team on UTC): Saturday's 01:00 is a weekday's work on another clock. It gets its start on
+    Friday at 23:45 and waits for it on Saturday, where it was stopped at 00:45 until Monday, into its run."""
+    utc = replace(POLICY, team_timezone="UTC")
+    now = datetime(2026, 11, 28, 0, 45, tzinfo=UTC)  # Saturday
+    busy: set[datetime] = set()
+    for back in range(1, 15):
+        day = datetime(2026, 11, 28, tzinfo=UTC) - timedelta(days=back)
+        if day.weekday() in (1, 2, 3, 4, 5):  # Tuesday to Saturday on UTC: Monday to Friday in New York
+            busy |= {day + timedelta(minutes=30 + 15 * (back % 3)) + k * QUARTER for k in range(4)}
+    first = now - timedelta(days=14)
+    quarters = [Quarter(first + k * QUARTER, first + k * QUARTER in busy) for k in range(14 * 96)]
+    found = arrival(quarters, now, usd_per_hour=1.0, policy=utc)
+    assert found is not None
+    assert found.weekend == frozenset({5})  # Saturday's work came; Sunday had none
+    assert found.holding(now) is not None  # waits for its work: no stop now
+    assert found.next_start(datetime(2026, 11, 27, 20, 0, tzinfo=UTC)) == found.on(datetime(2026, 11, 28).date())
+    assert found.holding(datetime(2026, 11, 29, 0, 45, tzinfo=UTC)) is None  # Sunday: no work, no wait

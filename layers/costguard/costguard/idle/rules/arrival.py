@@ -18,7 +18,9 @@ whose work began before that time counts nothing (the machine was at work). The 
 where it paid on the balance, on at least MIN_DAYS days. The first work of a day is a busy quarter after the
 machine was quiet (idle, or stopped) for the idle window: before it, costguard would have stopped it.
 
-Weekends have no arrival: their work is too rare to learn from ten days.
+Weekends have no arrival of their own: their work is too rare to learn from ten days. But a weekend day whose
+work came at the weekdays' time (a weekday's work on another clock: a New York evening is 01:00 UTC on Saturday)
+gets its start too (`Arrival.weekend`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ class Arrival:
     first: int  # the earliest and latest minute of the day the work came, on those days (past 1440: after
     last: int  # midnight)
     net_usd: float  # what starting at that time saved over those weekdays, cold starts less idle hours
+    # the weekend days (5: Saturday, 6: Sunday, the team's clock) whose work came within the hold after that time
+    # on the last one looked at: a weekday's work on another clock (a New York evening is a Saturday's 01:00 UTC)
+    weekend: frozenset[int] = frozenset()
+
+    def _works(self, day: date) -> bool:
+        return day.weekday() < 5 or day.weekday() in self.weekend
 
     def on(self, day: date) -> datetime:
         """The start made for `day`'s work (UTC)."""
@@ -61,7 +69,7 @@ class Arrival:
         day = after.astimezone(ZoneInfo(self.zone)).date()
         for ahead in range(9):
             current = day + timedelta(days=ahead)
-            if current.weekday() < 5 and (at := self.on(current)) > after:
+            if self._works(current) and (at := self.on(current)) > after:
                 return at
         raise AssertionError("a weekday comes within eight days")
 
@@ -70,7 +78,7 @@ class Arrival:
         day = now.astimezone(ZoneInfo(self.zone)).date()
         for current in (day - timedelta(days=1), day, day + timedelta(days=1)):
             at = self.on(current)
-            if current.weekday() < 5 and at <= now < at + self.hold:
+            if self._works(current) and at <= now < at + self.hold:
                 return at + self.hold
         return None
 
@@ -132,7 +140,28 @@ def arrival(
             continue
         first, last = minute + min(came), minute + max(came)  # past midnight, the clock shows the next day's
         best = Arrival(policy.team_timezone, minute, hold, len(came), len(days), first, last, round(net, 2))
-    return best
+    if best is None:
+        return None
+    return replace(best, weekend=_weekend_work(firsts, best.minute, hold, now, zone))
+
+
+def _weekend_work(
+    firsts: Sequence[datetime], minute: int, hold: timedelta, now: datetime, zone: ZoneInfo
+) -> frozenset[int]:
+    """The weekend days whose work came within the hold after the start's time on the last of them looked at.
+    Weekends have no arrival of their own, but a weekday's work on another clock falls on one (a New York
+    evening's pipeline is at 01:10 UTC on Saturday): stopped on Saturday at 00:45 until Monday, it was stopped
+    into its run."""
+    today = now.astimezone(zone).date()
+    out = set()
+    for weekday in (5, 6):
+        day = next(
+            today - timedelta(days=back) for back in range(1, 8) if (today - timedelta(days=back)).weekday() == weekday
+        )
+        at = _at(day, minute, zone)
+        if any(at <= s <= at + hold for s in firsts):
+            out.add(weekday)
+    return frozenset(out)
 
 
 def with_arrival(decision: Decision, found: Arrival | None, policy: IdlePolicy, now: datetime) -> Decision:
