@@ -97,34 +97,23 @@ def publish(
         for start in range(0, len(data), 500):
             cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 500])
     for index, values in enumerate(gpus or []):
-        dims = [{"Name": "InstanceId", "Value": instance_id}, {"Name": "index", "Value": str(index)}] + [
-            {"Name": k, "Value": v} for k, v in A10G
-        ]
-        gdata: list[Any] = [
-            {
-                "MetricName": "nvidia_smi_utilization_gpu",
-                "Dimensions": dims,
-                "Timestamp": now - timedelta(minutes=5 * (len(values) - k)),
-                "Value": v,
-            }
-            for k, v in enumerate(values)
-        ]
-        cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=gdata)
+        publish_gpu(instance_id, now, "nvidia_smi_utilization_gpu", values, index)
 
 
-def publish_memory(instance_id: str, now: datetime, used_mib: list[float], index: int = 0) -> None:
-    """A GPU's memory used (the agent's nvidia_smi_memory_used), every 5 minutes to 5 minutes before now."""
+def publish_gpu(instance_id: str, now: datetime, name: str, values: Sequence[float], index: int = 0) -> None:
+    """One GPU's series as the CloudWatch agent names it (`nvidia_smi_utilization_gpu`, `nvidia_smi_memory_used`),
+    every 5 minutes, the last one 5 minutes before now."""
     dims = [{"Name": "InstanceId", "Value": instance_id}, {"Name": "index", "Value": str(index)}] + [
         {"Name": k, "Value": v} for k, v in A10G
     ]
     data: list[Any] = [
         {
-            "MetricName": "nvidia_smi_memory_used",
+            "MetricName": name,
             "Dimensions": dims,
-            "Timestamp": now - timedelta(minutes=5 * (len(used_mib) - k)),
+            "Timestamp": now - timedelta(minutes=5 * (len(values) - k)),
             "Value": v,
         }
-        for k, v in enumerate(used_mib)
+        for k, v in enumerate(values)
     ]
     boto3.client("cloudwatch", region_name=REGION).put_metric_data(Namespace="CWAgent", MetricData=data)
 
@@ -939,7 +928,7 @@ def test_the_rules_that_read_a_machines_nights_are_given_the_gpu_memory_series_t
     monkeypatch.setattr(module, "SweepFacts", facts)
     iid = launch(now)
     publish(iid, now, gpus=[idle(), idle()])
-    publish_memory(iid, now, [30_000.0] * 36)
+    publish_gpu(iid, now, "nvidia_smi_memory_used", [30_000.0] * 36)
     run(SWEEP, runtime, now, lambda_context, monkeypatch)
     assert given, "no warning or stop went through the rules"
     assert [dict(dims).get("index") for dims in given[0][iid]] == ["0"]

@@ -334,10 +334,9 @@ def test_a_machine_costguard_stopped_days_ago_does_not_swell_the_learned_spill()
     assert spill_learned(kept) == round(3 * 21.96 - 50.0, 4)
 
 
-def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new_stop_and_the_stop_says_so() -> None:
-    # The week before spilled $30/h from 08:00 to 10:00 (learned with every machine running). At 02:00 one p4d
-    # costguard stopped last night is off until its run at 10:00: it takes $21.96/h of that spill. A new stop of
-    # a p4d off until 10:00 saves the $8.04/h left, not its whole price, and its words say why.
+def tuesdays_morning_spill() -> SpillLog:
+    """A region's profile learned on Tuesday 17 Nov: the Savings Plan spilled $30/h from 08:00 to 10:00, nothing
+    else that day."""
     log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
     week = SpillProfile("us-east-1")
     moment = datetime(2026, 11, 17, tzinfo=UTC)
@@ -345,6 +344,14 @@ def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new
         week = week.learned({"sp:Compute": 30.0 if 8 <= moment.hour < 10 else 0.0}, moment)
         moment += SLOT
     log.write(week, moment)
+    return log
+
+
+def test_a_machine_costguard_keeps_stopped_takes_the_mornings_spill_before_a_new_stop_and_the_stop_says_so() -> None:
+    # The week before spilled $30/h from 08:00 to 10:00 (learned with every machine running). At 02:00 one p4d
+    # costguard stopped last night is off until its run at 10:00: it takes $21.96/h of that spill. A new stop of
+    # a p4d off until 10:00 saves the $8.04/h left, not its whole price, and its words say why.
+    log = tuesdays_morning_spill()
     night = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
     run = night + timedelta(hours=8)
     stop = Decision(FLEET[0].instance_id, Action.STOP, "idle", start_at=run)
@@ -370,13 +377,7 @@ def test_a_machine_stopped_before_the_morning_the_spill_was_learned_and_off_sinc
     # is taken first, as it was counted, and a new stop off until 10:00 saves the $8.04/h left (before: priced on
     # the whole $30/h, the stops of the second Monday after a deploy saved nothing). A p4d stopped four days before
     # that morning was not counted then: it takes nothing now.
-    log = SpillLog(DynamoDBClient(), "costguard-state")  # type: ignore[arg-type]
-    week = SpillProfile("us-east-1")
-    moment = datetime(2026, 11, 17, tzinfo=UTC)
-    while moment < datetime(2026, 11, 18, tzinfo=UTC):
-        week = week.learned({"sp:Compute": 30.0 if 8 <= moment.hour < 10 else 0.0}, moment)
-        moment += SLOT
-    log.write(week, moment)
+    log = tuesdays_morning_spill()
     night = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
     stop = Decision(FLEET[0].instance_id, Action.STOP, "idle", start_at=night + timedelta(hours=8))
     counted_then = [kept_off(5, datetime(2026, 11, 17, 2, 0, tzinfo=UTC))]
