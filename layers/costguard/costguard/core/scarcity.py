@@ -18,6 +18,9 @@ from datetime import UTC, datetime, timedelta
 # CloudTrail records the error as "Server.InsufficientInstanceCapacity"; the API answers without the prefix.
 CAPACITY_ERRORS = frozenset({"Server.InsufficientInstanceCapacity", "InsufficientInstanceCapacity"})
 SCARCE_FOR = timedelta(days=14)
+# A day CloudTrail gave only in part (its busiest days are cut short: the oldest refusals unseen): kept as a
+# failure of no type from this source, it makes the times of every refusal of its two weeks unknown.
+UNSEEN = "CloudTrail, cut short"
 NEAR = timedelta(hours=2)  # a refusal this near a start's time of day (either side) counts against it
 DAY_MINUTES = 24 * 60
 
@@ -78,11 +81,15 @@ class Scarcity:
 def scarcities(failures: Iterable[FailedStart], now: datetime) -> dict[tuple[str, str], Scarcity]:
     """(type, zone) -> the evidence of the last two weeks; a zone of "" holds the failures that named none."""
     seen: dict[tuple[str, str], list[datetime]] = {}
+    unseen = False  # a day read in part: when EC2 refused is not all known
     for failure in failures:
-        if now - SCARCE_FOR <= failure.at <= now and failure.instance_type:
+        if not now - SCARCE_FOR <= failure.at <= now:
+            continue
+        unseen = unseen or failure.source == UNSEEN
+        if failure.instance_type:
             seen.setdefault((failure.instance_type, failure.zone), []).append(failure.at)
     return {
-        key: Scarcity(key[0], key[1], len(times), max(times), min(times), tuple(sorted(times)))
+        key: Scarcity(key[0], key[1], len(times), max(times), min(times), () if unseen else tuple(sorted(times)))
         for key, times in seen.items()
     }
 

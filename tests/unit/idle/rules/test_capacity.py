@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from costguard.core import tags
+from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
@@ -24,6 +25,7 @@ from costguard.idle.rules.capacity import (
     working_now,
 )
 from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.money import priced
 from costguard.idle.rules.restarts import made_for, window_close, window_to_retry, working_hours_start
 from costguard.idle.rules.schedule import parse_schedule
 
@@ -230,6 +232,10 @@ def test_a_scarce_machines_nightly_run_at_an_hour_ec2_never_refused_near_is_stop
     )
     assert not held_for_run(stopped)
     assert not tells_scarce(stopped)
+    covered = Marginal(0.0, 32.77, Basis.SAVINGS_PLAN, "the Savings Plan has room at night")
+    left = priced(stopped, covered)  # then the bill finds it saves nothing: left running for money, not capacity
+    assert (left.action, left.scarce) == (Action.CLEAR_WARNING, "")
+    assert not tells_scarce(left)
     night = replace(quiet, failures=3, times=(*mornings, TUESDAY_2PM.replace(hour=3, minute=30) - timedelta(days=4)))
     kept = for_its_run(nightly, night, p4d(), POLICY, evening)
     assert (kept.action, kept.will_stop) == (Action.CLEAR_WARNING, False)

@@ -33,6 +33,7 @@ def priced(decision: Decision, marginal: Marginal) -> Decision:
         will_stop=False,
         stop_after=None,
         kept_for=KeptFor.NOTHING_SAVED,
+        scarce="",  # left running for the bill, not for capacity: no daily tell of scarcity
     )
 
 

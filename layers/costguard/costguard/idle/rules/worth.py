@@ -262,6 +262,7 @@ def judged(decision: Decision, marginal: Marginal, found: Priced | None, until: 
         will_stop=False,
         stop_after=None,
         kept_for=KeptFor.NOTHING_SAVED,
+        scarce="",  # left running for the bill, not for capacity: no daily tell of scarcity
     )
 
 
