@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from costguard.aws.cloudtrail import CloudTrail, capacity_failures
-from costguard.core.scarcity import FailedStart, Scarcity, scarcities, scarcity_of
+from costguard.core.scarcity import FailedStart, scarcities, scarcity_of
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 
@@ -39,45 +39,6 @@ def test_a_failure_that_named_no_zone_counts_for_every_zone_of_the_region() -> N
     assert here.failures == 2
     assert here.evidence(NOW) == "2 p4d.24xlarge starts failed for capacity in us-east-1a in the last two weeks"
     assert other.evidence(NOW) == "1 p4d.24xlarge start failed for capacity in the last two weeks"
-
-
-def at_hours(*clock: tuple[int, int], days_ago: int = 3) -> list[FailedStart]:
-    day = NOW.replace(hour=0, minute=0) - timedelta(days=days_ago)
-    return [
-        FailedStart("p4d.24xlarge", "us-east-1a", day + timedelta(hours=h, minutes=m), "CloudTrail") for h, m in clock
-    ]
-
-
-def test_refusals_at_the_teams_mornings_say_nothing_of_a_start_at_night_and_everything_near_them() -> None:
-    """EC2 refused at 08:10, 09:30 and 13:50 on three days: a start at 04:00-05:15 UTC is not near them (2 h either
-    side); one at 06:30 is; the times of day are read across the days and across midnight."""
-    failures = at_hours((8, 10), (9, 30)) + at_hours((13, 50), days_ago=5) + at_hours((8, 40), days_ago=9)
-    found = scarcity_of("p4d.24xlarge", "us-east-1a", scarcities(failures, NOW))
-    assert found is not None
-    assert found.hours() == "08:10-09:30, 13:50 UTC"
-    night = NOW.replace(day=27, hour=4, minute=0)
-    assert not found.refused_near(night, night + timedelta(minutes=75))
-    assert found.refused_near(night.replace(hour=6, minute=30), night.replace(hour=6, minute=45))
-    assert found.refused_near(night.replace(hour=15, minute=45), night.replace(hour=16))  # 13:50 + 2 h
-    late = scarcity_of("p4d.24xlarge", "us-east-1a", scarcities(at_hours((23, 30)), NOW))
-    assert late is not None
-    assert late.refused_near(night.replace(hour=1, minute=0), night.replace(hour=1, minute=15))  # past midnight
-    assert not late.refused_near(night, night + timedelta(minutes=30))
-
-
-def test_refusals_whose_times_are_not_known_or_a_whole_day_count_as_near_any_start() -> None:
-    night = NOW.replace(day=27, hour=4, minute=0)
-    unknown = Scarcity("p4d.24xlarge", "us-east-1a", 3, NOW, NOW - timedelta(days=2))
-    assert unknown.refused_near(night, night + timedelta(minutes=30))
-    assert unknown.hours() == "unknown hours"
-    found = scarcity_of("p4d.24xlarge", "us-east-1a", scarcities(at_hours((8, 10)), NOW))
-    assert found is not None
-    assert found.refused_near(night, night + timedelta(hours=21))
-    # a refusal that named no zone, its time known, joins the zone's: both known, so the times are too
-    both = scarcity_of("p4d.24xlarge", "us-east-1a", scarcities([*at_hours((8, 10)), failed(1.5, zone="")], NOW))
-    assert both is not None
-    assert len(both.times) == 2
-    assert both.refused_near(NOW - timedelta(days=1.5), NOW - timedelta(days=1.5))
 
 
 def trail(name: str, error: str, params: dict[str, object], when: str = "2026-11-25T08:12:00Z") -> dict[str, object]:

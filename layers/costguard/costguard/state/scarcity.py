@@ -19,14 +19,14 @@ from costguard.aws.cloudtrail import CloudTrail
 from costguard.aws.ec2 import Ec2
 from costguard.core.observability import logger, metrics
 from costguard.core.records import Instance
-from costguard.core.scarcity import SCARCE_FOR, UNSEEN, FailedStart, Scarcity, scarcities, scarcity_of
+from costguard.core.scarcity import SCARCE_FOR, FailedStart, Scarcity, scarcities, scarcity_of
 from costguard.state.capacity import CapacityLog, CapacityRecord
 from costguard.state.ledger import LedgerWriteError, StateTableBusy
 
 REREAD = timedelta(days=1)  # CloudTrail is read again after a day, a day at a time
 LAG = timedelta(minutes=20)  # CloudTrail delivers an event within about 15 minutes of the call
 DAYS_PER_SWEEP = 2  # a walk behind (the first: two weeks) catches up over a few sweeps
-PER_HOUR = 2  # failures kept per type, zone and hour: every hour EC2 refused in stays on record
+PER_DAY = 20  # failures kept per type, zone and day
 SAME_START = timedelta(minutes=5)  # CloudTrail's record of one of costguard's own refused starts
 TIME_TO_READ = 60.0  # seconds the invocation must have left to walk CloudTrail
 DESCRIBED = 200  # instance ids a DescribeInstances filter holds
@@ -124,8 +124,6 @@ class SweepCapacity:
             try:
                 day, whole = self.trail.refused_for_capacity(self.region, *span)
                 day = kept(self._typed(day), known)
-                if not whole:  # its oldest refusals unseen: the times of the two weeks' refusals not all known
-                    day.append(FailedStart("", "", span[0], UNSEEN, region=self.region))
                 until, since = max(until, span[1]), min(since, span[0])
                 self.log.add(self.region, day, read_until=until, read_from=since)
             except Exception as exc:  # an answer costguard cannot read must not cost the region its sweep
@@ -154,9 +152,7 @@ class SweepCapacity:
 
 def kept(found: Sequence[FailedStart], known: Sequence[FailedStart]) -> list[FailedStart]:
     """The failures worth keeping: not costguard's own refusals again (as CloudTrail records them), and at most
-    PER_HOUR of a type in a zone an hour (the newest): evidence enough, in a table that stays small, and every
-    hour EC2 refused in kept (a retry storm at 08:00 must not push out the one refusal at 04:10 that says a
-    night start may fail, `Scarcity.refused_near`)."""
+    PER_DAY of a type in a zone a day (the newest): evidence enough, in a table that stays small."""
     own = [f for f in known if f.source == OWN]
     fresh = [
         f
@@ -166,9 +162,9 @@ def kept(found: Sequence[FailedStart], known: Sequence[FailedStart]) -> list[Fai
     out: list[FailedStart] = []
     counted: dict[tuple[str, str, object], int] = {}
     for failure in sorted(fresh, key=lambda f: f.at, reverse=True):
-        key = (failure.instance_type, failure.zone, failure.at.replace(minute=0, second=0, microsecond=0))
+        key = (failure.instance_type, failure.zone, failure.at.date())
         counted[key] = counted.get(key, 0) + 1
-        if counted[key] <= PER_HOUR:
+        if counted[key] <= PER_DAY:
             out.append(failure)
     return out
 

@@ -13,7 +13,6 @@ from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.capacity import (
     BEFORE_OWNER,
     EARLIER,
-    QUIET_HOURS,
     SCARCE,
     for_its_run,
     held_for_run,
@@ -214,32 +213,17 @@ def test_a_scarce_machine_whose_automated_run_comes_before_its_owner_is_back_is_
     assert for_its_run(warned, EVIDENCE, p4d(), POLICY, evening).action is Action.NONE  # never warned: nothing to clear
 
 
-def test_a_scarce_machines_nightly_run_at_an_hour_ec2_never_refused_near_is_stopped_with_the_evidence() -> None:
-    """The zone ran short at the team's mornings (08:10-09:30 UTC, two days): a run at 05:00 UTC, its start made
-    at 04:00 (its lead and 45 min sooner), is not near any of that: stopped as any other, its start kept, the
-    hours said. A refusal at 03:30 one night puts its start near one: left running for it, as before."""
+def test_a_scarce_stop_the_bill_leaves_running_for_money_is_not_told_as_kept_for_capacity() -> None:
+    """Readied for its owner's day (the scarcity evidence on its stop), then the bill finds the stop saves nothing
+    (the Savings Plan has room at night): left running for money. Its owner must not hear each day that it is
+    kept because a stopped one might not start again."""
     evening = TUESDAY_2PM.replace(hour=20)
-    nightly = Decision(
-        "i-1", Action.STOP, "idle through grace", start_at=evening + timedelta(hours=9) - LEAD, next_work="its crontab"
-    )
-    mornings = tuple(TUESDAY_2PM.replace(hour=h, minute=m) - timedelta(days=d) for d, h, m in ((1, 8, 10), (2, 9, 30)))
-    quiet = replace(EVIDENCE, failures=2, times=mornings)
-    stopped = for_its_run(nightly, quiet, p4d(), POLICY, evening)
-    assert (stopped.action, stopped.will_stop, stopped.start_at) == (Action.STOP, True, nightly.start_at)
-    assert stopped.scarce == (
-        "2 p4d.24xlarge starts failed for capacity in us-east-1a this week, at 08:10, 09:30 UTC, never near "
-        f"04:00 UTC: {QUIET_HOURS}"
-    )
-    assert not held_for_run(stopped)
-    assert not tells_scarce(stopped)
+    readied = ready_for_the_day(Decision("i-1", Action.STOP, "idle through grace"), EVIDENCE, p4d(), POLICY, evening)
+    assert readied.scarce
     covered = Marginal(0.0, 32.77, Basis.SAVINGS_PLAN, "the Savings Plan has room at night")
-    left = priced(stopped, covered)  # then the bill finds it saves nothing: left running for money, not capacity
+    left = priced(readied, covered)
     assert (left.action, left.scarce) == (Action.CLEAR_WARNING, "")
     assert not tells_scarce(left)
-    night = replace(quiet, failures=3, times=(*mornings, TUESDAY_2PM.replace(hour=3, minute=30) - timedelta(days=4)))
-    kept = for_its_run(nightly, night, p4d(), POLICY, evening)
-    assert (kept.action, kept.will_stop) == (Action.CLEAR_WARNING, False)
-    assert held_for_run(kept) == "its crontab"
 
 
 def test_a_run_after_its_owner_is_back_or_no_evidence_or_the_days_own_start_change_nothing() -> None:

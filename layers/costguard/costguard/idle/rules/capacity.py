@@ -11,8 +11,7 @@ has passed.
 An owner's working hours are the machine's `costguard:schedule` when it has one (inside it nothing is
 stopped anyway), else the team's: weekdays 08:00-19:00 in the team's time zone. Nor is it stopped when its
 automated run (a crontab's, or learned work) comes before its owner's next working hours: nobody would be
-there to start it again if EC2 refused; unless EC2's refusals of the last two weeks all came at other times of day
-than that start (`Scarcity.refused_near`): a nightly run's start at 04:15 in a zone short at the team's mornings.
+there to start it again if EC2 refused.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ UNREAD = "whether its type is short of capacity could not be read"
 TEAM_HOURS = "weekdays 08:00-19:00"
 READY = "might not start again when its owner's day begins"
 BEFORE_OWNER = "left running for its run before its owner is back"
-QUIET_HOURS = "started for its run from then, tried again at each sweep"
 EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much sooner, to have retries in hand
 
 
@@ -82,21 +80,15 @@ def for_its_run(
     working hours: not stopped. A start EC2 refused in the night would leave the run without its machine, with
     nobody there to start it again; a run is what scarce capacity idles for. Its owner hears why once a day,
     and may stop it, its run's start kept (a person's Stop anyway keeps the promise). (The starts costguard makes
-    for its owner's day, or its person's, are not such runs.) But where EC2 refused none of that type there in
-    the last two weeks near the time of day its start is made (the refusals came at other hours: a team's
-    morning), it is stopped as any other, the evidence said with its start."""
+    for its owner's day, or its person's, are not such runs.)"""
     if scarcity is None or decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
     if not decision.will_stop or decision.start_for is not StartFor.RUN:
         return decision
-    lead = timedelta(minutes=policy.schedule_lead_minutes)
     opens = owners_hours(instance, policy.team_timezone).next_start(now)
-    if decision.start_at >= opens - lead:
+    if decision.start_at >= opens - timedelta(minutes=policy.schedule_lead_minutes):
         return decision
     evidence = scarcity.evidence(now)
-    if not scarcity.refused_near(decision.start_at - EARLIER, decision.start_at + lead):
-        quiet = f"{evidence}, at {scarcity.hours()}, never near {decision.start_at - EARLIER:%H:%M} UTC"
-        return replace(decision, scarce=f"{quiet}: {QUIET_HOURS}")
     why = f"{BEFORE_OWNER}: {decision.next_work} ({evidence})"
     return replace(left_running(decision, why, evidence), kept_for=KeptFor.RUN_BEFORE_OWNER)
 

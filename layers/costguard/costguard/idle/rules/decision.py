@@ -93,7 +93,7 @@ class Decision:
     start_for: StartFor = StartFor.RUN  # what that start is for
     bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
     worth: OffWorth | None = None  # what it saves over the hours it keeps the machine off (None: not priced)
-    scarce: str = ""  # the evidence that it might not start again (left running; or stopped, at quiet hours)
+    scarce: str = ""  # not stopped while its owner works: the evidence that it might not start again
     kept_for: KeptFor | None = None  # left running for this, and told (None: not such a machine)
     trail: tuple[Step, ...] = ()  # each rule's mark on the decision, in the pipeline's order (trail.py)
 
