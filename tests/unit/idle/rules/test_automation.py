@@ -14,10 +14,12 @@ from costguard.idle.rules.automation import (
     BLIND,
     CANNOT_SEE,
     LET_IT_SEE,
+    MORNING,
     night_work,
     on_its_clocks,
     persons_day_work,
     runs_by_itself,
+    spared_in_the_morning,
     unseen_nights,
     unwatched_nights,
     with_night_work,
@@ -528,3 +530,20 @@ def test_a_persons_start_at_their_desk_does_not_make_a_servers_night_job_at_anot
     assert found is not None
     assert found.zone == "UTC"
     assert len(found.nights) == 3
+
+
+def test_a_stop_in_its_owners_weekday_morning_on_their_clock_waits_for_the_afternoon() -> None:
+    """Wednesday 04:30 UTC is 10:00 in Kolkata: a person's run of the day may have just begun, unseen. Not stopped
+    before 13:00 there (07:30 UTC); at 13:30 there, on a Saturday morning, or before 08:00, the stop is made. A
+    warning is never held; a zone that cannot be read is UTC."""
+    stop = Decision("i-1", Action.STOP, "idle for 2 h")
+    wednesday = datetime(2026, 11, 25, 4, 30, tzinfo=UTC)
+    held = spared_in_the_morning(stop, "Asia/Kolkata", wednesday)
+    assert held.action is Action.NONE
+    assert held.reason.startswith(f"not stopped before 07:30 UTC: {MORNING} (Asia/Kolkata); costguard cannot look")
+    assert spared_in_the_morning(stop, "Asia/Kolkata", wednesday.replace(hour=8)) == stop  # 13:30 there
+    assert spared_in_the_morning(stop, "Asia/Kolkata", wednesday.replace(hour=2, minute=0)) == stop  # 07:30 there
+    assert spared_in_the_morning(stop, "Asia/Kolkata", wednesday + timedelta(days=3)) == stop  # Saturday
+    warn = replace(stop, action=Action.WARN)
+    assert spared_in_the_morning(warn, "Asia/Kolkata", wednesday) == warn
+    assert spared_in_the_morning(stop, "IST", wednesday.replace(hour=9)).action is Action.NONE  # 09:30 UTC

@@ -40,6 +40,7 @@ class World:
     promises: bool = True
     scarce: Scarcity | None = None
     bill: Marginal | None = None
+    zone: str = ""  # its owner's own zone, as Slack says it
     asked: list[str] = field(default_factory=list)
 
     def checks(self, asked: Sequence[Instance], now: datetime) -> Mapping[str, ActivityCheck]:
@@ -63,6 +64,10 @@ class World:
     def keep(self, instance: Instance, decision: Decision, now: datetime, *, job: bool = False) -> bool:
         self.asked.append(f"promise job={job}")
         return self.promises
+
+    def zone_of(self, instance: Instance) -> str:
+        self.asked.append("zone")
+        return self.zone
 
     def scarcity(self, instance: Instance) -> Scarcity | None:
         self.asked.append("scarcity")
@@ -127,7 +132,7 @@ def test_a_machine_that_cannot_answer_is_judged_on_its_metrics_alone_and_its_tra
     assert decided.blind
     assert rules(decided) == [Rule.VERDICT, Rule.MACHINE_CHECK]
     assert decided.trail[-1].why.endswith("judged from its metrics alone")
-    assert world.asked == ["checks", f"past blind={[G5.instance_id]}", "scarcity", "bill"]
+    assert world.asked == ["checks", f"past blind={[G5.instance_id]}", "zone", "scarcity", "bill"]
 
 
 def test_work_the_machines_own_check_saw_cancels_the_stop_and_says_so_in_its_step() -> None:
@@ -246,7 +251,7 @@ def test_without_learning_neither_the_past_nor_the_promises_are_read_of_a_machin
 def test_a_machine_that_cannot_answer_has_its_nights_read_even_without_learning() -> None:
     world = World(checks_of={G5.instance_id: ActivityCheck(CheckState.NO_AGENT)})
     run(stop(), world, learning=False)
-    assert world.asked == ["checks", f"past blind={[G5.instance_id]}", "scarcity", "bill"]
+    assert world.asked == ["checks", f"past blind={[G5.instance_id]}", "zone", "scarcity", "bill"]
 
 
 def test_a_machine_that_cannot_answer_is_held_into_its_night_work_by_the_night_work_rule() -> None:
@@ -276,6 +281,27 @@ def test_a_box_whose_check_says_it_runs_by_itself_has_its_nights_read_on_its_clo
     assert step.rule is Rule.NIGHT_WORK
     assert step.why.startswith("it runs by itself (housekeeping crontab, nobody logged in) and may work any evening")
     assert "held until its night's work has run (until 00:30 UTC at the latest)" in step.why
+
+
+def test_a_machine_that_cannot_answer_is_not_stopped_in_its_owners_morning_by_the_morning_rule() -> None:
+    """Tuesday 10:15 UTC is 11:15 in Paris, its owner's morning: a person's run of the day may have begun in the
+    minutes CloudWatch has not delivered yet, and nothing else on the machine can say. The same stop at 14:00 in
+    Paris, or of a machine that answers its check, is made."""
+    blind = {G5.instance_id: ActivityCheck(CheckState.NO_AGENT)}
+    morning = AFTERNOON.replace(hour=10, minute=15)
+    world = World(checks_of=blind, zone="Europe/Paris")
+    decided = run(stop(morning), world, morning)
+    assert decided.action is Action.NONE
+    step = decided.trail[-1]
+    assert step.rule is Rule.MORNING
+    assert step.why.startswith("not stopped before 12:00 UTC: its owner's morning")
+    assert "no SSM agent" in step.why
+    assert run(stop(AFTERNOON), World(checks_of=blind, zone="Europe/Paris"), AFTERNOON).action is Action.STOP
+    answers = World(checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, report=ActivityReport())})
+    assert run(stop(morning), answers, morning).action is Action.STOP
+    assert "zone" not in answers.asked  # its owner's zone read only for a machine that cannot answer
+    team = World(checks_of=blind)  # Slack does not say: the team's clock (UTC), 10:15 its morning too
+    assert run(stop(morning), team, morning).action is Action.NONE
 
 
 def test_a_trail_survives_the_ledger_and_a_damaged_step_is_left_out() -> None:

@@ -95,6 +95,9 @@ class SweepFacts:
         ]
         return found
 
+    def zone_of(self, instance: Instance) -> str:
+        return self.owner_zone(instance) if self.owner_zone is not None else ""
+
     def scarcity(self, instance: Instance) -> Scarcity | None:
         return self.capacity.scarcity(instance)
 

@@ -16,6 +16,7 @@ The order, as `ORDER` declares it and `decide` runs it:
 9. `Rule.NIGHT_WORK` (automation.py): a machine that cannot answer the check and runs work of its own at night,
    or a box its check says runs by itself (on its own clock; every night while costguard has not watched it a
    week): held from its evening until that work has run; stopped in the day, started before its evening (then 7).
+   `Rule.MORNING` (automation.py): a machine that cannot answer is not stopped in its owner's weekday morning.
 10. `Rule.SCARCE` (capacity.py): a type EC2 lately could not start: spared while its owner works, readied
    before the day (then kept as a promise, 7), left running for its run, never stopped too shortly.
 11. `Rule.BILL` (money.py): what each stop saves on the bill, the region's stops priced together.
@@ -34,7 +35,13 @@ from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.activity import ActivityCheck, CheckState
 from costguard.idle.rules.arrival import Arrival, with_arrival
-from costguard.idle.rules.automation import BLIND, NightWork, runs_by_itself, with_night_work
+from costguard.idle.rules.automation import (
+    BLIND,
+    NightWork,
+    runs_by_itself,
+    spared_in_the_morning,
+    with_night_work,
+)
 from costguard.idle.rules.capacity import (
     for_its_run,
     ready_for_the_day,
@@ -66,6 +73,7 @@ ORDER = (
     Rule.PROMISED,
     Rule.MACHINE_JOBS,
     Rule.NIGHT_WORK,
+    Rule.MORNING,
     Rule.SCARCE,
     Rule.BILL,
 )
@@ -106,6 +114,10 @@ class Facts(Protocol):
         """The last two weeks of the machines a warning or a stop would stop (`blind`: those whose check cannot
         answer, whose nights are read too; `clocks`: boxes that run by themselves, whose nights are read on their
         own clock, by its zone)."""
+        ...
+
+    def zone_of(self, instance: Instance) -> str:
+        """Its owner's own time zone, as Slack says it ("" where it does not: the team's is read)."""
         ...
 
     def scarcity(self, instance: Instance) -> Scarcity | None:
@@ -158,6 +170,7 @@ def decide(
         out = [(i, _recurring(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
     out = [(i, _jobs(i, d, checks.get(i.instance_id), promises=promises, policy=policy, now=now)) for i, d in out]
     out = [(i, _night(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
+    out = [(i, _morning(i, d, checks.get(i.instance_id), facts, policy, now)) for i, d in out]
     out = [(i, _scarce(i, d, facts, promises, policy, now)) for i, d in out]
     priced = {i.instance_id: d for i, d in facts.priced(out)}
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
@@ -275,6 +288,22 @@ def _night(  # noqa: PLR0917
     if promises is not None and changed.start_at != decision.start_at:
         return promised(instance, changed, promises, now, job=True)
     return changed
+
+
+def _morning(  # noqa: PLR0917
+    instance: Instance,
+    decision: Decision,
+    check: ActivityCheck | None,
+    facts: Facts,
+    policy: IdlePolicy,
+    now: datetime,
+) -> Decision:
+    """9b. A machine that cannot answer: not stopped in its owner's weekday morning, on their clock (its owner's
+    zone read only for such a stop)."""
+    if decision.action is not Action.STOP or not cannot_answer(check):
+        return decision
+    zone = facts.zone_of(instance) or policy.team_timezone
+    return stepped(Rule.MORNING, decision, spared_in_the_morning(decision, zone, now))
 
 
 def _scarce(  # noqa: PLR0917

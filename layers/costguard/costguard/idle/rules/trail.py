@@ -31,6 +31,7 @@ class Rule(StrEnum):
     NIGHT_WORK = (
         "its own night work"  # a machine that cannot answer the check: the work it runs at night (automation.py)
     )
+    MORNING = "its owner's morning"  # a machine that cannot answer: not stopped then (automation.py)
     SCARCE = "scarce capacity"  # a type EC2 lately could not start (capacity.py)
     BILL = "the bill"  # what a stop saves on the bill now (money.py)
 
