@@ -67,10 +67,11 @@ def now() -> datetime:
 
 
 def midday(now: datetime) -> datetime:
-    """The last 12:00 UTC at or before `now`: the team's day (UTC in these tests) whatever hour a test runs. A
+    """The last 14:00 UTC at or before `now`: the team's afternoon (UTC in these tests) whatever hour a test runs. A
     machine that cannot answer its check, whose nights costguard has not watched, is held through its evenings and
-    nights (rules/automation.py): a test of what is done to it in the day runs at midday."""
-    noon = now.replace(hour=12, minute=0)
+    nights, and not stopped in its owner's weekday morning (rules/automation.py): a test of what is done to it in
+    the day runs in the early afternoon."""
+    noon = now.replace(hour=14, minute=0)
     return noon if noon <= now else noon - timedelta(days=1)
 
 

@@ -573,3 +573,27 @@ def test_a_scarce_machine_whose_crontab_job_comes_before_its_owner_is_back_is_le
     assert "leaves it running for its run before you are back (it runs `nightly.sh` at <!date^" in json.dumps(
         told.blocks
     )
+
+
+def test_a_machine_that_cannot_answer_warned_before_its_owners_morning_keeps_its_warning_and_is_stopped_after_it(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Warned at 07:40 on a Tuesday, its stop due at 08:10 (the team's clock, UTC: Slack says no zone for its
+    owner): no agent answers, and a person's run of the day may begin unseen in the morning. Every sweep of the
+    morning leaves it running with its warning standing (none withdrawn, none given again); the first sweep
+    after 13:00 stops it."""
+    morning = datetime(2026, 11, 24, 8, 30, tzinfo=UTC)
+    iid = launch(morning, tags=warn_tags(morning, warned_minutes_ago=50))
+    last = morning + timedelta(hours=5)
+    points = int((last - (morning - timedelta(hours=6))) / timedelta(minutes=5))
+    publish(iid, last + timedelta(minutes=5), gpus=[idle(points)] * 4, cpu=[2.0] * points)
+    for at in (morning + timedelta(minutes=15 * k) for k in range(18)):  # 08:30 to 12:45
+        assert sweep(runtime, at, lambda_context, monkeypatch)["stopped"] == []
+        assert tags.IDLE_WARNED_AT in tags_of(iid)
+    assert slack.said == []  # its warning (given before) stands: not withdrawn, not given again
+    assert sweep(runtime, morning.replace(hour=13), lambda_context, monkeypatch)["stopped"] == [iid]
+    assert state_of(iid) == "stopped"

@@ -533,17 +533,24 @@ def test_a_persons_start_at_their_desk_does_not_make_a_servers_night_job_at_anot
 
 
 def test_a_stop_in_its_owners_weekday_morning_on_their_clock_waits_for_the_afternoon() -> None:
-    """Wednesday 04:30 UTC is 10:00 in Kolkata: a person's run of the day may have just begun, unseen. Not stopped
-    before 13:00 there (07:30 UTC); at 13:30 there, on a Saturday morning, or before 08:00, the stop is made. A
-    warning is never held; a zone that cannot be read is UTC."""
+    """Wednesday 04:30 UTC is 10:00 in Kolkata: a person's run of the day may have just begun, unseen. The stop waits
+    (its warning stands) until 13:00 there (07:30 UTC); at 13:30 there, on a Saturday morning, or before 08:00, the
+    stop is made. A warning whose stop would fall in the morning waits too (none is given that promises a stop
+    that is not coming); a zone that cannot be read is the team's."""
     stop = Decision("i-1", Action.STOP, "idle for 2 h")
     wednesday = datetime(2026, 11, 25, 4, 30, tzinfo=UTC)
     held = spared_in_the_morning(stop, "Asia/Kolkata", wednesday)
-    assert held.action is Action.NONE
-    assert held.reason.startswith(f"not stopped before 07:30 UTC: {MORNING} (Asia/Kolkata); costguard cannot look")
+    assert held.action is Action.WAIT
+    assert held.will_stop
+    assert held.reason == f"not stopped in {MORNING} (Asia/Kolkata); {CANNOT_SEE}"
     assert spared_in_the_morning(stop, "Asia/Kolkata", wednesday.replace(hour=8)) == stop  # 13:30 there
     assert spared_in_the_morning(stop, "Asia/Kolkata", wednesday.replace(hour=2, minute=0)) == stop  # 07:30 there
     assert spared_in_the_morning(stop, "Asia/Kolkata", wednesday + timedelta(days=3)) == stop  # Saturday
-    warn = replace(stop, action=Action.WARN)
-    assert spared_in_the_morning(warn, "Asia/Kolkata", wednesday) == warn
-    assert spared_in_the_morning(stop, "IST", wednesday.replace(hour=9)).action is Action.NONE  # 09:30 UTC
+    warn = replace(stop, action=Action.WARN, stop_after=wednesday.replace(hour=7, minute=0))  # stop at 12:30 there
+    assert spared_in_the_morning(warn, "Asia/Kolkata", wednesday.replace(hour=6, minute=30)).action is Action.WAIT
+    later = replace(warn, stop_after=wednesday.replace(hour=7, minute=45))  # its stop at 13:15 there: warned
+    assert spared_in_the_morning(later, "Asia/Kolkata", wednesday.replace(hour=7, minute=15)) == later
+    team = spared_in_the_morning(stop, "IST", wednesday, "Asia/Kolkata")  # not a zone: the team's
+    assert team.action is Action.WAIT
+    assert "(Asia/Kolkata)" in team.reason
+    assert spared_in_the_morning(stop, "IST", wednesday.replace(hour=9)).action is Action.WAIT  # UTC: 09:30

@@ -291,17 +291,18 @@ def test_a_machine_that_cannot_answer_is_not_stopped_in_its_owners_morning_by_th
     morning = AFTERNOON.replace(hour=10, minute=15)
     world = World(checks_of=blind, zone="Europe/Paris")
     decided = run(stop(morning), world, morning)
-    assert decided.action is Action.NONE
+    assert decided.action is Action.WAIT  # its warning stands
     step = decided.trail[-1]
     assert step.rule is Rule.MORNING
-    assert step.why.startswith("not stopped before 12:00 UTC: its owner's morning")
+    assert step.why.startswith("not stopped in its owner's weekday morning")
+    assert "(Europe/Paris)" in step.why
     assert "no SSM agent" in step.why
     assert run(stop(AFTERNOON), World(checks_of=blind, zone="Europe/Paris"), AFTERNOON).action is Action.STOP
     answers = World(checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, report=ActivityReport())})
     assert run(stop(morning), answers, morning).action is Action.STOP
     assert "zone" not in answers.asked  # its owner's zone read only for a machine that cannot answer
     team = World(checks_of=blind)  # Slack does not say: the team's clock (UTC), 10:15 its morning too
-    assert run(stop(morning), team, morning).action is Action.NONE
+    assert run(stop(morning), team, morning).action is Action.WAIT
 
 
 def test_a_trail_survives_the_ledger_and_a_damaged_step_is_left_out() -> None:

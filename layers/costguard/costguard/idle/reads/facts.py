@@ -33,12 +33,17 @@ class OwnerZones:
 
     notifier: Callable[[], SlackNotifier]
     settings: Settings
+    seen: dict[str, str] = field(default_factory=dict)  # by owner, this sweep: Slack asked once, even in an outage
 
     def __call__(self, instance: Instance) -> str:
         owner = instance.owner(self.settings.owner_tag_key)
         email = owner_email(owner, self.settings.email_domain) if owner else None
-        user = self.notifier().user_id_for(email) if email else None
-        return self.notifier().zone_of(user) if user else ""
+        if not email:
+            return ""
+        if email not in self.seen:
+            user = self.notifier().user_id_for(email)
+            self.seen[email] = self.notifier().zone_of(user) if user else ""
+        return self.seen[email]
 
 
 @dataclass(kw_only=True, eq=False)

@@ -57,7 +57,10 @@ CANNOT_SEE = f"{BLIND}: {LET_IT_SEE}"
 # answer the check its first minutes are invisible: CloudWatch's newest minutes are not in yet when the stop is
 # made, and a job that begins by loading or waiting shows nothing in them. So no stop of such a machine then.
 MORNING_BEGINS, MORNING_ENDS = time(8, 0), time(13, 0)
-MORNING = "its owner's morning, when a person's run of the day begins, and costguard would not see it begin"
+MORNING = (
+    "its owner's weekday morning (from 8 to 13 o'clock on their clock), when a person's run of the day begins, "
+    "and costguard would not see it begin"
+)
 
 
 @dataclass(frozen=True)
@@ -340,20 +343,25 @@ def with_night_work(
     return replace(decision, next_work=said, start_at=start_at, start_for=StartFor.RUN, runs=decision.runs or said)
 
 
-def spared_in_the_morning(decision: Decision, zone: str, now: datetime) -> Decision:
-    """A stop of a machine that cannot answer the check, in its owner's weekday morning (MORNING_BEGINS to
-    MORNING_ENDS on `zone`, their clock as Slack says it, else the team's): not in this sweep. Its warning stands;
-    it is stopped after the morning if still idle. (Two simulated people started their runs at 10:00 in Kolkata
+def spared_in_the_morning(decision: Decision, zone: str, now: datetime, team_zone: str = "UTC") -> Decision:
+    """A warning or a stop of a machine that cannot answer the check whose stop would fall in its owner's weekday
+    morning (MORNING_BEGINS to MORNING_ENDS on `zone`, their clock as Slack says it, else the team's): it waits
+    (a warning given stands, promising its stop no sooner than it comes; none is given until the morning is over),
+    and is stopped after the morning if still idle. (Two simulated people started their runs at 10:00 in Kolkata
     and 11:10 in Paris, five minutes before such a stop, and lost them.)"""
-    if decision.action is not Action.STOP:
+    if decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
-    try:
-        clock = ZoneInfo(zone)
-    except (KeyError, ValueError, OSError):
-        clock = ZoneInfo("UTC")
-    local = now.astimezone(clock)
+    clock = _clock(zone) or _clock(team_zone) or ZoneInfo("UTC")
+    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    local = stop_at.astimezone(clock)
     if local.weekday() >= 5 or not MORNING_BEGINS <= local.time() < MORNING_ENDS:
         return decision
-    ends = datetime.combine(local.date(), MORNING_ENDS, tzinfo=clock).astimezone(UTC)
-    why = f"not stopped before {ends:%H:%M} UTC: {MORNING} ({zone}); {CANNOT_SEE}"
-    return replace(decision, action=Action.NONE, reason=why)
+    why = f"not stopped in {MORNING} ({clock.key}); {CANNOT_SEE}"
+    return replace(decision, action=Action.WAIT, reason=why)
+
+
+def _clock(zone: str) -> ZoneInfo | None:
+    try:
+        return ZoneInfo(zone) if zone else None
+    except (KeyError, ValueError, OSError):
+        return None

@@ -299,11 +299,11 @@ def _morning(  # noqa: PLR0917
     now: datetime,
 ) -> Decision:
     """9b. A machine that cannot answer: not stopped in its owner's weekday morning, on their clock (its owner's
-    zone read only for such a stop)."""
-    if decision.action is not Action.STOP or not cannot_answer(check):
+    zone read only for a warning or stop of such a machine)."""
+    if decision.action not in (Action.WARN, Action.STOP) or not cannot_answer(check):
         return decision
-    zone = facts.zone_of(instance) or policy.team_timezone
-    return stepped(Rule.MORNING, decision, spared_in_the_morning(decision, zone, now))
+    zone = facts.zone_of(instance)
+    return stepped(Rule.MORNING, decision, spared_in_the_morning(decision, zone, now, policy.team_timezone))
 
 
 def _scarce(  # noqa: PLR0917
