@@ -350,6 +350,10 @@ def idle_stopping(demo: Demo, seeded: fleet.SeededFleet, buttons: Callable[[], N
     gaps.activity[bob.instance_id] = IDLE_NOTEBOOK
     gaps.activity[seeded.named("kim-notebook").instance_id] = IDLE_NOTEBOOK
     gaps.activity[seeded.named("leo-finetune").instance_id] = activity()
+    # The story's morning stops: a machine that cannot answer is not stopped in its owner's morning (a person's run
+    # of the day may begin unseen), so these answer theirs, nobody at them (Default Host Management's promise).
+    for name in ("mallory-gpu", "frank-west"):  # (and quinn's three, where they are seeded)
+        gaps.activity[seeded.named(name).instance_id] = learned.quiet_check()
     demo.clock = demo.t0 - timedelta(minutes=40)
     title = (
         f"{demo.clock:%H:%M} idle_stopper: EC2 state changes create idle alarms "
@@ -823,6 +827,8 @@ def main() -> int:
         with step("Seeding the ML fleet"):
             seeded = fleet.seed(demo.client, demo.account.gaps, demo.t0)
             quinn = grouped.seed(demo.client, demo.slack.users, demo.t0)
+            for iid in quinn:  # they answer their check: stopped in the story's morning (idle_stopping)
+                demo.account.gaps.activity[iid] = learned.quiet_check()
             demo.names.update(zip(quinn, grouped.NAMES, strict=True))
             demo.names.update({i: f"{fleet.ASG_NAME} #{n + 1}" for n, i in enumerate(seeded.asg_instances)})
             daily_run = learned.seed(demo.client, demo.account.gaps, seeded, demo.t0)  # demo/learned.py

@@ -23,6 +23,7 @@ from costguard.aws.clients import GLOBAL_ENDPOINT_REGION, ClientFactory
 from costguard.aws.pricing import BUNDLED_USD_PER_HOUR
 from costguard.runtime import Runtime
 from demo import fleet
+from demo.learned import quiet_check
 from testing import moto_fixes
 from testing.account import LocalAccount
 from testing.handlers import LambdaContext
@@ -103,6 +104,7 @@ def join(account: LocalAccount, hub: Runtime, now: datetime, core: botocore.sess
     )["Instances"][0]["InstanceId"]
     moto_fixes.set_launch_time(machine, REGION, now - timedelta(days=3), account=MEMBER)
     account.gaps.prices[(MACHINE_TYPE, REGION)] = BUNDLED_USD_PER_HOUR[MACHINE_TYPE]
+    account.gaps.activity[machine] = quiet_check()  # it answers its check: stopped in the story's morning
     _seed_idle(client("cloudwatch"), machine, now)
 
     settings = dataclasses.replace(
