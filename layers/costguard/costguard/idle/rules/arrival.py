@@ -155,9 +155,7 @@ def _weekend_work(
     today = now.astimezone(zone).date()
     out = set()
     for weekday in (5, 6):
-        day = next(
-            today - timedelta(days=back) for back in range(1, 8) if (today - timedelta(days=back)).weekday() == weekday
-        )
+        day = today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)  # the last one before today
         at = _at(day, minute, zone)
         if any(at <= s <= at + hold for s in firsts):
             out.add(weekday)
@@ -176,7 +174,7 @@ def with_arrival(decision: Decision, found: Arrival | None, policy: IdlePolicy, 
         return replace(decision, action=Action.NONE, reason=why)
     if decision.start_at is not None:
         return decision  # its learned run or its job brings it back
-    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    stop_at = decision.stop_time(now)
     start_at = found.next_start(stop_at)
     if start_at - stop_at < timedelta(minutes=policy.shortest_stop_minutes):
         why = f"it {found.describe()}: its person's day, at {start_at:%H:%M} UTC, is too soon after a stop to pay"

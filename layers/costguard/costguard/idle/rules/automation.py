@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.activity import ActivityReport
 from costguard.idle.rules.decision import Action, Decision, StartFor
-from costguard.idle.rules.jobs import Job, JobKind, next_run
+from costguard.idle.rules.jobs import Job, JobKind, next_run, zone_named
 from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
 
 EVENING = time(18, 0)  # the team's clock: work that begins after it, on a machine left running, is its own
@@ -128,10 +128,8 @@ def runs_by_itself(
     jobs = report.jobs if report is not None else None
     if report is None or jobs is None or not jobs.jobs or report.sessions or report.kernels:
         return None
-    try:
-        zone = ZoneInfo(jobs.zone).key if jobs.zone else "UTC"
-    except (KeyError, ValueError, OSError):  # not a zone the machine's clock could be read on
-        zone = team_zone
+    clock = zone_named(jobs.zone) if jobs.zone else ZoneInfo("UTC")
+    zone = clock.key if clock is not None else team_zone  # not a zone the machine's clock could be read on
     return zone if all(housekeeping(job, now, window, zone) for job in jobs.jobs) else None
 
 
@@ -320,7 +318,7 @@ def with_night_work(
     if found is None or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
     said = found.describe()
-    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    stop_at = decision.stop_time(now)
     evening = found.tonight(stop_at)  # the night its stop would fall in
     if evening is not None and (found.last_busy is None or found.last_busy < evening + found.earliest):
         until = found.held_until(evening)
@@ -351,17 +349,10 @@ def spared_in_the_morning(decision: Decision, zone: str, now: datetime, team_zon
     and 11:10 in Paris, five minutes before such a stop, and lost them.)"""
     if decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
-    clock = _clock(zone) or _clock(team_zone) or ZoneInfo("UTC")
-    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    clock = zone_named(zone) or zone_named(team_zone) or ZoneInfo("UTC")
+    stop_at = decision.stop_time(now)
     local = stop_at.astimezone(clock)
     if local.weekday() >= 5 or not MORNING_BEGINS <= local.time() < MORNING_ENDS:
         return decision
     why = f"not stopped in {MORNING} ({clock.key}); {CANNOT_SEE}"
     return replace(decision, action=Action.WAIT, reason=why)
-
-
-def _clock(zone: str) -> ZoneInfo | None:
-    try:
-        return ZoneInfo(zone) if zone else None
-    except (KeyError, ValueError, OSError):
-        return None

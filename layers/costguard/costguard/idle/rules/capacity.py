@@ -136,7 +136,7 @@ def too_soon(decision: Decision, scarcity: Scarcity | None, shortest_stop: timed
     be worth it (ShortestStopMinutes between the stop and the start)."""
     if scarcity is None or decision.start_at is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
-    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    stop_at = decision.stop_time(now)
     start = decision.start_at - EARLIER
     if start - stop_at >= shortest_stop:
         return decision

@@ -97,6 +97,10 @@ class Decision:
     kept_for: KeptFor | None = None  # left running for this, and told (None: not such a machine)
     trail: tuple[Step, ...] = ()  # each rule's mark on the decision, in the pipeline's order (trail.py)
 
+    def stop_time(self, now: datetime) -> datetime:
+        """When its stop would be made: a warning's at the end of its grace, anything else's now."""
+        return self.stop_after if self.action is Action.WARN and self.stop_after else now
+
 
 UNREADABLE_SCHEDULE = f"{tags.SCHEDULE} cannot be read"
 

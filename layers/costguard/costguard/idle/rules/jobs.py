@@ -127,12 +127,12 @@ def next_run(job: Job, after: datetime, machine_zone: str | None = None) -> date
         return None  # its time has come: atd runs it now, not later
     if job.kind is JobKind.CRON:
         spec = parse_cron(job.schedule)
-        zone = _zone(job.zone) if job.zone else _machine_zone(machine_zone)
+        zone = zone_named(job.zone) if job.zone else _machine_zone(machine_zone)
         return spec.next(after, zone) if spec is not None and zone is not None else None
     calendars = [parse_calendar(part) for part in job.schedule.split(";")] if job.schedule.strip() else []
     runs = []
     for calendar in calendars:
-        zone = _zone(calendar.zone) if calendar and calendar.zone else _machine_zone(machine_zone)
+        zone = zone_named(calendar.zone) if calendar and calendar.zone else _machine_zone(machine_zone)
         if calendar is None or zone is None:
             return None  # one calendar unknown: the timer's next run is unknown
         runs.append(calendar.next(after, zone))
@@ -140,10 +140,11 @@ def next_run(job: Job, after: datetime, machine_zone: str | None = None) -> date
 
 
 def _machine_zone(name: str | None) -> ZoneInfo | None:
-    return ZoneInfo("UTC") if name is None else _zone(name)
+    return ZoneInfo("UTC") if name is None else zone_named(name)
 
 
-def _zone(name: str) -> ZoneInfo | None:
+def zone_named(name: str) -> ZoneInfo | None:
+    """The zone of that name, or None where it is none (an abbreviation such as "IST", "", a path)."""
     try:
         return ZoneInfo(name)
     except (KeyError, ValueError, OSError):  # not a zone (ZoneInfoNotFoundError is a KeyError), or a path

@@ -54,7 +54,7 @@ def with_jobs(
     costguard's starts off for this machine."""
     if jobs is None or declined or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
-    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    stop_at = decision.stop_time(now)
     due = next_due(jobs, stop_at, now, judged_window(decision, policy, now))
     if due is None:
         return decision

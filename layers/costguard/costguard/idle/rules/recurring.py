@@ -305,7 +305,7 @@ def with_pattern(decision: Decision, learned: Learned, policy: IdlePolicy, now: 
     it again, ScheduleLeadMinutes before that run."""
     if not learned.patterns or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
-    stop_at = decision.stop_after if decision.action is Action.WARN and decision.stop_after else now
+    stop_at = decision.stop_time(now)
     due = [(p, at) for p in learned.patterns if (at := p.pending(now)) is not None]
     pattern, upcoming = min(((p, p.next_start(stop_at)) for p in learned.patterns), key=lambda item: item[1])
     late = due[0][1] if due else None
