@@ -12,19 +12,32 @@ An owner's working hours are the machine's `costguard:schedule` when it has one 
 stopped anyway), else the team's: weekdays 08:00-19:00 in the team's time zone. Nor is it stopped when its
 automated run (a crontab's, or learned work) comes before its owner's next working hours: nobody would be
 there to start it again if EC2 refused.
+
+Readying costs the day's idle hours on every weekday its person does not come. So a machine is readied only where
+the weekdays its person worked on it pay for those that they did not (`pays_to_ready`: each day of work saves a
+wait on a refused start, REFUSED_WAIT of the person's time, and their cold start; each other day costs the
+machine's hours from that start to its owner's evening, its window and grace). And a machine costguard readied
+that nobody has used, LATE past the latest time its person began work on it on any weekday looked at, is not
+spared for the rest of that day (`day_off`): they are not coming, and it is warned and stopped as outside working
+hours, readied again for the next day where that pays.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from costguard.core import tags
 from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.arrival import MIN_DAYS, weekdays_looked_at
 from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
+from costguard.idle.rules.recurring import Quarter, work_starts
+from costguard.idle.rules.restarts import cold_start_usd
 from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
 SCARCE = "not stopped in working hours: capacity is scarce"
@@ -33,6 +46,79 @@ TEAM_HOURS = "weekdays 08:00-19:00"
 READY = "might not start again when its owner's day begins"
 BEFORE_OWNER = "left running for its run before its owner is back"
 EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much sooner, to have retries in hand
+# How long a person waits when EC2 refuses their GPU's start for capacity: costguard tries again every sweep, and a
+# shortage of a type in a zone lasts hours (the product's assumption: it prices what readying a machine saves).
+REFUSED_WAIT = timedelta(hours=2)
+LATE = timedelta(hours=1)  # past the latest time its person began work on it: they are not coming today
+NOT_TODAY = "nobody has used it since costguard started it for its owner's day"
+NOT_READIED = "not started before its owner's day"
+
+
+@dataclass(frozen=True)
+class Workdays:
+    """What the last weekdays (`arrival.weekdays_looked_at`, the team's clock) say of a machine's person."""
+
+    found: int  # weekdays they worked on it
+    seen: int  # weekdays looked at, since its data began
+    latest: int | None  # the latest minute of the day (the team's clock) a day's work on it began, None: none began
+    readied_idle: bool  # running since a start costguard made today, and idle since
+    usd_per_hour: float | None  # its list price (None: unknown)
+
+
+def workdays(
+    quarters: Sequence[Quarter],
+    now: datetime,
+    zone: str,
+    *,
+    running_at: Iterable[datetime],
+    ours: Iterable[datetime],
+    launched: datetime,
+    usd_per_hour: float | None,
+) -> Workdays:
+    """Its person's weekdays from its last two weeks of quarter-hours (`running_at`: the starts people made;
+    `ours`: the starts costguard made; `launched`: its last start)."""
+    clock = ZoneInfo(zone)
+    seen = [q.at.astimezone(clock).date() for q in quarters if q.busy is not None]
+    days = {d for d in weekdays_looked_at(now, clock) if seen and d >= min(seen)}  # since its data began
+    worked = {q.at.astimezone(clock).date() for q in quarters if q.busy} & days
+    began: dict[object, int] = {}
+    for start in work_starts(quarters, running_at):
+        local = start.astimezone(clock)
+        if local.date() in worked:
+            began[local.date()] = min(began.get(local.date(), 24 * 60), local.hour * 60 + local.minute)
+    today = now.astimezone(clock).date()
+    ours_today = any(
+        at <= launched <= at + timedelta(minutes=10) and at.astimezone(clock).date() == today for at in ours
+    )
+    idle_since = not any(q.busy for q in quarters if q.at >= launched)
+    return Workdays(len(worked), len(days), max(began.values(), default=None), ours_today and idle_since, usd_per_hour)
+
+
+def pays_to_ready(days: Workdays | None, instance: Instance, policy: IdlePolicy, start_at: datetime) -> bool:
+    """Whether starting the machine at `start_at` before its owner's day pays over the weekdays looked at: each
+    day its person worked on it saves their wait on a refused start and their cold start; each other day costs
+    its hours until its owner's evening, and its window and grace (unknown, or fewer than MIN_DAYS weekdays looked
+    at: it pays)."""
+    if days is None or days.seen < MIN_DAYS or not days.usd_per_hour:
+        return True
+    hours = owners_hours(instance, policy.team_timezone)
+    opens = hours.next_start(start_at)
+    held = hours.closes(opens) - start_at + timedelta(minutes=policy.window_minutes + policy.grace_minutes)
+    idle_usd = days.usd_per_hour * held / timedelta(hours=1)
+    saved_usd = REFUSED_WAIT / timedelta(hours=1) * policy.person_hour_usd + cold_start_usd(policy)
+    return days.found * saved_usd >= (days.seen - days.found) * idle_usd
+
+
+def day_off(days: Workdays | None, now: datetime, zone: str) -> str:
+    """Why its person is not coming today, or "": costguard readied it today and nobody has used it since, LATE
+    past the latest time their work on it began on any weekday looked at (on at least MIN_DAYS of them)."""
+    if days is None or days.latest is None or not days.readied_idle or days.found < MIN_DAYS:
+        return ""
+    local = now.astimezone(ZoneInfo(zone))
+    if local.weekday() >= 5 or local.hour * 60 + local.minute < days.latest + LATE / timedelta(minutes=1):
+        return ""
+    began = f"{days.latest // 60:02d}:{days.latest % 60:02d}"
+    return f"{NOT_TODAY}, and its person began work on it by {began} {zone} on each of {days.found} weekdays"
 
 
 def owners_hours(instance: Instance, team_timezone: str) -> Schedule:
@@ -52,14 +138,20 @@ def working_now(instance: Instance, now: datetime, team_timezone: str) -> bool:
     return owners_hours(instance, team_timezone).inside(now)
 
 
-def ready_for_the_day(
-    decision: Decision, scarcity: Scarcity | None, instance: Instance, policy: IdlePolicy, now: datetime
+def ready_for_the_day(  # noqa: PLR0917
+    decision: Decision,
+    scarcity: Scarcity | None,
+    instance: Instance,
+    policy: IdlePolicy,
+    now: datetime,
+    days: Workdays | None = None,
 ) -> Decision:
     """A scarce machine stopped outside its owner's hours: started again before its owner's next working hours
     open (its lead, and sooner), so that the day does not begin with a GPU EC2 has no room for; a learned
     start later than that is brought forward (the machine then runs through the day, and its run). Not where
     its owner turned learned starts off ("Don't start it"), nor where the deployment did: keeping a machine for
-    its runs asks for starts before its runs, not for its owner's day."""
+    its runs asks for starts before its runs, not for its owner's day; nor where its person's weekdays say it
+    does not pay (`pays_to_ready`)."""
     if scarcity is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
     if not decision.will_stop or not policy.learned_starts or starts_declined(instance.tags):
@@ -68,6 +160,8 @@ def ready_for_the_day(
     start_at = opens - timedelta(minutes=policy.schedule_lead_minutes)
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # its learned run comes first: started for it, and kept through the day
+    if not pays_to_ready(days, instance, policy, start_at - EARLIER):
+        return decision
     evidence = scarcity.evidence(now)
     said = f"{READY} ({evidence})"
     return replace(decision, start_at=start_at, start_for=StartFor.OWNERS_DAY, next_work=said, scarce=evidence)

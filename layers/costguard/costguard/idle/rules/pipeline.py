@@ -43,6 +43,8 @@ from costguard.idle.rules.automation import (
     with_night_work,
 )
 from costguard.idle.rules.capacity import (
+    Workdays,
+    day_off,
     for_its_run,
     ready_for_the_day,
     spared,
@@ -90,6 +92,7 @@ class Past:
     usd_per_hour: float | None = None  # its list price, where its hold after an undo needs it
     night: NightWork | None = None  # a machine that cannot answer the check: the work it runs by itself at night
     nights_unread: bool = False  # ... whose nights could not be read in full
+    workdays: Workdays | None = None  # its person's weekdays: whether readying it for its owner's day pays
 
 
 class Facts(Protocol):
@@ -171,7 +174,7 @@ def decide(
     out = [(i, _jobs(i, d, checks.get(i.instance_id), promises=promises, policy=policy, now=now)) for i, d in out]
     out = [(i, _night(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
     out = [(i, _morning(i, d, checks.get(i.instance_id), facts, policy, now)) for i, d in out]
-    out = [(i, _scarce(i, d, facts, promises, policy, now)) for i, d in out]
+    out = [(i, _scarce(i, d, past.get(i.instance_id), facts, promises, policy, now)) for i, d in out]
     priced = {i.instance_id: d for i, d in facts.priced(out)}
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
 
@@ -307,28 +310,44 @@ def _morning(  # noqa: PLR0917
 
 
 def _scarce(  # noqa: PLR0917
-    instance: Instance, decision: Decision, facts: Facts, promises: Promises | None, policy: IdlePolicy, now: datetime
+    instance: Instance,
+    decision: Decision,
+    past: Past | None,
+    facts: Facts,
+    promises: Promises | None,
+    policy: IdlePolicy,
+    now: datetime,
 ) -> Decision:
     """10. Scarce capacity: the scarcity evidence read only where it may change the decision."""
-    changed = stepped(Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now))
+    days = past.workdays if past is not None and not past.unread else None
+    changed = stepped(Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now, days))
     if promises is not None and changed.start_for is StartFor.OWNERS_DAY:
         return promised(instance, changed, promises, now)
     return changed
 
 
-def spare_the_scarce(
-    instance: Instance, decision: Decision, facts: Facts, policy: IdlePolicy, now: datetime
+def spare_the_scarce(  # noqa: PLR0917
+    instance: Instance,
+    decision: Decision,
+    facts: Facts,
+    policy: IdlePolicy,
+    now: datetime,
+    days: Workdays | None = None,
 ) -> Decision:
-    """A scarce machine's warning or stop taken back while its owner works; outside their hours, its stop
-    carries a start before the next working day (unless learned work has its own), and none is made that a
+    """A scarce machine's warning or stop taken back while its owner works, unless costguard readied it for a
+    day its person is not coming (`day_off`); outside their hours (or on such a day), its stop carries a start
+    before the next working day where that pays (unless learned work has its own), and none is made that a
     sooner start leaves too short."""
     if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
         return decision
-    if not working_now(instance, now, policy.team_timezone):
+    off = day_off(days, now, policy.team_timezone) if working_now(instance, now, policy.team_timezone) else ""
+    if not working_now(instance, now, policy.team_timezone) or off:
         if decision.action is Action.WAIT:
             return decision
         scarcity = facts.scarcity(instance)
-        readied = ready_for_the_day(decision, scarcity, instance, policy, now)
+        if off and scarcity is not None:
+            decision = replace(decision, reason=f"{decision.reason}; {off}")
+        readied = ready_for_the_day(decision, scarcity, instance, policy, now, days)
         shortest = timedelta(minutes=policy.shortest_stop_minutes)
         return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
     scarcity = facts.scarcity(instance)
