@@ -255,20 +255,26 @@ P4D_USD = 32.77  # p4d.24xlarge on demand, us-east-1
 
 def test_a_scarce_machine_is_readied_for_its_owners_day_only_where_its_persons_weekdays_pay_for_it() -> None:
     """Each weekday its person worked on it, readying saves their wait on a refused start (two hours at $150) and
-    their cold start ($50): $350. Each other weekday it costs the p4d's hours from 07:00 to 19:00, its window and
-    grace: 14.5 h, $475. So 4 days of 10 do not pay (4 x 350 < 6 x 475) and 6 do (6 x 350 > 4 x 475)."""
+    their cold start ($50): $350. Each other weekday it costs the p4d's hours from 07:00 until it is stopped: to
+    19:00, its window and grace (14.5 h, $475) where its person's latest start of work is not known on 3 days; an
+    hour past that latest start, and its grace, where it is (10:00: 4.5 h, $147)."""
     start = datetime(2026, 11, 25, 7, 0, tzinfo=UTC)  # 08:00 less its lead and 45 min sooner
-    assert not pays_to_ready(Workdays(4, 10, 600, False, P4D_USD), p4d(), POLICY, start)
-    assert pays_to_ready(Workdays(6, 10, 600, False, P4D_USD), p4d(), POLICY, start)
+    assert not pays_to_ready(Workdays(4, 10, None, False, P4D_USD), p4d(), POLICY, start)  # 4 x 350 < 6 x 475
+    assert pays_to_ready(Workdays(6, 10, None, False, P4D_USD), p4d(), POLICY, start)  # 6 x 350 > 4 x 475
+    assert pays_to_ready(Workdays(4, 10, 600, False, P4D_USD), p4d(), POLICY, start)  # 4 x 350 > 6 x 147
+    assert not pays_to_ready(Workdays(2, 10, 600, False, P4D_USD), p4d(), POLICY, start)  # 2 days: to 19:00
+    assert not pays_to_ready(Workdays(1, 10, 600, False, P4D_USD), p4d(), POLICY, start)
     assert pays_to_ready(Workdays(2, 10, 600, False, 3.0), p4d(), POLICY, start)  # a cheap GPU: 14.5 h is $44
     assert pays_to_ready(Workdays(0, 2, None, False, P4D_USD), p4d(), POLICY, start)  # two days say too little
     assert pays_to_ready(Workdays(0, 10, None, False, None), p4d(), POLICY, start)  # its price unknown
     assert pays_to_ready(None, p4d(), POLICY, start)  # its weekdays unread
+    unpriced = replace(POLICY, person_hour_usd=0)
+    assert pays_to_ready(Workdays(0, 10, None, False, P4D_USD), p4d(), unpriced, start)  # as before
 
     evening = TUESDAY_2PM.replace(hour=20)
     stop = Decision("i-1", Action.STOP, "idle through grace", stop_after=evening)
-    assert ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening, Workdays(4, 10, 600, False, P4D_USD)) == stop
-    readied = ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening, Workdays(6, 10, 600, False, P4D_USD))
+    assert ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening, Workdays(4, 10, None, False, P4D_USD)) == stop
+    readied = ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening, Workdays(6, 10, None, False, P4D_USD))
     assert readied.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD
 
 
@@ -305,6 +311,23 @@ def test_its_persons_weekdays_are_counted_from_its_quarter_hours_since_its_data_
     # Used since its start: not idle.
     used = _quarters(now - timedelta(days=14), now, busy | {now.replace(hour=9)})
     assert not workdays(used, now, "UTC", running_at=[], ours=ours, launched=ours[0], usd_per_hour=1).readied_idle
+    # Work in the quarter a start falls in (07:00:20, in the 07:00 quarter) is used since it, unless it is the
+    # machine's own boot after costguard's start (an @reboot warm-up): that neither uses it nor begins a day.
+    person = now.replace(hour=7, minute=0, second=20)
+    theirs = _quarters(now - timedelta(days=14), now, busy | {now.replace(hour=7)})
+    assert not workdays(theirs, now, "UTC", running_at=[], ours=[], launched=person, usd_per_hour=1).readied_idle
+    mornings = [ours[0] - timedelta(days=k) for k in (0, 1, 4)]  # costguard's starts: today, Monday, Friday
+    warm_ups = busy | set(mornings)
+    booted = workdays(
+        _quarters(now - timedelta(days=14), now, warm_ups),
+        now,
+        "UTC",
+        running_at=[],
+        ours=mornings,
+        launched=ours[0] + timedelta(seconds=20),
+        usd_per_hour=1,
+    )
+    assert (booted.found, booted.latest, booted.readied_idle) == (2, 11 * 60 + 30, True)
 
 
 def test_a_readied_machine_nobody_used_is_not_spared_an_hour_past_its_persons_latest_start_of_work() -> None:

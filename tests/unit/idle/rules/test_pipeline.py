@@ -221,8 +221,8 @@ def test_a_scarce_machine_is_spared_while_its_owner_works_by_the_scarce_capacity
 
 def test_a_scarce_machine_readied_for_a_day_its_person_does_not_come_is_warned_and_stopped_and_readied_again() -> None:
     """Readied at 07:00, nobody at it by 11:30 on a Tuesday, when its person began work on it by 10:30 on each of
-    the 7 weekdays of 9 they did: warned, its warning waits out its grace, stopped, with its start before the
-    next day (7 days of 9 pay for it); an hour earlier, it is spared as before."""
+    the 7 weekdays of 9 they did: warned, then stopped after its grace, with its start before the next day (7
+    days of 9 pay for it); an hour earlier, it is spared as before."""
     scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, AFTERNOON - timedelta(hours=3), AFTERNOON - timedelta(days=2))
     days = Workdays(7, 9, 10 * 60 + 30, True, 5.67)
     late = AFTERNOON.replace(hour=11, minute=30)
@@ -233,10 +233,15 @@ def test_a_scarce_machine_readied_for_a_day_its_person_does_not_come_is_warned_a
     assert warned.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - timedelta(minutes=15)
     assert warned.trail[-1].rule is Rule.SCARCE
     assert NOT_TODAY in warned.reason
-    waiting = pipeline.verdict(replace(warn(late), action=Action.WAIT))
-    assert run(waiting, world, late + timedelta(minutes=15)).action is Action.WAIT  # its warning stands
     stopped = run(stop(late + timedelta(minutes=30)), world, late + timedelta(minutes=30))
     assert stopped.action is Action.STOP
+    assert stopped.start_at == warned.start_at
+    # Its fortnight unread at the stop: not stopped, its warning neither cleared nor given again.
+    unread_then = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days, unread=True)})
+    assert run(stop(late + timedelta(minutes=30)), unread_then, late + timedelta(minutes=30)).action is Action.NONE
+    # A machine that cannot answer its check is judged on its metrics alone: a person may be at it unseen.
+    blind = run(pipeline.verdict(replace(warn(late), blind=True)), world, late)
+    assert blind.action is Action.NONE
     # Its person started it themselves (or used it): spared all day, as before.
     theirs = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=replace(days, readied_idle=False))})
     assert run(warn(late), theirs, late).action is Action.NONE

@@ -27,7 +27,7 @@ from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
 from costguard.idle.rules.automation import night_work, on_its_clocks, unseen_nights
-from costguard.idle.rules.capacity import workdays, working_now
+from costguard.idle.rules.capacity import workdays
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.rules.recurring import (
@@ -88,15 +88,6 @@ class Learner:
         stops = [(i, d) for i, d in decided if d.action in (Action.WARN, Action.STOP) and d.will_stop]
         learning = {i.instance_id for i, _ in stops if learns(i, self.policy)}
         targets = [i for i, _ in stops if i.instance_id in learning or i.instance_id in {*blind, *clocks}]
-        # A warning waiting out its grace in its owner's hours: its person's weekdays alone (whether a scarce
-        # machine is spared, or its person is not coming today: rules/capacity.py).
-        tz = self.policy.team_timezone
-        waiting = {
-            i.instance_id
-            for i, d in decided
-            if d.action is Action.WAIT and d.will_stop and learns(i, self.policy) and working_now(i, now, tz)
-        }
-        targets += [i for i, _ in decided if i.instance_id in waiting]
         # Started again soon after costguard's stop, by a person unless its start log says costguard did.
         undone = [i for i, d in decided if d.action in (Action.WARN, Action.STOP) and undone_stop(i, [], self.policy)]
         if not targets and not undone:
@@ -126,13 +117,10 @@ class Learner:
                     now,
                     self.policy.team_timezone,
                     running_at=people,
-                    ours=records[iid].started(),
+                    ours=records[iid].readied(),
                     launched=instance.launch_time,
                     usd_per_hour=self.list_price(instance),
                 )
-                if iid in waiting:
-                    out[iid] = Past(unread=iid in failed, workdays=days)
-                    continue
                 if iid not in learning:  # only its nights: costguard learns nothing else of it
                     out[iid] = Past(night=night, nights_unread=iid in failed)
                     continue

@@ -36,7 +36,7 @@ from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import MIN_DAYS, weekdays_looked_at
 from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
-from costguard.idle.rules.recurring import Quarter, work_starts
+from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
 from costguard.idle.rules.restarts import cold_start_usd
 from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
@@ -51,7 +51,7 @@ EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much 
 REFUSED_WAIT = timedelta(hours=2)
 LATE = timedelta(hours=1)  # past the latest time its person began work on it: they are not coming today
 NOT_TODAY = "nobody has used it since costguard started it for its owner's day"
-NOT_READIED = "not started before its owner's day"
+BOOT = timedelta(minutes=30)  # after costguard's start: the machine's own boot-time work, not its person's
 
 
 @dataclass(frozen=True)
@@ -76,34 +76,49 @@ def workdays(
     usd_per_hour: float | None,
 ) -> Workdays:
     """Its person's weekdays from its last two weeks of quarter-hours (`running_at`: the starts people made;
-    `ours`: the starts costguard made; `launched`: its last start)."""
+    `ours`: the starts costguard's own call made for its owner's day; `launched`: its last start). Work in the
+    first BOOT after such a start is the machine's own (an @reboot warm-up), not its person's: it neither begins
+    their day nor uses the machine."""
     clock = ZoneInfo(zone)
+    readied = list(ours)
     seen = [q.at.astimezone(clock).date() for q in quarters if q.busy is not None]
     days = {d for d in weekdays_looked_at(now, clock) if seen and d >= min(seen)}  # since its data began
-    worked = {q.at.astimezone(clock).date() for q in quarters if q.busy} & days
+    worked = {q.at.astimezone(clock).date() for q in quarters if q.busy and not _booting(q.at, readied)} & days
     began: dict[object, int] = {}
     for start in work_starts(quarters, running_at):
         local = start.astimezone(clock)
-        if local.date() in worked:
+        if local.date() in worked and not _booting(start, readied):
             began[local.date()] = min(began.get(local.date(), 24 * 60), local.hour * 60 + local.minute)
     today = now.astimezone(clock).date()
     ours_today = any(
-        at <= launched <= at + timedelta(minutes=10) and at.astimezone(clock).date() == today for at in ours
+        at <= launched <= at + timedelta(minutes=10) and at.astimezone(clock).date() == today for at in readied
     )
-    idle_since = not any(q.busy for q in quarters if q.at >= launched)
+    idle_since = not any(q.busy for q in quarters if q.at + QUARTER > launched and not _booting(q.at, readied))
     return Workdays(len(worked), len(days), max(began.values(), default=None), ours_today and idle_since, usd_per_hour)
+
+
+def _booting(at: datetime, readied: Sequence[datetime]) -> bool:
+    """Whether `at` (a quarter-hour's start, or a start of work) falls in the first BOOT after a start costguard
+    made for its owner's day (a quarter is labelled by its start: the one the start falls in counts)."""
+    return any(start - QUARTER < at < start + BOOT for start in readied)
 
 
 def pays_to_ready(days: Workdays | None, instance: Instance, policy: IdlePolicy, start_at: datetime) -> bool:
     """Whether starting the machine at `start_at` before its owner's day pays over the weekdays looked at: each
     day its person worked on it saves their wait on a refused start and their cold start; each other day costs
-    its hours until its owner's evening, and its window and grace (unknown, or fewer than MIN_DAYS weekdays looked
-    at: it pays)."""
-    if days is None or days.seen < MIN_DAYS or not days.usd_per_hour:
+    its hours until it is stopped: LATE past the latest time its person's work on it began (`day_off`), else its
+    owner's evening, with its window and grace (unknown, fewer than MIN_DAYS weekdays looked at, or a person's
+    time not priced: it pays)."""
+    if days is None or days.seen < MIN_DAYS or not days.usd_per_hour or policy.person_hour_usd <= 0:
         return True
     hours = owners_hours(instance, policy.team_timezone)
-    opens = hours.next_start(start_at)
-    held = hours.closes(opens) - start_at + timedelta(minutes=policy.window_minutes + policy.grace_minutes)
+    grace = timedelta(minutes=policy.grace_minutes)
+    stopped = hours.closes(hours.next_start(start_at)) + timedelta(minutes=policy.window_minutes)
+    if days.latest is not None and days.found >= MIN_DAYS:  # not spared past its person's latest arrival
+        day = start_at.astimezone(ZoneInfo(policy.team_timezone)).replace(hour=0, minute=0, second=0, microsecond=0)
+        given_up = day + timedelta(minutes=days.latest) + LATE
+        stopped = min(stopped, max(start_at + timedelta(minutes=policy.window_minutes), given_up))
+    held = stopped + grace - start_at
     idle_usd = days.usd_per_hour * held / timedelta(hours=1)
     saved_usd = REFUSED_WAIT / timedelta(hours=1) * policy.person_hour_usd + cold_start_usd(policy)
     return days.found * saved_usd >= (days.seen - days.found) * idle_usd

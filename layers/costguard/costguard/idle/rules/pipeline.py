@@ -319,8 +319,11 @@ def _scarce(  # noqa: PLR0917
     now: datetime,
 ) -> Decision:
     """10. Scarce capacity: the scarcity evidence read only where it may change the decision."""
-    days = past.workdays if past is not None and not past.unread else None
-    changed = stepped(Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now, days))
+    unread_past = past is not None and past.unread
+    days = None if past is None or unread_past else past.workdays
+    changed = stepped(
+        Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now, days, unread_past=unread_past)
+    )
     if promises is not None and changed.start_for is StartFor.OWNERS_DAY:
         return promised(instance, changed, promises, now)
     return changed
@@ -333,27 +336,49 @@ def spare_the_scarce(  # noqa: PLR0917
     policy: IdlePolicy,
     now: datetime,
     days: Workdays | None = None,
+    *,
+    unread_past: bool = False,
 ) -> Decision:
     """A scarce machine's warning or stop taken back while its owner works, unless costguard readied it for a
-    day its person is not coming (`day_off`); outside their hours (or on such a day), its stop carries a start
-    before the next working day where that pays (unless learned work has its own), and none is made that a
-    sooner start leaves too short."""
+    day its person is not coming (`day_off`: not said of a machine judged on its metrics alone, which a person
+    may be at unseen); outside their hours (or on such a day), its stop carries a start before the next working
+    day where that pays (unless learned work has its own), and none is made that a sooner start leaves too short.
+    A stop in working hours whose machine's fortnight could not be read waits for a sweep that can (it may be a
+    day off's: its warning is neither cleared nor given again)."""
     if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
         return decision
-    off = day_off(days, now, policy.team_timezone) if working_now(instance, now, policy.team_timezone) else ""
-    if not working_now(instance, now, policy.team_timezone) or off:
+    if not working_now(instance, now, policy.team_timezone):
         if decision.action is Action.WAIT:
             return decision
-        scarcity = facts.scarcity(instance)
-        if off and scarcity is not None:
-            decision = replace(decision, reason=f"{decision.reason}; {off}")
-        readied = ready_for_the_day(decision, scarcity, instance, policy, now, days)
-        shortest = timedelta(minutes=policy.shortest_stop_minutes)
-        return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
+        return _readied(instance, decision, facts.scarcity(instance), days, policy, now)
     scarcity = facts.scarcity(instance)
     if facts.scarcity_unread:
         return unread(decision)
+    if scarcity is None:
+        return decision
+    off = "" if decision.blind else day_off(days, now, policy.team_timezone)
+    if off:
+        if decision.action is Action.WAIT:
+            return decision
+        return _readied(instance, replace(decision, reason=f"{decision.reason}; {off}"), scarcity, days, policy, now)
+    if unread_past and decision.action is Action.STOP:
+        return unread(decision)
     return spared(decision, scarcity, working=True, now=now)
+
+
+def _readied(  # noqa: PLR0917
+    instance: Instance,
+    decision: Decision,
+    scarcity: Scarcity | None,
+    days: Workdays | None,
+    policy: IdlePolicy,
+    now: datetime,
+) -> Decision:
+    """A scarce machine's stop when its owner is not at work: with a start before their next working day where
+    that pays, and none that a sooner start leaves too short; not before a run due before they are back."""
+    readied = ready_for_the_day(decision, scarcity, instance, policy, now, days)
+    shortest = timedelta(minutes=policy.shortest_stop_minutes)
+    return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
 
 
 def tells(decision: Decision) -> bool:
