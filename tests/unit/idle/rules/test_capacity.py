@@ -311,11 +311,13 @@ def test_its_persons_weekdays_are_counted_from_its_quarter_hours_since_its_data_
     # Used since its start: not idle.
     used = _quarters(now - timedelta(days=14), now, busy | {now.replace(hour=9)})
     assert not workdays(used, now, "UTC", running_at=[], ours=ours, launched=ours[0], usd_per_hour=1).readied_idle
-    # Work in the quarter a start falls in (07:00:20, in the 07:00 quarter) is used since it, unless it is the
-    # machine's own boot after costguard's start (an @reboot warm-up): that neither uses it nor begins a day.
-    person = now.replace(hour=7, minute=0, second=20)
-    theirs = _quarters(now - timedelta(days=14), now, busy | {now.replace(hour=7)})
-    assert not workdays(theirs, now, "UTC", running_at=[], ours=[], launched=person, usd_per_hour=1).readied_idle
+    # Work in the first half hour after costguard's start (07:00:20, in the 07:00 quarter) is the machine's own
+    # boot (an @reboot warm-up): it neither uses it nor begins a day; work after it does.
+    launched = now.replace(hour=7, minute=0, second=20)
+    after_boot = _quarters(now - timedelta(days=14), now, busy | {now.replace(hour=7, minute=30)})
+    assert not workdays(
+        after_boot, now, "UTC", running_at=[], ours=ours, launched=launched, usd_per_hour=1
+    ).readied_idle
     mornings = [ours[0] - timedelta(days=k) for k in (0, 1, 4)]  # costguard's starts: today, Monday, Friday
     warm_ups = busy | set(mornings)
     booted = workdays(
@@ -324,7 +326,7 @@ def test_its_persons_weekdays_are_counted_from_its_quarter_hours_since_its_data_
         "UTC",
         running_at=[],
         ours=mornings,
-        launched=ours[0] + timedelta(seconds=20),
+        launched=launched,
         usd_per_hour=1,
     )
     assert (booted.found, booted.latest, booted.readied_idle) == (2, 11 * 60 + 30, True)
