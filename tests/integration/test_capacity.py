@@ -229,8 +229,11 @@ def test_a_scarce_machine_costguard_readied_for_a_day_its_person_does_not_come_i
         return
     assert tags.STOP_AFTER in tags_of(iid)
     [warning] = [m for m in slack.messages if m.channel == "U0ALICE" and "Idle GPU machine" in json.dumps(m.blocks)]
-    assert "costguard starts it again" in as_read(warning.blocks)  # readied for the next day
+    said = as_read(warning.blocks)
+    assert "It has not been used since costguard started it for its owner's day" in said
+    assert "its person began work on it by 10:00 UTC on each of 7 weekdays; it might not start again" in said
+    assert "costguard starts it again" in said  # readied for the next day
     [warned] = [e for e in entries("warn") if "trail" in e]  # its trail, as the warning's Why? tells it
     [step] = [s["M"] for s in warned["trail"]["L"] if s["M"]["rule"]["S"] == "scarce capacity"]
-    assert "nobody has used it since costguard started it for its owner's day" in step["why"]["S"]
+    assert "has not been used since costguard started it for its owner's day" in step["why"]["S"]
     assert "its person began work on it by 10:00 UTC on each of 7 weekdays" in step["why"]["S"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from costguard.core import tags
@@ -50,7 +50,7 @@ EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much 
 # shortage of a type in a zone lasts hours (the product's assumption: it prices what readying a machine saves).
 REFUSED_WAIT = timedelta(hours=2)
 LATE = timedelta(hours=1)  # past the latest time its person began work on it: they are not coming today
-NOT_TODAY = "nobody has used it since costguard started it for its owner's day"
+NOT_TODAY = "has not been used since costguard started it for its owner's day"
 BOOT = timedelta(minutes=30)  # after costguard's start: the machine's own boot-time work, not its person's
 
 
@@ -132,8 +132,9 @@ def day_off(days: Workdays | None, now: datetime, zone: str) -> str:
     local = now.astimezone(ZoneInfo(zone))
     if local.weekday() >= 5 or local.hour * 60 + local.minute < days.latest + LATE / timedelta(minutes=1):
         return ""
-    began = f"{days.latest // 60:02d}:{days.latest % 60:02d}"
-    return f"{NOT_TODAY}, and its person began work on it by {began} {zone} on each of {days.found} weekdays"
+    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    began = (midnight + timedelta(minutes=days.latest)).astimezone(UTC)  # said in UTC: each reader sees their own
+    return f"{NOT_TODAY}, and its person began work on it by {began:%H:%M} UTC on each of {days.found} weekdays"
 
 
 def owners_hours(instance: Instance, team_timezone: str) -> Schedule:

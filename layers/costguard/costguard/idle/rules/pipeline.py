@@ -360,7 +360,10 @@ def spare_the_scarce(  # noqa: PLR0917
     if off:
         if decision.action is Action.WAIT:
             return decision
-        return _readied(instance, replace(decision, reason=f"{decision.reason}; {off}"), scarcity, days, policy, now)
+        readied = _readied(instance, replace(decision, reason=f"{decision.reason}; {off}"), scarcity, days, policy, now)
+        if readied.start_for is StartFor.OWNERS_DAY:  # said in the warning and the stop: "It has not been used ..."
+            return replace(readied, next_work=f"{off}; it {readied.next_work}")
+        return readied
     if unread_past and decision.action is Action.STOP:
         return unread(decision)
     return spared(decision, scarcity, working=True, now=now)
