@@ -231,9 +231,9 @@ def test_a_scarce_machine_costguard_readied_for_a_day_its_person_does_not_come_i
     [warning] = [m for m in slack.messages if m.channel == "U0ALICE" and "Idle GPU machine" in json.dumps(m.blocks)]
     said = as_read(warning.blocks)
     assert "It has not been used since costguard started it for its owner's day" in said
-    assert "its person began work on it by 10:00 UTC on each of 7 weekdays; it might not start again" in said
+    assert "work on it began by 10:00 UTC on each of the 7 weekdays it was worked on; it might not start again" in said
     assert "costguard starts it again" in said  # readied for the next day
     [warned] = [e for e in entries("warn") if "trail" in e]  # its trail, as the warning's Why? tells it
     [step] = [s["M"] for s in warned["trail"]["L"] if s["M"]["rule"]["S"] == "scarce capacity"]
     assert "has not been used since costguard started it for its owner's day" in step["why"]["S"]
-    assert "its person began work on it by 10:00 UTC on each of 7 weekdays" in step["why"]["S"]
+    assert "work on it began by 10:00 UTC on each of the 7 weekdays it was worked on" in step["why"]["S"]

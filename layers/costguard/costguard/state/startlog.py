@@ -48,6 +48,11 @@ class StartRecord:
         """When costguard started the machine (its learned and job starts made)."""
         return [t for s in self.starts if (t := formatting.parse_time(s.get("s"))) is not None]
 
+    def day_starts(self) -> list[datetime]:
+        """When the machine was started for its person's or owner's working day: by costguard's own call, or found
+        started then (which may be a person's start)."""
+        return [t for s in self.starts if s.get("o") == DAY and (t := formatting.parse_time(s.get("s"))) is not None]
+
     def readied(self) -> list[datetime]:
         """When costguard's own StartInstances started the machine for its person's or owner's working day (not a
         start it only found made, which may be a person's)."""

@@ -15,7 +15,7 @@ from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules import pipeline
-from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process
+from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process, Session
 from costguard.idle.rules.arrival import Arrival
 from costguard.idle.rules.automation import NightWork
 from costguard.idle.rules.capacity import NOT_TODAY, Workdays
@@ -224,7 +224,7 @@ def test_a_scarce_machine_readied_for_a_day_its_person_does_not_come_is_warned_a
     the 7 weekdays of 9 they did: warned, then stopped after its grace, with its start before the next day (7
     days of 9 pay for it); an hour earlier, it is spared as before."""
     scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, AFTERNOON - timedelta(hours=3), AFTERNOON - timedelta(days=2))
-    days = Workdays(7, 9, 10 * 60 + 30, True, 5.67)
+    days = Workdays(7, 9, 7, 10 * 60 + 30, True, 5.67)
     late = AFTERNOON.replace(hour=11, minute=30)
     world = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days)})
     assert run(warn(late - timedelta(hours=1)), world, late - timedelta(hours=1)).action is Action.NONE  # spared
@@ -242,6 +242,10 @@ def test_a_scarce_machine_readied_for_a_day_its_person_does_not_come_is_warned_a
     # A machine that cannot answer its check is judged on its metrics alone: a person may be at it unseen.
     blind = run(pipeline.verdict(replace(warn(late), blind=True)), world, late)
     assert blind.action is Action.NONE
+    # Its check sees a session (its person logged in at 08:30 and went to a meeting): they came; spared.
+    came = ActivityReport(sessions=(Session("pts/0", 3 * 3600),))
+    seen = World(scarce=scarce, pasts=world.pasts, checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, came)})
+    assert run(warn(late), seen, late).action is Action.NONE
     # Its person started it themselves (or used it): spared all day, as before.
     theirs = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=replace(days, readied_idle=False))})
     assert run(warn(late), theirs, late).action is Action.NONE
@@ -252,11 +256,11 @@ def test_a_scarce_machine_readied_for_a_day_its_person_does_not_come_is_warned_a
 
 def test_a_scarce_machine_its_person_seldom_works_on_is_stopped_in_the_evening_without_a_start_for_the_day() -> None:
     scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, EVENING - timedelta(hours=3), EVENING - timedelta(days=2))
-    seldom = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=Workdays(1, 9, 600, False, 32.77))})
+    seldom = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=Workdays(1, 9, 1, 600, False, 32.77))})
     decided = run(stop(), seldom)
     assert decided.action is Action.STOP
     assert decided.start_at is None
-    often = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=Workdays(7, 9, 600, False, 32.77))})
+    often = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=Workdays(7, 9, 7, 600, False, 32.77))})
     assert run(stop(), often).start_at == datetime(2026, 11, 24, 8, 0, tzinfo=UTC) - timedelta(minutes=15)
 
 

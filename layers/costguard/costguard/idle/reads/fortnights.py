@@ -27,7 +27,7 @@ from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
 from costguard.idle.rules.automation import night_work, on_its_clocks, unseen_nights
-from costguard.idle.rules.capacity import workdays
+from costguard.idle.rules.capacity import hours_zone, workdays
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.rules.recurring import (
@@ -115,9 +115,10 @@ class Learner:
                 days = workdays(
                     quarters[iid],
                     now,
-                    self.policy.team_timezone,
+                    hours_zone(instance, self.policy.team_timezone),
                     running_at=people,
                     ours=records[iid].readied(),
+                    booted=records[iid].day_starts(),
                     launched=instance.launch_time,
                     usd_per_hour=self.list_price(instance),
                 )

@@ -34,6 +34,7 @@ from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
+from costguard.idle.rules.activity import ActivityCheck
 from costguard.idle.rules.arrival import MIN_DAYS, weekdays_looked_at
 from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
 from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
@@ -56,13 +57,15 @@ BOOT = timedelta(minutes=30)  # after costguard's start: the machine's own boot-
 
 @dataclass(frozen=True)
 class Workdays:
-    """What the last weekdays (`arrival.weekdays_looked_at`, the team's clock) say of a machine's person."""
+    """What the last weekdays (`arrival.weekdays_looked_at`, on its owner's clock) say of the work on a machine."""
 
-    found: int  # weekdays they worked on it
+    found: int  # weekdays it was worked on
     seen: int  # weekdays looked at, since its data began
-    latest: int | None  # the latest minute of the day (the team's clock) a day's work on it began, None: none began
-    readied_idle: bool  # running since a start costguard made today, and idle since
+    began: int  # of those it was worked on, the days a start of work was seen on
+    latest: int | None  # the latest minute of the day (its owner's clock) a day's work on it began, None: none began
+    readied_idle: bool  # running since a start costguard's own call made today, and idle since
     usd_per_hour: float | None  # its list price (None: unknown)
+    zone: str = "UTC"  # the clock its days are counted on: its owner's hours' (its own schedule's, else the team's)
 
 
 def workdays(
@@ -72,35 +75,43 @@ def workdays(
     *,
     running_at: Iterable[datetime],
     ours: Iterable[datetime],
+    booted: Iterable[datetime],
     launched: datetime,
     usd_per_hour: float | None,
 ) -> Workdays:
-    """Its person's weekdays from its last two weeks of quarter-hours (`running_at`: the starts people made;
-    `ours`: the starts costguard's own call made for its owner's day; `launched`: its last start). Work in the
-    first BOOT after such a start is the machine's own (an @reboot warm-up), not its person's: it neither begins
-    their day nor uses the machine."""
+    """The work on a machine over its weekdays, from its last two weeks of quarter-hours on the `zone`'s clock
+    (`running_at`: the starts people made; `ours`: the starts costguard's own call made for its owner's day;
+    `booted`: every start made for its owner's day, costguard's call or found made; `launched`: its last start).
+    Work in the first BOOT after a start for its owner's day is the machine's own (an @reboot warm-up), not its
+    person's: it neither begins their day nor uses the machine."""
     clock = ZoneInfo(zone)
-    readied = list(ours)
+    boots = list(booted)
     seen = [q.at.astimezone(clock).date() for q in quarters if q.busy is not None]
     days = {d for d in weekdays_looked_at(now, clock) if seen and d >= min(seen)}  # since its data began
-    worked = {q.at.astimezone(clock).date() for q in quarters if q.busy and not _booting(q.at, readied)} & days
+    worked = {q.at.astimezone(clock).date() for q in quarters if q.busy and not _booting(q.at, boots)} & days
     began: dict[object, int] = {}
     for start in work_starts(quarters, running_at):
         local = start.astimezone(clock)
-        if local.date() in worked and not _booting(start, readied):
+        if local.date() in worked and not _booting(start, boots):
             began[local.date()] = min(began.get(local.date(), 24 * 60), local.hour * 60 + local.minute)
     today = now.astimezone(clock).date()
     ours_today = any(
-        at <= launched <= at + timedelta(minutes=10) and at.astimezone(clock).date() == today for at in readied
+        at <= launched <= at + timedelta(minutes=10) and at.astimezone(clock).date() == today for at in ours
     )
-    idle_since = not any(q.busy for q in quarters if q.at + QUARTER > launched and not _booting(q.at, readied))
-    return Workdays(len(worked), len(days), max(began.values(), default=None), ours_today and idle_since, usd_per_hour)
+    idle_since = not any(q.busy for q in quarters if q.at + QUARTER > launched and not _booting(q.at, boots))
+    latest = max(began.values(), default=None)
+    return Workdays(len(worked), len(days), len(began), latest, ours_today and idle_since, usd_per_hour, zone)
 
 
-def _booting(at: datetime, readied: Sequence[datetime]) -> bool:
-    """Whether `at` (a quarter-hour's start, or a start of work) falls in the first BOOT after a start costguard
-    made for its owner's day (a quarter is labelled by its start: the one the start falls in counts)."""
-    return any(start - QUARTER < at < start + BOOT for start in readied)
+def _booting(at: datetime, booted: Sequence[datetime]) -> bool:
+    """Whether `at` (a quarter-hour's start, or a start of work) falls in the first BOOT after a start made for
+    its owner's day (a quarter is labelled by its start: the one the start falls in counts)."""
+    return any(start - QUARTER < at < start + BOOT for start in booted)
+
+
+def hours_zone(instance: Instance, team_timezone: str) -> str:
+    """The zone of its owner's working hours: its own schedule's (its first window's), else the team's."""
+    return str(owners_hours(instance, team_timezone).windows[0].zone)
 
 
 def pays_to_ready(days: Workdays | None, instance: Instance, policy: IdlePolicy, start_at: datetime) -> bool:
@@ -113,9 +124,10 @@ def pays_to_ready(days: Workdays | None, instance: Instance, policy: IdlePolicy,
         return True
     hours = owners_hours(instance, policy.team_timezone)
     grace = timedelta(minutes=policy.grace_minutes)
-    stopped = hours.closes(hours.next_start(start_at)) + timedelta(minutes=policy.window_minutes)
-    if days.latest is not None and days.found >= MIN_DAYS:  # not spared past its person's latest arrival
-        day = start_at.astimezone(ZoneInfo(policy.team_timezone)).replace(hour=0, minute=0, second=0, microsecond=0)
+    opens = hours.next_start(start_at)  # the day the start is for (made the evening before, for a midnight day)
+    stopped = hours.closes(opens) + timedelta(minutes=policy.window_minutes)
+    if days.latest is not None and days.began >= MIN_DAYS:  # not spared past its person's latest arrival
+        day = opens.astimezone(ZoneInfo(days.zone)).replace(hour=0, minute=0, second=0, microsecond=0)
         given_up = day + timedelta(minutes=days.latest) + LATE
         stopped = min(stopped, max(start_at + timedelta(minutes=policy.window_minutes), given_up))
     held = stopped + grace - start_at
@@ -124,17 +136,27 @@ def pays_to_ready(days: Workdays | None, instance: Instance, policy: IdlePolicy,
     return days.found * saved_usd >= (days.seen - days.found) * idle_usd
 
 
-def day_off(days: Workdays | None, now: datetime, zone: str) -> str:
+def someone_came(check: ActivityCheck | None) -> bool:
+    """Whether the machine's own check saw a person on it: a session, or a notebook kernel (one started since
+    costguard's start means they came, whatever the metrics show)."""
+    report = check.report if check is not None else None
+    return report is not None and bool(report.sessions or report.kernels or report.kernel_processes)
+
+
+def day_off(days: Workdays | None, now: datetime) -> str:
     """Why its person is not coming today, or "": costguard readied it today and nobody has used it since, LATE
-    past the latest time their work on it began on any weekday looked at (on at least MIN_DAYS of them)."""
-    if days is None or days.latest is None or not days.readied_idle or days.found < MIN_DAYS:
+    past the latest time work on it began on any weekday looked at (a start of work seen on at least MIN_DAYS of
+    them), on its owner's clock."""
+    if days is None or days.latest is None or not days.readied_idle or days.began < MIN_DAYS:
         return ""
-    local = now.astimezone(ZoneInfo(zone))
+    local = now.astimezone(ZoneInfo(days.zone))
     if local.weekday() >= 5 or local.hour * 60 + local.minute < days.latest + LATE / timedelta(minutes=1):
         return ""
     midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
     began = (midnight + timedelta(minutes=days.latest)).astimezone(UTC)  # said in UTC: each reader sees their own
-    return f"{NOT_TODAY}, and its person began work on it by {began:%H:%M} UTC on each of {days.found} weekdays"
+    return (
+        f"{NOT_TODAY}, and work on it began by {began:%H:%M} UTC on each of the {days.began} weekdays it was worked on"
+    )
 
 
 def owners_hours(instance: Instance, team_timezone: str) -> Schedule:

@@ -47,6 +47,7 @@ from costguard.idle.rules.capacity import (
     day_off,
     for_its_run,
     ready_for_the_day,
+    someone_came,
     spared,
     tells_scarce,
     too_soon,
@@ -174,7 +175,10 @@ def decide(
     out = [(i, _jobs(i, d, checks.get(i.instance_id), promises=promises, policy=policy, now=now)) for i, d in out]
     out = [(i, _night(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
     out = [(i, _morning(i, d, checks.get(i.instance_id), facts, policy, now)) for i, d in out]
-    out = [(i, _scarce(i, d, past.get(i.instance_id), facts, promises, policy, now)) for i, d in out]
+    out = [
+        (i, _scarce(i, d, past.get(i.instance_id), checks.get(i.instance_id), facts, promises, policy, now))
+        for i, d in out
+    ]
     priced = {i.instance_id: d for i, d in facts.priced(out)}
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
 
@@ -313,6 +317,7 @@ def _scarce(  # noqa: PLR0917
     instance: Instance,
     decision: Decision,
     past: Past | None,
+    check: ActivityCheck | None,
     facts: Facts,
     promises: Promises | None,
     policy: IdlePolicy,
@@ -320,7 +325,8 @@ def _scarce(  # noqa: PLR0917
 ) -> Decision:
     """10. Scarce capacity: the scarcity evidence read only where it may change the decision."""
     unread_past = past is not None and past.unread
-    days = None if past is None or unread_past else past.workdays
+    # Its person's weekdays, unless the check saw a person on it (a session, a notebook kernel): they came.
+    days = None if past is None or unread_past or someone_came(check) else past.workdays
     changed = stepped(
         Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now, days, unread_past=unread_past)
     )
@@ -356,7 +362,7 @@ def spare_the_scarce(  # noqa: PLR0917
         return unread(decision)
     if scarcity is None:
         return decision
-    off = "" if decision.blind else day_off(days, now, policy.team_timezone)
+    off = "" if decision.blind else day_off(days, now)
     if off:
         if decision.action is Action.WAIT:
             return decision
