@@ -19,7 +19,7 @@ from costguard.idle.rules.schedule import parse_schedule
 from costguard.runtime import Runtime
 from costguard.state.capacity import CapacityLog
 from costguard.state.entries import EntryKind
-from costguard.state.startlog import DAY, StartLog, StartRecord
+from costguard.state.startlog import DAY, StartLog
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, notices
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
@@ -33,10 +33,8 @@ from tests.integration.test_idle_stopper import (
     state_of,
     warn_tags,
 )
-from tests.integration.test_learned_starts import quarter, quarterly
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
-QUARTER = timedelta(minutes=15)
 
 
 def refused_first(times: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -182,58 +180,3 @@ def test_a_scarce_machine_stopped_after_hours_is_promised_a_start_before_the_nex
     assert made["o"] == DAY
     assert len(entries(EntryKind.DAY_START.value)) == 1
     assert entries(EntryKind.LEARNED_START.value) == []
-
-
-def late_morning(now: datetime) -> datetime:
-    """The last weekday's 11:30 UTC at or before `now` (the team's clock is UTC in these tests)."""
-    at = now.replace(hour=11, minute=30)
-    while at > now or at.weekday() >= 5:
-        at -= timedelta(days=1)
-    return at
-
-
-@pytest.mark.parametrize("readied_by", ["costguard", "its person"])
-def test_a_scarce_machine_costguard_readied_for_a_day_its_person_does_not_come_is_warned_not_spared(
-    readied_by: str,
-    runtime: Runtime,
-    slack: SlackStandIn,
-    now: datetime,
-    lambda_context: Any,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A p4d whose person began work on it at 09:00 or 10:00 on seven weekdays of the last two weeks, started at
-    07:00 today before its owner's day and idle since: at 11:30, an hour past the latest time its person began,
-    it is warned (and would be stopped after its grace, readied again for the next day). Started at 07:00 by
-    someone costguard only found it started by, it is spared through its owner's day, as before."""
-    at = late_morning(now)
-    iid = launch(at, "p4d.24xlarge", hours=4.5)  # 07:00
-    busy: set[datetime] = set()
-    worked = [d for d in (at - timedelta(days=k) for k in range(1, 14)) if d.weekday() < 5][:7]
-    for n, day in enumerate(worked):
-        begin = day.replace(hour=9 + n % 2, minute=0)
-        busy |= {begin + QUARTER * k for k in range(8)}
-    begin = quarter(at) - timedelta(days=14)
-    quarterly(iid, [begin + QUARTER * k for k in range(14 * 96) if begin + QUARTER * k < at - timedelta(hours=3)], busy)
-    publish(iid, at, gpus=[idle(36)], cpu=idle(36))  # the last three hours: idle
-    failures = [FailedStart("p4d.24xlarge", "", at - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5)]
-    CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=at)
-    started = formatting.format_time(at.replace(hour=7, minute=0))
-    expected = formatting.format_time(at.replace(hour=8, minute=0))
-    log = StartLog(boto3.client("dynamodb", region_name=REGION), TABLE)
-    log.made(iid, expected, started, StartRecord(), at, day=True, called=readied_by == "costguard")
-
-    run(SWEEP, runtime, at, lambda_context, monkeypatch)
-
-    if readied_by == "its person":
-        assert tags.IDLE_WARNED_AT not in tags_of(iid)  # spared: someone is about
-        return
-    assert tags.STOP_AFTER in tags_of(iid)
-    [warning] = [m for m in slack.messages if m.channel == "U0ALICE" and "Idle GPU machine" in json.dumps(m.blocks)]
-    said = as_read(warning.blocks)
-    assert "It has not been used since costguard started it for its owner's day" in said
-    assert "work on it began by 10:00 UTC on each of the 7 weekdays it was worked on; it might not start again" in said
-    assert "costguard starts it again" in said  # readied for the next day
-    [warned] = [e for e in entries("warn") if "trail" in e]  # its trail, as the warning's Why? tells it
-    [step] = [s["M"] for s in warned["trail"]["L"] if s["M"]["rule"]["S"] == "scarce capacity"]
-    assert "has not been used since costguard started it for its owner's day" in step["why"]["S"]
-    assert "work on it began by 10:00 UTC on each of the 7 weekdays it was worked on" in step["why"]["S"]

@@ -106,20 +106,6 @@ def test_a_start_promised_for_a_persons_working_day_is_kept_as_such_and_its_star
     assert [s.get("o", "") for s in log.read("i-1").starts] == ["wasted", "day"]  # the kept one, then this one
 
 
-def test_only_a_start_costguards_own_call_made_for_a_working_day_counts_as_readying_the_machine() -> None:
-    """A start found made (a sweep killed after its call, or a person's start near the promised time) may be a
-    person's: the scarce machine it started is then not taken for one nobody came to (rules/capacity.py)."""
-    table = Table()
-    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
-    record = log.read("i-1")
-    log.made("i-1", "2026-11-23T08:00:00Z", "2026-11-23T07:00:00Z", record, NOW, day=True, called=True)
-    log.made("i-1", "2026-11-24T08:00:00Z", "2026-11-24T07:40:00Z", record, NOW, day=True)  # found made
-    log.made("i-1", "2026-11-25T02:00:00Z", "2026-11-25T01:15:00Z", record, NOW, called=True)  # for a run
-    kept = log.read("i-1")
-    assert kept.readied() == [datetime(2026, 11, 23, 7, 0, tzinfo=UTC)]
-    assert len(kept.started()) == 4  # with the one the table held
-
-
 def test_a_start_made_for_a_job_is_not_judged_against_a_pattern() -> None:
     made = [LearnedStart(NOW - timedelta(days=1), "job"), LearnedStart(NOW - timedelta(days=2), "")]
     found = learn([], NOW, made=made)

@@ -35,8 +35,7 @@ DAY = "day"  # the outcome of a start made for a person's or owner's working day
 class StartRecord:
     """One machine's learned starts, as kept."""
 
-    starts: list[dict[str, str]] = field(default_factory=list)  # {"e": expected, "s": started, "o": outcome,
-    # "c": "1" where costguard's own call made it}
+    starts: list[dict[str, str]] = field(default_factory=list)  # {"e": expected, "s": started, "o": outcome}
     broken: list[str] = field(default_factory=list)  # patterns not to use again
     stopped_at: str = ""  # costguard's stop before the pending start
     gpus: int = 0  # the GPUs that stop took off
@@ -47,20 +46,6 @@ class StartRecord:
     def started(self) -> list[datetime]:
         """When costguard started the machine (its learned and job starts made)."""
         return [t for s in self.starts if (t := formatting.parse_time(s.get("s"))) is not None]
-
-    def day_starts(self) -> list[datetime]:
-        """When the machine was started for its person's or owner's working day: by costguard's own call, or found
-        started then (which may be a person's start)."""
-        return [t for s in self.starts if s.get("o") == DAY and (t := formatting.parse_time(s.get("s"))) is not None]
-
-    def readied(self) -> list[datetime]:
-        """When costguard's own StartInstances started the machine for its person's or owner's working day (not a
-        start it only found made, which may be a person's)."""
-        return [
-            t
-            for s in self.starts
-            if s.get("o") == DAY and s.get("c") and (t := formatting.parse_time(s.get("s"))) is not None
-        ]
 
     def promise(self, start_at: str, *, job: bool = False, day: bool = False) -> None:
         self.promised = _with(self.promised or [], start_at)
@@ -143,19 +128,15 @@ class StartLog:
         *,
         job: bool = False,
         day: bool = False,
-        called: bool = False,
     ) -> None:
         """A learned start made for the run expected then, kept once however many times it is recorded
         (`record`: as just read). `job`: made for a job the machine's own schedule runs, whose work its
         metrics need not show (a job that begins by waiting); `day`: made for its person's or owner's working
-        day; neither is judged against a learned pattern. `called`: made by costguard's own StartInstances (not
-        found made, which may be a person's start). Raises on a failed write."""
+        day; neither is judged against a learned pattern. Raises on a failed write."""
         if any(s.get("e") == expected for s in record.starts):
             return
         outcome = JOB if job else DAY if day else ""
-        record.starts.append(
-            {"e": expected, "s": started, **({"o": outcome} if outcome else {}), **({"c": "1"} if called else {})}
-        )
+        record.starts.append({"e": expected, "s": started, **({"o": outcome} if outcome else {})})
         self.write(instance_id, record, now)
 
     def stopping(self, instance_id: str, stopped_at: str, gpus: int, now: datetime) -> None:

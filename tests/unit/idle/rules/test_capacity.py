@@ -10,29 +10,21 @@ from costguard.core.money import Basis, Marginal
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Kernel, Session
 from costguard.idle.rules.capacity import (
     BEFORE_OWNER,
     EARLIER,
-    NOT_TODAY,
     SCARCE,
-    Workdays,
-    day_off,
     for_its_run,
     held_for_run,
-    pays_to_ready,
     ready_for_the_day,
-    someone_came,
     spared,
     tells_scarce,
     too_soon,
     unread,
-    workdays,
     working_now,
 )
 from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.money import priced
-from costguard.idle.rules.recurring import QUARTER, Quarter
 from costguard.idle.rules.restarts import made_for, window_close, window_to_retry, working_hours_start
 from costguard.idle.rules.schedule import parse_schedule
 
@@ -250,138 +242,3 @@ def test_a_run_after_its_owner_is_back_or_no_evidence_or_the_days_own_start_chan
     # what a start is for is the decision's, not its words': a run said like the day's start is a run
     worded = replace(nightly, next_work=day.next_work)
     assert for_its_run(worded, EVIDENCE, p4d(), POLICY, evening).action is Action.CLEAR_WARNING
-
-
-P4D_USD = 32.77  # p4d.24xlarge on demand, us-east-1
-
-
-def test_a_scarce_machine_is_readied_for_its_owners_day_only_where_its_persons_weekdays_pay_for_it() -> None:
-    """Each weekday its person worked on it, readying saves their wait on a refused start (two hours at $150) and
-    their cold start ($50): $350. Each other weekday it costs the p4d's hours from 07:00 until it is stopped: to
-    19:00, its window and grace (14.5 h, $475) where its person's latest start of work is not known on 3 days; an
-    hour past that latest start, and its grace, where it is (10:00: 4.5 h, $147)."""
-    start = datetime(2026, 11, 25, 7, 0, tzinfo=UTC)  # 08:00 less its lead and 45 min sooner
-    assert not pays_to_ready(Workdays(4, 10, 4, None, False, P4D_USD), p4d(), POLICY, start)  # 4 x 350 < 6 x 475
-    assert pays_to_ready(Workdays(6, 10, 6, None, False, P4D_USD), p4d(), POLICY, start)  # 6 x 350 > 4 x 475
-    assert pays_to_ready(Workdays(4, 10, 4, 600, False, P4D_USD), p4d(), POLICY, start)  # 4 x 350 > 6 x 147
-    assert not pays_to_ready(Workdays(2, 10, 2, 600, False, P4D_USD), p4d(), POLICY, start)  # 2 days: to 19:00
-    assert not pays_to_ready(Workdays(1, 10, 1, 600, False, P4D_USD), p4d(), POLICY, start)
-    assert pays_to_ready(Workdays(2, 10, 2, 600, False, 3.0), p4d(), POLICY, start)  # a cheap GPU: 14.5 h is $44
-    assert pays_to_ready(Workdays(0, 2, 0, None, False, P4D_USD), p4d(), POLICY, start)  # two days say too little
-    assert pays_to_ready(Workdays(0, 10, 0, None, False, None), p4d(), POLICY, start)  # its price unknown
-    assert pays_to_ready(None, p4d(), POLICY, start)  # its weekdays unread
-    unpriced = replace(POLICY, person_hour_usd=0)
-    assert pays_to_ready(Workdays(0, 10, 0, None, False, P4D_USD), p4d(), unpriced, start)  # as before
-
-    evening = TUESDAY_2PM.replace(hour=20)
-    stop = Decision("i-1", Action.STOP, "idle through grace", stop_after=evening)
-    assert ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening, Workdays(4, 10, 4, None, False, P4D_USD)) == stop
-    readied = ready_for_the_day(stop, EVIDENCE, p4d(), POLICY, evening, Workdays(6, 10, 6, None, False, P4D_USD))
-    assert readied.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - LEAD
-
-
-def _quarters(begin: datetime, end: datetime, busy: set[datetime] = frozenset()) -> list[Quarter]:  # type: ignore[assignment]
-    out, at = [], begin
-    while at < end:
-        out.append(Quarter(at, at in busy))
-        at += QUARTER
-    return out
-
-
-def test_its_persons_weekdays_are_counted_from_its_quarter_hours_since_its_data_began() -> None:
-    """Tuesday 24 Nov, 14:00 UTC: the weekdays looked at are those of the 13 days before today, nine. Work
-    began at 09:00 on Friday 20 and at 11:30 on Monday 23: two of nine, the latest at 11:30. A machine whose data
-    began on Thursday 19 is looked at over three weekdays only. Started by costguard at 07:00 today and idle
-    since: readied and idle."""
-    now = TUESDAY_2PM
-    friday, monday = datetime(2026, 11, 20, 9, 0, tzinfo=UTC), datetime(2026, 11, 23, 11, 30, tzinfo=UTC)
-    busy = {friday + k * QUARTER for k in range(8)} | {monday + k * QUARTER for k in range(4)}
-    ours = [datetime(2026, 11, 24, 7, 0, tzinfo=UTC)]
-    whole = _quarters(now - timedelta(days=14), now, busy)
-    days = workdays(
-        whole,
-        now,
-        "UTC",
-        running_at=[],
-        ours=ours,
-        booted=ours,
-        launched=ours[0] + timedelta(minutes=1),
-        usd_per_hour=1,
-    )
-    assert (days.found, days.seen, days.latest, days.readied_idle) == (2, 9, 11 * 60 + 30, True)
-    recent = [q for q in whole if q.at >= datetime(2026, 11, 19, tzinfo=UTC)]
-    assert (
-        workdays(recent, now, "UTC", running_at=[], ours=ours, booted=ours, launched=ours[0], usd_per_hour=1).seen == 3
-    )
-    # Started by its person at 10:00, or by costguard yesterday: not readied today.
-    person = workdays(
-        whole, now, "UTC", running_at=[], ours=ours, booted=ours, launched=now.replace(hour=10), usd_per_hour=1
-    )
-    assert not person.readied_idle
-    yesterday = [ours[0] - timedelta(days=1)]
-    old = workdays(
-        whole, now, "UTC", running_at=[], ours=yesterday, booted=yesterday, launched=yesterday[0], usd_per_hour=1
-    )
-    assert not old.readied_idle
-    # Used since its start: not idle.
-    used = _quarters(now - timedelta(days=14), now, busy | {now.replace(hour=9)})
-    assert not workdays(
-        used, now, "UTC", running_at=[], ours=ours, booted=ours, launched=ours[0], usd_per_hour=1
-    ).readied_idle
-    # Work in the first half hour after costguard's start (07:00:20, in the 07:00 quarter) is the machine's own
-    # boot (an @reboot warm-up): it neither uses it nor begins a day; work after it does.
-    launched = now.replace(hour=7, minute=0, second=20)
-    after_boot = _quarters(now - timedelta(days=14), now, busy | {now.replace(hour=7, minute=30)})
-    assert not workdays(
-        after_boot, now, "UTC", running_at=[], ours=ours, booted=ours, launched=launched, usd_per_hour=1
-    ).readied_idle
-    mornings = [ours[0] - timedelta(days=k) for k in (0, 1, 4)]  # costguard's starts: today, Monday, Friday
-    warm_ups = busy | set(mornings)
-    booted = workdays(
-        _quarters(now - timedelta(days=14), now, warm_ups),
-        now,
-        "UTC",
-        running_at=[],
-        ours=mornings,
-        booted=mornings,
-        launched=launched,
-        usd_per_hour=1,
-    )
-    assert (booted.found, booted.began, booted.latest, booted.readied_idle) == (2, 2, 11 * 60 + 30, True)
-    # Started for its owner's day on Monday and Friday by a start costguard only found made (a sweep killed after
-    # its call, or its person's start near the time): their boot-time work is the machine's own all the same, but
-    # today's start counts as readying only where costguard's own call made it.
-    found_made = workdays(
-        _quarters(now - timedelta(days=14), now, warm_ups),
-        now,
-        "UTC",
-        running_at=[],
-        ours=[],
-        booted=mornings,
-        launched=launched,
-        usd_per_hour=1,
-    )
-    assert (found_made.latest, found_made.readied_idle) == (11 * 60 + 30, False)
-
-
-def test_someone_the_check_saw_on_the_machine_came_whatever_its_metrics_show() -> None:
-    assert not someone_came(None)
-    assert not someone_came(ActivityCheck(CheckState.NO_AGENT))
-    assert not someone_came(ActivityCheck(CheckState.ANSWERED, ActivityReport()))
-    session = Session(tty="pts/0", idle_s=7200)  # logged in two hours ago, gone to a meeting
-    assert someone_came(ActivityCheck(CheckState.ANSWERED, ActivityReport(sessions=(session,))))
-    assert someone_came(ActivityCheck(CheckState.ANSWERED, ActivityReport(kernels=(Kernel("idle", 7200),))))
-    assert someone_came(ActivityCheck(CheckState.ANSWERED, ActivityReport(kernel_processes=1)))
-
-
-def test_a_readied_machine_nobody_used_is_not_spared_an_hour_past_its_persons_latest_start_of_work() -> None:
-    days = Workdays(5, 10, 5, 10 * 60 + 30, True, P4D_USD)  # their work on it began by 10:30 on each of 5 days
-    assert day_off(days, TUESDAY_2PM.replace(hour=11, minute=15)) == ""  # they may still come
-    said = day_off(days, TUESDAY_2PM.replace(hour=11, minute=30))
-    assert said.startswith(NOT_TODAY)
-    assert "began by 10:30 UTC on each of the 5 weekdays it was worked on" in said
-    assert day_off(replace(days, readied_idle=False), TUESDAY_2PM) == ""  # its person started it, or used it
-    assert day_off(replace(days, began=2), TUESDAY_2PM) == ""  # two days say too little
-    assert day_off(replace(days, latest=None), TUESDAY_2PM) == ""
-    assert day_off(None, TUESDAY_2PM) == ""
-    assert day_off(days, datetime(2026, 11, 28, 14, 0, tzinfo=UTC)) == ""  # a Saturday

@@ -15,10 +15,9 @@ from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules import pipeline
-from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process, Session
+from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process
 from costguard.idle.rules.arrival import Arrival
 from costguard.idle.rules.automation import NightWork
-from costguard.idle.rules.capacity import NOT_TODAY, Workdays
 from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.evidence import Answer
 from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
@@ -217,51 +216,6 @@ def test_a_scarce_machine_is_spared_while_its_owner_works_by_the_scarce_capacity
     step = decided.trail[-1]
     assert step.rule is Rule.SCARCE
     assert any(e.startswith("capacity: ") for e in step.evidence)
-
-
-def test_a_scarce_machine_readied_for_a_day_its_person_does_not_come_is_warned_and_stopped_and_readied_again() -> None:
-    """Readied at 07:00, nobody at it by 11:30 on a Tuesday, when its person began work on it by 10:30 on each of
-    the 7 weekdays of 9 they did: warned, then stopped after its grace, with its start before the next day (7
-    days of 9 pay for it); an hour earlier, it is spared as before."""
-    scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, AFTERNOON - timedelta(hours=3), AFTERNOON - timedelta(days=2))
-    days = Workdays(7, 9, 7, 10 * 60 + 30, True, 5.67)
-    late = AFTERNOON.replace(hour=11, minute=30)
-    world = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days)})
-    assert run(warn(late - timedelta(hours=1)), world, late - timedelta(hours=1)).action is Action.NONE  # spared
-    warned = run(warn(late), world, late)
-    assert warned.action is Action.WARN
-    assert warned.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - timedelta(minutes=15)
-    assert warned.trail[-1].rule is Rule.SCARCE
-    assert NOT_TODAY in warned.reason
-    stopped = run(stop(late + timedelta(minutes=30)), world, late + timedelta(minutes=30))
-    assert stopped.action is Action.STOP
-    assert stopped.start_at == warned.start_at
-    # Its fortnight unread at the stop: not stopped, its warning neither cleared nor given again.
-    unread_then = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days, unread=True)})
-    assert run(stop(late + timedelta(minutes=30)), unread_then, late + timedelta(minutes=30)).action is Action.NONE
-    # A machine that cannot answer its check is judged on its metrics alone: a person may be at it unseen.
-    blind = run(pipeline.verdict(replace(warn(late), blind=True)), world, late)
-    assert blind.action is Action.NONE
-    # Its check sees a session (its person logged in at 08:30 and went to a meeting): they came; spared.
-    came = ActivityReport(sessions=(Session("pts/0", 3 * 3600),))
-    seen = World(scarce=scarce, pasts=world.pasts, checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, came)})
-    assert run(warn(late), seen, late).action is Action.NONE
-    # Its person started it themselves (or used it): spared all day, as before.
-    theirs = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=replace(days, readied_idle=False))})
-    assert run(warn(late), theirs, late).action is Action.NONE
-    # Its fortnight unread: spared.
-    unread_past = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days, unread=True)})
-    assert run(warn(late), unread_past, late).action is Action.NONE
-
-
-def test_a_scarce_machine_its_person_seldom_works_on_is_stopped_in_the_evening_without_a_start_for_the_day() -> None:
-    scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, EVENING - timedelta(hours=3), EVENING - timedelta(days=2))
-    seldom = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=Workdays(1, 9, 1, 600, False, 32.77))})
-    decided = run(stop(), seldom)
-    assert decided.action is Action.STOP
-    assert decided.start_at is None
-    often = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=Workdays(7, 9, 7, 600, False, 32.77))})
-    assert run(stop(), often).start_at == datetime(2026, 11, 24, 8, 0, tzinfo=UTC) - timedelta(minutes=15)
 
 
 def test_a_stop_that_saves_nothing_on_the_bill_is_not_made_by_the_bill_rule_and_its_outcome_is_typed() -> None:

@@ -292,12 +292,12 @@ class LearnedStarts:
         report.started.append(iid)
         report.learned_started.append(iid)
         if applied:
-            self.finish(instance, start_at, now, called=True)
+            self.finish(instance, start_at, now)
 
-    def finish(self, instance: Instance, start_at: datetime, started: datetime, *, called: bool = False) -> None:
+    def finish(self, instance: Instance, start_at: datetime, started: datetime) -> None:
         """A learned start made: its ledger entry and its start in the start log, keyed by the start (every
-        path that sees it writes the same), then its start-at taken off (`called`: by costguard's own call, not
-        found made). Raises on a failed write, the start-at left on for the next path."""
+        path that sees it writes the same), then its start-at taken off. Raises on a failed write, the
+        start-at left on for the next path."""
         iid = instance.instance_id
         expected = start_at + timedelta(minutes=self.policy.schedule_lead_minutes)
         record = kept_record(self.starts, iid)
@@ -322,8 +322,7 @@ class LearnedStarts:
         )
         if self.starts is not None and record is not None:
             expected_at, started_at = formatting.format_time(expected), formatting.format_time(started)
-            job = at in record.for_jobs
-            self.starts.made(iid, expected_at, started_at, record, started, job=job, day=day, called=called)
+            self.starts.made(iid, expected_at, started_at, record, started, job=at in record.for_jobs, day=day)
         self._let_go(instance, "started")
 
     def _unvouched(self, instance: Instance, start_at: datetime) -> str:

@@ -12,33 +12,19 @@ An owner's working hours are the machine's `costguard:schedule` when it has one 
 stopped anyway), else the team's: weekdays 08:00-19:00 in the team's time zone. Nor is it stopped when its
 automated run (a crontab's, or learned work) comes before its owner's next working hours: nobody would be
 there to start it again if EC2 refused.
-
-Readying costs the day's idle hours on every weekday its person does not come. So a machine is readied only where
-the weekdays its person worked on it pay for those that they did not (`pays_to_ready`: each day of work saves a
-wait on a refused start, REFUSED_WAIT of the person's time, and their cold start; each other day costs the
-machine's hours from that start to its owner's evening, its window and grace). And a machine costguard readied
-that nobody has used, LATE past the latest time its person began work on it on any weekday looked at, is not
-spared for the rest of that day (`day_off`): they are not coming, and it is warned and stopped as outside working
-hours, readied again for the next day where that pays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
+from dataclasses import replace
+from datetime import datetime, timedelta
 
 from costguard.core import tags
 from costguard.core.keeping import starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.activity import ActivityCheck
-from costguard.idle.rules.arrival import MIN_DAYS, weekdays_looked_at
 from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
-from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
-from costguard.idle.rules.restarts import cold_start_usd
 from costguard.idle.rules.schedule import Schedule, ScheduleError, parse_schedule
 
 SCARCE = "not stopped in working hours: capacity is scarce"
@@ -47,116 +33,6 @@ TEAM_HOURS = "weekdays 08:00-19:00"
 READY = "might not start again when its owner's day begins"
 BEFORE_OWNER = "left running for its run before its owner is back"
 EARLIER = timedelta(minutes=45)  # a scarce machine's starts are made this much sooner, to have retries in hand
-# How long a person waits when EC2 refuses their GPU's start for capacity: costguard tries again every sweep, and a
-# shortage of a type in a zone lasts hours (the product's assumption: it prices what readying a machine saves).
-REFUSED_WAIT = timedelta(hours=2)
-LATE = timedelta(hours=1)  # past the latest time its person began work on it: they are not coming today
-NOT_TODAY = "has not been used since costguard started it for its owner's day"
-BOOT = timedelta(minutes=30)  # after costguard's start: the machine's own boot-time work, not its person's
-
-
-@dataclass(frozen=True)
-class Workdays:
-    """What the last weekdays (`arrival.weekdays_looked_at`, on its owner's clock) say of the work on a machine."""
-
-    found: int  # weekdays it was worked on
-    seen: int  # weekdays looked at, since its data began
-    began: int  # of those it was worked on, the days a start of work was seen on
-    latest: int | None  # the latest minute of the day (its owner's clock) a day's work on it began, None: none began
-    readied_idle: bool  # running since a start costguard's own call made today, and idle since
-    usd_per_hour: float | None  # its list price (None: unknown)
-    zone: str = "UTC"  # the clock its days are counted on: its owner's hours' (its own schedule's, else the team's)
-
-
-def workdays(
-    quarters: Sequence[Quarter],
-    now: datetime,
-    zone: str,
-    *,
-    running_at: Iterable[datetime],
-    ours: Iterable[datetime],
-    booted: Iterable[datetime],
-    launched: datetime,
-    usd_per_hour: float | None,
-) -> Workdays:
-    """The work on a machine over its weekdays, from its last two weeks of quarter-hours on the `zone`'s clock
-    (`running_at`: the starts people made; `ours`: the starts costguard's own call made for its owner's day;
-    `booted`: every start made for its owner's day, costguard's call or found made; `launched`: its last start).
-    Work in the first BOOT after a start for its owner's day is the machine's own (an @reboot warm-up), not its
-    person's: it neither begins their day nor uses the machine."""
-    clock = ZoneInfo(zone)
-    boots = list(booted)
-    seen = [q.at.astimezone(clock).date() for q in quarters if q.busy is not None]
-    days = {d for d in weekdays_looked_at(now, clock) if seen and d >= min(seen)}  # since its data began
-    worked = {q.at.astimezone(clock).date() for q in quarters if q.busy and not _booting(q.at, boots)} & days
-    began: dict[object, int] = {}
-    for start in work_starts(quarters, running_at):
-        local = start.astimezone(clock)
-        if local.date() in worked and not _booting(start, boots):
-            began[local.date()] = min(began.get(local.date(), 24 * 60), local.hour * 60 + local.minute)
-    today = now.astimezone(clock).date()
-    ours_today = any(
-        at <= launched <= at + timedelta(minutes=10) and at.astimezone(clock).date() == today for at in ours
-    )
-    idle_since = not any(q.busy for q in quarters if q.at + QUARTER > launched and not _booting(q.at, boots))
-    latest = max(began.values(), default=None)
-    return Workdays(len(worked), len(days), len(began), latest, ours_today and idle_since, usd_per_hour, zone)
-
-
-def _booting(at: datetime, booted: Sequence[datetime]) -> bool:
-    """Whether `at` (a quarter-hour's start, or a start of work) falls in the first BOOT after a start made for
-    its owner's day (a quarter is labelled by its start: the one the start falls in counts)."""
-    return any(start - QUARTER < at < start + BOOT for start in booted)
-
-
-def hours_zone(instance: Instance, team_timezone: str) -> str:
-    """The zone of its owner's working hours: its own schedule's (its first window's), else the team's."""
-    return str(owners_hours(instance, team_timezone).windows[0].zone)
-
-
-def pays_to_ready(days: Workdays | None, instance: Instance, policy: IdlePolicy, start_at: datetime) -> bool:
-    """Whether starting the machine at `start_at` before its owner's day pays over the weekdays looked at: each
-    day its person worked on it saves their wait on a refused start and their cold start; each other day costs
-    its hours until it is stopped: LATE past the latest time its person's work on it began (`day_off`), else its
-    owner's evening, with its window and grace (unknown, fewer than MIN_DAYS weekdays looked at, or a person's
-    time not priced: it pays)."""
-    if days is None or days.seen < MIN_DAYS or not days.usd_per_hour or policy.person_hour_usd <= 0:
-        return True
-    hours = owners_hours(instance, policy.team_timezone)
-    grace = timedelta(minutes=policy.grace_minutes)
-    opens = hours.next_start(start_at)  # the day the start is for (made the evening before, for a midnight day)
-    stopped = hours.closes(opens) + timedelta(minutes=policy.window_minutes)
-    if days.latest is not None and days.began >= MIN_DAYS:  # not spared past its person's latest arrival
-        day = opens.astimezone(ZoneInfo(days.zone)).replace(hour=0, minute=0, second=0, microsecond=0)
-        given_up = day + timedelta(minutes=days.latest) + LATE
-        stopped = min(stopped, max(start_at + timedelta(minutes=policy.window_minutes), given_up))
-    held = stopped + grace - start_at
-    idle_usd = days.usd_per_hour * held / timedelta(hours=1)
-    saved_usd = REFUSED_WAIT / timedelta(hours=1) * policy.person_hour_usd + cold_start_usd(policy)
-    return days.found * saved_usd >= (days.seen - days.found) * idle_usd
-
-
-def someone_came(check: ActivityCheck | None) -> bool:
-    """Whether the machine's own check saw a person on it: a session, or a notebook kernel (one started since
-    costguard's start means they came, whatever the metrics show)."""
-    report = check.report if check is not None else None
-    return report is not None and bool(report.sessions or report.kernels or report.kernel_processes)
-
-
-def day_off(days: Workdays | None, now: datetime) -> str:
-    """Why its person is not coming today, or "": costguard readied it today and nobody has used it since, LATE
-    past the latest time work on it began on any weekday looked at (a start of work seen on at least MIN_DAYS of
-    them), on its owner's clock."""
-    if days is None or days.latest is None or not days.readied_idle or days.began < MIN_DAYS:
-        return ""
-    local = now.astimezone(ZoneInfo(days.zone))
-    if local.weekday() >= 5 or local.hour * 60 + local.minute < days.latest + LATE / timedelta(minutes=1):
-        return ""
-    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
-    began = (midnight + timedelta(minutes=days.latest)).astimezone(UTC)  # said in UTC: each reader sees their own
-    return (
-        f"{NOT_TODAY}, and work on it began by {began:%H:%M} UTC on each of the {days.began} weekdays it was worked on"
-    )
 
 
 def owners_hours(instance: Instance, team_timezone: str) -> Schedule:
@@ -176,20 +52,14 @@ def working_now(instance: Instance, now: datetime, team_timezone: str) -> bool:
     return owners_hours(instance, team_timezone).inside(now)
 
 
-def ready_for_the_day(  # noqa: PLR0917
-    decision: Decision,
-    scarcity: Scarcity | None,
-    instance: Instance,
-    policy: IdlePolicy,
-    now: datetime,
-    days: Workdays | None = None,
+def ready_for_the_day(
+    decision: Decision, scarcity: Scarcity | None, instance: Instance, policy: IdlePolicy, now: datetime
 ) -> Decision:
     """A scarce machine stopped outside its owner's hours: started again before its owner's next working hours
     open (its lead, and sooner), so that the day does not begin with a GPU EC2 has no room for; a learned
     start later than that is brought forward (the machine then runs through the day, and its run). Not where
     its owner turned learned starts off ("Don't start it"), nor where the deployment did: keeping a machine for
-    its runs asks for starts before its runs, not for its owner's day; nor where its person's weekdays say it
-    does not pay (`pays_to_ready`)."""
+    its runs asks for starts before its runs, not for its owner's day."""
     if scarcity is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
     if not decision.will_stop or not policy.learned_starts or starts_declined(instance.tags):
@@ -198,8 +68,6 @@ def ready_for_the_day(  # noqa: PLR0917
     start_at = opens - timedelta(minutes=policy.schedule_lead_minutes)
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # its learned run comes first: started for it, and kept through the day
-    if not pays_to_ready(days, instance, policy, start_at - EARLIER):
-        return decision
     evidence = scarcity.evidence(now)
     said = f"{READY} ({evidence})"
     return replace(decision, start_at=start_at, start_for=StartFor.OWNERS_DAY, next_work=said, scarce=evidence)
