@@ -19,7 +19,7 @@ from costguard.idle.rules.schedule import parse_schedule
 from costguard.runtime import Runtime
 from costguard.state.capacity import CapacityLog
 from costguard.state.entries import EntryKind
-from costguard.state.startlog import DAY, StartLog
+from costguard.state.startlog import DAY, StartLog, StartRecord
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read, notices
 from tests.integration.conftest import REGION, TABLE, ec2, tags_of
@@ -33,8 +33,10 @@ from tests.integration.test_idle_stopper import (
     state_of,
     warn_tags,
 )
+from tests.integration.test_learned_starts import quarter, quarterly
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
+QUARTER = timedelta(minutes=15)
 
 
 def refused_first(times: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -180,3 +182,114 @@ def test_a_scarce_machine_stopped_after_hours_is_promised_a_start_before_the_nex
     assert made["o"] == DAY
     assert len(entries(EntryKind.DAY_START.value)) == 1
     assert entries(EntryKind.LEARNED_START.value) == []
+
+
+def late_morning(now: datetime) -> datetime:
+    """The last weekday's 11:30 UTC at or before `now` (the team's clock is UTC in these tests)."""
+    at = now.replace(hour=11, minute=30)
+    while at > now or at.weekday() >= 5:
+        at -= timedelta(days=1)
+    return at
+
+
+@pytest.mark.parametrize("readied_by", ["costguard", "its person"])
+def test_a_scarce_machine_costguard_readied_for_a_day_its_person_does_not_come_is_warned_not_spared(
+    readied_by: str,
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A p4d whose person began work on it at 09:00 or 10:00 on seven weekdays of the last two weeks, started at
+    07:00 today before its owner's day and idle since: at 11:30, an hour past the latest time its person began,
+    it is warned (and would be stopped after its grace, readied again for the next day). Started at 07:00 by
+    someone costguard only found it started by, it is spared through its owner's day, as before."""
+    at = late_morning(now)
+    iid = launch(at, "p4d.24xlarge", hours=4.5)  # 07:00
+    busy: set[datetime] = set()
+    worked = [d for d in (at - timedelta(days=k) for k in range(1, 14)) if d.weekday() < 5][:7]
+    for n, day in enumerate(worked):
+        begin = day.replace(hour=9 + n % 2, minute=0)
+        busy |= {begin + QUARTER * k for k in range(8)}
+    begin = quarter(at) - timedelta(days=14)
+    quarterly(iid, [begin + QUARTER * k for k in range(14 * 96) if begin + QUARTER * k < at - timedelta(hours=3)], busy)
+    publish(iid, at, gpus=[idle(36)], cpu=idle(36))  # the last three hours: idle
+    failures = [FailedStart("p4d.24xlarge", "", at - timedelta(hours=h), "CloudTrail", region=REGION) for h in (2, 5)]
+    CapacityLog(boto3.client("dynamodb", region_name=REGION), TABLE).add(REGION, failures, read_until=at)
+    started = formatting.format_time(at.replace(hour=7, minute=0))
+    expected = formatting.format_time(at.replace(hour=8, minute=0))
+    log = StartLog(boto3.client("dynamodb", region_name=REGION), TABLE)
+    log.made(iid, expected, started, StartRecord(), at, day=True, called=readied_by == "costguard")
+
+    run(SWEEP, runtime, at, lambda_context, monkeypatch)
+
+    if readied_by == "its person":
+        assert tags.IDLE_WARNED_AT not in tags_of(iid)  # spared: someone is about
+        return
+    assert tags.STOP_AFTER in tags_of(iid)
+    [warning] = [m for m in slack.messages if m.channel == "U0ALICE" and "Idle GPU machine" in json.dumps(m.blocks)]
+    said = as_read(warning.blocks)
+    assert "It has not been used since costguard started it for its owner's day" in said
+    assert "work on it began by 10:00 UTC on each of the 7 weekdays it was worked on; it might not start again" in said
+    assert "costguard starts it again" in said  # readied for the next day
+    [warned] = [e for e in entries("warn") if "trail" in e]  # its trail, as the warning's Why? tells it
+    [step] = [s["M"] for s in warned["trail"]["L"] if s["M"]["rule"]["S"] == "scarce capacity"]
+    assert "has not been used since costguard started it for its owner's day" in step["why"]["S"]
+    assert "work on it began by 10:00 UTC on each of the 7 weekdays it was worked on" in step["why"]["S"]
+
+
+@pytest.mark.parametrize("promised_until_the_run", [True, False])
+def test_a_start_made_before_its_night_run_is_tried_again_until_the_run_not_only_its_hour(
+    promised_until_the_run: bool,
+    runtime: Runtime,
+    slack: SlackStandIn,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scarce machine nobody works on by day, stopped after its night run and promised a start (say at 17:00)
+    for its next run eight hours later (rules/capacity.py `for_its_night`): EC2 refuses it then and through the
+    shortage that follows; three hours on, still before the run, it is tried again and made, recorded as
+    costguard's start, and its refusal told said it would be tried until the run. A start promised without its
+    run is let go an hour past its own time, as before."""
+    start_at = now.replace(minute=0, second=0, microsecond=0)
+    iid = launch(start_at, "p4d.24xlarge", hours=24)
+    ec2().stop_instances(InstanceIds=[iid])
+    stopped = formatting.format_time(start_at - timedelta(hours=13))
+    promised = {tags.STOPPED_AT: stopped, tags.START_AT: formatting.format_time(start_at)}
+    ec2().create_tags(Resources=[iid], Tags=[{"Key": k, "Value": v} for k, v in promised.items()])
+    run_at = formatting.format_time(start_at + timedelta(hours=7, minutes=45))
+    until = run_at if promised_until_the_run else ""
+    log = StartLog(boto3.client("dynamodb", region_name=REGION), TABLE)
+    assert log.update(iid, start_at, lambda kept: kept.promise(formatting.format_time(start_at), day=True, until=until))
+    asked = refused_first(3, monkeypatch)
+
+    for later in (timedelta(0), timedelta(hours=1), timedelta(hours=2)):  # the shortage: refused three times
+        run(SWEEP, runtime, start_at + later, lambda_context, monkeypatch)
+    [told] = refusals_told(slack)
+    last_try = start_at + timedelta(hours=9) if promised_until_the_run else start_at + timedelta(hours=1, minutes=15)
+    assert f"tries again every sweep until {last_try:%a %d %b %H:%M} UTC" in as_read(told.blocks)
+    if not promised_until_the_run:
+        assert asked == [iid, iid]  # at 17:00 and 18:00; at 19:00 its hour has passed: let go
+        assert tags.START_AT not in tags_of(iid)
+        return
+    assert asked == [iid, iid, iid]
+
+    # The start log throttled past the start's own hour: its run unknown, the start is neither let go nor made.
+    def throttled(self: StartLog, instance_id: str, *, consistent: bool = False) -> StartRecord:
+        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": ""}}, "GetItem")
+
+    with monkeypatch.context() as throttling:
+        throttling.setattr(StartLog, "fetch", throttled)
+        run(SWEEP, runtime, start_at + timedelta(hours=2, minutes=30), lambda_context, monkeypatch)
+    assert tags_of(iid)[tags.START_AT] == formatting.format_time(start_at)
+    assert asked == [iid, iid, iid]
+
+    third = run(SWEEP, runtime, start_at + timedelta(hours=3), lambda_context, monkeypatch)
+    assert third["regions"][REGION]["started"] == [iid]
+    assert state_of(iid) in ("pending", "running")
+    [started] = entries(EntryKind.DAY_START.value)  # costguard's own start, recorded with the run it was for
+    assert started["reason"]["S"] == f"its night's run is expected at {start_at + timedelta(hours=8):%H:%M} UTC"
+    [made] = log.fetch(iid).starts
+    assert made["o"] == DAY

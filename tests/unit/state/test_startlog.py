@@ -106,7 +106,43 @@ def test_a_start_promised_for_a_persons_working_day_is_kept_as_such_and_its_star
     assert [s.get("o", "") for s in log.read("i-1").starts] == ["wasted", "day"]  # the kept one, then this one
 
 
+def test_only_a_start_costguards_own_call_made_for_a_working_day_counts_as_readying_the_machine() -> None:
+    """A start found made (a sweep killed after its call, or a person's start near the promised time) may be a
+    person's: the scarce machine it started is then not taken for one nobody came to (rules/capacity.py)."""
+    table = Table()
+    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
+    record = log.read("i-1")
+    log.made("i-1", "2026-11-23T08:00:00Z", "2026-11-23T07:00:00Z", record, NOW, day=True, called=True)
+    log.made("i-1", "2026-11-24T08:00:00Z", "2026-11-24T07:40:00Z", record, NOW, day=True)  # found made
+    log.made("i-1", "2026-11-25T02:00:00Z", "2026-11-25T01:15:00Z", record, NOW, called=True)  # for a run
+    kept = log.read("i-1")
+    assert kept.readied() == [datetime(2026, 11, 23, 7, 0, tzinfo=UTC)]
+    assert len(kept.started()) == 4  # with the one the table held
+
+
 def test_a_start_made_for_a_job_is_not_judged_against_a_pattern() -> None:
     made = [LearnedStart(NOW - timedelta(days=1), "job"), LearnedStart(NOW - timedelta(days=2), "")]
     found = learn([], NOW, made=made)
     assert [expected for expected, _ in found.outcomes] == [NOW - timedelta(days=2)]
+
+
+def test_a_start_promised_before_its_night_run_keeps_the_run_it_is_tried_again_until_the_last_ten() -> None:
+    table = Table()
+    log = StartLog(table, "costguard-state")  # type: ignore[arg-type]
+    for day in range(1, 13):
+        start, run = f"2026-11-{day:02d}T17:00:00Z", f"2026-11-{day + 1:02d}T00:45:00Z"
+        assert log.update("i-1", NOW, lambda kept, s=start, r=run: kept.promise(s, day=True, until=r))
+    assert log.update("i-1", NOW, lambda kept: kept.promise("2026-11-13T07:45:00Z", day=True))  # no run: none kept
+    assert log.update("i-1", NOW, lambda kept: kept.promise("2026-11-12T17:00:00Z", day=True))  # promised again
+    assert log.read("i-1").until(datetime(2026, 11, 12, 17, 0, tzinfo=UTC)) is None  # ... without its run
+    assert log.update(
+        "i-1", NOW, lambda kept: kept.promise("2026-11-12T17:00:00Z", day=True, until="2026-11-13T00:45:00Z")
+    )
+    record = log.read("i-1")
+    assert len(record.for_nights) == 10, record.for_nights
+    assert record.until(datetime(2026, 11, 12, 17, 0, tzinfo=UTC)) == datetime(2026, 11, 13, 0, 45, tzinfo=UTC)
+    assert record.until(datetime(2026, 11, 2, 17, 0, tzinfo=UTC)) is None  # the oldest two dropped
+    assert record.until(datetime(2026, 11, 13, 7, 45, tzinfo=UTC)) is None
+    table.item = {"record": {"S": json.dumps({"for_nights": {"2026-11-12T17:00:00Z": 5, "x": "y"}})}}
+    assert log.read("i-1").for_nights == {"x": "y"}  # what is not a pair of strings is not costguard's
+    assert log.read("i-1").until(datetime(2026, 11, 12, 17, 0, tzinfo=UTC)) is None

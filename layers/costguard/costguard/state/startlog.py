@@ -35,24 +35,49 @@ DAY = "day"  # the outcome of a start made for a person's or owner's working day
 class StartRecord:
     """One machine's learned starts, as kept."""
 
-    starts: list[dict[str, str]] = field(default_factory=list)  # {"e": expected, "s": started, "o": outcome}
+    starts: list[dict[str, str]] = field(default_factory=list)  # {"e": expected, "s": started, "o": outcome,
+    # "c": "1" where costguard's own call made it}
     broken: list[str] = field(default_factory=list)  # patterns not to use again
     stopped_at: str = ""  # costguard's stop before the pending start
     gpus: int = 0  # the GPUs that stop took off
     promised: list[str] | None = None  # start times announced (ISO 8601); None: a record from before they were kept
     for_jobs: list[str] = field(default_factory=list)  # of those, the starts for a job the machine's schedule runs
     for_days: list[str] = field(default_factory=list)  # ... and those for its person's or owner's working day
+    # ... and of those made before their run's own, the run's start (tried again until then): {start: run}
+    for_nights: dict[str, str] = field(default_factory=dict)
 
     def started(self) -> list[datetime]:
         """When costguard started the machine (its learned and job starts made)."""
         return [t for s in self.starts if (t := formatting.parse_time(s.get("s"))) is not None]
 
-    def promise(self, start_at: str, *, job: bool = False, day: bool = False) -> None:
+    def day_starts(self) -> list[datetime]:
+        """When the machine was started for its person's or owner's working day: by costguard's own call, or found
+        started then (which may be a person's start)."""
+        return [t for s in self.starts if s.get("o") == DAY and (t := formatting.parse_time(s.get("s"))) is not None]
+
+    def readied(self) -> list[datetime]:
+        """When costguard's own StartInstances started the machine for its person's or owner's working day (not a
+        start it only found made, which may be a person's)."""
+        return [
+            t
+            for s in self.starts
+            if s.get("o") == DAY and s.get("c") and (t := formatting.parse_time(s.get("s"))) is not None
+        ]
+
+    def promise(self, start_at: str, *, job: bool = False, day: bool = False, until: str = "") -> None:
+        """A start announced (`until`: the start of the run it is made before, where that is later)."""
         self.promised = _with(self.promised or [], start_at)
         if job:
             self.for_jobs = _with(self.for_jobs, start_at)
         if day:
             self.for_days = _with(self.for_days, start_at)
+        kept = [(k, v) for k, v in self.for_nights.items() if k != start_at]  # a start promised again: as now
+        self.for_nights = dict([*kept[-(MAX_PROMISES - 1) :], (start_at, until)] if until else kept)
+
+    def until(self, start_at: datetime) -> datetime | None:
+        """The start of the run a start promised for `start_at` is made before (tried again until then), or None."""
+        run = next((v for k, v in self.for_nights.items() if formatting.parse_time(k) == start_at), None)
+        return formatting.parse_time(run)
 
     def vouches(self, start_at: datetime, stopped_at: datetime | None) -> bool:
         """Whether costguard promised this start: one of its promised times, or, in a record from before
@@ -109,6 +134,8 @@ class StartLog:
             body["for_jobs"] = record.for_jobs[-MAX_PROMISES:]
         if record.for_days:
             body["for_days"] = record.for_days[-MAX_PROMISES:]
+        if record.for_nights:
+            body["for_nights"] = dict(list(record.for_nights.items())[-MAX_PROMISES:])
         self.client.put_item(
             TableName=self.table,
             Item={
@@ -128,15 +155,19 @@ class StartLog:
         *,
         job: bool = False,
         day: bool = False,
+        called: bool = False,
     ) -> None:
         """A learned start made for the run expected then, kept once however many times it is recorded
         (`record`: as just read). `job`: made for a job the machine's own schedule runs, whose work its
         metrics need not show (a job that begins by waiting); `day`: made for its person's or owner's working
-        day; neither is judged against a learned pattern. Raises on a failed write."""
+        day; neither is judged against a learned pattern. `called`: made by costguard's own StartInstances (not
+        found made, which may be a person's start). Raises on a failed write."""
         if any(s.get("e") == expected for s in record.starts):
             return
         outcome = JOB if job else DAY if day else ""
-        record.starts.append({"e": expected, "s": started, **({"o": outcome} if outcome else {})})
+        record.starts.append(
+            {"e": expected, "s": started, **({"o": outcome} if outcome else {}), **({"c": "1"} if called else {})}
+        )
         self.write(instance_id, record, now)
 
     def stopping(self, instance_id: str, stopped_at: str, gpus: int, now: datetime) -> None:
@@ -170,7 +201,14 @@ def _record(item: Mapping[str, Any]) -> StartRecord:
     broken = [b for b in raw.get("broken", []) if isinstance(b, str)]
     kept = _times(raw.get("promised")) if isinstance(raw.get("promised"), list) else None  # None: kept none then
     stopped_at, gpus = str(raw.get("stopped_at", "")), int(raw.get("gpus", 0) or 0)
-    return StartRecord(starts, broken, stopped_at, gpus, kept, _times(raw.get("for_jobs")), _times(raw.get("for_days")))
+    nights = raw.get("for_nights")
+    for_nights = (
+        {k: v for k, v in nights.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(nights, dict)
+        else {}
+    )
+    jobs, days = _times(raw.get("for_jobs")), _times(raw.get("for_days"))
+    return StartRecord(starts, broken, stopped_at, gpus, kept, jobs, days, for_nights)
 
 
 def _times(raw: Any) -> list[str]:

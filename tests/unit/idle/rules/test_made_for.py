@@ -4,12 +4,13 @@ two often fall together: one start, recorded once, as what it was)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.restarts import made_for
+from costguard.idle.rules.restarts import learned_start_refused, made_for
 
 POLICY = IdlePolicy()
 OPENS = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
@@ -40,3 +41,20 @@ def test_a_start_in_the_lead_of_its_working_hours_is_the_working_hours_one() -> 
 def test_working_hours_that_open_at_another_time_leave_the_learned_start_its_own() -> None:
     hours = {tags.SCHEDULE: "daily 13:00-17:00 UTC"}
     assert made_for(box(START_AT + timedelta(minutes=1), **hours), START_AT, POLICY)
+
+
+def test_a_start_made_before_its_night_run_is_the_learned_one_until_that_run_and_refused_after() -> None:
+    """A start promised for 08:45 before a run at 17:00 (`until`, from the start log), made at 12:00 after EC2
+    refused it for hours, is that start; without the run, 12:00 is too late for it."""
+    run = START_AT + timedelta(hours=8)
+    late = box(START_AT + timedelta(hours=3))
+    assert made_for(late, START_AT, POLICY, until=run)
+    assert not made_for(late, START_AT, POLICY)
+    assert not made_for(box(run + timedelta(hours=2)), START_AT, POLICY, until=run)  # past the run and its hour
+    stopped = replace(box(START_AT - timedelta(days=1)), state="stopped")
+    noon = START_AT + timedelta(hours=3)
+    assert learned_start_refused(stopped, START_AT, noon, POLICY, until=run) == ""
+    assert learned_start_refused(stopped, START_AT, noon, POLICY).startswith("its run was due at 08:45 UTC")
+    assert learned_start_refused(stopped, START_AT, run + timedelta(hours=2), POLICY, until=run).startswith(
+        "its run was due at 16:45 UTC"
+    )

@@ -15,10 +15,11 @@ from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules import pipeline
-from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process
+from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, Process, Session
 from costguard.idle.rules.arrival import Arrival
 from costguard.idle.rules.automation import NightWork
-from costguard.idle.rules.decision import Action, Decision, KeptFor
+from costguard.idle.rules.capacity import NOT_TODAY, Workdays
+from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
 from costguard.idle.rules.evidence import Answer
 from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
 from costguard.idle.rules.money import NOT_FOR_MONEY, priced, tells_prepaid
@@ -218,6 +219,53 @@ def test_a_scarce_machine_is_spared_while_its_owner_works_by_the_scarce_capacity
     assert any(e.startswith("capacity: ") for e in step.evidence)
 
 
+def test_a_scarce_machine_readied_for_a_day_its_person_does_not_come_is_warned_and_stopped_and_readied_again() -> None:
+    """Readied at 07:00, nobody at it by 11:30 on a Tuesday, when its person began work on it by 10:30 on each of
+    the 7 weekdays they did: warned, then stopped after its grace, with its start before the next day; an hour
+    earlier, it is spared as before."""
+    scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, AFTERNOON - timedelta(hours=3), AFTERNOON - timedelta(days=2))
+    days = Workdays(7, 10 * 60 + 30, True)
+    late = AFTERNOON.replace(hour=11, minute=30)
+    world = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days)})
+    assert run(warn(late - timedelta(hours=1)), world, late - timedelta(hours=1)).action is Action.NONE  # spared
+    warned = run(warn(late), world, late)
+    assert warned.action is Action.WARN
+    assert warned.start_at == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) - timedelta(minutes=15)
+    assert warned.trail[-1].rule is Rule.SCARCE
+    assert NOT_TODAY in warned.reason
+    stopped = run(stop(late + timedelta(minutes=30)), world, late + timedelta(minutes=30))
+    assert stopped.action is Action.STOP
+    assert stopped.start_at == warned.start_at
+    # Its fortnight unread at the stop: not stopped, its warning neither cleared nor given again.
+    unread_then = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days, unread=True)})
+    assert run(stop(late + timedelta(minutes=30)), unread_then, late + timedelta(minutes=30)).action is Action.NONE
+    # A machine that cannot answer its check is judged on its metrics alone: a person may be at it unseen.
+    blind = run(pipeline.verdict(replace(warn(late), blind=True)), world, late)
+    assert blind.action is Action.NONE
+    # Its check sees a session (its person logged in at 08:30 and went to a meeting): they came; spared.
+    came = ActivityReport(sessions=(Session("pts/0", 3 * 3600),))
+    seen = World(scarce=scarce, pasts=world.pasts, checks_of={G5.instance_id: ActivityCheck(CheckState.ANSWERED, came)})
+    assert run(warn(late), seen, late).action is Action.NONE
+    # Its person started it themselves (or used it): spared all day, as before.
+    theirs = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=replace(days, readied_idle=False))})
+    assert run(warn(late), theirs, late).action is Action.NONE
+    # Its fortnight unread: spared.
+    unread_past = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=days, unread=True)})
+    assert run(warn(late), unread_past, late).action is Action.NONE
+
+
+def test_a_scarce_machine_its_person_seldom_works_on_is_still_readied_for_their_day() -> None:
+    """A person who began work on it on one weekday of the last ten may come tomorrow: EC2 refusing their start
+    then is work that cannot begin. Readied, as one worked on every day."""
+    scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, EVENING - timedelta(hours=3), EVENING - timedelta(days=2))
+    readied = datetime(2026, 11, 24, 8, 0, tzinfo=UTC) - timedelta(minutes=15)
+    for began in (0, 1, 7):
+        world = World(scarce=scarce, pasts={G5.instance_id: Past(workdays=Workdays(began, 600, False))})
+        decided = run(stop(), world)
+        assert decided.action is Action.STOP
+        assert decided.start_at == readied, began
+
+
 def test_a_stop_that_saves_nothing_on_the_bill_is_not_made_by_the_bill_rule_and_its_outcome_is_typed() -> None:
     block = Marginal(0.0, 5.67, Basis.CAPACITY_BLOCK, "runs in a Capacity Block until 03:00")
     decided = run(stop(), World(bill=block))
@@ -340,3 +388,26 @@ def test_a_stop_of_a_machine_that_cannot_answer_whose_nights_were_not_read_waits
     assert decided.action is Action.NONE
     assert decided.trail[-1].rule is Rule.NIGHT_WORK
     assert "could not be read" in decided.trail[-1].why
+
+
+def test_a_scarce_machine_worked_only_by_night_is_stopped_with_its_night_runs_start_promised() -> None:
+    """Through the pipeline: nobody's work on it in its owner's hours on 9 weekdays, its run due at 00:45 after the
+    next day: stopped at 04:00 with a start at 17:00 that day, kept among the promises (a start costguard did not
+    promise, it does not honour); where the promise cannot be kept, the stop waits."""
+    night = datetime(2026, 11, 24, 4, 0, tzinfo=UTC)
+    scarce = Scarcity("g5.12xlarge", "us-east-1a", 6, night - timedelta(hours=3), night - timedelta(days=2))
+    run_at = datetime(2026, 11, 25, 0, 45, tzinfo=UTC)
+    learned = replace(stop(night), start_at=run_at, next_work="starts work at about 01:00 UTC (7 of the last 7 days)")
+    by_night = Past(workdays=Workdays(0, None, False, "UTC", None, seen=9, by_day=0))
+    world = World(scarce=scarce, pasts={G5.instance_id: by_night})
+    decided = run(learned, world, night)
+    assert decided.action is Action.STOP
+    assert (decided.start_at, decided.start_for, decided.run_at) == (
+        night.replace(hour=17),
+        StartFor.NIGHTS_RUN,
+        run_at,
+    )
+    # Its run's start promised by the learned rule, then the start before it by the scarce one.
+    assert world.asked == ["checks", "past blind=[]", "promise job=False", "scarcity", "promise job=False", "bill"]
+    refused = World(scarce=scarce, pasts={G5.instance_id: by_night}, promises=False)
+    assert run(learned, refused, night).action is not Action.STOP

@@ -58,7 +58,10 @@ class Promises:
         if decision.start_at is None:
             return True
         at, day = formatting.format_time(decision.start_at), decision.start_for is not StartFor.RUN
-        return self.starts.update(instance.instance_id, now, lambda record: record.promise(at, job=job, day=day))
+        until = formatting.format_time(decision.run_at) if decision.run_at is not None else ""
+        return self.starts.update(
+            instance.instance_id, now, lambda record: record.promise(at, job=job, day=day, until=until)
+        )
 
     def judged(self, instance: Instance, found: Learned, now: datetime) -> None:
         """Past learned starts now judged: kept with their outcome, wasted ones in the ledger (keyed by the

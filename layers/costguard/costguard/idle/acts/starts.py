@@ -241,6 +241,16 @@ class LearnedStarts:
         early = sooner(capacity.scarcity(instance) is not None)
         if start_at is not None and made_for(instance, start_at, self.policy, sooner=early):
             self.finish(instance, start_at, instance.launch_time)
+            return
+        # A start made before its run's own, made late after refusals: its run read from the start log (raises
+        # when the log would not answer: the start-at stays for the next sweep to settle).
+        until = self._run_of(instance, start_at)
+        if (
+            start_at is not None
+            and until is not None
+            and made_for(instance, start_at, self.policy, sooner=early, until=until)
+        ):
+            self.finish(instance, start_at, instance.launch_time)
         else:
             self._let_go(instance, "started by someone else")
 
@@ -254,11 +264,18 @@ class LearnedStarts:
             return
         if start_at is not None and start_at - early > now:
             return  # not yet
-        why_not = learned_start_refused(instance, start_at, now, self.policy)
+        until, read = self._until(instance, start_at)  # a start made before its run's own: tried until the run
+        if start_at and until and made_for(instance, start_at, self.policy, sooner=early, until=until):
+            self.finish(instance, start_at, instance.launch_time)
+            return
+        lead = timedelta(minutes=self.policy.schedule_lead_minutes)
+        if not read and start_at is not None and now > start_at + lead + LATE:
+            return  # its run unknown, the log unread: neither let go nor made late; the next sweep reads it
+        why_not = learned_start_refused(instance, start_at, now, self.policy, until=until)
         if why_not or start_at is None:
             self._let_go(instance, why_not)
         else:
-            self._start_learned(instance, start_at, now, report, capacity)
+            self._start_learned(instance, start_at, now, report, capacity, until)
 
     def _let_go(self, instance: Instance, why: str) -> None:
         """A start-at costguard will not honour: taken off, so the machine's tags say what will happen."""
@@ -268,14 +285,44 @@ class LearnedStarts:
         except (ClientError, BotoCoreError) as exc:
             logger.warning("start-at not taken off", instance_id=instance.instance_id, error=str(exc)[:200])
 
-    def _start_learned(
-        self, instance: Instance, start_at: datetime, now: datetime, report: RegionReport, capacity: Capacity
+    def _run_of(self, instance: Instance, start_at: datetime | None) -> datetime | None:
+        """The start of the run a start promised for `start_at` is made before, from the start log (None: there is
+        none, or what the log holds is not costguard's). Raises when the log would not answer."""
+        if self.starts is None or start_at is None:
+            return None
+        try:
+            return self.starts.fetch(instance.instance_id).until(start_at)
+        except ValueError as exc:
+            logger.warning("start's run unreadable", instance_id=instance.instance_id, error=str(exc)[:200])
+            return None
+
+    def _until(self, instance: Instance, start_at: datetime | None) -> tuple[datetime | None, bool]:
+        """The start of the run a start promised for `start_at` is made before (tried again until then), from the
+        start log (None: there is none), and whether the log answered."""
+        if self.starts is None or start_at is None:
+            return None, True
+        try:
+            return self.starts.fetch(instance.instance_id).until(start_at), True
+        except (ClientError, BotoCoreError, ValueError) as exc:
+            logger.warning("start's run unread", instance_id=instance.instance_id, error=str(exc)[:200])
+            return None, False
+
+    def _start_learned(  # noqa: PLR0917
+        self,
+        instance: Instance,
+        start_at: datetime,
+        now: datetime,
+        report: RegionReport,
+        capacity: Capacity,
+        until: datetime | None = None,
     ) -> None:
         iid = instance.instance_id
         # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
         # the sweep listed the machine wins over what the listing said.
         current = next(iter(self.ec2.describe([iid])), None)
-        why_not = still_refused(instance, current, start_at, now, self.policy) or self._unvouched(instance, start_at)
+        why_not = still_refused(instance, current, start_at, now, self.policy, until=until) or self._unvouched(
+            instance, start_at
+        )
         if why_not:
             if current is not None and current.state == "stopped" and tags.START_AT in current.tags:
                 self._let_go(current, why_not)
@@ -286,27 +333,29 @@ class LearnedStarts:
             applied = self.ec2.start(iid)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, while in time
             logger.warning("learned start failed", instance_id=iid, error=str(exc)[:200])
-            until = start_at + timedelta(minutes=self.policy.schedule_lead_minutes) + LATE
-            self.refusals.refused(instance, start_at, until, now, exc, capacity)
+            last = max(start_at, until or start_at) + timedelta(minutes=self.policy.schedule_lead_minutes) + LATE
+            self.refusals.refused(instance, start_at, last, now, exc, capacity)
             return
         report.started.append(iid)
         report.learned_started.append(iid)
         if applied:
-            self.finish(instance, start_at, now)
+            self.finish(instance, start_at, now, called=True)
 
-    def finish(self, instance: Instance, start_at: datetime, started: datetime) -> None:
+    def finish(self, instance: Instance, start_at: datetime, started: datetime, *, called: bool = False) -> None:
         """A learned start made: its ledger entry and its start in the start log, keyed by the start (every
-        path that sees it writes the same), then its start-at taken off. Raises on a failed write, the
-        start-at left on for the next path."""
+        path that sees it writes the same), then its start-at taken off (`called`: by costguard's own call, not
+        found made). Raises on a failed write, the start-at left on for the next path."""
         iid = instance.instance_id
-        expected = start_at + timedelta(minutes=self.policy.schedule_lead_minutes)
         record = kept_record(self.starts, iid)
+        night = record.until(start_at) if record is not None else None  # made before its night's run
+        expected = (night or start_at) + timedelta(minutes=self.policy.schedule_lead_minutes)
         stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT)) or formatting.parse_time(
             record.stopped_at if record else ""
         )
         hours = max(0.0, (start_at - stopped_at).total_seconds() / 3600) if stopped_at else 0.0
         at = formatting.format_time(start_at)
         day = record is not None and at in record.for_days
+        work = "night's run" if night else "working day" if day else "recurring work"
         self.ledger.record(
             machine_entry(
                 instance,
@@ -314,7 +363,7 @@ class LearnedStarts:
                 start_at,  # the start it is for: every path that records it writes the same entry
                 mode=self.mode,
                 owner_tag_key=self.owner_tag_key,
-                reason=f"its {'working day' if day else 'recurring work'} is expected at {expected:%H:%M} UTC",
+                reason=f"its {work} is expected at {expected:%H:%M} UTC",
                 idle_hours=round(hours, 2),
                 gpu_hours=round(hours * (record.gpus if record else 0), 2),
                 rule=Rule.PERSONS_DAY if day else Rule.RECURRING,
@@ -322,7 +371,8 @@ class LearnedStarts:
         )
         if self.starts is not None and record is not None:
             expected_at, started_at = formatting.format_time(expected), formatting.format_time(started)
-            self.starts.made(iid, expected_at, started_at, record, started, job=at in record.for_jobs, day=day)
+            job = at in record.for_jobs
+            self.starts.made(iid, expected_at, started_at, record, started, job=job, day=day, called=called)
         self._let_go(instance, "started")
 
     def _unvouched(self, instance: Instance, start_at: datetime) -> str:

@@ -27,6 +27,7 @@ from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
 from costguard.idle.rules.automation import night_work, on_its_clocks, unseen_nights
+from costguard.idle.rules.capacity import owners_hours, workdays
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.rules.recurring import (
@@ -111,10 +112,20 @@ class Learner:
                     ours, clock = records[iid].started(), clocks[iid]
                     night = night_work(quarters[iid], people, now, clock, ours=ours, blind=False)
                     night = night or unseen_nights(quarters[iid], now, clock)
+                days = workdays(
+                    quarters[iid],
+                    now,
+                    owners_hours(instance, self.policy.team_timezone),
+                    running_at=people,
+                    ours=records[iid].readied(),
+                    booted=records[iid].day_starts(),
+                    launched=instance.launch_time,
+                )
                 if iid not in learning:  # only its nights: costguard learns nothing else of it
                     out[iid] = Past(night=night, nights_unread=iid in failed)
                     continue
                 out[iid] = Past(
+                    workdays=days,
                     learned=self._learn(instance, quarters[iid], records[iid], people, now),
                     unread=iid in failed,
                     arrival=self._arrival(instance, quarters[iid], histories[iid], people, now),

@@ -114,7 +114,7 @@ def arrival(
         for s in work_starts(quarters, running_at)
         if not any(s - k * QUARTER in busy for k in range(1, int(quiet / QUARTER) + 1))
     ]
-    days = _weekdays(now, zone)
+    days = weekdays_looked_at(now, zone)
     if not days or not firsts:
         return None
     cold = cold_start_usd(policy)
@@ -191,7 +191,7 @@ def undone_share(changes: Sequence[tuple[datetime, str]], people: Sequence[datet
     return undid / len(stops) if stops else 0.0
 
 
-def _weekdays(now: datetime, zone: ZoneInfo) -> list[date]:
+def weekdays_looked_at(now: datetime, zone: ZoneInfo) -> list[date]:
     """The last LOOKBACK weekdays before today on the team's clock, within the two weeks looked at."""
     today = now.astimezone(zone).date()
     days = (today - timedelta(days=back) for back in range(1, 14))

@@ -60,6 +60,7 @@ class StartFor(StrEnum):
     RUN = "its next run"  # a job on the machine, or recurring work learned
     OWNERS_DAY = "the working day"  # a scarce machine, ready when its owner's working hours open (capacity.py)
     PERSONS_DAY = "its person's day"  # ready before its person puts it to work on a weekday (arrival.py)
+    NIGHTS_RUN = "its night's run, while its owner is at work"  # a scarce machine worked only by night (capacity.py)
 
 
 class KeptFor(StrEnum):
@@ -91,6 +92,8 @@ class Decision:
     runs: str = ""
     start_at: datetime | None = None  # a stop: when costguard starts the machine again for that work
     start_for: StartFor = StartFor.RUN  # what that start is for
+    # a start made before its run's own (`StartFor.NIGHTS_RUN`): the run's start, until which it is tried again
+    run_at: datetime | None = None
     bill: Marginal | None = None  # what a stop saves on the bill this hour, and why (None: not priced)
     worth: OffWorth | None = None  # what it saves over the hours it keeps the machine off (None: not priced)
     scarce: str = ""  # not stopped while its owner works: the evidence that it might not start again

@@ -43,8 +43,11 @@ from costguard.idle.rules.automation import (
     with_night_work,
 )
 from costguard.idle.rules.capacity import (
+    Workdays,
+    day_off,
     for_its_run,
     ready_for_the_day,
+    someone_came,
     spared,
     tells_scarce,
     too_soon,
@@ -90,6 +93,7 @@ class Past:
     usd_per_hour: float | None = None  # its list price, where its hold after an undo needs it
     night: NightWork | None = None  # a machine that cannot answer the check: the work it runs by itself at night
     nights_unread: bool = False  # ... whose nights could not be read in full
+    workdays: Workdays | None = None  # its person's weekdays: when they begin work on it (`capacity.day_off`)
 
 
 class Facts(Protocol):
@@ -171,7 +175,10 @@ def decide(
     out = [(i, _jobs(i, d, checks.get(i.instance_id), promises=promises, policy=policy, now=now)) for i, d in out]
     out = [(i, _night(i, d, past.get(i.instance_id), promises, policy, now)) for i, d in out]
     out = [(i, _morning(i, d, checks.get(i.instance_id), facts, policy, now)) for i, d in out]
-    out = [(i, _scarce(i, d, facts, promises, policy, now)) for i, d in out]
+    out = [
+        (i, _scarce(i, d, past.get(i.instance_id), checks.get(i.instance_id), facts, promises, policy, now))
+        for i, d in out
+    ]
     priced = {i.instance_id: d for i, d in facts.priced(out)}
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
 
@@ -307,34 +314,80 @@ def _morning(  # noqa: PLR0917
 
 
 def _scarce(  # noqa: PLR0917
-    instance: Instance, decision: Decision, facts: Facts, promises: Promises | None, policy: IdlePolicy, now: datetime
+    instance: Instance,
+    decision: Decision,
+    past: Past | None,
+    check: ActivityCheck | None,
+    facts: Facts,
+    promises: Promises | None,
+    policy: IdlePolicy,
+    now: datetime,
 ) -> Decision:
     """10. Scarce capacity: the scarcity evidence read only where it may change the decision."""
-    changed = stepped(Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now))
-    if promises is not None and changed.start_for is StartFor.OWNERS_DAY:
+    unread_past = past is not None and past.unread
+    # Its person's weekdays, unless the check saw a person on it (a session, a notebook kernel): they came.
+    days = None if past is None or unread_past or someone_came(check) else past.workdays
+    changed = stepped(
+        Rule.SCARCE, decision, spare_the_scarce(instance, decision, facts, policy, now, days, unread_past=unread_past)
+    )
+    if promises is not None and changed.start_for in (StartFor.OWNERS_DAY, StartFor.NIGHTS_RUN):
         return promised(instance, changed, promises, now)
     return changed
 
 
-def spare_the_scarce(
-    instance: Instance, decision: Decision, facts: Facts, policy: IdlePolicy, now: datetime
+def spare_the_scarce(  # noqa: PLR0917
+    instance: Instance,
+    decision: Decision,
+    facts: Facts,
+    policy: IdlePolicy,
+    now: datetime,
+    days: Workdays | None = None,
+    *,
+    unread_past: bool = False,
 ) -> Decision:
-    """A scarce machine's warning or stop taken back while its owner works; outside their hours, its stop
-    carries a start before the next working day (unless learned work has its own), and none is made that a
-    sooner start leaves too short."""
+    """A scarce machine's warning or stop taken back while its owner works, unless costguard readied it for a
+    day its person is not coming (`day_off`: not said of a machine judged on its metrics alone, which a person
+    may be at unseen); outside their hours (or on such a day), its stop carries a start before the next working
+    day (unless learned work has its own), and none is made that a sooner start leaves too short.
+    A stop in working hours whose machine's fortnight could not be read waits for a sweep that can (it may be a
+    day off's: its warning is neither cleared nor given again)."""
     if decision.action not in (Action.WARN, Action.WAIT, Action.STOP) or not decision.will_stop:
         return decision
     if not working_now(instance, now, policy.team_timezone):
         if decision.action is Action.WAIT:
             return decision
-        scarcity = facts.scarcity(instance)
-        readied = ready_for_the_day(decision, scarcity, instance, policy, now)
-        shortest = timedelta(minutes=policy.shortest_stop_minutes)
-        return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
+        return _readied(instance, decision, facts.scarcity(instance), days, policy, now)
     scarcity = facts.scarcity(instance)
     if facts.scarcity_unread:
         return unread(decision)
+    if scarcity is None:
+        return decision
+    off = "" if decision.blind else day_off(days, now)
+    if off:
+        if decision.action is Action.WAIT:
+            return decision
+        readied = _readied(instance, replace(decision, reason=f"{decision.reason}; {off}"), scarcity, days, policy, now)
+        if readied.start_for is StartFor.OWNERS_DAY:  # said in the warning and the stop: "It has not been used ..."
+            return replace(readied, next_work=f"{off}; it {readied.next_work}")
+        return readied
+    if unread_past and decision.action is Action.STOP:
+        return unread(decision)
     return spared(decision, scarcity, working=True, now=now)
+
+
+def _readied(  # noqa: PLR0917
+    instance: Instance,
+    decision: Decision,
+    scarcity: Scarcity | None,
+    days: Workdays | None,
+    policy: IdlePolicy,
+    now: datetime,
+) -> Decision:
+    """A scarce machine's stop when its owner is not at work: with a start before their next working day, and
+    none that a sooner start leaves too short; not before a run due before they are back."""
+    readied = ready_for_the_day(decision, scarcity, instance, policy, now, days)
+    shortest = timedelta(minutes=policy.shortest_stop_minutes)
+    return too_soon(for_its_run(readied, scarcity, instance, policy, now), scarcity, shortest, now)
 
 
 def tells(decision: Decision) -> bool:

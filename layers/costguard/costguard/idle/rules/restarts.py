@@ -83,11 +83,19 @@ def costguards_stop(instance: Instance) -> datetime | None:
     return stopped_at if stopped_at is not None and stopped_at >= instance.launch_time else None
 
 
-def made_for(instance: Instance, start_at: datetime, policy: IdlePolicy, *, sooner: timedelta = timedelta(0)) -> bool:
+def made_for(
+    instance: Instance,
+    start_at: datetime,
+    policy: IdlePolicy,
+    *,
+    sooner: timedelta = timedelta(0),
+    until: datetime | None = None,
+) -> bool:
     """The machine's last start is the learned start its start-at promised: after costguard's stop, and
-    from the start time on (`sooner` for a scarce machine) while the run could still be met."""
+    from the start time on (`sooner` for a scarce machine) while the run could still be met (`until`: the start
+    of the run a start made before it is for, where that is later)."""
     stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
-    latest = start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
+    latest = max(start_at, until or start_at) + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
     return (
         stopped_at is not None
         and stopped_at < instance.launch_time
@@ -106,10 +114,13 @@ def for_working_hours(instance: Instance, policy: IdlePolicy, *, sooner: timedel
     return opens - instance.launch_time <= timedelta(minutes=policy.schedule_lead_minutes) + sooner + SKEW
 
 
-def learned_start_refused(instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy) -> str:
+def learned_start_refused(
+    instance: Instance, start_at: datetime | None, now: datetime, policy: IdlePolicy, *, until: datetime | None = None
+) -> str:
     """Why a stopped machine's start-at is not honoured, or "": only costguard's own stop, not undone since,
-    only while the run can be met, and not on a machine whose owner turned learned starts off (unless they keep
-    it for its runs) or tagged it exempt (costguard then leaves it alone, starts included)."""
+    only while the run can be met (`until`: the start of the run a start made before it is for), and not on a
+    machine whose owner turned learned starts off (unless they keep it for its runs) or tagged it exempt
+    (costguard then leaves it alone, starts included)."""
     if start_at is None:
         return f"{tags.START_AT}={instance.tags.get(tags.START_AT, '')!r} is not a time"
     if not learns(instance, policy):
@@ -121,13 +132,20 @@ def learned_start_refused(instance: Instance, start_at: datetime | None, now: da
         return "costguard did not make its last stop: someone started it since"
     if start_at <= stopped_at:
         return "the start time is from before its stop"
-    if now > start_at + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
-        return f"its run was due at {start_at:%H:%M} UTC: too late to start it for that"
+    run = max(start_at, until or start_at)
+    if now > run + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
+        return f"its run was due at {run:%H:%M} UTC: too late to start it for that"
     return ""
 
 
 def still_refused(
-    listed: Instance, current: Instance | None, start_at: datetime, now: datetime, policy: IdlePolicy
+    listed: Instance,
+    current: Instance | None,
+    start_at: datetime,
+    now: datetime,
+    policy: IdlePolicy,
+    *,
+    until: datetime | None = None,
 ) -> str:
     """Why the start the sweep's listing allowed is not made after all, as the machine is now, or ""."""
     if current is None:
@@ -136,7 +154,7 @@ def still_refused(
         return f"{current.state}: started by someone else"
     if current.tags.get(tags.START_AT) != listed.tags.get(tags.START_AT):
         return f"its {tags.START_AT} changed since the sweep listed it"
-    return learned_start_refused(current, start_at, now, policy)
+    return learned_start_refused(current, start_at, now, policy, until=until)
 
 
 def started_after(instance: Instance | None, decided: datetime) -> bool:
