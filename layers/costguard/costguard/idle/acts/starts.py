@@ -242,9 +242,11 @@ class LearnedStarts:
         if start_at is not None and made_for(instance, start_at, self.policy, sooner=early):
             self.finish(instance, start_at, instance.launch_time)
             return
-        # A start made before its run's own, made late after refusals: its run read from the start log (raises
-        # when the log would not answer: the start-at stays for the next sweep to settle).
-        until = self._run_of(instance, start_at)
+        # A start made before its run's own, made late after refusals: its run read from the start log (one that
+        # would not answer leaves the start-at for the next sweep to settle).
+        until, read = self._until(instance, start_at)
+        if not read:
+            return
         if (
             start_at is not None
             and until is not None
@@ -285,25 +287,17 @@ class LearnedStarts:
         except (ClientError, BotoCoreError) as exc:
             logger.warning("start-at not taken off", instance_id=instance.instance_id, error=str(exc)[:200])
 
-    def _run_of(self, instance: Instance, start_at: datetime | None) -> datetime | None:
-        """The start of the run a start promised for `start_at` is made before, from the start log (None: there is
-        none, or what the log holds is not costguard's). Raises when the log would not answer."""
-        if self.starts is None or start_at is None:
-            return None
-        try:
-            return self.starts.fetch(instance.instance_id).until(start_at)
-        except ValueError as exc:
-            logger.warning("start's run unreadable", instance_id=instance.instance_id, error=str(exc)[:200])
-            return None
-
     def _until(self, instance: Instance, start_at: datetime | None) -> tuple[datetime | None, bool]:
         """The start of the run a start promised for `start_at` is made before (tried again until then), from the
-        start log (None: there is none), and whether the log answered."""
+        start log (None: there is none, or what the log holds is not costguard's), and whether the log answered."""
         if self.starts is None or start_at is None:
             return None, True
         try:
             return self.starts.fetch(instance.instance_id).until(start_at), True
-        except (ClientError, BotoCoreError, ValueError) as exc:
+        except ValueError as exc:
+            logger.warning("start's run unreadable", instance_id=instance.instance_id, error=str(exc)[:200])
+            return None, True
+        except (ClientError, BotoCoreError) as exc:
             logger.warning("start's run unread", instance_id=instance.instance_id, error=str(exc)[:200])
             return None, False
 

@@ -20,9 +20,9 @@ of its own after them, is not readied for a day nobody works on it: its start fo
 before its owner's day ends, and tried again until the run (`for_its_night`). And a machine costguard readied
 that nobody has used, LATE past the latest time its person began work on it on any weekday looked at, is not
 spared for the rest of that day (`day_off`): they are not coming, and it is warned and stopped as outside
-working hours, readied again for the next day. Readying itself is not weighed against the days
-its person does not come: a person who comes on a day they seldom do, and finds EC2 refusing their start, has work
-that cannot begin, which the product ranks with a stopped run.
+working hours, readied again for the next day. Readying is never priced against the days its person does not
+come: a person who comes on a day they seldom do, and finds EC2 refusing their start, has work that cannot
+begin, which the product ranks with a stopped run.
 """
 
 from __future__ import annotations
@@ -172,10 +172,10 @@ def ready_for_the_day(  # noqa: PLR0917
     open (its lead, and sooner), so that the day does not begin with a GPU EC2 has no room for; a learned
     start later than that is brought forward (the machine then runs through the day, and its run). Where its
     person began work on it no sooner than a time inside those hours on each of the weekdays looked at (on at
-    least AGREE_DAYS of them), it is started EARLY before that time instead (`for_its_person`); where nobody works
-    on it in those hours, with a run of its own due the night after them, for that run (`for_its_night`). Not where its
-    owner turned learned starts off ("Don't start it"), nor where the deployment did: keeping a machine for its
-    runs asks for starts before its runs, not for its owner's day."""
+    least AGREE_DAYS of them), it is started EARLY before that time instead (`for_its_person`); where nobody
+    works on it in those hours, with a run of its own due the night after them, for that run (`for_its_night`).
+    Not where its owner turned learned starts off ("Don't start it"), nor where the deployment did: keeping a
+    machine for its runs asks for starts before its runs, not for its owner's day."""
     if scarcity is None or decision.action not in (Action.WARN, Action.STOP):
         return decision
     if not decision.will_stop or not policy.learned_starts or starts_declined(instance.tags):

@@ -93,7 +93,7 @@ class Past:
     usd_per_hour: float | None = None  # its list price, where its hold after an undo needs it
     night: NightWork | None = None  # a machine that cannot answer the check: the work it runs by itself at night
     nights_unread: bool = False  # ... whose nights could not be read in full
-    workdays: Workdays | None = None  # its person's weekdays: when they begin work on it (`capacity.day_off`)
+    workdays: Workdays | None = None  # its person's weekdays: what moves a scarce machine's readying (capacity.py)
 
 
 class Facts(Protocol):
