@@ -374,7 +374,7 @@ def test_its_persons_weekdays_are_counted_from_its_quarter_hours_since_its_data_
     up_at_night = [q for q in _quarters(now - timedelta(days=14), now, nights) if not UTC_HOURS.inside(q.at)]
     unseen = workdays(up_at_night, now, UTC_HOURS, running_at=[], ours=[], booted=[], launched=now)
     assert (unseen.seen, unseen.by_day) == (0, 0)
-    early = busy | {datetime(2026, 11, 10, 6, 0, tzinfo=UTC) + k * QUARTER for k in range(4)}
+    early = busy | {datetime(2026, 11, 10, 10, 0, tzinfo=UTC) + k * QUARTER for k in range(4)}  # in its hours
     two_weeks = _quarters(now - timedelta(days=15), now, early)
     assert workdays(two_weeks, now, UTC_HOURS, running_at=[], ours=ours, booted=ours, launched=ours[0]).began == 2
     # Started by its person at 10:00, or by costguard yesterday: not readied today.
