@@ -44,8 +44,8 @@ from costguard.idle.acts.outbox import Effects, effect_record
 from costguard.idle.acts.refused import RefusedStarts
 from costguard.idle.report import RegionReport, machine_entry
 from costguard.idle.rules.capacity import sooner
-from costguard.idle.rules.recurring import LATE
 from costguard.idle.rules.restarts import (
+    last_try,
     learned_start_refused,
     made_for,
     still_refused,
@@ -244,7 +244,8 @@ class LearnedStarts:
             return
         # A start made before its run's own, made late after refusals: its run read from the start log (one that
         # would not answer leaves the start-at for the next sweep to settle).
-        until, read = self._until(instance, start_at)
+        record, read = self._read(instance, start_at)
+        until = record.until(start_at) if record is not None and start_at is not None else None
         if not read:
             return
         if (
@@ -266,18 +267,18 @@ class LearnedStarts:
             return
         if start_at is not None and start_at - early > now:
             return  # not yet
-        until, read = self._until(instance, start_at)  # a start made before its run's own: tried until the run
+        record, read = self._read(instance, start_at)  # read once: its run (a start made before it), its promise
+        until = record.until(start_at) if record is not None and start_at is not None else None
         if start_at and until and made_for(instance, start_at, self.policy, sooner=early, until=until):
             self.finish(instance, start_at, instance.launch_time)
             return
-        lead = timedelta(minutes=self.policy.schedule_lead_minutes)
-        if not read and start_at is not None and now > start_at + lead + LATE:
+        if not read and start_at is not None and now > last_try(start_at, self.policy):
             return  # its run unknown, the log unread: neither let go nor made late; the next sweep reads it
         why_not = learned_start_refused(instance, start_at, now, self.policy, until=until)
         if why_not or start_at is None:
             self._let_go(instance, why_not)
         else:
-            self._start_learned(instance, start_at, now, report, capacity, until)
+            self._start_learned(instance, start_at, now, report, capacity, record)
 
     def _let_go(self, instance: Instance, why: str) -> None:
         """A start-at costguard will not honour: taken off, so the machine's tags say what will happen."""
@@ -287,18 +288,18 @@ class LearnedStarts:
         except (ClientError, BotoCoreError) as exc:
             logger.warning("start-at not taken off", instance_id=instance.instance_id, error=str(exc)[:200])
 
-    def _until(self, instance: Instance, start_at: datetime | None) -> tuple[datetime | None, bool]:
-        """The start of the run a start promised for `start_at` is made before (tried again until then), from the
-        start log (None: there is none, or what the log holds is not costguard's), and whether the log answered."""
+    def _read(self, instance: Instance, start_at: datetime | None) -> tuple[StartRecord | None, bool]:
+        """The machine's start-log record for its start-at (None: no log, no start time, or what the log holds is
+        not costguard's), and whether the log answered."""
         if self.starts is None or start_at is None:
             return None, True
         try:
-            return self.starts.fetch(instance.instance_id).until(start_at), True
+            return self.starts.fetch(instance.instance_id), True
         except ValueError as exc:
-            logger.warning("start's run unreadable", instance_id=instance.instance_id, error=str(exc)[:200])
+            logger.warning("start log unreadable", instance_id=instance.instance_id, error=str(exc)[:200])
             return None, True
         except (ClientError, BotoCoreError) as exc:
-            logger.warning("start's run unread", instance_id=instance.instance_id, error=str(exc)[:200])
+            logger.warning("start log unread", instance_id=instance.instance_id, error=str(exc)[:200])
             return None, False
 
     def _start_learned(  # noqa: PLR0917
@@ -308,14 +309,18 @@ class LearnedStarts:
         now: datetime,
         report: RegionReport,
         capacity: Capacity,
-        until: datetime | None = None,
+        record: StartRecord | None,
     ) -> None:
+        """Start it for the run its start-at promised (`record`: its start log, as read this sweep; None where the
+        table would not give it: the start is made unvouched, as the run must not find its machine stopped for
+        DynamoDB)."""
         iid = instance.instance_id
+        until = record.until(start_at) if record is not None else None
         # Read again just before the start: "Don't start it", an exempt tag or a start by someone else since
         # the sweep listed the machine wins over what the listing said.
         current = next(iter(self.ec2.describe([iid])), None)
         why_not = still_refused(instance, current, start_at, now, self.policy, until=until) or self._unvouched(
-            instance, start_at
+            instance, start_at, record
         )
         if why_not:
             if current is not None and current.state == "stopped" and tags.START_AT in current.tags:
@@ -327,8 +332,7 @@ class LearnedStarts:
             applied = self.ec2.start(iid)
         except (ClientError, BotoCoreError) as exc:  # no capacity, say: tried again next sweep, while in time
             logger.warning("learned start failed", instance_id=iid, error=str(exc)[:200])
-            last = max(start_at, until or start_at) + timedelta(minutes=self.policy.schedule_lead_minutes) + LATE
-            self.refusals.refused(instance, start_at, last, now, exc, capacity)
+            self.refusals.refused(instance, start_at, last_try(start_at, self.policy, until), now, exc, capacity)
             return
         report.started.append(iid)
         report.learned_started.append(iid)
@@ -369,15 +373,13 @@ class LearnedStarts:
             self.starts.made(iid, expected_at, started_at, record, started, job=job, day=day, called=called)
         self._let_go(instance, "started")
 
-    def _unvouched(self, instance: Instance, start_at: datetime) -> str:
-        """Why the machine's start-at is not one costguard promised, or "". A record the table would not give
-        is no refusal: the run must not find its machine stopped for DynamoDB."""
+    def _unvouched(self, instance: Instance, start_at: datetime, record: StartRecord | None) -> str:
+        """Why the machine's start-at is not one costguard promised (`record`: its start log, as read), or "". A
+        record the table would not give is no refusal: the run must not find its machine stopped for DynamoDB."""
         if self.starts is None:
             return ""
-        try:
-            record = self.starts.fetch(instance.instance_id)
-        except (ClientError, BotoCoreError, ValueError) as exc:
-            logger.warning("learned start made unvouched", instance_id=instance.instance_id, error=str(exc)[:200])
+        if record is None:
+            logger.warning("learned start made unvouched", instance_id=instance.instance_id)
             return ""
         if record.vouches(start_at, formatting.parse_time(instance.tags.get(tags.STOPPED_AT))):
             return ""

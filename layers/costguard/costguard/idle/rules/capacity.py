@@ -182,18 +182,19 @@ def ready_for_the_day(  # noqa: PLR0917
         return decision
     hours = owners_hours(instance, policy.team_timezone)
     opens = hours.next_start(now)
+    closes = hours.closes(opens)
     if days is not None and nights_only(days) and decision.start_for is StartFor.RUN and decision.start_at:
         night = for_its_night(decision, scarcity, days, hours, opens, now)
-        if night.start_for is StartFor.NIGHTS_RUN or decision.start_at < hours.closes(opens):
+        if night.start_for is StartFor.NIGHTS_RUN or decision.start_at < closes:
             return night  # started for its night's run, or its run comes first
-    arrives = for_its_person(days, opens, hours.closes(opens))
+    arrives = for_its_person(days, opens, closes)
     start_at = (arrives or opens) - timedelta(minutes=policy.schedule_lead_minutes)
     if decision.start_at is not None and decision.start_at <= start_at:
         return decision  # its learned run comes first: started for it, and kept through the day
     evidence = scarcity.evidence(now)
     said = f"{READY} ({evidence})"
     if arrives is not None and days is not None:
-        said = f"{READY_FOR_WORK} (by {_utc(arrives + EARLY):%H:%M} UTC on each of the {days.began} weekdays it was "
+        said = f"{READY_FOR_WORK} (by {arrives + EARLY:%H:%M} UTC on each of the {days.began} weekdays it was "
         said += f"worked on; {evidence})"
     return replace(decision, start_at=start_at, start_for=StartFor.OWNERS_DAY, next_work=said, scarce=evidence)
 
@@ -240,10 +241,6 @@ def for_its_person(days: Workdays | None, opens: datetime, closes: datetime) -> 
     day = opens.astimezone(ZoneInfo(days.zone)).replace(hour=0, minute=0, second=0, microsecond=0)
     arrives = day + timedelta(minutes=days.earliest) - EARLY
     return arrives.astimezone(UTC) if opens < arrives < closes else None
-
-
-def _utc(at: datetime) -> datetime:
-    return at.astimezone(UTC)
 
 
 def for_its_run(

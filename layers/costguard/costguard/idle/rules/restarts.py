@@ -83,6 +83,12 @@ def costguards_stop(instance: Instance) -> datetime | None:
     return stopped_at if stopped_at is not None and stopped_at >= instance.launch_time else None
 
 
+def last_try(start_at: datetime, policy: IdlePolicy, until: datetime | None = None) -> datetime:
+    """The last time a start promised for `start_at` is still made: LATE past the run it is for, due its lead
+    after `start_at`, or after `until` (the start of the run a start made before it is for), where later."""
+    return max(start_at, until or start_at) + timedelta(minutes=policy.schedule_lead_minutes) + LATE
+
+
 def made_for(
     instance: Instance,
     start_at: datetime,
@@ -95,7 +101,7 @@ def made_for(
     from the start time on (`sooner` for a scarce machine) while the run could still be met (`until`: the start
     of the run a start made before it is for, where that is later)."""
     stopped_at = formatting.parse_time(instance.tags.get(tags.STOPPED_AT))
-    latest = max(start_at, until or start_at) + timedelta(minutes=policy.schedule_lead_minutes) + LATE + SKEW
+    latest = last_try(start_at, policy, until) + SKEW
     return (
         stopped_at is not None
         and stopped_at < instance.launch_time
@@ -132,9 +138,8 @@ def learned_start_refused(
         return "costguard did not make its last stop: someone started it since"
     if start_at <= stopped_at:
         return "the start time is from before its stop"
-    run = max(start_at, until or start_at)
-    if now > run + timedelta(minutes=policy.schedule_lead_minutes) + LATE:
-        return f"its run was due at {run:%H:%M} UTC: too late to start it for that"
+    if now > last_try(start_at, policy, until):
+        return f"its run was due at {max(start_at, until or start_at):%H:%M} UTC: too late to start it for that"
     return ""
 
 
