@@ -1335,13 +1335,24 @@ def accept_offer(
     context: Any,
     slack: Any,
 ) -> bool:
-    """The owner, at their desk, reads the offer: half of them press "Keep it for its runs", the rest leave it. True:
-    read."""
+    """The owner, at their desk, reads the offer: half of them press its "Yes" (its primary button: "Keep it for its
+    runs"), the rest leave it. True: read."""
     if rng.random() >= ANSWER_RATE:
         return True
     response_url = slack.response_url(message.ts)
-    press(fleet, buttons, runtime, click, message, iid, context, response_url, "costguard.keep_for_runs")
+    press(fleet, buttons, runtime, click, message, iid, context, response_url, offers_yes(message, iid))
     return True
+
+
+def offers_yes(message: Any, iid: str) -> str:
+    """The action of an offer's "Yes": its actions block's primary button (code from before: "Keep it for its
+    runs")."""
+    for block in message.blocks:
+        if block.get("block_id") == f"cg-offer-{iid}":
+            primary = [e for e in block.get("elements", []) if e.get("style") == "primary"]
+            if primary:
+                return str(primary[0]["action_id"])
+    return "costguard.keep_for_runs"
 
 
 def _button(pressed: str) -> Any:

@@ -190,6 +190,33 @@ def kept_exempt(click: Click) -> Done:
     return with_after(text, live.without(Button.KEEP_EXEMPT, mrkdwn("Kept exempt by {}.", who)))
 
 
+def hook_replaced(click: Click) -> Done:
+    """ "Keep it for its runs" on the offer about a keep-alive hook: the keep in the hook's place, and said."""
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} kept `{}` for its runs in place of its keep-alive hook (`{}`): costguard stops it when idle between its "
+        "runs, never just before one, and starts it before each; its hook no longer keeps it. Take the tag off to "
+        "let the hook keep it again.",
+        who,
+        click.instance_id,
+        f"{tags.KEEP_FOR_RUNS}={tags.IGNORE_HOOK}",
+    )
+    return with_after(text, live.without(Button.FOR_RUNS_NOT_HOOK, mrkdwn("Kept for its runs by {}.", who)))
+
+
+def hook_kept(click: Click) -> Done:
+    """ "No, its hook decides": kept by its hook as it was, the answer in its tags, and costguard does not ask again."""
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} left `{}` to its keep-alive hook (`{}`: their answer): costguard does not stop it while the hook says "
+        "keep, and will not ask again.",
+        who,
+        click.instance_id,
+        f"{tags.KEEP_FOR_RUNS}={tags.OFF}",
+    )
+    return with_after(text, live.without(Button.KEEP_HOOK, mrkdwn("Left to its hook by {}.", who)))
+
+
 def start_again_at(click: Click, now: datetime) -> datetime | None:
     """The learned start a "Stop now" keeps (its warning promised it), if it is still ahead."""
     start_at = formatting.parse_time(click.start_at)

@@ -161,7 +161,7 @@ class ClickWorker:
         for_runs = kept_for_runs(instance.tags)
         exempt = tags.EXEMPT in instance.tags
         reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode, for_runs=for_runs, exempt=exempt)
-        if reply.status == "done" and click.button is not Button.KEEP_EXEMPT:  # a "No" keeps nothing to record
+        if reply.status == "done" and click.button not in (Button.KEEP_EXEMPT, Button.KEEP_HOOK):  # a "No": no record
             at = click_time(click, now)
             self.ledger.record(
                 click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=zone)
@@ -281,6 +281,11 @@ def act(  # noqa: PLR0917
         if exempt:  # the offer of a keep that ends: the exemption gives way to it, in the same click
             ec2.delete_tags([click.instance_id], [tags.EXEMPT])
         done = words.exemption_replaced(click) if exempt else words.kept_for_runs(click)
+    elif click.button is Button.FOR_RUNS_NOT_HOOK:  # the hook's offer: kept for its runs, its hook no longer keeping it
+        applied = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.IGNORE_HOOK})
+        done = words.hook_replaced(click)
+    elif click.button is Button.KEEP_HOOK:  # that offer declined: its hook keeps it as before, the answer in its tags
+        applied, done = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.OFF}), words.hook_kept(click)
     elif click.button is Button.KEEP_EXEMPT:  # that offer declined: exempt as it was, and the answer kept in its tags
         # (the offer is asked again only while unanswered: `off` is the "No" that ends it, and keeps nothing else)
         applied, done = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.OFF}), words.kept_exempt(click)

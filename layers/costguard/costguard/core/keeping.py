@@ -37,6 +37,12 @@ def kept_for_runs(resource_tags: Mapping[str, str]) -> bool:
     return value is not None and value.strip().lower() != tags.OFF
 
 
+def hook_set_aside(resource_tags: Mapping[str, str]) -> bool:
+    """Whether its owner keeps the machine for its runs in place of its keep-alive hook
+    (`costguard:keep-for-runs=ignore-hook`): the hook's keep no longer holds it between its runs."""
+    return resource_tags.get(tags.KEEP_FOR_RUNS, "").strip().lower() == tags.IGNORE_HOOK
+
+
 def starts_declined(resource_tags: Mapping[str, str]) -> bool:
     """Whether its owner turned costguard's starts off for this machine (`costguard:learned-start=off`, the
     "Skip the planned start" button), and did not keep it for its runs, which outranks that switch."""

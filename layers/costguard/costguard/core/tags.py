@@ -32,6 +32,8 @@ OFF = "off"
 # LEARNED_START). Any value but `off` (`on` is what the "Keep it for its runs" button writes).
 KEEP_FOR_RUNS = "costguard:keep-for-runs"
 ON = "on"
+# ... in place of the owner's keep-alive hook, which then no longer keeps it (the hook's offer writes it).
+IGNORE_HOOK = "ignore-hook"
 
 # What people told costguard, through a tag or a button: an uninstall keeps these unless told to delete its data
 # (scripts/uninstall), so that a keep, an exemption or a schedule survives a reinstall.

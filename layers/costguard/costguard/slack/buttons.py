@@ -22,6 +22,9 @@ class Button(StrEnum):
     # stopped when idle, never just before its known runs, and started before them (costguard:keep-for-runs)
     KEEP_FOR_RUNS = "costguard.keep_for_runs"
     KEEP_EXEMPT = "costguard.keep_exempt"  # "No, keep it exempt": the offer of a keep for its runs declined
+    # an idle machine its keep-alive hook holds: kept for its runs in its place (keep-for-runs=ignore-hook)
+    FOR_RUNS_NOT_HOOK = "costguard.for_runs_not_hook"
+    KEEP_HOOK = "costguard.keep_hook"  # "No, its hook decides": that offer declined
     RECREATE = "costguard.recreate"  # a SageMaker endpoint costguard deleted, created again from its configuration
     WHY = "costguard.why"  # the decision's trail, told in the message's thread (anyone may ask)
 

@@ -23,6 +23,7 @@ from costguard.idle.rules.activity import (
     judge_activity,
     memory_at_work,
     parse_report,
+    without_hook,
 )
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.judgement import Judgement, Verdict
@@ -261,3 +262,19 @@ def test_where_the_check_answers_it_says_whose_the_memory_is_an_idle_notebook_ke
 def test_without_gpu_memory_held_a_machine_without_the_agent_is_judged_on_its_other_metrics() -> None:
     assert memory_at_work(ActivityCheck(CheckState.NO_AGENT), "") is None
     assert reviewed(with_memory(stop(), ""), ActivityCheck(CheckState.NO_AGENT)).action is Action.STOP
+
+
+def test_a_hook_that_says_keep_over_an_otherwise_idle_machine_is_told_apart_from_one_over_work() -> None:
+    alone = judge_activity(ActivityReport(hook_exit=0, hook_line="kept"), window_minutes=WINDOW, busy_core_percent=50)
+    assert (alone.verdict, alone.by_hook) == (Verdict.BUSY, True)
+    typed = ActivityReport(hook_exit=0, hook_line="kept", sessions=(Session("pts/0", 60),))
+    over_work = judge_activity(typed, window_minutes=WINDOW, busy_core_percent=50)
+    assert (over_work.verdict, over_work.by_hook) == (Verdict.BUSY, False)
+
+
+def test_a_check_without_its_hook_keeps_every_other_sign_and_drops_the_hooks_failure_too() -> None:
+    report = ActivityReport(hook_exit=0, hook_line="kept", errors=("hook: timed out", "jupyter: refused"))
+    check = without_hook(ActivityCheck(CheckState.ANSWERED, report))
+    assert check.report is not None
+    assert (check.report.hook_exit, check.report.hook_line, check.report.errors) == (None, "", ("jupyter: refused",))
+    assert without_hook(ActivityCheck(CheckState.NO_AGENT)) == ActivityCheck(CheckState.NO_AGENT)

@@ -4,11 +4,13 @@ a week), and only where its runs are known. Pure."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
-from costguard.idle.rules.offers import exempt_after_interruption, keep_offer, next_morning
+from costguard.idle.rules.decision import Action, Decision, KeptFor
+from costguard.idle.rules.offers import exempt_after_interruption, hook_offer, keep_offer, next_morning
 
 ZONE = "Europe/Paris"
 STOPPED = datetime(2026, 11, 24, 16, 37, tzinfo=UTC)  # a Tuesday, 17:37 in Paris: costguard stopped the box
@@ -74,3 +76,48 @@ def test_the_next_morning_is_a_weekdays_on_the_teams_clock() -> None:
     friday_night = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
     assert next_morning(friday_night, ZONE) == datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # Monday 09:00 in Paris
     assert next_morning(RESTARTED, "America/New_York") == datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
+
+
+# ---------------------------------------------------------------------- a keep-alive hook that holds an idle box
+TUESDAY_10 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)  # the team's clock: UTC
+HOOKED = Decision(
+    "i-0123456789abcdef0",
+    Action.NONE,
+    "not idle: the owner's keep-alive hook says keep: kept for its 01:00 run",
+    activity="the owner's keep-alive hook says keep: kept for its 01:00 run",
+    kept_for=KeptFor.ITS_HOOK,
+    runs="runs `pipeline.py` at 01:00 UTC (its crontab)",
+)
+
+
+def hooked_box(extra: dict[str, str] | None = None) -> Instance:
+    launched = TUESDAY_10 - timedelta(days=3)
+    return Instance("i-0123456789abcdef0", "us-east-1", "g5.12xlarge", "running", launched, tags=extra or {})
+
+
+def test_a_machine_its_hook_alone_keeps_idle_is_offered_a_keep_for_its_runs_in_the_teams_weekday() -> None:
+    offer = hook_offer(hooked_box(), HOOKED, HOOKED.runs, TUESDAY_10, "UTC")
+    assert offer is not None
+    assert offer.hook == "kept for its 01:00 run"  # the hook's own line, without costguard's words before it
+    assert offer.key == "hook-offer:i-0123456789abcdef0:2026-11-24"  # once a day
+    assert hook_offer(hooked_box(), HOOKED, HOOKED.runs, TUESDAY_10 + timedelta(days=1), "UTC") is not None  # again
+
+
+def test_the_hooks_offer_is_not_made_at_night_at_the_weekend_or_out_of_the_teams_hours_on_its_clock() -> None:
+    assert hook_offer(hooked_box(), HOOKED, HOOKED.runs, TUESDAY_10.replace(hour=20), "UTC") is None
+    assert hook_offer(hooked_box(), HOOKED, HOOKED.runs, TUESDAY_10.replace(hour=7), "UTC") is None
+    assert hook_offer(hooked_box(), HOOKED, HOOKED.runs, TUESDAY_10 + timedelta(days=4), "UTC") is None  # Saturday
+    # 10:00 UTC is 19:00 in Tokyo: out of a Tokyo team's day
+    assert hook_offer(hooked_box(), HOOKED, HOOKED.runs, TUESDAY_10, "Asia/Tokyo") is None
+
+
+def test_the_hooks_offer_is_never_made_without_known_runs_nor_after_an_answer_nor_on_an_exempt_machine() -> None:
+    assert hook_offer(hooked_box(), HOOKED, "", TUESDAY_10, "UTC") is None
+    for answered in (tags.ON, tags.OFF, tags.IGNORE_HOOK, ""):
+        assert hook_offer(hooked_box({tags.KEEP_FOR_RUNS: answered}), HOOKED, HOOKED.runs, TUESDAY_10, "UTC") is None
+    assert hook_offer(hooked_box({tags.EXEMPT: ""}), HOOKED, HOOKED.runs, TUESDAY_10, "UTC") is None
+
+
+def test_the_hooks_offer_is_made_only_where_the_hook_alone_keeps_it() -> None:
+    typed = replace(HOOKED, kept_for=None, reason="not idle: someone typed in pts/0 1 min ago")
+    assert hook_offer(hooked_box(), typed, HOOKED.runs, TUESDAY_10, "UTC") is None

@@ -411,3 +411,43 @@ def test_a_scarce_machine_worked_only_by_night_is_stopped_with_its_night_runs_st
     assert world.asked == ["checks", "past blind=[]", "promise job=False", "scarcity", "promise job=False", "bill"]
     refused = World(scarce=scarce, pasts={G5.instance_id: by_night}, promises=False)
     assert run(learned, refused, night).action is not Action.STOP
+
+
+HOOKED = ActivityCheck(
+    CheckState.ANSWERED,
+    ActivityReport(
+        hook_exit=0,
+        hook_line="nightly feature pipeline box: kept for its 01:00 run",
+        jobs=MachineJobs((Job(JobKind.CRON, "0 1 * * *", "pipeline.py"),), zone="UTC", found=1),
+    ),
+)
+
+
+def test_a_machine_idle_but_for_its_hook_is_kept_for_its_hook_with_the_runs_its_own_schedule_names() -> None:
+    decided = run(warn(), World(checks_of={G5.instance_id: HOOKED}))
+    assert decided.action is Action.NONE
+    assert decided.kept_for is KeptFor.ITS_HOOK  # what the hook's offer is made on (offers.py)
+    assert decided.runs.startswith("runs `pipeline.py` at 01:00 UTC")
+
+
+def test_a_hook_is_not_what_keeps_a_machine_someone_works_on() -> None:
+    assert HOOKED.report is not None
+    typed = replace(HOOKED, report=replace(HOOKED.report, sessions=(Session("pts/0", 60),)))
+    decided = run(warn(), World(checks_of={G5.instance_id: typed}))
+    assert decided.action is Action.NONE
+    assert decided.kept_for is None  # its person keeps it: no offer about its hook
+
+
+def test_a_machine_kept_for_its_runs_in_place_of_its_hook_is_judged_without_the_hook() -> None:
+    def decided(value: str) -> Decision:
+        world = World(checks_of={G5.instance_id: HOOKED})
+        kept = replace(G5, tags={"costguard:keep-for-runs": value})
+        [(_, out)] = pipeline.decide([(kept, warn(AFTERNOON))], world, world, POLICY, AFTERNOON)
+        return out
+
+    aside = decided("ignore-hook")
+    assert aside.action is Action.WARN  # the hook's keep no longer holds it
+    assert aside.start_at == datetime(2026, 11, 25, 0, 45, tzinfo=UTC)  # ... and its run's start is promised
+    [check] = [s for s in aside.trail if s.rule is Rule.MACHINE_CHECK]
+    assert "its keep-alive hook is not asked: its owner keeps it for its runs in its place" in check.why  # Why?
+    assert decided("on").action is Action.NONE  # a keep for its runs written otherwise leaves its hook its word

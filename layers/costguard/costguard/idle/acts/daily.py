@@ -1,6 +1,7 @@
 """Once a day, about a machine costguard leaves running though it idles: on prepaid capacity (a stop saves
 nothing), or of a type that might not start again (told to its owner while they work); and, the morning after,
-an exemption its owner added when costguard's stop found the machine's run, offered back as a keep for its runs."""
+an exemption its owner added when costguard's stop found the machine's run, offered back as a keep for its runs;
+and a keep-alive hook that holds an idle machine, offered the same in its place."""
 
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from costguard.core.settings import Mode
 from costguard.idle.acts.owners import OwnerMessages, owner_once
 from costguard.idle.rules.capacity import held_for_run
 from costguard.idle.rules.decision import Action, Decision, StartFor
-from costguard.idle.rules.offers import keep_offer, looks_now
+from costguard.idle.rules.offers import hook_offer, keep_offer, looks_now
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.money import prepaid_idle_notice
-from costguard.idle.words.offers import keep_offer_notice
+from costguard.idle.words.offers import hook_offer_notice, keep_offer_notice
 
 
 def promised_start(decision: Decision) -> str:
@@ -131,6 +132,28 @@ class KeepOffers:
                 continue
             if told:
                 logger.info("keep offered for its runs", instance_id=instance.instance_id, runs=offer.runs)
+                offered.append(instance.instance_id)
+        return offered
+
+    def hooks(self, hooked: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:
+        """The machines whose keep-alive hook holds them idle (the sweep's decisions: `KeptFor.ITS_HOOK`), offered a
+        keep for their runs in its place: once a weekday, where their own schedule says their runs."""
+        if notices_silent(self.notices):
+            return []
+        offered = []
+        for instance, decision in hooked:
+            offer = hook_offer(instance, decision, decision.runs, now, self.zone)
+            if offer is None:
+                continue
+            owner = instance.owner(self.notices.settings.owner_tag_key)
+            message = hook_offer_notice(instance, offer, self.notices.person(owner), now, zone=self.zone)
+            try:
+                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)
+            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+                logger.warning("hook offer not told", instance_id=instance.instance_id, error=str(exc)[:200])
+                continue
+            if told:
+                logger.info("keep offered for its runs in place of its hook", instance_id=instance.instance_id)
                 offered.append(instance.instance_id)
         return offered
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -28,6 +28,7 @@ from costguard.idle.rules.jobs import MachineJobs, parse_jobs
 from costguard.idle.rules.judgement import Verdict
 
 SCHEMA_VERSION = 1
+HOOK_SAYS = "the owner's keep-alive hook says keep"  # the reason, before the hook's line (": ...") where it said one
 MAX_NAME = 60
 
 
@@ -113,6 +114,17 @@ class ActivityJudgement:
     verdict: Verdict
     reason: str
     notes: tuple[str, ...] = field(default=())  # what is worth telling even when idle
+    by_hook: bool = False  # busy on the owner's keep-alive hook alone: nothing else on the machine was at work
+
+
+def without_hook(check: ActivityCheck) -> ActivityCheck:
+    """The check of a machine its owner keeps for its runs in place of its keep-alive hook
+    (`costguard:keep-for-runs=ignore-hook`): the hook's word, and its failure, are not asked; every other sign of
+    work still is."""
+    if check.report is None:
+        return check
+    errors = tuple(e for e in check.report.errors if not e.startswith("hook"))
+    return replace(check, report=replace(check.report, hook_exit=None, hook_line="", errors=errors))
 
 
 # The check's errors that hide a kernel, a process on a GPU, or the owner's word (a hook that could not run).
@@ -191,7 +203,7 @@ def alive(report: ActivityReport, *, window_minutes: int, busy_core_percent: flo
     any process holding GPU memory count; input is looked for over the whole of `window_minutes`."""
     if report.hook_exit == 0:
         said = f": {report.hook_line}" if report.hook_line else ""
-        return f"the owner's keep-alive hook says keep{said}"
+        return f"{HOOK_SAYS}{said}"
     recent = [s for s in report.sessions if s.idle_s < window_minutes * 60]
     if recent:
         last = min(recent, key=lambda s: s.idle_s)
@@ -215,7 +227,11 @@ def judge_activity(report: ActivityReport, *, window_minutes: int, busy_core_per
     window_s = window_minutes * 60
     if report.hook_exit == 0:
         said = f": {report.hook_line}" if report.hook_line else ""
-        return ActivityJudgement(Verdict.BUSY, f"the owner's keep-alive hook says keep{said}")
+        alone = judge_activity(
+            replace(report, hook_exit=None), window_minutes=window_minutes, busy_core_percent=busy_core_percent
+        )
+        by_hook = alone.verdict is Verdict.IDLE
+        return ActivityJudgement(Verdict.BUSY, f"{HOOK_SAYS}{said}", by_hook=by_hook)
     recent = [s for s in report.sessions if s.idle_s < window_s]
     if recent:
         last = min(recent, key=lambda s: s.idle_s)

@@ -70,6 +70,8 @@ class KeptFor(StrEnum):
     UNREADABLE_SCHEDULE = "its working hours cannot be read"  # costguard:schedule: told once a day
     NOTHING_SAVED = "a stop saves nothing on the bill now"  # money.py: prepaid capacity is told once a day
     RUN_BEFORE_OWNER = "its run before its owner is back"  # capacity.py: a scarce machine's automated run
+    # activity.py: idle but for its owner's keep-alive hook, which says keep (offered a keep for its runs: offers.py)
+    ITS_HOOK = "its owner's keep-alive hook"
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.decision import Action, Decision, StartFor
+from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
 from costguard.idle.rules.jobs import Job, MachineJobs, Upcoming, next_run
 
 WHERE = {"cron": "crontab", "timer": "systemd timer", "at": "at queue"}
@@ -52,6 +52,10 @@ def with_jobs(
     """A warning or a stop in the light of the machine's own scheduled jobs (None: not reported). `may_start`:
     costguard may start machines (learned starts on for the deployment); `declined`: its owner turned
     costguard's starts off for this machine."""
+    if jobs is not None and decision.kept_for is KeptFor.ITS_HOOK and not decision.runs:
+        # idle but for its keep-alive hook: its jobs are the runs a keep for them would hold it for (offers.py)
+        due = next_due(jobs, now, now, judged_window(decision, policy, now))
+        return replace(decision, runs=describe(due)) if due is not None else decision
     if jobs is None or declined or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
     stop_at = decision.stop_time(now)

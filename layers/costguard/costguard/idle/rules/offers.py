@@ -1,6 +1,7 @@
 """A keep that ends: an exemption its owner added right after costguard's stop interrupted the machine's work,
-offered back the next morning as "Keep it for its runs". Pure: the machine's tags, its runs as the rules say
-them, the team's clock and `now` in.
+offered back the next morning as "Keep it for its runs"; and a machine its owner's keep-alive hook holds while it
+idles, offered the same in place of the hook. Pure: the machine's tags, its runs as the rules say them, the
+team's clock and `now` in.
 
 An owner whose nightly job found its box stopped starts it again and tags it `costguard:exempt`: the box then
 idles between its runs for good. Once costguard knows those runs (a scheduled job, recurring work learned, its
@@ -19,6 +20,8 @@ from zoneinfo import ZoneInfo
 
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
+from costguard.idle.rules.activity import HOOK_SAYS
+from costguard.idle.rules.decision import Decision, KeptFor
 
 RIGHT_AFTER = timedelta(days=2)  # started again by its owner this soon after costguard's stop: its answer to it
 MORNING = time(9, 0)  # the offer's time, on the team's clock
@@ -85,3 +88,51 @@ def keep_offer(instance: Instance, runs: str, now: datetime, zone: str) -> KeepO
         return None
     day = now.astimezone(ZoneInfo(zone)).date().isoformat()
     return KeepOffer(instance.instance_id, stopped, instance.launch_time, runs, asked_on=day)
+
+
+# A keep-alive hook that says keep while nothing else on the machine is at work holds it idle: between its runs,
+# a nightly box's hook ("kept for its 01:00 run") keeps it up all day. Its owner is asked, during the team's
+# weekday, once a day, whether costguard should keep it for its runs instead: held for each run, started before
+# each, stopped between them, its hook no longer asked (`costguard:keep-for-runs=ignore-hook`). Their "No"
+# (`costguard:keep-for-runs=off`) ends the asking, as their "Yes" does; an offer left without an answer is asked
+# again on the next weekdays. Never about a machine whose runs costguard does not know.
+HOOK_DAY = (time(9, 0), time(18, 0))  # the team's weekday hours in which the hook's offer is made
+
+
+@dataclass(frozen=True)
+class HookOffer:
+    """A keep-alive hook that holds an idle machine, offered to be replaced by a keep for its runs."""
+
+    instance_id: str
+    hook: str  # the line the hook said keep with, as the check reported it ("": none)
+    idle_since: datetime | None  # idle but for the hook since then, by its metrics (None: not known)
+    runs: str  # its runs, as the rules say them after "it"
+    asked_on: str  # the day it is asked on (YYYY-MM-DD, the team's clock)
+
+    @property
+    def key(self) -> str:
+        """Once a day (an answer, "Yes" or "No", ends the asking: its tag)."""
+        return f"hook-offer:{self.instance_id}:{self.asked_on}"
+
+
+def hook_offer_due(instance: Instance, decision: Decision, now: datetime, zone: str) -> str:
+    """The day's key under which the hook's offer is made about this machine now (checked before its runs are
+    read), or "": held idle by its hook alone, not exempt, not asked about its runs before (any
+    `costguard:keep-for-runs`: kept for them already, or its owner's answer), in the team's weekday hours."""
+    if decision.kept_for is not KeptFor.ITS_HOOK or tags.EXEMPT in instance.tags or tags.KEEP_FOR_RUNS in instance.tags:
+        return ""
+    local = now.astimezone(ZoneInfo(zone))
+    if local.weekday() >= 5 or not HOOK_DAY[0] <= local.time() < HOOK_DAY[1]:
+        return ""
+    return f"hook-offer:{instance.instance_id}:{local.date().isoformat()}"
+
+
+def hook_offer(instance: Instance, decision: Decision, runs: str, now: datetime, zone: str) -> HookOffer | None:
+    """The offer to make now about this machine's hook, `runs` its known runs ("": none known, and no offer)."""
+    key = hook_offer_due(instance, decision, now, zone)
+    if not key or not runs.strip():
+        return None
+    since = decision.judgement.idle_since if decision.judgement is not None else None
+    day = now.astimezone(ZoneInfo(zone)).date().isoformat()
+    said = decision.activity.removeprefix(HOOK_SAYS).removeprefix(":").strip()
+    return HookOffer(instance.instance_id, said, since, runs, asked_on=day)

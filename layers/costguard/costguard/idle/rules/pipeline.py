@@ -29,11 +29,11 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from costguard.core.keeping import starts_declined
+from costguard.core.keeping import hook_set_aside, starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.activity import ActivityCheck, CheckState
+from costguard.idle.rules.activity import ActivityCheck, CheckState, without_hook
 from costguard.idle.rules.arrival import Arrival, with_arrival
 from costguard.idle.rules.automation import (
     BLIND,
@@ -163,7 +163,8 @@ def decide(
     """Steps 2 to 10 for the sweep's warnings and stops (`watched`: machines asked for their check for the
     evidence alone); `promises`: where costguard learns recurring work and may start machines for it (None:
     it does not, and no past is read)."""
-    checks = facts.checks([*(i for i, _ in to_check), *watched], now)
+    asked = [*(i for i, _ in to_check), *watched]
+    checks = _hooks_set_aside(facts.checks(asked, now), asked)
     out = [(i, _reviewed(i, d, checks, facts=facts, policy=policy, now=now)) for i, d in to_check]
     blind = {i.instance_id for i, _ in out if cannot_answer(checks.get(i.instance_id))}
     clocks = _runs_by_itself(out, checks, policy, now)
@@ -183,6 +184,16 @@ def decide(
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
 
 
+HOOK_ASIDE = "its keep-alive hook is not asked: its owner keeps it for its runs in its place"
+
+
+def _hooks_set_aside(checks: Mapping[str, ActivityCheck], asked: Sequence[Instance]) -> Mapping[str, ActivityCheck]:
+    """The checks as the rules read them: a machine its owner keeps for its runs in place of its keep-alive hook
+    (`costguard:keep-for-runs=ignore-hook`) is judged without the hook's word (core/keeping.py)."""
+    aside = {i.instance_id for i in asked if hook_set_aside(i.tags)}
+    return {iid: without_hook(check) if iid in aside else check for iid, check in checks.items()}
+
+
 def _reviewed(
     instance: Instance,
     decision: Decision,
@@ -197,8 +208,12 @@ def _reviewed(
     seen = review(decision, check, window_minutes=policy.window_minutes, busy_core_percent=policy.busiest_core_percent)
     if cannot_answer(check):  # judged from its metrics alone, and said so
         seen = replace(seen, blind=True)
+    if hook_set_aside(instance.tags) and seen.action in (Action.WARN, Action.STOP) and seen.activity:
+        seen = replace(seen, activity=f"{seen.activity}; {HOOK_ASIDE}")  # why its hook's keep did not hold it
     seen = stepped(Rule.MACHINE_CHECK, decision, seen)
     answers = facts.answers(instance.instance_id)
+    if hook_set_aside(instance.tags):  # its hook's earlier word is not asked either
+        answers = [replace(a, hook=False) for a in answers]
     return stepped(Rule.CERTAIN, seen, confirm(seen, check, answers, policy, now))
 
 

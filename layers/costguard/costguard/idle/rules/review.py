@@ -17,7 +17,7 @@ from costguard.core.formatting import duration
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, judge_activity, memory_at_work
-from costguard.idle.rules.decision import Action, Decision
+from costguard.idle.rules.decision import Action, Decision, KeptFor
 from costguard.idle.rules.evidence import Answer, answer_of, gpus_quiet, nothing_alive
 from costguard.idle.rules.judgement import Verdict
 
@@ -48,7 +48,10 @@ def review(decision: Decision, check: ActivityCheck, *, window_minutes: int, bus
         return replace(
             decision, action=Action.CANCEL_STOP, reason=f"not idle: {verdict.reason}", activity=verdict.reason
         )
-    return replace(decision, action=Action.NONE, reason=f"not idle: {verdict.reason}", activity=verdict.reason)
+    kept_for = KeptFor.ITS_HOOK if verdict.by_hook else decision.kept_for
+    return replace(
+        decision, action=Action.NONE, reason=f"not idle: {verdict.reason}", activity=verdict.reason, kept_for=kept_for
+    )
 
 
 def confirm(

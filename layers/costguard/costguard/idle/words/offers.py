@@ -1,5 +1,6 @@
 """A keep that ends, in the idle stopper's messages: an exemption its owner added right after costguard's stop,
-offered back as "Keep it for its runs" (idle/rules/offers.py). Pure."""
+offered back as "Keep it for its runs", and a keep-alive hook that holds an idle machine, offered the same in its
+place (idle/rules/offers.py). Pure."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import datetime
 
 from costguard.core import tags
 from costguard.core.records import Instance
-from costguard.idle.rules.offers import KeepOffer
+from costguard.idle.rules.offers import HookOffer, KeepOffer
 from costguard.slack.blocks import Message, Mrkdwn, actions, button, context, header, mrkdwn, section, times_in, when
 from costguard.slack.buttons import FOR_RUNS, Button, button_value
 
@@ -44,6 +45,47 @@ def keep_offer_notice(instance: Instance, offer: KeepOffer, who: Mrkdwn, now: da
                 [
                     button(FOR_RUNS, Button.KEEP_FOR_RUNS, value, style="primary"),
                     button(KEEP_EXEMPT, Button.KEEP_EXEMPT, value),
+                ],
+            ),
+        ),
+    )
+
+
+HOOK_DECIDES = "No, its hook decides"
+
+
+def hook_offer_notice(instance: Instance, offer: HookOffer, who: Mrkdwn, now: datetime, *, zone: str) -> Message:
+    """To the owner, once a weekday until they answer: the keep-alive hook holds the machine while it idles, and
+    the keep that would hold it for its runs alone, in one click; or "No"."""
+    iid, kind = instance.instance_id, instance.instance_type
+    value = button_value(iid, instance.region, instance.account)
+    whose = mrkdwn("{}, your", who) if who else Mrkdwn("Its owner's")
+    since = Mrkdwn(" since ") + when(offer.idle_since, zone) if offer.idle_since is not None else Mrkdwn("")
+    return Message(
+        f"{kind} {iid} idles, kept running by its keep-alive hook: keep it for its runs instead?",
+        (
+            header(f"Keep it for its runs instead of its hook? {kind}"),
+            section(
+                whose
+                + mrkdwn(" keep-alive hook keeps `{}` ({}) running, and nothing else on it has been at work", iid, kind)
+                + since
+                + (mrkdwn(" (the hook says `{}`)", offer.hook.replace("`", "'")) if offer.hook else Mrkdwn(""))
+                + Mrkdwn(". costguard knows its runs: it ")
+                + times_in(offer.runs, now)
+                + Mrkdwn(
+                    ". Kept for its runs instead, it is held for each run, started before each and stopped when idle "
+                    "between them: its hook no longer keeps it. Kept by its hook, it idles between them."
+                )
+            ),
+            context(
+                f"One click tags it `{tags.KEEP_FOR_RUNS}={tags.IGNORE_HOOK}`; take the tag off to let the hook keep "
+                "it again. costguard asks again on weekdays until you answer; once you do, never again."
+            ),
+            actions(
+                f"cg-offer-{iid}"[:255],
+                [
+                    button(FOR_RUNS, Button.FOR_RUNS_NOT_HOOK, value, style="primary"),
+                    button(HOOK_DECIDES, Button.KEEP_HOOK, value),
                 ],
             ),
         ),
