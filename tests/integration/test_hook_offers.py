@@ -169,3 +169,27 @@ def test_a_box_kept_by_its_hook_whose_runs_costguard_does_not_know_is_not_asked(
     answers[iid] = report(hook=HOOK)
     assert sweep(runtime, at, lambda_context, monkeypatch)["warned"] == []
     assert offers(slack) == []
+
+
+def test_an_older_offers_answer_never_undoes_a_keep_for_its_runs_given_since(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    env: str,
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    at = weekday_morning(now)
+    iid, _ = hooked_box(answers, at)
+    sweep(runtime, at, lambda_context, monkeypatch)
+    [offer] = offers(slack)
+    ec2 = boto3.client("ec2", region_name=REGION)
+    ec2.create_tags(Resources=[iid], Tags=[{"Key": tags.KEEP_FOR_RUNS, "Value": tags.ON}])  # kept from a warning since
+
+    result = press(
+        slack, offer, Button.KEEP_HOOK.value, runtime, env, at + timedelta(hours=2), lambda_context, monkeypatch
+    )
+
+    assert result["clicks"] == [{"instance_id": iid, "button": Button.KEEP_HOOK.value, "status": "refused"}]
+    assert tags_of(iid)[tags.KEEP_FOR_RUNS] == tags.ON  # its newer word stands

@@ -141,6 +141,8 @@ class ClickWorker:
             return self._tell(click, Reply("refused", text))
         if click.button is Button.DONT_START and kept_for_runs(instance.tags):  # a message from before the keep
             return self._tell(click, Reply("refused", words.still_kept_for_runs(click)))
+        if answered := offer_answered(click, instance.tags):  # an older offer's answer never undoes a newer word
+            return self._tell(click, Reply("refused", answered))
         key = f"slack-action:{click.instance_id}:{click.message_ts}:{click.button.value}"
         claim = self.claims.claim(key, now, ttl=timedelta(days=7))
         if claim.state is ClaimState.DONE:
@@ -251,6 +253,21 @@ class ClickWorker:
         self.respond(click.response_url, answer)
         logger.info("button click not done", instance_id=click.instance_id, status=reply.status, user=click.user_id)
         return reply
+
+
+# The offers' answers, and the `costguard:keep-for-runs` value each writes (idle/words/offers.py).
+OFFER_ANSWERS = {Button.FOR_RUNS_NOT_HOOK: tags.IGNORE_HOOK, Button.KEEP_HOOK: tags.OFF, Button.KEEP_EXEMPT: tags.OFF}
+
+
+def offer_answered(click: Click, resource_tags: Mapping[str, str]) -> str:
+    """Why an offer's button is refused: the machine carries another `costguard:keep-for-runs` since the offer was
+    made (a keep for its runs from a warning, its owner's tag, the offer's other answer); "" when it may act (no
+    such tag, or the one this answer writes: the same click delivered again)."""
+    writes = OFFER_ANSWERS.get(click.button)
+    now = resource_tags.get(tags.KEEP_FOR_RUNS)
+    if writes is None or now is None or now.strip().lower() == writes:
+        return ""
+    return words.offer_answered(click, now)
 
 
 def act(  # noqa: PLR0917

@@ -278,3 +278,9 @@ def test_a_check_without_its_hook_keeps_every_other_sign_and_drops_the_hooks_fai
     assert check.report is not None
     assert (check.report.hook_exit, check.report.hook_line, check.report.errors) == (None, "", ("jupyter: refused",))
     assert without_hook(ActivityCheck(CheckState.NO_AGENT)) == ActivityCheck(CheckState.NO_AGENT)
+
+
+def test_a_hook_over_a_check_that_could_not_look_everywhere_is_not_the_hooks_alone() -> None:
+    blind = ActivityReport(hook_exit=0, hook_line="kept", errors=("nvidia-smi: FileNotFoundError",))
+    judged_blind = judge_activity(blind, window_minutes=WINDOW, busy_core_percent=50)
+    assert (judged_blind.verdict, judged_blind.by_hook) == (Verdict.BUSY, False)  # a job it cannot see may be there

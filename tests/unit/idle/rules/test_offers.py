@@ -121,3 +121,8 @@ def test_the_hooks_offer_is_never_made_without_known_runs_nor_after_an_answer_no
 def test_the_hooks_offer_is_made_only_where_the_hook_alone_keeps_it() -> None:
     typed = replace(HOOKED, kept_for=None, reason="not idle: someone typed in pts/0 1 min ago")
     assert hook_offer(hooked_box(), typed, HOOKED.runs, TUESDAY_10, "UTC") is None
+
+
+def test_the_hooks_offer_is_not_made_about_a_machine_costguard_would_not_stop() -> None:
+    no_gpu_metrics = replace(HOOKED, will_stop=False)
+    assert hook_offer(hooked_box(), no_gpu_metrics, HOOKED.runs, TUESDAY_10, "UTC") is None

@@ -138,14 +138,14 @@ class KeepOffers:
     def hooks(self, hooked: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:
         """The machines whose keep-alive hook holds them idle (the sweep's decisions: `KeptFor.ITS_HOOK`), offered a
         keep for their runs in its place: once a weekday, where their own schedule says their runs."""
-        if notices_silent(self.notices):
+        if self.notices.mode is not Mode.ENFORCE:  # its yes stops the machine between runs: only where costguard does
             return []
         offered = []
         for instance, decision in hooked:
             offer = hook_offer(instance, decision, decision.runs, now, self.zone)
-            if offer is None:
-                continue
             owner = instance.owner(self.notices.settings.owner_tag_key)
+            if offer is None or not owner:  # an owner's question: never the alerts channel's, every weekday
+                continue
             message = hook_offer_notice(instance, offer, self.notices.person(owner), now, zone=self.zone)
             try:
                 told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)

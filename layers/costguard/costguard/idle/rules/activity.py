@@ -227,10 +227,11 @@ def judge_activity(report: ActivityReport, *, window_minutes: int, busy_core_per
     window_s = window_minutes * 60
     if report.hook_exit == 0:
         said = f": {report.hook_line}" if report.hook_line else ""
-        alone = judge_activity(
-            replace(report, hook_exit=None), window_minutes=window_minutes, busy_core_percent=busy_core_percent
-        )
-        by_hook = alone.verdict is Verdict.IDLE
+        # the hook's word alone, where the check saw everything else: nothing else at work, and nothing it could
+        # not look at (a Jupyter server it could not ask, nvidia-smi failing) beside the hook
+        others = replace(report, hook_exit=None, errors=tuple(e for e in report.errors if not e.startswith("hook")))
+        alone = judge_activity(others, window_minutes=window_minutes, busy_core_percent=busy_core_percent)
+        by_hook = alone.verdict is Verdict.IDLE and not others.blind()
         return ActivityJudgement(Verdict.BUSY, f"{HOOK_SAYS}{said}", by_hook=by_hook)
     recent = [s for s in report.sessions if s.idle_s < window_s]
     if recent:

@@ -116,10 +116,12 @@ class HookOffer:
 
 
 def hook_offer_due(instance: Instance, decision: Decision, now: datetime, zone: str) -> str:
-    """The day's key under which the hook's offer is made about this machine now (checked before its runs are
-    read), or "": held idle by its hook alone, not exempt, not asked about its runs before (any
-    `costguard:keep-for-runs`: kept for them already, or its owner's answer), in the team's weekday hours."""
-    if decision.kept_for is not KeptFor.ITS_HOOK or tags.EXEMPT in instance.tags or tags.KEEP_FOR_RUNS in instance.tags:
+    """The day's key under which the hook's offer is made about this machine now, or "": held idle by its hook
+    alone where costguard would otherwise warn it for a stop, not exempt, without `costguard:keep-for-runs` (any
+    value: kept for its runs already, or its owner's answer to an offer), in the team's weekday hours."""
+    if decision.kept_for is not KeptFor.ITS_HOOK or not decision.will_stop:  # a machine costguard would not stop
+        return ""
+    if tags.EXEMPT in instance.tags or tags.KEEP_FOR_RUNS in instance.tags:
         return ""
     local = now.astimezone(ZoneInfo(zone))
     if local.weekday() >= 5 or not HOOK_DAY[0] <= local.time() < HOOK_DAY[1]:

@@ -211,9 +211,7 @@ def _reviewed(
     if hook_set_aside(instance.tags) and seen.action in (Action.WARN, Action.STOP) and seen.activity:
         seen = replace(seen, activity=f"{seen.activity}; {HOOK_ASIDE}")  # why its hook's keep did not hold it
     seen = stepped(Rule.MACHINE_CHECK, decision, seen)
-    answers = facts.answers(instance.instance_id)
-    if hook_set_aside(instance.tags):  # its hook's earlier word is not asked either
-        answers = [replace(a, hook=False) for a in answers]
+    answers = facts.answers(instance.instance_id)  # as they were: a hook's keep in them still bars the shorter wait
     return stepped(Rule.CERTAIN, seen, confirm(seen, check, answers, policy, now))
 
 
