@@ -193,3 +193,25 @@ def test_an_older_offers_answer_never_undoes_a_keep_for_its_runs_given_since(
 
     assert result["clicks"] == [{"instance_id": iid, "button": Button.KEEP_HOOK.value, "status": "refused"}]
     assert tags_of(iid)[tags.KEEP_FOR_RUNS] == tags.ON  # its newer word stands
+
+
+def test_an_unanswered_hook_offer_is_asked_again_on_the_weekdays_of_a_week_then_left(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    at = weekday_morning(now)
+    iid, _ = hooked_box(answers, at)
+    sweep(runtime, at, lambda_context, monkeypatch)
+    tomorrow = weekday_morning(at)
+    publish(iid, tomorrow, gpus=[idle(48)], cpu=idle(48))
+    sweep(runtime, tomorrow, lambda_context, monkeypatch)
+    assert len(offers(slack)) == 2  # asked again the next weekday
+
+    later = weekday_morning(at + timedelta(days=7))  # a week after the first: not asked again
+    publish(iid, later, gpus=[idle(48)], cpu=idle(48))
+    sweep(runtime, later, lambda_context, monkeypatch)
+    assert len(offers(slack)) == 2

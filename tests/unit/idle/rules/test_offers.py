@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.idle.rules.decision import Action, Decision, KeptFor
-from costguard.idle.rules.offers import exempt_after_interruption, hook_offer, keep_offer, next_morning
+from costguard.idle.rules.offers import exempt_after_interruption, hook_offer, keep_offer, next_morning, still_asking
 
 ZONE = "Europe/Paris"
 STOPPED = datetime(2026, 11, 24, 16, 37, tzinfo=UTC)  # a Tuesday, 17:37 in Paris: costguard stopped the box
@@ -126,3 +126,10 @@ def test_the_hooks_offer_is_made_only_where_the_hook_alone_keeps_it() -> None:
 def test_the_hooks_offer_is_not_made_about_a_machine_costguard_would_not_stop() -> None:
     no_gpu_metrics = replace(HOOKED, will_stop=False)
     assert hook_offer(hooked_box(), no_gpu_metrics, HOOKED.runs, TUESDAY_10, "UTC") is None
+
+
+def test_an_unanswered_hooks_offer_is_made_within_a_week_of_its_first() -> None:
+    assert still_asking(TUESDAY_10, TUESDAY_10)
+    assert still_asking(TUESDAY_10, TUESDAY_10 + timedelta(days=6))
+    assert not still_asking(TUESDAY_10, TUESDAY_10 + timedelta(days=7))
+    assert not still_asking(None, TUESDAY_10)

@@ -21,11 +21,12 @@ from costguard.core.settings import Mode
 from costguard.idle.acts.owners import OwnerMessages, owner_once
 from costguard.idle.rules.capacity import held_for_run
 from costguard.idle.rules.decision import Action, Decision, StartFor
-from costguard.idle.rules.offers import hook_offer, keep_offer, looks_now
+from costguard.idle.rules.offers import HOOK_ASKED_AGAIN, hook_offer, keep_offer, looks_now, still_asking
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.money import prepaid_idle_notice
 from costguard.idle.words.offers import hook_offer_notice, keep_offer_notice
+from costguard.state.claims import ClaimState
 
 
 def promised_start(decision: Decision) -> str:
@@ -146,6 +147,12 @@ class KeepOffers:
             owner = instance.owner(self.notices.settings.owner_tag_key)
             if offer is None or not owner:  # an owner's question: never the alerts channel's, every weekday
                 continue
+            try:
+                if not still_asking(self._first_asked(instance.instance_id, now), now):
+                    continue
+            except (ClientError, BotoCoreError) as exc:  # a nicety: the next sweep asks again
+                logger.warning("hook offer not read", instance_id=instance.instance_id, error=str(exc)[:200])
+                continue
             message = hook_offer_notice(instance, offer, self.notices.person(owner), now, zone=self.zone)
             try:
                 told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)
@@ -156,6 +163,16 @@ class KeepOffers:
                 logger.info("keep offered for its runs in place of its hook", instance_id=instance.instance_id)
                 offered.append(instance.instance_id)
         return offered
+
+    def _first_asked(self, instance_id: str, now: datetime) -> datetime | None:
+        """When the hook's offer about this machine was first made (now, if never: so recorded), kept for
+        HOOK_ASKED_AGAIN; None while another sweep records it."""
+        claims = self.notices.claims
+        claim = claims.claim(f"hook-offer-since:{instance_id}", now, ttl=HOOK_ASKED_AGAIN)
+        if claim.state is ClaimState.TAKEN:
+            claims.done(claim, detail=formatting.format_time(now))
+            return now
+        return formatting.parse_time(claim.detail) if claim.state is ClaimState.DONE else None
 
 
 def notices_silent(notices: OwnerMessages) -> bool:

@@ -95,8 +95,16 @@ def keep_offer(instance: Instance, runs: str, now: datetime, zone: str) -> KeepO
 # weekday, once a day, whether costguard should keep it for its runs instead: held for each run, started before
 # each, stopped between them, its hook no longer asked (`costguard:keep-for-runs=ignore-hook`). Their "No"
 # (`costguard:keep-for-runs=off`) ends the asking, as their "Yes" does; an offer left without an answer is asked
-# again on the next weekdays. Never about a machine whose runs costguard does not know.
+# again on the weekdays of a week from the first (and a month later, a week again). Never about a machine whose
+# runs costguard does not know.
 HOOK_DAY = (time(9, 0), time(18, 0))  # the team's weekday hours in which the hook's offer is made
+HOOK_ASKED_AGAIN = timedelta(days=30)  # unanswered a week: asked again this long after its first asking
+
+
+def still_asking(first: datetime | None, now: datetime) -> bool:
+    """Whether an unanswered hook's offer, first made at `first` (None: not known, not asked), is made again now:
+    on the weekdays of ASKED_FOR from the first (then again HOOK_ASKED_AGAIN after it: its claim's life)."""
+    return first is not None and first <= now < first + ASKED_FOR
 
 
 @dataclass(frozen=True)
