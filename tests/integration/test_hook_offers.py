@@ -7,6 +7,7 @@ stopped after the grace and started before its job, its hook no longer asked. "N
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,10 +50,10 @@ def offers(slack: SlackStandIn) -> list[Any]:
     return [m for m in slack.messages if m.blocks and header(m).startswith(OFFER)]
 
 
-def hooked_box(answers: dict[str, str | None], at: datetime) -> tuple[str, datetime]:
+def hooked_box(answers: dict[str, str | None], at: datetime, owner: str = "alice@example.com") -> tuple[str, datetime]:
     """A box idle for hours whose crontab runs `pipeline.py` at 01:00 UTC and whose owner's hook says keep: it,
     and its job's next run."""
-    iid = launch(at, hours=24 * 3)
+    iid = launch(at, hours=24 * 3, owner=owner)
     publish(iid, at, gpus=[idle(48)], cpu=idle(48))
     job = (at + timedelta(days=1)).replace(hour=1, minute=0)
     crontab = {"tz": "UTC", "found": 1, "list": [{"k": "cron", "s": f"{job:%M %H} * * *", "c": "pipeline.py"}]}
@@ -193,6 +194,9 @@ def test_an_older_offers_answer_never_undoes_a_keep_for_its_runs_given_since(
 
     assert result["clicks"] == [{"instance_id": iid, "button": Button.KEEP_HOOK.value, "status": "refused"}]
     assert tags_of(iid)[tags.KEEP_FOR_RUNS] == tags.ON  # its newer word stands
+    assert f"is tagged `{tags.KEEP_FOR_RUNS}={tags.ON}` since this offer was made: that stands" in json.dumps(
+        slack.ephemeral[-1]
+    )  # to the person who clicked
 
 
 def test_an_unanswered_hook_offer_is_asked_again_on_the_weekdays_of_a_week_then_left(
@@ -215,3 +219,17 @@ def test_an_unanswered_hook_offer_is_asked_again_on_the_weekdays_of_a_week_then_
     publish(iid, later, gpus=[idle(48)], cpu=idle(48))
     sweep(runtime, later, lambda_context, monkeypatch)
     assert len(offers(slack)) == 2
+
+
+def test_the_hooks_offer_is_an_owners_own_question_never_the_alerts_channels(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    at = weekday_morning(now)
+    hooked_box(answers, at, owner="stranger@example.com")  # an owner Slack does not know
+    assert sweep(runtime, at, lambda_context, monkeypatch)["warned"] == []
+    assert offers(slack) == []

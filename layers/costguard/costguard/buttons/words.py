@@ -14,7 +14,7 @@ from datetime import datetime
 
 from costguard.core import formatting, tags
 from costguard.slack import live
-from costguard.slack.blocks import NOTHING, Block, Mrkdwn, escape, mention, mrkdwn, when
+from costguard.slack.blocks import NOTHING, Block, Mrkdwn, mention, mrkdwn, when
 from costguard.slack.buttons import Button, start_buttons
 from costguard.slack.interactions import Click
 from costguard.slack.live import Part, Phase
@@ -219,7 +219,7 @@ def hook_kept(click: Click) -> Done:
 
 def offer_answered(click: Click, value: str) -> str:
     """An offer's button pressed after the machine got another `costguard:keep-for-runs`: that word stands."""
-    said = escape(value[:60]).replace("`", "'")
+    said = value[:60].replace("`", "'")  # the reply is escaped as a whole (slack/blocks.py's Message)
     return (
         f"`{click.instance_id}` is tagged `{tags.KEEP_FOR_RUNS}={said}` since this offer was made: that stands. "
         "Change the tag itself to change it."

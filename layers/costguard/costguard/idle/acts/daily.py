@@ -26,6 +26,7 @@ from costguard.idle.rules.pipeline import Past
 from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.money import prepaid_idle_notice
 from costguard.idle.words.offers import hook_offer_notice, keep_offer_notice
+from costguard.slack.blocks import Mrkdwn
 from costguard.state.claims import ClaimState
 
 
@@ -145,7 +146,8 @@ class KeepOffers:
         for instance, decision in hooked:
             offer = hook_offer(instance, decision, decision.runs, now, self.zone)
             owner = instance.owner(self.notices.settings.owner_tag_key)
-            if offer is None or not owner:  # an owner's question: never the alerts channel's, every weekday
+            who = self.notices.person(owner) if offer is not None and owner else Mrkdwn("")
+            if offer is None or not who.startswith("<@"):  # an owner's own question: never the alerts channel's
                 continue
             try:
                 if not still_asking(self._first_asked(instance.instance_id, now), now):
@@ -153,7 +155,7 @@ class KeepOffers:
             except (ClientError, BotoCoreError) as exc:  # a nicety: the next sweep asks again
                 logger.warning("hook offer not read", instance_id=instance.instance_id, error=str(exc)[:200])
                 continue
-            message = hook_offer_notice(instance, offer, self.notices.person(owner), now, zone=self.zone)
+            message = hook_offer_notice(instance, offer, who, now, zone=self.zone)
             try:
                 told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)
             except (ClientError, BotoCoreError, SlackDeliveryError) as exc:

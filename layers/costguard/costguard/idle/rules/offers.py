@@ -103,7 +103,8 @@ HOOK_ASKED_AGAIN = timedelta(days=30)  # unanswered a week: asked again this lon
 
 def still_asking(first: datetime | None, now: datetime) -> bool:
     """Whether an unanswered hook's offer, first made at `first` (None: not known, not asked), is made again now:
-    on the weekdays of ASKED_FOR from the first (then again HOOK_ASKED_AGAIN after it: its claim's life)."""
+    on the weekdays of ASKED_FOR from the first (then a week again each HOOK_ASKED_AGAIN or so: its claim's life,
+    ended by DynamoDB's TTL sweep, which may lag by days)."""
     return first is not None and first <= now < first + ASKED_FOR
 
 

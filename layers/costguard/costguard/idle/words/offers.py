@@ -79,7 +79,8 @@ def hook_offer_notice(instance: Instance, offer: HookOffer, who: Mrkdwn, now: da
             ),
             context(
                 f"One click tags it `{tags.KEEP_FOR_RUNS}={tags.IGNORE_HOOK}`; take the tag off to let the hook keep "
-                "it again. costguard asks again on weekdays for a week until you answer; once you do, never again."
+                "it again. costguard asks again on weekdays for a week, and for a week each month, until you "
+                "answer; once you do, never again."
             ),
             actions(
                 f"cg-offer-{iid}"[:255],
