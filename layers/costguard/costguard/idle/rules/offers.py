@@ -95,7 +95,7 @@ def keep_offer(instance: Instance, runs: str, now: datetime, zone: str) -> KeepO
 # weekday, once a day, whether costguard should keep it for its runs instead: held for each run, started before
 # each, stopped between them, its hook no longer asked (`costguard:keep-for-runs=ignore-hook`). Their "No"
 # (`costguard:keep-for-runs=off`) ends the asking, as their "Yes" does; an offer left without an answer is asked
-# again on the weekdays of a week from the first (and a month later, a week again). Never about a machine whose
+# again on the weekdays of a week from the first (and for a week each month after). Never about a machine whose
 # runs costguard does not know.
 HOOK_DAY = (time(9, 0), time(18, 0))  # the team's weekday hours in which the hook's offer is made
 HOOK_ASKED_AGAIN = timedelta(days=30)  # unanswered a week: asked again this long after its first asking
@@ -124,24 +124,21 @@ class HookOffer:
         return f"hook-offer:{self.instance_id}:{self.asked_on}"
 
 
-def hook_offer_due(instance: Instance, decision: Decision, now: datetime, zone: str) -> str:
-    """The day's key under which the hook's offer is made about this machine now, or "": held idle by its hook
-    alone where costguard would otherwise warn it for a stop, not exempt, without `costguard:keep-for-runs` (any
-    value: kept for its runs already, or its owner's answer to an offer), in the team's weekday hours."""
+def hook_offer_due(instance: Instance, decision: Decision, now: datetime, zone: str) -> bool:
+    """Whether the hook's offer is made about this machine now: held idle by its hook alone where costguard would
+    otherwise warn it for a stop, not exempt, without `costguard:keep-for-runs` (any value: kept for its runs
+    already, or its owner's answer to an offer), in the team's weekday hours."""
     if decision.kept_for is not KeptFor.ITS_HOOK or not decision.will_stop:  # a machine costguard would not stop
-        return ""
+        return False
     if tags.EXEMPT in instance.tags or tags.KEEP_FOR_RUNS in instance.tags:
-        return ""
+        return False
     local = now.astimezone(ZoneInfo(zone))
-    if local.weekday() >= 5 or not HOOK_DAY[0] <= local.time() < HOOK_DAY[1]:
-        return ""
-    return f"hook-offer:{instance.instance_id}:{local.date().isoformat()}"
+    return local.weekday() < 5 and HOOK_DAY[0] <= local.time() < HOOK_DAY[1]
 
 
 def hook_offer(instance: Instance, decision: Decision, runs: str, now: datetime, zone: str) -> HookOffer | None:
     """The offer to make now about this machine's hook, `runs` its known runs ("": none known, and no offer)."""
-    key = hook_offer_due(instance, decision, now, zone)
-    if not key or not runs.strip():
+    if not runs.strip() or not hook_offer_due(instance, decision, now, zone):
         return None
     since = decision.judgement.idle_since if decision.judgement is not None else None
     day = now.astimezone(ZoneInfo(zone)).date().isoformat()
