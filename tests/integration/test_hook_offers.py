@@ -19,7 +19,7 @@ from costguard.runtime import Runtime
 from costguard.slack.buttons import Button
 from testing.slack_standin import SlackStandIn
 from testing.slack_text import as_read
-from tests.integration.conftest import REGION, TABLE, report, tags_of
+from tests.integration.conftest import REGION, TABLE, ec2, report, tags_of
 from tests.integration.test_activity_check import POLICY
 from tests.integration.test_buttons import env
 from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of
@@ -59,6 +59,22 @@ def hooked_box(answers: dict[str, str | None], at: datetime, owner: str = "alice
     crontab = {"tz": "UTC", "found": 1, "list": [{"k": "cron", "s": f"{job:%M %H} * * *", "c": "pipeline.py"}]}
     answers[iid] = report(jobs=crontab, hook=HOOK)
     return iid, job
+
+
+def offered_box(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[str, datetime, Any]:
+    """A hooked box, swept on a weekday morning: it, that morning, and the one offer made about it."""
+    at = weekday_morning(now)
+    iid, _ = hooked_box(answers, at)
+    sweep(runtime, at, context, monkeypatch)
+    [offer] = offers(slack)
+    return iid, at, offer
 
 
 def test_an_idle_box_kept_by_its_hook_alone_is_offered_a_keep_for_its_runs_and_one_click_has_it_stopped_between_them(
@@ -123,10 +139,7 @@ def test_no_its_hook_decides_leaves_it_to_its_hook_and_ends_the_asking(
     lambda_context: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    at = weekday_morning(now)
-    iid, _ = hooked_box(answers, at)
-    sweep(runtime, at, lambda_context, monkeypatch)
-    [offer] = offers(slack)
+    iid, at, offer = offered_box(runtime, slack, answers, now, lambda_context, monkeypatch)
 
     press(slack, offer, Button.KEEP_HOOK.value, runtime, env, at + timedelta(minutes=5), lambda_context, monkeypatch)
 
@@ -181,12 +194,10 @@ def test_an_older_offers_answer_never_undoes_a_keep_for_its_runs_given_since(
     lambda_context: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    at = weekday_morning(now)
-    iid, _ = hooked_box(answers, at)
-    sweep(runtime, at, lambda_context, monkeypatch)
-    [offer] = offers(slack)
-    ec2 = boto3.client("ec2", region_name=REGION)
-    ec2.create_tags(Resources=[iid], Tags=[{"Key": tags.KEEP_FOR_RUNS, "Value": tags.ON}])  # kept from a warning since
+    iid, at, offer = offered_box(runtime, slack, answers, now, lambda_context, monkeypatch)
+    ec2().create_tags(
+        Resources=[iid], Tags=[{"Key": tags.KEEP_FOR_RUNS, "Value": tags.ON}]
+    )  # kept from a warning since
 
     result = press(
         slack, offer, Button.KEEP_HOOK.value, runtime, env, at + timedelta(hours=2), lambda_context, monkeypatch

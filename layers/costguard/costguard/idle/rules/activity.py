@@ -121,10 +121,13 @@ def without_hook(check: ActivityCheck) -> ActivityCheck:
     """The check of a machine its owner keeps for its runs in place of its keep-alive hook
     (`costguard:keep-for-runs=ignore-hook`): the hook's word, and its failure, are not asked; every other sign of
     work still is."""
-    if check.report is None:
-        return check
-    errors = tuple(e for e in check.report.errors if not e.startswith("hook"))
-    return replace(check, report=replace(check.report, hook_exit=None, hook_line="", errors=errors))
+    return check if check.report is None else replace(check, report=_hookless(check.report))
+
+
+def _hookless(report: ActivityReport) -> ActivityReport:
+    """The report as it would read without the owner's hook: neither its word nor its failure."""
+    errors = tuple(e for e in report.errors if not e.startswith("hook"))
+    return replace(report, hook_exit=None, hook_line="", errors=errors)
 
 
 # The check's errors that hide a kernel, a process on a GPU, or the owner's word (a hook that could not run).
@@ -229,7 +232,7 @@ def judge_activity(report: ActivityReport, *, window_minutes: int, busy_core_per
         said = f": {report.hook_line}" if report.hook_line else ""
         # the hook's word alone, where the check saw everything else: nothing else at work, and nothing it could
         # not look at (a Jupyter server it could not ask, nvidia-smi failing) beside the hook
-        others = replace(report, hook_exit=None, errors=tuple(e for e in report.errors if not e.startswith("hook")))
+        others = _hookless(report)
         alone = judge_activity(others, window_minutes=window_minutes, busy_core_percent=busy_core_percent)
         by_hook = alone.verdict is Verdict.IDLE and not others.blind()
         return ActivityJudgement(Verdict.BUSY, f"{HOOK_SAYS}{said}", by_hook=by_hook)
