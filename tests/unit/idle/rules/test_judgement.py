@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from costguard.core.idleness import sample_judge as digest_judge
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.judgement import Verdict, judge
+from costguard.idle.rules.judgement import Verdict, judge, system_bursts
 
 NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
 POLICY = IdlePolicy()
@@ -60,3 +60,47 @@ def test_gpu_memory_held_is_said_beside_the_verdict_and_memory_not_held_says_not
     assert judged.memory_held == f"GPU 0 held 29.3 GB of memory at {NOW - PERIOD:%H:%M} UTC"
     free = Utilization("i-1", (*quiet, steady(Signal.GPU_MEMORY, "GPU 0 memory", 3.0)), gpu_telemetry=True, vcpus=8)
     assert judge(free, POLICY, NOW).memory_held == ""
+
+
+# ---------------------------------------------------------------------- a machine no check answers for
+HOURS = 4
+LONG = int(HOURS * 3600 // POLICY.period_seconds)
+
+
+def series(signal: Signal, label: str, values: list[float]) -> Series:
+    return Series(signal, label, tuple((NOW - PERIOD * (len(values) - i), v) for i, v in enumerate(values)))
+
+
+def at_rest_but(
+    core: dict[int, float], *, gpu: dict[int, float] | None = None, memory: float | None = 3.0
+) -> Utilization:
+    """Four hours of a machine at rest (its GPU at 0 %, its memory free), but for its busiest core at `core`'s
+    periods (and its GPU at `gpu`'s); `memory` None: GPU memory not published."""
+    cores = [core.get(i, 2.0) for i in range(LONG)]
+    cpu = [c / 8 for c in cores]
+    gpus = [(gpu or {}).get(i, 0.0) for i in range(LONG)]
+    out = [series(Signal.GPU, "GPU 0", gpus), series(Signal.CPU, "CPU", cpu), series(Signal.BUSIEST_CORE, "c", cores)]
+    if memory is not None:
+        out.append(series(Signal.GPU_MEMORY, "GPU 0 memory", [memory] * LONG))
+    return Utilization("i-1", tuple(out), gpu_telemetry=True, vcpus=8)
+
+
+def test_a_short_burst_of_one_core_on_a_machine_at_rest_is_the_systems_and_does_not_restart_its_window() -> None:
+    burst = {LONG - 12: 100.0, LONG - 11: 100.0}  # an hour ago, ten minutes of apt's timer
+    machine = at_rest_but(burst)
+    assert judge(machine, POLICY, NOW).verdict is Verdict.BUSY  # as before: the window starts again
+    bursts = system_bursts(machine, POLICY)
+    assert len(bursts) == 2
+    judged = judge(machine, POLICY, NOW, excused=lambda t: t in bursts)
+    assert judged.verdict is Verdict.IDLE
+
+
+def test_a_burst_is_not_the_systems_where_anything_else_stirs_or_is_not_seen() -> None:
+    burst = {LONG - 12: 100.0, LONG - 11: 100.0}
+    assert not system_bursts(at_rest_but({**burst, LONG - 13: 100.0, LONG - 14: 100.0}), POLICY)  # 20 minutes
+    again = system_bursts(at_rest_but({**burst, LONG - 20: 100.0}), POLICY)  # another burst 40 minutes before it
+    assert again == {NOW - PERIOD * 20}  # the first may be the system's; the second is something going on
+    assert not system_bursts(at_rest_but(burst, gpu={LONG - 11: 40.0}), POLICY)  # its GPU at work with it
+    assert not system_bursts(at_rest_but(burst, memory=30000.0), POLICY)  # a job holding GPU memory: loading, waiting
+    assert not system_bursts(at_rest_but(burst, memory=None), POLICY)  # memory not published: not known at rest
+    assert not system_bursts(at_rest_but({3: 100.0}), POLICY)  # the hour before it not read

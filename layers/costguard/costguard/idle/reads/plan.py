@@ -26,7 +26,15 @@ from costguard.core.settings import IdlePolicy
 from costguard.idle.report import RegionReport
 from costguard.idle.rules.decision import Action, Decision, decide, early_warnings
 from costguard.idle.rules.evidence import Answer, excused, excuses
-from costguard.idle.rules.judgement import Excused, Judgement, Verdict, judge, quiet_cpu, quiet_gpus
+from costguard.idle.rules.judgement import (
+    Excused,
+    Judgement,
+    Verdict,
+    judge,
+    quiet_cpu,
+    quiet_gpus,
+    system_bursts,
+)
 from costguard.idle.rules.pipeline import verdict
 from costguard.state.checklog import CheckLog
 
@@ -114,13 +122,16 @@ class SweepPlanner:
                 utilization = fleet.get(instance.instance_id)
                 answers = tuple(a for raw in logs.get(instance.instance_id, []) if (a := Answer.from_json(raw)))
                 stretches = excused(answers, policy.busiest_core_percent)
+                # no answers to attribute its CPU: a short burst on a machine at rest is the system's timers'
+                bursts = frozenset() if answers else system_bursts(utilization, policy)
 
                 def system_made(
                     t: datetime,
                     s: tuple[tuple[datetime, datetime], ...] = stretches,
+                    b: frozenset[datetime] = bursts,
                     period: int = policy.period_seconds,
                 ) -> bool:
-                    return excuses(s, t, period)
+                    return t in b or excuses(s, t, period)
 
                 warned_at = live_warning(instance)
                 # Judged since the warning, as far back as the data read goes (the decision checks it).

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from costguard.core.idleness import is_work, levels, memory_held, signals
+from costguard.core.idleness import GPU_MEMORY_HELD_MB, is_work, levels, memory_held, signals
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
 
@@ -253,3 +253,47 @@ def _fmt(signal: Signal, value: float) -> str:
     if signal in (Signal.GPU, Signal.CPU, Signal.BUSIEST_CORE):
         return f"{value:.1f}%"
     return f"{value / 1024:.0f} KiB/s"
+
+
+# A machine no activity check answers for (no SSM agent, or not asked yet) has no cgroup accounting to tell the
+# system's own timers (apt, snapd, unattended-upgrades, an agent's update: one core for 5 to 15 minutes, a few times
+# a day) from work: each would start its idle window again, two hours more of an idle GPU machine for a burst that
+# did nothing. Such a burst is taken for the system's where everything else shows a machine at rest: at most
+# BURST_PERIODS long, the CPU quiet for QUIET_BEFORE before it, every GPU below its level and none holding memory
+# from the period before it to its end, with the GPUs' utilization and memory published there (missing data is never
+# idleness: without GPU memory published, a job that loads and then waits would look the same, and nothing is taken).
+BURST_PERIODS = 3  # 15 minutes of 5-minute periods
+QUIET_BEFORE = timedelta(hours=1)
+
+
+def system_bursts(utilization: Utilization, policy: IdlePolicy) -> frozenset[datetime]:
+    """The CPU points of short bursts taken for the system's own timers on a machine no check answers for."""
+    gpus = per_gpu(utilization.of(Signal.GPU))
+    memory = [s for s in utilization.of(Signal.GPU_MEMORY) if s.points]
+    cpu = [s for s in (*utilization.of(Signal.CPU), *utilization.of(Signal.BUSIEST_CORE)) if s.points]
+    if not gpus or not memory or not cpu:
+        return frozenset()
+    levels = thresholds(utilization, policy)
+    period = timedelta(seconds=policy.period_seconds)
+    busy = sorted({t for s in cpu for t, v in s.points if is_work(v, levels[s.signal])})
+    known_from = min(t for s in cpu for t, _ in s.points)
+    at_rest = {t for s in gpus for t, v in s.points if not is_work(v, levels[Signal.GPU])}
+    stirred = {t for s in gpus for t, v in s.points if is_work(v, levels[Signal.GPU])}
+    stirred |= {t for s in memory for t, v in s.points if is_work(v, GPU_MEMORY_HELD_MB)}
+    runs: list[list[datetime]] = []
+    for t in busy:
+        if runs and t - runs[-1][-1] <= period:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    out: set[datetime] = set()
+    for run in runs:
+        begin, end = run[0] - period, run[-1] + period
+        if len(run) > BURST_PERIODS or run[0] - QUIET_BEFORE < known_from:
+            continue
+        if any(run[0] - QUIET_BEFORE <= t < run[0] for t in busy):
+            continue  # the CPU was at work in the hour before: a burst of something going on
+        if any(begin <= t < end for t in stirred) or not any(begin <= t < end for t in at_rest):
+            continue
+        out.update(run)
+    return frozenset(out)
