@@ -58,6 +58,7 @@ DOCUMENT = "costguard-activity-check"
 NO_SSM_AGENT_SHARE = 0.15
 HARDER_NO_SSM_SHARE = 0.20  # the harder week's (issue 44): one machine in five, as on hand-launched ML boxes
 ANSWER_RATE = 0.5  # of the warnings an owner sees in office hours
+WRONG_WORD = float(os.environ.get("BENCH_WRONG_WORD", "0"))  # owners of automation boxes who say nothing runs unseen
 # People who do the unexpected (BENCH_EXEMPT_AFTER_INTERRUPTION, off by default): of the owners who start again a
 # machine whose work costguard's stop interrupted, this share tag it `costguard:exempt` for good.
 EXEMPT_AFTER_INTERRUPTION = float(os.environ.get("BENCH_EXEMPT_AFTER_INTERRUPTION", "0"))
@@ -1336,11 +1337,16 @@ def accept_offer(
     slack: Any,
 ) -> bool:
     """The owner, at their desk, reads the offer: half of them press its "Yes" (its primary button: "Keep it for its
-    runs"), the rest leave it. True: read."""
+    runs"), the rest leave it. Asked whether anything runs unseen on a machine costguard cannot look inside, the
+    owner of a box whose work starts by itself says so ("No, keep holding it"); but one in WRONG_WORD of them (env
+    BENCH_WRONG_WORD, none by default) says "Nothing runs unseen" all the same, as people do. True: read."""
     if rng.random() >= ANSWER_RATE:
         return True
     response_url = slack.response_url(message.ts)
-    press(fleet, buttons, runtime, click, message, iid, context, response_url, offers_yes(message, iid))
+    pressed = offers_yes(message, iid)
+    if pressed == "costguard.nothing_unseen" and fleet.by_id[iid].automation and rng.random() >= WRONG_WORD:
+        pressed = "costguard.keep_holding"
+    press(fleet, buttons, runtime, click, message, iid, context, response_url, pressed)
     return True
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from costguard.buttons.worker import ClickWorker
+from costguard.buttons.worker import ClickWorker, offer_answered
 from costguard.core import tags
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy, Mode
@@ -249,3 +249,13 @@ def test_stop_now_on_a_machine_kept_for_its_runs_does_not_offer_to_skip_the_star
     [shown] = people.shown
     assert Button.START.value in str(shown.blocks)  # it can still be started by hand
     assert Button.DONT_START.value not in str(shown.blocks)  # the keep for its runs is its owner's word
+
+
+def test_an_offers_answer_is_refused_where_the_machine_got_the_other_answer_since_and_not_where_it_is_its_own() -> None:
+    said = offer_answered(click(Button.NOTHING_UNSEEN), {tags.UNSEEN_WORK: tags.MAYBE_UNSEEN})
+    assert f"is tagged `{tags.UNSEEN_WORK}={tags.MAYBE_UNSEEN}` since this offer was made: that stands" in said
+    assert offer_answered(click(Button.KEEP_HOLDING), {tags.UNSEEN_WORK: tags.NOTHING_UNSEEN})
+    assert not offer_answered(click(Button.NOTHING_UNSEEN), {tags.UNSEEN_WORK: " None"})  # delivered again
+    assert not offer_answered(click(Button.NOTHING_UNSEEN), {tags.KEEP_FOR_RUNS: tags.OFF})  # another offer's tag
+    assert offer_answered(click(Button.KEEP_HOOK), {tags.KEEP_FOR_RUNS: tags.ON})
+    assert not offer_answered(click(Button.KEEP_2H), {tags.UNSEEN_WORK: tags.MAYBE_UNSEEN})  # not an offer's

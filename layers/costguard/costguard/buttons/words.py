@@ -217,11 +217,37 @@ def hook_kept(click: Click) -> Done:
     return with_after(text, live.without(Button.KEEP_HOOK, mrkdwn("Left to its hook by {}.", who)))
 
 
-def offer_answered(click: Click, value: str) -> str:
-    """An offer's button pressed after the machine got another `costguard:keep-for-runs`: that word stands."""
+def nothing_unseen(click: Click) -> Done:
+    """ "Nothing runs unseen" on the offer about a machine costguard cannot look inside: its owner's word, and said."""
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} says nothing runs on `{}` unless a person starts it (`{}`): costguard stops it when idle, after a "
+        "warning, as the others (without GPU metrics, judged by its CPU and network, outside its owner's working "
+        "day). Take the tag off to have it held again.",
+        who,
+        click.instance_id,
+        f"{tags.UNSEEN_WORK}={tags.NOTHING_UNSEEN}",
+    )
+    return with_after(text, live.without(Button.NOTHING_UNSEEN, mrkdwn("Stopped when idle, on the word of {}.", who)))
+
+
+def keep_holding(click: Click) -> Done:
+    """ "No, keep holding it": held as it was where costguard cannot see, the answer in its tags, not asked again."""
+    who = mention(click.user_id)
+    text = mrkdwn(
+        "{} keeps `{}` held where costguard cannot see (`{}`: their answer): costguard will not ask again.",
+        who,
+        click.instance_id,
+        f"{tags.UNSEEN_WORK}={tags.MAYBE_UNSEEN}",
+    )
+    return with_after(text, live.without(Button.KEEP_HOLDING, mrkdwn("Held as it was, said {}.", who)))
+
+
+def offer_answered(click: Click, key: str, value: str) -> str:
+    """An offer's button pressed after the machine got another value of the tag it writes (`key`): that stands."""
     said = value[:60].replace("`", "'")  # the reply is escaped as a whole (slack/blocks.py's Message)
     return (
-        f"`{click.instance_id}` is tagged `{tags.KEEP_FOR_RUNS}={said}` since this offer was made: that stands. "
+        f"`{click.instance_id}` is tagged `{key}={said}` since this offer was made: that stands. "
         "Change the tag itself to change it."
     )
 

@@ -163,7 +163,7 @@ class ClickWorker:
         for_runs = kept_for_runs(instance.tags)
         exempt = tags.EXEMPT in instance.tags
         reply = act(ec2, click, instance.hibernation_configured, now, zone, self.mode, for_runs=for_runs, exempt=exempt)
-        if reply.status == "done" and click.button not in (Button.KEEP_EXEMPT, Button.KEEP_HOOK):  # a "No": no record
+        if reply.status == "done" and click.button not in NO_RECORD:  # a "No", or a word: no keep to record
             at = click_time(click, now)
             self.ledger.record(
                 click_entry(click, instance.instance_type, owner, at=at, now=now, mode=self.mode, zone=zone)
@@ -255,19 +255,33 @@ class ClickWorker:
         return reply
 
 
-# The offers' answers, and the `costguard:keep-for-runs` value each writes (idle/words/offers.py).
-OFFER_ANSWERS = {Button.FOR_RUNS_NOT_HOOK: tags.IGNORE_HOOK, Button.KEEP_HOOK: tags.OFF, Button.KEEP_EXEMPT: tags.OFF}
+# The offers' answers, and the tag and value each writes (idle/words/offers.py).
+OFFER_ANSWERS = {
+    Button.FOR_RUNS_NOT_HOOK: (tags.KEEP_FOR_RUNS, tags.IGNORE_HOOK),
+    Button.KEEP_HOOK: (tags.KEEP_FOR_RUNS, tags.OFF),
+    Button.KEEP_EXEMPT: (tags.KEEP_FOR_RUNS, tags.OFF),
+    Button.NOTHING_UNSEEN: (tags.UNSEEN_WORK, tags.NOTHING_UNSEEN),
+    Button.KEEP_HOLDING: (tags.UNSEEN_WORK, tags.MAYBE_UNSEEN),
+}
+OFFER_WORDS = {
+    Button.FOR_RUNS_NOT_HOOK: words.hook_replaced,
+    Button.KEEP_HOOK: words.hook_kept,
+    Button.KEEP_EXEMPT: words.kept_exempt,
+    Button.NOTHING_UNSEEN: words.nothing_unseen,
+    Button.KEEP_HOLDING: words.keep_holding,
+}
+NO_RECORD = (Button.KEEP_EXEMPT, Button.KEEP_HOOK, Button.NOTHING_UNSEEN, Button.KEEP_HOLDING)  # keep nothing
 
 
 def offer_answered(click: Click, resource_tags: Mapping[str, str]) -> str:
-    """Why an offer's button is refused: the machine carries another `costguard:keep-for-runs` since the offer was
+    """Why an offer's button is refused: the machine carries another value of the tag it writes since the offer was
     made (a keep for its runs from a warning, its owner's tag, the offer's other answer); "" when it may act (no
-    such tag, or the one this answer writes: the same click delivered again)."""
-    writes = OFFER_ANSWERS.get(click.button)
-    now = resource_tags.get(tags.KEEP_FOR_RUNS)
-    if writes is None or now is None or now.strip().lower() == writes:
+    such tag, or the value this answer writes: the same click delivered again)."""
+    key, writes = OFFER_ANSWERS.get(click.button, ("", ""))
+    now = resource_tags.get(key) if key else None
+    if now is None or now.strip().lower() == writes:
         return ""
-    return words.offer_answered(click, now)
+    return words.offer_answered(click, key, now)
 
 
 def act(  # noqa: PLR0917
@@ -298,14 +312,10 @@ def act(  # noqa: PLR0917
         if exempt:  # the offer of a keep that ends: the exemption gives way to it, in the same click
             ec2.delete_tags([click.instance_id], [tags.EXEMPT])
         done = words.exemption_replaced(click) if exempt else words.kept_for_runs(click)
-    elif click.button is Button.FOR_RUNS_NOT_HOOK:  # the hook's offer: kept for its runs, its hook no longer keeping it
-        applied = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.IGNORE_HOOK})
-        done = words.hook_replaced(click)
-    elif click.button is Button.KEEP_HOOK:  # that offer declined: its hook keeps it as before, the answer in its tags
-        applied, done = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.OFF}), words.hook_kept(click)
-    elif click.button is Button.KEEP_EXEMPT:  # that offer declined: exempt as it was, and the answer kept in its tags
-        # (the offer is asked again only while unanswered: `off` is the "No" that ends it, and keeps nothing else)
-        applied, done = ec2.create_tags([click.instance_id], {tags.KEEP_FOR_RUNS: tags.OFF}), words.kept_exempt(click)
+    elif click.button in OFFER_ANSWERS:  # an offer's answer: its word in the machine's tags, said
+        # (the hook's "Yes" sets its hook aside; a "No" is the answer that ends the asking, and keeps nothing else)
+        key, value = OFFER_ANSWERS[click.button]
+        applied, done = ec2.create_tags([click.instance_id], {key: value}), OFFER_WORDS[click.button](click)
     elif click.button in KEEPS:
         until = keep_until(click.button, now, zone)
         applied = ec2.create_tags(

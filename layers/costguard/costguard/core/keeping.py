@@ -43,6 +43,13 @@ def hook_set_aside(resource_tags: Mapping[str, str]) -> bool:
     return resource_tags.get(tags.KEEP_FOR_RUNS, "").strip().lower() == tags.IGNORE_HOOK
 
 
+def nothing_unseen(resource_tags: Mapping[str, str]) -> bool:
+    """Whether its owner says nothing runs on the machine unless a person starts it (`costguard:unseen-work=none`):
+    where costguard cannot look inside it, it is then not held for nights it has not watched, and without GPU
+    metrics it is judged by its CPU and network (outside its owner's working day)."""
+    return resource_tags.get(tags.UNSEEN_WORK, "").strip().lower() == tags.NOTHING_UNSEEN
+
+
 def starts_declined(resource_tags: Mapping[str, str]) -> bool:
     """Whether its owner turned costguard's starts off for this machine (`costguard:learned-start=off`, the
     "Skip the planned start" button), and did not keep it for its runs, which outranks that switch."""

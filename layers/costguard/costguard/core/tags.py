@@ -34,6 +34,13 @@ KEEP_FOR_RUNS = "costguard:keep-for-runs"
 ON = "on"
 # ... in place of the owner's keep-alive hook, which then no longer keeps it (the hook's offer writes it).
 IGNORE_HOOK = "ignore-hook"
+# Its owner's word on a machine costguard cannot look inside (no SSM agent answers its activity check): `none`,
+# nothing runs on it unless a person starts it (no job of its own at night, no work that waits unseen), so it is
+# stopped when idle like the others (judged by its CPU and network where it sends no GPU metrics, outside its
+# owner's working day); any other value (`maybe`, what "Keep holding it" writes) leaves it held as before.
+UNSEEN_WORK = "costguard:unseen-work"
+NOTHING_UNSEEN = "none"
+MAYBE_UNSEEN = "maybe"
 
 # What people told costguard, through a tag or a button: an uninstall keeps these unless told to delete its data
 # (scripts/uninstall), so that a keep, an exemption or a schedule survives a reinstall.
@@ -46,6 +53,7 @@ SET_BY_PEOPLE = (
     LEARNED_START,
     EARLY_WARNING,
     KEEP_FOR_RUNS,
+    UNSEEN_WORK,
 )
 
 # The idle stopper's state, on the instance itself, visible in the console.

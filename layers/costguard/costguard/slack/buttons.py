@@ -25,6 +25,9 @@ class Button(StrEnum):
     # an idle machine its keep-alive hook holds: kept for its runs in its place (keep-for-runs=ignore-hook)
     FOR_RUNS_NOT_HOOK = "costguard.for_runs_not_hook"
     KEEP_HOOK = "costguard.keep_hook"  # "No, its hook decides": that offer declined
+    # a machine costguard cannot look inside: its owner's word that nothing runs on it unseen (unseen-work=none)
+    NOTHING_UNSEEN = "costguard.nothing_unseen"
+    KEEP_HOLDING = "costguard.keep_holding"  # "No, keep holding it": that offer declined (unseen-work=maybe)
     RECREATE = "costguard.recreate"  # a SageMaker endpoint costguard deleted, created again from its configuration
     WHY = "costguard.why"  # the decision's trail, told in the message's thread (anyone may ask)
 

@@ -15,6 +15,7 @@ from costguard.idle.rules.automation import (
     CANNOT_SEE,
     LET_IT_SEE,
     MORNING,
+    WORKING_DAY,
     night_work,
     on_its_clocks,
     persons_day_work,
@@ -554,3 +555,46 @@ def test_a_stop_in_its_owners_weekday_morning_on_their_clock_waits_for_the_after
     assert team.action is Action.WAIT
     assert "(Asia/Kolkata)" in team.reason
     assert spared_in_the_morning(stop, "IST", wednesday.replace(hour=9)).action is Action.WAIT  # UTC: 09:30
+
+
+def test_its_owners_word_that_nothing_runs_unseen_ends_the_hold_of_nights_not_watched_but_not_of_night_work_seen() -> (
+    None
+):
+    now = MONDAY + timedelta(hours=0, minutes=30)  # 01:30 in Paris: an unwatched night would hold it
+    assert on_its_clocks(since_sunday(now), [], now, PARIS_AND_UTC) is not None
+    assert on_its_clocks(since_sunday(now), [], now, PARIS_AND_UTC, nothing_unseen=True) is None
+    # Night work its data shows holds it whatever its owner said: the evidence outranks the word.
+    later = MONDAY + timedelta(days=1, hours=14)
+    seen = fortnight(later, [pipeline_night(MONDAY + timedelta(days=1), 6, 1)])
+    found = on_its_clocks(seen, [], later, ("America/New_York", "UTC"), nothing_unseen=True)
+    assert found is not None
+    assert found.nights
+
+
+def test_a_held_unwatched_night_or_a_stop_before_it_is_marked_for_its_owners_word() -> None:
+    night = MONDAY + timedelta(minutes=30)
+    found = on_its_clocks(since_sunday(night), [], night, PARIS_AND_UTC)
+    assert with_night_work(warn(night), found, POLICY, night, may_start=True).unwatched
+    day = MONDAY + timedelta(hours=9)
+    decided = with_night_work(
+        warn(day), unwatched_nights(since_sunday(day), day, "Europe/Paris"), POLICY, day, may_start=True
+    )
+    assert decided.unwatched
+    assert decided.action is Action.WARN
+    seen = fortnight(day, [pipeline_night(MONDAY - timedelta(days=1), 22, 1)])
+    assert not with_night_work(warn(day), night_work(seen, [], day, "UTC"), POLICY, day, may_start=True).unwatched
+
+
+def test_a_machine_judged_by_its_cpu_alone_is_not_stopped_in_its_owners_working_day() -> None:
+    """Without GPU metrics, judged by its CPU on its owner's word: a person's job that waits on a queue shows nothing
+    at any hour of their day, so the stop waits until 18:00 on their clock; at night and at the weekend it is made."""
+    stop = Decision("i-1", Action.STOP, "idle for 2 h", cpu_only=True)
+    afternoon = datetime(2026, 11, 25, 14, 0, tzinfo=UTC)  # Wednesday 15:00 in Paris
+    held = spared_in_the_morning(stop, "Europe/Paris", afternoon)
+    assert held.action is Action.WAIT
+    assert held.reason == f"not stopped in {WORKING_DAY} (Europe/Paris); {CANNOT_SEE}"
+    assert spared_in_the_morning(replace(stop, cpu_only=False), "Europe/Paris", afternoon) == replace(
+        stop, cpu_only=False
+    )  # with GPU metrics: only the morning
+    assert spared_in_the_morning(stop, "Europe/Paris", afternoon.replace(hour=17)) == stop  # 18:00 in Paris
+    assert spared_in_the_morning(stop, "Europe/Paris", afternoon + timedelta(days=3)) == stop  # Saturday

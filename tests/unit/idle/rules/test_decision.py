@@ -12,7 +12,7 @@ from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.core.series import Series, Signal, Utilization
 from costguard.core.settings import IdlePolicy
-from costguard.idle.rules.decision import Action, decide, protection
+from costguard.idle.rules.decision import Action, KeptFor, decide, protection
 from costguard.idle.rules.judgement import Verdict, judge
 
 NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
@@ -306,6 +306,21 @@ def test_without_gpu_telemetry_the_owner_is_warned_but_never_stopped_when_policy
     u = utilization(gpu=[])
     d = decide(instance(), judge(u, policy, NOW), policy, NOW, gpu_telemetry=False)
     assert (d.action, d.will_stop, d.stop_after) == (Action.WARN, False, None)
+
+
+def test_without_gpu_telemetry_its_owners_word_that_nothing_runs_unseen_has_it_judged_by_its_cpu() -> None:
+    policy = IdlePolicy(stop_without_gpu_telemetry=False)
+    u = utilization(gpu=[])
+    told = decide(instance(), judge(u, policy, NOW), policy, NOW, gpu_telemetry=False)
+    assert told.kept_for is KeptFor.GPUS_UNSEEN  # held for what nothing sees: its owner may be asked their word
+    vouched = instance(tags={"Owner": "bob@example.com", tags.UNSEEN_WORK: "None "})
+    d = decide(vouched, judge(u, policy, NOW), policy, NOW, gpu_telemetry=False)
+    assert (d.action, d.will_stop, d.stop_after, d.cpu_only) == (Action.WARN, True, NOW + timedelta(minutes=30), True)
+    assert d.kept_for is None
+    held = instance(tags={"Owner": "bob@example.com", tags.UNSEEN_WORK: tags.MAYBE_UNSEEN})  # their "No"
+    assert decide(held, judge(u, policy, NOW), policy, NOW, gpu_telemetry=False).will_stop is False
+    with_gpus = decide(vouched, judge(utilization(gpu=[[0.0] * 36]), policy, NOW), policy, NOW)
+    assert not with_gpus.cpu_only  # its GPU metrics judge it, as any other's
 
 
 def test_without_gpu_telemetry_but_with_its_own_check_the_warning_may_stop_it_once_the_check_agrees() -> None:

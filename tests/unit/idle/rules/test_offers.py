@@ -10,7 +10,14 @@ from datetime import UTC, datetime, timedelta
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.idle.rules.decision import Action, Decision, KeptFor
-from costguard.idle.rules.offers import exempt_after_interruption, hook_offer, keep_offer, next_morning, still_asking
+from costguard.idle.rules.offers import (
+    exempt_after_interruption,
+    hook_offer,
+    keep_offer,
+    next_morning,
+    still_asking,
+    unseen_offer,
+)
 
 ZONE = "Europe/Paris"
 STOPPED = datetime(2026, 11, 24, 16, 37, tzinfo=UTC)  # a Tuesday, 17:37 in Paris: costguard stopped the box
@@ -133,3 +140,42 @@ def test_an_unanswered_hooks_offer_is_made_within_a_week_of_its_first() -> None:
     assert still_asking(TUESDAY_10, TUESDAY_10 + timedelta(days=6))
     assert not still_asking(TUESDAY_10, TUESDAY_10 + timedelta(days=7))
     assert not still_asking(None, TUESDAY_10)
+
+
+# ---------------------------------------------------------------------- a machine costguard cannot look inside
+UNSEEN = Decision(
+    "i-0123456789abcdef0",
+    Action.NONE,
+    "warned; no GPU telemetry, so it is not stopped automatically",
+    blind=True,
+    kept_for=KeptFor.GPUS_UNSEEN,
+)
+
+
+def test_a_blind_machine_without_gpu_metrics_is_offered_its_owners_word_once_a_team_weekday() -> None:
+    offer = unseen_offer(hooked_box(), UNSEEN, TUESDAY_10, "UTC")
+    assert offer is not None
+    assert offer.no_gpu_metrics
+    assert offer.key == "unseen-offer:i-0123456789abcdef0:2026-11-24"
+    nights = replace(UNSEEN, kept_for=None, action=Action.WARN, unwatched=True)  # stopped in the day, held at night
+    offer = unseen_offer(hooked_box(), nights, TUESDAY_10, "UTC")
+    assert offer is not None
+    assert not offer.no_gpu_metrics
+
+
+def test_the_unseen_offer_is_not_made_about_a_machine_that_answers_nor_one_held_for_anything_else() -> None:
+    assert unseen_offer(hooked_box(), replace(UNSEEN, blind=False), TUESDAY_10, "UTC") is None
+    assert unseen_offer(hooked_box(), replace(UNSEEN, kept_for=None), TUESDAY_10, "UTC") is None
+    assert unseen_offer(hooked_box(), replace(UNSEEN, kept_for=KeptFor.ITS_HOOK), TUESDAY_10, "UTC") is None
+
+
+def test_the_unseen_offer_ends_with_its_owners_answer_and_is_never_made_about_an_exempt_machine() -> None:
+    for answered in (tags.NOTHING_UNSEEN, tags.MAYBE_UNSEEN, ""):
+        assert unseen_offer(hooked_box({tags.UNSEEN_WORK: answered}), UNSEEN, TUESDAY_10, "UTC") is None
+    assert unseen_offer(hooked_box({tags.EXEMPT: ""}), UNSEEN, TUESDAY_10, "UTC") is None
+
+
+def test_the_unseen_offer_is_made_in_the_teams_weekday_hours_only() -> None:
+    assert unseen_offer(hooked_box(), UNSEEN, TUESDAY_10.replace(hour=20), "UTC") is None
+    assert unseen_offer(hooked_box(), UNSEEN, TUESDAY_10 + timedelta(days=4), "UTC") is None  # Saturday
+    assert unseen_offer(hooked_box(), UNSEEN, TUESDAY_10, "Asia/Tokyo") is None  # 19:00 there

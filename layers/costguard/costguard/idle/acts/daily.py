@@ -1,7 +1,8 @@
 """Once a day, about a machine costguard leaves running though it idles: on prepaid capacity (a stop saves
 nothing), or of a type that might not start again (told to its owner while they work); and, the morning after,
 an exemption its owner added when costguard's stop found the machine's run, offered back as a keep for its runs;
-and a keep-alive hook that holds an idle machine, offered the same in its place."""
+a keep-alive hook that holds an idle machine, offered the same in its place; and a machine held because costguard
+cannot look inside it, its owner asked for their word in place of the hold."""
 
 from __future__ import annotations
 
@@ -21,11 +22,18 @@ from costguard.core.settings import Mode
 from costguard.idle.acts.owners import OwnerMessages, owner_once
 from costguard.idle.rules.capacity import held_for_run
 from costguard.idle.rules.decision import Action, Decision, StartFor
-from costguard.idle.rules.offers import HOOK_ASKED_AGAIN, hook_offer, keep_offer, looks_now, still_asking
+from costguard.idle.rules.offers import (
+    HOOK_ASKED_AGAIN,
+    hook_offer,
+    keep_offer,
+    looks_now,
+    still_asking,
+    unseen_offer,
+)
 from costguard.idle.rules.pipeline import Past
 from costguard.idle.words.capacity import scarce_idle_notice
 from costguard.idle.words.money import prepaid_idle_notice
-from costguard.idle.words.offers import hook_offer_notice, keep_offer_notice
+from costguard.idle.words.offers import hook_offer_notice, keep_offer_notice, unseen_offer_notice
 from costguard.slack.blocks import Mrkdwn
 from costguard.state.claims import ClaimState
 
@@ -166,11 +174,40 @@ class KeepOffers:
                 offered.append(instance.instance_id)
         return offered
 
-    def _first_asked(self, instance_id: str, now: datetime) -> datetime | None:
-        """When the hook's offer about this machine was first made (now, if never: so recorded), kept for
+    def unseen(self, decided: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:
+        """The machines held only because costguard cannot look inside them (the sweep's decisions: blind, and held
+        for GPUs nothing sees or for nights not watched yet), their owner asked for their word once a weekday."""
+        if self.notices.mode is not Mode.ENFORCE:  # its yes lets costguard stop the machine: only where it does
+            return []
+        offered = []
+        for instance, decision in decided:
+            offer = unseen_offer(instance, decision, now, self.zone)
+            owner = instance.owner(self.notices.settings.owner_tag_key)
+            who = self.notices.person(owner) if offer is not None and owner else Mrkdwn("")
+            if offer is None or not who.startswith("<@"):  # an owner's own word: never the alerts channel's
+                continue
+            try:
+                if not still_asking(self._first_asked(instance.instance_id, now, kind="unseen"), now):
+                    continue
+            except (ClientError, BotoCoreError) as exc:  # a nicety: the next sweep asks again
+                logger.warning("unseen offer not read", instance_id=instance.instance_id, error=str(exc)[:200])
+                continue
+            message = unseen_offer_notice(instance, offer, who, zone=self.zone)
+            try:
+                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)
+            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
+                logger.warning("unseen offer not told", instance_id=instance.instance_id, error=str(exc)[:200])
+                continue
+            if told:
+                logger.info("owner asked: nothing sees into the machine", instance_id=instance.instance_id)
+                offered.append(instance.instance_id)
+        return offered
+
+    def _first_asked(self, instance_id: str, now: datetime, *, kind: str = "hook") -> datetime | None:
+        """When the offer of this `kind` about this machine was first made (now, if never: so recorded), kept for
         HOOK_ASKED_AGAIN; None while another sweep records it."""
         claims = self.notices.claims
-        claim = claims.claim(f"hook-offer-since:{instance_id}", now, ttl=HOOK_ASKED_AGAIN)
+        claim = claims.claim(f"{kind}-offer-since:{instance_id}", now, ttl=HOOK_ASKED_AGAIN)
         if claim.state is ClaimState.TAKEN:
             claims.done(claim, detail=formatting.format_time(now))
             return now

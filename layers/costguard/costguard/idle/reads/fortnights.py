@@ -20,7 +20,7 @@ from costguard.aws.cloudwatch.series import (
     MetricRef,
 )
 from costguard.core import formatting
-from costguard.core.keeping import kept_for_runs, starts_declined
+from costguard.core.keeping import kept_for_runs, nothing_unseen, starts_declined
 from costguard.core.observability import logger
 from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
@@ -107,7 +107,10 @@ class Learner:
                     mine = list(dict.fromkeys([owners_clock(zones.get(iid, ""), team), team]))
                     ours, for_runs = records[iid].started(), kept_for_runs(instance.tags)
                     nights = held.get(iid, quarters[iid])
-                    night = on_its_clocks(nights, people, now, mine, ours=ours, for_runs=for_runs)
+                    vouched = nothing_unseen(instance.tags)
+                    night = on_its_clocks(
+                        nights, people, now, mine, ours=ours, for_runs=for_runs, nothing_unseen=vouched
+                    )
                 elif iid in clocks:
                     ours, clock = records[iid].started(), clocks[iid]
                     night = night_work(quarters[iid], people, now, clock, ours=ours, blind=False)

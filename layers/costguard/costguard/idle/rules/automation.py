@@ -61,6 +61,12 @@ MORNING = (
     "its owner's weekday morning (from 8 to 13 o'clock on their clock), when a person's run of the day begins, "
     "and costguard would not see it begin"
 )
+# Without GPU metrics too, judged by its CPU and network alone (its owner's word, or the account's), a person's job
+# that waits (on a queue, for data) shows nothing at any hour of their day: such a machine is stopped only out of it.
+WORKING_DAY = (
+    "its owner's working day (from 8 to 18 o'clock on their clock): judged by its CPU alone, costguard would not "
+    "see a job of theirs that waits"
+)
 
 
 @dataclass(frozen=True)
@@ -244,6 +250,7 @@ def on_its_clocks(
     *,
     ours: Sequence[datetime] = (),
     for_runs: bool = False,
+    nothing_unseen: bool = False,
 ) -> NightWork | None:
     """A machine that cannot answer: its nights read on each clock its jobs may follow (its owner's first, then the
     team's: a box's clock is its owners' or a server's). The clock on which more nights had such work first (the
@@ -253,7 +260,9 @@ def on_its_clocks(
     the day (work begun at 13:00 in New York is a Berlin team's evening, and may be its job). A machine a person
     started for work in their day (`persons_day_work`) is theirs: work begun in their day is not read as another
     clock's night work, and its unwatched nights are read on their clock alone; unless its owner keeps it for its
-    runs (`for_runs`: their word that it has runs of its own, which their start after a failed one does not undo)."""
+    runs (`for_runs`: their word that it has runs of its own, which their start after a failed one does not undo).
+    Its owner's word that nothing runs on it unless a person starts it (`nothing_unseen`) ends the holds of nights
+    not yet watched; night work its data shows still holds it."""
     hours = persons_day_work(quarters, people, zones[0]) if zones and not for_runs else ()
     theirs = zones[0] if hours else None
     found = [
@@ -266,6 +275,8 @@ def on_its_clocks(
         )
         is not None
     ]
+    if not found and nothing_unseen:
+        return None
     if not found:
         read = zones[:1] if theirs is not None else zones  # a person's machine: their clock's nights alone
         return next((n for z in read if (n := unwatched_nights(quarters, now, z)) is not None), None)
@@ -318,6 +329,7 @@ def with_night_work(
     if found is None or decision.action not in (Action.WARN, Action.STOP) or not decision.will_stop:
         return decision
     said = found.describe()
+    decision = replace(decision, unwatched=decision.unwatched or (found.unseen and found.blind))
     stop_at = decision.stop_time(now)
     evening = found.tonight(stop_at)  # the night its stop would fall in
     if evening is not None and (found.last_busy is None or found.last_busy < evening + found.earliest):
@@ -343,7 +355,8 @@ def with_night_work(
 
 def spared_in_the_morning(decision: Decision, zone: str, now: datetime, team_zone: str = "UTC") -> Decision:
     """A warning or a stop of a machine that cannot answer the check whose stop would fall in its owner's weekday
-    morning (MORNING_BEGINS to MORNING_ENDS on `zone`, their clock as Slack says it, else the team's): it waits
+    morning (MORNING_BEGINS to MORNING_ENDS on `zone`, their clock as Slack says it, else the team's; to EVENING
+    for one judged by its CPU alone, `cpu_only`): it waits
     (a warning given stands, promising its stop no sooner than it comes; none is given until the morning is over),
     and is stopped after the morning if still idle. (Two simulated people started their runs at 10:00 in Kolkata
     and 11:10 in Paris, five minutes before such a stop, and lost them.)"""
@@ -352,7 +365,8 @@ def spared_in_the_morning(decision: Decision, zone: str, now: datetime, team_zon
     clock = zone_named(zone) or zone_named(team_zone) or ZoneInfo("UTC")
     stop_at = decision.stop_time(now)
     local = stop_at.astimezone(clock)
-    if local.weekday() >= 5 or not MORNING_BEGINS <= local.time() < MORNING_ENDS:
+    ends, said = (EVENING, WORKING_DAY) if decision.cpu_only else (MORNING_ENDS, MORNING)
+    if local.weekday() >= 5 or not MORNING_BEGINS <= local.time() < ends:
         return decision
-    why = f"not stopped in {MORNING} ({clock.key}); {CANNOT_SEE}"
+    why = f"not stopped in {said} ({clock.key}); {CANNOT_SEE}"
     return replace(decision, action=Action.WAIT, reason=why)

@@ -15,13 +15,13 @@ own check sees.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from costguard.core import formatting, tags
 from costguard.core.bill import OffWorth
-from costguard.core.keeping import kept_by_people
+from costguard.core.keeping import kept_by_people, nothing_unseen
 from costguard.core.money import Marginal
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
@@ -72,6 +72,8 @@ class KeptFor(StrEnum):
     RUN_BEFORE_OWNER = "its run before its owner is back"  # capacity.py: a scarce machine's automated run
     # activity.py: idle but for its owner's keep-alive hook, which says keep (offered a keep for its runs: offers.py)
     ITS_HOOK = "its owner's keep-alive hook"
+    # a machine no GPU metric and no activity check can see: warned, never stopped (its owner is offered their word)
+    GPUS_UNSEEN = "nothing can see its GPUs"
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class Decision:
     early: bool = False  # sooner than the window: stands only if the check saw nothing alive for all of it
     gpus_from_check: bool = False  # no GPU metrics: stops only if the check saw every GPU at 0 % throughout
     blind: bool = False  # its own check cannot answer (no SSM agent online): judged on its metrics alone
+    cpu_only: bool = False  # no GPU metrics, and judged by its CPU and network (its owner's word, or the account's)
+    unwatched: bool = False  # held, or started again, for weekday nights costguard has not watched (automation.py)
     told: bool = False  # warned already (without a stop): nothing more to say unless it will now stop
     next_work: str = ""  # the work a stop is held for or started again for (learned, a job, a day), as said
     # its known runs (a scheduled job, recurring work learned), as the messages say them, whether or not costguard
@@ -203,12 +207,19 @@ def decide(
             return clear_or(Action.NONE, judgement.reason)
         judgement, early = shorter, True  # idle for the shorter window: if the machine's check agrees
 
-    unseen = not (gpu_telemetry or policy.stop_without_gpu_telemetry)  # only its own check sees its GPUs
+    by_cpu = not gpu_telemetry and (policy.stop_without_gpu_telemetry or nothing_unseen(instance.tags))
+    unseen = not (gpu_telemetry or by_cpu)  # only its own check sees its GPUs
     if unseen and not gpus_from_check:
         if warned:
-            return Decision(iid, Action.NONE, "warned; no GPU telemetry, so it is not stopped automatically")
-        return Decision(iid, Action.WARN, judgement.reason, will_stop=False, judgement=judgement)
-    return _warn_wait_or_stop(instance, judgement, policy, now, early=early, unseen=unseen)
+            return Decision(iid, Action.NONE, NOT_STOPPED_UNSEEN, kept_for=KeptFor.GPUS_UNSEEN)
+        return Decision(
+            iid, Action.WARN, judgement.reason, will_stop=False, judgement=judgement, kept_for=KeptFor.GPUS_UNSEEN
+        )
+    decided = _warn_wait_or_stop(instance, judgement, policy, now, early=early, unseen=unseen)
+    return replace(decided, cpu_only=True) if by_cpu else decided
+
+
+NOT_STOPPED_UNSEEN = "warned; no GPU telemetry, so it is not stopped automatically"
 
 
 def _warn_wait_or_stop(

@@ -144,3 +144,43 @@ def hook_offer(instance: Instance, decision: Decision, runs: str, now: datetime,
     day = now.astimezone(ZoneInfo(zone)).date().isoformat()
     said = decision.activity.removeprefix(HOOK_SAYS).removeprefix(":").strip()
     return HookOffer(instance.instance_id, said, since, runs, asked_on=day)
+
+
+# A machine costguard cannot look inside (no SSM agent answers its activity check) is held where it cannot see:
+# warned but never stopped without GPU metrics, and held through each weekday night it has not watched yet, in case
+# work of its own begins there by waiting. Its owner knows what runs on it: asked during the team's weekday, once a
+# day, whether nothing runs on it unless a person starts it (`costguard:unseen-work=none`: then stopped when idle
+# like the others, judged by its CPU where it sends no GPU metrics, outside its owner's working day). Their "No"
+# (`costguard:unseen-work=maybe`) ends the asking, as their "Yes" does; unanswered, it is asked again on the
+# weekdays of a week from the first (and for a week each month after), as the hook's offer is.
+
+
+@dataclass(frozen=True)
+class UnseenOffer:
+    """A machine held because costguard cannot see into it, offered its owner's word in place of the hold."""
+
+    instance_id: str
+    no_gpu_metrics: bool  # it sends no GPU metrics: warned, never stopped (else: held through unwatched nights)
+    idle_since: datetime | None  # idle by its metrics since then (None: not known)
+    asked_on: str  # the day it is asked on (YYYY-MM-DD, the team's clock)
+
+    @property
+    def key(self) -> str:
+        """Once a day (an answer, "Yes" or "No", ends the asking: its tag)."""
+        return f"unseen-offer:{self.instance_id}:{self.asked_on}"
+
+
+def unseen_offer(instance: Instance, decision: Decision, now: datetime, zone: str) -> UnseenOffer | None:
+    """The offer to make now about a machine held only because costguard cannot look inside it: its check cannot
+    answer, and it idles where costguard would stop it but for what it cannot see (no GPU metrics, or a weekday
+    night not watched yet); not exempt, without `costguard:unseen-work` (any value: its owner's answer), in the
+    team's weekday hours. None otherwise."""
+    held = decision.kept_for is KeptFor.GPUS_UNSEEN or decision.unwatched
+    if not decision.blind or not held or tags.EXEMPT in instance.tags or tags.UNSEEN_WORK in instance.tags:
+        return None
+    local = now.astimezone(ZoneInfo(zone))
+    if local.weekday() >= 5 or not HOOK_DAY[0] <= local.time() < HOOK_DAY[1]:
+        return None
+    since = decision.judgement.idle_since if decision.judgement is not None else None
+    no_gpu_metrics = decision.kept_for is KeptFor.GPUS_UNSEEN
+    return UnseenOffer(instance.instance_id, no_gpu_metrics, since, asked_on=local.date().isoformat())

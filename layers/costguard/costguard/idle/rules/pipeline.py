@@ -431,7 +431,17 @@ def _same(before: Decision, after: Decision) -> bool:
 
 # What a rule changes that a person would not ask about (the judgement is the first step's evidence): every other
 # field a rule changes leaves a step.
-_UNWATCHED = {"instance_id", "trail", "judgement", "hibernate", "told", "early", "gpus_from_check"}
+_UNWATCHED = {
+    "instance_id",
+    "trail",
+    "judgement",
+    "hibernate",
+    "told",
+    "early",
+    "gpus_from_check",
+    "cpu_only",
+    "unwatched",
+}
 _WATCHED = tuple(f.name for f in fields(Decision) if f.name not in _UNWATCHED)
 
 

@@ -17,7 +17,7 @@ from costguard.core.formatting import duration
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.activity import ActivityCheck, ActivityReport, CheckState, judge_activity, memory_at_work
-from costguard.idle.rules.decision import Action, Decision, KeptFor
+from costguard.idle.rules.decision import NOT_STOPPED_UNSEEN, Action, Decision, KeptFor
 from costguard.idle.rules.evidence import Answer, answer_of, gpus_quiet, nothing_alive
 from costguard.idle.rules.judgement import Verdict
 
@@ -90,11 +90,9 @@ def confirm(
     if decision.action is Action.STOP:
         return replace(decision, action=Action.NONE, reason=f"not stopped in this sweep: {why_not}")
     if decision.told:  # warned already that it would not be stopped: nothing new to say
-        return replace(
-            decision, action=Action.NONE, reason="warned; no GPU telemetry, so it is not stopped automatically"
-        )
+        return replace(decision, action=Action.NONE, reason=NOT_STOPPED_UNSEEN, kept_for=KeptFor.GPUS_UNSEEN)
     # A warning about a machine whose GPUs nobody sees: the warning of before, that stops nothing.
-    return replace(decision, will_stop=False, stop_after=None, gpus_from_check=False)
+    return replace(decision, will_stop=False, stop_after=None, gpus_from_check=False, kept_for=KeptFor.GPUS_UNSEEN)
 
 
 def _seen(decision: Decision, report: ActivityReport, now: datetime, start: datetime, window: int) -> str:

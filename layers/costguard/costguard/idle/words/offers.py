@@ -1,6 +1,7 @@
 """A keep that ends, in the idle stopper's messages: an exemption its owner added right after costguard's stop,
 offered back as "Keep it for its runs", and a keep-alive hook that holds an idle machine, offered the same in its
-place (idle/rules/offers.py). Pure."""
+place; and a machine held because costguard cannot look inside it, its owner asked for their word
+(idle/rules/offers.py). Pure."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from datetime import datetime
 
 from costguard.core import tags
 from costguard.core.records import Instance
-from costguard.idle.rules.offers import HookOffer, KeepOffer
+from costguard.idle.rules.automation import LET_IT_SEE
+from costguard.idle.rules.offers import HookOffer, KeepOffer, UnseenOffer
 from costguard.slack.blocks import Message, Mrkdwn, actions, button, context, header, mrkdwn, section, times_in, when
 from costguard.slack.buttons import FOR_RUNS, Button, button_value
 
@@ -87,6 +89,62 @@ def hook_offer_notice(instance: Instance, offer: HookOffer, who: Mrkdwn, now: da
                 [
                     button(FOR_RUNS, Button.FOR_RUNS_NOT_HOOK, value, style="primary"),
                     button(HOOK_DECIDES, Button.KEEP_HOOK, value),
+                ],
+            ),
+        ),
+    )
+
+
+NOTHING_UNSEEN = "Nothing runs unseen: stop it when idle"
+KEEP_HOLDING = "No, keep holding it"
+
+
+def unseen_offer_notice(instance: Instance, offer: UnseenOffer, who: Mrkdwn, *, zone: str) -> Message:
+    """To the owner, once a weekday until they answer: costguard cannot look inside the machine, so it holds it where
+    it cannot see (never stopped without GPU metrics; held through weekday nights not watched yet); their word that
+    nothing runs on it unless a person starts it lets costguard stop it when idle, in one click; or "No". How to let
+    costguard see inside it, too."""
+    iid, kind = instance.instance_id, instance.instance_type
+    value = button_value(iid, instance.region, instance.account)
+    whose = mrkdwn("{}, costguard", who) if who else Mrkdwn("costguard")
+    since = Mrkdwn(" It has been idle since ") + when(offer.idle_since, zone) + Mrkdwn(".") if offer.idle_since else ""
+    if offer.no_gpu_metrics:
+        held = Mrkdwn(
+            " It sends no GPU metrics either, so costguard cannot tell a job that uses only its GPUs from an idle "
+            "machine: it warns, and never stops it."
+        )
+        then = (
+            " Stopped when idle then means: its CPU and network quiet for the idle window, a warning with Keep "
+            "buttons, and a stop only outside your working day (8 to 18 o'clock on your clock)."
+        )
+    else:
+        held = Mrkdwn(
+            " So it keeps it running every weekday night it has not watched yet, in case a job of its own starts "
+            "there by waiting (for data, on a queue), which no metric shows."
+        )
+        then = " Stopped when idle then means: after the idle window and a warning with Keep buttons, as your others."
+    return Message(
+        f"{kind} {iid}: costguard cannot look inside it. Does anything run on it unless you start it?",
+        (
+            header(f"Does anything run on it unless you start it? {kind}"),
+            section(
+                whose
+                + mrkdwn(" cannot look inside `{}` ({}): no SSM agent answers its activity check.", iid, kind)
+                + held
+                + Mrkdwn(since)
+                + Mrkdwn(" If nothing runs on it unless you start it yourself, say so, and it is stopped when idle.")
+                + Mrkdwn(then)
+            ),
+            context(
+                f"One click tags it `{tags.UNSEEN_WORK}={tags.NOTHING_UNSEEN}`; take the tag off to have it held "
+                f"again. Better still, let costguard see inside it: {LET_IT_SEE}. costguard asks again on weekdays "
+                "for a week, and for a week each month, until you answer; once you do, never again."
+            ),
+            actions(
+                f"cg-offer-{iid}"[:255],
+                [
+                    button(NOTHING_UNSEEN, Button.NOTHING_UNSEEN, value, style="primary"),
+                    button(KEEP_HOLDING, Button.KEEP_HOLDING, value),
                 ],
             ),
         ),
