@@ -86,6 +86,15 @@ def test_owner_slack_does_not_know_is_named_in_the_alerts_channel() -> None:
     assert "@" not in last  # a person is named, never by address
 
 
+def test_a_question_for_the_owner_alone_is_never_posted_in_a_channel_when_they_cannot_be_reached() -> None:
+    web = FakeWebClient(users={"alice@example.com": "U0ALICE"}, fail_posts={"U0ALICE": "ratelimited"})
+    with pytest.raises(SlackDeliveryError, match="could not be reached directly"):
+        notifier(web).send_to_owner("alice@example.com", MESSAGE, fallback_channel="", owner="alice")
+    with pytest.raises(SlackDeliveryError):
+        notifier(FakeWebClient()).send_to_owner("zed@example.com", MESSAGE, fallback_channel="", owner="zed")
+    assert [p["channel"] for p in web.posts if p["channel"] != "U0ALICE"] == []
+
+
 def test_a_reply_goes_under_its_message_and_into_the_conversation_too() -> None:
     web = FakeWebClient()
     notifier(web).post("D0ALICE", MESSAGE, thread_ts="1795270000.000100", broadcast=True)

@@ -222,7 +222,7 @@ def nothing_unseen(click: Click) -> Done:
     who = mention(click.user_id)
     text = mrkdwn(
         "{} says nothing runs on `{}` unless a person starts it (`{}`): costguard stops it when idle, after a "
-        "warning, as the others (without GPU metrics, judged by its CPU and network, outside its owner's working "
+        "warning, as the others (without GPU metrics, judged by its CPU, outside its owner's working "
         "day). Take the tag off to have it held again.",
         who,
         click.instance_id,

@@ -46,7 +46,7 @@ def hook_set_aside(resource_tags: Mapping[str, str]) -> bool:
 def nothing_unseen(resource_tags: Mapping[str, str]) -> bool:
     """Whether its owner says nothing runs on the machine unless a person starts it (`costguard:unseen-work=none`):
     where costguard cannot look inside it, it is then not held for nights it has not watched, and without GPU
-    metrics it is judged by its CPU and network (outside its owner's working day)."""
+    metrics it is judged by its CPU (outside its owner's working day)."""
     return resource_tags.get(tags.UNSEEN_WORK, "").strip().lower() == tags.NOTHING_UNSEEN
 
 

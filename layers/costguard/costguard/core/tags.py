@@ -36,7 +36,7 @@ ON = "on"
 IGNORE_HOOK = "ignore-hook"
 # Its owner's word on a machine costguard cannot look inside (no SSM agent answers its activity check): `none`,
 # nothing runs on it unless a person starts it (no job of its own at night, no work that waits unseen), so it is
-# stopped when idle like the others (judged by its CPU and network where it sends no GPU metrics, outside its
+# stopped when idle like the others (judged by its CPU where it sends no GPU metrics, outside its
 # owner's working day); any other value (`maybe`, what "Keep holding it" writes) leaves it held as before.
 UNSEEN_WORK = "costguard:unseen-work"
 NOTHING_UNSEEN = "none"

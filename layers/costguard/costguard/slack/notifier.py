@@ -295,7 +295,8 @@ class SlackNotifier:
         return Delivery("bot", str(response.get("channel") or channel), str(response.get("ts") or ts))
 
     def send_to_owner(self, email: str | None, message: Message, *, fallback_channel: str, owner: str) -> Delivery:
-        """Direct-message the owner; if Slack does not know them, post to the fallback channel naming them."""
+        """Direct-message the owner; if Slack does not know them, post to the fallback channel naming them (none:
+        a question for the owner alone, which raises SlackDeliveryError where they cannot be reached directly)."""
         user_id = self.people.user_id(email) if email else None
         if user_id is not None and self.web is not None:
             try:
@@ -307,6 +308,8 @@ class SlackNotifier:
                 logger.warning("slack direct message failed", owner=owner, error=_describe(exc))
                 if email and isinstance(exc, SlackApiError) and exc.response.get("error") in GONE_USER:
                     self.people.forget(email)  # the id reaches nobody now: asked again next time
+        if not fallback_channel:
+            raise SlackDeliveryError(f"the owner ({owner or 'unknown'}) could not be reached directly")
         fallback = Message(message.text, (*message.blocks, context(not_reached(owner, known=user_id is not None))))
         return self.post(fallback_channel, fallback)
 

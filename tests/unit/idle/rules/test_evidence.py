@@ -23,7 +23,7 @@ from costguard.idle.rules.activity import (
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.evidence import Answer, answer_of, excused, excuses, gpus_quiet, kept, nothing_alive
 from costguard.idle.rules.judgement import Judgement, Verdict
-from costguard.idle.rules.review import confirm
+from costguard.idle.rules.review import BY_ITS_CPU, confirm
 
 NOW = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
 POLICY = IdlePolicy(activity_check_document="doc")
@@ -344,3 +344,24 @@ def test_without_that_it_is_warned_as_before_and_never_stopped() -> None:
     assert again.action is Action.NONE  # warned already: nothing new to say
     stop = confirm(gpu_blind(action=Action.STOP), ActivityCheck(CheckState.NO_AGENT), [], POLICY, NOW)
     assert stop.action is Action.NONE
+
+
+def test_its_owners_word_has_a_machine_nothing_sees_into_judged_by_its_cpu_and_nowhere_else() -> None:
+    word = confirm(gpu_blind(), ActivityCheck(CheckState.NO_AGENT), [], POLICY, NOW, owners_word=True)
+    assert (word.action, word.will_stop, word.cpu_only, word.gpus_from_check) == (Action.WARN, True, True, False)
+    assert word.stop_after == NOW + timedelta(minutes=30)
+    assert word.reason.endswith(BY_ITS_CPU)  # the trail says why it may now be stopped
+    stop = confirm(gpu_blind(action=Action.STOP), ActivityCheck(CheckState.NO_AGENT), [], POLICY, NOW, owners_word=True)
+    assert (stop.action, stop.cpu_only) == (Action.STOP, True)
+    # Where its own check answers, or was not asked (ActivityCheck off: nobody knows it cannot answer), the word
+    # changes nothing: its GPUs are judged by what sees them, or it is not stopped.
+    report = quiet(gpus=(Gpu(0, 12.0, 900),), at=int(NOW.timestamp()))
+    seen = confirm(gpu_blind(), ActivityCheck(CheckState.ANSWERED, report), [], POLICY, NOW, owners_word=True)
+    assert (seen.will_stop, seen.cpu_only) == (False, False)
+    unasked = confirm(gpu_blind(), ActivityCheck(CheckState.NOT_ASKED), [], POLICY, NOW, owners_word=True)
+    assert (unasked.will_stop, unasked.cpu_only) == (False, False)
+    # The shorter wait of certain idleness still needs the check's answers.
+    early = confirm(
+        early_warning(gpus_from_check=True), ActivityCheck(CheckState.NO_AGENT), [], POLICY, NOW, owners_word=True
+    )
+    assert early.action is Action.NONE

@@ -72,16 +72,31 @@ def series(signal: Signal, label: str, values: list[float]) -> Series:
 
 
 def at_rest_but(
-    core: dict[int, float], *, gpu: dict[int, float] | None = None, memory: float | None = 3.0
+    core: dict[int, float],
+    *,
+    gpu: dict[int, float] | None = None,
+    memory: float | None = 3.0,
+    cores_busy: float = 1.0,
+    gap: tuple[int, ...] = (),
+    second_gpu_memory: bool = True,
 ) -> Utilization:
-    """Four hours of a machine at rest (its GPU at 0 %, its memory free), but for its busiest core at `core`'s
-    periods (and its GPU at `gpu`'s); `memory` None: GPU memory not published."""
+    """Four hours of a two-GPU machine at rest (its GPUs at 0 %, their memory free), but for its busiest core at
+    `core`'s periods (`cores_busy` cores busy then: the CPU's average), its first GPU at `gpu`'s; `memory` None: GPU
+    memory not published; `gap`: periods whose GPU memory points are missing; `second_gpu_memory` False: the second
+    GPU's memory not published."""
     cores = [core.get(i, 2.0) for i in range(LONG)]
-    cpu = [c / 8 for c in cores]
+    cpu = [cores_busy * c / 8 if i in core else c / 8 for i, c in enumerate(cores)]
     gpus = [(gpu or {}).get(i, 0.0) for i in range(LONG)]
-    out = [series(Signal.GPU, "GPU 0", gpus), series(Signal.CPU, "CPU", cpu), series(Signal.BUSIEST_CORE, "c", cores)]
+    out = [
+        series(Signal.GPU, "GPU 0", gpus),
+        series(Signal.GPU, "GPU 1", [0.0] * LONG),
+        series(Signal.CPU, "CPU", cpu),
+        series(Signal.BUSIEST_CORE, "c", cores),
+    ]
     if memory is not None:
-        out.append(series(Signal.GPU_MEMORY, "GPU 0 memory", [memory] * LONG))
+        for label in ("GPU 0 memory", "GPU 1 memory")[: 2 if second_gpu_memory else 1]:
+            points = tuple((NOW - PERIOD * (LONG - i), memory) for i in range(LONG) if i not in gap)
+            out.append(Series(Signal.GPU_MEMORY, label, points))
     return Utilization("i-1", tuple(out), gpu_telemetry=True, vcpus=8)
 
 
@@ -104,3 +119,28 @@ def test_a_burst_is_not_the_systems_where_anything_else_stirs_or_is_not_seen() -
     assert not system_bursts(at_rest_but(burst, memory=30000.0), POLICY)  # a job holding GPU memory: loading, waiting
     assert not system_bursts(at_rest_but(burst, memory=None), POLICY)  # memory not published: not known at rest
     assert not system_bursts(at_rest_but({3: 100.0}), POLICY)  # the hour before it not read
+
+
+def test_a_burst_still_going_on_or_not_yet_seen_over_is_never_the_systems() -> None:
+    assert not system_bursts(at_rest_but({LONG - 2: 100.0, LONG - 1: 100.0}), POLICY)  # the last ten minutes
+    assert not system_bursts(at_rest_but({LONG - 3: 100.0, LONG - 2: 100.0}), POLICY)  # one quiet point after it
+    assert system_bursts(at_rest_but({LONG - 4: 100.0, LONG - 3: 100.0}), POLICY)  # two: it is over
+
+
+def test_a_burst_after_a_warning_is_judged_as_it_is() -> None:
+    burst = {LONG - 12: 100.0, LONG - 11: 100.0}
+    assert not system_bursts(at_rest_but(burst), POLICY, before=NOW - PERIOD * 12)  # warned just before it
+    assert system_bursts(at_rest_but(burst), POLICY, before=NOW - PERIOD * 5)  # warned after it was over
+
+
+def test_a_burst_of_more_than_one_cores_worth_is_work() -> None:
+    burst = {LONG - 12: 100.0, LONG - 11: 100.0}
+    assert system_bursts(at_rest_but(burst, cores_busy=1.0), POLICY)
+    assert not system_bursts(at_rest_but(burst, cores_busy=8.0), POLICY)  # every core: preprocessing, tokenizing
+
+
+def test_a_burst_where_any_gpus_memory_was_not_published_is_not_the_systems() -> None:
+    burst = {LONG - 12: 100.0, LONG - 11: 100.0}
+    assert not system_bursts(at_rest_but(burst, gap=(LONG - 11,)), POLICY)  # its memory missing in the burst
+    assert not system_bursts(at_rest_but(burst, gap=(LONG - 9,)), POLICY)  # ... just after it
+    assert not system_bursts(at_rest_but(burst, second_gpu_memory=False), POLICY)  # one GPU's memory not published

@@ -167,6 +167,11 @@ def test_the_unseen_offer_is_not_made_about_a_machine_that_answers_nor_one_held_
     assert unseen_offer(hooked_box(), replace(UNSEEN, blind=False), TUESDAY_10, "UTC") is None
     assert unseen_offer(hooked_box(), replace(UNSEEN, kept_for=None), TUESDAY_10, "UTC") is None
     assert unseen_offer(hooked_box(), replace(UNSEEN, kept_for=KeptFor.ITS_HOOK), TUESDAY_10, "UTC") is None
+    nights = replace(UNSEEN, kept_for=None, action=Action.WARN, unwatched=True)
+    assert unseen_offer(hooked_box(), replace(nights, action=Action.STOP), TUESDAY_10, "UTC") is None  # asked later
+    prepaid = replace(nights, action=Action.NONE, kept_for=KeptFor.NOTHING_SAVED)  # a yes would stop nothing
+    assert unseen_offer(hooked_box(), prepaid, TUESDAY_10, "UTC") is None
+    assert unseen_offer(hooked_box(), replace(nights, scarce="EC2 could not start one"), TUESDAY_10, "UTC") is None
 
 
 def test_the_unseen_offer_ends_with_its_owners_answer_and_is_never_made_about_an_exempt_machine() -> None:

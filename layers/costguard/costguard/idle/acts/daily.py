@@ -165,7 +165,7 @@ class KeepOffers:
                 continue
             message = hook_offer_notice(instance, offer, who, now, zone=self.zone)
             try:
-                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)
+                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL, alone=True)
             except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
                 logger.warning("hook offer not told", instance_id=instance.instance_id, error=str(exc)[:200])
                 continue
@@ -194,7 +194,7 @@ class KeepOffers:
                 continue
             message = unseen_offer_notice(instance, offer, who, zone=self.zone)
             try:
-                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL)
+                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL, alone=True)
             except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
                 logger.warning("unseen offer not told", instance_id=instance.instance_id, error=str(exc)[:200])
                 continue

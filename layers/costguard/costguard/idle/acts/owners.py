@@ -102,24 +102,33 @@ class OwnerMessages:
         if owners:
             self.notifier().resolve(owner_email(o, self.settings.email_domain) or "" for o in sorted(owners))
 
-    def tell(self, owner: str, message: Message) -> None:
-        """A message to a machine's owner (or the alerts channel when Slack cannot reach them)."""
+    def tell(self, owner: str, message: Message, *, alone: bool = False) -> None:
+        """A message to a machine's owner (or the alerts channel when Slack cannot reach them; `alone`: a question
+        for them only, which raises SlackDeliveryError instead)."""
         email = owner_email(owner, self.settings.email_domain) if owner else None
-        self.notifier().send_to_owner(email, message, fallback_channel=self.settings.alerts_channel, owner=owner)
+        fallback = "" if alone else self.settings.alerts_channel
+        self.notifier().send_to_owner(email, message, fallback_channel=fallback, owner=owner)
 
 
 def owner_once(  # noqa: PLR0917
-    notices: OwnerMessages, key: str, owner: str, message: Message, now: datetime, ttl: timedelta = REPORT_TTL
+    notices: OwnerMessages,
+    key: str,
+    owner: str,
+    message: Message,
+    now: datetime,
+    ttl: timedelta = REPORT_TTL,
+    *,
+    alone: bool = False,
 ) -> bool:
     """A message to a machine's owner once (per key, for `ttl`), but in dry-run, which tells no owner; True if
-    told now."""
+    told now. `alone`: to them only, never the alerts channel (an offer only they may answer)."""
     if notices.mode is Mode.DRY_RUN:
         return False
     claim = notices.claims.claim(key, now, ttl=ttl)
     if claim.state is not ClaimState.TAKEN:
         return False
     try:
-        notices.tell(owner, message)
+        notices.tell(owner, message, alone=alone)
     except SlackDeliveryError:
         notices.claims.release(claim)
         raise

@@ -123,7 +123,8 @@ class SweepPlanner:
                 answers = tuple(a for raw in logs.get(instance.instance_id, []) if (a := Answer.from_json(raw)))
                 stretches = excused(answers, policy.busiest_core_percent)
                 # no answers to attribute its CPU: a short burst on a machine at rest is the system's timers'
-                bursts = frozenset() if answers else system_bursts(utilization, policy)
+                warned_at = live_warning(instance)
+                bursts = frozenset() if answers else system_bursts(utilization, policy, before=warned_at)
 
                 def system_made(
                     t: datetime,
@@ -133,7 +134,6 @@ class SweepPlanner:
                 ) -> bool:
                     return t in b or excuses(s, t, period)
 
-                warned_at = live_warning(instance)
                 # Judged since the warning, as far back as the data read goes (the decision checks it).
                 since = max(warned_at, start) if warned_at else None
                 judgement = judge(utilization, policy, now, since=since, excused=system_made)

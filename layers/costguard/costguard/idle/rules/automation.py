@@ -61,7 +61,7 @@ MORNING = (
     "its owner's weekday morning (from 8 to 13 o'clock on their clock), when a person's run of the day begins, "
     "and costguard would not see it begin"
 )
-# Without GPU metrics too, judged by its CPU and network alone (its owner's word, or the account's), a person's job
+# Without GPU metrics too, judged by its CPU alone (its owner's word, or the account's), a person's job
 # that waits (on a queue, for data) shows nothing at any hour of their day: such a machine is stopped only out of it.
 WORKING_DAY = (
     "its owner's working day (from 8 to 18 o'clock on their clock): judged by its CPU alone, costguard would not "

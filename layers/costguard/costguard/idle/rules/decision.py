@@ -21,7 +21,7 @@ from enum import StrEnum
 
 from costguard.core import formatting, tags
 from costguard.core.bill import OffWorth
-from costguard.core.keeping import kept_by_people, nothing_unseen
+from costguard.core.keeping import kept_by_people
 from costguard.core.money import Marginal
 from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
@@ -89,7 +89,7 @@ class Decision:
     early: bool = False  # sooner than the window: stands only if the check saw nothing alive for all of it
     gpus_from_check: bool = False  # no GPU metrics: stops only if the check saw every GPU at 0 % throughout
     blind: bool = False  # its own check cannot answer (no SSM agent online): judged on its metrics alone
-    cpu_only: bool = False  # no GPU metrics, and judged by its CPU and network (its owner's word, or the account's)
+    cpu_only: bool = False  # no GPU metrics, and judged by its CPU (its owner's word, or the account's)
     unwatched: bool = False  # held, or started again, for weekday nights costguard has not watched (automation.py)
     told: bool = False  # warned already (without a stop): nothing more to say unless it will now stop
     next_work: str = ""  # the work a stop is held for or started again for (learned, a job, a day), as said
@@ -207,7 +207,7 @@ def decide(
             return clear_or(Action.NONE, judgement.reason)
         judgement, early = shorter, True  # idle for the shorter window: if the machine's check agrees
 
-    by_cpu = not gpu_telemetry and (policy.stop_without_gpu_telemetry or nothing_unseen(instance.tags))
+    by_cpu = not gpu_telemetry and policy.stop_without_gpu_telemetry  # the account's word (its owner's: review.py)
     unseen = not (gpu_telemetry or by_cpu)  # only its own check sees its GPUs
     if unseen and not gpus_from_check:
         if warned:

@@ -258,28 +258,35 @@ def _fmt(signal: Signal, value: float) -> str:
 # A machine no activity check answers for (no SSM agent, or not asked yet) has no cgroup accounting to tell the
 # system's own timers (apt, snapd, unattended-upgrades, an agent's update: one core for 5 to 15 minutes, a few times
 # a day) from work: each would start its idle window again, two hours more of an idle GPU machine for a burst that
-# did nothing. Such a burst is taken for the system's where everything else shows a machine at rest: at most
-# BURST_PERIODS long, the CPU quiet for QUIET_BEFORE before it, every GPU below its level and none holding memory
-# from the period before it to its end, with the GPUs' utilization and memory published there (missing data is never
-# idleness: without GPU memory published, a job that loads and then waits would look the same, and nothing is taken).
+# did nothing. Such a burst is taken for the system's where everything else shows a machine at rest, and all of it
+# is seen: at most BURST_PERIODS long, and over; one core's worth of CPU at most (the CPU average within
+# SYSTEM_CORES cores' share); the CPU seen quiet in every period of QUIET_BEFORE before it and of QUIET_AFTER after
+# it; every GPU's utilization and memory published in every period from the one before the burst to the end of
+# QUIET_AFTER, each GPU below its level and holding no memory (missing data is never idleness: without GPU memory
+# published, a job that loads and then waits would look the same, and nothing is taken); and over before `before`
+# (a live warning's time: what comes after a warning is judged as it is).
 BURST_PERIODS = 3  # 15 minutes of 5-minute periods
 QUIET_BEFORE = timedelta(hours=1)
+QUIET_AFTER = 2  # periods
+SYSTEM_CORES = 1.5
 
 
-def system_bursts(utilization: Utilization, policy: IdlePolicy) -> frozenset[datetime]:
+def system_bursts(utilization: Utilization, policy: IdlePolicy, before: datetime | None = None) -> frozenset[datetime]:
     """The CPU points of short bursts taken for the system's own timers on a machine no check answers for."""
     gpus = per_gpu(utilization.of(Signal.GPU))
     memory = [s for s in utilization.of(Signal.GPU_MEMORY) if s.points]
     cpu = [s for s in (*utilization.of(Signal.CPU), *utilization.of(Signal.BUSIEST_CORE)) if s.points]
-    if not gpus or not memory or not cpu:
+    if not gpus or len(memory) < len(gpus) or not utilization.of(Signal.CPU) or utilization.vcpus <= 0:
         return frozenset()
     levels = thresholds(utilization, policy)
     period = timedelta(seconds=policy.period_seconds)
     busy = sorted({t for s in cpu for t, v in s.points if is_work(v, levels[s.signal])})
-    known_from = min(t for s in cpu for t, _ in s.points)
-    at_rest = {t for s in gpus for t, v in s.points if not is_work(v, levels[Signal.GPU])}
-    stirred = {t for s in gpus for t, v in s.points if is_work(v, levels[Signal.GPU])}
-    stirred |= {t for s in memory for t, v in s.points if is_work(v, GPU_MEMORY_HELD_MB)}
+    quiet_cpu = [{t for t, v in s.points if not is_work(v, levels[s.signal])} for s in cpu]
+    one_core = {
+        t for s in utilization.of(Signal.CPU) for t, v in s.points if v <= SYSTEM_CORES * 100 / utilization.vcpus
+    }
+    at_rest = [{t for t, v in s.points if not is_work(v, levels[Signal.GPU])} for s in gpus]
+    at_rest += [{t for t, v in s.points if not is_work(v, GPU_MEMORY_HELD_MB)} for s in memory]
     runs: list[list[datetime]] = []
     for t in busy:
         if runs and t - runs[-1][-1] <= period:
@@ -288,12 +295,16 @@ def system_bursts(utilization: Utilization, policy: IdlePolicy) -> frozenset[dat
             runs.append([t])
     out: set[datetime] = set()
     for run in runs:
-        begin, end = run[0] - period, run[-1] + period
-        if len(run) > BURST_PERIODS or run[0] - QUIET_BEFORE < known_from:
+        first, last = run[0], run[-1]
+        after = [last + period * k for k in range(1, QUIET_AFTER + 1)]
+        hour = [first - period * k for k in range(1, int(QUIET_BEFORE / period) + 1)]
+        if len(run) > BURST_PERIODS or (before is not None and after[-1] + period > before):
             continue
-        if any(run[0] - QUIET_BEFORE <= t < run[0] for t in busy):
-            continue  # the CPU was at work in the hour before: a burst of something going on
-        if any(begin <= t < end for t in stirred) or not any(begin <= t < end for t in at_rest):
+        if not all(t in quiet for t in (*hour, *after) for quiet in quiet_cpu):
+            continue  # the CPU at work (or not seen) in the hour before it or just after it: not a burst that is over
+        if not all(t in one_core for t in run):
+            continue  # more than one core's worth: work, not a timer
+        if not all(t in rest for t in (first - period, *run, *after) for rest in at_rest):
             continue
         out.update(run)
     return frozenset(out)

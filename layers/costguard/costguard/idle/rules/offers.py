@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from costguard.core import formatting, tags
 from costguard.core.records import Instance
 from costguard.idle.rules.activity import HOOK_SAYS
-from costguard.idle.rules.decision import Decision, KeptFor
+from costguard.idle.rules.decision import Action, Decision, KeptFor
 
 RIGHT_AFTER = timedelta(days=2)  # started again by its owner this soon after costguard's stop: its answer to it
 MORNING = time(9, 0)  # the offer's time, on the team's clock
@@ -174,9 +174,12 @@ def unseen_offer(instance: Instance, decision: Decision, now: datetime, zone: st
     """The offer to make now about a machine held only because costguard cannot look inside it: its check cannot
     answer, and it idles where costguard would stop it but for what it cannot see (no GPU metrics, or a weekday
     night not watched yet); not exempt, without `costguard:unseen-work` (any value: its owner's answer), in the
-    team's weekday hours. None otherwise."""
-    held = decision.kept_for is KeptFor.GPUS_UNSEEN or decision.unwatched
-    if not decision.blind or not held or tags.EXEMPT in instance.tags or tags.UNSEEN_WORK in instance.tags:
+    team's weekday hours. None otherwise, and where a yes would change nothing now: a machine being stopped (it is
+    asked on a later sweep), or one the bill or scarce capacity keeps running."""
+    held = decision.kept_for is KeptFor.GPUS_UNSEEN or (decision.unwatched and decision.kept_for is None)
+    if not decision.blind or not held or decision.scarce or decision.action is Action.STOP:
+        return None
+    if tags.EXEMPT in instance.tags or tags.UNSEEN_WORK in instance.tags:
         return None
     local = now.astimezone(ZoneInfo(zone))
     if local.weekday() >= 5 or not HOOK_DAY[0] <= local.time() < HOOK_DAY[1]:

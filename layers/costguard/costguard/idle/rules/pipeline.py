@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from costguard.core.keeping import hook_set_aside, starts_declined
+from costguard.core.keeping import hook_set_aside, nothing_unseen, starts_declined
 from costguard.core.records import Instance
 from costguard.core.scarcity import Scarcity
 from costguard.core.settings import IdlePolicy
@@ -184,6 +184,11 @@ def decide(
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
 
 
+TOLD_NIGHTS = (Action.WARN, Action.STOP)
+NIGHTS_ON_ITS_WORD = (
+    "nights costguard has not watched do not hold it: its owner says nothing runs on it unseen "
+    "(costguard:unseen-work=none); night work its metrics show would"
+)
 HOOK_ASIDE = "its keep-alive hook is not asked: its owner keeps it for its runs in its place"
 
 
@@ -212,7 +217,8 @@ def _reviewed(
         seen = replace(seen, activity=f"{seen.activity}; {HOOK_ASIDE}")  # why its hook's keep did not hold it
     seen = stepped(Rule.MACHINE_CHECK, decision, seen)
     answers = facts.answers(instance.instance_id)  # as they were: a hook's keep in them still bars the shorter wait
-    return stepped(Rule.CERTAIN, seen, confirm(seen, check, answers, policy, now))
+    word = nothing_unseen(instance.tags)  # its owner's, where no check can see its GPUs
+    return stepped(Rule.CERTAIN, seen, confirm(seen, check, answers, policy, now, owners_word=word))
 
 
 def learned_rules(
@@ -304,6 +310,9 @@ def _night(  # noqa: PLR0917
         why = "its last two weeks could not be read, to see whether it runs work of its own at night: not stopped in"
         return stepped(Rule.NIGHT_WORK, decision, replace(decision, action=Action.NONE, reason=f"{why} this sweep"))
     may_start = promises is not None and learns(instance, policy) and not starts_declined(instance.tags)
+    if night is None and decision.blind and decision.action in TOLD_NIGHTS and nothing_unseen(instance.tags):
+        word = Step(Rule.NIGHT_WORK, decision.action.value, NIGHTS_ON_ITS_WORD)  # no change: why none was needed
+        return replace(decision, trail=(*decision.trail, word))
     changed = stepped(Rule.NIGHT_WORK, decision, with_night_work(decision, night, policy, now, may_start=may_start))
     if promises is not None and changed.start_at != decision.start_at:
         return promised(instance, changed, promises, now, job=True)

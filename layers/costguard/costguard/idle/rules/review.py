@@ -54,15 +54,28 @@ def review(decision: Decision, check: ActivityCheck, *, window_minutes: int, bus
     )
 
 
-def confirm(
-    decision: Decision, check: ActivityCheck, answers: Sequence[Answer], policy: IdlePolicy, now: datetime
+BY_ITS_CPU = (
+    "judged by its CPU: no GPU metric and no activity check can see its GPUs, and its owner says nothing runs on it "
+    "unseen (costguard:unseen-work=none)"
+)
+
+
+def confirm(  # noqa: PLR0917
+    decision: Decision,
+    check: ActivityCheck,
+    answers: Sequence[Answer],
+    policy: IdlePolicy,
+    now: datetime,
+    owners_word: bool = False,
 ) -> Decision:
     """A decision that rests on the machine's own answers, kept only if they bear it out.
 
     Certain idleness: the fresh answer and every answer kept since the shorter window began saw nothing
     alive, and nobody typed since. GPUs seen only by the check: answers across the window (the fresh one
     last) show every GPU at 0 % and no process on any. Without them, the warning waits for the full
-    window, and a machine without GPU metrics is warned but not stopped, as before."""
+    window, and a machine without GPU metrics is warned but not stopped, as before; unless no SSM agent answers
+    and its owner said nothing runs on it unseen (`owners_word`, `costguard:unseen-work=none`): judged by its CPU
+    then (`cpu_only`, which the pipeline keeps out of its owner's working day)."""
     if decision.action not in (Action.WARN, Action.STOP) or not (decision.early or decision.gpus_from_check):
         return decision
     start = decision.judgement.judged_from if decision.judgement and decision.judgement.judged_from else now
@@ -74,6 +87,9 @@ def confirm(
     if decision.gpus_from_check and report is not None and not why_not:
         fresh = answer_of(report, now)
         why_not = gpus_quiet([*answers, fresh], start=start, now=now) or ""
+    if why_not and owners_word and check.state is CheckState.NO_AGENT and not decision.early:
+        why = f"{decision.reason}; {BY_ITS_CPU}"
+        return replace(decision, gpus_from_check=False, cpu_only=True, reason=why)
     if not why_not:
         if report is None:
             return decision

@@ -114,7 +114,7 @@ def unseen_offer_notice(instance: Instance, offer: UnseenOffer, who: Mrkdwn, *, 
             "machine: it warns, and never stops it."
         )
         then = (
-            " Stopped when idle then means: its CPU and network quiet for the idle window, a warning with Keep "
+            " Stopped when idle then means: its CPU quiet for the idle window, a warning with Keep "
             "buttons, and a stop only outside your working day (8 to 18 o'clock on your clock)."
         )
     else:
