@@ -563,12 +563,16 @@ def test_its_owners_word_that_nothing_runs_unseen_ends_the_hold_of_nights_not_wa
     now = MONDAY + timedelta(hours=0, minutes=30)  # 01:30 in Paris: an unwatched night would hold it
     assert on_its_clocks(since_sunday(now), [], now, PARIS_AND_UTC) is not None
     assert on_its_clocks(since_sunday(now), [], now, PARIS_AND_UTC, nothing_unseen=True) is None
-    # Night work its data shows holds it whatever its owner said: the evidence outranks the word.
+    # Night work its data shows on its owner's clock holds it whatever they said: the evidence outranks the word.
     later = MONDAY + timedelta(days=1, hours=14)
-    seen = fortnight(later, [pipeline_night(MONDAY + timedelta(days=1), 6, 1)])
+    seen = fortnight(later, [pipeline_night(MONDAY + timedelta(days=1), 6, 1)])  # 01:00 in New York
     found = on_its_clocks(seen, [], later, ("America/New_York", "UTC"), nothing_unseen=True)
     assert found is not None
     assert found.nights
+    # ... but no other clock's: with nobody's server job on it, work at 10:00 in Kolkata (04:30 UTC) is its person's.
+    kolkata = fortnight(later, [(MONDAY + timedelta(days=1, hours=4, minutes=30), timedelta(hours=3))])
+    assert on_its_clocks(kolkata, [], later, ("Asia/Kolkata", "UTC")) is not None  # UTC's night
+    assert on_its_clocks(kolkata, [], later, ("Asia/Kolkata", "UTC"), nothing_unseen=True) is None
 
 
 def test_a_held_unwatched_night_or_a_stop_before_it_is_marked_for_its_owners_word() -> None:

@@ -262,7 +262,11 @@ def on_its_clocks(
     clock's night work, and its unwatched nights are read on their clock alone; unless its owner keeps it for its
     runs (`for_runs`: their word that it has runs of its own, which their start after a failed one does not undo).
     Its owner's word that nothing runs on it unless a person starts it (`nothing_unseen`) ends the holds of nights
-    not yet watched; night work its data shows still holds it."""
+    not yet watched, and its nights are read on its owner's clock alone (no server's job on another clock runs on
+    it: work begun at 10:00 in Kolkata is its person's, not 04:30 UTC's); night work its data shows there still
+    holds it."""
+    if nothing_unseen:
+        zones = zones[:1]
     hours = persons_day_work(quarters, people, zones[0]) if zones and not for_runs else ()
     theirs = zones[0] if hours else None
     found = [
