@@ -3,6 +3,7 @@ steady at the same values is idle for both or for neither."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -144,3 +145,12 @@ def test_a_burst_where_any_gpus_memory_was_not_published_is_not_the_systems() ->
     assert not system_bursts(at_rest_but(burst, gap=(LONG - 11,)), POLICY)  # its memory missing in the burst
     assert not system_bursts(at_rest_but(burst, gap=(LONG - 9,)), POLICY)  # ... just after it
     assert not system_bursts(at_rest_but(burst, second_gpu_memory=False), POLICY)  # one GPU's memory not published
+    doubled = at_rest_but(burst, second_gpu_memory=False)  # GPU 0's memory listed twice, GPU 1's not at all
+    twice = [s for s in doubled.series if s.signal is Signal.GPU_MEMORY]
+    assert not system_bursts(replace(doubled, series=(*doubled.series, *twice)), POLICY)
+
+
+def test_a_burst_must_be_over_before_the_warning_to_the_period() -> None:
+    burst = {LONG - 12: 100.0, LONG - 11: 100.0}  # its two quiet periods after it end at NOW - 8 periods
+    assert system_bursts(at_rest_but(burst), POLICY, before=NOW - PERIOD * 8)
+    assert not system_bursts(at_rest_but(burst), POLICY, before=NOW - PERIOD * 8 - timedelta(seconds=1))

@@ -23,7 +23,7 @@ from costguard.idle.rules.decision import Action, Decision, KeptFor, StartFor
 from costguard.idle.rules.evidence import Answer
 from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
 from costguard.idle.rules.money import NOT_FOR_MONEY, priced, tells_prepaid
-from costguard.idle.rules.pipeline import ORDER, Decided, Past, stepped
+from costguard.idle.rules.pipeline import NIGHTS_ON_ITS_WORD, ORDER, Decided, Past, stepped
 from costguard.idle.rules.trail import Rule, Step, read
 
 POLICY = IdlePolicy()  # window 120 min, grace 30 min, shortest stop 90 min, lead 15 min
@@ -451,3 +451,13 @@ def test_a_machine_kept_for_its_runs_in_place_of_its_hook_is_judged_without_the_
     [check] = [s for s in aside.trail if s.rule is Rule.MACHINE_CHECK]
     assert "its keep-alive hook is not asked: its owner keeps it for its runs in its place" in check.why  # Why?
     assert decided("on").action is Action.NONE  # a keep for its runs written otherwise leaves its hook its word
+
+
+def test_nights_its_owners_word_set_aside_are_said_on_its_trail_and_only_those() -> None:
+    blind = {G5.instance_id: ActivityCheck(CheckState.NO_AGENT)}
+    aside = run(stop(), World(checks_of=blind, pasts={G5.instance_id: Past(nights_aside=True)}))
+    assert aside.action is Action.STOP
+    assert [s.why for s in aside.trail if s.rule is Rule.NIGHT_WORK] == [NIGHTS_ON_ITS_WORD]
+    for past in (Past(), Past(nights_aside=True, nights_unread=True)):
+        decided = run(stop(), World(checks_of=blind, pasts={G5.instance_id: past}))
+        assert NIGHTS_ON_ITS_WORD not in [s.why for s in decided.trail]

@@ -26,7 +26,7 @@ from costguard.core.records import Instance
 from costguard.core.series import Point, Signal
 from costguard.core.settings import IdlePolicy
 from costguard.idle.rules.arrival import Arrival, arrival, undone_share
-from costguard.idle.rules.automation import night_work, on_its_clocks, unseen_nights
+from costguard.idle.rules.automation import NightWork, night_work, on_its_clocks, unseen_nights
 from costguard.idle.rules.capacity import owners_hours, workdays
 from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import Past
@@ -101,16 +101,11 @@ class Learner:
             for instance in run:
                 iid = instance.instance_id
                 people = _people_starts(histories[iid], records[iid])  # read once, for all
-                night = None
+                night, aside = None, False
                 if iid in blind:
-                    team = self.policy.team_timezone
-                    mine = list(dict.fromkeys([owners_clock(zones.get(iid, ""), team), team]))
-                    ours, for_runs = records[iid].started(), kept_for_runs(instance.tags)
+                    owner = owners_clock(zones.get(iid, ""), self.policy.team_timezone)
                     nights = held.get(iid, quarters[iid])
-                    vouched = nothing_unseen(instance.tags)
-                    night = on_its_clocks(
-                        nights, people, now, mine, ours=ours, for_runs=for_runs, nothing_unseen=vouched
-                    )
+                    night, aside = self._blind_nights(instance, nights, people, records[iid], owner, now)
                 elif iid in clocks:
                     ours, clock = records[iid].started(), clocks[iid]
                     night = night_work(quarters[iid], people, now, clock, ours=ours, blind=False)
@@ -125,7 +120,7 @@ class Learner:
                     launched=instance.launch_time,
                 )
                 if iid not in learning:  # only its nights: costguard learns nothing else of it
-                    out[iid] = Past(night=night, nights_unread=iid in failed)
+                    out[iid] = Past(night=night, nights_unread=iid in failed, nights_aside=aside)
                     continue
                 out[iid] = Past(
                     workdays=days,
@@ -134,6 +129,7 @@ class Learner:
                     arrival=self._arrival(instance, quarters[iid], histories[iid], people, now),
                     night=night,
                     nights_unread=iid in failed and (iid in blind or iid in clocks),
+                    nights_aside=aside,
                 )
         by_id = {i.instance_id: i for i in undone}
         for iid, at in undid.items():
@@ -162,6 +158,23 @@ class Learner:
         if found is not None:
             logger.info("person's weekday", learned=found.describe(), saves_usd=found.net_usd)
         return found
+
+    def _blind_nights(  # noqa: PLR0917
+        self,
+        instance: Instance,
+        nights: Sequence[Quarter],
+        people: Sequence[datetime],
+        record: StartRecord,
+        owner: str,
+        now: datetime,
+    ) -> tuple[NightWork | None, bool]:
+        """A machine that cannot answer: its night work on its owner's clock and the team's, and whether its owner's
+        word (`costguard:unseen-work=none`) set a hold aside (said on its trail: pipeline.py)."""
+        mine = list(dict.fromkeys([owner, self.policy.team_timezone]))
+        ours, for_runs, vouched = record.started(), kept_for_runs(instance.tags), nothing_unseen(instance.tags)
+        night = on_its_clocks(nights, people, now, mine, ours=ours, for_runs=for_runs, nothing_unseen=vouched)
+        aside = vouched and night is None and on_its_clocks(nights, people, now, mine, ours=ours) is not None
+        return night, aside
 
     def _learn(
         self,

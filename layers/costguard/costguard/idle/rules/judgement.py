@@ -274,9 +274,14 @@ SYSTEM_CORES = 1.5
 def system_bursts(utilization: Utilization, policy: IdlePolicy, before: datetime | None = None) -> frozenset[datetime]:
     """The CPU points of short bursts taken for the system's own timers on a machine no check answers for."""
     gpus = per_gpu(utilization.of(Signal.GPU))
-    memory = [s for s in utilization.of(Signal.GPU_MEMORY) if s.points]
+    merged: dict[str, list[tuple[datetime, float]]] = {}  # each GPU's memory, under its GPU's label
+    for one in utilization.of(Signal.GPU_MEMORY):
+        merged.setdefault(one.label.removesuffix(" memory"), []).extend(one.points)
+    memory = [Series(Signal.GPU_MEMORY, label, tuple(merged[label])) for label in merged]
     cpu = [s for s in (*utilization.of(Signal.CPU), *utilization.of(Signal.BUSIEST_CORE)) if s.points]
-    if not gpus or len(memory) < len(gpus) or not utilization.of(Signal.CPU) or utilization.vcpus <= 0:
+    if not gpus or any(not merged.get(g.label) for g in gpus) or not utilization.of(Signal.CPU):
+        return frozenset()  # a GPU whose memory is not published: not known at rest
+    if utilization.vcpus <= 0:
         return frozenset()
     levels = thresholds(utilization, policy)
     period = timedelta(seconds=policy.period_seconds)

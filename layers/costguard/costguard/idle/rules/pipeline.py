@@ -93,6 +93,7 @@ class Past:
     usd_per_hour: float | None = None  # its list price, where its hold after an undo needs it
     night: NightWork | None = None  # a machine that cannot answer the check: the work it runs by itself at night
     nights_unread: bool = False  # ... whose nights could not be read in full
+    nights_aside: bool = False  # ... whose nights would hold it but for its owner's word (costguard:unseen-work)
     workdays: Workdays | None = None  # its person's weekdays: what moves a scarce machine's readying (capacity.py)
 
 
@@ -310,7 +311,7 @@ def _night(  # noqa: PLR0917
         why = "its last two weeks could not be read, to see whether it runs work of its own at night: not stopped in"
         return stepped(Rule.NIGHT_WORK, decision, replace(decision, action=Action.NONE, reason=f"{why} this sweep"))
     may_start = promises is not None and learns(instance, policy) and not starts_declined(instance.tags)
-    if night is None and decision.blind and decision.action in TOLD_NIGHTS and nothing_unseen(instance.tags):
+    if past is not None and past.nights_aside and not past.nights_unread and decision.action in TOLD_NIGHTS:
         word = Step(Rule.NIGHT_WORK, decision.action.value, NIGHTS_ON_ITS_WORD)  # no change: why none was needed
         return replace(decision, trail=(*decision.trail, word))
     changed = stepped(Rule.NIGHT_WORK, decision, with_night_work(decision, night, policy, now, may_start=may_start))
