@@ -24,6 +24,8 @@ from costguard.idle.rules.capacity import held_for_run
 from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.offers import (
     HOOK_ASKED_AGAIN,
+    HookOffer,
+    UnseenOffer,
     hook_offer,
     keep_offer,
     looks_now,
@@ -148,60 +150,48 @@ class KeepOffers:
     def hooks(self, hooked: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:
         """The machines whose keep-alive hook holds them idle (the sweep's decisions: `KeptFor.ITS_HOOK`), offered a
         keep for their runs in its place: once a weekday, where their own schedule says their runs."""
-        if self.notices.mode is not Mode.ENFORCE:  # its yes stops the machine between runs: only where costguard does
-            return []
-        offered = []
-        for instance, decision in hooked:
-            offer = hook_offer(instance, decision, decision.runs, now, self.zone)
-            owner = instance.owner(self.notices.settings.owner_tag_key)
-            who = self.notices.person(owner) if offer is not None and owner else Mrkdwn("")
-            if offer is None or not who.startswith("<@"):  # an owner's own question: never the alerts channel's
-                continue
-            try:
-                if not still_asking(self._first_asked(instance.instance_id, now), now):
-                    continue
-            except (ClientError, BotoCoreError) as exc:  # a nicety: the next sweep asks again
-                logger.warning("hook offer not read", instance_id=instance.instance_id, error=str(exc)[:200])
-                continue
-            message = hook_offer_notice(instance, offer, who, now, zone=self.zone)
-            try:
-                told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL, alone=True)
-            except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
-                logger.warning("hook offer not told", instance_id=instance.instance_id, error=str(exc)[:200])
-                continue
-            if told:
-                logger.info("keep offered for its runs in place of its hook", instance_id=instance.instance_id)
-                offered.append(instance.instance_id)
-        return offered
+        offers = [(i, hook_offer(i, d, d.runs, now, self.zone)) for i, d in hooked]
+        return self._ask(offers, now, kind="hook", said="keep offered for its runs in place of its hook")
 
     def unseen(self, decided: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:
         """The machines held only because costguard cannot look inside them (the sweep's decisions: blind, and held
         for GPUs nothing sees or for nights not watched yet), their owner asked for their word once a weekday."""
-        if self.notices.mode is not Mode.ENFORCE:  # its yes lets costguard stop the machine: only where it does
+        offers = [(i, unseen_offer(i, d, now, self.zone)) for i, d in decided]
+        return self._ask(offers, now, kind="unseen", said="owner asked: nothing sees into the machine")
+
+    def _ask(
+        self, offers: Sequence[tuple[Instance, HookOffer | UnseenOffer | None]], now: datetime, *, kind: str, said: str
+    ) -> list[str]:
+        """Each offer made (None: none due) asked of its owner alone, once a day while `still_asking`; only in
+        `enforce` (its yes lets costguard stop the machine), never in the alerts channel. The machines asked now."""
+        if self.notices.mode is not Mode.ENFORCE:
             return []
-        offered = []
-        for instance, decision in decided:
-            offer = unseen_offer(instance, decision, now, self.zone)
+        asked = []
+        for instance, offer in offers:
             owner = instance.owner(self.notices.settings.owner_tag_key)
             who = self.notices.person(owner) if offer is not None and owner else Mrkdwn("")
-            if offer is None or not who.startswith("<@"):  # an owner's own word: never the alerts channel's
+            if offer is None or not who.startswith("<@"):  # an owner's own question: never the alerts channel's
                 continue
+            iid = instance.instance_id
             try:
-                if not still_asking(self._first_asked(instance.instance_id, now, kind="unseen"), now):
+                if not still_asking(self._first_asked(iid, now, kind=kind), now):
                     continue
             except (ClientError, BotoCoreError) as exc:  # a nicety: the next sweep asks again
-                logger.warning("unseen offer not read", instance_id=instance.instance_id, error=str(exc)[:200])
+                logger.warning(f"{kind} offer not read", instance_id=iid, error=str(exc)[:200])
                 continue
-            message = unseen_offer_notice(instance, offer, who, zone=self.zone)
+            if isinstance(offer, HookOffer):
+                message = hook_offer_notice(instance, offer, who, now, zone=self.zone)
+            else:
+                message = unseen_offer_notice(instance, offer, who, zone=self.zone)
             try:
                 told = owner_once(self.notices, offer.key, owner, message, now, ttl=OFFER_TTL, alone=True)
             except (ClientError, BotoCoreError, SlackDeliveryError) as exc:
-                logger.warning("unseen offer not told", instance_id=instance.instance_id, error=str(exc)[:200])
+                logger.warning(f"{kind} offer not told", instance_id=iid, error=str(exc)[:200])
                 continue
             if told:
-                logger.info("owner asked: nothing sees into the machine", instance_id=instance.instance_id)
-                offered.append(instance.instance_id)
-        return offered
+                logger.info(said, instance_id=iid)
+                asked.append(iid)
+        return asked
 
     def _first_asked(self, instance_id: str, now: datetime, *, kind: str = "hook") -> datetime | None:
         """When the offer of this `kind` about this machine was first made (now, if never: so recorded), kept for

@@ -7,7 +7,8 @@ The order, as `ORDER` declares it and `decide` runs it:
 1. `Rule.VERDICT` (decision.py): metrics, protections, warning, grace. Made as the metrics stream in, one
    GetMetricData answer at a time (reads/plan.py calls `verdict`); only warnings and stops go on.
 2. `Rule.MACHINE_CHECK` (review.py): what the machine itself says; work saves it, no answer holds a stop.
-3. `Rule.CERTAIN` (review.py): a sooner warning, or GPUs only its check sees, borne out by its answers or not.
+3. `Rule.CERTAIN` (review.py): a sooner warning, or GPUs only its check sees, borne out by its answers or not
+   (where no SSM agent answers, its owner's word that nothing runs on it unseen has it judged by its CPU).
 4. `Rule.RECURRING` (recurring.py): a run it learned is near, or its stop carries a start before the next.
 5. `Rule.PERSONS_DAY` (arrival.py): started again before its person's weekday, where that pays.
 6. `Rule.AFTER_UNDO` (restarts.py): its person undid costguard's last stop: held until its idling pays.
