@@ -1338,7 +1338,7 @@ def accept_offer(
 ) -> bool:
     """The owner, at their desk, reads the offer: half of them press its "Yes" (its primary button: "Keep it for its
     runs"), the rest leave it. Asked whether anything runs unseen on a machine costguard cannot look inside, the
-    owner of a box whose work starts by itself says so ("No, keep holding it"); but one in WRONG_WORD of them (env
+    owner of a box whose work starts by itself says so ("No, keep holding it"); but a share WRONG_WORD of them (env
     BENCH_WRONG_WORD, none by default) says "Nothing runs unseen" all the same, as people do. True: read."""
     if rng.random() >= ANSWER_RATE:
         return True
