@@ -53,7 +53,7 @@ from costguard.idle.reads.fortnights import Learner
 from costguard.idle.reads.plan import Sorted, SweepPlan, SweepPlanner, sort_out
 from costguard.idle.report import Outcome, RegionReport, Status
 from costguard.idle.rules import pipeline
-from costguard.idle.rules.decision import Action, Decision, KeptFor
+from costguard.idle.rules.decision import Action, Decision
 from costguard.idle.rules.pipeline import tells
 from costguard.slack.notifier import SlackNotifier
 from costguard.state.capacity import CapacityLog
@@ -139,8 +139,7 @@ class IdleStopper:
         )
         self.notices = sweep_notices(aws, state, notifier, terms)
         self.offers = keep_offers(self.learner, self.notices, terms)
-        self.hooked: list[Decided] = []  # the sweep's machines held idle by their keep-alive hook alone
-        self.unseen: list[Decided] = []  # ... and those held because costguard cannot look inside them
+        self.decided: list[Decided] = []  # the sweep's decisions through the pipeline: what its offers are made of
         self.writer = sweep_writer(aws, state, terms)
         self.effects = Effects(outbox=outbox, ec2=ec2, autoscaling=autoscaling, time_left=terms.time_left)
         self.due_starts = due_starts(ec2, state, terms, self.effects, self.notices)
@@ -152,7 +151,7 @@ class IdleStopper:
     def sweep(self, now: datetime) -> RegionReport:
         report = RegionReport(self.region)
         capacity = self.capacity(now=now)
-        self.hooked, self.unseen = [], []
+        self.decided = []
         try:  # 1. first: a machine due to start for its work or its hours cannot wait for the rest to succeed
             self.due_starts.run(now, report, capacity)
         finally:
@@ -164,8 +163,8 @@ class IdleStopper:
             gpu = self._act_on(candidates, now, report, one_instance=False, recovered=recovered, capacity=capacity)
         try:  # a weekday morning: exemptions after a stop offered back as keeps (a nicety: never the sweep's end)
             self.offers.run(candidates, gpu, now)
-            self.offers.hooks(self.hooked, now)  # ... and keep-alive hooks that hold idle machines
-            self.offers.unseen(self.unseen, now)  # ... and the owners of machines held because nothing sees in
+            self.offers.hooks(self.decided, now)  # ... and keep-alive hooks that hold idle machines
+            self.offers.unseen(self.decided, now)  # ... and the owners of machines held because nothing sees in
         except Exception:
             logger.exception("keep offers not made", region=self.region)
         self.notices.shown.stale()  # the messages whose edit Slack did not take before, as they stand now
@@ -231,8 +230,7 @@ class IdleStopper:
                 keep_answers(self.checklog, facts.checked, sorted_out.answers, now)
         for instance, found in facts.judged:
             self.promises.judged(instance, found, now)
-        self.hooked = [(i, d) for i, d in final if d.kept_for is KeptFor.ITS_HOOK]
-        self.unseen = [(i, d) for i, d in final if d.blind and (d.kept_for is KeptFor.GPUS_UNSEEN or d.unwatched)]
+        self.decided = final  # each offer's own rule (rules/offers.py) says which of them it is made about
         return final
 
     def _act_on(

@@ -147,10 +147,10 @@ class KeepOffers:
                 offered.append(instance.instance_id)
         return offered
 
-    def hooks(self, hooked: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:
+    def hooks(self, decided: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:
         """The machines whose keep-alive hook holds them idle (the sweep's decisions: `KeptFor.ITS_HOOK`), offered a
         keep for their runs in its place: once a weekday, where their own schedule says their runs."""
-        offers = [(i, hook_offer(i, d, d.runs, now, self.zone)) for i, d in hooked]
+        offers = [(i, hook_offer(i, d, d.runs, now, self.zone)) for i, d in decided]
         return self._ask(offers, now, kind="hook", said="keep offered for its runs in place of its hook")
 
     def unseen(self, decided: Sequence[tuple[Instance, Decision]], now: datetime) -> list[str]:

@@ -277,7 +277,6 @@ def system_bursts(utilization: Utilization, policy: IdlePolicy, before: datetime
     merged: dict[str, list[tuple[datetime, float]]] = {}  # each GPU's memory, under its GPU's label
     for one in utilization.of(Signal.GPU_MEMORY):
         merged.setdefault(one.label.removesuffix(" memory"), []).extend(one.points)
-    memory = [Series(Signal.GPU_MEMORY, label, tuple(merged[label])) for label in merged]
     cpu = [s for s in (*utilization.of(Signal.CPU), *utilization.of(Signal.BUSIEST_CORE)) if s.points]
     if not gpus or any(not merged.get(g.label) for g in gpus) or not utilization.of(Signal.CPU):
         return frozenset()  # a GPU whose memory is not published: not known at rest
@@ -291,7 +290,7 @@ def system_bursts(utilization: Utilization, policy: IdlePolicy, before: datetime
         t for s in utilization.of(Signal.CPU) for t, v in s.points if v <= SYSTEM_CORES * 100 / utilization.vcpus
     }
     at_rest = [{t for t, v in s.points if not is_work(v, levels[Signal.GPU])} for s in gpus]
-    at_rest += [{t for t, v in s.points if not is_work(v, GPU_MEMORY_HELD_MB)} for s in memory]
+    at_rest += [{t for t, v in points if not is_work(v, GPU_MEMORY_HELD_MB)} for points in merged.values()]
     runs: list[list[datetime]] = []
     for t in busy:
         if runs and t - runs[-1][-1] <= period:

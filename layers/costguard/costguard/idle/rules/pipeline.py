@@ -186,7 +186,6 @@ def decide(
     return [(i, stepped(Rule.BILL, d, priced.get(i.instance_id, d))) for i, d in out]
 
 
-TOLD_NIGHTS = (Action.WARN, Action.STOP)
 NIGHTS_ON_ITS_WORD = (
     "nights costguard has not watched do not hold it: its owner says nothing runs on it unseen "
     "(costguard:unseen-work=none); night work its metrics show would"
@@ -312,7 +311,8 @@ def _night(  # noqa: PLR0917
         why = "its last two weeks could not be read, to see whether it runs work of its own at night: not stopped in"
         return stepped(Rule.NIGHT_WORK, decision, replace(decision, action=Action.NONE, reason=f"{why} this sweep"))
     may_start = promises is not None and learns(instance, policy) and not starts_declined(instance.tags)
-    if past is not None and past.nights_aside and not past.nights_unread and decision.action in TOLD_NIGHTS:
+    aside = past is not None and past.nights_aside and not past.nights_unread
+    if aside and decision.action in (Action.WARN, Action.STOP):
         word = Step(Rule.NIGHT_WORK, decision.action.value, NIGHTS_ON_ITS_WORD)  # no change: why none was needed
         return replace(decision, trail=(*decision.trail, word))
     changed = stepped(Rule.NIGHT_WORK, decision, with_night_work(decision, night, policy, now, may_start=may_start))
