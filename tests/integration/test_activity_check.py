@@ -42,7 +42,7 @@ from tests.integration.conftest import (
     ssm_client,
     tags_of,
 )
-from tests.integration.test_idle_stopper import app, idle, launch, publish, state_of, warn_tags
+from tests.integration.test_idle_stopper import app, idle, launch, publish, publish_gpu, state_of, warn_tags
 
 pytestmark = pytest.mark.usefixtures("times_in_readers_zones")  # every time in a reader's own zone
 
@@ -601,3 +601,42 @@ def test_a_machine_that_cannot_answer_warned_before_its_owners_morning_keeps_its
     assert len(slack.said) == 1
     assert sweep(runtime, morning.replace(hour=13), lambda_context, monkeypatch)["stopped"] == [iid]
     assert state_of(iid) == "stopped"
+
+
+def test_a_warning_given_past_the_systems_timer_is_not_withdrawn_for_it_once_the_check_has_answered(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A machine at rest for three hours but for ten minutes of one core half an hour ago (apt's timer), its GPUs
+    and their memory at rest throughout, and no answer of its check kept yet (the first sweep after a deploy, or
+    after its GPUs went quiet): the burst is the system's, and it is warned. Its check answers that sweep; the
+    next sweep has that answer, which cannot speak for the CPU before it, and must judge the burst as the sweep
+    before did: its warning stands (before, it was withdrawn as "at work again", to be given again later)."""
+    iid = launch(now, instance_type="g5.12xlarge")
+    points = 36
+    core = [3.0] * points
+    cpu = [1.0] * points
+    for k in (points - 6, points - 5):  # 30 and 25 minutes before now: one core of 48, for ten minutes
+        core[k], cpu[k] = 100.0, 2.5
+    publish(iid, now, gpus=[idle(points)] * 4, cpu=cpu, core=core)
+    for index in range(4):
+        publish_gpu(iid, now, "nvidia_smi_memory_used", [3.0] * points, index)
+    answers[iid] = report(sessions=[{"tty": "pts/0", "idle_s": 5 * 3600}])
+    assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == [iid]
+    warned_at = tags_of(iid)[tags.IDLE_WARNED_AT]
+
+    later = now + timedelta(minutes=15)
+    more = points + 3
+    publish(iid, later, gpus=[idle(more)] * 4, cpu=[*cpu, 1.0, 1.0, 1.0], core=[*core, 3.0, 3.0, 3.0])
+    for index in range(4):
+        publish_gpu(iid, later, "nvidia_smi_memory_used", [3.0] * more, index)
+    result = sweep(runtime, later, lambda_context, monkeypatch)
+
+    assert result["warned"] == []
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == warned_at  # not withdrawn
+    [warning] = slack.messages
+    assert "At work again" not in json.dumps(warning.blocks)

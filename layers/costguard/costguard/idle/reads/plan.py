@@ -68,6 +68,18 @@ def live_warning(instance: Instance) -> datetime | None:
     return warned_at
 
 
+def unattributed(bursts: frozenset[datetime], answers: Sequence[Answer], policy: IdlePolicy) -> frozenset[datetime]:
+    """The system bursts' points no kept answer can speak for: those whose period ended before the first answer
+    (all of them where none was kept). After it, the check's own counts say whose the CPU was (`excused`); before
+    it, a short burst on a machine at rest is the system's timers', in this sweep as in the one before its first
+    answer (a burst excused there and not here withdrew the warning it let be given, to give it again later)."""
+    first = min((a.at for a in answers), default=None)
+    if first is None:
+        return bursts
+    period = timedelta(seconds=policy.period_seconds)
+    return frozenset(t for t in bursts if t + period <= first)
+
+
 class SweepPlanner:
     def __init__(
         self,
@@ -122,9 +134,8 @@ class SweepPlanner:
                 utilization = fleet.get(instance.instance_id)
                 answers = tuple(a for raw in logs.get(instance.instance_id, []) if (a := Answer.from_json(raw)))
                 stretches = excused(answers, policy.busiest_core_percent)
-                # no answers to attribute its CPU: a short burst on a machine at rest is the system's timers'
                 warned_at = live_warning(instance)
-                bursts = frozenset() if answers else system_bursts(utilization, policy, before=warned_at)
+                bursts = unattributed(system_bursts(utilization, policy, before=warned_at), answers, policy)
 
                 def system_made(
                     t: datetime,
