@@ -27,7 +27,7 @@ from costguard.idle.rules.automation import (
 )
 from costguard.idle.rules.decision import Action, Decision, StartFor
 from costguard.idle.rules.jobs import Job, JobKind, MachineJobs
-from costguard.idle.rules.recurring import QUARTER, Quarter
+from costguard.idle.rules.recurring import QUARTER, Quarter, quarters_of
 from costguard.idle.words.messages import idle_warning
 from costguard.slack.blocks import mention
 
@@ -45,7 +45,7 @@ def fortnight(
     while at < now:
         working = any(start <= at < start + length for start, length in busy)
         stopped = any(start <= at < start + length for start, length in off)
-        out.append(Quarter(at, None if stopped else working))
+        out.append(Quarter(at, None if stopped else working, gpu=working and not stopped))
         at += QUARTER
     return out
 
@@ -391,6 +391,36 @@ def test_work_begun_in_its_persons_day_makes_it_a_persons_machine_not_an_unwatch
     run = [(MONDAY.replace(hour=9), timedelta(hours=3))]  # 10:00 in Paris
     assert unwatched_nights(since_sunday(now, run), now, "Europe/Paris") is None
     assert on_its_clocks(since_sunday(now, run), [], now, PARIS_AND_UTC) is None
+
+
+def read_since_sunday(
+    now: datetime, core_busy: Sequence[datetime] = (), gpu_busy: Sequence[datetime] = ()
+) -> list[Quarter]:
+    """A fresh deploy's quarter-hours read as the sweep reads them (`quarters_of`): CloudWatch from Sunday 00:00
+    UTC, a 4-GPU machine at rest but for its busiest core at `core_busy` and its GPUs at `gpu_busy`."""
+    times = [SUNDAY + QUARTER * k for k in range(int((now - SUNDAY) / QUARTER))]
+    gpus = [[(t, 80.0 if t in gpu_busy else 0.0) for t in times] for _ in range(4)]
+    core = [(t, 100.0 if t in core_busy or t in gpu_busy else 4.0) for t in times]
+    cpu = [(t, 3.0 if t in core_busy or t in gpu_busy else 0.1) for t in times]
+    memory = [[(t, 3.0) for t in times] for _ in range(4)]
+    return quarters_of(gpus, core, cpu, POLICY, 8, memory=memory)
+
+
+def test_the_systems_timers_in_its_owners_morning_are_not_a_persons_day_and_its_unwatched_night_still_holds() -> None:
+    """A pipeline box that cannot answer, watched from a Sunday: its GPUs did nothing, but apt's and snapd's timers
+    ran a core on and off for half an hour at 07:00 and 08:00 in Paris, which the CPU alone calls work of the day.
+    Before, that made it a person's machine: not held through its first weekday night, stopped at 01:30 on Monday,
+    and never started for the 22:00 job it had (an interruption on the bench's unseen seeds)."""
+    now = MONDAY + timedelta(minutes=30)
+    timers = [SUNDAY.replace(hour=6), SUNDAY.replace(hour=6, minute=15), SUNDAY.replace(hour=7, minute=15)]
+    timers += [SUNDAY.replace(hour=7, minute=30)]
+    seen = read_since_sunday(now, core_busy=timers)
+    assert [q.at for q in seen if q.busy] == timers  # the CPU calls it work
+    found = unwatched_nights(seen, now, "Europe/Paris")
+    assert found is not None
+    assert with_night_work(warn(now), found, POLICY, now, may_start=True).action is Action.NONE
+    run = read_since_sunday(now, gpu_busy=timers)  # the same hours with its GPUs at work: its person's day
+    assert unwatched_nights(run, now, "Europe/Paris") is None
 
 
 def test_an_unwatched_machine_in_kolkata_is_not_held_into_its_persons_day_on_the_teams_night() -> None:

@@ -166,7 +166,8 @@ def unseen_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> Nigh
 
 def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> NightWork | None:
     """A machine that cannot answer the check, none of whose weekday nights costguard has watched yet, and whose
-    data shows no work begun in its person's day: it may be a box whose work comes on weekday nights (an evening
+    data shows no work begun in its person's day on its GPUs (`on_its_gpus`: the CPU alone may be the system's own
+    timers): it may be a box whose work comes on weekday nights (an evening
     export, a nightly job) that a short watch (a deploy on a Sunday) has not seen. Held from each evening on its
     owner's clock (`zone`) until its night ends, never into its person's day (where a stop may meet work they
     start); stopped in the day and started before its evening. None once a weekday night of it was watched (its
@@ -174,7 +175,7 @@ def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> N
     its person)."""
     clock = ZoneInfo(zone)
     began = work_starts(quarters)
-    if any(NIGHT_ENDS <= b.astimezone(clock).time() < EVENING for b in began):
+    if any(NIGHT_ENDS <= b.astimezone(clock).time() < EVENING for b in on_its_gpus(began, quarters)):
         return None
     known = {q.at for q in quarters if q.busy is not None}
     if not known:
@@ -191,6 +192,22 @@ def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> N
         day += timedelta(days=1)
     whole_night = datetime.combine(date(2000, 1, 2), NIGHT_ENDS) - datetime.combine(date(2000, 1, 1), EVENING)
     return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(began, default=None))
+
+
+def on_its_gpus(began: Sequence[datetime], quarters: Sequence[Quarter]) -> list[datetime]:
+    """The starts of work (`began`, quarter-hours) whose work reached its GPUs before it ended: one busy, or its
+    memory held. A person's day on a GPU machine does; the system's own timers never do (apt, snapd: a core for
+    minutes a few times a day, at times a cluster of them half an hour long, which the CPU alone calls work)."""
+    by_time = {q.at: q for q in quarters}
+    out = []
+    for start in began:
+        at = start
+        while (quarter := by_time.get(at)) is not None and quarter.busy:
+            if quarter.gpu:
+                out.append(start)
+                break
+            at += QUARTER
+    return out
 
 
 def night_work(
@@ -300,12 +317,13 @@ def persons_day_work(quarters: Sequence[Quarter], people: Sequence[datetime], zo
     started at their desk): work begun at about that hour of their day on a later morning, on the machine
     costguard started for the night, is theirs too, and not work of its own on another clock's night (10:00 in
     Kolkata is 04:30 UTC). Work at another hour stays the machine's own: one start at their desk does not make a
-    server's 02:00 UTC job theirs (it was stopped into it the next night)."""
+    server's 02:00 UTC job theirs (it was stopped into it the next night). Work on its GPUs (`on_its_gpus`): a
+    start's own timers (apt's at boot) are not a person's day."""
     clock = ZoneInfo(zone)
     # A quarter-hour is stamped with its beginning: work in the quarter of 05:15 may follow a start at 05:20.
     return tuple(
         _since_midnight(began.astimezone(clock))
-        for began in work_starts(quarters)
+        for began in on_its_gpus(work_starts(quarters), quarters)
         if in_the_day(began, zone) and any(began - RUNNING_BEFORE <= p < began + QUARTER for p in people)
     )
 

@@ -54,6 +54,7 @@ class Quarter:
 
     at: datetime  # UTC
     busy: bool | None
+    gpu: bool = False  # busy on its GPUs: one at work, or its memory held (not its CPU alone)
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def quarters_of(
     out = []
     for t in times:
         sustained = cpu_high.get(t, False) and (cpu_high.get(t - QUARTER, False) or cpu_high.get(t + QUARTER, False))
-        out.append(Quarter(t, gpu_busy.get(t, False) or sustained))
+        out.append(Quarter(t, gpu_busy.get(t, False) or sustained, gpu_busy.get(t, False)))
     return out
 
 
