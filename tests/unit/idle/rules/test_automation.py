@@ -86,6 +86,27 @@ def test_a_one_off_night_training_run_does_not_hold_the_machine_for_ever() -> No
     assert night_work(fortnight(thursday, [run]), [], thursday, "UTC") is None
 
 
+def test_a_pipeline_of_the_working_week_is_still_one_on_monday_after_its_quiet_weekend() -> None:
+    """Seen on the evenings of a working week (Monday to Friday), quiet on Saturday's and Sunday's: on Monday
+    afternoon it is still an automation machine, held into its Monday evening (before, the two weekend nights ended
+    it, and it was stopped into Monday's run: the bench's harder week with a fortnight of history)."""
+    friday = MONDAY - timedelta(days=3)
+    week = [pipeline_night(friday - timedelta(days=k)) for k in range(5)]
+    monday = MONDAY + timedelta(hours=15)
+    found = night_work(fortnight(monday, week), [], monday, "UTC")
+    assert found is not None
+    assert found.nights[-1] == friday.date()
+    tuesday, wednesday = monday + timedelta(days=1), monday + timedelta(days=2)
+    assert night_work(fortnight(tuesday, week), [], tuesday, "UTC") is not None  # one weekday night quiet
+    assert night_work(fortnight(wednesday, week), [], wednesday, "UTC") is None  # two: it has stopped
+
+
+def test_a_machine_seen_at_work_on_a_weekend_night_counts_its_weekend_nights_as_quiet() -> None:
+    saturday = MONDAY - timedelta(days=2)
+    tuesday = MONDAY + timedelta(days=1, hours=15)  # Sunday's night and Monday's quiet
+    assert night_work(fortnight(tuesday, [pipeline_night(saturday)]), [], tuesday, "UTC") is None
+
+
 def test_work_a_person_started_the_machine_for_is_not_its_own() -> None:
     now = MONDAY + timedelta(days=1, hours=14)
     started = MONDAY.replace(hour=21, minute=30)

@@ -5,7 +5,8 @@ costguard cannot read such a machine's crontab or timers, so it reads its nights
 began in the evening or at night (the team's clock, from EVENING to NIGHT_ENDS) on a machine that was already
 running, idle, for the hour before, with no start by a person in that hour, is work the machine does by itself.
 One such night makes it an automation machine, until QUIET_NIGHTS nights have passed without such work (a one-off
-night training run does not hold the machine for ever).
+night training run does not hold the machine for ever); a weekend's nights are not counted unless such work was seen
+on one (a pipeline of the working week rests on Saturday and Sunday nights, and runs again on Monday's).
 
 Its work may begin by waiting (a job that starts in the evening and waits for data shows nothing in the metrics
 for hours), so such a machine is not warned or stopped from its evening until its night's work has run (work
@@ -25,7 +26,7 @@ have weekday runs that a shorter watch has not seen (a deploy on a Sunday sees n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -38,7 +39,8 @@ from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
 
 EVENING = time(18, 0)  # the team's clock: work that begins after it, on a machine left running, is its own
 NIGHT_ENDS = time(6, 0)
-QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again
+QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again (weekday nights)
+SATURDAY = 5
 RUNNING_BEFORE = timedelta(hours=1)  # up and idle this long before its work began: nobody started it for this
 # Work begun within this of the hour (on their clock) at which a person began work of their day after starting the
 # machine is theirs; work at another hour of their day may be a server's job on another clock (02:00 UTC is 07:30 in
@@ -244,19 +246,26 @@ def night_work(
         if any(began - RUNNING_BEFORE <= p <= began for p in people):
             continue  # a person started it
         found.setdefault(day, []).append(local - evening)
-    if not found:
-        return None
-    last = max(found)
-    quiet = sum(
-        1
-        for k in range(1, QUIET_NIGHTS + 1)
-        if datetime.combine(last + timedelta(days=k + 1), NIGHT_ENDS, tzinfo=clock) <= now
-    )
-    if quiet >= QUIET_NIGHTS:
+    if not found or quiet_since(found, now, clock) >= QUIET_NIGHTS:
         return None
     busy = [q.at for q in quarters if q.busy]
     starts = [after for night in found.values() for after in night]
     return NightWork(zone, tuple(sorted(found)), min(starts), max(starts), max(busy, default=None), blind=blind)
+
+
+def quiet_since(found: Collection[date], now: datetime, clock: ZoneInfo) -> int:
+    """The nights over since the last night of `found` (their evenings' dates), up to QUIET_NIGHTS: a weekend's
+    two nights are not counted where no work was seen on a weekend night (a pipeline of the working week is quiet
+    every Saturday and Sunday, and comes back on Monday evening)."""
+    weekends = any(day.weekday() >= SATURDAY for day in found)
+    day, quiet = max(found), 0
+    while quiet < QUIET_NIGHTS:
+        day += timedelta(days=1)
+        if datetime.combine(day + timedelta(days=1), NIGHT_ENDS, tzinfo=clock) > now:
+            break
+        if weekends or day.weekday() < SATURDAY:
+            quiet += 1
+    return quiet
 
 
 def on_its_clocks(
