@@ -640,3 +640,65 @@ def test_a_warning_given_past_the_systems_timer_is_not_withdrawn_for_it_once_the
     assert tags_of(iid)[tags.IDLE_WARNED_AT] == warned_at  # not withdrawn
     [warning] = slack.messages
     assert "At work again" not in json.dumps(warning.blocks)
+
+
+def stamp(at: datetime) -> int:
+    """The machine's own time in its answer, which places its cgroup counters between the metrics' points."""
+    return int(at.timestamp())
+
+
+def cgroup(total: float, system: float) -> dict[str, Any]:
+    """cgroup v2's CPU seconds since boot in a check's answer: the whole machine's, and its system services'."""
+    return {"v": 2, "boot": "b-1", "top": total, "sys": system}
+
+
+def burst_after_its_warning(iid: str, at: datetime, points: int) -> None:
+    """Idle but for five minutes of one core (of 48) at the 37th point: five minutes after its warning."""
+    core, cpu = [3.0] * points, [1.0] * points
+    core[37], cpu[37] = 100.0, 2.5
+    publish(iid, at, gpus=[idle(points)] * 4, cpu=cpu, core=core)
+
+
+@pytest.mark.parametrize(("system_s", "stopped"), [(960.0, True), (900.0, False)])
+def test_a_burst_its_check_has_not_answered_for_yet_keeps_the_warning_until_the_next_answer_says_whose(
+    runtime: Runtime,
+    slack: SlackStandIn,
+    answers: dict[str, str | None],
+    now: datetime,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    system_s: float,
+    stopped: bool,
+) -> None:
+    """Warned with its check's answer at hand; five minutes later a core runs for five minutes, after that answer.
+    The next sweep cannot say whose that CPU was (only a pair of answers can): its warning stands, nothing is
+    stopped, and the check is asked again (before, the warning was withdrawn at once, "At work again", to be given
+    again once the answers showed the system's timer). With that answer, the sweep at the end of the grace stops
+    it if the CPU was the system's services', and withdraws the warning if it was not."""
+    iid = launch(now, instance_type="g5.12xlarge")
+    publish(iid, now, gpus=[idle(36)] * 4, cpu=[1.0] * 36)
+    answers[iid] = report(sessions=[{"tty": "pts/0", "idle_s": 5 * 3600}], cg=cgroup(1000.0, 900.0), at=stamp(now))
+    assert sweep(runtime, now, lambda_context, monkeypatch)["warned"] == [iid]
+    warned_at = tags_of(iid)[tags.IDLE_WARNED_AT]
+
+    later = now + timedelta(minutes=15)
+    burst_after_its_warning(iid, later, 39)
+    answers[iid] = report(
+        sessions=[{"tty": "pts/0", "idle_s": 5 * 3600 + 900}], cg=cgroup(1060.0, system_s), at=stamp(later)
+    )
+    result = sweep(runtime, later, lambda_context, monkeypatch)
+    assert (result["warned"], result["stopped"]) == ([], [])
+    assert tags_of(iid)[tags.IDLE_WARNED_AT] == warned_at  # not withdrawn
+    assert tags_of(iid)[tags.ACTIVITY_CHECK_AT] == formatting.format_time(later)  # asked for its next answer
+    [warning] = slack.messages
+    assert "At work again" not in json.dumps(warning.blocks)
+
+    end = now + timedelta(minutes=30)
+    burst_after_its_warning(iid, end, 42)
+    idle_s = 5 * 3600 + 1800
+    answers[iid] = report(
+        sessions=[{"tty": "pts/0", "idle_s": idle_s}], cg=cgroup(1061.0, system_s + 1.0), at=stamp(end)
+    )
+    result = sweep(runtime, end, lambda_context, monkeypatch)
+    assert result["stopped"] == ([iid] if stopped else [])
+    assert (tags.IDLE_WARNED_AT in tags_of(iid)) is stopped  # at work after all: its warning withdrawn

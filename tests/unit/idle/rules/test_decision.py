@@ -238,6 +238,27 @@ def test_warned_instance_back_at_work_has_its_warning_cleared() -> None:
     assert "88.0%" in d.reason
 
 
+def test_a_warned_machine_at_work_only_by_cpu_no_answer_has_spoken_for_yet_waits_and_is_never_stopped_so() -> None:
+    """The judgement without the CPU since its check's last answer (`unanswered`) idle: the warning stands and no
+    stop is made, even past its stop time, until an answer says whose that CPU was."""
+    busy_core = [3.0] * 35 + [100.0]
+    since = NOW - timedelta(minutes=31)
+    inst = instance(tags=warned(since, NOW - timedelta(minutes=1)))
+    judged = judge(utilization(core=busy_core), POLICY, NOW, since=since)
+    assert judged.verdict is Verdict.BUSY
+    pending = judge(utilization(core=busy_core), POLICY, NOW, since=since, excused=lambda t: t >= NOW - PERIOD)
+    d = decide(inst, judged, POLICY, NOW, unanswered=pending)
+    assert d.action is Action.WAIT
+    assert d.stop_after == NOW - timedelta(minutes=1)
+    assert d.reason.endswith("its check has not said yet whether that was the system's own services")
+    assert decide(inst, judged, POLICY, NOW).action is Action.CLEAR_WARNING  # without it: withdrawn
+    gpu = [1.0] * 35 + [88.0]  # a GPU at work: never waiting on an answer (no answer excuses a GPU)
+    at_work = judge(utilization(gpu=[gpu], core=busy_core), POLICY, NOW, since=since, excused=lambda t: True)
+    assert decide(inst, judged, POLICY, NOW, unanswered=at_work).action is Action.CLEAR_WARNING
+    unwarned = instance()  # never warned: nothing to keep
+    assert decide(unwarned, judged, POLICY, NOW, unanswered=pending).action is Action.NONE
+
+
 def test_restarted_instance_with_old_warning_tags_is_not_stopped_on_them() -> None:
     old = warned(NOW - timedelta(hours=5), NOW - timedelta(hours=4, minutes=30))
     inst = instance(tags=old, launch_time=NOW - timedelta(hours=3))

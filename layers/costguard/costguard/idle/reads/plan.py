@@ -42,6 +42,7 @@ HISTORY = timedelta(hours=2)  # read this much before the window, to say how lon
 # Decisions whose machines are asked for their check for the evidence alone (warnings and stops are anyway).
 WATCHED = (Action.NONE, Action.WAIT)
 MAX_LOOKBACK = timedelta(hours=24)
+ANSWERED_LATELY = timedelta(minutes=20)  # a sweep's answer, and the minutes a sweep may start late
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,19 @@ def unattributed(bursts: frozenset[datetime], answers: Sequence[Answer], policy:
         return bursts
     period = timedelta(seconds=policy.period_seconds)
     return frozenset(t for t in bursts if t + period <= first)
+
+
+def answered(answers: Sequence[Answer], now: datetime) -> datetime | None:
+    """When the machine's check last answered, if in the last sweep or two (None: not lately, or never): the next
+    answer is due the next sweep."""
+    last = max((a.at for a in answers), default=None)
+    return last if last is not None and last >= now - ANSWERED_LATELY else None
+
+
+def awaiting(system_made: Excused, last: datetime, policy: IdlePolicy) -> Excused:
+    """`system_made`, and the CPU points no answer can speak for yet: their period ends after the last answer."""
+    period = timedelta(seconds=policy.period_seconds)
+    return lambda t: system_made(t) or t + period > last
 
 
 class SweepPlanner:
@@ -148,10 +162,13 @@ class SweepPlanner:
                 # Judged since the warning, as far back as the data read goes (the decision checks it).
                 since = max(warned_at, start) if warned_at else None
                 judgement = judge(utilization, policy, now, since=since, excused=system_made)
-                shorter = None
+                shorter = unanswered = None
                 evidence = self.checklog is not None and instance.instance_id in quiet
                 if evidence and judgement.verdict is not Verdict.IDLE and early_warnings(instance, policy):
                     shorter = self._shorter_window(utilization, now, warned_at, system_made)
+                if evidence and warned_at and judgement.verdict is Verdict.BUSY and (last := answered(answers, now)):
+                    pending = awaiting(system_made, last, policy)
+                    unanswered = judge(utilization, policy, now, since=since, excused=pending)
                 decision = verdict(
                     decide(
                         instance,
@@ -163,9 +180,11 @@ class SweepPlanner:
                         gpu_telemetry=utilization.gpu_telemetry,
                         shorter=shorter,
                         gpus_from_check=evidence,
+                        unanswered=unanswered,
                     )
                 )
-                watch = evidence and decision.action in WATCHED and quiet_cpu(utilization, policy)
+                waiting = decision.action is Action.WAIT and unanswered is not None  # its next answer is wanted
+                watch = evidence and decision.action in WATCHED and (waiting or quiet_cpu(utilization, policy))
                 yield Planned(instance, decision, utilization.gpu_telemetry, watch, answers)
 
     def _shorter_window(

@@ -162,10 +162,13 @@ def decide(
     gpu_telemetry: bool = True,
     shorter: Judgement | None = None,
     gpus_from_check: bool = False,
+    unanswered: Judgement | None = None,
 ) -> Decision:
     """`shorter`: the judgement over the shorter window of certain idleness (since the warning, for a
     machine warned so), when the full window's is not idle; `gpus_from_check`: a machine without GPU
-    metrics whose own check can be asked about its GPUs."""
+    metrics whose own check can be asked about its GPUs; `unanswered`: for a warned machine whose check
+    answers, the judgement with the CPU points since its last answer set aside (no answer can say yet whether
+    they were the system's services')."""
     iid = instance.instance_id
     warned_at = formatting.parse_time(instance.tags.get(tags.IDLE_WARNED_AT))
     warned = warned_at is not None and warned_at >= instance.launch_time  # a restart resets the story
@@ -203,6 +206,8 @@ def decide(
 
     early = False
     if judgement.verdict is not Verdict.IDLE:
+        if warned and unanswered is not None and unanswered.verdict is Verdict.IDLE:
+            return _awaiting_answer(instance, judgement)
         if shorter is None or shorter.verdict is not Verdict.IDLE or not early_warnings(instance, policy):
             return clear_or(Action.NONE, judgement.reason)
         judgement, early = shorter, True  # idle for the shorter window: if the machine's check agrees
@@ -220,6 +225,20 @@ def decide(
 
 
 NOT_STOPPED_UNSEEN = "warned; no GPU telemetry, so it is not stopped automatically"
+AWAITING_ANSWER = "its check has not said yet whether that was the system's own services"
+
+
+def _awaiting_answer(instance: Instance, judgement: Judgement) -> Decision:
+    """A warned machine at work only by CPU its check's answers cannot speak for yet (since the last of them): its
+    warning stands and nothing is stopped until the next answer says whose that CPU was. The system's timers (apt,
+    snapd) are a few minutes of one core: withdrawn at once, its warning was given again a sweep or two later."""
+    return Decision(
+        instance.instance_id,
+        Action.WAIT,
+        f"{judgement.reason}: {AWAITING_ANSWER}",
+        stop_after=formatting.parse_time(instance.tags.get(tags.STOP_AFTER)),
+        judgement=judgement,
+    )
 
 
 def _warn_wait_or_stop(
