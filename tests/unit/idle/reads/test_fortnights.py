@@ -53,8 +53,7 @@ PERSON = MONDAY.replace(hour=5, minute=20)  # 10:50 in Kolkata: its person start
 
 class PersonsMornings:
     """CloudWatch: a machine stopped until its person's start on Monday, at work until 12:15, stopped again from
-    15:00 until costguard's start at 17:45, and at work on Tuesday from 04:30 (10:00 in Kolkata): its GPU and its
-    busiest core at work together (a person's run shows on its GPUs)."""
+    15:00 until costguard's start at 17:45, and at work on Tuesday from 04:30 (10:00 in Kolkata)."""
 
     def fetch(self, refs: Any, start: datetime, end: datetime, *, period: int | None = None) -> Any:
         at, points = MONDAY - timedelta(days=1), []
@@ -68,11 +67,7 @@ class PersonsMornings:
             if not off or at < MONDAY:
                 points.append((at, 100.0 if busy else 2.0))
             at += QUARTER
-        working = {Signal.BUSIEST_CORE, Signal.GPU}
-        return {ref: points if ref.signal in working else [(t, 1.0) for t, _ in points] for ref in refs}, {}
-
-
-GPU_0 = {"i-1": [(("InstanceId", "i-1"), ("index", "0"))]}
+        return {ref: points if ref.signal is Signal.BUSIEST_CORE else [(t, 1.0) for t, _ in points] for ref in refs}, {}
 
 
 class PersonStarted(Nothing):
@@ -86,7 +81,7 @@ def test_a_blind_machine_its_owner_keeps_for_its_runs_is_not_taken_for_their_per
     zones = {"i-1": "Asia/Kolkata"}
     persons = Instance("i-1", "us-east-1", "g5.xlarge", "running", MONDAY.replace(hour=17, minute=45))
     decided = [(persons, Decision("i-1", Action.WARN, "idle", stop_after=now + timedelta(minutes=30)))]
-    assert learner.past(decided, GPU_0, now, blind={"i-1"}, zones=zones)["i-1"].night is None  # its person's mornings
+    assert learner.past(decided, {}, now, blind={"i-1"}, zones=zones)["i-1"].night is None  # its person's mornings
     kept = Instance(
         "i-1",
         "us-east-1",
@@ -96,7 +91,7 @@ def test_a_blind_machine_its_owner_keeps_for_its_runs_is_not_taken_for_their_per
         tags={"costguard:keep-for-runs": "on"},
     )
     decided = [(kept, Decision("i-1", Action.WARN, "idle", stop_after=now + timedelta(minutes=30)))]
-    found = learner.past(decided, GPU_0, now, blind={"i-1"}, zones=zones)["i-1"].night
+    found = learner.past(decided, {}, now, blind={"i-1"}, zones=zones)["i-1"].night
     assert found is not None
     assert found.zone == "UTC"
 

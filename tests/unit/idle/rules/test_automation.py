@@ -101,6 +101,33 @@ def test_a_pipeline_of_the_working_week_is_still_one_on_monday_after_its_quiet_w
     assert night_work(fortnight(wednesday, week), [], wednesday, "UTC") is None  # two: it has stopped
 
 
+def test_a_job_at_two_from_monday_to_friday_is_still_held_on_sunday_for_its_monday_run() -> None:
+    """`0 2 * * 1-5`: its runs belong to the evenings of Sunday to Thursday. Its Friday and Saturday evenings are its
+    rest, not quiet nights: on Sunday it is still an automation machine (held into Sunday's evening for Monday's
+    run)."""
+    runs = [pipeline_night(MONDAY - timedelta(days=k), 2, 1) for k in (3, 4, 5, 6, 7)]  # Mon 16th to Fri 20th
+    for sunday in (MONDAY - timedelta(hours=10), MONDAY - timedelta(hours=1)):  # Sunday 14:00 and 23:00
+        assert night_work(fortnight(sunday, runs), [], sunday, "UTC") is not None
+
+
+def test_a_one_off_friday_night_run_holds_two_nights_not_the_weekend_too() -> None:
+    friday = MONDAY - timedelta(days=3)
+    run = [pipeline_night(friday, 21, 6)]
+    monday = MONDAY + timedelta(hours=14)  # Saturday's and Sunday's nights were quiet
+    assert night_work(fortnight(monday, run), [], monday, "UTC") is None
+
+
+def test_without_gpu_metrics_its_cpu_still_shows_its_persons_day() -> None:
+    """A machine that sends no GPU metric has only its CPU to show work: its person's morning run still makes it
+    their machine (not held through the unwatched nights, its nights on their clock)."""
+    now = MONDAY + timedelta(hours=15)
+    run = [(MONDAY.replace(hour=9), timedelta(hours=3))]  # 10:00 in Paris
+    cpu_only = [replace(q, gpu=None) for q in since_sunday(now, run)]
+    assert unwatched_nights(cpu_only, now, "Europe/Paris") is None
+    no_gpu_work = [replace(q, gpu=False) for q in since_sunday(now, run)]  # GPU metrics, and its GPUs did nothing
+    assert unwatched_nights(no_gpu_work, now, "Europe/Paris") is not None
+
+
 def test_a_machine_seen_at_work_on_a_weekend_night_counts_its_weekend_nights_as_quiet() -> None:
     saturday = MONDAY - timedelta(days=2)
     tuesday = MONDAY + timedelta(days=1, hours=15)  # Sunday's night and Monday's quiet

@@ -257,6 +257,8 @@ def test_a_warned_machine_at_work_only_by_cpu_no_answer_has_spoken_for_yet_waits
     assert decide(inst, judged, POLICY, NOW, unanswered=at_work).action is Action.CLEAR_WARNING
     unwarned = instance()  # never warned: nothing to keep
     assert decide(unwarned, judged, POLICY, NOW, unanswered=pending).action is Action.NONE
+    overdue = instance(tags=warned(since, NOW - timedelta(minutes=20)))  # a sweep past its stop time: no longer
+    assert decide(overdue, judged, POLICY, NOW, unanswered=pending).action is Action.CLEAR_WARNING
 
 
 def test_restarted_instance_with_old_warning_tags_is_not_stopped_on_them() -> None:

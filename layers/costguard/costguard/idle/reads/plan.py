@@ -81,11 +81,15 @@ def unattributed(bursts: frozenset[datetime], answers: Sequence[Answer], policy:
     return frozenset(t for t in bursts if t + period <= first)
 
 
-def answered(answers: Sequence[Answer], now: datetime) -> datetime | None:
-    """When the machine's check last answered, if in the last sweep or two (None: not lately, or never): the next
-    answer is due the next sweep."""
-    last = max((a.at for a in answers), default=None)
-    return last if last is not None and last >= now - ANSWERED_LATELY else None
+def answered(answers: Sequence[Answer], now: datetime, policy: IdlePolicy) -> datetime | None:
+    """When the machine's check last answered, if in the last sweep or two and it saw nothing at work: no input in
+    the idle window, no process busy on a core, nothing it could not look at, no keep-alive hook saying keep (None:
+    not lately, never, or it saw work, which the CPU since is likely to be). The next answer is due the next sweep."""
+    last = max(answers, key=lambda a: a.at, default=None)
+    if last is None or last.at < now - ANSWERED_LATELY or last.blind or last.hook:
+        return None
+    typed = last.input_idle_s is not None and last.input_idle_s < policy.window_minutes * 60
+    return None if typed or last.top_cpu >= policy.busiest_core_percent else last.at
 
 
 def awaiting(system_made: Excused, last: datetime, policy: IdlePolicy) -> Excused:
@@ -166,7 +170,12 @@ class SweepPlanner:
                 evidence = self.checklog is not None and instance.instance_id in quiet
                 if evidence and judgement.verdict is not Verdict.IDLE and early_warnings(instance, policy):
                     shorter = self._shorter_window(utilization, now, warned_at, system_made)
-                if evidence and warned_at and judgement.verdict is Verdict.BUSY and (last := answered(answers, now)):
+                if (
+                    evidence
+                    and warned_at
+                    and judgement.verdict is Verdict.BUSY
+                    and (last := answered(answers, now, policy))
+                ):
                     pending = awaiting(system_made, last, policy)
                     unanswered = judge(utilization, policy, now, since=since, excused=pending)
                 decision = verdict(

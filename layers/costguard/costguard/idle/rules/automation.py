@@ -5,8 +5,8 @@ costguard cannot read such a machine's crontab or timers, so it reads its nights
 began in the evening or at night (the team's clock, from EVENING to NIGHT_ENDS) on a machine that was already
 running, idle, for the hour before, with no start by a person in that hour, is work the machine does by itself.
 One such night makes it an automation machine, until QUIET_NIGHTS nights have passed without such work (a one-off
-night training run does not hold the machine for ever); a weekend's nights are not counted unless such work was seen
-on one (a pipeline of the working week rests on Saturday and Sunday nights, and runs again on Monday's).
+night training run does not hold the machine for ever); where such work was seen on two weekdays' nights or more,
+only those weekdays' nights are counted (a pipeline of the working week rests every weekend, and runs again after it).
 
 Its work may begin by waiting (a job that starts in the evening and waits for data shows nothing in the metrics
 for hours), so such a machine is not warned or stopped from its evening until its night's work has run (work
@@ -39,8 +39,8 @@ from costguard.idle.rules.recurring import QUARTER, Quarter, work_starts
 
 EVENING = time(18, 0)  # the team's clock: work that begins after it, on a machine left running, is its own
 NIGHT_ENDS = time(6, 0)
-QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again (weekday nights)
-SATURDAY = 5
+QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again (of its weekdays)
+WEEKLY = 2  # weekdays whose nights had such work: a week's schedule, whose other nights are its rest, not quiet
 RUNNING_BEFORE = timedelta(hours=1)  # up and idle this long before its work began: nobody started it for this
 # Work begun within this of the hour (on their clock) at which a person began work of their day after starting the
 # machine is theirs; work at another hour of their day may be a server's job on another clock (02:00 UTC is 07:30 in
@@ -197,9 +197,13 @@ def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> N
 
 
 def on_its_gpus(began: Sequence[datetime], quarters: Sequence[Quarter]) -> list[datetime]:
-    """The starts of work (`began`, quarter-hours) whose work reached its GPUs before it ended: one busy, or its
+    """The starts of work (`began`, quarter-hours) whose work reached its GPUs before it paused: one busy, or its
     memory held. A person's day on a GPU machine does; the system's own timers never do (apt, snapd: a core for
-    minutes a few times a day, at times a cluster of them half an hour long, which the CPU alone calls work)."""
+    minutes a few times a day, at times a cluster of them half an hour long, which the CPU alone calls work). A
+    machine without GPU metrics has its CPU alone to show work: every start counts. (Work whose CPU part pauses
+    before its GPUs start is not counted: a hold kept, never one ended.)"""
+    if all(q.gpu is None for q in quarters):
+        return list(began)
     by_time = {q.at: q for q in quarters}
     out = []
     for start in began:
@@ -254,16 +258,17 @@ def night_work(
 
 
 def quiet_since(found: Collection[date], now: datetime, clock: ZoneInfo) -> int:
-    """The nights over since the last night of `found` (their evenings' dates), up to QUIET_NIGHTS: a weekend's
-    two nights are not counted where no work was seen on a weekend night (a pipeline of the working week is quiet
-    every Saturday and Sunday, and comes back on Monday evening)."""
-    weekends = any(day.weekday() >= SATURDAY for day in found)
+    """The nights over since the last night of `found` (their evenings' dates), up to QUIET_NIGHTS. Where work was
+    seen on the nights of two weekdays or more, only the nights of those weekdays count: a pipeline of the working
+    week rests every weekend (Saturday's and Sunday's evenings; a job at 02:00 from Monday to Friday, Friday's and
+    Saturday's) and comes back after it. One night seen (a one-off run) counts every night after it."""
+    worked = {day.weekday() for day in found}
     day, quiet = max(found), 0
     while quiet < QUIET_NIGHTS:
         day += timedelta(days=1)
         if datetime.combine(day + timedelta(days=1), NIGHT_ENDS, tzinfo=clock) > now:
             break
-        if weekends or day.weekday() < SATURDAY:
+        if len(worked) < WEEKLY or day.weekday() in worked:
             quiet += 1
     return quiet
 

@@ -206,7 +206,7 @@ def decide(
 
     early = False
     if judgement.verdict is not Verdict.IDLE:
-        if warned and unanswered is not None and unanswered.verdict is Verdict.IDLE:
+        if warned and unanswered is not None and unanswered.verdict is Verdict.IDLE and _may_await(instance, now):
             return _awaiting_answer(instance, judgement)
         if shorter is None or shorter.verdict is not Verdict.IDLE or not early_warnings(instance, policy):
             return clear_or(Action.NONE, judgement.reason)
@@ -226,6 +226,16 @@ def decide(
 
 NOT_STOPPED_UNSEEN = "warned; no GPU telemetry, so it is not stopped automatically"
 AWAITING_ANSWER = "its check has not said yet whether that was the system's own services"
+
+
+AWAITED_PAST_STOP = timedelta(minutes=20)  # a sweep past its stop time, at most: then its warning is withdrawn
+
+
+def _may_await(instance: Instance, now: datetime) -> bool:
+    """Whether a warned machine may still wait for its check's next answer: not past its stop time by more than a
+    sweep (a service busy right after every answer would keep a stop promised for a time long gone)."""
+    stop_after = formatting.parse_time(instance.tags.get(tags.STOP_AFTER))
+    return stop_after is None or now < stop_after + AWAITED_PAST_STOP
 
 
 def _awaiting_answer(instance: Instance, judgement: Judgement) -> Decision:

@@ -54,7 +54,7 @@ class Quarter:
 
     at: datetime  # UTC
     busy: bool | None
-    gpu: bool = False  # busy on its GPUs: one at work, or its memory held (not its CPU alone)
+    gpu: bool | None = None  # busy on its GPUs (one at work, or its memory held); None: no GPU point for it
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def quarters_of(
     out = []
     for t in times:
         sustained = cpu_high.get(t, False) and (cpu_high.get(t - QUARTER, False) or cpu_high.get(t + QUARTER, False))
-        out.append(Quarter(t, gpu_busy.get(t, False) or sustained, gpu_busy.get(t, False)))
+        out.append(Quarter(t, gpu_busy.get(t, False) or sustained, gpu_busy.get(t)))
     return out
 
 
