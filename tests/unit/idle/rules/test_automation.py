@@ -418,6 +418,23 @@ def test_a_blind_machine_watched_only_on_a_sunday_is_held_through_its_owners_nig
     assert CANNOT_SEE in decided.reason
 
 
+def test_work_seen_on_a_sunday_night_does_not_shorten_its_first_weekday_nights_hold() -> None:
+    """A New York box watched from a Sunday, with twenty minutes of work at 19:15 on Sunday evening there (the
+    system's timers, or a job of the weekend): that one night says its work starts by 19:15, and held it only
+    until 21:15 (two hours past), where a weekday job of its own begins by waiting at 22:00 (the bench's unseen
+    seeds: stopped at 21:15 on Monday, its job found it stopped). No weekday night watched yet: its Monday night
+    is held whole, as any unwatched machine's."""
+    sunday_evening = MONDAY.replace(minute=15)  # 00:15 UTC: 19:15 on Sunday in New York
+    now = MONDAY + timedelta(days=1, hours=1, minutes=45)  # 20:45 on Monday in New York
+    seen = since_sunday(now, [(sunday_evening, timedelta(minutes=30))])
+    found = on_its_clocks(seen, [], now, ("America/New_York", "UTC"))
+    assert found is not None
+    assert found.nights
+    decided = with_night_work(warn(now), found, POLICY, now, may_start=True)
+    assert decided.action is Action.NONE  # its stop at 21:15 there would fall in its unwatched night
+    assert "has not watched yet" in decided.reason
+
+
 def test_in_its_day_it_is_stopped_and_started_again_before_its_owners_evening() -> None:
     now = MONDAY + timedelta(hours=9)
     found = unwatched_nights(since_sunday(now), now, "Europe/Paris")

@@ -310,13 +310,15 @@ def on_its_clocks(
         )
         is not None
     ]
-    if not found and nothing_unseen:
-        return None
+    read = zones[:1] if theirs is not None else zones  # a person's machine: their clock's nights alone
+    unwatched = None if nothing_unseen else next((n for z in read if (n := unwatched_nights(quarters, now, z))), None)
     if not found:
-        read = zones[:1] if theirs is not None else zones  # a person's machine: their clock's nights alone
-        return next((n for z in read if (n := unwatched_nights(quarters, now, z)) is not None), None)
+        return unwatched
     first = max(found, key=lambda n: len(n.nights))  # max keeps the first of equals
-    return replace(first, others=tuple(n for n in found if n is not first))
+    # Work seen on a night no weekday night was watched beside (a Sunday's) says nothing of the weekday nights' own:
+    # their whole-night hold stays with it (its hold, ending two hours past that work's start, was shorter).
+    held = (*(n for n in found if n is not first), *((unwatched,) if unwatched is not None else ()))
+    return replace(first, others=held)
 
 
 def in_the_day(at: datetime, zone: str) -> bool:
