@@ -22,6 +22,8 @@ def test_the_last_answer_is_awaited_on_only_when_recent_and_it_saw_nothing_at_wo
     assert answered([Answer(at=quiet.at, top_cpu=90.0)], NOW, POLICY) is None  # a process busy on a core
     assert answered([Answer(at=quiet.at, blind=True)], NOW, POLICY) is None  # it could not look at everything
     assert answered([Answer(at=quiet.at, hook=True)], NOW, POLICY) is None  # its owner's hook said keep
+    assert answered([Answer(at=quiet.at, kernels=1)], NOW, POLICY) is None  # a notebook's kernel alive
+    assert answered([Answer(at=quiet.at, gpu_holders=1)], NOW, POLICY) is None  # a job's process holds GPU memory
 
 
 def test_the_points_awaited_are_those_whose_period_ends_after_the_last_answer() -> None:

@@ -110,22 +110,29 @@ def test_a_job_at_two_from_monday_to_friday_is_still_held_on_sunday_for_its_mond
         assert night_work(fortnight(sunday, runs), [], sunday, "UTC") is not None
 
 
-def test_a_one_off_friday_night_run_holds_two_nights_not_the_weekend_too() -> None:
+def test_work_seen_on_one_friday_night_holds_through_the_weekend_to_two_weekday_nights() -> None:
+    """One night seen, a Friday's (a first week's): its work may be a working week's, so the weekend's nights are
+    not quiet ones. On Monday it is still held for a Monday night's job; after Monday's and Tuesday's nights
+    without work, it is not (a one-off run: four nights, not for ever)."""
     friday = MONDAY - timedelta(days=3)
-    run = [pipeline_night(friday, 21, 6)]
-    monday = MONDAY + timedelta(hours=14)  # Saturday's and Sunday's nights were quiet
-    assert night_work(fortnight(monday, run), [], monday, "UTC") is None
+    run = [pipeline_night(friday, 22, 2)]
+    monday = MONDAY + timedelta(hours=20)
+    assert night_work(fortnight(monday, run), [], monday, "UTC") is not None
+    wednesday = MONDAY + timedelta(days=2, hours=14)
+    assert night_work(fortnight(wednesday, run), [], wednesday, "UTC") is None
 
 
-def test_without_gpu_metrics_its_cpu_still_shows_its_persons_day() -> None:
-    """A machine that sends no GPU metric has only its CPU to show work: its person's morning run still makes it
-    their machine (not held through the unwatched nights, its nights on their clock)."""
+def test_without_gpu_metrics_its_cpu_shows_its_persons_start_but_never_ends_an_unwatched_hold() -> None:
+    """A machine that sends no GPU metric has only its CPU to show work. Work its person started it for still shows
+    their hours; but its CPU alone never ends the hold of weekday nights not watched yet: the system's timers look
+    the same (one weekday night watched ends it)."""
     now = MONDAY + timedelta(hours=15)
     run = [(MONDAY.replace(hour=9), timedelta(hours=3))]  # 10:00 in Paris
     cpu_only = [replace(q, gpu=None) for q in since_sunday(now, run)]
-    assert unwatched_nights(cpu_only, now, "Europe/Paris") is None
-    no_gpu_work = [replace(q, gpu=False) for q in since_sunday(now, run)]  # GPU metrics, and its GPUs did nothing
-    assert unwatched_nights(no_gpu_work, now, "Europe/Paris") is not None
+    assert unwatched_nights(cpu_only, now, "Europe/Paris") is not None
+    assert persons_day_work(cpu_only, [MONDAY.replace(hour=8, minute=50)], "Europe/Paris") == (timedelta(hours=10),)
+    tuesday = MONDAY + timedelta(days=1, hours=9)
+    assert unwatched_nights([replace(q, gpu=None) for q in since_sunday(tuesday)], tuesday, "Europe/Paris") is None
 
 
 def test_a_machine_seen_at_work_on_a_weekend_night_counts_its_weekend_nights_as_quiet() -> None:

@@ -82,11 +82,14 @@ def unattributed(bursts: frozenset[datetime], answers: Sequence[Answer], policy:
 
 
 def answered(answers: Sequence[Answer], now: datetime, policy: IdlePolicy) -> datetime | None:
-    """When the machine's check last answered, if in the last sweep or two and it saw nothing at work: no input in
-    the idle window, no process busy on a core, nothing it could not look at, no keep-alive hook saying keep (None:
-    not lately, never, or it saw work, which the CPU since is likely to be). The next answer is due the next sweep."""
+    """When the machine's check last answered, if in the last sweep or two and it saw nothing alive: no input in the
+    idle window, no process busy on a core, no notebook kernel, no job's process holding GPU memory, nothing it could
+    not look at, no keep-alive hook saying keep (None: not lately, never, or it saw something alive, which the CPU
+    since is likely to be). The next answer is due the next sweep."""
     last = max(answers, key=lambda a: a.at, default=None)
     if last is None or last.at < now - ANSWERED_LATELY or last.blind or last.hook:
+        return None
+    if last.kernels or last.gpu_holders > last.kernel_holders:  # a notebook's kernel, a job's process alive
         return None
     typed = last.input_idle_s is not None and last.input_idle_s < policy.window_minutes * 60
     return None if typed or last.top_cpu >= policy.busiest_core_percent else last.at

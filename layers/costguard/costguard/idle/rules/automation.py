@@ -41,6 +41,7 @@ EVENING = time(18, 0)  # the team's clock: work that begins after it, on a machi
 NIGHT_ENDS = time(6, 0)
 QUIET_NIGHTS = 2  # nights without such work before the machine is judged as any other again (of its weekdays)
 WEEKLY = 2  # weekdays whose nights had such work: a week's schedule, whose other nights are its rest, not quiet
+SATURDAY = 5
 RUNNING_BEFORE = timedelta(hours=1)  # up and idle this long before its work began: nobody started it for this
 # Work begun within this of the hour (on their clock) at which a person began work of their day after starting the
 # machine is theirs; work at another hour of their day may be a server's job on another clock (02:00 UTC is 07:30 in
@@ -196,13 +197,13 @@ def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> N
     return NightWork(zone, (), timedelta(0), whole_night - HOLD_AFTER, max(began, default=None))
 
 
-def on_its_gpus(began: Sequence[datetime], quarters: Sequence[Quarter]) -> list[datetime]:
+def on_its_gpus(began: Sequence[datetime], quarters: Sequence[Quarter], *, cpu_alone: bool = False) -> list[datetime]:
     """The starts of work (`began`, quarter-hours) whose work reached its GPUs before it paused: one busy, or its
     memory held. A person's day on a GPU machine does; the system's own timers never do (apt, snapd: a core for
     minutes a few times a day, at times a cluster of them half an hour long, which the CPU alone calls work). A
-    machine without GPU metrics has its CPU alone to show work: every start counts. (Work whose CPU part pauses
-    before its GPUs start is not counted: a hold kept, never one ended.)"""
-    if all(q.gpu is None for q in quarters):
+    machine without GPU metrics shows none (`cpu_alone`: every start, its CPU being all it has to show). (Work whose
+    CPU part pauses before its GPUs start is not counted: a hold kept, never one ended.)"""
+    if cpu_alone and all(q.gpu is None for q in quarters):
         return list(began)
     by_time = {q.at: q for q in quarters}
     out = []
@@ -261,16 +262,23 @@ def quiet_since(found: Collection[date], now: datetime, clock: ZoneInfo) -> int:
     """The nights over since the last night of `found` (their evenings' dates), up to QUIET_NIGHTS. Where work was
     seen on the nights of two weekdays or more, only the nights of those weekdays count: a pipeline of the working
     week rests every weekend (Saturday's and Sunday's evenings; a job at 02:00 from Monday to Friday, Friday's and
-    Saturday's) and comes back after it. One night seen (a one-off run) counts every night after it."""
+    Saturday's) and comes back after it. Seen on one weekday's nights alone (a first week's Friday), the weekend's
+    nights do not count, unless that weekday is itself a weekend's: its work may be a working week's."""
     worked = {day.weekday() for day in found}
     day, quiet = max(found), 0
     while quiet < QUIET_NIGHTS:
         day += timedelta(days=1)
         if datetime.combine(day + timedelta(days=1), NIGHT_ENDS, tzinfo=clock) > now:
             break
-        if len(worked) < WEEKLY or day.weekday() in worked:
-            quiet += 1
+        quiet += _may_be_quiet(day.weekday(), worked)
     return quiet
+
+
+def _may_be_quiet(weekday: int, worked: set[int]) -> bool:
+    """Whether a night of this weekday without work counts as quiet, the weekdays of the nights with work given."""
+    if len(worked) >= WEEKLY:
+        return weekday in worked
+    return weekday < SATURDAY or any(day >= SATURDAY for day in worked)
 
 
 def on_its_clocks(
@@ -311,7 +319,9 @@ def on_its_clocks(
         is not None
     ]
     read = zones[:1] if theirs is not None else zones  # a person's machine: their clock's nights alone
-    unwatched = None if nothing_unseen else next((n for z in read if (n := unwatched_nights(quarters, now, z))), None)
+    unwatched = None
+    if not nothing_unseen:
+        unwatched = next((n for z in read if (n := unwatched_nights(quarters, now, z)) is not None), None)
     if not found:
         return unwatched
     first = max(found, key=lambda n: len(n.nights))  # max keeps the first of equals
@@ -339,7 +349,7 @@ def persons_day_work(quarters: Sequence[Quarter], people: Sequence[datetime], zo
     # A quarter-hour is stamped with its beginning: work in the quarter of 05:15 may follow a start at 05:20.
     return tuple(
         _since_midnight(began.astimezone(clock))
-        for began in on_its_gpus(work_starts(quarters), quarters)
+        for began in on_its_gpus(work_starts(quarters), quarters, cpu_alone=True)
         if in_the_day(began, zone) and any(began - RUNNING_BEFORE <= p < began + QUARTER for p in people)
     )
 
