@@ -6,7 +6,8 @@ began in the evening or at night (the team's clock, from EVENING to NIGHT_ENDS) 
 running, idle, for the hour before, with no start by a person in that hour, is work the machine does by itself.
 One such night makes it an automation machine, until QUIET_NIGHTS nights have passed without such work (a one-off
 night training run does not hold the machine for ever); where such work was seen on two weekdays' nights or more,
-only those weekdays' nights are counted (a pipeline of the working week rests every weekend, and runs again after it).
+only those weekdays' nights are counted (a pipeline of the working week rests every weekend, and runs again after it),
+and where it was seen on one weekday's only, the weekend's nights are not counted either.
 
 Its work may begin by waiting (a job that starts in the evening and waits for data shows nothing in the metrics
 for hours), so such a machine is not warned or stopped from its evening until its night's work has run (work
@@ -170,8 +171,8 @@ def unseen_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> Nigh
 def unwatched_nights(quarters: Sequence[Quarter], now: datetime, zone: str) -> NightWork | None:
     """A machine that cannot answer the check, none of whose weekday nights costguard has watched yet, and whose
     data shows no work begun in its person's day on its GPUs (`on_its_gpus`: the CPU alone may be the system's own
-    timers): it may be a box whose work comes on weekday nights (an evening
-    export, a nightly job) that a short watch (a deploy on a Sunday) has not seen. Held from each evening on its
+    timers): it may be a box whose work comes on weekday nights (an evening export, a nightly job) that a short
+    watch (a deploy on a Sunday) has not seen. Held from each evening on its
     owner's clock (`zone`) until its night ends, never into its person's day (where a stop may meet work they
     start); stopped in the day and started before its evening. None once a weekday night of it was watched (its
     nights are then `night_work`'s) or its person's day work was seen (a person's machine: its work comes with
@@ -343,8 +344,8 @@ def persons_day_work(quarters: Sequence[Quarter], people: Sequence[datetime], zo
     started at their desk): work begun at about that hour of their day on a later morning, on the machine
     costguard started for the night, is theirs too, and not work of its own on another clock's night (10:00 in
     Kolkata is 04:30 UTC). Work at another hour stays the machine's own: one start at their desk does not make a
-    server's 02:00 UTC job theirs (it was stopped into it the next night). Work on its GPUs (`on_its_gpus`): a
-    start's own timers (apt's at boot) are not a person's day."""
+    server's 02:00 UTC job theirs (it was stopped into it the next night). Work on its GPUs (`on_its_gpus`; its CPU
+    where it sends no GPU metric): a start's own timers (apt's at boot) are not a person's day."""
     clock = ZoneInfo(zone)
     # A quarter-hour is stamped with its beginning: work in the quarter of 05:15 may follow a start at 05:20.
     return tuple(
