@@ -612,8 +612,8 @@ def test_a_warning_given_past_the_systems_timer_is_not_withdrawn_for_it_once_the
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A machine at rest for three hours but for ten minutes of one core half an hour ago (apt's timer), its GPUs
-    and their memory at rest throughout, and no answer of its check kept yet (the first sweep after a deploy, or
-    after its GPUs went quiet): the burst is the system's, and it is warned. Its check answers that sweep; the
+    and their memory at rest throughout, and no answer of its check kept yet (the first sweep after a deploy): the
+    burst is the system's, and it is warned. Its check answers that sweep; the
     next sweep has that answer, which cannot speak for the CPU before it, and must judge the burst as the sweep
     before did: its warning stands (before, it was withdrawn as "at work again", to be given again later)."""
     iid = launch(now, instance_type="g5.12xlarge")
