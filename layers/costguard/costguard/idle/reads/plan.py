@@ -25,7 +25,7 @@ from costguard.core.series import Utilization
 from costguard.core.settings import IdlePolicy
 from costguard.idle.report import RegionReport
 from costguard.idle.rules.decision import Action, Decision, decide, early_warnings
-from costguard.idle.rules.evidence import Answer, excused, excuses
+from costguard.idle.rules.evidence import Answer, alive_in, excused, excuses
 from costguard.idle.rules.judgement import (
     Excused,
     Judgement,
@@ -87,12 +87,11 @@ def answered(answers: Sequence[Answer], now: datetime, policy: IdlePolicy) -> da
     not look at, no keep-alive hook saying keep (None: not lately, never, or it saw something alive, which the CPU
     since is likely to be). The next answer is due the next sweep."""
     last = max(answers, key=lambda a: a.at, default=None)
-    if last is None or last.at < now - ANSWERED_LATELY or last.blind or last.hook:
+    if last is None or last.at < now - ANSWERED_LATELY:
         return None
-    if last.kernels or last.gpu_holders > last.kernel_holders:  # a notebook's kernel, a job's process alive
-        return None
-    typed = last.input_idle_s is not None and last.input_idle_s < policy.window_minutes * 60
-    return None if typed or last.top_cpu >= policy.busiest_core_percent else last.at
+    window = timedelta(minutes=policy.window_minutes)
+    seen = alive_in(last, since=last.at - window, busy_core_percent=policy.busiest_core_percent)
+    return None if seen else last.at
 
 
 def awaiting(system_made: Excused, last: datetime, policy: IdlePolicy) -> Excused:

@@ -206,8 +206,10 @@ def decide(
 
     early = False
     if judgement.verdict is not Verdict.IDLE:
-        if warned and unanswered is not None and unanswered.verdict is Verdict.IDLE and _may_await(instance, now):
-            return _awaiting_answer(instance, judgement)
+        if warned and unanswered is not None and unanswered.verdict is Verdict.IDLE:
+            awaiting = _awaiting_answer(instance, judgement, now)
+            if awaiting is not None:
+                return awaiting
         if shorter is None or shorter.verdict is not Verdict.IDLE or not early_warnings(instance, policy):
             return clear_or(Action.NONE, judgement.reason)
         judgement, early = shorter, True  # idle for the shorter window: if the machine's check agrees
@@ -231,24 +233,17 @@ AWAITING_ANSWER = "its check has not said yet whether that was the system's own 
 AWAITED_PAST_STOP = timedelta(minutes=20)  # a sweep past its stop time, at most: then its warning is withdrawn
 
 
-def _may_await(instance: Instance, now: datetime) -> bool:
-    """Whether a warned machine may still wait for its check's next answer: not past its stop time by more than a
-    sweep (a service busy right after every answer would keep a stop promised for a time long gone)."""
-    stop_after = formatting.parse_time(instance.tags.get(tags.STOP_AFTER))
-    return stop_after is None or now < stop_after + AWAITED_PAST_STOP
-
-
-def _awaiting_answer(instance: Instance, judgement: Judgement) -> Decision:
+def _awaiting_answer(instance: Instance, judgement: Judgement, now: datetime) -> Decision | None:
     """A warned machine at work only by CPU its check's answers cannot speak for yet (since the last of them): its
     warning stands and nothing is stopped until the next answer says whose that CPU was. The system's timers (apt,
-    snapd) are a few minutes of one core: withdrawn at once, its warning was given again a sweep or two later."""
-    return Decision(
-        instance.instance_id,
-        Action.WAIT,
-        f"{judgement.reason}: {AWAITING_ANSWER}",
-        stop_after=formatting.parse_time(instance.tags.get(tags.STOP_AFTER)),
-        judgement=judgement,
-    )
+    snapd) are a few minutes of one core: withdrawn at once, its warning was given again a sweep or two later.
+    None once past its stop time by more than a sweep (a service busy right after every answer would keep a stop
+    promised for a time long gone)."""
+    stop_after = formatting.parse_time(instance.tags.get(tags.STOP_AFTER))
+    if stop_after is not None and now >= stop_after + AWAITED_PAST_STOP:
+        return None
+    reason = f"{judgement.reason}: {AWAITING_ANSWER}"
+    return Decision(instance.instance_id, Action.WAIT, reason, stop_after=stop_after, judgement=judgement)
 
 
 def _warn_wait_or_stop(

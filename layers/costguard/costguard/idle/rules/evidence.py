@@ -188,22 +188,28 @@ def nothing_alive(
     if fresh.blind():
         return f"the check could not see everything ({fresh.blind()})"
     for answer in answers:
-        if not start <= answer.at <= now:
-            continue
-        when = f"at {answer.at:%H:%M} UTC"
-        typed = answer.at - timedelta(seconds=answer.input_idle_s) if answer.input_idle_s is not None else None
-        if typed is not None and typed >= start:
-            return f"someone typed at {typed:%H:%M} UTC"  # and logged out since: the fresh answer cannot say
-        if answer.blind:
-            return f"the check could not see everything {when}"
-        if answer.hook:
-            return f"the owner's keep-alive hook said keep {when}"
-        if answer.kernels:
-            return f"a Jupyter kernel was alive {when}"
-        if answer.top_cpu >= busy_core_percent:
-            return f"a process used {answer.top_cpu:.0f}% of a CPU core {when}"
-        if answer.gpu_holders:
-            return f"a process held GPU memory {when}"
+        if start <= answer.at <= now and (seen := alive_in(answer, since=start, busy_core_percent=busy_core_percent)):
+            return seen
+    return None
+
+
+def alive_in(answer: Answer, *, since: datetime, busy_core_percent: float) -> str | None:
+    """What a kept answer saw alive (input after `since`, something it could not look at, the owner's hook saying
+    keep, a notebook kernel, a process busy on a core or holding GPU memory), or None: nothing."""
+    when = f"at {answer.at:%H:%M} UTC"
+    typed = answer.at - timedelta(seconds=answer.input_idle_s) if answer.input_idle_s is not None else None
+    if typed is not None and typed >= since:
+        return f"someone typed at {typed:%H:%M} UTC"  # and logged out since: the fresh answer cannot say
+    if answer.blind:
+        return f"the check could not see everything {when}"
+    if answer.hook:
+        return f"the owner's keep-alive hook said keep {when}"
+    if answer.kernels:
+        return f"a Jupyter kernel was alive {when}"
+    if answer.top_cpu >= busy_core_percent:
+        return f"a process used {answer.top_cpu:.0f}% of a CPU core {when}"
+    if answer.gpu_holders:
+        return f"a process held GPU memory {when}"
     return None
 
 
