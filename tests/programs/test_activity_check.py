@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from costguard.idle.rules.activity import BLINDING, CpuAccount, parse_report
+from costguard.idle.rules.jobs import next_run
 from scripts.render_template import PROGRAMS
 from testing.jobs import cut, next_job
 from testing.template import template
@@ -728,11 +729,14 @@ def test_a_crowded_machines_jobs_are_cut_to_the_soonest_and_say_how_many_there_w
     jobs = jobs_of(output)
     assert jobs["found"] == 51
     assert 1 <= len(jobs["list"]) < 51
-    assert jobs["list"][0]["c"] == "heartbeat.sh"  # the soonest first: every minute
     read = parse_report(line).jobs
     assert read is not None
     assert cut(read) == 51 - len(jobs["list"])
-    upcoming = next_job(read, datetime.fromtimestamp(time.time(), UTC))
+    now = datetime.fromtimestamp(time.time(), UTC)
+    upcoming = next_job(read, now)
     assert upcoming is not None
-    assert upcoming.job.command == "heartbeat.sh"
     assert upcoming.when - datetime.now(UTC) < timedelta(minutes=2)
+    # The soonest first: the heartbeat runs every minute. In New York's working hours the team's */15 job in
+    # /etc/cron.d ties it once in 15 minutes, so the first listed is the heartbeat or a job due the same minute.
+    heartbeat = next(j for j in read.jobs if j.command == "heartbeat.sh")
+    assert next_run(read.jobs[0], now, read.zone) == next_run(heartbeat, now, read.zone) == upcoming.when
