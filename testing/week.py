@@ -628,6 +628,19 @@ class FakeAws:
     def put_dashboard(self, **params: Any) -> dict[str, Any]:
         return {"DashboardValidationMessages": []}
 
+    # SageMaker, for the weekly digest's part (SageMakerGovernance is on by default): the week's account has none
+    def list_notebook_instances(self, **params: Any) -> dict[str, Any]:
+        return {"NotebookInstances": []}
+
+    def list_endpoints(self, **params: Any) -> dict[str, Any]:
+        return {"Endpoints": []}
+
+    def list_domains(self, **params: Any) -> dict[str, Any]:
+        return {"Domains": []}
+
+    def list_apps(self, **params: Any) -> dict[str, Any]:
+        return {"Apps": []}
+
     # CloudWatch: testing/aws/cloudwatch.py over the fleet's metrics (WeekMetrics)
     def list_metrics(self, **params: Any) -> dict[str, Any]:
         return self.cloudwatch.list_metrics(params)
@@ -687,17 +700,30 @@ def refuse_the_network() -> list[str]:
     """Connections anywhere but this machine refused at once (the week runs in a child process, out of
     pytest-socket's reach), each one named: a client the harness forgot waits on botocore's retries."""
     attempts: list[str] = []
-    connect = socket.socket.connect
+    connect, resolve = socket.socket.connect, socket.getaddrinfo
 
     def local_only(self: socket.socket, address: Any) -> Any:
         host = address[0] if isinstance(address, tuple) else str(address)
-        if host not in ("127.0.0.1", "localhost", "::1"):
+        if host not in LOCAL_HOSTS:
             attempts.append(str(host))
             raise ConnectionRefusedError(f"the week answers AWS in process: no connection to {host}")
         return connect(self, address)
 
+    def resolve_local_only(host: Any, *args: Any, **kwargs: Any) -> Any:
+        # A machine without DNS fails here, before any connect: the attempt is named all the same (and fails
+        # at once, where botocore's retries of an unresolved name would sleep for a minute of the week).
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name not in LOCAL_HOSTS:
+            attempts.append(name)
+            raise socket.gaierror(socket.EAI_NONAME, f"the week answers AWS in process: no name {name}")
+        return resolve(host, *args, **kwargs)
+
     socket.socket.connect = local_only  # type: ignore[method-assign,assignment]
+    socket.getaddrinfo = resolve_local_only
     return attempts
+
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def followed_until(index: int, still_off: set[tuple[str, int]]) -> int:
@@ -818,7 +844,7 @@ def run_costguard(
     warm_days = int(os.environ.get("BENCH_WARM_DAYS", "0"))
     if warm_days:
         fleet.now = world.start - timedelta(days=warm_days)
-    for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling", "cloudtrail"):
+    for service in ("ec2", "cloudwatch", "ssm", "dynamodb", "secretsmanager", "autoscaling", "cloudtrail", "sagemaker"):
         runtime.clients.use(service, REGION, aws.client(service))
     for service in ("pricing", "savingsplans", "ce"):
         runtime.clients.use(service, "us-east-1", aws.client(service))
