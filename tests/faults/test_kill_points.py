@@ -539,7 +539,8 @@ def test_the_owner_tagger_killed_at_every_point_tags_and_records_once(slack: Sla
 # record nor makes the call again. moto gives a started machine the wall clock's launch time, so the
 # scenarios run at the wall clock's time: the learned start is due now.
 LEAD = timedelta(minutes=15)  # IdlePolicy's schedule lead
-START_AT = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=datetime.now(UTC).minute % 15)
+_NOW = datetime.now(UTC).replace(second=0, microsecond=0)  # read once: two reads may straddle a minute
+START_AT = _NOW - timedelta(minutes=_NOW.minute % 15)
 NIGHTLY_RUN = START_AT + LEAD - timedelta(days=1)  # yesterday's run of the nightly job
 STOP_AT = NIGHTLY_RUN + timedelta(minutes=210)  # the sweep that stops the box between its runs
 

@@ -415,9 +415,10 @@ def test_a_hung_nvidia_smi_and_a_hung_hook_leave_the_check_time_to_answer(machin
     started = time.monotonic()
     output = run_check(machine)
     # Within its own time (costguard waits 45 s for the answer, SSM kills the check at 60): a few seconds more
-    # than DEADLINE_SECONDS for Python's start and the last steps.
+    # than DEADLINE_SECONDS for Python's start and the last steps, and room for a loaded machine (a hook left to
+    # run its 100 s, or nvidia-smi, would still be well past it).
     assert deadline_seconds() <= 30
-    assert time.monotonic() - started < deadline_seconds() + 7
+    assert time.monotonic() - started < deadline_seconds() + 12
     report = parse_report(output)
     assert report.gpus is None
     assert report.blind().startswith("nvidia-smi")
@@ -732,7 +733,7 @@ def test_a_crowded_machines_jobs_are_cut_to_the_soonest_and_say_how_many_there_w
     read = parse_report(line).jobs
     assert read is not None
     assert cut(read) == 51 - len(jobs["list"])
-    now = datetime.fromtimestamp(time.time(), UTC)
+    now = datetime.fromtimestamp(json.loads(line)["at"], UTC)  # the check's own clock, which ordered its jobs
     upcoming = next_job(read, now)
     assert upcoming is not None
     assert upcoming.when - datetime.now(UTC) < timedelta(minutes=2)
