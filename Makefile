@@ -67,7 +67,7 @@ unit-py313:
 	@if [ -z "$(PY313)" ] || ! "$(PY313)" -c 'import sys' 2>/dev/null; then \
 		echo "SKIPPED: unit tests on Python 3.13 (the Lambda runtime): no python3.13 on this machine"; \
 	else \
-		$(MAKE) --no-print-directory $(VENV313)/bin/.installed && $(VENV313)/bin/pytest -q -p no:cacheprovider tests/unit; \
+		$(MAKE) --no-print-directory $(VENV313)/bin/.installed && $(VENV313)/bin/pytest -q -p no:cacheprovider -n auto tests/unit; \
 	fi
 
 $(VENV313)/bin/.installed: requirements-dev.txt layers/costguard/requirements.txt
