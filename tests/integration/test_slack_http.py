@@ -98,8 +98,8 @@ def test_a_runtimes_posts_keep_their_pace_on_the_runtimes_clock(
 
     monkeypatch.setattr(runtime, "sleep", sleep)
     monkeypatch.setattr(runtime, "monotonic", lambda: now[0])
-    # The wall clock pays none of it: a wait on it fails the test (a bound on the test's time failed in CI on a
-    # loaded machine, 1.6 s against 1, and again could at 2).
+    # The wall clock pays none of it: a wait on it fails the test. (A bound on the test's own time could fail on a
+    # loaded machine: CI once took 1.6 s for the four posts.)
     monkeypatch.setattr(time, "sleep", wall_clock_sleep)
     for channel in ("C0ALERTS", "C0ALERTS", "C0OTHER", "C0ALERTS"):
         runtime.notifier.post(channel, MESSAGE)
