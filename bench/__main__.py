@@ -15,6 +15,7 @@ from bench import (
     faults,
     first_sweep,
     fuzz,
+    holds,
     idle_sweep,
     learning,
     owner_tagger,
@@ -46,6 +47,8 @@ def main() -> None:
     print(f"  saved {save('learning', learning.main())}")
     print("A week of a realistic fleet through the real sweep, against the oracle and two baselines")
     print(f"  saved {save('week', week.main())}")
+    print("What holds the harder week's idle GPU-hours, read from the sweeps' own decisions (3 seeds)")
+    print(f"  saved {save('holds', holds.main())}")
     print("The week on the bill as it is paid: commitments, Capacity Blocks, short capacity, boot waits (3 seeds)")
     print(f"  saved {save('commitments', commitments.main())}")
     print("The same week under injected faults (AWS failures and storms, lost answers, kills, Slack errors)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import json
 import os
 import random
@@ -26,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -787,6 +789,8 @@ def run_costguard(
             break
         except ImportError:
             continue
+    if os.environ.get("BENCH_DECISIONS"):  # every decision of the sweeps, for reading what holds a week's hours
+        log_decisions(Path(os.environ["BENCH_DECISIONS"]))
 
     # copies: the calls at scale; BENCH_WORLD=commitments: the commitments world; =schedules: with the boxes
     # whose job begins by waiting; =harder: every harder knob (testing/worlds/week.py's harder())
@@ -1003,6 +1007,34 @@ def weekly_digest(
     return list(slack.messages[posted:])
 
 
+def log_decisions(path: Path) -> None:
+    """Every decision the code tree's idle sweeps hand to be carried out, one JSON line each (testing/holds.py
+    reads them): the sweep's clock, the machine, the action, the last rule of its trail, its reason. Written from
+    the notices' `act`, which every decision goes through, before anything is told or written; a tree whose
+    sweep has no such module logs nothing (bench/holds.py then refuses its empty log)."""
+    try:
+        notices = importlib.import_module("costguard.idle.acts.notices")
+    except ImportError:
+        return
+    act = notices.SweepNotices.act
+    lock = threading.Lock()
+
+    def logged(self: Any, instance: Any, decision: Any, now: datetime, *args: Any, **kwargs: Any) -> Any:
+        trail = getattr(decision, "trail", ())
+        line = {
+            "at": now.isoformat(),
+            "instance_id": instance.instance_id,
+            "action": decision.action.value,
+            "rule": trail[-1].rule.value if trail else "",
+            "reason": decision.reason,
+        }
+        with lock, path.open("a") as out:
+            out.write(json.dumps(line) + "\n")
+        return act(self, instance, decision, now, *args, **kwargs)
+
+    notices.SweepNotices.act = logged
+
+
 def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:
     """Which machine ran when, each stop and restart, and the ledger's actions: to look into a week's figure."""
     ledger = [
@@ -1016,6 +1048,7 @@ def dump(aws: FakeAws, fleet: Fleet) -> dict[str, Any]:
         "owner_restarts": fleet.owner_restarts,
         "costguard_starts": fleet.costguard_starts,
         "exempted": fleet.exempted,
+        "without_agent": sorted(m.instance_id for m in fleet.world.machines if m.instance_id not in fleet.ssm),
         "ledger": ledger,
         "spill_profiles": [  # what the sweeps learned of the bill's week, by quarter-hour (state/spill.py)
             {k: next(iter(v.values())) for k, v in item.items()}
