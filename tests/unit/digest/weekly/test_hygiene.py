@@ -10,8 +10,10 @@ from costguard.core.records import Instance
 from costguard.core.settings import IdlePolicy
 from costguard.digest.commitments import CommitmentUse
 from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
+from costguard.digest.weekly.rules.grid import Hour
 from costguard.digest.weekly.rules.messages import digest_thread
 from costguard.digest.weekly.rules.records import DigestData
+from costguard.setup.reach import Unanswered
 
 NOW = datetime(2026, 11, 23, 9, tzinfo=UTC)
 
@@ -83,3 +85,34 @@ def test_a_keep_until_tag_is_said_in_each_readers_zone_and_a_tag_that_is_no_time
     assert f"kept until <!date^{int(datetime(2026, 11, 25, 9, 17, tzinfo=UTC).timestamp())}^" in text
     assert "|Wed 25 Nov 09:17 UTC> by ana" in text
     assert "kept until &lt;!here&gt; soon" in text  # not a time: the tag as written, escaped
+
+
+def idled(raw: list[Instance], idle_hours: int, busy_hours: int, reach: int) -> DigestData:
+    """The week of 4-GPU machines at $5.672 an hour, each idle for `idle_hours` and at work for `busy_hours`; the
+    first `reach` of them the activity check cannot reach."""
+    start = NOW - timedelta(days=7)
+    hours = [Hour(start + timedelta(hours=h), 1.0, 0.0, 0.0, 0) for h in range(idle_hours)]
+    hours += [Hour(start + timedelta(hours=idle_hours + h), 60.0, 90.0, 90.0, 4) for h in range(busy_hours)]
+    weeks = [
+        InstanceWeek(i.instance_id, "g5.12xlarge", "eu-west-1", "", "", 4, 5.672, True, "running", tuple(hours))
+        for i in raw
+    ]
+    data = week(raw, silent=0, unchecked=0)
+    data.instances, data.this_week = weeks, summarize(weeks, start, NOW, IdlePolicy())
+    data.unanswered = [Unanswered(i.instance_id, "no agent", "install it") for i in raw[:reach]]
+    data.no_activity_check = [u.instance_id for u in data.unanswered]
+    return data
+
+
+def test_what_the_machines_the_check_cannot_reach_idled_is_said_in_gpu_hours_and_dollars() -> None:
+    raw = [machine(n) for n in range(3)]
+    text = hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=2))
+    # two machines of 4 GPUs, 10 idle hours each: their busy hours and the machine the check reaches are not counted
+    assert "The machines the check cannot reach idled 80 GPU-hours this week ($113 on the bill)" in text
+    assert "work it cannot see" in text
+
+
+def test_nothing_is_said_of_what_they_idled_where_they_did_not_idle_or_all_answer() -> None:
+    raw = [machine(n) for n in range(2)]
+    assert "idled" not in hygiene(idled(raw, idle_hours=0, busy_hours=5, reach=2))
+    assert "idled" not in hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=0))

@@ -356,6 +356,8 @@ def _hygiene(data: DigestData) -> Mrkdwn:
         lines.append(f"{len(silent)} without GPU telemetry: {_some(silent)}")
     if data.unanswered:  # why the check cannot reach them, and the fix: a line a reason
         lines += reach_lines(data.unanswered)
+        if (idled := _unanswered_idle(data)) is not None:
+            lines.append(idled)
     elif data.no_activity_check:
         lines.append(
             f"{len(data.no_activity_check)} judged on metrics alone (no SSM agent for the activity check): "
@@ -386,6 +388,27 @@ def _hygiene(data: DigestData) -> Mrkdwn:
             )
         )
     return Mrkdwn("*Hygiene*\n") + bullet_list(lines) if lines else Mrkdwn("*Hygiene*: nothing to fix.")
+
+
+def _unanswered_idle(data: DigestData) -> Mrkdwn | None:
+    """What the machines the check cannot reach idled this week, by the digest's own hours and prices: the hours
+    costguard holds such machines through for work it cannot see, which their fix lets it look at instead. None
+    where they did not idle."""
+    by_id = {i.instance_id: i for i in data.instances}
+    gpu_hours = cost = 0.0
+    for iid in {u.instance_id for u in data.unanswered}:
+        instance, idle = by_id.get(iid), data.this_week.idle_hours_by_instance.get(iid, 0.0)
+        if instance is not None and idle:
+            gpu_hours += idle * instance.gpus
+            cost += idle * instance.idle_usd_per_hour
+    if gpu_hours < 0.5:
+        return None
+    dollars = f" ({usd(cost)} {_on_the_bill(data)})" if cost >= 0.005 else ""
+    return Mrkdwn(
+        f"The machines the check cannot reach idled {gpu_hours:,.0f} GPU-hours this week{dollars}: without it, "
+        "costguard holds them for work it cannot see (a night's job that begins by waiting, GPU memory held); "
+        "the fix lets it look"
+    )
 
 
 def exempt_text(data: DigestData) -> Mrkdwn:
