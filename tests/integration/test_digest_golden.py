@@ -20,9 +20,9 @@ the answer unchanged), and by `--commit 16a06e7` when the hygiene line of the ma
 reach said why and the fix (issue 44, item 1: that one line's words; nothing else changed), and by `--commit
 c9bca62` when the thread lost more words (issue 46, item 7: 6 owners' lines, 2 suggestions, the price basis's
 words; no figure changed), and by `--commit 87946db` when the hygiene section said what the machines the check
-cannot reach idled (issue 44: one line added to that block; nothing else changed). Sections added to a message since are allowed (each
-block the old code posted must still be there, the same, in the same order); a change to what an old
-block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
+cannot reach idled (issue 44: one line added to that block; nothing else changed). Sections added to a message
+since are allowed (each block the old code posted must still be there, the same, in the same order); a change to
+what an old block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
 from costguard.digest.weekly.rules.grid import Hour
 from costguard.digest.weekly.rules.messages import digest_thread
 from costguard.digest.weekly.rules.records import DigestData
-from costguard.setup.reach import Unanswered
+from costguard.setup.reach import CHECK_OFF, Unanswered
 
 NOW = datetime(2026, 11, 23, 9, tzinfo=UTC)
 
@@ -87,7 +87,7 @@ def test_a_keep_until_tag_is_said_in_each_readers_zone_and_a_tag_that_is_no_time
     assert "kept until &lt;!here&gt; soon" in text  # not a time: the tag as written, escaped
 
 
-def idled(raw: list[Instance], idle_hours: int, busy_hours: int, reach: int) -> DigestData:
+def idled(raw: list[Instance], idle_hours: int, busy_hours: int, reach: int, why: str = "no agent") -> DigestData:
     """The week of 4-GPU machines at $5.672 an hour, each idle for `idle_hours` and at work for `busy_hours`; the
     first `reach` of them the activity check cannot reach."""
     start = NOW - timedelta(days=7)
@@ -99,7 +99,7 @@ def idled(raw: list[Instance], idle_hours: int, busy_hours: int, reach: int) -> 
     ]
     data = week(raw, silent=0, unchecked=0)
     data.instances, data.this_week = weeks, summarize(weeks, start, NOW, IdlePolicy())
-    data.unanswered = [Unanswered(i.instance_id, "no agent", "install it") for i in raw[:reach]]
+    data.unanswered = [Unanswered(i.instance_id, why, "install it") for i in raw[:reach]]
     data.no_activity_check = [u.instance_id for u in data.unanswered]
     return data
 
@@ -116,3 +116,5 @@ def test_nothing_is_said_of_what_they_idled_where_they_did_not_idle_or_all_answe
     raw = [machine(n) for n in range(2)]
     assert "idled" not in hygiene(idled(raw, idle_hours=0, busy_hours=5, reach=2))
     assert "idled" not in hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=0))
+    # with the check off, every machine is unreached, and none is held for what the check would see
+    assert "idled" not in hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=2, why=CHECK_OFF))

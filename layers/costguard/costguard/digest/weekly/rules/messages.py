@@ -24,7 +24,7 @@ from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.exempt import SHOWN, ExemptIdle
 from costguard.digest.weekly.rules.figures import Figures
 from costguard.digest.weekly.rules.records import DigestData
-from costguard.setup.reach import reach_lines
+from costguard.setup.reach import CHECK_OFF, reach_lines
 from costguard.slack.blocks import (
     DAY,
     MAX_SECTION,
@@ -393,10 +393,10 @@ def _hygiene(data: DigestData) -> Mrkdwn:
 def _unanswered_idle(data: DigestData) -> Mrkdwn | None:
     """What the machines the check cannot reach idled this week, by the digest's own hours and prices: the hours
     costguard holds such machines through for work it cannot see, which their fix lets it look at instead. None
-    where they did not idle."""
+    where they did not idle, or where the check is off (no machine is then held for what it cannot see)."""
     by_id = {i.instance_id: i for i in data.instances}
     gpu_hours = cost = 0.0
-    for iid in {u.instance_id for u in data.unanswered}:
+    for iid in {u.instance_id for u in data.unanswered if u.why != CHECK_OFF}:
         instance, idle = by_id.get(iid), data.this_week.idle_hours_by_instance.get(iid, 0.0)
         if instance is not None and idle:
             gpu_hours += idle * instance.gpus
