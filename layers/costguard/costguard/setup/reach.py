@@ -21,7 +21,6 @@ ANY_ID = "<instance-id>"  # a fix's command, for several machines
 GROUPS_SHOWN = 3  # reasons listed in a digest: a few lines, the rest counted
 IDS_SHOWN = 3
 ROUTE = "a route to Systems Manager (VPC endpoints ssm, ssmmessages and ec2messages, or a NAT gateway)"
-CHECK_OFF = "the activity check is off (ActivityCheck=false)"
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def unanswered(
     several: machines that share a reason and a fix are listed together (`grouped`)."""
     iid = instance.instance_id
     if not check_on:
-        return Unanswered(iid, CHECK_OFF, "ActivityCheck=true")
+        return Unanswered(iid, "the activity check is off (ActivityCheck=false)", "ActivityCheck=true")
     if ping == "Online":
         return None
     if ping is not None:

@@ -3,6 +3,7 @@ reads as if there were five."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from costguard.core import tags
@@ -13,7 +14,7 @@ from costguard.digest.weekly.rules.figures import InstanceWeek, summarize
 from costguard.digest.weekly.rules.grid import Hour
 from costguard.digest.weekly.rules.messages import digest_thread
 from costguard.digest.weekly.rules.records import DigestData
-from costguard.setup.reach import CHECK_OFF, Unanswered
+from costguard.setup.reach import Unanswered
 
 NOW = datetime(2026, 11, 23, 9, tzinfo=UTC)
 
@@ -87,7 +88,7 @@ def test_a_keep_until_tag_is_said_in_each_readers_zone_and_a_tag_that_is_no_time
     assert "kept until &lt;!here&gt; soon" in text  # not a time: the tag as written, escaped
 
 
-def idled(raw: list[Instance], idle_hours: int, busy_hours: int, reach: int, why: str = "no agent") -> DigestData:
+def idled(raw: list[Instance], idle_hours: int, busy_hours: int, reach: int) -> DigestData:
     """The week of 4-GPU machines at $5.672 an hour, each idle for `idle_hours` and at work for `busy_hours`; the
     first `reach` of them the activity check cannot reach."""
     start = NOW - timedelta(days=7)
@@ -99,7 +100,7 @@ def idled(raw: list[Instance], idle_hours: int, busy_hours: int, reach: int, why
     ]
     data = week(raw, silent=0, unchecked=0)
     data.instances, data.this_week = weeks, summarize(weeks, start, NOW, IdlePolicy())
-    data.unanswered = [Unanswered(i.instance_id, why, "install it") for i in raw[:reach]]
+    data.unanswered = [Unanswered(i.instance_id, "no agent", "install it") for i in raw[:reach]]
     data.no_activity_check = [u.instance_id for u in data.unanswered]
     return data
 
@@ -108,13 +109,25 @@ def test_what_the_machines_the_check_cannot_reach_idled_is_said_in_gpu_hours_and
     raw = [machine(n) for n in range(3)]
     text = hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=2))
     # two machines of 4 GPUs, 10 idle hours each: their busy hours and the machine the check reaches are not counted
-    assert "The machines the check cannot reach idled 80 GPU-hours this week ($113 on the bill)" in text
-    assert "work it cannot see" in text
+    assert "Those machines idled 80 GPU-hours this week ($113 on the bill), kept and prepaid ones aside" in text
+    assert "holds them through part of that for work it cannot see" in text
+
+
+def test_a_kept_exempt_or_prepaid_machine_the_check_cannot_reach_is_not_counted_in_what_they_idled() -> None:
+    raw = [
+        machine(0),
+        machine(1, **{tags.EXEMPT: "ci"}),
+        machine(2, **{tags.KEEP_UNTIL: "2026-11-30T09:00:00Z"}),
+        machine(3),
+    ]
+    data = idled(raw, idle_hours=10, busy_hours=5, reach=4)
+    data.instances[3] = dataclasses.replace(data.instances[3], paid_by="a Capacity Block")
+    assert "Those machines idled 40 GPU-hours this week ($56.72 on the bill)" in hygiene(data)  # machine 0's alone
 
 
 def test_nothing_is_said_of_what_they_idled_where_they_did_not_idle_or_all_answer() -> None:
     raw = [machine(n) for n in range(2)]
     assert "idled" not in hygiene(idled(raw, idle_hours=0, busy_hours=5, reach=2))
     assert "idled" not in hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=0))
-    # with the check off, every machine is unreached, and none is held for what the check would see
-    assert "idled" not in hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=2, why=CHECK_OFF))
+    kept = [machine(n, **{tags.EXEMPT: "ci"}) for n in range(2)]
+    assert "Those machines idled" not in hygiene(idled(kept, idle_hours=10, busy_hours=5, reach=2))

@@ -24,7 +24,7 @@ from costguard.digest.weekly.rules.bill import PaidIdle
 from costguard.digest.weekly.rules.exempt import SHOWN, ExemptIdle
 from costguard.digest.weekly.rules.figures import Figures
 from costguard.digest.weekly.rules.records import DigestData
-from costguard.setup.reach import CHECK_OFF, reach_lines
+from costguard.setup.reach import reach_lines
 from costguard.slack.blocks import (
     DAY,
     MAX_SECTION,
@@ -391,23 +391,26 @@ def _hygiene(data: DigestData) -> Mrkdwn:
 
 
 def _unanswered_idle(data: DigestData) -> Mrkdwn | None:
-    """What the machines the check cannot reach idled this week, by the digest's own hours and prices: the hours
-    costguard holds such machines through for work it cannot see, which their fix lets it look at instead. None
-    where they did not idle, or where the check is off (no machine is then held for what it cannot see)."""
+    """What the machines the check cannot reach idled this week, by the digest's own hours and prices; part of it
+    costguard holds them through for work it cannot see, which their fix lets it look at instead. Not counted:
+    a machine exempt or kept (its keep holds it, and the exempt list says it), or on capacity already paid (its
+    idle hours cost nothing more). None where the rest did not idle."""
     by_id = {i.instance_id: i for i in data.instances}
     gpu_hours = cost = 0.0
-    for iid in {u.instance_id for u in data.unanswered if u.why != CHECK_OFF}:
+    for iid in {u.instance_id for u in data.unanswered}:
         instance, idle = by_id.get(iid), data.this_week.idle_hours_by_instance.get(iid, 0.0)
-        if instance is not None and idle:
-            gpu_hours += idle * instance.gpus
-            cost += idle * instance.idle_usd_per_hour
+        raw = data.raw.get(iid)
+        kept = raw is not None and (tags.EXEMPT in raw.tags or tags.KEEP_UNTIL in raw.tags)
+        if instance is None or not idle or kept or instance.paid_by:
+            continue
+        gpu_hours += idle * instance.gpus
+        cost += idle * instance.idle_usd_per_hour
     if gpu_hours < 0.5:
         return None
-    dollars = f" ({usd(cost)} {_on_the_bill(data)})" if cost >= 0.005 else ""
     return Mrkdwn(
-        f"The machines the check cannot reach idled {gpu_hours:,.0f} GPU-hours this week{dollars}: without it, "
-        "costguard holds them for work it cannot see (a night's job that begins by waiting, GPU memory held); "
-        "the fix lets it look"
+        f"Those machines idled {gpu_hours:,.0f} GPU-hours this week ({usd(cost)} {_on_the_bill(data)}), kept and "
+        "prepaid ones aside. Without the check, costguard holds them through part of that for work it cannot "
+        "see (a night's job that begins by waiting, GPU memory held); the fix lets it look"
     )
 
 
