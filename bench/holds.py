@@ -4,7 +4,8 @@ Each week runs the real sweep (testing.week.costguard_week, the harder week) wit
 five minutes a machine ran is put to the oracle's own two hours after work, or to the decision in force then
 (testing/holds.py). The bound is what the week would reclaim if costguard held nothing but those two hours and its
 care for work it cannot see (machines that cannot answer the activity check, and boxes that run by themselves not
-yet watched a week): the most any other rule could bring.
+yet watched a week), counted again on the week's own decisions: an estimate, not a week run again without the
+other rules (their absence would change later decisions).
 
 `python -c "from bench import holds; holds.main()"` (about 3 minutes a seed).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT
-from bench.week import oracle_baseline
+from bench.week import oracle_baseline, oracle_running
 from testing.holds import ORACLE, attribute, is_care, read_decisions
 from testing.week import HARDER_NO_SSM_SHARE, costguard_week
 from testing.worlds.week import SLOTS_PER_HOUR, World, harder
@@ -33,8 +34,9 @@ def holds(
     with tempfile.TemporaryDirectory() as tmp:
         decisions, dumped = Path(tmp) / "decisions.jsonl", Path(tmp) / "week.json"
         decisions.touch()
-        before = {k: os.environ.get(k) for k in ("BENCH_DECISIONS", "BENCH_DUMP")}
+        before = {k: os.environ.get(k) for k in ("BENCH_DECISIONS", "BENCH_DUMP", "BENCH_COPIES")}
         os.environ |= {"BENCH_DECISIONS": str(decisions), "BENCH_DUMP": str(dumped)}
+        os.environ.pop("BENCH_COPIES", None)  # the world attributed below is one team's
         try:
             figures = costguard_week(code_root, seed, share, hard=True, history_days=history_days)
         finally:
@@ -49,10 +51,14 @@ def holds(
     if not made:
         raise RuntimeError(f"the code tree at {code_root} logged no decision (testing.week.log_decisions)")
     first = world.index(world.start)
-    found = attribute(
-        world.machines, record["running"], made, record["without_agent"], first, first + 7 * 24 * SLOTS_PER_HOUR
-    )
+    last = first + 7 * 24 * SLOTS_PER_HOUR
+    found = attribute(world.machines, record["running"], made, record["without_agent"], first, last)
     held = dict(sorted(found.held.items(), key=lambda kv: -kv[1]))
+    # The oracle's own week through the same attribution: its two hours after work are all it holds. costguard
+    # runs fewer of them (a sooner stop where the check saw nothing alive).
+    oracle = attribute(world.machines, oracle_running(world)[0], {}, (), first, last)
+    if set(oracle.held) - {ORACLE}:
+        raise RuntimeError(f"the oracle's week held more than its two hours: {sorted(oracle.held)}")
     return {
         "seed": seed,
         "no_ssm_share": share,
@@ -63,8 +69,10 @@ def holds(
         "oracle_reclaimed_percent": oracle_baseline(world)["reclaimed_percent"],
         "idle_gpu_hours": round(found.idle),
         "held_gpu_hours": round(sum(found.held.values())),
-        "held_by_the_oracles_two_hours": round(found.held.get(ORACLE, 0.0)),
+        "held_by_the_oracles_two_hours": round(found.held.get(ORACLE, 0.0)),  # those of them costguard ran
+        "the_oracle_holds": round(oracle.held.get(ORACLE, 0.0)),
         "held_by_the_care_for_work_it_cannot_see": round(found.care),
+        "of_which_on_machines_without_the_agent": round(found.care_without_agent),
         "held_by_everything_else": round(sum(found.held.values()) - found.held.get(ORACLE, 0.0) - found.care),
         "bound_percent": round(found.bound_percent(), 1),
         "held_by_cause": {label: round(hours, 1) for label, hours in held.items()},

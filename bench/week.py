@@ -32,6 +32,11 @@ __all__ = ["ROOT", "compare", "costguard_week", "harder", "main", "measure"]
 def oracle_baseline(world: World, window: int = 24) -> dict[str, Any]:
     """An oracle that knows the truth: it stops a machine after exactly 2 hours of true idleness, and has
     it running again the moment work comes due (no warning, no interruption, no restart by anyone)."""
+    return outcome(world, *oracle_running(world, window), []) | {"owner_restarts": 0}
+
+
+def oracle_running(world: World, window: int = 24) -> tuple[dict[str, list[bool]], list[tuple[str, int]]]:
+    """The oracle's machines, running or not in each slot, and its stops."""
     running = {m.instance_id: [True] * world.slots for m in world.machines}
     stops = []
     for m in world.machines:
@@ -47,7 +52,7 @@ def oracle_baseline(world: World, window: int = 24) -> dict[str, Any]:
                 for j in range(i + window, end):
                     on[j] = False
             i = end
-    return outcome(world, running, stops, []) | {"owner_restarts": 0}
+    return running, stops
 
 
 def schedule_baseline(world: World) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from datetime import datetime
 from testing.worlds.week import SLOTS_PER_HOUR, Machine
 
 ORACLE_SLOTS = 2 * SLOTS_PER_HOUR  # the oracle's own two hours after work
-IN_FORCE = SLOTS_PER_HOUR // 4  # a decision stands until the next sweep's, 15 minutes on
+IN_FORCE = SLOTS_PER_HOUR // 4  # slots a decision stands: until the next sweep's, 15 minutes on
 ORACLE = "the oracle's own 2 hours after work"
 UNDECIDED = "no decision in force (a sweep missed, or its machine exempt)"
 # The care for work costguard cannot see: the rules that exist for it (night work held from its evening, on a
@@ -85,9 +85,15 @@ class Holds:
     def care(self) -> float:
         return sum(hours for label, hours in self.held.items() if is_care(label))
 
+    @property
+    def care_without_agent(self) -> float:
+        """The part of the care held on machines no activity check answers for."""
+        return sum(hours for label, hours in self.held.items() if is_care(label) and label.startswith("no agent: "))
+
     def bound_percent(self) -> float:
         """What the week would reclaim if costguard held nothing but the oracle's own two hours and its care for
-        work it cannot see: the most any other rule could bring."""
+        work it cannot see, counted again on this week's decisions (a re-count, not a week run again: without a
+        rule, later decisions would differ)."""
         kept = self.held.get(ORACLE, 0.0) + self.care
         return 100 * (self.idle - kept) / self.idle if self.idle else 0.0
 
@@ -101,7 +107,7 @@ def attribute(
     last: int,
 ) -> Holds:
     """Each idle five minutes from `first` to `last` (slots) a machine ran, put to a cause: the oracle's two hours
-    after work, else the decision in force (made at most IN_FORCE slots before), else none in force."""
+    after work, else the decision in force (made less than IN_FORCE slots before), else none in force."""
     blind = set(without_agent)
     held: dict[str, float] = defaultdict(float)
     idle = 0.0
@@ -122,7 +128,7 @@ def attribute(
                 continue
             if i - last_work <= ORACLE_SLOTS:
                 held[ORACLE] += hours
-            elif k >= 0 and i - made[k].slot <= IN_FORCE:
+            elif k >= 0 and i - made[k].slot < IN_FORCE:
                 held[cause(made[k], iid in blind)] += hours
             else:
                 held[UNDECIDED] += hours

@@ -1017,21 +1017,27 @@ def log_decisions(path: Path) -> None:
     except ImportError:
         return
     act = notices.SweepNotices.act
+    if getattr(act, "logs_decisions", False):  # logged once, however often asked
+        return
     lock = threading.Lock()
 
     def logged(self: Any, instance: Any, decision: Any, now: datetime, *args: Any, **kwargs: Any) -> Any:
-        trail = getattr(decision, "trail", ())
-        line = {
-            "at": now.isoformat(),
-            "instance_id": instance.instance_id,
-            "action": decision.action.value,
-            "rule": trail[-1].rule.value if trail else "",
-            "reason": decision.reason,
-        }
-        with lock, path.open("a") as out:
-            out.write(json.dumps(line) + "\n")
+        try:
+            trail = getattr(decision, "trail", ())
+            line = {
+                "at": now.isoformat(),
+                "instance_id": instance.instance_id,
+                "action": decision.action.value,
+                "rule": trail[-1].rule.value if trail else "",
+                "reason": decision.reason,
+            }
+            with lock, path.open("a") as out:
+                out.write(json.dumps(line) + "\n")
+        except Exception as exc:  # the measuring never fails the sweep it measures: said, and the week goes on
+            print(f"  a decision could not be logged: {type(exc).__name__}: {exc}", file=sys.stderr)
         return act(self, instance, decision, now, *args, **kwargs)
 
+    logged.logs_decisions = True  # type: ignore[attr-defined]
     notices.SweepNotices.act = logged
 
 
