@@ -131,3 +131,11 @@ def test_nothing_is_said_of_what_they_idled_where_they_did_not_idle_or_all_answe
     assert "idled" not in hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=0))
     kept = [machine(n, **{tags.EXEMPT: "ci"}) for n in range(2)]
     assert "Those machines idled" not in hygiene(idled(kept, idle_hours=10, busy_hours=5, reach=2))
+
+
+def test_machines_whose_price_was_not_read_are_said_in_gpu_hours_without_a_dollar_figure() -> None:
+    data = idled([machine(0)], idle_hours=10, busy_hours=0, reach=1)
+    data.instances[0] = dataclasses.replace(data.instances[0], usd_per_hour=None)
+    text = hygiene(data)
+    assert "Those machines idled 40 GPU-hours this week, kept and prepaid ones aside" in text
+    assert "$0" not in text

@@ -407,8 +407,9 @@ def _unanswered_idle(data: DigestData) -> Mrkdwn | None:
         cost += idle * instance.idle_usd_per_hour
     if gpu_hours < 0.5:
         return None
+    dollars = f" ({usd(cost)} {_on_the_bill(data)})" if cost >= 0.005 else ""  # no price read: no dollars said
     return Mrkdwn(
-        f"Those machines idled {gpu_hours:,.0f} GPU-hours this week ({usd(cost)} {_on_the_bill(data)}), kept and "
+        f"Those machines idled {gpu_hours:,.0f} GPU-hours this week{dollars}, kept and "
         "prepaid ones aside. Without the check, costguard holds them through part of that for work it cannot "
         "see (a night's job that begins by waiting, GPU memory held); the fix lets it look"
     )
