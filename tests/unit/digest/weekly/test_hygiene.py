@@ -109,8 +109,7 @@ def test_what_the_machines_the_check_cannot_reach_idled_is_said_in_gpu_hours_and
     raw = [machine(n) for n in range(3)]
     text = hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=2))
     # two machines of 4 GPUs, 10 idle hours each: their busy hours and the machine the check reaches are not counted
-    assert "Those machines idled 80 GPU-hours this week ($113 on the bill), kept and prepaid ones aside" in text
-    assert "holds them through part of that for work it cannot see" in text
+    assert "Together they idled 80 GPU-hours ($113 on the bill), part of it held for work costguard cannot see" in text
 
 
 def test_a_kept_exempt_or_prepaid_machine_the_check_cannot_reach_is_not_counted_in_what_they_idled() -> None:
@@ -122,7 +121,7 @@ def test_a_kept_exempt_or_prepaid_machine_the_check_cannot_reach_is_not_counted_
     ]
     data = idled(raw, idle_hours=10, busy_hours=5, reach=4)
     data.instances[3] = dataclasses.replace(data.instances[3], paid_by="a Capacity Block")
-    assert "Those machines idled 40 GPU-hours this week ($56.72 on the bill)" in hygiene(data)  # machine 0's alone
+    assert "Together they idled 40 GPU-hours ($56.72 on the bill)" in hygiene(data)  # machine 0's alone
 
 
 def test_nothing_is_said_of_what_they_idled_where_they_did_not_idle_or_all_answer() -> None:
@@ -130,12 +129,12 @@ def test_nothing_is_said_of_what_they_idled_where_they_did_not_idle_or_all_answe
     assert "idled" not in hygiene(idled(raw, idle_hours=0, busy_hours=5, reach=2))
     assert "idled" not in hygiene(idled(raw, idle_hours=10, busy_hours=5, reach=0))
     kept = [machine(n, **{tags.EXEMPT: "ci"}) for n in range(2)]
-    assert "Those machines idled" not in hygiene(idled(kept, idle_hours=10, busy_hours=5, reach=2))
+    assert "Together they idled" not in hygiene(idled(kept, idle_hours=10, busy_hours=5, reach=2))
 
 
 def test_machines_whose_price_was_not_read_are_said_in_gpu_hours_without_a_dollar_figure() -> None:
     data = idled([machine(0)], idle_hours=10, busy_hours=0, reach=1)
     data.instances[0] = dataclasses.replace(data.instances[0], usd_per_hour=None)
     text = hygiene(data)
-    assert "Those machines idled 40 GPU-hours this week, kept and prepaid ones aside" in text
+    assert "Together they idled 40 GPU-hours, part of it held" in text
     assert "$0" not in text

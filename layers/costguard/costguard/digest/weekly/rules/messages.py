@@ -408,10 +408,10 @@ def _unanswered_idle(data: DigestData) -> Mrkdwn | None:
     if gpu_hours < 0.5:
         return None
     dollars = f" ({usd(cost)} {_on_the_bill(data)})" if cost >= 0.005 else ""  # no price read: no dollars said
+    # a few words: the team's whole digest is read to the end (at most 400 words, tests/demo)
     return Mrkdwn(
-        f"Those machines idled {gpu_hours:,.0f} GPU-hours this week{dollars}, kept and "
-        "prepaid ones aside. Without the check, costguard holds them through part of that for work it cannot "
-        "see (a night's job that begins by waiting, GPU memory held); the fix lets it look"
+        f"Together they idled {gpu_hours:,.0f} GPU-hours{dollars}, part of it held for work costguard cannot see; "
+        "the fix lets it look"
     )
 
 
