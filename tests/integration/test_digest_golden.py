@@ -19,7 +19,7 @@ each figure once, a line of advice each; the owners' messages, the week kept and
 the answer unchanged), and by `--commit 16a06e7` when the hygiene line of the machines the activity check cannot
 reach said why and the fix (issue 44, item 1: that one line's words; nothing else changed), and by `--commit
 c9bca62` when the thread lost more words (issue 46, item 7: 6 owners' lines, 2 suggestions, the price basis's
-words; no figure changed), and by `--commit e9fdc54` when the hygiene section said what the machines the check
+words; no figure changed), and by `--commit 2bd5ac1` when the hygiene section said what the machines the check
 cannot reach idled (issue 44: one line added to that block; nothing else changed). Sections added to a message
 since are allowed (each block the old code posted must still be there, the same, in the same order); a change to
 what an old block says is not. A deliberate change of wording is captured again with `--commit HEAD`.
