@@ -8,7 +8,6 @@ promising a stop that did not happen (read from Slack's final state: each messag
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -95,11 +94,8 @@ def profile(plan: Mapping[str, Any] | None, days: int, seed: int) -> dict[str, A
     """One profile's run (None: no fault), with the promises its messages did not keep."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp) / "dump.json"
-        os.environ["BENCH_DUMP"] = str(dump)
-        try:
-            figures = costguard_week(ROOT, seed, 0.0, {**plan, "seed": seed} if plan is not None else None, days)
-        finally:
-            del os.environ["BENCH_DUMP"]
+        faults = {**plan, "seed": seed} if plan is not None else None
+        figures = costguard_week(ROOT, seed, 0.0, faults, days, dump=dump)
         raw = json.loads(dump.read_text())
     figures.pop("calls", None)
     unkept = promises_not_kept(raw["messages"], raw["ledger"])

@@ -34,19 +34,11 @@ def holds(
     with tempfile.TemporaryDirectory() as tmp:
         decisions, dumped = Path(tmp) / "decisions.jsonl", Path(tmp) / "week.json"
         decisions.touch()
-        before = {k: os.environ.get(k) for k in ("BENCH_DECISIONS", "BENCH_DUMP", "BENCH_COPIES")}
-        os.environ |= {"BENCH_DECISIONS": str(decisions), "BENCH_DUMP": str(dumped)}
-        os.environ.pop("BENCH_COPIES", None)  # the world attributed below is one team's
-        try:
-            figures = costguard_week(code_root, seed, share, hard=True, history_days=history_days)
-        finally:
-            for key, value in before.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        figures = costguard_week(
+            code_root, seed, share, hard=True, history_days=history_days, dump=dumped, decisions=decisions
+        )
         record = json.loads(dumped.read_text())
-        world = World(seed, **harder())
+        world = World(seed, copies=int(os.environ.get("BENCH_COPIES", "1")), **harder())  # the world the week ran
         made = read_decisions(decisions.read_text().splitlines(), world.index)
     if not made:
         raise RuntimeError(f"the code tree at {code_root} logged no decision (testing.week.log_decisions)")

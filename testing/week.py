@@ -1518,12 +1518,16 @@ def costguard_week(
     hard: bool = False,
     history_days: float | None = None,
     warm_days: int = 0,
+    dump: Path | None = None,
+    decisions: Path | None = None,
 ) -> dict[str, Any]:
     """costguard's week in a child process, so that any code tree (an older commit) can be measured.
     `commitments`: the commitments world; `bill`: False for costguard with its bill reader off (as before it);
     `hard`: the harder week (testing/worlds/week.py's harder()); `history_days`: what CloudWatch has before the
     week (None: the world's two weeks); `warm_days`: that many days enforced before the week, on the world's
-    history, with the state table carried into the week (the figures are the week's only)."""
+    history, with the state table carried into the week (the figures are the week's only); `dump`: where the
+    week's raw record is written (`dump`); `decisions`: where every decision of its sweeps is logged
+    (`log_decisions`)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "week.json"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -1538,6 +1542,10 @@ def costguard_week(
             env["BENCH_BILL"] = "off"
         if warm_days:
             env["BENCH_WARM_DAYS"] = str(warm_days)
+        if dump is not None:
+            env["BENCH_DUMP"] = str(dump)
+        if decisions is not None:
+            env["BENCH_DECISIONS"] = str(decisions)
         subprocess.run(
             [sys.executable, "-m", "testing.week", str(code_root), str(out), str(seed), str(no_ssm_share), *extra],
             check=True,
