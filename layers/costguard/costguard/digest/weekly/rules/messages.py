@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from costguard.core import tags
 from costguard.core.formatting import duration, parse_time, plural, usd
+from costguard.core.records import Instance
 from costguard.digest.chart import Bar, day_label
 from costguard.digest.gaps import not_read
 from costguard.digest.owners import SPOT_WARNING, Suggestion, priced, refused_starts_text, suggestion_line
@@ -344,11 +345,7 @@ def _hygiene(data: DigestData) -> Mrkdwn:
     no_owner = [i.instance_id for i in data.no_owner]
     silent = [i.instance_id for i in data.instances if not i.telemetry]
     told = {e.instance_id for e in data.exempt_idle[:SHOWN]}  # the exempt section says these: once
-    exempt = [
-        i
-        for i in data.raw.values()
-        if (tags.EXEMPT in i.tags or tags.KEEP_UNTIL in i.tags) and i.instance_id not in told
-    ]
+    exempt = [i for i in data.raw.values() if _kept(i) and i.instance_id not in told]
     lines: list[str] = []
     if no_owner:
         lines.append(f"{len(no_owner)} without an owner: {_some(no_owner)}")
@@ -390,6 +387,11 @@ def _hygiene(data: DigestData) -> Mrkdwn:
     return Mrkdwn("*Hygiene*\n") + bullet_list(lines) if lines else Mrkdwn("*Hygiene*: nothing to fix.")
 
 
+def _kept(instance: Instance) -> bool:
+    """Exempt, or kept until a time: held by its owner's word, whatever it did."""
+    return tags.EXEMPT in instance.tags or tags.KEEP_UNTIL in instance.tags
+
+
 def _unanswered_idle(data: DigestData) -> Mrkdwn | None:
     """What the machines the check cannot reach idled this week, by the digest's own hours and prices; part of it
     costguard holds them through for work it cannot see, which their fix lets it look at instead. Not counted:
@@ -400,8 +402,7 @@ def _unanswered_idle(data: DigestData) -> Mrkdwn | None:
     for iid in {u.instance_id for u in data.unanswered}:
         instance, idle = by_id.get(iid), data.this_week.idle_hours_by_instance.get(iid, 0.0)
         raw = data.raw.get(iid)
-        kept = raw is not None and (tags.EXEMPT in raw.tags or tags.KEEP_UNTIL in raw.tags)
-        if instance is None or not idle or kept or instance.paid_by:
+        if instance is None or not idle or (raw is not None and _kept(raw)) or instance.paid_by:
             continue
         gpu_hours += idle * instance.gpus
         cost += idle * instance.idle_usd_per_hour
